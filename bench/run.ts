@@ -1,0 +1,30 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import type { Benchmark, BenchRow } from './harness.js';
+
+/** Every benchmark module, in the order their results are printed. */
+const modules: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [];
+
+async function main(): Promise<void> {
+  const only = process.argv.slice(2);
+  const rows: Array<BenchRow & { group: string }> = [];
+  for (const load of modules) {
+    const { benchmarks } = await load();
+    for (const bench of benchmarks) {
+      if (only.length > 0 && !only.some((o) => bench.name.includes(o))) continue;
+      process.stderr.write(`running ${bench.name}...\n`);
+      for (const row of await bench.run()) rows.push({ group: bench.name, ...row });
+    }
+  }
+  const lines = rows.map((r) => {
+    const verdict = r.pass === undefined ? '' : r.pass ? 'PASS' : 'MISS';
+    const value = Number.isInteger(r.value) ? String(r.value) : r.value.toPrecision(4);
+    return `| ${r.name} | ${value} ${r.unit} | ${r.goal ?? ''} | ${verdict} | ${r.note ?? ''} |`;
+  });
+  const table = ['| measure | value | goal | | note |', '|---|---|---|---|---|', ...lines].join('\n');
+  process.stdout.write(`${table}\n`);
+  mkdirSync('bench-results', { recursive: true });
+  writeFileSync('bench-results/latest.json', JSON.stringify(rows, null, 2));
+  writeFileSync('bench-results/latest.md', `${table}\n`);
+}
+
+await main();

@@ -1,0 +1,49 @@
+/**
+ * The engine's public contract. Implementation lives beside this file; everything here
+ * is pure (no I/O) so that the server, the SDK, `guardctl test` and replay share it.
+ */
+import type {
+  ControlData,
+  EvaluationResult,
+  FieldIssue,
+  Stage,
+  Step,
+} from '../model/index.js';
+
+/** What the engine needs of a control: its id, name and (validated) data. */
+export interface ControlInput {
+  control_id: number;
+  name: string;
+  data: ControlData | null;
+}
+
+/** Per control, what happened during one evaluation (for observability events). */
+export interface ControlExecution {
+  control_id: number;
+  control_name: string;
+  action: ControlData['action']['decision'];
+  matched: boolean;
+  confidence: number;
+  /** Set when the evaluator threw; on_error decided `matched`. */
+  error_message: string | null;
+  /** First leaf's evaluator and selector for condition trees. */
+  evaluator_name: string;
+  selector_path: string;
+  duration_ms: number;
+}
+
+export interface EvaluateOptions {
+  /** Also return per-control executions with durations (costs a clock read per control). */
+  collectExecutions?: boolean;
+  /** Only controls whose `execution` is this value take part (the SDK splits sdk/server). */
+  execution?: 'server' | 'sdk';
+}
+
+export interface EvaluationOutcome {
+  result: EvaluationResult;
+  executions: ControlExecution[] | null;
+}
+
+export type ValidationOutcome =
+  | { ok: true; data: ControlData }
+  | { ok: false; issues: FieldIssue[] };

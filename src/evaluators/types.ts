@@ -1,0 +1,46 @@
+import type { JsonObject } from '../model/index.js';
+
+/** What an evaluator says about the selected value. */
+export interface EvaluatorOutcome {
+  matched: boolean;
+  /** 0..1; 1 for deterministic evaluators. */
+  confidence: number;
+  message?: string | null;
+  metadata?: JsonObject | null;
+}
+
+/**
+ * A compiled check: built once per control when the control set is compiled, then
+ * called per step. Synchronous evaluators return the outcome directly (the fast path);
+ * evaluators that need I/O (the vendor scorer) return a promise.
+ * Throwing (or rejecting) is an evaluator error: the control's on_error decides.
+ */
+export type CompiledCheck = (value: unknown) => EvaluatorOutcome | Promise<EvaluatorOutcome>;
+
+export interface EvaluatorDefinition {
+  /** The name controls use in `evaluator.name`, for example `regex`. */
+  name: string;
+  description: string;
+  /** JSON Schema (draft 2020-12) of `evaluator.config`, without the shared `on_error` key. */
+  configSchema: JsonObject;
+  /**
+   * Checks a config beyond what its JSON Schema can say (for example that a pattern compiles)
+   * and builds the check. Throws ConfigError with a field path relative to `config`.
+   * Called when a control is saved or compiled, never per step.
+   */
+  compile(config: JsonObject): CompiledCheck;
+}
+
+/** A config problem found while compiling; `field` is relative to the evaluator config. */
+export class ConfigError extends Error {
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/** What a plugin module exports: `export default [definition, ...]` or `export const evaluators = [...]`. */
+export type EvaluatorPlugin = EvaluatorDefinition[];

@@ -1,0 +1,46 @@
+import { z } from 'zod';
+
+/** A free JSON object: metadata that guardctl stores and returns but never interprets. */
+export const JsonObjectSchema = z.record(z.string(), z.unknown());
+export type JsonObject = z.infer<typeof JsonObjectSchema>;
+
+export const StepTypeSchema = z.enum(['tool', 'llm']);
+export type StepType = z.infer<typeof StepTypeSchema>;
+
+export const StageSchema = z.enum(['pre', 'post']);
+export type Stage = z.infer<typeof StageSchema>;
+
+export const DecisionSchema = z.enum(['allow', 'deny', 'steer', 'warn', 'log']);
+export type Decision = z.infer<typeof DecisionSchema>;
+
+/**
+ * Names of controls: short, printable, and safe in file names, URLs and YAML keys.
+ * A name is the key GitOps uses to sync, so it must survive every one of those places.
+ */
+export const ControlNameSchema = z
+  .string()
+  .min(1, 'name must not be empty')
+  .max(128, 'name must be at most 128 characters')
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._:/ -]*$/,
+    'name may hold letters, digits, spaces and . _ : / - and must start with a letter or digit',
+  );
+
+/** Agent names are normalised (trimmed, lowercased) before they are checked. */
+export const AgentNameSchema = z
+  .string()
+  .transform((s) => s.trim().toLowerCase())
+  .pipe(
+    z
+      .string()
+      .min(1, 'agent_name must not be empty')
+      .max(128, 'agent_name must be at most 128 characters')
+      .regex(
+        /^[a-z0-9][a-z0-9._:-]*$/,
+        'agent_name may hold lowercase letters, digits and . _ : - and must start with a letter or digit',
+      ),
+  );
+
+export function normaliseAgentName(name: string): string {
+  return name.trim().toLowerCase();
+}

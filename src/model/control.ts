@@ -1,0 +1,188 @@
+import { z } from 'zod';
+import {
+  ControlNameSchema,
+  DecisionSchema,
+  JsonObjectSchema,
+  StageSchema,
+  StepTypeSchema,
+} from './common.js';
+
+/** How deep `and`/`or`/`not` trees may nest; deeper trees are rejected when saved. */
+export const MAX_CONDITION_DEPTH = 8;
+
+const nonEmpty = <T extends z.ZodType>(item: T, what: string) =>
+  z.array(item).min(1, `${what} must not be an empty list; leave it out to mean "all"`);
+
+export const ScopeSchema = z.strictObject({
+  step_types: nonEmpty(StepTypeSchema, 'step_types').nullable().optional(),
+  step_names: nonEmpty(z.string().min(1), 'step_names').optional(),
+  step_name_regex: z.string().min(1).max(4096).optional(),
+  stages: nonEmpty(StageSchema, 'stages').optional(),
+});
+export type Scope = z.infer<typeof ScopeSchema>;
+
+/**
+ * Selector paths: `input`, `output`, `name`, `*`, and dotted or indexed paths below
+ * `input`, `output` and `context` (for example `input.messages[0].content`).
+ */
+export const SELECTOR_PATH_PATTERN =
+  /^(\*|name|(input|output)((\.[A-Za-z0-9_$-]+)|(\[\d+\]))*|context((\.[A-Za-z0-9_$-]+)|(\[\d+\]))+)$/;
+
+export const SelectorSchema = z.strictObject({
+  path: z
+    .string()
+    .max(512)
+    .regex(
+      SELECTOR_PATH_PATTERN,
+      'path must be one of input, output, name, *, or input.<field>, output.<field>, context.<field> (dots and [index] allowed)',
+    ),
+});
+export type Selector = z.infer<typeof SelectorSchema>;
+
+export const OnErrorSchema = z.enum(['allow', 'deny']);
+export type OnError = z.infer<typeof OnErrorSchema>;
+
+/**
+ * The evaluator's config is checked against that evaluator's own JSON Schema by the
+ * registry (src/evaluators), not here: the model does not know which evaluators exist.
+ */
+export const EvaluatorSpecSchema = z.strictObject({
+  name: z.string().min(1).max(128),
+  config: JsonObjectSchema.default({}),
+  metadata: JsonObjectSchema.optional(),
+});
+export type EvaluatorSpec = z.infer<typeof EvaluatorSpecSchema>;
+
+export const SteeringContextSchema = z.strictObject({
+  message: z.string().min(1, 'steering_context.message must not be empty').max(8192),
+  required_actions: z.array(z.string().min(1).max(1024)).max(64).optional(),
+});
+export type SteeringContext = z.infer<typeof SteeringContextSchema>;
+
+export const ActionSchema = z
+  .strictObject({
+    decision: DecisionSchema,
+    steering_context: SteeringContextSchema.optional(),
+    metadata: JsonObjectSchema.optional(),
+  })
+  .superRefine((action, ctx) => {
+    if (action.decision === 'steer' && !action.steering_context) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['steering_context'],
+        message: 'a steer action needs steering_context.message: the guidance the agent gets back',
+      });
+    }
+  });
+export type Action = z.infer<typeof ActionSchema>;
+
+/** A leaf of a condition tree: one selector and one evaluator. */
+export const ConditionLeafSchema = z.strictObject({
+  selector: SelectorSchema,
+  evaluator: EvaluatorSpecSchema,
+});
+export type ConditionLeaf = z.infer<typeof ConditionLeafSchema>;
+
+export type Condition =
+  | ConditionLeaf
+  | { and: Condition[] }
+  | { or: Condition[] }
+  | { not: Condition };
+
+export const ConditionSchema: z.ZodType<Condition> = z.lazy(() =>
+  z.union([
+    ConditionLeafSchema,
+    z.strictObject({ and: z.array(ConditionSchema).min(1, 'and needs at least one condition') }),
+    z.strictObject({ or: z.array(ConditionSchema).min(1, 'or needs at least one condition') }),
+    z.strictObject({ not: ConditionSchema }),
+  ]),
+);
+
+export function conditionDepth(condition: Condition): number {
+  if ('and' in condition) return 1 + Math.max(...condition.and.map(conditionDepth));
+  if ('or' in condition) return 1 + Math.max(...condition.or.map(conditionDepth));
+  if ('not' in condition) return 1 + conditionDepth(condition.not);
+  return 1;
+}
+
+/** Fields shared by the stored control data and the YAML control document. */
+const controlBodyShape = {
+  description: z.string().max(4096).optional(),
+  enabled: z.boolean().default(true),
+  execution: z.enum(['server', 'sdk']).default('server'),
+  scope: ScopeSchema.default({}),
+  selector: SelectorSchema.optional(),
+  evaluator: EvaluatorSpecSchema.optional(),
+  condition: ConditionSchema.optional(),
+  action: ActionSchema,
+};
+
+type ControlBody = {
+  selector?: Selector | undefined;
+  evaluator?: EvaluatorSpec | undefined;
+  condition?: Condition | undefined;
+};
+
+/** A control checks either one selector+evaluator pair or a condition tree, never both. */
+function refineCheckForm(body: ControlBody, ctx: z.RefinementCtx): void {
+  if (body.condition) {
+    if (body.selector || body.evaluator) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['condition'],
+        message: 'use either selector+evaluator or condition, not both',
+      });
+    }
+    const depth = conditionDepth(body.condition);
+    if (depth > MAX_CONDITION_DEPTH) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['condition'],
+        message: `condition is nested ${depth} levels deep; the limit is ${MAX_CONDITION_DEPTH}`,
+      });
+    }
+    return;
+  }
+  if (!body.selector) {
+    ctx.addIssue({ code: 'custom', path: ['selector'], message: 'selector is required (or give a condition)' });
+  }
+  if (!body.evaluator) {
+    ctx.addIssue({ code: 'custom', path: ['evaluator'], message: 'evaluator is required (or give a condition)' });
+  }
+}
+
+/** Control data: what `PUT /controls/{id}/data` stores (SPEC section 2). */
+export const ControlDataSchema = z.strictObject(controlBodyShape).superRefine(refineCheckForm);
+export type ControlData = z.infer<typeof ControlDataSchema>;
+export type ControlDataInput = z.input<typeof ControlDataSchema>;
+
+/** A `kind: Control` YAML document: the complete control object plus its kind. */
+export const ControlDocumentSchema = z
+  .strictObject({
+    kind: z.literal('Control'),
+    name: ControlNameSchema,
+    ...controlBodyShape,
+  })
+  .superRefine(refineCheckForm);
+export type ControlDocument = z.infer<typeof ControlDocumentSchema>;
+
+/** Splits a control document into the record name and the stored control data. */
+export function controlDataOf(doc: ControlDocument): ControlData {
+  const { kind: _kind, name: _name, ...data } = doc;
+  return data;
+}
+
+/** The control record the server returns. */
+export const ControlRecordSchema = z.strictObject({
+  control_id: z.number().int().positive(),
+  name: z.string(),
+  enabled: z.boolean(),
+  data: ControlDataSchema.nullable(),
+  /** Who owns this control: null when made by hand, else the owner label (GitOps, watch mode). */
+  managed_by: z.string().nullable(),
+  /** Where the control is defined when it is owned, for example `controls/sql.yaml:3`. */
+  source: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type ControlRecord = z.infer<typeof ControlRecordSchema>;

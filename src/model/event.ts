@@ -1,0 +1,25 @@
+import { z } from 'zod';
+import { DecisionSchema, JsonObjectSchema, StageSchema, StepTypeSchema } from './common.js';
+
+/** One control evaluated against one step: the unit of observability. */
+export const ObservabilityEventSchema = z.strictObject({
+  control_execution_id: z.string().min(1).max(128),
+  trace_id: z.string().min(1).max(128),
+  span_id: z.string().min(1).max(128),
+  agent_name: z.string().min(1).max(128),
+  control_id: z.number().int(),
+  control_name: z.string().max(256),
+  check_stage: StageSchema,
+  applies_to: StepTypeSchema,
+  action: DecisionSchema,
+  matched: z.boolean(),
+  confidence: z.number().min(0).max(1),
+  /** ISO 8601 time. */
+  timestamp: z.iso.datetime({ offset: true }),
+  execution_duration_ms: z.number().min(0),
+  evaluator_name: z.string().max(128).nullable(),
+  selector_path: z.string().max(512).nullable(),
+  error_message: z.string().max(8192).nullable(),
+  metadata: JsonObjectSchema.nullable(),
+});
+export type ObservabilityEvent = z.infer<typeof ObservabilityEventSchema>;

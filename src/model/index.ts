@@ -1,0 +1,6 @@
+export * from './common.js';
+export * from './control.js';
+export * from './agent.js';
+export * from './step.js';
+export * from './event.js';
+export * from './issues.js';

@@ -1,0 +1,59 @@
+import { z } from 'zod';
+import {
+  AgentNameSchema,
+  DecisionSchema,
+  JsonObjectSchema,
+  StageSchema,
+  StepTypeSchema,
+} from './common.js';
+import { SteeringContextSchema } from './control.js';
+
+/** The object a control looks at: one tool or model call. */
+export const StepSchema = z.strictObject({
+  type: StepTypeSchema,
+  name: z.string().min(1).max(256),
+  input: z.unknown(),
+  output: z.unknown().optional(),
+  context: JsonObjectSchema.optional(),
+});
+export type Step = z.infer<typeof StepSchema>;
+
+/** The body of `POST /api/v1/evaluation`. */
+export const EvaluationRequestSchema = z.strictObject({
+  agent_name: AgentNameSchema,
+  stage: StageSchema,
+  step: StepSchema,
+});
+export type EvaluationRequest = z.infer<typeof EvaluationRequestSchema>;
+
+export const ControlResultSchema = z.strictObject({
+  matched: z.boolean(),
+  confidence: z.number().min(0).max(1),
+  message: z.string().nullable(),
+  metadata: JsonObjectSchema.nullable(),
+});
+export type ControlResult = z.infer<typeof ControlResultSchema>;
+
+/** One control's verdict on a step (a match, a non-match or an error). */
+export const ControlMatchSchema = z.strictObject({
+  control_id: z.number().int(),
+  control_name: z.string(),
+  action: DecisionSchema,
+  result: ControlResultSchema,
+  steering_context: SteeringContextSchema.optional(),
+  /** Set when the evaluator failed; on_error decided whether the action fired. */
+  error: z.string().optional(),
+});
+export type ControlMatch = z.infer<typeof ControlMatchSchema>;
+
+/** The result of evaluating one step at one stage. */
+export const EvaluationResultSchema = z.strictObject({
+  is_safe: z.boolean(),
+  decision: z.enum(['allow', 'deny', 'steer']),
+  confidence: z.number().min(0).max(1),
+  steering_context: SteeringContextSchema.nullable(),
+  matches: z.array(ControlMatchSchema),
+  errors: z.array(ControlMatchSchema),
+  non_matches: z.array(ControlMatchSchema),
+});
+export type EvaluationResult = z.infer<typeof EvaluationResultSchema>;

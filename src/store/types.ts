@@ -1,0 +1,154 @@
+import type {
+  AgentPatch,
+  AgentRecord,
+  AgentRegistration,
+  ControlData,
+  ControlRecord,
+  ObservabilityEvent,
+} from '../model/index.js';
+
+export interface NewControl {
+  name: string;
+  data?: ControlData | null;
+  managed_by?: string | null;
+  source?: string | null;
+}
+
+export interface ControlPatch {
+  name?: string;
+  enabled?: boolean;
+  /** Replaces the data; its `enabled` becomes the record's `enabled`. */
+  data?: ControlData | null;
+  managed_by?: string | null;
+  source?: string | null;
+}
+
+export interface ControlPage {
+  controls: ControlRecord[];
+  next_cursor: number | null;
+  has_more: boolean;
+  total: number;
+}
+
+export interface NewAgent {
+  agent_name: string;
+  agent_description?: string | null;
+  agent_version?: string | null;
+  steps?: AgentRegistration['steps'];
+  metadata?: Record<string, unknown> | null;
+  managed_by?: string | null;
+}
+
+export interface Link {
+  agent_name: string;
+  control_id: number;
+}
+
+/** One write of a batch applied in a single transaction (GitOps apply, hot reload). */
+export type StoreChange =
+  | { op: 'create_control'; control: NewControl }
+  | { op: 'update_control'; name: string; patch: ControlPatch }
+  | { op: 'delete_control'; name: string }
+  | { op: 'upsert_agent'; agent: NewAgent }
+  | { op: 'link'; agent_name: string; control_name: string }
+  | { op: 'unlink'; agent_name: string; control_name: string };
+
+export interface EventQuery {
+  agent_name?: string;
+  control_ids?: number[];
+  actions?: string[];
+  matched?: boolean;
+  stages?: string[];
+  trace_id?: string;
+  /** ISO times, inclusive start, exclusive end. */
+  start_time?: string;
+  end_time?: string;
+  limit: number;
+  offset: number;
+}
+
+export interface EventPage {
+  events: ObservabilityEvent[];
+  total: number;
+}
+
+export interface ControlStatsRow {
+  control_id: number;
+  control_name: string;
+  executions: number;
+  matches: number;
+  non_matches: number;
+  errors: number;
+  /** Matches by action. */
+  actions: Record<string, number>;
+  avg_duration_ms: number;
+}
+
+export interface StatsQuery {
+  agent_name?: string;
+  control_id?: number;
+  /** ISO time; only events at or after it count. */
+  since: string;
+}
+
+/** Raised by stores; the server maps each kind to its HTTP status. */
+export class StoreError extends Error {
+  constructor(
+    readonly kind: 'conflict' | 'not_found' | 'unavailable',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'StoreError';
+  }
+}
+
+/**
+ * Persistence for controls, agents, links and events. Asynchronous so that SQLite and
+ * PostgreSQL share it. Every method that changes several rows does so in one transaction.
+ * Unique name conflicts raise StoreError('conflict'); writes to unknown ids or agents
+ * raise StoreError('not_found').
+ */
+export interface Store {
+  readonly kind: 'sqlite' | 'postgres';
+
+  createControl(control: NewControl): Promise<ControlRecord>;
+  getControl(id: number): Promise<ControlRecord | null>;
+  getControlByName(name: string): Promise<ControlRecord | null>;
+  /** Ordered by control_id; `cursor` is the last id of the previous page. */
+  listControls(page: { cursor?: number | undefined; limit: number }): Promise<ControlPage>;
+  listAllControls(): Promise<ControlRecord[]>;
+  updateControl(id: number, patch: ControlPatch): Promise<ControlRecord>;
+  /** Deletes the control and its links; returns the agents it was linked to. */
+  deleteControl(id: number): Promise<{ unlinked_agents: string[] }>;
+
+  getAgent(name: string): Promise<AgentRecord | null>;
+  listAgents(): Promise<AgentRecord[]>;
+  /** Inserts or replaces the agent; returns the stored record and whether it existed. */
+  upsertAgent(agent: NewAgent): Promise<{ agent: AgentRecord; created: boolean }>;
+  patchAgent(name: string, patch: AgentPatch): Promise<AgentRecord>;
+
+  /** Idempotent: true when a new link was made. */
+  linkControl(agentName: string, controlId: number): Promise<boolean>;
+  /** Idempotent: true when a link was removed. */
+  unlinkControl(agentName: string, controlId: number): Promise<boolean>;
+  listAgentControls(agentName: string): Promise<ControlRecord[]>;
+  agentsOfControl(controlId: number): Promise<string[]>;
+  listLinks(): Promise<Link[]>;
+
+  /** Applies every change in one transaction: all of them or none. Returns the agents touched. */
+  applyChanges(changes: StoreChange[]): Promise<{ touched_agents: string[] }>;
+
+  /**
+   * A number that grows with every write to controls, agents or links. Replicas compare it
+   * to notice writes they were not told about.
+   */
+  revision(): Promise<number>;
+
+  insertEvents(events: ObservabilityEvent[]): Promise<void>;
+  queryEvents(query: EventQuery): Promise<EventPage>;
+  controlStats(query: StatsQuery): Promise<ControlStatsRow[]>;
+  /** Deletes events older than `before` (ISO time); returns how many. */
+  pruneEvents(before: string): Promise<number>;
+
+  close(): Promise<void>;
+}

@@ -1,0 +1,11 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts', 'test/**/*.test.tsx'],
+    testTimeout: 20_000,
+    hookTimeout: 30_000,
+    // Two cores: more workers only fight over them.
+    maxWorkers: 2,
+  },
+});
