@@ -4,3 +4,4 @@ export * from './agent.js';
 export * from './step.js';
 export * from './event.js';
 export * from './issues.js';
+export * from './stream.js';

@@ -1,0 +1,46 @@
+import { z } from 'zod';
+import { StageSchema, StepTypeSchema } from './common.js';
+import { SteeringContextSchema } from './control.js';
+
+/**
+ * What the live stream (`GET /api/v1/observability/events/stream`, Server-Sent Events)
+ * sends for each evaluated step: `event: evaluation` with this object as `data`.
+ * Dashboards draw from it; it is a summary, not the stored per-control events.
+ */
+export const EvaluationSummarySchema = z.strictObject({
+  /** Unique per evaluation; also the SSE `id`. */
+  id: z.string(),
+  timestamp: z.string(),
+  trace_id: z.string(),
+  agent_name: z.string(),
+  step_name: z.string(),
+  step_type: StepTypeSchema,
+  stage: StageSchema,
+  decision: z.enum(['allow', 'deny', 'steer']),
+  /** Engine time for the whole step, in milliseconds. */
+  duration_ms: z.number(),
+  /** How many controls were evaluated. */
+  evaluated: z.number().int(),
+  matches: z.array(
+    z.strictObject({
+      control_id: z.number().int(),
+      control_name: z.string(),
+      action: z.enum(['allow', 'deny', 'steer', 'warn', 'log']),
+      message: z.string().nullable(),
+      steering_context: SteeringContextSchema.nullable(),
+      /** The selected value the control looked at, truncated to 200 characters. */
+      excerpt: z.string().nullable(),
+    }),
+  ),
+  errors: z.array(z.strictObject({ control_id: z.number().int(), control_name: z.string(), message: z.string() })),
+});
+export type EvaluationSummary = z.infer<typeof EvaluationSummarySchema>;
+
+/** `event: reload`: the watched controls directory was reloaded (or failed to). */
+export const ReloadNoticeSchema = z.strictObject({
+  timestamp: z.string(),
+  result: z.enum(['success', 'failure']),
+  revision: z.string().nullable(),
+  errors: z.array(z.string()),
+});
+export type ReloadNotice = z.infer<typeof ReloadNoticeSchema>;
