@@ -5,3 +5,4 @@ export * from './step.js';
 export * from './event.js';
 export * from './issues.js';
 export * from './stream.js';
+export * from './test-case.js';
