@@ -1,0 +1,207 @@
+/**
+ * Server benchmarks (issue #3):
+ * - POST /api/v1/evaluation throughput for an agent with 50 linked controls (10 in scope
+ *   for the step), as a ratio to a bare Fastify route that parses the same JSON body and
+ *   answers a constant; both measured here, same autocannon settings, 127.0.0.1;
+ * - resident memory of a server (a child process) holding compiled sets for 10,000
+ *   controls across 1,000 agents.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { createDefaultRegistry } from '../src/evaluators/registry.js';
+import type { ControlDataInput } from '../src/model/index.js';
+import { buildApp } from '../src/server/app.js';
+import { loadConfig } from '../src/server/config.js';
+import { openStore } from '../src/store/open-store.js';
+import type { Store } from '../src/store/types.js';
+import type { Benchmark, BenchRow } from './harness.js';
+
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+}
+
+interface CannonResult {
+  requests: { average: number };
+  latency: { p50: number; p99: number };
+  non2xx: number;
+  errors: number;
+}
+type Cannon = (opts: Record<string, unknown>) => Promise<CannonResult>;
+// autocannon ships no types; this is the slice of its API used here.
+const autocannon = createRequire(import.meta.url)('autocannon') as Cannon;
+
+export const LOAD = { connections: 10, duration: 5, warmup: 1 } as const;
+
+/** The step every throughput benchmark posts: a realistic tool call, 10 controls in scope. */
+export const EVALUATION_BODY = JSON.stringify({
+  agent_name: 'bench-bot',
+  stage: 'pre',
+  step: {
+    type: 'tool',
+    name: 'run_sql',
+    input: { query: 'SELECT id, email FROM customers WHERE region = $1 ORDER BY created_at DESC LIMIT 50', params: ['eu'] },
+    context: { user_id: 'u-1234', session: 's-42' },
+  },
+});
+
+/** Sends the evaluation body at `url` with autocannon after a short warm-up. */
+export async function measure(url: string, body = EVALUATION_BODY, headers: Record<string, string> = {}): Promise<LoadResult> {
+  const opts = { url, method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } };
+  await autocannon({ ...opts, connections: LOAD.connections, duration: LOAD.warmup });
+  const r = await autocannon({ ...opts, connections: LOAD.connections, duration: LOAD.duration });
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx + r.errors };
+}
+
+/** The baseline: Fastify parsing the same JSON body and answering a constant result. */
+export async function startBareBaseline(): Promise<{ app: FastifyInstance; url: string }> {
+  const app = Fastify({ logger: false });
+  const constant = { is_safe: true, decision: 'allow', confidence: 1, steering_context: null, matches: [], errors: [], non_matches: [] };
+  app.post('/evaluate', async (request) => {
+    if (typeof request.body !== 'object' || request.body === null) throw new Error('no body');
+    return constant;
+  });
+  const address = await app.listen({ host: '127.0.0.1', port: 0 });
+  return { app, url: `${address}/evaluate` };
+}
+
+/** 50 controls for `bench-bot`: 10 in scope for the benchmark step (regex and list), 40 not. */
+export function benchControls(): Array<{ name: string; data: ControlDataInput }> {
+  const controls: Array<{ name: string; data: ControlDataInput }> = [];
+  for (let i = 0; i < 50; i++) {
+    const inScope = i < 10;
+    const scope = inScope
+      ? { step_types: ['tool' as const], step_names: ['run_sql'], stages: ['pre' as const] }
+      : i % 2
+        ? { step_types: ['llm' as const], stages: ['pre' as const] }
+        : { step_types: ['tool' as const], step_names: [`other_tool_${i}`], stages: ['pre' as const, 'post' as const] };
+    const evaluator = i % 2
+      ? { name: 'list', config: { values: [`forbidden_${i}`, 'drop', 'truncate'], match_mode: 'contains' } }
+      : { name: 'regex', config: { pattern: `(?i)\\b(drop|truncate|alter)\\s+table\\s+t${i}\\b` } };
+    controls.push({
+      name: `bench-${i}`,
+      data: {
+        scope,
+        selector: { path: i % 3 === 0 ? 'input' : 'input.query' },
+        evaluator,
+        action: { decision: i % 5 === 0 ? 'steer' : 'deny', ...(i % 5 === 0 ? { steering_context: { message: 'rewrite the query' } } : {}) },
+      },
+    });
+  }
+  return controls;
+}
+
+/** Creates `bench-bot` with the 50 benchmark controls linked. */
+export async function seedBenchAgent(store: Store): Promise<void> {
+  await store.upsertAgent({ agent_name: 'bench-bot' });
+  const registry = createDefaultRegistry();
+  const { validateControlData } = await import('../src/engine/index.js');
+  for (const { name, data } of benchControls()) {
+    const outcome = validateControlData(data, registry);
+    if (!outcome.ok) throw new Error(`bench control ${name}: ${JSON.stringify(outcome.issues)}`);
+    const control = await store.createControl({ name, data: outcome.data });
+    await store.linkControl('bench-bot', control.control_id);
+  }
+}
+
+async function throughput(): Promise<BenchRow[]> {
+  const baseline = await startBareBaseline();
+  const store = await openStore(':memory:');
+  await seedBenchAgent(store);
+  // Observability off and not wired: this measures the server's own path (parse, cached
+  // set, engine, serialise). bench/observability.ts measures the path with it on.
+  const config = loadConfig({ OBSERVABILITY_ENABLED: 'false' });
+  const app = await buildApp({ store, config, registry: createDefaultRegistry() });
+  const address = await app.listen({ host: '127.0.0.1', port: 0 });
+  try {
+    const bare = await measure(baseline.url);
+    const real = await measure(`${address}/api/v1/evaluation`);
+    if (real.non2xx > 0) throw new Error(`evaluation answered ${real.non2xx} non-2xx responses`);
+    const ratio = real.rps / bare.rps;
+    const setting = `${LOAD.connections} connections × ${LOAD.duration} s`;
+    return [
+      { name: 'bare Fastify route (baseline)', value: Math.round(bare.rps), unit: 'req/s', note: `${setting}; p50 ${bare.p50} ms, p99 ${bare.p99} ms` },
+      { name: 'POST /api/v1/evaluation, 50 controls (10 in scope)', value: Math.round(real.rps), unit: 'req/s', note: setting },
+      { name: 'evaluation / bare route', value: ratio, unit: 'ratio', goal: '>= 0.70', pass: ratio >= 0.7 },
+      { name: 'evaluation latency p50', value: real.p50, unit: 'ms' },
+      { name: 'evaluation latency p99', value: real.p99, unit: 'ms' },
+    ];
+  } finally {
+    await app.close();
+    await store.close();
+    await baseline.app.close();
+  }
+}
+
+/** Seeds a SQLite file with 10,000 controls across 1,000 agents (10 each). */
+async function seedMemoryDatabase(path: string): Promise<void> {
+  const store = await openStore(path);
+  try {
+    const changes: Parameters<Store['applyChanges']>[0] = [];
+    for (let a = 0; a < 1000; a++) {
+      const agent = `agent-${a}`;
+      changes.push({ op: 'upsert_agent', agent: { agent_name: agent } });
+      for (let c = 0; c < 10; c++) {
+        const name = `mem-${a}-${c}`;
+        changes.push({
+          op: 'create_control',
+          control: {
+            name,
+            data: {
+              description: `control ${c} of ${agent}`,
+              enabled: true,
+              execution: 'server',
+              scope: { step_types: ['tool'], step_names: [`tool_${c}`, 'run_sql'], stages: ['pre'] },
+              selector: { path: 'input.query' },
+              evaluator: c % 2
+                ? { name: 'list', config: { values: [`word${a}`, `term${c}`, 'drop'] } }
+                : { name: 'regex', config: { pattern: `(?i)\\bsecret_${a}_${c}\\b|drop\\s+table` } },
+              action: { decision: 'deny', metadata: { severity: 'high', owner: `team-${a % 10}` } },
+            },
+          },
+        });
+        changes.push({ op: 'link', agent_name: agent, control_name: name });
+      }
+    }
+    await store.applyChanges(changes);
+  } finally {
+    await store.close();
+  }
+}
+
+async function memory(): Promise<BenchRow[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'guard-server-mem-'));
+  try {
+    const db = join(dir, 'mem.db');
+    await seedMemoryDatabase(db);
+    const child = fileURLToPath(new URL('./server-memory-child.js', import.meta.url));
+    const rss = await new Promise<number>((resolve, reject) => {
+      const proc = spawn(process.execPath, ['--expose-gc', child, db], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      proc.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      proc.once('exit', (code) => {
+        const match = /RSS_BYTES=(\d+)/.exec(out);
+        if (code === 0 && match) resolve(Number(match[1]));
+        else reject(new Error(`memory child exited with ${code}: ${out}`));
+      });
+    });
+    const mb = rss / 1024 / 1024;
+    return [
+      { name: 'server RSS, 10,000 controls / 1,000 agents, all sets compiled', value: Math.round(mb), unit: 'MB', goal: '< 200 MB', pass: mb < 200 },
+    ];
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export const benchmarks: Benchmark[] = [
+  { name: 'server: evaluation throughput', run: throughput },
+  { name: 'server: memory', run: memory },
+];

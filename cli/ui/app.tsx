@@ -1,0 +1,150 @@
+/**
+ * The dashboard screen. It owns no logic of its own: it feeds events through the
+ * batcher into the reducer, turns keys into actions, and lays the views out to fit the
+ * terminal exactly (fewer lines than the terminal has, so Ink never scrolls or clears).
+ */
+import { Box, useApp, useInput, useStdout } from 'ink';
+import { useEffect, useMemo, useReducer, useRef, useState } from 'react';
+import type { StreamState } from '../../src/client/event-stream.js';
+import type { EvaluationSummary, ReloadNotice } from '../../src/model/stream.js';
+import { EventBatcher } from './batcher.js';
+import { ControlPane } from './control-pane.js';
+import { DetailView } from './detail-view.js';
+import { EventTable } from './event-table.js';
+import { Footer } from './footer.js';
+import { Header } from './header.js';
+import { HelpView } from './help-view.js';
+import { keyToAction, splitKeys } from './keys.js';
+import { controlRanking, initialState, reduce, selectedIndex, selectedRow, visibleRows, type DashboardState } from './state.js';
+
+/** What a live source (the SSE client, or a test) pushes into the dashboard. */
+export interface DashboardSink {
+  evaluation(summary: EvaluationSummary): void;
+  reload(notice: ReloadNotice): void;
+  lagged(skipped: number): void;
+  invalid(): void;
+  connection(state: StreamState): void;
+}
+
+/** Starts delivering to the sink; returns how to stop. */
+export type DashboardSource = (sink: DashboardSink) => () => void;
+
+export interface DashboardProps {
+  server: string;
+  source: DashboardSource;
+  initial?: DashboardState;
+  /** Fixed size (tests); by default the terminal's, following resizes. */
+  width?: number;
+  height?: number;
+  throttleMs?: number;
+  onQuit?: () => void;
+}
+
+const PANE_WIDTH = 32;
+const PANE_SIDE_MIN_WIDTH = 100;
+
+export function Dashboard(props: DashboardProps) {
+  const [state, dispatch] = useReducer(reduce, props.initial ?? initialState());
+  const size = useTerminalSize(props.width, props.height);
+  const [now, setNow] = useState(() => Date.now());
+  const { exit } = useApp();
+
+  useEffect(() => {
+    const batcher = new EventBatcher<EvaluationSummary>(
+      (events) => dispatch({ type: 'events/received', events, now: Date.now() }),
+      props.throttleMs ?? 50,
+    );
+    const stop = props.source({
+      evaluation: (summary) => batcher.push(summary),
+      reload: (notice) => dispatch({ type: 'reload/received', notice }),
+      lagged: (skipped) => dispatch({ type: 'lagged', skipped }),
+      invalid: () => dispatch({ type: 'invalid', count: 1 }),
+      connection: (connection) => dispatch({ type: 'connection/changed', state: connection }),
+    });
+    // Once a second: the rate window rolls and "reconnecting in Ns" counts down.
+    const clock = setInterval(() => {
+      const t = Date.now();
+      setNow(t);
+      dispatch({ type: 'tick', now: t });
+    }, 1000);
+    return () => {
+      clearInterval(clock);
+      batcher.stop();
+      stop();
+    };
+  }, [props.source, props.throttleMs]);
+
+  // Keys that arrive in one chunk (a paste, tmux send-keys) are handled before React
+  // re-renders; advancing this copy keeps each key seeing the effect of the one before.
+  const latest = useRef(state);
+  latest.current = state;
+  useInput((input, key) => {
+    for (const [one, info] of splitKeys(input, key)) {
+      const action = keyToAction(latest.current, one, info);
+      if (!action) continue;
+      if (action.type === 'quit') {
+        props.onQuit?.();
+        exit();
+        return;
+      }
+      latest.current = reduce(latest.current, action);
+      dispatch(action);
+    }
+  });
+
+  const rows = useMemo(() => visibleRows(state), [state.rows, state.filter]);
+  const width = Math.max(10, size.width);
+  // One line short of the terminal: a full-height frame makes Ink clear the screen each time.
+  const height = Math.max(5, size.height - 1);
+  const bodyHeight = height - 3;
+  const ranking = controlRanking(state);
+  const paneSide = width >= PANE_SIDE_MIN_WIDTH;
+  const paneBelow = !paneSide && bodyHeight >= 14 ? Math.min(6, Math.max(2, ranking.length + 1)) : 0;
+  const mainWidth = paneSide ? width - PANE_WIDTH - 3 : width;
+  const mainHeight = bodyHeight - paneBelow;
+
+  let main;
+  if (state.view === 'help') main = <HelpView width={mainWidth} height={mainHeight} />;
+  else if (state.view === 'detail') main = <DetailView summary={selectedRow(state)} width={mainWidth} height={mainHeight} />;
+  else {
+    const empty = state.paused
+      ? 'paused: press p to resume'
+      : state.rows.length > 0
+        ? 'no rows match the filter'
+        : state.connection.kind === 'live'
+          ? 'waiting for evaluations…'
+          : 'not connected yet';
+    main = <EventTable rows={rows} selected={selectedIndex(state, rows)} width={mainWidth} height={mainHeight} empty={empty} />;
+  }
+
+  return (
+    <Box flexDirection="column" width={width} height={height}>
+      <Header server={props.server} state={state} now={now} width={width} />
+      <Box flexDirection="row" height={mainHeight}>
+        {main}
+        {paneSide ? (
+          <Box borderStyle="single" borderTop={false} borderBottom={false} borderRight={false} borderDimColor paddingLeft={1} marginLeft={1}>
+            <ControlPane controls={ranking} width={PANE_WIDTH} height={mainHeight} />
+          </Box>
+        ) : null}
+      </Box>
+      {paneBelow > 0 ? <ControlPane controls={ranking} width={width} height={paneBelow} /> : null}
+      <Footer state={state} width={width} />
+    </Box>
+  );
+}
+
+function useTerminalSize(fixedWidth?: number, fixedHeight?: number): { width: number; height: number } {
+  const { stdout } = useStdout();
+  const read = () => ({ width: fixedWidth ?? stdout.columns ?? 80, height: fixedHeight ?? stdout.rows ?? 24 });
+  const [size, setSize] = useState(read);
+  useEffect(() => {
+    if (fixedWidth !== undefined && fixedHeight !== undefined) return;
+    const onResize = (): void => setSize(read());
+    stdout.on('resize', onResize);
+    return () => {
+      stdout.off('resize', onResize);
+    };
+  }, [stdout, fixedWidth, fixedHeight]);
+  return size;
+}

@@ -1,0 +1,93 @@
+/**
+ * The `/` filter of the dashboard: space-separated terms that must all hold.
+ *   agent=NAME  control=NAME  decision=deny  step=NAME  stage=pre   exact value
+ *   agent=~RE   control=~RE   ...                                   regular expression
+ *   RE                                                              regex on any field
+ * A leading `!` inverts a term. Regexes are RE2 (linear time), so a pattern typed into
+ * the filter can never stall the screen under a flood.
+ */
+import RE2 from 're2';
+import type { EvaluationSummary } from '../../src/model/stream.js';
+
+export const FILTER_FIELDS = ['agent', 'control', 'decision', 'step', 'stage'] as const;
+export type FilterField = (typeof FILTER_FIELDS)[number] | 'any';
+
+export interface FilterTerm {
+  field: FilterField;
+  negate: boolean;
+  test: (value: string) => boolean;
+}
+
+export interface Filter {
+  /** What the user typed, shown in the header and offered again when `/` is pressed. */
+  text: string;
+  terms: FilterTerm[];
+}
+
+export type FilterParse = { ok: true; filter: Filter | null } | { ok: false; error: string };
+
+/** An empty text clears the filter (`filter: null`). */
+export function parseFilter(text: string): FilterParse {
+  const trimmed = text.trim();
+  if (trimmed === '') return { ok: true, filter: null };
+  const terms: FilterTerm[] = [];
+  for (const raw of trimmed.split(/\s+/)) {
+    const term = parseTerm(raw);
+    if (typeof term === 'string') return { ok: false, error: term };
+    terms.push(term);
+  }
+  return { ok: true, filter: { text: trimmed, terms } };
+}
+
+function parseTerm(raw: string): FilterTerm | string {
+  const negate = raw.startsWith('!');
+  const body = negate ? raw.slice(1) : raw;
+  if (body === '') return `"${raw}": nothing after "!"`;
+  const field = /^([a-z]+)=(~?)(.*)$/.exec(body);
+  if (field && (FILTER_FIELDS as readonly string[]).includes(field[1]!)) {
+    const name = field[1] as FilterField;
+    const value = field[3]!;
+    if (field[2] === '~') {
+      const re = compile(value);
+      return typeof re === 'string' ? `${name}=~${value}: ${re}` : { field: name, negate, test: (s) => re.test(s) };
+    }
+    if (value === '') return `${name}=: a value is needed (or ${name}=~REGEX)`;
+    return { field: name, negate, test: (s) => s === value };
+  }
+  const re = compile(body);
+  return typeof re === 'string' ? `${body}: ${re}` : { field: 'any', negate, test: (s) => re.test(s) };
+}
+
+function compile(pattern: string): RE2 | string {
+  try {
+    return new RE2(pattern);
+  } catch (error) {
+    return `not a valid regular expression (${error instanceof Error ? error.message : String(error)})`;
+  }
+}
+
+function valuesOf(summary: EvaluationSummary, field: FilterField): string[] {
+  switch (field) {
+    case 'agent':
+      return [summary.agent_name];
+    case 'control':
+      return summary.matches.map((m) => m.control_name);
+    case 'decision':
+      return [summary.decision];
+    case 'step':
+      return [summary.step_name];
+    case 'stage':
+      return [summary.stage];
+    case 'any':
+      return [summary.agent_name, summary.step_name, summary.decision, summary.stage, ...summary.matches.map((m) => m.control_name)];
+  }
+}
+
+export function matchesFilter(filter: Filter | null, summary: EvaluationSummary): boolean {
+  if (!filter) return true;
+  for (const term of filter.terms) {
+    const hit = valuesOf(summary, term.field).some(term.test);
+    if (hit === term.negate) return false;
+  }
+  return true;
+}

@@ -1,0 +1,126 @@
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { compileControls, type CompiledControlSet } from '../engine/index.js';
+import type { EvaluatorRegistry } from '../evaluators/registry.js';
+import type { Observability } from '../observability/index.js';
+import { StoreError, type Store } from '../store/types.js';
+import { createAuthHook, defaultAccess, type Access } from './auth.js';
+import type { ServerConfig } from './config.js';
+import type { ServerContext } from './context.js';
+import { ControlSetCache } from './control-sets.js';
+import { installJsonParser } from './json-body.js';
+import { HttpProblem, problemOf, problemOfStoreError, sendProblem, type Problem } from './problem.js';
+import { agentRoutes } from './routes/agents.js';
+import { controlRoutes } from './routes/controls.js';
+import { evaluationRoutes } from './routes/evaluation.js';
+import { metricsRoutes, observabilityRoutes } from './routes/observability.js';
+import { systemRoutes } from './routes/system.js';
+
+export interface AppDeps {
+  store: Store;
+  config: ServerConfig;
+  registry: EvaluatorRegistry;
+  /** Events, stats, live stream and /metrics; without it those routes are not registered. */
+  observability?: Observability;
+  /** Fastify logger options (false by default, so tests stay quiet). */
+  logger?: FastifyServerOptions['logger'];
+}
+
+export interface RegisteredRoute {
+  method: string;
+  url: string;
+  access: Access;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * Each agent's compiled controls. Anything that writes controls, agents or links
+     * outside the routes (hot reload, replica notifications) must call
+     * `app.controlSets.invalidate(agents | 'all')`.
+     */
+    controlSets: ControlSetCache<CompiledControlSet>;
+    /** Every route with its access level, as registered (the auth matrix test walks it). */
+    registeredRoutes: RegisteredRoute[];
+  }
+}
+
+/** Builds the server without listening (tests use inject; start.ts listens). */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const { store, config, registry, observability } = deps;
+  const app = Fastify({
+    logger: deps.logger ?? false,
+    bodyLimit: config.bodyLimitBytes,
+    exposeHeadRoutes: false,
+    // Ids are generated per request only for logs; keep them short.
+    requestIdHeader: false,
+  });
+
+  const controlSets = new ControlSetCache<CompiledControlSet>(store, (controls) =>
+    compileControls(
+      controls.map((c) => ({ control_id: c.control_id, name: c.name, data: c.data })),
+      registry,
+    ),
+  );
+  const routes: RegisteredRoute[] = [];
+  app.decorate('controlSets', controlSets);
+  app.decorate('registeredRoutes', routes);
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) {
+      routes.push({ method, url: route.url, access: route.config?.access ?? defaultAccess(method) });
+    }
+  });
+
+  installJsonParser(app);
+  // With authentication off there is nothing to check: no hook, nothing on the hot path.
+  if (config.apiKeyEnabled) app.addHook('onRequest', createAuthHook(config));
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const problem = problemOfError(error);
+    if (problem.status >= 500) {
+      // Details (stack, SQL) go to the log only; the request headers (keys) never do.
+      request.log.error({ err: error, method: request.method, url: request.routeOptions.url }, 'request failed');
+    }
+    return sendProblem(reply, problem);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(reply, problemOf(404, 'not_found', `no route ${request.method} ${request.url.split('?')[0]}`)),
+  );
+  if (observability) observability.installHttpMetrics(app);
+
+  const ctx: ServerContext = { store, config, registry, controlSets, observability };
+  // One plugin per resource, in one readable list.
+  await app.register(systemRoutes, ctx);
+  await app.register(agentRoutes, { ...ctx, prefix: '/api/v1' });
+  await app.register(controlRoutes, { ...ctx, prefix: '/api/v1' });
+  await app.register(evaluationRoutes, { ...ctx, prefix: '/api/v1' });
+  if (observability) {
+    await app.register(observabilityRoutes, { observability, store, config, prefix: '/api/v1' });
+    await app.register(metricsRoutes, { observability });
+  }
+  await app.ready();
+  return app;
+}
+
+/** Every error leaves as problem+json; anything unexpected says only "internal error". */
+export function problemOfError(error: FastifyError | Error): Problem {
+  if (error instanceof HttpProblem) return problemOf(error.status, error.errorCode, error.detail, error.errors);
+  if (error instanceof StoreError) return problemOfStoreError(error);
+  const code = (error as FastifyError).code;
+  switch (code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return problemOf(413, 'payload_too_large', 'the request body is larger than the server accepts (GUARD_BODY_LIMIT_BYTES)');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return problemOf(400, 'malformed_json', 'the request body is not valid JSON');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return problemOf(415, 'unsupported_media_type', 'send the body as application/json');
+    default:
+      break;
+  }
+  const status = (error as FastifyError).statusCode;
+  if (status !== undefined && status >= 400 && status < 500) {
+    // Fastify's own client errors (bad content length, etc.) carry safe messages.
+    return problemOf(status, status === 413 ? 'payload_too_large' : 'malformed_json', error.message);
+  }
+  return problemOf(500, 'internal', 'internal error');
+}

@@ -1,0 +1,39 @@
+import type { z } from 'zod';
+import type { CompiledControlSet } from '../engine/index.js';
+import type { EvaluatorRegistry } from '../evaluators/registry.js';
+import { fieldIssuesOf } from '../model/index.js';
+import type { Observability } from '../observability/index.js';
+import type { Store } from '../store/types.js';
+import type { ServerConfig } from './config.js';
+import type { ControlSetCache } from './control-sets.js';
+import { invalid, notFound } from './problem.js';
+
+/** What every route plugin receives: the app's own parts, never globals. */
+export interface ServerContext {
+  store: Store;
+  config: ServerConfig;
+  registry: EvaluatorRegistry;
+  controlSets: ControlSetCache<CompiledControlSet>;
+  observability: Observability | undefined;
+}
+
+/** Parses a body or query with a model schema; failures become 422 with exact field paths. */
+export function parseOr422<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw invalid(`the ${what} is not valid`, fieldIssuesOf(parsed.error));
+  return parsed.data;
+}
+
+/**
+ * Ids in paths are positive integers. Anything else cannot name a control, so it answers
+ * 404 like any other unknown id (documented in docs/server.md).
+ */
+export function controlIdOf(raw: string): number {
+  if (!/^[1-9]\d{0,15}$/.test(raw)) throw notFound(`no control has id "${raw}"`);
+  return Number(raw);
+}
+
+/** Controls owned by watch mode are edited in their file, never through the API. */
+export function isWatchManaged(managedBy: string | null): boolean {
+  return managedBy !== null && managedBy.startsWith('watch:');
+}

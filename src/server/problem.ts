@@ -1,0 +1,89 @@
+import type { FastifyReply } from 'fastify';
+import type { FieldIssue } from '../model/index.js';
+import type { StoreError } from '../store/types.js';
+
+/** Machine-readable reasons carried in every problem body (`error_code`). */
+export type ErrorCode =
+  | 'validation_failed'
+  | 'not_found'
+  | 'conflict'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'payload_too_large'
+  | 'malformed_json'
+  | 'unsupported_media_type'
+  | 'read_only'
+  | 'internal'
+  | 'unavailable';
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  error_code: ErrorCode;
+  errors?: FieldIssue[];
+}
+
+const TITLES: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  409: 'Conflict',
+  413: 'Payload Too Large',
+  415: 'Unsupported Media Type',
+  422: 'Unprocessable Entity',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+/**
+ * An error a route throws to answer with a problem body; the app's one error handler
+ * turns it into `application/problem+json`.
+ */
+export class HttpProblem extends Error {
+  constructor(
+    readonly status: number,
+    readonly errorCode: ErrorCode,
+    readonly detail: string,
+    readonly errors?: FieldIssue[],
+  ) {
+    super(detail);
+    this.name = 'HttpProblem';
+  }
+}
+
+export function problemOf(status: number, errorCode: ErrorCode, detail: string, errors?: FieldIssue[]): Problem {
+  const problem: Problem = {
+    type: `https://guardctl.dev/problems/${errorCode.replaceAll('_', '-')}`,
+    title: TITLES[status] ?? 'Error',
+    status,
+    detail,
+    error_code: errorCode,
+  };
+  if (errors) problem.errors = errors;
+  return problem;
+}
+
+export function sendProblem(reply: FastifyReply, problem: Problem): FastifyReply {
+  return reply.code(problem.status).type('application/problem+json').send(problem);
+}
+
+export const notFound = (detail: string): HttpProblem => new HttpProblem(404, 'not_found', detail);
+
+export const invalid = (detail: string, errors: FieldIssue[]): HttpProblem =>
+  new HttpProblem(422, 'validation_failed', detail, errors);
+
+/** Stores speak in kinds; the API speaks in statuses. */
+export function problemOfStoreError(error: StoreError): Problem {
+  switch (error.kind) {
+    case 'conflict':
+      return problemOf(409, 'conflict', error.message);
+    case 'not_found':
+      return problemOf(404, 'not_found', error.message);
+    case 'unavailable':
+      // The store's message may name hosts or SQL; clients only learn that it is down.
+      return problemOf(503, 'unavailable', 'the database is unavailable; try again shortly');
+  }
+}

@@ -1,0 +1,128 @@
+import { isDeepStrictEqual } from 'node:util';
+import type { FastifyPluginAsync } from 'fastify';
+import {
+  AgentPatchSchema,
+  AgentRegistrationSchema,
+  normaliseAgentName,
+  type AgentRecord,
+  type AgentRegistration,
+} from '../../model/index.js';
+import { controlIdOf, isWatchManaged, parseOr422, type ServerContext } from '../context.js';
+import { HttpProblem, invalid, notFound } from '../problem.js';
+import { readOnly } from './controls.js';
+
+type Params = { name: string };
+type LinkParams = { name: string; control_id: string };
+
+/** The registration fields initAgent compares and reports on. */
+const REGISTERED_FIELDS = ['agent_description', 'agent_version', 'steps', 'metadata'] as const;
+
+export interface AgentChange {
+  field: (typeof REGISTERED_FIELDS)[number];
+  before: unknown;
+  after: unknown;
+}
+
+/** Agents: registration, lookup, patch, and the links to controls (SPEC section 4). */
+export const agentRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) => {
+  const { store, controlSets } = ctx;
+
+  async function existingAgent(rawName: string): Promise<AgentRecord> {
+    const name = normaliseAgentName(rawName);
+    const agent = await store.getAgent(name);
+    if (!agent) throw notFound(`agent "${name}" is not registered; register it with POST /api/v1/agents/initAgent`);
+    return agent;
+  }
+
+  app.get('/agents', { config: { access: 'read' } }, async () => ({ agents: await store.listAgents() }));
+
+  app.post('/agents/initAgent', { config: { access: 'read' } }, async (request, reply) => {
+    const registration = parseOr422(AgentRegistrationSchema, request.body, 'registration');
+    const before = await store.getAgent(registration.agent_name);
+    const changes = diffRegistration(before, registration);
+    if (before && changes.length === 0) return reply.code(200).send({ agent: before, created: false, changes });
+    if (before && registration.conflict_mode === 'strict') {
+      throw new HttpProblem(
+        409,
+        'conflict',
+        `agent "${registration.agent_name}" is registered differently (${changes.map((c) => c.field).join(', ')}); send conflict_mode "overwrite" to replace it`,
+        changes.map((c) => ({ field: c.field, code: 'conflict', message: `stored value differs from the registration` })),
+      );
+    }
+    const { agent, created } = await store.upsertAgent({
+      agent_name: registration.agent_name,
+      agent_description: registration.agent_description ?? null,
+      agent_version: registration.agent_version ?? null,
+      steps: registration.steps,
+      metadata: registration.metadata ?? null,
+      managed_by: before?.managed_by ?? null,
+    });
+    controlSets.invalidate([agent.agent_name]);
+    return reply.code(created ? 201 : 200).send({ agent, created, changes });
+  });
+
+  app.get<{ Params: Params }>('/agents/:name', { config: { access: 'read' } }, async (request) => {
+    const agent = await existingAgent(request.params.name);
+    const controls = await store.listAgentControls(agent.agent_name);
+    return { ...agent, controls: controls.map((c) => ({ control_id: c.control_id, name: c.name })) };
+  });
+
+  app.patch<{ Params: Params }>('/agents/:name', { config: { access: 'admin' } }, async (request) => {
+    const patch = parseOr422(AgentPatchSchema, request.body, 'request body');
+    if (Object.values(patch).every((v) => v === undefined)) {
+      throw invalid('the request body is not valid', [
+        { field: '', code: 'custom', message: 'give at least one of agent_description, agent_version, steps, metadata' },
+      ]);
+    }
+    const agent = await existingAgent(request.params.name);
+    return store.patchAgent(agent.agent_name, patch);
+  });
+
+  // What a client evaluates locally: full definitions, only controls that have data.
+  app.get<{ Params: Params }>('/agents/:name/controls', { config: { access: 'read' } }, async (request) => {
+    const agent = await existingAgent(request.params.name);
+    const controls = await store.listAgentControls(agent.agent_name);
+    return { agent_name: agent.agent_name, controls: controls.filter((c) => c.data !== null) };
+  });
+
+  app.post<{ Params: LinkParams }>('/agents/:name/controls/:control_id', { config: { access: 'admin' } }, async (request) => {
+    const { agent, controlId } = await linkTarget(request.params);
+    const linked = await store.linkControl(agent.agent_name, controlId);
+    controlSets.invalidate([agent.agent_name]);
+    return { linked };
+  });
+
+  app.delete<{ Params: LinkParams }>('/agents/:name/controls/:control_id', { config: { access: 'admin' } }, async (request) => {
+    const { agent, controlId } = await linkTarget(request.params);
+    const unlinked = await store.unlinkControl(agent.agent_name, controlId);
+    controlSets.invalidate([agent.agent_name]);
+    return { unlinked };
+  });
+
+  async function linkTarget(params: LinkParams): Promise<{ agent: AgentRecord; controlId: number }> {
+    const controlId = controlIdOf(params.control_id);
+    const agent = await existingAgent(params.name);
+    const control = await store.getControl(controlId);
+    if (!control) throw notFound(`no control has id ${controlId}`);
+    if (isWatchManaged(control.managed_by)) throw readOnly(control);
+    return { agent, controlId };
+  }
+};
+
+/** What a registration would change in the stored agent; every given field when it is new. */
+export function diffRegistration(before: AgentRecord | null, registration: AgentRegistration): AgentChange[] {
+  const after = {
+    agent_description: registration.agent_description ?? null,
+    agent_version: registration.agent_version ?? null,
+    steps: registration.steps,
+    metadata: registration.metadata ?? null,
+  };
+  const changes: AgentChange[] = [];
+  for (const field of REGISTERED_FIELDS) {
+    const old = before ? before[field] : null;
+    const next = after[field];
+    const unchanged = before ? isDeepStrictEqual(old, next) : next === null || (Array.isArray(next) && next.length === 0);
+    if (!unchanged) changes.push({ field, before: old, after: next });
+  }
+  return changes;
+}

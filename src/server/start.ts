@@ -1,0 +1,111 @@
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import { createDefaultRegistry, evaluatorPluginSpecs, loadEvaluatorPlugins } from '../evaluators/registry.js';
+import { createObservability, type Observability } from '../observability/index.js';
+import { openStore } from '../store/open-store.js';
+import { buildApp } from './app.js';
+import type { ServerConfig } from './config.js';
+
+export interface StartOptions {
+  /** Environment for evaluator plugins (GUARD_AI_VENDOR_ENABLED, VENDOR_API_KEY, ...). */
+  env?: Record<string, string | undefined>;
+  /** Fastify logger options; by default JSON logs to stdout at info (debug with DEBUG). */
+  logger?: FastifyServerOptions['logger'];
+  /** Install SIGTERM/SIGINT handlers (default true; tests starting several servers turn it off). */
+  handleSignals?: boolean;
+  /** Where the one "listening" line goes (stdout by default). */
+  print?: (line: string) => void;
+}
+
+export interface ServerHandle {
+  app: FastifyInstance;
+  /** The URL clients use, with the real port when PORT was 0. */
+  url: string;
+  /** Stops accepting, finishes in-flight requests, flushes events, closes the database. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Opens the store, builds the app and listens; the only place the server touches a socket. */
+export async function startServer(config: ServerConfig, options: StartOptions = {}): Promise<ServerHandle> {
+  const env = options.env ?? process.env;
+  const store = await openStore(config.databaseUrl);
+  let app: FastifyInstance | undefined;
+  let observability: Observability | undefined;
+  try {
+    const registry = createDefaultRegistry();
+    const specs = evaluatorPluginSpecs({ ...env, GUARD_EVALUATORS: config.evaluatorPlugins.join(',') });
+    await loadEvaluatorPlugins(registry, specs, process.cwd(), { env });
+    // The app's logger exists only once the app does; observability logs through it.
+    const late = () => app?.log;
+    observability = createObservability({
+      store,
+      config,
+      logger: { warn: (o, m) => late()?.warn(o, m), error: (o, m) => late()?.error(o, m) },
+    });
+    app = await buildApp({
+      store,
+      config,
+      registry,
+      observability,
+      logger: options.logger ?? {
+        // Per-request lines are info; outside DEBUG only warnings and errors are logged.
+        level: config.debug ? 'debug' : 'warn',
+        // Keys must never reach a log line, whatever serializer a future change adds.
+        redact: ['req.headers["x-api-key"]', 'req.headers.authorization'],
+      },
+    });
+    await app.listen({ host: config.host, port: config.port });
+    observability.start();
+  } catch (error) {
+    await app?.close().catch(() => undefined);
+    await observability?.close().catch(() => undefined);
+    await store.close();
+    throw error;
+  }
+
+  const listening = app;
+  const events = observability;
+  const { port } = listening.server.address() as AddressInfo;
+  const url = `http://${urlHost(config.host)}:${port}`;
+  (options.print ?? ((line) => process.stdout.write(`${line}\n`)))(
+    `guardctl listening on ${url} (database: ${describeDatabase(config.databaseUrl)})`,
+  );
+
+  let closing: Promise<void> | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    listening.log.info({ signal }, 'shutting down');
+    void close();
+  };
+  const close = () =>
+    (closing ??= (async () => {
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+      // Fastify stops accepting and waits for in-flight requests before resolving.
+      await listening.close();
+      await events.close();
+      await store.close();
+    })());
+  if (options.handleSignals ?? true) {
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+  }
+  return { app: listening, url, close };
+}
+
+function urlHost(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** Names the database without its credentials. */
+export function describeDatabase(url: string | undefined): string {
+  if (url === undefined) return '.guardctl/guardctl.db';
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    try {
+      const parsed = new URL(url);
+      return `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
+    } catch {
+      return 'postgresql';
+    }
+  }
+  return url;
+}

@@ -1,0 +1,174 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+
+// The built binary (npm test builds first); GUARDCTL_MAIN points elsewhere for a local run.
+const MAIN = process.env.GUARDCTL_MAIN ?? join(import.meta.dirname, '../../dist/cli/main.js');
+const SOCKET = `guardctl-tui-e2e-${process.pid}`;
+
+let dir: string;
+let server: ChildProcess;
+let baseUrl: string;
+
+function cleanEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const name of Object.keys(env)) {
+    if (/^(GUARD_|DATABASE_URL|DB_URL|PORT|HOST|OBSERVABILITY_|CI$|CONTINUOUS_INTEGRATION$)/.test(name)) delete env[name];
+  }
+  return env;
+}
+
+const admin = { 'content-type': 'application/json', 'x-api-key': 'e2e-admin' };
+
+async function call(method: string, path: string, body?: unknown): Promise<{ control_id: number }> {
+  const res = await fetch(`${baseUrl}${path}`, { method, headers: admin, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as { control_id: number };
+}
+
+/** Traffic: `n` evaluations cycling allow, deny and steer. */
+async function traffic(n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    const kind = i % 3;
+    const step =
+      kind === 0
+        ? { type: 'tool', name: 'search', input: { query: `weather ${i}` } }
+        : kind === 1
+          ? { type: 'tool', name: 'run_sql', input: { query: 'DROP TABLE users' } }
+          : { type: 'tool', name: 'send_email', input: { to: 'bob@example.com' } };
+    await call('POST', '/api/v1/evaluation', { agent_name: 'e2e-bot', stage: 'pre', step });
+  }
+}
+
+beforeAll(async () => {
+  const tmux = spawnSync('tmux', ['-V']);
+  if (tmux.error || tmux.status !== 0) {
+    throw new Error('tmux is needed for the dashboard end-to-end test: install it (apt-get install -y tmux)');
+  }
+  dir = mkdtempSync(join(tmpdir(), 'guardctl-e2e-tui-'));
+  server = spawn(process.execPath, [MAIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--db', join(dir, 'guard.db')], {
+    env: { ...cleanEnv(), GUARD_API_KEY_ENABLED: 'true', GUARD_ADMIN_API_KEYS: 'e2e-admin', GUARD_API_KEYS: 'e2e-reader' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  server.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  baseUrl = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    server.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /listening on (http:\/\/[\d.]+:\d+)/.exec(out);
+      if (match) resolve(match[1]!);
+    });
+    server.once('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}`)));
+  });
+  const deny = await call('PUT', '/api/v1/controls', {
+    name: 'block-drop',
+    data: {
+      scope: { step_types: ['tool'], step_names: ['run_sql'], stages: ['pre'] },
+      selector: { path: 'input.query' },
+      evaluator: { name: 'regex', config: { pattern: '(?i)drop\\s+table' } },
+      action: { decision: 'deny' },
+    },
+  });
+  const steer = await call('PUT', '/api/v1/controls', {
+    name: 'steer-external-mail',
+    data: {
+      scope: { step_names: ['send_email'] },
+      selector: { path: 'input.to' },
+      evaluator: { name: 'regex', config: { pattern: '@example\\.com$' } },
+      action: { decision: 'steer', steering_context: { message: 'ask the user before mailing outside', required_actions: ['confirm'] } },
+    },
+  });
+  await call('POST', '/api/v1/agents/initAgent', { agent_name: 'e2e-bot' });
+  await call('POST', `/api/v1/agents/e2e-bot/controls/${deny.control_id}`);
+  await call('POST', `/api/v1/agents/e2e-bot/controls/${steer.control_id}`);
+});
+
+afterAll(() => {
+  spawnSync('tmux', ['-L', SOCKET, 'kill-server']);
+  if (server && server.exitCode === null) server.kill('SIGKILL');
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+const tmux = (...args: string[]) => spawnSync('tmux', ['-L', SOCKET, ...args], { encoding: 'utf8' });
+const screen = (): string => tmux('capture-pane', '-p', '-t', 'tui').stdout;
+const untilScreen = (check: (s: string) => boolean) =>
+  vi.waitFor(
+    () => {
+      const s = screen();
+      if (!check(s)) throw new Error(`screen did not show it yet:\n${s}`);
+      return s;
+    },
+    { timeout: 15_000, interval: 100 },
+  );
+
+describe('guardctl tui under tmux against a real server', () => {
+  it('shows live rows, a deny, filters, and the detail view after Enter', async () => {
+    const command = `exec env TERM=xterm-256color ${JSON.stringify(process.execPath)} ${JSON.stringify(MAIN)} tui --server ${baseUrl} --api-key e2e-reader`;
+    const started = spawnSync('tmux', ['-L', SOCKET, '-f', '/dev/null', 'new-session', '-d', '-x', '120', '-y', '40', '-s', 'tui', command], {
+      env: cleanEnv(),
+      encoding: 'utf8',
+    });
+    expect(started.status, started.stderr).toBe(0);
+    await untilScreen((s) => s.includes('● live'));
+
+    await traffic(12);
+    const live = await untilScreen((s) => s.includes('total 12'));
+    expect(live).toMatch(/allow 4\s+deny 4\s+steer 4/);
+    expect(live).toMatch(/e2e-bot\s+run_sql\s+pre\s+deny\s+block-drop/);
+    expect(live).toMatch(/send_email\s+pre\s+steer\s+steer-external/);
+    expect(live).toMatch(/block-drop\s+4/);
+    if (process.env.GUARD_TUI_CAPTURE) writeFileSync(process.env.GUARD_TUI_CAPTURE, live);
+
+    tmux('send-keys', '-t', 'tui', '/', 'decision=deny', 'Enter');
+    const filtered = await untilScreen((s) => s.includes('filter: decision=deny'));
+    const rows = filtered.split('\n').filter((l) => l.includes('e2e-bot'));
+    expect(rows).toHaveLength(4);
+    for (const row of rows) expect(row).toContain('deny');
+
+    tmux('send-keys', '-t', 'tui', 'Enter');
+    const detail = await untilScreen((s) => s.includes('Evaluation '));
+    expect(detail).toContain('decision DENY');
+    expect(detail).toContain('block-drop  [deny]');
+    expect(detail).toContain('"DROP TABLE users"');
+
+    tmux('send-keys', '-t', 'tui', 'Escape');
+    await untilScreen((s) => s.includes('TIME') && !s.includes('Evaluation '));
+    tmux('send-keys', '-t', 'tui', 'q');
+    await vi.waitFor(() => expect(tmux('has-session', '-t', 'tui').status).not.toBe(0), { timeout: 10_000, interval: 100 });
+  });
+
+  it('prints one line per event, or JSON lines, when stdout is not a terminal', async () => {
+    for (const format of ['text', 'json'] as const) {
+      const child = spawn(process.execPath, [MAIN, 'tui', '--server', baseUrl, '--api-key', 'e2e-reader', '--format', format, '--decision', 'deny'], {
+        env: cleanEnv(),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      let err = '';
+      child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+      await vi.waitFor(() => expect(err).toContain('# live'), { timeout: 10_000, interval: 50 });
+      await traffic(6);
+      await vi.waitFor(() => expect(out.split('\n').filter(Boolean)).toHaveLength(2), { timeout: 10_000, interval: 50 });
+      const lines = out.trim().split('\n');
+      if (format === 'text') {
+        for (const line of lines) expect(line).toMatch(/^\S+Z e2e-bot run_sql pre deny block-drop \d+\.\d+m?s$/);
+      } else {
+        for (const line of lines) expect(JSON.parse(line)).toMatchObject({ agent_name: 'e2e-bot', decision: 'deny', matches: [{ control_name: 'block-drop' }] });
+      }
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+    }
+  });
+
+  it('stops with a clear message when the key is missing', async () => {
+    const result = spawnSync(process.execPath, [MAIN, 'tui', '--server', baseUrl], { env: cleanEnv(), encoding: 'utf8', timeout: 15_000 });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/refused the live stream \(HTTP 401\)/);
+    expect(result.stderr).toMatch(/--api-key/);
+  });
+});

@@ -1,0 +1,90 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ControlRecord } from '../../src/model/index.js';
+import { ControlSetCache } from '../../src/server/control-sets.js';
+import { HttpProblem } from '../../src/server/problem.js';
+import { openStore } from '../../src/store/open-store.js';
+import type { Store } from '../../src/store/types.js';
+
+let store: Store;
+beforeEach(async () => {
+  store = await openStore(':memory:');
+  await store.upsertAgent({ agent_name: 'bot' });
+  const a = await store.createControl({ name: 'a' });
+  await store.linkControl('bot', a.control_id);
+});
+afterEach(async () => {
+  await store.close();
+});
+
+const names = (controls: ControlRecord[]) => controls.map((c) => c.name);
+
+/** The real store, with listAgentControls held until the test releases it. */
+function gatedStore(real: Store) {
+  let release: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let reads = 0;
+  let markRead: () => void = () => undefined;
+  const readDone = new Promise<void>((resolve) => (markRead = resolve));
+  const gated: Pick<Store, 'getAgent' | 'listAgentControls'> = {
+    getAgent: (name) => real.getAgent(name),
+    async listAgentControls(name) {
+      reads++;
+      const rows = await real.listAgentControls(name);
+      markRead();
+      await gate;
+      return rows;
+    },
+  };
+  return {
+    gated,
+    release: () => release(),
+    reads: () => reads,
+    readDone,
+  };
+}
+
+describe('ControlSetCache', () => {
+  it('builds once and shares the build between concurrent gets', async () => {
+    const g = gatedStore(store);
+    const cache = new ControlSetCache(g.gated, names);
+    const first = cache.get('bot');
+    const second = cache.get('BOT');
+    g.release();
+    expect(await first).toEqual(['a']);
+    expect(await second).toBe(await first);
+    expect(await cache.get('bot')).toBe(await first);
+    expect(cache.peek('bot')).toEqual(['a']);
+    expect(g.reads()).toBe(1);
+  });
+
+  it('does not keep a set whose build was invalidated while it ran', async () => {
+    const g = gatedStore(store);
+    const cache = new ControlSetCache(g.gated, names);
+    const stale = cache.get('bot');
+    // The build has read its rows; now a write lands and invalidates.
+    await g.readDone;
+    const b = await store.createControl({ name: 'b' });
+    await store.linkControl('bot', b.control_id);
+    cache.invalidate(['bot']);
+    g.release();
+    expect(await stale).toEqual(['a']);
+    expect(cache.peek('bot')).toBeUndefined();
+    expect(await cache.get('bot')).toEqual(['a', 'b']);
+  });
+
+  it('invalidate("all") also discards builds in flight', async () => {
+    const g = gatedStore(store);
+    const cache = new ControlSetCache(g.gated, names);
+    const inFlight = cache.get('bot');
+    cache.invalidate('all');
+    g.release();
+    await inFlight;
+    expect(cache.size).toBe(0);
+  });
+
+  it('rejects an unknown agent with a 404 problem and caches nothing', async () => {
+    const cache = new ControlSetCache(store, names);
+    await expect(cache.get('nobody')).rejects.toSatisfy((e) => e instanceof HttpProblem && e.status === 404);
+    expect(cache.size).toBe(0);
+  });
+});
