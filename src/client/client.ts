@@ -1,0 +1,450 @@
+/**
+ * The typed REST client of the guardctl server (SPEC section 4 + PRODUCT.md). It is
+ * I/O only: one method per endpoint, every request bounded by a timeout, every answer
+ * checked against a schema. It has no state besides its options, so one instance can be
+ * shared by the CLI, the SDK and the dashboard.
+ */
+import type { z } from 'zod';
+import { ApiError, type ProblemBody } from '../errors.js';
+import {
+  ControlRecordSchema,
+  fieldIssuesOf,
+  type AgentPatch,
+  type AgentRecord,
+  type ControlData,
+  type ControlDataInput,
+  type ControlRecord,
+  type EvaluationRequest,
+  type EvaluationResult,
+  type ObservabilityEvent,
+  type Stage,
+  type Step,
+  AgentRecordSchema,
+} from '../model/index.js';
+import { ConnectionError, ResponseShapeError } from './errors.js';
+import {
+  AckSchema,
+  AgentControlsSchema,
+  AgentStatsSchema,
+  ControlStatsSchema,
+  AgentDetailSchema,
+  AgentListSchema,
+  ControlDataEnvelopeSchema,
+  ControlListSchema,
+  CreatedControlSchema,
+  DeletedControlSchema,
+  EvaluationResultSchema,
+  EvaluatorListSchema,
+  EventQueryResultSchema,
+  HealthSchema,
+  IngestResultSchema,
+  InitAgentResultSchema,
+  LinkResultSchema,
+  UnlinkResultSchema,
+  ValidateResultSchema,
+  type Ack,
+  type AgentControls,
+  type AgentDetail,
+  type AgentStats,
+  type ControlStatsResult,
+  type ControlList,
+  type CreatedControl,
+  type EvaluatorInfo,
+  type EventQueryResult,
+  type Health,
+  type IngestResult,
+  type InitAgentResult,
+} from './schemas.js';
+
+export const DEFAULT_TIMEOUT_MS = 30_000;
+
+export interface GuardClientOptions {
+  /** Base address, for example `http://127.0.0.1:8000` (a trailing slash is fine). */
+  serverUrl: string;
+  /** Sent as `X-API-Key` when set. */
+  apiKey?: string | undefined;
+  /** Bound on each request, connection to last body byte. Default 30000 (SPEC section 8). */
+  timeoutMs?: number | undefined;
+  /** A fetch implementation; defaults to the global one. */
+  fetch?: typeof fetch | undefined;
+  /** Extra headers on every request (for example `traceparent`). */
+  headers?: Record<string, string> | undefined;
+}
+
+export interface NewControlBody {
+  name: string;
+  data?: ControlDataInput | ControlData | null;
+  managed_by?: string | null;
+  source?: string | null;
+}
+
+export interface ControlPatchBody {
+  name?: string;
+  enabled?: boolean;
+  managed_by?: string | null;
+  source?: string | null;
+}
+
+/** `AgentRegistration` as callers write it: defaults (steps, conflict_mode) may be left out. */
+export type AgentRegistrationBody = {
+  agent_name: string;
+  agent_description?: string;
+  agent_version?: string;
+  steps?: Array<{
+    type: 'tool' | 'llm';
+    name: string;
+    description?: string;
+    input_schema?: Record<string, unknown>;
+    output_schema?: Record<string, unknown>;
+    metadata?: Record<string, unknown>;
+  }>;
+  conflict_mode?: 'strict' | 'overwrite';
+  metadata?: Record<string, unknown>;
+};
+
+/** The filter of `POST /observability/events/query`. */
+export interface EventQueryBody {
+  agent_name?: string;
+  control_ids?: number[];
+  actions?: string[];
+  matched?: boolean;
+  stages?: string[];
+  trace_id?: string;
+  start_time?: string;
+  end_time?: string;
+  limit?: number;
+  offset?: number;
+}
+
+export interface StatsParams {
+  agent_name?: string;
+  /** `1m 5m 15m 1h 24h 7d 30d` */
+  time_range?: string;
+}
+
+type Query = Record<string, string | number | boolean | undefined>;
+
+interface RequestSpec<S extends z.ZodType> {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** Path below the base URL, already encoded, for example `/api/v1/controls/3`. */
+  path: string;
+  /** Method and path as documented (`GET /controls/{control_id}`), for error messages. */
+  endpoint: string;
+  query?: Query;
+  body?: unknown;
+  schema: S;
+  headers?: Record<string, string>;
+}
+
+const API = '/api/v1';
+const enc = encodeURIComponent;
+
+export class GuardClient {
+  readonly serverUrl: string;
+  readonly timeoutMs: number;
+  readonly #apiKey: string | undefined;
+  readonly #fetch: typeof fetch;
+  readonly #headers: Record<string, string>;
+
+  constructor(options: GuardClientOptions) {
+    let base: URL;
+    try {
+      base = new URL(options.serverUrl);
+    } catch {
+      throw new ConnectionError('GET', options.serverUrl, 'EINVALIDURL', 'not a valid URL');
+    }
+    this.serverUrl = base.href.replace(/\/+$/, '');
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#apiKey = options.apiKey || undefined;
+    this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.#headers = { ...options.headers };
+  }
+
+  // ---- system ----
+
+  health(): Promise<Health> {
+    return this.#request({ method: 'GET', path: '/health', endpoint: 'GET /health', schema: HealthSchema });
+  }
+
+  async listEvaluators(): Promise<EvaluatorInfo[]> {
+    const out = await this.#request({
+      method: 'GET', path: `${API}/evaluators`, endpoint: 'GET /evaluators', schema: EvaluatorListSchema,
+    });
+    return out.evaluators;
+  }
+
+  // ---- controls ----
+
+  listControls(page: { cursor?: number | null; limit?: number; name?: string } = {}): Promise<ControlList> {
+    return this.#request({
+      method: 'GET', path: `${API}/controls`, endpoint: 'GET /controls', schema: ControlListSchema,
+      query: { cursor: page.cursor ?? undefined, limit: page.limit, name: page.name },
+    });
+  }
+
+  /** Every control, following `next_cursor` until the last page. */
+  async listAllControls(pageSize = 100): Promise<ControlRecord[]> {
+    const all: ControlRecord[] = [];
+    let cursor: number | null = null;
+    for (;;) {
+      const page: ControlList = await this.listControls({ cursor, limit: pageSize });
+      all.push(...page.controls);
+      const next = page.pagination.next_cursor;
+      if (!page.pagination.has_more || next === null) return all;
+      // A server that hands back the same cursor would loop forever; name it instead.
+      if (next === cursor) {
+        throw new ResponseShapeError('GET /controls', this.#url(`${API}/controls`), `next_cursor ${next} does not advance`);
+      }
+      cursor = next;
+    }
+  }
+
+  getControl(id: number): Promise<ControlRecord> {
+    return this.#request({
+      method: 'GET', path: `${API}/controls/${id}`, endpoint: 'GET /controls/{control_id}', schema: ControlRecordSchema,
+    });
+  }
+
+  createControl(control: NewControlBody): Promise<CreatedControl> {
+    return this.#request({
+      method: 'PUT', path: `${API}/controls`, endpoint: 'PUT /controls', schema: CreatedControlSchema, body: control,
+    });
+  }
+
+  patchControl(id: number, patch: ControlPatchBody): Promise<Ack> {
+    return this.#request({
+      method: 'PATCH', path: `${API}/controls/${id}`, endpoint: 'PATCH /controls/{control_id}', schema: AckSchema,
+      body: patch,
+    });
+  }
+
+  async getControlData(id: number): Promise<ControlData> {
+    const out = await this.#request({
+      method: 'GET', path: `${API}/controls/${id}/data`, endpoint: 'GET /controls/{control_id}/data',
+      schema: ControlDataEnvelopeSchema,
+    });
+    return out.data;
+  }
+
+  putControlData(id: number, data: ControlDataInput | ControlData): Promise<Ack> {
+    return this.#request({
+      method: 'PUT', path: `${API}/controls/${id}/data`, endpoint: 'PUT /controls/{control_id}/data', schema: AckSchema,
+      body: { data },
+    });
+  }
+
+  /** Resolves when the data is valid; a 422 ApiError carries the field issues otherwise. */
+  async validateControlData(data: unknown): Promise<{ success: true }> {
+    await this.#request({
+      method: 'POST', path: `${API}/controls/validate`, endpoint: 'POST /controls/validate',
+      schema: ValidateResultSchema, body: { data },
+    });
+    return { success: true };
+  }
+
+  async deleteControl(id: number): Promise<{ deleted: boolean; unlinked_agents: string[] }> {
+    const out = await this.#request({
+      method: 'DELETE', path: `${API}/controls/${id}`, endpoint: 'DELETE /controls/{control_id}',
+      schema: DeletedControlSchema,
+    });
+    return { deleted: out.deleted ?? true, unlinked_agents: out.unlinked_agents ?? [] };
+  }
+
+  // ---- agents ----
+
+  async listAgents(): Promise<AgentRecord[]> {
+    const out = await this.#request({ method: 'GET', path: `${API}/agents`, endpoint: 'GET /agents', schema: AgentListSchema });
+    return out.agents;
+  }
+
+  getAgent(name: string): Promise<AgentDetail> {
+    return this.#request({
+      method: 'GET', path: `${API}/agents/${enc(name)}`, endpoint: 'GET /agents/{agent_name}', schema: AgentDetailSchema,
+    });
+  }
+
+  initAgent(registration: AgentRegistrationBody): Promise<InitAgentResult> {
+    return this.#request({
+      method: 'POST', path: `${API}/agents/initAgent`, endpoint: 'POST /agents/initAgent',
+      schema: InitAgentResultSchema, body: registration,
+    });
+  }
+
+  patchAgent(name: string, patch: AgentPatch): Promise<AgentRecord> {
+    return this.#request({
+      method: 'PATCH', path: `${API}/agents/${enc(name)}`, endpoint: 'PATCH /agents/{agent_name}',
+      schema: AgentRecordSchema.loose(), body: patch,
+    });
+  }
+
+  getAgentControls(name: string): Promise<AgentControls> {
+    return this.#request({
+      method: 'GET', path: `${API}/agents/${enc(name)}/controls`, endpoint: 'GET /agents/{agent_name}/controls',
+      schema: AgentControlsSchema,
+    });
+  }
+
+  async link(agentName: string, controlId: number): Promise<{ linked: boolean }> {
+    const out = await this.#request({
+      method: 'POST', path: `${API}/agents/${enc(agentName)}/controls/${controlId}`,
+      endpoint: 'POST /agents/{agent_name}/controls/{control_id}', schema: LinkResultSchema,
+    });
+    return { linked: out.linked };
+  }
+
+  async unlink(agentName: string, controlId: number): Promise<{ unlinked: boolean }> {
+    const out = await this.#request({
+      method: 'DELETE', path: `${API}/agents/${enc(agentName)}/controls/${controlId}`,
+      endpoint: 'DELETE /agents/{agent_name}/controls/{control_id}', schema: UnlinkResultSchema,
+    });
+    return { unlinked: out.unlinked };
+  }
+
+  // ---- evaluation ----
+
+  evaluate(
+    request: { agent_name: string; stage: Stage; step: Step } | EvaluationRequest,
+    options: { headers?: Record<string, string> } = {},
+  ): Promise<EvaluationResult> {
+    return this.#request({
+      method: 'POST', path: `${API}/evaluation`, endpoint: 'POST /evaluation', schema: EvaluationResultSchema,
+      body: request, headers: options.headers ?? {},
+    });
+  }
+
+  // ---- observability ----
+
+  ingestEvents(events: ObservabilityEvent[]): Promise<IngestResult> {
+    return this.#request({
+      method: 'POST', path: `${API}/observability/events`, endpoint: 'POST /observability/events',
+      schema: IngestResultSchema, body: { events },
+    });
+  }
+
+  queryEvents(query: EventQueryBody = {}): Promise<EventQueryResult> {
+    return this.#request({
+      method: 'POST', path: `${API}/observability/events/query`, endpoint: 'POST /observability/events/query',
+      schema: EventQueryResultSchema, body: query,
+    });
+  }
+
+  stats(params: StatsParams = {}): Promise<AgentStats> {
+    return this.#request({
+      method: 'GET', path: `${API}/observability/stats`, endpoint: 'GET /observability/stats', schema: AgentStatsSchema,
+      query: { agent_name: params.agent_name, time_range: params.time_range },
+    });
+  }
+
+  controlStats(controlId: number, params: StatsParams = {}): Promise<ControlStatsResult> {
+    return this.#request({
+      method: 'GET', path: `${API}/observability/stats/controls/${controlId}`,
+      endpoint: 'GET /observability/stats/controls/{control_id}', schema: ControlStatsSchema,
+      query: { agent_name: params.agent_name, time_range: params.time_range },
+    });
+  }
+
+  // ---- transport ----
+
+  #url(path: string, query?: Query): string {
+    let url = this.serverUrl + path;
+    if (query) {
+      const params = new URLSearchParams();
+      for (const [key, value] of Object.entries(query)) if (value !== undefined) params.set(key, String(value));
+      const text = params.toString();
+      if (text) url += `?${text}`;
+    }
+    return url;
+  }
+
+  async #request<S extends z.ZodType>(spec: RequestSpec<S>): Promise<z.infer<S>> {
+    const url = this.#url(spec.path, spec.query);
+    const headers: Record<string, string> = { accept: 'application/json', ...this.#headers, ...spec.headers };
+    if (spec.body !== undefined) headers['content-type'] = 'application/json';
+    if (this.#apiKey) headers['x-api-key'] = this.#apiKey;
+    // One signal bounds the whole exchange: connecting, headers and reading the body.
+    const signal = AbortSignal.timeout(this.timeoutMs);
+
+    let response: Response;
+    try {
+      response = await this.#fetch(url, {
+        method: spec.method,
+        headers,
+        body: spec.body === undefined ? undefined : JSON.stringify(spec.body),
+        signal,
+      });
+    } catch (error) {
+      throw this.#connectionError(spec.method, url, error);
+    }
+
+    let text: string;
+    try {
+      text = await response.text();
+    } catch (error) {
+      if (isTimeout(error)) throw this.#connectionError(spec.method, url, error);
+      throw new ResponseShapeError(
+        spec.endpoint, url, `the body was cut off (${describeCause(error).reason})`,
+      );
+    }
+
+    if (!response.ok) throw new ApiError(response.status, parseProblem(text), spec.method, url);
+
+    const endpoint = spec.endpoint;
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      const type = response.headers.get('content-type') ?? 'no content-type';
+      throw new ResponseShapeError(endpoint, url, `the body is not JSON (${type}, ${text.length} bytes: ${preview(text)})`);
+    }
+    const parsed = spec.schema.safeParse(json);
+    if (!parsed.success) {
+      const issues = fieldIssuesOf(parsed.error).slice(0, 3);
+      const what = issues.map((i) => `${i.field || '(body)'}: ${i.message}`).join('; ');
+      throw new ResponseShapeError(endpoint, url, `the JSON has the wrong shape (${what})`);
+    }
+    return parsed.data;
+  }
+
+  #connectionError(method: string, url: string, error: unknown): ConnectionError {
+    if (isTimeout(error)) {
+      return new ConnectionError(method, url, 'TIMEOUT', `no answer within ${this.timeoutMs} ms`, { cause: error });
+    }
+    const { code, reason } = describeCause(error);
+    return new ConnectionError(method, url, code, reason, { cause: error });
+  }
+}
+
+function isTimeout(error: unknown): boolean {
+  return error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
+}
+
+/** undici wraps the system error: `TypeError('fetch failed', {cause: {code: 'ECONNREFUSED'}})`. */
+function describeCause(error: unknown): { code: string; reason: string } {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current; depth++) {
+    const c = current as { code?: unknown; message?: unknown; cause?: unknown };
+    if (typeof c.code === 'string' && c.code) {
+      const message = typeof c.message === 'string' ? c.message : c.code;
+      return { code: c.code, reason: message.includes(c.code) ? message : `${c.code} ${message}` };
+    }
+    current = c.cause;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return { code: 'ENETWORK', reason: message };
+}
+
+function parseProblem(text: string): ProblemBody | null {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (value && typeof value === 'object' && !Array.isArray(value)) return value;
+  } catch {
+    // Not JSON (a proxy's HTML error page, for instance): the status alone is reported.
+  }
+  return null;
+}
+
+function preview(text: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  if (flat === '') return 'empty';
+  return JSON.stringify(flat.length > 60 ? `${flat.slice(0, 60)}...` : flat);
+}

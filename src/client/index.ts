@@ -1,0 +1,26 @@
+export { GuardClient, DEFAULT_TIMEOUT_MS } from './client.js';
+export type {
+  GuardClientOptions,
+  NewControlBody,
+  ControlPatchBody,
+  AgentRegistrationBody,
+  EventQueryBody,
+  StatsParams,
+} from './client.js';
+export { ConnectionError, ResponseShapeError } from './errors.js';
+export { ApiError } from '../errors.js';
+export type {
+  Ack,
+  AgentControls,
+  AgentDetail,
+  AgentStats,
+  ControlList,
+  ControlStats,
+  ControlStatsResult,
+  CreatedControl,
+  EvaluatorInfo,
+  EventQueryResult,
+  Health,
+  IngestResult,
+  InitAgentResult,
+} from './schemas.js';

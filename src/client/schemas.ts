@@ -1,0 +1,137 @@
+/**
+ * Response schemas of the REST API, for the answers the model does not already describe.
+ * Records and results reuse the model's schemas (the single source of truth); the small
+ * envelopes around them are defined here. Envelopes are loose objects so the server may
+ * add fields without breaking older clients, while the fields a client relies on are
+ * checked: a 2xx answer missing them is a ResponseShapeError, never a silent success.
+ */
+import { z } from 'zod';
+import {
+  AgentRecordSchema,
+  ControlDataSchema,
+  ControlRecordSchema,
+  EvaluationResultSchema,
+  JsonObjectSchema,
+  ObservabilityEventSchema,
+} from '../model/index.js';
+
+export const HealthSchema = z.looseObject({ status: z.string(), version: z.string() });
+export type Health = z.infer<typeof HealthSchema>;
+
+export const EvaluatorInfoSchema = z.looseObject({
+  name: z.string(),
+  description: z.string().optional(),
+  config_schema: JsonObjectSchema.optional(),
+});
+export type EvaluatorInfo = z.infer<typeof EvaluatorInfoSchema>;
+export const EvaluatorListSchema = z.looseObject({ evaluators: z.array(EvaluatorInfoSchema) });
+
+export const PaginationSchema = z.looseObject({
+  limit: z.number().int(),
+  next_cursor: z.number().int().nullable(),
+  has_more: z.boolean(),
+  total: z.number().int(),
+});
+export const ControlListSchema = z.looseObject({
+  controls: z.array(ControlRecordSchema),
+  pagination: PaginationSchema,
+});
+export type ControlList = z.infer<typeof ControlListSchema>;
+
+/** `PUT /controls`: the id always; the server may add the whole record. */
+export const CreatedControlSchema = z.looseObject({ control_id: z.number().int().positive() });
+export type CreatedControl = z.infer<typeof CreatedControlSchema>;
+
+export const ControlDataEnvelopeSchema = z.looseObject({ data: ControlDataSchema });
+
+/** Acknowledgements whose content a client does not need beyond "it is a JSON object". */
+export const AckSchema = z.looseObject({});
+export type Ack = z.infer<typeof AckSchema>;
+
+export const ValidateResultSchema = z.looseObject({ success: z.literal(true) });
+
+export const DeletedControlSchema = z.looseObject({
+  deleted: z.boolean().optional(),
+  unlinked_agents: z.array(z.string()).optional(),
+});
+
+export const AgentListSchema = z.looseObject({ agents: z.array(AgentRecordSchema.loose()) });
+
+/** `GET /agents/{name}`: the agent record plus the ids and names of its controls. */
+export const AgentDetailSchema = AgentRecordSchema.extend({
+  controls: z.array(z.looseObject({ control_id: z.number().int(), name: z.string() })).optional(),
+}).loose();
+export type AgentDetail = z.infer<typeof AgentDetailSchema>;
+
+export const AgentChangeSchema = z.looseObject({
+  field: z.string(),
+  before: z.unknown(),
+  after: z.unknown(),
+});
+export const InitAgentResultSchema = z.looseObject({
+  agent: AgentRecordSchema.loose(),
+  created: z.boolean(),
+  changes: z.array(AgentChangeSchema),
+});
+export type InitAgentResult = z.infer<typeof InitAgentResultSchema>;
+
+export const AgentControlsSchema = z.looseObject({
+  agent_name: z.string(),
+  controls: z.array(ControlRecordSchema),
+});
+export type AgentControls = z.infer<typeof AgentControlsSchema>;
+
+export const LinkResultSchema = z.looseObject({ linked: z.boolean() });
+export const UnlinkResultSchema = z.looseObject({ unlinked: z.boolean() });
+
+export { EvaluationResultSchema };
+
+export const IngestResultSchema = z.looseObject({
+  received: z.number().int(),
+  enqueued: z.number().int(),
+  dropped: z.number().int(),
+});
+export type IngestResult = z.infer<typeof IngestResultSchema>;
+
+export const EventQueryResultSchema = z.looseObject({
+  events: z.array(ObservabilityEventSchema),
+  total: z.number().int().optional(),
+});
+export type EventQueryResult = z.infer<typeof EventQueryResultSchema>;
+
+const ControlStatsRowSchema = z.looseObject({
+  control_id: z.number().int(),
+  control_name: z.string(),
+  executions: z.number(),
+  matches: z.number(),
+  non_matches: z.number(),
+  errors: z.number(),
+  actions: z.record(z.string(), z.number()),
+  avg_duration_ms: z.number(),
+});
+export type ControlStats = z.infer<typeof ControlStatsRowSchema>;
+
+/** `GET /observability/stats`: totals and one row per control. */
+export const AgentStatsSchema = z.looseObject({
+  agent_name: z.string().nullable().optional(),
+  time_range: z.string(),
+  totals: z.looseObject({
+    executions: z.number(),
+    matches: z.number(),
+    non_matches: z.number(),
+    errors: z.number(),
+    actions: z.record(z.string(), z.number()),
+  }),
+  controls: z.array(ControlStatsRowSchema),
+});
+export type AgentStats = z.infer<typeof AgentStatsSchema>;
+
+/** `GET /observability/stats/controls/{control_id}`. */
+export const ControlStatsSchema = z.looseObject({
+  control_id: z.number().int(),
+  control_name: z.string(),
+  agent_name: z.string().nullable(),
+  time_range: z.string(),
+  stats: ControlStatsRowSchema,
+});
+export type ControlStatsResult = z.infer<typeof ControlStatsSchema>;

@@ -1,0 +1,342 @@
+/**
+ * The object `init()` returns: an agent's controls held in memory, a way to check steps
+ * against them, and the background work (refresh, event delivery) that keeps them
+ * current. All state lives on the instance.
+ */
+import { randomUUID } from 'node:crypto';
+import { ConnectionError, GuardClient, ResponseShapeError } from '../client/index.js';
+import { evaluateStep } from '../engine/index.js';
+import { ApiError } from '../errors.js';
+import { createDefaultRegistry, type EvaluatorRegistry } from '../evaluators/registry.js';
+import type {
+  ControlRecord,
+  EvaluationResult,
+  JsonObject,
+  Stage,
+  StepDecl,
+  StepType,
+} from '../model/index.js';
+import { buildControlSet, type AgentControlSet } from './control-set.js';
+import { ControlSteerError, ControlViolationError, GuardUnavailableError } from './errors.js';
+import { EventBatcher, eventsOf } from './events.js';
+import { decidingMatch, emptyResult, mergeResults } from './merge.js';
+
+export type FailMode = 'closed' | 'open';
+
+export interface GuardLogger {
+  info(message: string): void;
+  warn(message: string): void;
+}
+
+/** A step as callers give it: `context` and `output` are optional. */
+export interface StepInput {
+  type: StepType;
+  name: string;
+  input: unknown;
+  output?: unknown;
+  context?: JsonObject;
+}
+
+export interface GuardAgentOptions {
+  agentName: string;
+  serverUrl: string;
+  apiKey?: string | undefined;
+  agentDescription?: string | undefined;
+  agentVersion?: string | undefined;
+  /** The tools and models this agent declares at registration. */
+  steps?: StepDecl[] | undefined;
+  agentMetadata?: JsonObject | undefined;
+  /** Registration conflict mode (default `overwrite`). */
+  conflictMode?: 'strict' | 'overwrite' | undefined;
+  /** Background refresh of the agent's controls; 0 disables. Default 60. */
+  refreshIntervalSeconds?: number | undefined;
+  /** Bound on every request to the server. Default 30000. */
+  timeoutMs?: number | undefined;
+  /**
+   * What a check does when it needs the server and cannot get a valid answer (or a
+   * control in scope cannot be compiled here): `closed` (default) raises
+   * GuardUnavailableError, `open` logs a warning and lets the step go on.
+   */
+  failMode?: FailMode | undefined;
+  /** Send events of in-process evaluations to the server. Default true. */
+  events?: boolean | undefined;
+  /** Send when this many events wait. Default 100. */
+  eventBatchSize?: number | undefined;
+  /** Send at least this often. Default 5. */
+  eventFlushIntervalSeconds?: number | undefined;
+  /** Events kept while the server cannot take them; the oldest go first. Default 10000. */
+  maxBufferedEvents?: number | undefined;
+  /** Evaluators for `execution: sdk` controls; the built-ins by default. */
+  registry?: EvaluatorRegistry | undefined;
+  logger?: GuardLogger | undefined;
+  fetch?: typeof fetch | undefined;
+}
+
+export interface ControlOptions {
+  /** The step name controls are scoped to; defaults to the function's name. */
+  stepName?: string;
+  type: StepType;
+  /** Context metadata for `context.<field>` selectors (a user id, a tenant, ...). */
+  context?: JsonObject | (() => JsonObject);
+}
+
+const consoleLogger: GuardLogger = {
+  info: (message) => console.info(`[guardctl] ${message}`),
+  warn: (message) => console.warn(`[guardctl] ${message}`),
+};
+
+export class GuardAgent {
+  readonly agentName: string;
+  readonly client: GuardClient;
+  readonly failMode: FailMode;
+  readonly #registry: EvaluatorRegistry;
+  readonly #logger: GuardLogger;
+  readonly #refreshMs: number;
+  readonly #events: EventBatcher | null;
+  #set: AgentControlSet;
+  #refreshTimer: NodeJS.Timeout | null = null;
+  #closed = false;
+  #lastRefreshError: unknown = null;
+
+  /**
+   * Builds an agent from options and, optionally, records already in hand (tests and
+   * benchmarks). Most callers use `init()`, which registers and loads from the server.
+   */
+  constructor(options: GuardAgentOptions, records: readonly ControlRecord[] = []) {
+    this.agentName = options.agentName.trim().toLowerCase();
+    this.client = new GuardClient({
+      serverUrl: options.serverUrl,
+      apiKey: options.apiKey,
+      timeoutMs: options.timeoutMs,
+      fetch: options.fetch,
+    });
+    this.failMode = options.failMode ?? 'closed';
+    this.#registry = options.registry ?? createDefaultRegistry();
+    this.#logger = options.logger ?? consoleLogger;
+    this.#refreshMs = Math.max(0, (options.refreshIntervalSeconds ?? 60) * 1000);
+    this.#set = this.#build(records);
+    this.#events =
+      options.events === false
+        ? null
+        : new EventBatcher(this.client, {
+            batchSize: options.eventBatchSize ?? 100,
+            intervalMs: (options.eventFlushIntervalSeconds ?? 5) * 1000,
+            maxBuffered: options.maxBufferedEvents ?? 10_000,
+            onError: (error, pending) =>
+              this.#logger.warn(`could not send events (${pending} kept for retry): ${messageOf(error)}`),
+          });
+  }
+
+  /** The controls currently in force. */
+  get controls(): readonly ControlRecord[] {
+    return this.#set.records;
+  }
+
+  /** The error of the last failed refresh, null after a successful one. */
+  get lastRefreshError(): unknown {
+    return this.#lastRefreshError;
+  }
+
+  /** Events waiting to be sent. */
+  get pendingEvents(): number {
+    return this.#events?.pending ?? 0;
+  }
+
+  /**
+   * Reloads the agent's controls from the server. On failure the previous set stays in
+   * force and the error is raised (the background refresh logs it and tries again later).
+   */
+  async refresh(): Promise<readonly ControlRecord[]> {
+    try {
+      const { controls } = await this.client.getAgentControls(this.agentName);
+      this.setControls(controls);
+      this.#lastRefreshError = null;
+      return controls;
+    } catch (error) {
+      this.#lastRefreshError = error;
+      throw error;
+    }
+  }
+
+  /** Replaces the control set with records already in hand. */
+  setControls(records: readonly ControlRecord[]): void {
+    this.#set = this.#build(records);
+  }
+
+  #build(records: readonly ControlRecord[]): AgentControlSet {
+    const set = buildControlSet(records, this.#registry);
+    for (const b of set.broken) {
+      this.#logger.warn(`control "${b.name}" (execution: sdk) cannot run in this process: ${b.reason}`);
+    }
+    return set;
+  }
+
+  /** Starts the background refresh (init calls it). The timer never keeps the process alive. */
+  startRefresh(): void {
+    if (this.#refreshMs === 0 || this.#closed || this.#refreshTimer) return;
+    const tick = (): void => {
+      this.refresh().then(
+        () => undefined,
+        (error: unknown) => this.#logger.warn(`refresh failed, keeping ${this.#set.records.length} controls: ${messageOf(error)}`),
+      ).finally(() => {
+        if (!this.#closed) schedule();
+      });
+    };
+    const schedule = (): void => {
+      this.#refreshTimer = setTimeout(tick, this.#refreshMs);
+      this.#refreshTimer.unref();
+    };
+    schedule();
+  }
+
+  /**
+   * Evaluates a step at a stage and returns the merged result without raising on deny
+   * or steer. Raises GuardUnavailableError when failMode is `closed` and the step could
+   * not be checked.
+   */
+  async evaluate(step: StepInput, stage: Stage): Promise<EvaluationResult> {
+    // Plain-JavaScript callers get a clear error instead of a step that silently matches nothing.
+    if (step.type !== 'tool' && step.type !== 'llm') throw new TypeError(`step.type must be "tool" or "llm", not ${JSON.stringify(step.type)}`);
+    if (stage !== 'pre' && stage !== 'post') throw new TypeError(`stage must be "pre" or "post", not ${JSON.stringify(stage)}`);
+    if (typeof step.name !== 'string' || step.name === '') throw new TypeError('step.name must be a non-empty string');
+    const set = this.#set;
+    let ids: { traceId: string; spanId: string } | null = null;
+
+    const broken = set.broken.find((c) => c.matches(step.type, step.name, stage));
+    if (broken) this.#unavailable(`control "${broken.name}" applies to step "${step.name}" but cannot run here: ${broken.reason}`);
+
+    let local = emptyResult();
+    if (set.hasLocal) {
+      const pending = evaluateStep(set.compiled, step, stage, {
+        execution: 'sdk',
+        collectExecutions: this.#events !== null,
+      });
+      // Built-in evaluators answer synchronously; only async plugins hand back a promise.
+      const outcome = pending instanceof Promise ? await pending : pending;
+      local = outcome.result;
+      if (outcome.executions && outcome.executions.length > 0 && !this.#closed) {
+        this.#events?.push(
+          eventsOf(outcome.executions, {
+            agentName: this.agentName, step, stage, ...(ids = traceIds()), timestamp: new Date().toISOString(),
+          }),
+        );
+      }
+    }
+
+    // A local deny already decides; otherwise ask the server only when one of its controls is in scope.
+    let remote: EvaluationResult | null = null;
+    if (local.decision !== 'deny' && set.server.some((c) => c.matches(step.type, step.name, stage))) {
+      try {
+        remote = await this.client.evaluate(
+          { agent_name: this.agentName, stage, step },
+          // The server's events for this step share the trace id of the local ones.
+          { headers: { traceparent: traceparentOf(ids ?? traceIds()) } },
+        );
+      } catch (error) {
+        if (!(error instanceof ConnectionError || error instanceof ResponseShapeError || error instanceof ApiError)) {
+          throw error;
+        }
+        this.#unavailable(`server check of step "${step.name}" (${stage}) failed: ${error.message}`, error);
+      }
+    }
+    return mergeResults(local, remote);
+  }
+
+  /**
+   * Checks a step at a stage: returns the result when the step may go on, raises
+   * ControlViolationError on deny and ControlSteerError on steer. warn and log matches
+   * are logged.
+   */
+  async check(step: StepInput, stage: Stage): Promise<EvaluationResult> {
+    const result = await this.evaluate(step, stage);
+    this.#enforce(result, step, stage);
+    return result;
+  }
+
+  /**
+   * Wraps an async function as a checked step: `pre` on its input before it runs, `post`
+   * on its output after. The input is the single argument, or the argument list when
+   * there are several. The function receives its arguments unchanged.
+   */
+  control<A extends unknown[], R>(
+    fn: (...args: A) => Promise<R> | R,
+    options: ControlOptions,
+  ): (...args: A) => Promise<R> {
+    const name = options.stepName ?? fn.name;
+    if (!name) throw new TypeError('control(): give options.stepName (the function has no name)');
+    const type = options.type;
+    const contextOf = options.context;
+    return async (...args: A): Promise<R> => {
+      const input = args.length === 1 ? args[0] : args;
+      const context = typeof contextOf === 'function' ? contextOf() : contextOf;
+      const step: StepInput = context ? { type, name, input, context } : { type, name, input };
+      await this.check(step, 'pre');
+      const output = await fn(...args);
+      await this.check({ ...step, output }, 'post');
+      return output;
+    };
+  }
+
+  /** Sends the events still queued. */
+  async flushEvents(): Promise<void> {
+    await this.#events?.flush();
+  }
+
+  /** Stops the background refresh and sends the queued events. Safe to call twice. */
+  async shutdown(): Promise<void> {
+    if (this.#refreshTimer) clearTimeout(this.#refreshTimer);
+    this.#refreshTimer = null;
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#events?.close();
+    const pending = this.#events?.pending ?? 0;
+    if (pending > 0) this.#logger.warn(`shutdown: ${pending} events could not be sent`);
+  }
+
+  #unavailable(message: string, cause?: unknown): void {
+    if (this.failMode === 'closed') throw new GuardUnavailableError(message, { cause });
+    this.#logger.warn(`${message}; failMode is open, so the step goes on`);
+  }
+
+  #enforce(result: EvaluationResult, step: StepInput, stage: Stage): void {
+    for (const m of result.matches) {
+      if (m.action === 'warn' || m.action === 'log') {
+        const text = `control "${m.control_name}" matched step "${step.name}" (${stage})${m.result.message ? `: ${m.result.message}` : ''}`;
+        if (m.action === 'warn') this.#logger.warn(text);
+        else this.#logger.info(text);
+      }
+    }
+    const decider = decidingMatch(result);
+    const metadata = decider ? (this.#set.actionMetadata.get(decider.control_id) ?? null) : null;
+    if (result.decision === 'deny') {
+      throw new ControlViolationError(
+        decider?.control_id ?? -1,
+        decider?.control_name ?? 'unknown',
+        decider?.result.message ?? decider?.error ?? null,
+        metadata,
+        result,
+      );
+    }
+    if (result.decision === 'steer') {
+      const context = result.steering_context ?? decider?.steering_context ?? { message: 'steer control matched' };
+      throw new ControlSteerError(decider?.control_id ?? null, decider?.control_name ?? null, context, metadata, result);
+    }
+  }
+}
+
+/**
+ * W3C trace-context ids. randomUUID draws from a pooled entropy buffer, which keeps this
+ * off the hot path's cost (randomBytes per step costs tens of microseconds).
+ */
+function traceIds(): { traceId: string; spanId: string } {
+  const hex = randomUUID().replace(/-/g, '');
+  return { traceId: hex, spanId: randomUUID().replace(/-/g, '').slice(0, 16) };
+}
+
+function traceparentOf(ids: { traceId: string; spanId: string }): string {
+  return `00-${ids.traceId}-${ids.spanId}-01`;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,61 @@
+/**
+ * What the SDK raises when a step may not go on. Callers catch these by class:
+ * ControlViolationError (deny), ControlSteerError (steer: correct and retry) and
+ * GuardUnavailableError (the checks could not be done and failMode is `closed`).
+ */
+import type { EvaluationResult, JsonObject, SteeringContext } from '../model/index.js';
+
+/** Base class of everything the SDK raises about a checked step. */
+export class GuardError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message);
+    this.name = 'GuardError';
+    if (options?.cause !== undefined) this.cause = options.cause;
+  }
+}
+
+/** A deny control matched: the step must not run (pre) or its output must not be used (post). */
+export class ControlViolationError extends GuardError {
+  constructor(
+    readonly controlId: number,
+    readonly controlName: string,
+    /** The evaluator's message, for example `pattern matched "DROP TABLE"`. */
+    readonly detail: string | null,
+    /** The control's `action.metadata` (reason, severity, ...), or null. */
+    readonly metadata: JsonObject | null,
+    readonly result: EvaluationResult,
+  ) {
+    super(`blocked by control "${controlName}"${detail ? `: ${detail}` : ''}`);
+    this.name = 'ControlViolationError';
+  }
+}
+
+/** A steer control matched (and no deny): correct the step as the steering context says, then retry. */
+export class ControlSteerError extends GuardError {
+  constructor(
+    readonly controlId: number | null,
+    readonly controlName: string | null,
+    readonly steeringContext: SteeringContext,
+    readonly metadata: JsonObject | null,
+    readonly result: EvaluationResult,
+  ) {
+    super(`steered by control "${controlName ?? 'unknown'}": ${steeringContext.message}`);
+    this.name = 'ControlSteerError';
+  }
+
+  get requiredActions(): string[] {
+    return this.steeringContext.required_actions ?? [];
+  }
+}
+
+/**
+ * The step could not be checked: the server was needed and unreachable or answered
+ * garbage, or a control in scope could not be compiled locally. Raised only with
+ * failMode `closed` (the default); with `open` the SDK logs and lets the step go on.
+ */
+export class GuardUnavailableError extends GuardError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'GuardUnavailableError';
+  }
+}

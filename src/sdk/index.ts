@@ -1,0 +1,70 @@
+/**
+ * `guardctl/sdk`: what an agent imports.
+ *
+ *   const guard = await init({ agentName: 'support-bot', serverUrl: 'http://127.0.0.1:8000' });
+ *   const runSql = guard.control(rawRunSql, { stepName: 'run_sql', type: 'tool' });
+ *
+ * State lives on the GuardAgent that init returns. The module-level `control()` and
+ * `check()` are a convenience bound to the agent of the most recent init.
+ */
+import type { EvaluationResult, Stage } from '../model/index.js';
+import { GuardAgent, type ControlOptions, type GuardAgentOptions, type StepInput } from './agent.js';
+
+export { GuardAgent } from './agent.js';
+export type { ControlOptions, FailMode, GuardAgentOptions, GuardLogger, StepInput } from './agent.js';
+export { ControlSteerError, ControlViolationError, GuardError, GuardUnavailableError } from './errors.js';
+export { ApiError } from '../errors.js';
+export { ConnectionError, GuardClient, ResponseShapeError, type GuardClientOptions } from '../client/index.js';
+export type { EvaluationResult, SteeringContext, StepDecl } from '../model/index.js';
+
+export type InitOptions = GuardAgentOptions;
+
+let defaultAgent: GuardAgent | null = null;
+
+/**
+ * Registers the agent (POST /agents/initAgent), loads its controls (GET
+ * /agents/{name}/controls) and starts the background refresh. Rejects when the server
+ * cannot be reached or refuses the registration: an agent that cannot load its controls
+ * does not start unchecked.
+ */
+export async function init(options: InitOptions): Promise<GuardAgent> {
+  const agent = new GuardAgent(options);
+  await agent.client.initAgent({
+    agent_name: options.agentName,
+    ...(options.agentDescription !== undefined && { agent_description: options.agentDescription }),
+    ...(options.agentVersion !== undefined && { agent_version: options.agentVersion }),
+    ...(options.agentMetadata !== undefined && { metadata: options.agentMetadata }),
+    steps: options.steps ?? [],
+    conflict_mode: options.conflictMode ?? 'overwrite',
+  });
+  await agent.refresh();
+  agent.startRefresh();
+  defaultAgent = agent;
+  return agent;
+}
+
+function current(): GuardAgent {
+  if (!defaultAgent) throw new Error('guardctl/sdk: call init() first');
+  return defaultAgent;
+}
+
+/** `agent.control` of the most recent init. */
+export function control<A extends unknown[], R>(
+  fn: (...args: A) => Promise<R> | R,
+  options: ControlOptions,
+): (...args: A) => Promise<R> {
+  // Resolved per call so that wrapping may happen before init at module load.
+  return (...args: A) => current().control(fn, options)(...args);
+}
+
+/** `agent.check` of the most recent init. */
+export function check(step: StepInput, stage: Stage): Promise<EvaluationResult> {
+  return current().check(step, stage);
+}
+
+/** Shuts down the agent of the most recent init and forgets it. */
+export async function shutdown(): Promise<void> {
+  const agent = defaultAgent;
+  defaultAgent = null;
+  await agent?.shutdown();
+}
