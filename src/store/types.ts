@@ -91,6 +91,46 @@ export interface StatsQuery {
   since: string;
 }
 
+/** One recorded step to store (see src/recording): the step is already redacted and serialised. */
+export interface NewRecordedStep {
+  /** ISO time of the evaluation. */
+  timestamp: string;
+  agent_name: string;
+  stage: 'pre' | 'post';
+  /** The step as JSON text (redacted, within the size cap). */
+  step_json: string;
+  decision: 'allow' | 'deny' | 'steer';
+}
+
+export interface RecordedStepRow {
+  id: number;
+  timestamp: string;
+  agent_name: string;
+  stage: 'pre' | 'post';
+  /** The parsed step as recorded; replay re-validates it against today's model. */
+  step: unknown;
+  decision: string;
+}
+
+export interface RecordedStepQuery {
+  agent_name?: string;
+  /** ISO time; only steps recorded at or after it. */
+  since?: string;
+  limit: number;
+  /** The last id of the previous page (pages go oldest first). */
+  cursor?: number;
+}
+
+export interface RecordedStepPage {
+  steps: RecordedStepRow[];
+  next_cursor: number | null;
+}
+
+/** What a change notification says: the agents whose controls changed, or null for "any". */
+export interface ChangeInfo {
+  agents: string[] | null;
+}
+
 /** Raised by stores; the server maps each kind to its HTTP status. */
 export class StoreError extends Error {
   constructor(
@@ -149,6 +189,19 @@ export interface Store {
   controlStats(query: StatsQuery): Promise<ControlStatsRow[]>;
   /** Deletes events older than `before` (ISO time); returns how many. */
   pruneEvents(before: string): Promise<number>;
+
+  /** Stores a batch of recorded steps in one transaction. */
+  insertRecordedSteps(steps: NewRecordedStep[]): Promise<void>;
+  /** Oldest first, by id; `next_cursor` is null on the last page. */
+  queryRecordedSteps(query: RecordedStepQuery): Promise<RecordedStepPage>;
+  /** Deletes recorded steps older than `before` (ISO time); returns how many. */
+  pruneRecordedSteps(before: string): Promise<number>;
+
+  /**
+   * Present on stores shared by several server replicas (PostgreSQL): calls `listener`
+   * after another instance (or this one) commits a write. Returns the unsubscribe.
+   */
+  onChange?(listener: (info: ChangeInfo) => void): () => void;
 
   close(): Promise<void>;
 }

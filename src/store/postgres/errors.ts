@@ -1,0 +1,22 @@
+import { StoreError } from '../types.js';
+
+/** Socket-level failures: the database cannot be reached right now. */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'EPIPE', 'EAI_AGAIN']);
+/** Server states that mean "try again later": shutting down, starting up, too many clients. */
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '53400']);
+
+/** Maps pg failures to the store's error kinds; anything else passes through unchanged. */
+export function mapPgError(error: unknown): unknown {
+  if (error instanceof StoreError) return error;
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  if (code === '23505') return new StoreError('conflict', message);
+  if (code === '23503') return new StoreError('not_found', message);
+  if (typeof code === 'string' && (NETWORK_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || code.startsWith('08'))) {
+    return new StoreError('unavailable', `database unavailable: ${message}`);
+  }
+  if (/Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message)) {
+    return new StoreError('unavailable', `database unavailable: ${message}`);
+  }
+  return error;
+}

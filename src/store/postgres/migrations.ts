@@ -1,0 +1,87 @@
+/**
+ * The PostgreSQL schema, the same model as SQLite's in PostgreSQL's dialect. Ordered and
+ * append-only like the SQLite list. Event stats read only the covering indexes (INCLUDE),
+ * so they never touch the table once autovacuum has marked the pages all-visible.
+ */
+import type { Migration } from '../sqlite/migrations.js';
+
+export const postgresMigrations: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'controls, agents, links, revision, events',
+    sql: `
+      CREATE TABLE controls (
+        control_id BIGSERIAL PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        enabled BOOLEAN NOT NULL DEFAULT TRUE,
+        data JSONB,
+        managed_by TEXT,
+        source TEXT,
+        created_at TIMESTAMPTZ NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL
+      );
+      CREATE TABLE agents (
+        agent_name TEXT PRIMARY KEY,
+        agent_description TEXT,
+        agent_version TEXT,
+        steps JSONB NOT NULL DEFAULT '[]',
+        metadata JSONB,
+        managed_by TEXT,
+        created_at TIMESTAMPTZ NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL
+      );
+      CREATE TABLE control_links (
+        agent_name TEXT NOT NULL REFERENCES agents (agent_name) ON DELETE CASCADE,
+        control_id BIGINT NOT NULL REFERENCES controls (control_id) ON DELETE CASCADE,
+        PRIMARY KEY (agent_name, control_id)
+      );
+      CREATE INDEX control_links_control ON control_links (control_id);
+      CREATE TABLE store_revision (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        value BIGINT NOT NULL
+      );
+      INSERT INTO store_revision (id, value) VALUES (1, 0);
+      CREATE TABLE events (
+        id BIGSERIAL PRIMARY KEY,
+        control_execution_id TEXT NOT NULL,
+        trace_id TEXT NOT NULL,
+        span_id TEXT NOT NULL,
+        agent_name TEXT NOT NULL,
+        control_id BIGINT NOT NULL,
+        control_name TEXT NOT NULL,
+        check_stage TEXT NOT NULL,
+        applies_to TEXT NOT NULL,
+        action TEXT NOT NULL,
+        matched BOOLEAN NOT NULL,
+        outcome SMALLINT NOT NULL,
+        confidence DOUBLE PRECISION NOT NULL,
+        ts TIMESTAMPTZ NOT NULL,
+        execution_duration_ms DOUBLE PRECISION NOT NULL,
+        evaluator_name TEXT,
+        selector_path TEXT,
+        error_message TEXT,
+        metadata JSONB
+      );
+      CREATE INDEX events_ts ON events (ts) INCLUDE (control_id, outcome, action, execution_duration_ms);
+      CREATE INDEX events_agent_ts ON events (agent_name, ts) INCLUDE (control_id, outcome, action, execution_duration_ms);
+      CREATE INDEX events_control_ts ON events (control_id, ts) INCLUDE (outcome, action, execution_duration_ms);
+      CREATE INDEX events_trace ON events (trace_id);
+    `,
+  },
+  {
+    version: 2,
+    name: 'recorded steps (replay)',
+    sql: `
+      CREATE TABLE recorded_steps (
+        id BIGSERIAL PRIMARY KEY,
+        ts TIMESTAMPTZ NOT NULL,
+        agent_name TEXT NOT NULL,
+        stage TEXT NOT NULL,
+        step JSONB NOT NULL,
+        decision TEXT NOT NULL
+      );
+      CREATE INDEX recorded_steps_ts ON recorded_steps (ts);
+      CREATE INDEX recorded_steps_agent ON recorded_steps (agent_name, id);
+    `,
+  },
+];

@@ -1,0 +1,98 @@
+/**
+ * The SQLite schema as an ordered list of migrations. A migration, once released, is
+ * never edited: later changes append a new one. Event times are INTEGER epoch ms so that
+ * range scans compare integers; `outcome` (0 non-match, 1 match, 2 error) is stored so
+ * the stats indexes can cover the stats query completely.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const sqliteMigrations: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'controls, agents, links, revision, events',
+    sql: `
+      CREATE TABLE controls (
+        control_id INTEGER PRIMARY KEY AUTOINCREMENT,
+        name TEXT NOT NULL UNIQUE,
+        enabled INTEGER NOT NULL DEFAULT 1,
+        data TEXT,
+        managed_by TEXT,
+        source TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE TABLE agents (
+        agent_name TEXT PRIMARY KEY,
+        agent_description TEXT,
+        agent_version TEXT,
+        steps TEXT NOT NULL DEFAULT '[]',
+        metadata TEXT,
+        managed_by TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE TABLE control_links (
+        agent_name TEXT NOT NULL REFERENCES agents (agent_name) ON DELETE CASCADE,
+        control_id INTEGER NOT NULL REFERENCES controls (control_id) ON DELETE CASCADE,
+        PRIMARY KEY (agent_name, control_id)
+      ) WITHOUT ROWID;
+      CREATE INDEX control_links_control ON control_links (control_id);
+      CREATE TABLE store_revision (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        value INTEGER NOT NULL
+      );
+      INSERT INTO store_revision (id, value) VALUES (1, 0);
+      CREATE TABLE events (
+        id INTEGER PRIMARY KEY,
+        control_execution_id TEXT NOT NULL,
+        trace_id TEXT NOT NULL,
+        span_id TEXT NOT NULL,
+        agent_name TEXT NOT NULL,
+        control_id INTEGER NOT NULL,
+        control_name TEXT NOT NULL,
+        check_stage TEXT NOT NULL,
+        applies_to TEXT NOT NULL,
+        action TEXT NOT NULL,
+        matched INTEGER NOT NULL,
+        outcome INTEGER NOT NULL,
+        confidence REAL NOT NULL,
+        ts INTEGER NOT NULL,
+        execution_duration_ms REAL NOT NULL,
+        evaluator_name TEXT,
+        selector_path TEXT,
+        error_message TEXT,
+        metadata TEXT
+      );
+      -- Queries newest first, and retention.
+      CREATE INDEX events_ts ON events (ts);
+      -- Per-agent queries and stats: appended at the end of each agent's range, and it
+      -- covers the per-agent stats query (a range scan of one agent's window).
+      CREATE INDEX events_agent_ts ON events (agent_name, ts, control_id, outcome, action, execution_duration_ms);
+      -- Stats: each (control, outcome, action) is one index range seek from the window's
+      -- start, and the index alone answers count and duration sum (no table reads, no sort).
+      CREATE INDEX events_stats ON events (control_id, outcome, action, ts, execution_duration_ms);
+      -- No index on trace_id: trace ids are random, so such an index dirties one page per
+      -- event and more than halves ingest. Trace lookups scan (bounded by a time range when given).
+    `,
+  },
+  {
+    version: 2,
+    name: 'recorded steps (replay)',
+    sql: `
+      CREATE TABLE recorded_steps (
+        id INTEGER PRIMARY KEY,
+        ts INTEGER NOT NULL,
+        agent_name TEXT NOT NULL,
+        stage TEXT NOT NULL,
+        step TEXT NOT NULL,
+        decision TEXT NOT NULL
+      );
+      CREATE INDEX recorded_steps_ts ON recorded_steps (ts);
+      CREATE INDEX recorded_steps_agent ON recorded_steps (agent_name, id);
+    `,
+  },
+];

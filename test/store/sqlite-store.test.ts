@@ -1,0 +1,85 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SqliteStore, migrateSqlite } from '../../src/store/sqlite/sqlite-store.js';
+import { sqliteMigrations } from '../../src/store/sqlite/migrations.js';
+import { defineStoreContract, event } from './store-contract.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'guardctl-store-'));
+let n = 0;
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+defineStoreContract('sqlite file', async () => new SqliteStore(join(dir, `contract-${++n}`, 'guard.db')));
+defineStoreContract('sqlite :memory:', async () => new SqliteStore(':memory:'));
+
+describe('SqliteStore specifics', () => {
+  it('creates the parent directory and sets WAL, foreign keys and busy_timeout', async () => {
+    const file = join(dir, 'nested', 'deeper', 'guard.db');
+    const store = new SqliteStore(file, { busyTimeoutMs: 1234 });
+    await store.close();
+    const db = new Database(file);
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+    db.close();
+    // foreign_keys and busy_timeout are per connection: check them through behaviour.
+    const again = new SqliteStore(file);
+    await again.upsertAgent({ agent_name: 'bot' });
+    const c = await again.createControl({ name: 'c' });
+    await again.linkControl('bot', c.control_id);
+    await again.deleteControl(c.control_id);
+    expect(await again.listLinks()).toEqual([]);
+    await again.close();
+  });
+
+  it('applies migrations once: opening the same file twice keeps the data', async () => {
+    const file = join(dir, 'twice', 'guard.db');
+    const first = new SqliteStore(file);
+    await first.createControl({ name: 'kept' });
+    const second = new SqliteStore(file);
+    expect((await second.getControlByName('kept'))?.name).toBe('kept');
+    await first.close();
+    await second.close();
+    const db = new Database(file);
+    const versions = db.prepare('SELECT version FROM schema_migrations').pluck().all();
+    expect(versions).toEqual(sqliteMigrations.map((m) => m.version));
+    expect(migrateSqlite(db)).toEqual([]);
+    // A later migration is applied on the next open, and only that one.
+    const next = { version: 999, name: 'test', sql: 'CREATE TABLE later (x INTEGER)' };
+    expect(migrateSqlite(db, [...sqliteMigrations, next])).toEqual([999]);
+    expect(migrateSqlite(db, [...sqliteMigrations, next])).toEqual([]);
+    db.close();
+  });
+
+  it('rolls back a failing migration completely', () => {
+    const db = new Database(':memory:');
+    const bad = { version: 1, name: 'bad', sql: 'CREATE TABLE t (x INTEGER); CREATE TABLE t (y INTEGER);' };
+    expect(() => migrateSqlite(db, [bad])).toThrow();
+    expect(db.prepare("SELECT count(*) FROM sqlite_master WHERE name = 't'").pluck().get()).toBe(0);
+    expect(db.prepare('SELECT count(*) FROM schema_migrations').pluck().get()).toBe(0);
+    db.close();
+  });
+
+  it('prunes in several batches', async () => {
+    const store = new SqliteStore(':memory:', { pruneBatchSize: 7 });
+    await store.insertEvents(
+      Array.from({ length: 30 }, (_, i) => event({ timestamp: new Date(Date.UTC(2025, 0, 1, 0, i)).toISOString() })),
+    );
+    expect(await store.pruneEvents('2025-01-01T00:22:00.000Z')).toBe(22);
+    expect((await store.queryEvents({ limit: 1, offset: 0 })).total).toBe(8);
+    await store.close();
+  });
+
+  it('uses the stats indexes instead of scanning the table', () => {
+    const db = new Database(':memory:');
+    migrateSqlite(db);
+    const plan = db
+      .prepare(
+        `EXPLAIN QUERY PLAN SELECT count(*), total(execution_duration_ms) FROM events INDEXED BY events_stats
+         WHERE control_id = 1 AND outcome = 1 AND action = 'deny' AND ts >= 0`,
+      )
+      .all() as Array<{ detail: string }>;
+    expect(plan.map((p) => p.detail).join(' ')).toContain('COVERING INDEX events_stats');
+    db.close();
+  });
+});

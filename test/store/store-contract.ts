@@ -1,0 +1,428 @@
+/**
+ * The behaviour every Store must have, as one suite run against each implementation
+ * (SQLite file, SQLite :memory:, PostgreSQL). `open` gives a fresh, empty store.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ControlData, ObservabilityEvent } from '../../src/model/index.js';
+import { StoreError, type Store } from '../../src/store/types.js';
+
+export function controlData(overrides: Partial<ControlData> = {}): ControlData {
+  return {
+    enabled: true,
+    execution: 'server',
+    scope: { stages: ['pre'] },
+    selector: { path: 'input.query' },
+    evaluator: { name: 'regex', config: { pattern: 'drop table' } },
+    action: { decision: 'deny' },
+    ...overrides,
+  };
+}
+
+let eventSeq = 0;
+export function event(overrides: Partial<ObservabilityEvent> = {}): ObservabilityEvent {
+  eventSeq += 1;
+  return {
+    control_execution_id: `ce-${eventSeq}`,
+    trace_id: 'trace-1',
+    span_id: `span-${eventSeq}`,
+    agent_name: 'bot',
+    control_id: 1,
+    control_name: 'c1',
+    check_stage: 'pre',
+    applies_to: 'tool',
+    action: 'deny',
+    matched: true,
+    confidence: 1,
+    timestamp: '2025-01-01T12:00:00.000Z',
+    execution_duration_ms: 2,
+    evaluator_name: 'regex',
+    selector_path: 'input',
+    error_message: null,
+    metadata: null,
+    ...overrides,
+  };
+}
+
+async function storeError(promise: Promise<unknown>): Promise<StoreError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(StoreError);
+    return error as StoreError;
+  }
+  throw new Error('expected the store to reject');
+}
+
+export function defineStoreContract(name: string, open: () => Promise<Store>): void {
+  describe(`Store contract: ${name}`, () => {
+    let store: Store;
+    beforeEach(async () => {
+      store = await open();
+    });
+    afterEach(async () => {
+      await store.close();
+    });
+
+    describe('controls', () => {
+      it('creates, reads, updates and deletes a control', async () => {
+        const created = await store.createControl({ name: 'sql', data: controlData(), managed_by: 'gitops', source: 'a.yaml:1' });
+        expect(created.control_id).toBeGreaterThan(0);
+        expect(created).toMatchObject({ name: 'sql', enabled: true, managed_by: 'gitops', source: 'a.yaml:1' });
+        expect(created.data).toEqual(controlData());
+        expect(await store.getControl(created.control_id)).toEqual(created);
+        expect(await store.getControlByName('sql')).toEqual(created);
+
+        const renamed = await store.updateControl(created.control_id, { name: 'sql-2', source: null });
+        expect(renamed).toMatchObject({ control_id: created.control_id, name: 'sql-2', source: null, managed_by: 'gitops' });
+        expect(renamed.data).toEqual(controlData());
+        expect(await store.getControlByName('sql')).toBeNull();
+
+        expect(await store.deleteControl(created.control_id)).toEqual({ unlinked_agents: [] });
+        expect(await store.getControl(created.control_id)).toBeNull();
+        expect((await storeError(store.deleteControl(created.control_id))).kind).toBe('not_found');
+        expect((await storeError(store.updateControl(created.control_id, { name: 'x' }))).kind).toBe('not_found');
+      });
+
+      it('creates a control without data', async () => {
+        const created = await store.createControl({ name: 'empty' });
+        expect(created).toMatchObject({ enabled: true, data: null, managed_by: null, source: null });
+      });
+
+      it('rejects a duplicate name on create and on rename', async () => {
+        await store.createControl({ name: 'a' });
+        const b = await store.createControl({ name: 'b' });
+        expect((await storeError(store.createControl({ name: 'a' }))).kind).toBe('conflict');
+        expect((await storeError(store.updateControl(b.control_id, { name: 'a' }))).kind).toBe('conflict');
+        expect((await store.getControl(b.control_id))?.name).toBe('b');
+        expect(await store.listAllControls()).toHaveLength(2);
+      });
+
+      it('keeps enabled in one place: data, PATCH and reads agree', async () => {
+        const off = await store.createControl({ name: 'off', data: controlData({ enabled: false }) });
+        expect(off.enabled).toBe(false);
+        expect(off.data?.enabled).toBe(false);
+
+        const patched = await store.updateControl(off.control_id, { enabled: true });
+        expect(patched.enabled).toBe(true);
+        expect(patched.data?.enabled).toBe(true);
+        expect((await store.getControl(off.control_id))?.data?.enabled).toBe(true);
+
+        const rewritten = await store.updateControl(off.control_id, { data: controlData({ enabled: false, description: 'd' }) });
+        expect(rewritten.enabled).toBe(false);
+        expect(rewritten.data).toEqual(controlData({ enabled: false, description: 'd' }));
+
+        // Without data the column still holds the state, and setting data later adopts the data's value.
+        const bare = await store.createControl({ name: 'bare' });
+        const disabled = await store.updateControl(bare.control_id, { enabled: false });
+        expect(disabled).toMatchObject({ enabled: false, data: null });
+        const withData = await store.updateControl(bare.control_id, { data: controlData({ enabled: true }) });
+        expect(withData.enabled).toBe(true);
+        const cleared = await store.updateControl(bare.control_id, { data: null });
+        expect(cleared).toMatchObject({ enabled: true, data: null });
+      });
+
+      it('pages by cursor with a total', async () => {
+        const ids: number[] = [];
+        for (let i = 0; i < 5; i++) ids.push((await store.createControl({ name: `c${i}` })).control_id);
+
+        const first = await store.listControls({ limit: 2 });
+        expect(first.controls.map((c) => c.control_id)).toEqual(ids.slice(0, 2));
+        expect(first).toMatchObject({ has_more: true, next_cursor: ids[1], total: 5 });
+
+        const second = await store.listControls({ cursor: first.next_cursor!, limit: 2 });
+        expect(second.controls.map((c) => c.control_id)).toEqual(ids.slice(2, 4));
+        expect(second.has_more).toBe(true);
+
+        const last = await store.listControls({ cursor: second.next_cursor!, limit: 2 });
+        expect(last.controls.map((c) => c.control_id)).toEqual(ids.slice(4));
+        expect(last).toMatchObject({ has_more: false, next_cursor: null, total: 5 });
+
+        // Exactly one full page: no phantom next page.
+        expect(await store.listControls({ limit: 5 })).toMatchObject({ has_more: false, next_cursor: null });
+        // A cursor past the end is an empty page, not an error.
+        expect(await store.listControls({ cursor: ids[4]!, limit: 2 })).toMatchObject({
+          controls: [],
+          has_more: false,
+          next_cursor: null,
+          total: 5,
+        });
+        // A cursor of a deleted control still continues after it.
+        await store.deleteControl(ids[2]!);
+        const afterDeleted = await store.listControls({ cursor: ids[2]!, limit: 10 });
+        expect(afterDeleted.controls.map((c) => c.control_id)).toEqual(ids.slice(3));
+        expect(afterDeleted.total).toBe(4);
+      });
+
+      it('pages an empty table', async () => {
+        expect(await store.listControls({ limit: 20 })).toEqual({ controls: [], has_more: false, next_cursor: null, total: 0 });
+      });
+    });
+
+    describe('agents and links', () => {
+      it('upserts, reads and patches agents', async () => {
+        const first = await store.upsertAgent({
+          agent_name: 'bot',
+          agent_description: 'helps',
+          steps: [{ type: 'tool', name: 'run_sql' }],
+          metadata: { team: 'a' },
+          managed_by: 'gitops',
+        });
+        expect(first.created).toBe(true);
+        expect(first.agent).toMatchObject({
+          agent_name: 'bot',
+          agent_description: 'helps',
+          agent_version: null,
+          steps: [{ type: 'tool', name: 'run_sql' }],
+          metadata: { team: 'a' },
+          managed_by: 'gitops',
+        });
+
+        const second = await store.upsertAgent({ agent_name: 'bot', agent_version: '2' });
+        expect(second.created).toBe(false);
+        expect(second.agent).toMatchObject({ agent_description: null, agent_version: '2', steps: [], managed_by: 'gitops' });
+        expect(second.agent.created_at).toBe(first.agent.created_at);
+
+        const patched = await store.patchAgent('bot', { agent_description: 'new', metadata: null });
+        expect(patched).toMatchObject({ agent_description: 'new', agent_version: '2', metadata: null });
+        expect(await store.getAgent('bot')).toEqual(patched);
+        expect(await store.getAgent('nobody')).toBeNull();
+        expect((await storeError(store.patchAgent('nobody', {}))).kind).toBe('not_found');
+
+        await store.upsertAgent({ agent_name: 'alpha' });
+        expect((await store.listAgents()).map((a) => a.agent_name)).toEqual(['alpha', 'bot']);
+      });
+
+      it('links and unlinks idempotently, and refuses unknown ends', async () => {
+        await store.upsertAgent({ agent_name: 'bot' });
+        const c = await store.createControl({ name: 'c', data: controlData() });
+        expect(await store.linkControl('bot', c.control_id)).toBe(true);
+        expect(await store.linkControl('bot', c.control_id)).toBe(false);
+        expect(await store.listLinks()).toEqual([{ agent_name: 'bot', control_id: c.control_id }]);
+        expect((await store.listAgentControls('bot')).map((x) => x.name)).toEqual(['c']);
+        expect(await store.agentsOfControl(c.control_id)).toEqual(['bot']);
+
+        expect(await store.unlinkControl('bot', c.control_id)).toBe(true);
+        expect(await store.unlinkControl('bot', c.control_id)).toBe(false);
+        expect(await store.listLinks()).toEqual([]);
+
+        expect((await storeError(store.linkControl('ghost', c.control_id))).kind).toBe('not_found');
+        expect((await storeError(store.linkControl('bot', c.control_id + 1000))).kind).toBe('not_found');
+      });
+
+      it('deleting a control unlinks it and names the agents', async () => {
+        await store.upsertAgent({ agent_name: 'a' });
+        await store.upsertAgent({ agent_name: 'b' });
+        const c = await store.createControl({ name: 'c' });
+        const keep = await store.createControl({ name: 'keep' });
+        await store.linkControl('b', c.control_id);
+        await store.linkControl('a', c.control_id);
+        await store.linkControl('a', keep.control_id);
+        expect(await store.deleteControl(c.control_id)).toEqual({ unlinked_agents: ['a', 'b'] });
+        expect(await store.listLinks()).toEqual([{ agent_name: 'a', control_id: keep.control_id }]);
+        expect(await store.listAgentControls('b')).toEqual([]);
+      });
+    });
+
+    describe('applyChanges', () => {
+      it('applies a batch, resolving names inside the transaction', async () => {
+        await store.upsertAgent({ agent_name: 'old' });
+        const gone = await store.createControl({ name: 'gone' });
+        await store.linkControl('old', gone.control_id);
+
+        const result = await store.applyChanges([
+          { op: 'create_control', control: { name: 'new', data: controlData(), managed_by: 'gitops' } },
+          { op: 'upsert_agent', agent: { agent_name: 'bot' } },
+          { op: 'link', agent_name: 'bot', control_name: 'new' },
+          { op: 'update_control', name: 'new', patch: { enabled: false } },
+          { op: 'delete_control', name: 'gone' },
+        ]);
+        expect(result.touched_agents).toEqual(['bot', 'old']);
+        const created = await store.getControlByName('new');
+        expect(created).toMatchObject({ enabled: false, managed_by: 'gitops' });
+        expect(await store.listLinks()).toEqual([{ agent_name: 'bot', control_id: created!.control_id }]);
+
+        await store.applyChanges([{ op: 'unlink', agent_name: 'bot', control_name: 'new' }]);
+        expect(await store.listLinks()).toEqual([]);
+      });
+
+      it('is all or nothing: a failing change in the middle leaves nothing changed', async () => {
+        await store.upsertAgent({ agent_name: 'bot' });
+        const existing = await store.createControl({ name: 'existing', data: controlData() });
+        const before = {
+          controls: await store.listAllControls(),
+          agents: await store.listAgents(),
+          links: await store.listLinks(),
+          revision: await store.revision(),
+        };
+        const error = await storeError(
+          store.applyChanges([
+            { op: 'create_control', control: { name: 'fresh' } },
+            { op: 'link', agent_name: 'bot', control_name: 'existing' },
+            { op: 'update_control', name: 'existing', patch: { enabled: false } },
+            { op: 'link', agent_name: 'bot', control_name: 'missing' },
+            { op: 'upsert_agent', agent: { agent_name: 'later' } },
+          ]),
+        );
+        expect(error.kind).toBe('not_found');
+        expect(error.message).toContain('change 4');
+        expect(error.message).toContain('missing');
+        expect(await store.listAllControls()).toEqual(before.controls);
+        expect(await store.listAgents()).toEqual(before.agents);
+        expect(await store.listLinks()).toEqual(before.links);
+        expect(await store.revision()).toBe(before.revision);
+        expect((await store.getControl(existing.control_id))?.enabled).toBe(true);
+
+        const conflict = await storeError(
+          store.applyChanges([
+            { op: 'create_control', control: { name: 'one' } },
+            { op: 'create_control', control: { name: 'existing' } },
+          ]),
+        );
+        expect(conflict.kind).toBe('conflict');
+        expect(conflict.message).toContain('change 2');
+        expect(await store.getControlByName('one')).toBeNull();
+      });
+    });
+
+    describe('revision', () => {
+      it('grows on writes and only on writes', async () => {
+        const r0 = await store.revision();
+        const c = await store.createControl({ name: 'c' });
+        const r1 = await store.revision();
+        expect(r1).toBeGreaterThan(r0);
+
+        await store.getControl(c.control_id);
+        await store.listControls({ limit: 10 });
+        await store.listAgents();
+        await store.listLinks();
+        await store.insertEvents([event()]);
+        await store.queryEvents({ limit: 10, offset: 0 });
+        expect(await store.revision()).toBe(r1);
+
+        await store.upsertAgent({ agent_name: 'bot' });
+        const r2 = await store.revision();
+        expect(r2).toBeGreaterThan(r1);
+        await store.linkControl('bot', c.control_id);
+        const r3 = await store.revision();
+        expect(r3).toBeGreaterThan(r2);
+        await store.updateControl(c.control_id, { enabled: false });
+        const r4 = await store.revision();
+        expect(r4).toBeGreaterThan(r3);
+        await store.applyChanges([{ op: 'unlink', agent_name: 'bot', control_name: 'c' }]);
+        expect(await store.revision()).toBeGreaterThan(r4);
+      });
+    });
+
+    describe('events', () => {
+      it('stores every field and reads it back', async () => {
+        const e = event({
+          timestamp: '2025-01-01T12:00:00.123Z',
+          metadata: { k: [1, 2] },
+          error_message: 'boom',
+          evaluator_name: null,
+          selector_path: null,
+          confidence: 0.25,
+          execution_duration_ms: 1.5,
+        });
+        await store.insertEvents([e]);
+        expect(await store.queryEvents({ limit: 10, offset: 0 })).toEqual({ events: [e], total: 1 });
+      });
+
+      it('normalises timestamps with an offset to UTC', async () => {
+        await store.insertEvents([event({ timestamp: '2025-01-01T13:00:00+01:00' })]);
+        const page = await store.queryEvents({ limit: 1, offset: 0 });
+        expect(page.events[0]?.timestamp).toBe('2025-01-01T12:00:00.000Z');
+      });
+
+      it('filters by every field, newest first, with a total', async () => {
+        const t = (m: number) => new Date(Date.UTC(2025, 0, 1, 12, m)).toISOString();
+        await store.insertEvents([
+          event({ control_execution_id: 'e1', timestamp: t(1), agent_name: 'a', control_id: 1, action: 'deny', matched: true, check_stage: 'pre', trace_id: 't1' }),
+          event({ control_execution_id: 'e2', timestamp: t(2), agent_name: 'a', control_id: 2, action: 'log', matched: false, check_stage: 'post', trace_id: 't1' }),
+          event({ control_execution_id: 'e3', timestamp: t(3), agent_name: 'b', control_id: 1, action: 'steer', matched: true, check_stage: 'pre', trace_id: 't2' }),
+          event({ control_execution_id: 'e4', timestamp: t(4), agent_name: 'b', control_id: 3, action: 'deny', matched: false, check_stage: 'post', trace_id: 't3' }),
+        ]);
+        const ids = async (q: Partial<Parameters<Store['queryEvents']>[0]>) => {
+          const page = await store.queryEvents({ limit: 100, offset: 0, ...q });
+          return { ids: page.events.map((e) => e.control_execution_id), total: page.total };
+        };
+        expect(await ids({})).toEqual({ ids: ['e4', 'e3', 'e2', 'e1'], total: 4 });
+        expect(await ids({ agent_name: 'a' })).toEqual({ ids: ['e2', 'e1'], total: 2 });
+        expect(await ids({ control_ids: [1, 3] })).toEqual({ ids: ['e4', 'e3', 'e1'], total: 3 });
+        expect(await ids({ actions: ['deny'] })).toEqual({ ids: ['e4', 'e1'], total: 2 });
+        expect(await ids({ matched: true })).toEqual({ ids: ['e3', 'e1'], total: 2 });
+        expect(await ids({ matched: false })).toEqual({ ids: ['e4', 'e2'], total: 2 });
+        expect(await ids({ stages: ['post'] })).toEqual({ ids: ['e4', 'e2'], total: 2 });
+        expect(await ids({ trace_id: 't1' })).toEqual({ ids: ['e2', 'e1'], total: 2 });
+        expect(await ids({ start_time: t(2), end_time: t(4) })).toEqual({ ids: ['e3', 'e2'], total: 2 });
+        expect(await ids({ agent_name: 'b', actions: ['deny', 'steer'], matched: true })).toEqual({ ids: ['e3'], total: 1 });
+        expect(await ids({ control_ids: [] })).toEqual({ ids: [], total: 0 });
+        // Paging keeps the total of the whole match.
+        expect(await ids({ limit: 2, offset: 1 })).toEqual({ ids: ['e3', 'e2'], total: 4 });
+      });
+
+      it('stats count errors apart from matches, so executions add up', async () => {
+        await store.createControl({ name: 'current-name' });
+        const c = (await store.getControlByName('current-name'))!.control_id;
+        const old = '2025-01-01T00:00:00.000Z';
+        const recent = '2025-01-02T00:00:00.000Z';
+        await store.insertEvents([
+          event({ control_id: c, control_name: 'old-name', timestamp: recent, matched: true, action: 'deny', execution_duration_ms: 2 }),
+          event({ control_id: c, timestamp: recent, matched: true, action: 'deny', execution_duration_ms: 4 }),
+          event({ control_id: c, timestamp: recent, matched: false, action: 'deny', execution_duration_ms: 6 }),
+          // An error counts as an error even when on_error made it "match".
+          event({ control_id: c, timestamp: recent, matched: true, action: 'deny', error_message: 'x', execution_duration_ms: 8 }),
+          event({ control_id: c, timestamp: old, matched: true, action: 'deny' }),
+          event({ control_id: 999, control_name: 'deleted-control', timestamp: recent, matched: true, action: 'log', agent_name: 'other', execution_duration_ms: 1 }),
+        ]);
+        const rows = await store.controlStats({ since: '2025-01-01T12:00:00.000Z' });
+        expect(rows).toEqual([
+          {
+            control_id: c,
+            control_name: 'current-name',
+            executions: 4,
+            matches: 2,
+            non_matches: 1,
+            errors: 1,
+            actions: { deny: 2 },
+            avg_duration_ms: 5,
+          },
+          {
+            control_id: 999,
+            control_name: 'deleted-control',
+            executions: 1,
+            matches: 1,
+            non_matches: 0,
+            errors: 0,
+            actions: { log: 1 },
+            avg_duration_ms: 1,
+          },
+        ]);
+        for (const row of rows) expect(row.executions).toBe(row.matches + row.non_matches + row.errors);
+
+        expect((await store.controlStats({ since: '2025-01-01T12:00:00.000Z', agent_name: 'other' })).map((r) => r.control_id)).toEqual([999]);
+        expect((await store.controlStats({ since: '2025-01-01T12:00:00.000Z', control_id: c }))[0]?.executions).toBe(4);
+        expect((await store.controlStats({ since: '2024-12-31T00:00:00.000Z', control_id: c }))[0]?.executions).toBe(5);
+        expect(await store.controlStats({ since: '2025-02-01T00:00:00.000Z' })).toEqual([]);
+      });
+
+      it('prunes events before a time, in batches', async () => {
+        const events = Array.from({ length: 25 }, (_, i) =>
+          event({ timestamp: new Date(Date.UTC(2025, 0, 1, 0, i)).toISOString() }),
+        );
+        await store.insertEvents(events);
+        expect(await store.pruneEvents(new Date(Date.UTC(2025, 0, 1, 0, 20)).toISOString())).toBe(20);
+        expect((await store.queryEvents({ limit: 100, offset: 0 })).total).toBe(5);
+        expect(await store.pruneEvents(new Date(Date.UTC(2025, 0, 1, 0, 20)).toISOString())).toBe(0);
+      });
+
+      it('inserts a large batch in one call', async () => {
+        const events = Array.from({ length: 12_000 }, (_, i) => event({ control_id: (i % 3) + 1 }));
+        await store.insertEvents(events);
+        expect((await store.queryEvents({ limit: 1, offset: 0 })).total).toBe(12_000);
+        const stats = await store.controlStats({ since: '2025-01-01T00:00:00.000Z' });
+        expect(stats.map((r) => r.executions)).toEqual([4000, 4000, 4000]);
+      });
+    });
+  });
+}
