@@ -2,13 +2,7 @@
  * The engine's public contract. Implementation lives beside this file; everything here
  * is pure (no I/O) so that the server, the SDK, `guardctl test` and replay share it.
  */
-import type {
-  ControlData,
-  EvaluationResult,
-  FieldIssue,
-  Stage,
-  Step,
-} from '../model/index.js';
+import type { ControlData, EvaluationResult, FieldIssue } from '../model/index.js';
 
 /** What the engine needs of a control: its id, name and (validated) data. */
 export interface ControlInput {
@@ -30,6 +24,13 @@ export interface ControlExecution {
   evaluator_name: string;
   selector_path: string;
   duration_ms: number;
+  /** The evaluator's message (or the error text). Always set by the engine. */
+  message?: string | null;
+  /**
+   * For matched controls: the selected value as text, at most 200 characters; else null.
+   * Always set by the engine (optional only so that hand-built executions stay valid).
+   */
+  excerpt?: string | null;
 }
 
 export interface EvaluateOptions {

@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import type { JsonObject } from '../model/index.js';
 
 /** What an evaluator says about the selected value. */
@@ -23,6 +24,11 @@ export interface EvaluatorDefinition {
   description: string;
   /** JSON Schema (draft 2020-12) of `evaluator.config`, without the shared `on_error` key. */
   configSchema: JsonObject;
+  /**
+   * Optional: the zod schema `configSchema` was generated from. Built-ins set it so that
+   * configs are checked with zod's messages; plugins give plain JSON Schema only.
+   */
+  zodSchema?: z.ZodType;
   /**
    * Checks a config beyond what its JSON Schema can say (for example that a pattern compiles)
    * and builds the check. Throws ConfigError with a field path relative to `config`.

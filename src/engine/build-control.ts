@@ -1,0 +1,170 @@
+/**
+ * Turns validated control data into its compiled parts: the one place where evaluator
+ * configs, selector paths and step_name_regex are checked beyond the zod schema. Both
+ * validation (on save) and compilation (when the control set changes) go through here,
+ * so a control that validates also compiles.
+ */
+import { conditionDepth, MAX_CONDITION_DEPTH, type Condition, type ControlData, type FieldIssue, type OnError, type SteeringContext } from '../model/index.js';
+import { compilePattern, type CompiledPattern } from '../evaluators/regex/re2.js';
+import type { EvaluatorRegistry } from '../evaluators/registry.js';
+import type { CompiledCheck } from '../evaluators/types.js';
+import { parseSelector, type CompiledSelector } from './select.js';
+
+export const NodeKind = { Leaf: 0, And: 1, Or: 2, Not: 3 } as const;
+
+export interface CompiledLeaf {
+  readonly kind: typeof NodeKind.Leaf;
+  readonly selector: CompiledSelector;
+  readonly check: CompiledCheck;
+  readonly evaluatorName: string;
+  /** The leaf's own `on_error`; undefined falls back to the control's. */
+  readonly onError: OnError | undefined;
+}
+
+export type CompiledNode =
+  | CompiledLeaf
+  | { readonly kind: typeof NodeKind.And | typeof NodeKind.Or; readonly children: readonly CompiledNode[] }
+  | { readonly kind: typeof NodeKind.Not; readonly child: CompiledNode };
+
+export interface CompiledControl {
+  readonly control_id: number;
+  readonly name: string;
+  readonly decision: ControlData['action']['decision'];
+  readonly steering_context: SteeringContext | null;
+  readonly execution: 'server' | 'sdk';
+  readonly stages: ReadonlyArray<'pre' | 'post'>;
+  readonly stepTypes: ReadonlyArray<'tool' | 'llm'>;
+  /** Null with nameRegex null: every step name is in scope. */
+  readonly stepNames: ReadonlySet<string> | null;
+  readonly nameRegex: CompiledPattern | null;
+  readonly node: CompiledNode;
+  /** on_error when the failing leaf sets none (flat controls: already merged). */
+  readonly onError: OnError;
+  /** First leaf's evaluator and selector, for observability. */
+  readonly evaluatorName: string;
+  readonly selectorPath: string;
+}
+
+export type BuildResult = { ok: true; control: CompiledControl } | { ok: false; issues: FieldIssue[] };
+
+/** Deny and steer controls fail closed by default; the others fail open (PRODUCT.md). */
+export function defaultOnError(decision: ControlData['action']['decision']): OnError {
+  return decision === 'deny' || decision === 'steer' ? 'deny' : 'allow';
+}
+
+export function buildControl(
+  control_id: number,
+  name: string,
+  data: ControlData,
+  registry: EvaluatorRegistry,
+): BuildResult {
+  const issues: FieldIssue[] = [];
+  const scope = data.scope ?? {};
+
+  let nameRegex: CompiledPattern | null = null;
+  if (scope.step_name_regex !== undefined) {
+    const re = compilePattern(scope.step_name_regex);
+    if (typeof re === 'string') issues.push({ field: 'scope.step_name_regex', code: 'invalid_regex', message: re });
+    else nameRegex = re;
+  }
+
+  let node: CompiledNode | null = null;
+  if (data.condition !== undefined) {
+    const depth = conditionDepth(data.condition);
+    if (depth > MAX_CONDITION_DEPTH) {
+      issues.push({
+        field: 'condition',
+        code: 'too_deep',
+        message: `condition is nested ${depth} levels deep; the limit is ${MAX_CONDITION_DEPTH}`,
+      });
+    } else {
+      node = buildNode(data.condition, 'condition', registry, issues);
+    }
+  } else if (data.selector && data.evaluator) {
+    node = buildLeaf(data.selector.path, data.evaluator.name, data.evaluator.config ?? {}, '', registry, issues);
+  } else {
+    issues.push({ field: 'selector', code: 'invalid_type', message: 'a control needs selector+evaluator or a condition' });
+  }
+
+  if (issues.length > 0 || node === null) return { ok: false, issues };
+
+  const fallback = defaultOnError(data.action.decision);
+  // A flat control's only leaf decides its on_error; merging it here saves a lookup per step.
+  const onError = node.kind === NodeKind.Leaf ? (node.onError ?? fallback) : fallback;
+  const first = firstLeaf(node);
+  const control: CompiledControl = Object.freeze({
+    control_id,
+    name,
+    decision: data.action.decision,
+    steering_context: data.action.steering_context ?? null,
+    execution: data.execution ?? 'server',
+    stages: Object.freeze<Array<'pre' | 'post'>>(scope.stages ?? ['pre', 'post']),
+    stepTypes: Object.freeze<Array<'tool' | 'llm'>>(scope.step_types ?? ['tool', 'llm']),
+    stepNames: scope.step_names ? new Set(scope.step_names) : null,
+    nameRegex,
+    node,
+    onError,
+    evaluatorName: first.evaluatorName,
+    selectorPath: first.selector.path,
+  });
+  return { ok: true, control };
+}
+
+function buildNode(cond: Condition, at: string, registry: EvaluatorRegistry, issues: FieldIssue[]): CompiledNode | null {
+  if ('and' in cond || 'or' in cond) {
+    const isAnd = 'and' in cond;
+    const list = isAnd ? cond.and : cond.or;
+    const key = isAnd ? 'and' : 'or';
+    if (list.length === 0) {
+      issues.push({ field: `${at}.${key}`, code: 'too_small', message: `${key} needs at least one condition` });
+      return null;
+    }
+    const children = list.map((c, i) => buildNode(c, `${at}.${key}[${i}]`, registry, issues));
+    if (children.some((c) => c === null)) return null;
+    return Object.freeze({
+      kind: isAnd ? NodeKind.And : NodeKind.Or,
+      children: Object.freeze(children as CompiledNode[]),
+    });
+  }
+  if ('not' in cond) {
+    const child = buildNode(cond.not, `${at}.not`, registry, issues);
+    return child === null ? null : Object.freeze({ kind: NodeKind.Not, child });
+  }
+  return buildLeaf(cond.selector.path, cond.evaluator.name, cond.evaluator.config ?? {}, `${at}.`, registry, issues);
+}
+
+function buildLeaf(
+  path: string,
+  evaluatorName: string,
+  config: unknown,
+  prefix: string,
+  registry: EvaluatorRegistry,
+  issues: FieldIssue[],
+): CompiledLeaf | null {
+  const selector = parseSelector(path);
+  if (typeof selector === 'string') {
+    issues.push({ field: `${prefix}selector.path`, code: 'invalid_path', message: selector });
+  }
+  const compiled = registry.compile(evaluatorName, config, `${prefix}evaluator`);
+  if (!compiled.ok) issues.push(...compiled.issues);
+  if (typeof selector === 'string' || !compiled.ok) return null;
+  return Object.freeze({
+    kind: NodeKind.Leaf,
+    selector,
+    check: compiled.compiled.check,
+    evaluatorName,
+    onError: compiled.compiled.onError,
+  });
+}
+
+function firstLeaf(node: CompiledNode): CompiledLeaf {
+  switch (node.kind) {
+    case NodeKind.Leaf:
+      return node;
+    case NodeKind.Not:
+      return firstLeaf(node.child);
+    case NodeKind.And:
+    case NodeKind.Or:
+      return firstLeaf(node.children[0]!);
+  }
+}

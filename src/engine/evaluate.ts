@@ -1,0 +1,369 @@
+/**
+ * Evaluates one step at one stage against a compiled control set. Pure and synchronous
+ * unless an evaluator answers with a promise: the result is then a promise too, so the
+ * common all-synchronous case never waits for a microtask.
+ */
+import type { ControlMatch, ControlResult, EvaluationResult, Stage, Step } from '../model/index.js';
+import type { OnError } from '../model/index.js';
+import type { EvaluatorOutcome } from '../evaluators/types.js';
+import { textOf, truncate } from '../evaluators/text.js';
+import type { ControlExecution, EvaluateOptions, EvaluationOutcome } from './api.js';
+import { NodeKind, type CompiledControl, type CompiledLeaf, type CompiledNode } from './build-control.js';
+import type { CompiledControlSet } from './compile.js';
+import { selectValue, StepView } from './select.js';
+
+const EXCERPT_MAX = 200;
+const NO_CANDIDATES: readonly CompiledControl[] = Object.freeze([]);
+const NOTHING: EvaluatorOutcome = Object.freeze({ matched: false, confidence: 1, message: null, metadata: null });
+
+type Pending<T> = T | Promise<T>;
+
+/** What a condition tree (or a leaf on the detailed path) produced, with the value it looked at. */
+interface Verdict {
+  outcome: EvaluatorOutcome;
+  value: unknown;
+}
+
+/** An evaluator failure inside a condition tree, carrying the failing leaf's on_error. */
+class LeafFailure extends Error {
+  constructor(
+    override readonly cause: unknown,
+    readonly onError: OnError | undefined,
+  ) {
+    super(messageOf(cause));
+  }
+}
+
+export function evaluateStep(
+  set: CompiledControlSet,
+  step: Step,
+  stage: Stage,
+  options?: EvaluateOptions,
+): Pending<EvaluationOutcome> {
+  const candidates = candidatesOf(set, stage, step);
+  const only = options?.execution;
+  const view = new StepView(step);
+  const records: Array<Pending<ControlMatch>> = [];
+  let waiting = false;
+
+  if (options?.collectExecutions === true) {
+    const executions: ControlExecution[] = [];
+    for (let i = 0; i < candidates.length; i++) {
+      const c = candidates[i]!;
+      if (only !== undefined && c.execution !== only) continue;
+      const r = runDetailed(c, view, executions, records.length);
+      if (isThenable(r)) waiting = true;
+      records.push(r);
+    }
+    if (!waiting) return { result: decide(records as ControlMatch[]), executions };
+    return Promise.all(records.map(settled)).then((done) => ({ result: decide(done), executions }));
+  }
+
+  for (let i = 0; i < candidates.length; i++) {
+    const c = candidates[i]!;
+    if (only !== undefined && c.execution !== only) continue;
+    const r = runControl(c, view);
+    if (isThenable(r)) waiting = true;
+    records.push(r);
+  }
+  if (!waiting) return { result: decide(records as ControlMatch[]), executions: null };
+  return Promise.all(records.map(settled)).then((done) => ({ result: decide(done), executions: null }));
+}
+
+/** Agents have few step names, so scope is resolved once per name, not per step. */
+const MAX_MEMO_NAMES = 4096;
+
+function candidatesOf(set: CompiledControlSet, stage: Stage, step: Step): readonly CompiledControl[] {
+  const memo = set.byName[stage]?.[step.type];
+  if (memo === undefined) return NO_CANDIDATES;
+  const name = step.name;
+  let list = memo.get(name);
+  if (list === undefined) {
+    list = Object.freeze(set.index[stage][step.type].filter((c) => inScope(c, name)));
+    // Beyond the bound (names made up per call), scope is resolved each time instead.
+    if (memo.size < MAX_MEMO_NAMES) memo.set(name, list);
+  }
+  return list;
+}
+
+/** Scope by step name: step_names OR step_name_regex; neither given means every name. */
+function inScope(c: CompiledControl, name: string): boolean {
+  if (c.stepNames === null && c.nameRegex === null) return true;
+  return (c.stepNames !== null && c.stepNames.has(name)) || (c.nameRegex !== null && c.nameRegex.test(name));
+}
+
+/** The fast path: no excerpt, no clock. */
+function runControl(c: CompiledControl, view: StepView): Pending<ControlMatch> {
+  const node = c.node;
+  if (node.kind === NodeKind.Leaf) {
+    const value = selectValue(node.selector, view);
+    // An evaluator given nothing does not match (and is not asked).
+    if (value === undefined) return matchOf(c, NOTHING);
+    let out: Pending<EvaluatorOutcome>;
+    try {
+      out = node.check(value);
+    } catch (err) {
+      return errorOf(c, c.onError, err);
+    }
+    if (isThenable(out)) {
+      return out.then(
+        (o) => matchOf(c, o),
+        (err: unknown) => errorOf(c, c.onError, err),
+      );
+    }
+    return matchOf(c, out);
+  }
+  const v = runTree(c, view);
+  return isThenable(v) ? v.then((d) => d.match) : v.match;
+}
+
+interface Detailed {
+  match: ControlMatch;
+  value: unknown;
+}
+
+function runTree(c: CompiledControl, view: StepView): Pending<Detailed> {
+  let v: Pending<Verdict>;
+  try {
+    v = evalNode(c.node, view);
+  } catch (err) {
+    return { match: errorOf(c, onErrorOf(c, err), err), value: undefined };
+  }
+  if (isThenable(v)) {
+    return v.then(
+      (d) => ({ match: matchOf(c, d.outcome), value: d.value }),
+      (err: unknown) => ({ match: errorOf(c, onErrorOf(c, err), err), value: undefined }),
+    );
+  }
+  return { match: matchOf(c, v.outcome), value: v.value };
+}
+
+/** The observability path: also the selected value's excerpt and the time taken. */
+function runDetailed(
+  c: CompiledControl,
+  view: StepView,
+  executions: ControlExecution[],
+  slot: number,
+): Pending<ControlMatch> {
+  const start = performance.now();
+  const record = (d: Detailed): ControlMatch => {
+    executions[slot] = executionOf(c, d, performance.now() - start);
+    return d.match;
+  };
+  let d: Pending<Detailed>;
+  if (c.node.kind === NodeKind.Leaf) {
+    const leaf = c.node;
+    let v: Pending<Verdict>;
+    try {
+      v = evalLeaf(leaf, view);
+    } catch (err) {
+      return record({ match: errorOf(c, c.onError, err), value: undefined });
+    }
+    d = isThenable(v)
+      ? v.then(
+          (x) => ({ match: matchOf(c, x.outcome), value: x.value }),
+          (err: unknown) => ({ match: errorOf(c, c.onError, err), value: undefined }),
+        )
+      : { match: matchOf(c, v.outcome), value: v.value };
+  } else {
+    d = runTree(c, view);
+  }
+  return isThenable(d) ? d.then(record) : record(d);
+}
+
+function executionOf(c: CompiledControl, d: Detailed, duration: number): ControlExecution {
+  const m = d.match;
+  const text = m.result.matched ? textOf(d.value) : undefined;
+  return {
+    control_id: c.control_id,
+    control_name: c.name,
+    action: c.decision,
+    matched: m.result.matched,
+    confidence: m.result.confidence,
+    error_message: m.error ?? null,
+    evaluator_name: c.evaluatorName,
+    selector_path: c.selectorPath,
+    duration_ms: duration,
+    message: m.result.message,
+    excerpt: text === undefined ? null : truncate(text, EXCERPT_MAX),
+  };
+}
+
+function evalLeaf(leaf: CompiledLeaf, view: StepView): Pending<Verdict> {
+  const value = selectValue(leaf.selector, view);
+  if (value === undefined) return { outcome: NOTHING, value };
+  const out = leaf.check(value);
+  return isThenable(out) ? out.then((o) => ({ outcome: o, value })) : { outcome: out, value };
+}
+
+/** Condition trees: and/or short-circuit in order, not inverts. Leaf errors abort the tree. */
+function evalNode(node: CompiledNode, view: StepView): Pending<Verdict> {
+  switch (node.kind) {
+    case NodeKind.Leaf: {
+      let v: Pending<Verdict>;
+      try {
+        v = evalLeaf(node, view);
+      } catch (err) {
+        throw new LeafFailure(err, node.onError);
+      }
+      if (isThenable(v)) {
+        return v.then(undefined, (err: unknown) => {
+          throw new LeafFailure(err, node.onError);
+        });
+      }
+      return v;
+    }
+    case NodeKind.Not: {
+      const v = evalNode(node.child, view);
+      return isThenable(v) ? v.then(negate) : negate(v);
+    }
+    case NodeKind.And:
+    case NodeKind.Or:
+      return evalList(node.kind === NodeKind.And, node.children, 0, view, []);
+  }
+}
+
+function evalList(
+  isAnd: boolean,
+  children: readonly CompiledNode[],
+  from: number,
+  view: StepView,
+  matched: Verdict[],
+): Pending<Verdict> {
+  for (let i = from; i < children.length; i++) {
+    const v = evalNode(children[i]!, view);
+    if (isThenable(v)) {
+      return v.then((r) => settle(isAnd, r, matched) ?? evalList(isAnd, children, i + 1, view, matched));
+    }
+    const done = settle(isAnd, v, matched);
+    if (done) return done;
+  }
+  return finish(isAnd, matched);
+}
+
+/** Returns the list's verdict when this child decides it (and: a non-match; or: a match). */
+function settle(isAnd: boolean, v: Verdict, matched: Verdict[]): Verdict | undefined {
+  if (isAnd) {
+    if (!v.outcome.matched) return { outcome: NOTHING, value: undefined };
+    matched.push(v);
+    return undefined;
+  }
+  return v.outcome.matched ? v : undefined;
+}
+
+function finish(isAnd: boolean, matched: Verdict[]): Verdict {
+  if (!isAnd) return { outcome: NOTHING, value: undefined };
+  const messages = matched.map((m) => m.outcome.message).filter((m): m is string => typeof m === 'string' && m !== '');
+  return {
+    outcome: {
+      matched: true,
+      confidence: Math.min(...matched.map((m) => m.outcome.confidence)),
+      message: messages.length > 0 ? messages.join('; ') : null,
+      metadata: null,
+    },
+    value: matched[0]?.value,
+  };
+}
+
+function negate(v: Verdict): Verdict {
+  return {
+    outcome: {
+      matched: !v.outcome.matched,
+      confidence: v.outcome.confidence,
+      message: v.outcome.matched ? null : 'negated condition did not match',
+      metadata: null,
+    },
+    value: v.value,
+  };
+}
+
+function onErrorOf(c: CompiledControl, err: unknown): OnError {
+  return (err instanceof LeafFailure ? err.onError : undefined) ?? c.onError;
+}
+
+function resultOf(o: EvaluatorOutcome): ControlResult {
+  const conf = o.confidence;
+  // Outcomes already in result shape (the built-ins' shared non-match) are used as they are.
+  if (o.message !== undefined && o.metadata !== undefined && conf >= 0 && conf <= 1 && typeof o.matched === 'boolean') {
+    return o as ControlResult;
+  }
+  return {
+    matched: o.matched === true,
+    confidence: conf >= 0 && conf <= 1 ? conf : conf > 1 ? 1 : 0,
+    message: o.message ?? null,
+    metadata: o.metadata ?? null,
+  };
+}
+
+function matchOf(c: CompiledControl, o: EvaluatorOutcome): ControlMatch {
+  const m: ControlMatch = { control_id: c.control_id, control_name: c.name, action: c.decision, result: resultOf(o) };
+  if (c.steering_context !== null && m.result.matched) m.steering_context = c.steering_context;
+  return m;
+}
+
+/** on_error allow: reported, not matched. on_error deny: the control's action fires. */
+function errorOf(c: CompiledControl, onError: OnError, err: unknown): ControlMatch {
+  const cause = err instanceof LeafFailure ? err.cause : err;
+  const text = messageOf(cause);
+  const matched = onError === 'deny';
+  const m: ControlMatch = {
+    control_id: c.control_id,
+    control_name: c.name,
+    action: c.decision,
+    result: { matched, confidence: 0, message: `evaluator error (on_error ${onError}): ${text}`, metadata: null },
+    error: text,
+  };
+  if (matched && c.steering_context !== null) m.steering_context = c.steering_context;
+  return m;
+}
+
+function messageOf(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  return truncate(text === '' ? 'evaluator failed' : text, 1000);
+}
+
+/** SPEC section 1: deny wins, then steer; allow, warn and log never block. */
+function decide(records: ControlMatch[]): EvaluationResult {
+  const matches: ControlMatch[] = [];
+  const nonMatches: ControlMatch[] = [];
+  const errors: ControlMatch[] = [];
+  let firstDeny: ControlMatch | null = null;
+  let firstSteer: ControlMatch | null = null;
+  for (let i = 0; i < records.length; i++) {
+    const m = records[i]!;
+    // Each control lands in exactly one list: fail-closed errors count as matches.
+    if (m.result.matched) {
+      matches.push(m);
+      if (m.action === 'deny') firstDeny ??= m;
+      else if (m.action === 'steer') firstSteer ??= m;
+    } else if (m.error !== undefined) {
+      errors.push(m);
+    } else {
+      nonMatches.push(m);
+    }
+  }
+  if (firstDeny !== null) {
+    return { is_safe: false, decision: 'deny', confidence: firstDeny.result.confidence, steering_context: null, matches, errors, non_matches: nonMatches };
+  }
+  if (firstSteer !== null) {
+    return {
+      is_safe: true,
+      decision: 'steer',
+      confidence: firstSteer.result.confidence,
+      steering_context: firstSteer.steering_context ?? null,
+      matches,
+      errors,
+      non_matches: nonMatches,
+    };
+  }
+  return { is_safe: true, decision: 'allow', confidence: 1, steering_context: null, matches, errors, non_matches: nonMatches };
+}
+
+/** Records as promises, for Promise.all once some evaluator went asynchronous. */
+function settled(r: Pending<ControlMatch>): Promise<ControlMatch> {
+  return Promise.resolve(r);
+}
+
+function isThenable<T>(value: Pending<T>): value is Promise<T> {
+  return typeof (value as { then?: unknown }).then === 'function';
+}

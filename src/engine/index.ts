@@ -1,0 +1,10 @@
+export * from './api.js';
+export { compileControls, EMPTY_CONTROL_SET, type CompiledControlSet, type SkippedControl } from './compile.js';
+export { evaluateStep } from './evaluate.js';
+export {
+  validateControlData,
+  validateControlDocument,
+  type DocumentValidationOutcome,
+} from './validate-control.js';
+export { defaultOnError, type CompiledControl } from './build-control.js';
+export { parseSelector, selectValue, StepView, type CompiledSelector } from './select.js';

@@ -1,0 +1,96 @@
+import { z } from 'zod';
+import type { EvaluatorDefinition, EvaluatorOutcome } from '../types.js';
+import { truncate } from '../text.js';
+
+export const ListConfigSchema = z.strictObject({
+  values: z.array(z.string()).min(1, 'values must hold at least one entry'),
+  case_sensitive: z.boolean().default(false),
+  match_mode: z.enum(['exact', 'contains', 'starts_with']).default('exact'),
+  logic: z.enum(['any', 'all']).default('any'),
+});
+export type ListConfig = z.infer<typeof ListConfigSchema>;
+
+const NO_MATCH: EvaluatorOutcome = Object.freeze({ matched: false, confidence: 1, message: null, metadata: null });
+
+/** The strings a list looks at: a string, or each element of an array; other values as text. */
+function stringsOf(value: unknown): string[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'string') return [value];
+  if (Array.isArray(value)) {
+    const out: string[] = [];
+    for (const item of value) {
+      if (typeof item === 'string') out.push(item);
+      else if (item !== null && item !== undefined) out.push(typeof item === 'object' ? JSON.stringify(item) : String(item));
+    }
+    return out;
+  }
+  if (typeof value === 'object') return [JSON.stringify(value)];
+  if (typeof value === 'number' || typeof value === 'boolean') return [String(value)];
+  return undefined;
+}
+
+function found(entries: string[]): EvaluatorOutcome {
+  const shown = entries.slice(0, 5).map((e) => `"${truncate(e, 60)}"`).join(', ');
+  return { matched: true, confidence: 1, message: `list matched ${shown}${entries.length > 5 ? ', …' : ''}`, metadata: null };
+}
+
+export const listEvaluator: EvaluatorDefinition = {
+  name: 'list',
+  description:
+    'Matches the selected string (or each string of a selected array) against a list of values: ' +
+    'exact, contains or starts_with; any or all entries; case-insensitive by default.',
+  configSchema: z.toJSONSchema(ListConfigSchema, { io: 'input' }),
+  zodSchema: ListConfigSchema,
+  compile(config) {
+    const { values, case_sensitive, match_mode, logic } = ListConfigSchema.parse(config);
+    // Entries are normalised once here so that evaluation only lowercases the input.
+    const entries = case_sensitive ? [...values] : values.map((v) => v.toLowerCase());
+    const exact = new Set(entries);
+    const norm = case_sensitive ? (s: string) => s : (s: string) => s.toLowerCase();
+    const hit =
+      match_mode === 'contains'
+        ? (s: string, e: string) => s.includes(e)
+        : (s: string, e: string) => s.startsWith(e);
+
+    if (logic === 'any') {
+      if (match_mode === 'exact') {
+        return (value) => {
+          if (typeof value === 'string') {
+            const s = norm(value);
+            return exact.has(s) ? found([s]) : NO_MATCH;
+          }
+          const strings = stringsOf(value);
+          if (strings === undefined) return NO_MATCH;
+          for (const raw of strings) {
+            const s = norm(raw);
+            if (exact.has(s)) return found([s]);
+          }
+          return NO_MATCH;
+        };
+      }
+      return (value) => {
+        const strings = stringsOf(value);
+        if (strings === undefined) return NO_MATCH;
+        for (const raw of strings) {
+          const s = norm(raw);
+          for (const e of entries) if (hit(s, e)) return found([e]);
+        }
+        return NO_MATCH;
+      };
+    }
+
+    // logic all: every list entry must be found in some selected string.
+    return (value) => {
+      const strings = stringsOf(value);
+      if (strings === undefined || strings.length === 0) return NO_MATCH;
+      const normed = strings.map(norm);
+      for (const e of entries) {
+        let ok = false;
+        if (match_mode === 'exact') ok = normed.includes(e);
+        else for (const s of normed) if (hit(s, e)) { ok = true; break; }
+        if (!ok) return NO_MATCH;
+      }
+      return found(entries);
+    };
+  },
+};

@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import { ConfigError, type EvaluatorDefinition, type EvaluatorOutcome } from '../types.js';
+import { textOf, truncate } from '../text.js';
+import { compilePattern, type CompiledPattern } from './re2.js';
+
+export const RegexConfigSchema = z.strictObject({
+  pattern: z
+    .string()
+    .min(1, 'pattern must not be empty')
+    .max(16_384)
+    .describe('Regular expression in RE2 syntax; inline flags such as (?i) are supported'),
+});
+export type RegexConfig = z.infer<typeof RegexConfigSchema>;
+
+// Outcomes without a message are shared: a non-match allocates nothing.
+const NO_MATCH: EvaluatorOutcome = Object.freeze({ matched: false, confidence: 1, message: null, metadata: null });
+
+export const regexEvaluator: EvaluatorDefinition = {
+  name: 'regex',
+  description:
+    'Matches the selected value against a regular expression (RE2: linear time, (?i) supported). ' +
+    'Non-string values are searched as JSON.',
+  configSchema: z.toJSONSchema(RegexConfigSchema, { io: 'input' }),
+  zodSchema: RegexConfigSchema,
+  compile(config) {
+    const { pattern } = RegexConfigSchema.parse(config);
+    const re = compilePattern(pattern);
+    if (typeof re === 'string') throw new ConfigError('pattern', re);
+    // search finds where a match starts (as fast as test when there is none); a sticky
+    // twin then finds where it ends. Together they cost a fraction of exec, which makes
+    // RE2 extract every submatch and build a result array.
+    const sticky = compilePattern(pattern, 'y') as CompiledPattern;
+    return (value) => {
+      const text = textOf(value);
+      if (text === undefined) return NO_MATCH;
+      const start = re.search(text);
+      if (start < 0) return NO_MATCH;
+      sticky.lastIndex = start;
+      const end = sticky.test(text) ? sticky.lastIndex : start;
+      return { matched: true, confidence: 1, message: `pattern matched "${truncate(text.slice(start, end), 80)}"`, metadata: null };
+    };
+  },
+};
+

@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { regexEvaluator, type EvaluatorOutcome } from '../../src/evaluators/index.js';
+
+function run(pattern: string, value: unknown): EvaluatorOutcome {
+  return regexEvaluator.compile({ pattern })(value) as EvaluatorOutcome;
+}
+
+type Case = [pattern: string, value: unknown, matched: boolean];
+
+const cases: Case[] = [
+  ['drop', 'DROP TABLE users', false],
+  ['(?i)drop', 'DROP TABLE users', true],
+  ['(?i)\\b(drop|truncate)\\s+table\\b', 'please truncate   Table x', true],
+  ['(?i)\\bdrop\\b', 'dropping', false],
+  ['^a.b$', 'a\nb', false],
+  ['(?s)^a.b$', 'a\nb', true],
+  ['^b', 'a\nb', false],
+  ['(?m)^b', 'a\nb', true],
+  ['\\d{3}-\\d{4}', 'call 555-1234', true],
+  ['é', 'café', true],
+  ['42', 42, true], // numbers are searched as JSON text
+  ['^true$', true, true],
+  ['"k":"v"', { k: 'v' }, true], // objects as JSON
+  ['secret', ['a', 'my secret'], true],
+  ['.*', null, false], // nothing selected never matches
+  ['.*', undefined, false],
+];
+
+describe('regex evaluator', () => {
+  it.each(cases)('/%s/ on %j -> %s', (pattern, value, matched) => {
+    expect(run(pattern, value).matched).toBe(matched);
+  });
+
+  it('quotes (a truncated) match in the message', () => {
+    expect(run('(?i)drop table', 'x; DROP TABLE users').message).toBe('pattern matched "DROP TABLE"');
+    const long = run('a+', 'a'.repeat(500)).message!;
+    expect(long.length).toBeLessThan(100);
+    expect(long).toMatch(/…"$/);
+  });
+
+  it.each([
+    ['(?i)limit\\s+\\d+', 'héllo wörld LIMIT 5 ünd', 'LIMIT 5'], // offsets after non-ASCII text
+    ['\\bcat\\b', 'concat cat', 'cat'],
+    ['(?i)\\bcat\\w*', 'concat Cats', 'Cats'], // \b sees the text before the match
+    ['a|ab', 'xab', 'a'], // leftmost-first, like JavaScript
+    ['x*', 'abc', ''], // an empty match
+  ])('message quotes the match of /%s/ in %j: %j', (pattern, value, text) => {
+    expect(run(pattern, value).message).toBe(`pattern matched "${text}"`);
+  });
+
+  it('rejects patterns RE2 cannot run, naming the field', () => {
+    for (const bad of ['a(', '(?<=a)b', '(a)\\1', '[z-a]']) {
+      expect(() => regexEvaluator.compile({ pattern: bad }), bad).toThrow(expect.objectContaining({ field: 'pattern', name: 'ConfigError' }));
+    }
+  });
+
+  it('serves a JSON Schema for its config', () => {
+    expect(regexEvaluator.configSchema).toMatchObject({
+      type: 'object',
+      properties: { pattern: { type: 'string' } },
+      required: ['pattern'],
+      additionalProperties: false,
+    });
+  });
+});
