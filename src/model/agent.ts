@@ -15,12 +15,15 @@ export type StepDecl = z.infer<typeof StepSchemaDeclSchema>;
 export const ConflictModeSchema = z.enum(['strict', 'overwrite']);
 export type ConflictMode = z.infer<typeof ConflictModeSchema>;
 
-/** The body of `POST /agents/initAgent`. */
+/**
+ * The body of `POST /agents/initAgent`. Fields left out keep their stored values, so an
+ * SDK that registers by name alone never wipes what GitOps declared about the agent.
+ */
 export const AgentRegistrationSchema = z.strictObject({
   agent_name: AgentNameSchema,
   agent_description: z.string().max(4096).optional(),
   agent_version: z.string().max(128).optional(),
-  steps: z.array(StepSchemaDeclSchema).max(1000).default([]),
+  steps: z.array(StepSchemaDeclSchema).max(1000).optional(),
   conflict_mode: ConflictModeSchema.default('overwrite'),
   metadata: JsonObjectSchema.optional(),
 });

@@ -34,7 +34,7 @@ export async function init(options: InitOptions): Promise<GuardAgent> {
     ...(options.agentDescription !== undefined && { agent_description: options.agentDescription }),
     ...(options.agentVersion !== undefined && { agent_version: options.agentVersion }),
     ...(options.agentMetadata !== undefined && { metadata: options.agentMetadata }),
-    steps: options.steps ?? [],
+    ...(options.steps !== undefined && { steps: options.steps }),
     conflict_mode: options.conflictMode ?? 'overwrite',
   });
   await agent.refresh();

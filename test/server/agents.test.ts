@@ -41,6 +41,15 @@ describe('POST /api/v1/agents/initAgent', () => {
     expect(json(await call(server.app, 'GET', '/api/v1/agents/support-bot')).agent_version).toBe('2.0');
   });
 
+  it('keeps stored fields a registration leaves out (an SDK registering by name wipes nothing)', async () => {
+    await call(server.app, 'POST', '/api/v1/agents/initAgent', registration);
+    const res = await call(server.app, 'POST', '/api/v1/agents/initAgent', { agent_name: 'support-bot', conflict_mode: 'strict' });
+    expect(res.statusCode).toBe(200);
+    expect(json(res)).toMatchObject({ created: false, changes: [] });
+    const stored = json(await call(server.app, 'GET', '/api/v1/agents/support-bot'));
+    expect(stored).toMatchObject({ agent_description: 'Customer support', agent_version: '1.0', steps: [{ type: 'tool', name: 'run_sql' }] });
+  });
+
   it('strict answers 409 listing the differing fields and changes nothing', async () => {
     await call(server.app, 'POST', '/api/v1/agents/initAgent', registration);
     const res = await call(server.app, 'POST', '/api/v1/agents/initAgent', {

@@ -49,12 +49,10 @@ export const agentRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) =
         changes.map((c) => ({ field: c.field, code: 'conflict', message: `stored value differs from the registration` })),
       );
     }
+    const next = registeredFields(before, registration);
     const { agent, created } = await store.upsertAgent({
       agent_name: registration.agent_name,
-      agent_description: registration.agent_description ?? null,
-      agent_version: registration.agent_version ?? null,
-      steps: registration.steps,
-      metadata: registration.metadata ?? null,
+      ...next,
       managed_by: before?.managed_by ?? null,
     });
     controlSets.invalidate([agent.agent_name]);
@@ -110,13 +108,18 @@ export const agentRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) =
 };
 
 /** What a registration would change in the stored agent; every given field when it is new. */
-export function diffRegistration(before: AgentRecord | null, registration: AgentRegistration): AgentChange[] {
-  const after = {
-    agent_description: registration.agent_description ?? null,
-    agent_version: registration.agent_version ?? null,
-    steps: registration.steps,
-    metadata: registration.metadata ?? null,
+/** The registration applied over what is stored: a field left out keeps its stored value. */
+function registeredFields(before: AgentRecord | null, registration: AgentRegistration) {
+  return {
+    agent_description: registration.agent_description ?? before?.agent_description ?? null,
+    agent_version: registration.agent_version ?? before?.agent_version ?? null,
+    steps: registration.steps ?? before?.steps ?? [],
+    metadata: registration.metadata ?? before?.metadata ?? null,
   };
+}
+
+export function diffRegistration(before: AgentRecord | null, registration: AgentRegistration): AgentChange[] {
+  const after = registeredFields(before, registration);
   const changes: AgentChange[] = [];
   for (const field of REGISTERED_FIELDS) {
     const old = before ? before[field] : null;
