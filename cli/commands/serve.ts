@@ -28,7 +28,7 @@ export function registerServe(program: Command): void {
     .option('--host <host>', 'listen address (HOST, default 0.0.0.0)')
     .option('--port <port>', 'listen port, 0 for any free port (PORT, default 8000)')
     .option('--db <url>', 'database: a SQLite file, :memory:, or postgres://... (DATABASE_URL / DB_URL)')
-    .option('--watch <dir>', 'load a controls directory and hot-reload it on change')
+    .option('--watch <dir>', 'load a controls directory before listening and hot-reload it on change (its controls become read-only through the API; docs/hot-reload.md)')
     .action(async (options: ServeOptions) => {
       // The server runs until SIGTERM/SIGINT; startServer's handlers close it cleanly.
       await startServer(serveConfigOf(options));

@@ -2,16 +2,22 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOpt
 import { compileControls, type CompiledControlSet } from '../engine/index.js';
 import type { EvaluatorRegistry } from '../evaluators/registry.js';
 import type { Observability } from '../observability/index.js';
+import type { ReloadStatusSource } from '../reload/index.js';
 import { StoreError, type Store } from '../store/types.js';
 import { createAuthHook, defaultAccess, type Access } from './auth.js';
 import type { ServerConfig } from './config.js';
 import type { ServerContext } from './context.js';
 import { ControlSetCache } from './control-sets.js';
+import { HealthMonitor } from './health.js';
 import { installJsonParser } from './json-body.js';
 import { HttpProblem, problemOf, problemOfStoreError, sendProblem, type Problem } from './problem.js';
+import { startReplicaSync } from './replica-sync.js';
 import { agentRoutes } from './routes/agents.js';
 import { controlRoutes } from './routes/controls.js';
 import { evaluationRoutes } from './routes/evaluation.js';
+import { recordingRoutes } from './routes/recordings.js';
+import { recorderFromConfig } from '../recording/from-config.js';
+import { reloadRoutes } from './routes/reload.js';
 import { metricsRoutes, observabilityRoutes } from './routes/observability.js';
 import { systemRoutes } from './routes/system.js';
 
@@ -21,6 +27,8 @@ export interface AppDeps {
   registry: EvaluatorRegistry;
   /** Events, stats, live stream and /metrics; without it those routes are not registered. */
   observability?: Observability;
+  /** Watch mode's state for GET /api/v1/reload/status (`serve --watch`); absent: 404. */
+  reload?: ReloadStatusSource;
   /** Fastify logger options (false by default, so tests stay quiet). */
   logger?: FastifyServerOptions['logger'];
 }
@@ -61,6 +69,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       registry,
     ),
   );
+  // A store shared by replicas (it offers change notifications) keeps the sets in step
+  // with writes made through the other replicas.
+  if (store.onChange) {
+    const sync = startReplicaSync(store, controlSets, { intervalMs: config.syncIntervalMs, log: app.log });
+    app.addHook('onClose', async () => sync.stop());
+  }
   const routes: RegisteredRoute[] = [];
   app.decorate('controlSets', controlSets);
   app.decorate('registeredRoutes', routes);
@@ -87,12 +101,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   );
   if (observability) observability.installHttpMetrics(app);
 
-  const ctx: ServerContext = { store, config, registry, controlSets, observability };
+  const recorder = recorderFromConfig(store, config, (error) => app.log.warn({ err: error }, 'recording steps failed'));
+  if (recorder) app.addHook('onClose', async () => recorder.close());
+  const ctx: ServerContext = { store, config, registry, controlSets, observability, recorder };
   // One plugin per resource, in one readable list.
-  await app.register(systemRoutes, ctx);
+  await app.register(systemRoutes, { ...ctx, health: new HealthMonitor(store) });
   await app.register(agentRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(controlRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(evaluationRoutes, { ...ctx, prefix: '/api/v1' });
+  await app.register(recordingRoutes, { ...ctx, prefix: '/api/v1' });
+  await app.register(reloadRoutes, { reload: deps.reload, prefix: '/api/v1' });
   if (observability) {
     await app.register(observabilityRoutes, { observability, store, config, prefix: '/api/v1' });
     await app.register(metricsRoutes, { observability });

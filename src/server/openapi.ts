@@ -77,6 +77,7 @@ export const ROUTES: readonly RouteDoc[] = [
   { method: 'get', path: '/api/v1/controls/{control_id}/data', summary: 'The control data', access: 'read' },
   { method: 'put', path: '/api/v1/controls/{control_id}/data', summary: 'Replace the control data', access: 'admin', body: 'ControlDataBody' },
   { method: 'post', path: '/api/v1/evaluation', summary: 'Evaluate a step against the agent’s controls', access: 'read', body: 'EvaluationRequest', response: 'EvaluationResult' },
+  { method: 'get', path: '/api/v1/reload/status', summary: 'Watch mode: the watched directory’s state (last good revision, current errors); 404 when not watching', access: 'read' },
   { method: 'post', path: '/api/v1/observability/events', summary: 'Record events (1 to 1000)', access: 'read', status: 202 },
   { method: 'post', path: '/api/v1/observability/events/query', summary: 'Query stored events', access: 'read' },
   { method: 'get', path: '/api/v1/observability/events/stream', summary: 'Live evaluations (Server-Sent Events)', access: 'read' },

@@ -2,7 +2,8 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { createDefaultRegistry, evaluatorPluginSpecs, loadEvaluatorPlugins } from '../evaluators/registry.js';
 import { createObservability, type Observability } from '../observability/index.js';
-import { openStore } from '../store/open-store.js';
+import { startHotReload, type HotReload, type Reloader } from '../reload/index.js';
+import { openStore, storeTargetOf } from '../store/open-store.js';
 import { buildApp } from './app.js';
 import type { ServerConfig } from './config.js';
 
@@ -21,6 +22,8 @@ export interface ServerHandle {
   app: FastifyInstance;
   /** The URL clients use, with the real port when PORT was 0. */
   url: string;
+  /** The watched directory's reloader when started with `watchDir` (`serve --watch`). */
+  reloader?: Reloader;
   /** Stops accepting, finishes in-flight requests, flushes events, closes the database. Idempotent. */
   close(): Promise<void>;
 }
@@ -31,22 +34,27 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const store = await openStore(config.databaseUrl);
   let app: FastifyInstance | undefined;
   let observability: Observability | undefined;
+  let hotReload: HotReload | undefined;
   try {
     const registry = createDefaultRegistry();
     const specs = evaluatorPluginSpecs({ ...env, GUARD_EVALUATORS: config.evaluatorPlugins.join(',') });
     await loadEvaluatorPlugins(registry, specs, process.cwd(), { env });
     // The app's logger exists only once the app does; observability logs through it.
     const late = () => app?.log;
+    const target = storeTargetOf(config.databaseUrl);
     observability = createObservability({
       store,
       config,
       logger: { warn: (o, m) => late()?.warn(o, m), error: (o, m) => late()?.error(o, m) },
+      // SQLite files get a writer thread for events (docs/observability.md).
+      ...(target.kind === 'sqlite' ? { sqlitePath: target.path } : {}),
     });
     app = await buildApp({
       store,
       config,
       registry,
       observability,
+      reload: config.watchDir === null ? undefined : { status: () => hotReload?.reloader.status() ?? null },
       logger: options.logger ?? {
         // Per-request lines are info; outside DEBUG only warnings and errors are logged.
         level: config.debug ? 'debug' : 'warn',
@@ -54,9 +62,22 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
         redact: ['req.headers["x-api-key"]', 'req.headers.authorization'],
       },
     });
+    if (config.watchDir !== null) {
+      // Loaded and applied before listening: no request ever sees the server without it.
+      // An invalid directory throws (with its diagnostics) and the server does not start.
+      hotReload = await startHotReload({
+        dir: config.watchDir,
+        store,
+        controlSets: app.controlSets,
+        registry,
+        observability,
+        logger: app.log,
+      });
+    }
     await app.listen({ host: config.host, port: config.port });
     observability.start();
   } catch (error) {
+    await hotReload?.close().catch(() => undefined);
     await app?.close().catch(() => undefined);
     await observability?.close().catch(() => undefined);
     await store.close();
@@ -65,10 +86,12 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
 
   const listening = app;
   const events = observability;
+  const watching = hotReload;
   const { port } = listening.server.address() as AddressInfo;
   const url = `http://${urlHost(config.host)}:${port}`;
   (options.print ?? ((line) => process.stdout.write(`${line}\n`)))(
-    `guardctl listening on ${url} (database: ${describeDatabase(config.databaseUrl)})`,
+    `guardctl listening on ${url} (database: ${describeDatabase(config.databaseUrl)})` +
+      (hotReload ? `, watching ${config.watchDir} (revision ${hotReload.reloader.status().last_good_revision})` : ''),
   );
 
   let closing: Promise<void> | undefined;
@@ -80,6 +103,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     (closing ??= (async () => {
       process.off('SIGTERM', onSignal);
       process.off('SIGINT', onSignal);
+      // No reload may start writing into a store that is closing.
+      await watching?.close();
       // Fastify stops accepting and waits for in-flight requests before resolving.
       await listening.close();
       await events.close();
@@ -89,7 +114,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     process.once('SIGTERM', onSignal);
     process.once('SIGINT', onSignal);
   }
-  return { app: listening, url, close };
+  return watching ? { app: listening, url, close, reloader: watching.reloader } : { app: listening, url, close };
 }
 
 function urlHost(host: string): string {

@@ -1,0 +1,136 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { createDefaultRegistry } from '../../src/evaluators/registry.js';
+import type { ReloadNotice } from '../../src/model/index.js';
+import { createObservability, type Observability } from '../../src/observability/index.js';
+import { startHotReload, type HotReload, type ReloadStatus } from '../../src/reload/index.js';
+import { buildApp } from '../../src/server/app.js';
+import { loadConfig } from '../../src/server/config.js';
+import { openStore } from '../../src/store/open-store.js';
+import type { Store } from '../../src/store/types.js';
+
+export interface WatchedServer {
+  dir: string;
+  app: FastifyInstance;
+  store: Store;
+  hot: HotReload;
+  /** Every reload notice the live stream published, in order. */
+  notices: ReloadNotice[];
+  write(file: string, text: string): void;
+  close(): Promise<void>;
+}
+
+/** A temp directory holding `files`, for a watched server or a failing start. */
+export function tempControlsDir(files: Record<string, string>): { root: string; dir: string } {
+  const root = mkdtempSync(join(tmpdir(), 'guardctl-reload-'));
+  const dir = join(root, 'controls');
+  mkdirSync(dir);
+  for (const [file, text] of Object.entries(files)) writeIn(dir, file, text);
+  return { root, dir };
+}
+
+export function writeIn(dir: string, file: string, text: string): void {
+  mkdirSync(dirname(join(dir, file)), { recursive: true });
+  writeFileSync(join(dir, file), text);
+}
+
+/** Real app, real SQLite file, real watcher on a real temp directory. */
+export async function startWatchedServer(files: Record<string, string>): Promise<WatchedServer> {
+  const { root, dir } = tempControlsDir(files);
+  const store = await openStore(join(root, 'guard.db'));
+  const config = loadConfig({ OBSERVABILITY_ENABLED: 'false' }, { watchDir: dir });
+  const registry = createDefaultRegistry();
+  const observability: Observability = createObservability({ store, config, processMetrics: false });
+  const notices: ReloadNotice[] = [];
+  const recording = {
+    publishReload(notice: ReloadNotice) {
+      notices.push(notice);
+      observability.publishReload(notice);
+    },
+  };
+  let hot: HotReload | undefined;
+  const app = await buildApp({ store, config, registry, observability, reload: { status: () => hot?.reloader.status() ?? null } });
+  try {
+    hot = await startHotReload({ dir, store, controlSets: app.controlSets, registry, observability: recording, watch: { debounceMs: 30 } });
+  } catch (error) {
+    await app.close();
+    await observability.close();
+    await store.close();
+    rmSync(root, { recursive: true, force: true });
+    throw error;
+  }
+  const started = hot;
+  return {
+    dir,
+    app,
+    store,
+    hot: started,
+    notices,
+    write: (file, text) => writeIn(dir, file, text),
+    async close() {
+      await started.close();
+      await app.close();
+      await observability.close();
+      await store.close();
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function statusOf(app: FastifyInstance): Promise<ReloadStatus> {
+  const res = await app.inject({ method: 'GET', url: '/api/v1/reload/status' });
+  if (res.statusCode !== 200) throw new Error(`status: ${res.statusCode} ${res.body}`);
+  return JSON.parse(res.body) as ReloadStatus;
+}
+
+/** Polls the status endpoint until `ok` holds (generous overall timeout; no fixed sleeps). */
+export async function waitForStatus(app: FastifyInstance, ok: (s: ReloadStatus) => boolean, what: string, timeoutMs = 10_000): Promise<ReloadStatus> {
+  const deadline = Date.now() + timeoutMs;
+  let last: ReloadStatus | undefined;
+  while (Date.now() < deadline) {
+    last = await statusOf(app);
+    if (ok(last)) return last;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out waiting for ${what}; last status: ${JSON.stringify(last)}`);
+}
+
+/** Waits for one more successful (or failed) reload than `before` counted. */
+export function waitForReload(app: FastifyInstance, before: ReloadStatus, result: 'success' | 'failure'): Promise<ReloadStatus> {
+  return waitForStatus(app, (s) => s.reloads[result] > before.reloads[result], `a ${result} reload`);
+}
+
+export async function decide(app: FastifyInstance, agent: string, query: string): Promise<string> {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/api/v1/evaluation',
+    payload: { agent_name: agent, stage: 'pre', step: { type: 'tool', name: 'run_sql', input: { query } } },
+  });
+  if (res.statusCode !== 200) throw new Error(`evaluation: ${res.statusCode} ${res.body}`);
+  return (JSON.parse(res.body) as { decision: string }).decision;
+}
+
+export function sqlControl(name: string, pattern: string, decision = 'deny'): string {
+  return [
+    'kind: Control',
+    `name: ${name}`,
+    'scope:',
+    '  step_types: [tool]',
+    '  stages: [pre]',
+    'selector:',
+    '  path: input.query',
+    'evaluator:',
+    '  name: regex',
+    '  config:',
+    `    pattern: '${pattern}'`,
+    'action:',
+    `  decision: ${decision}`,
+    '',
+  ].join('\n');
+}
+
+export function agentDoc(name: string, controls: string[]): string {
+  return ['kind: Agent', `agent_name: ${name}`, `controls: [${controls.join(', ')}]`, ''].join('\n');
+}
