@@ -1,8 +1,25 @@
 import { Command } from 'commander';
 import { packageVersion } from '../src/version.js';
+import { registerServe } from './commands/serve.js';
+import { registerTui } from './commands/tui.js';
+import { registerValidate } from './commands/validate.js';
+import { registerPlan } from './commands/plan.js';
+import { registerApply } from './commands/apply.js';
+import { registerExport } from './commands/export.js';
+import { registerSchema } from './commands/schema.js';
+import { registerTest } from './commands/test.js';
 
 /** Every command, registered explicitly in one readable list. */
-const commands: Array<(program: Command) => void> = [];
+const commands: Array<(program: Command) => void> = [
+  registerServe,
+  registerTui,
+  registerValidate,
+  registerPlan,
+  registerApply,
+  registerExport,
+  registerSchema,
+  registerTest,
+];
 
 export function buildProgram(): Command {
   const program = new Command('guardctl')

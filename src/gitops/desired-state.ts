@@ -1,0 +1,111 @@
+/**
+ * The two sides a plan compares: the directory (desired) and the server (actual), both
+ * normalised so that equal meaning gives equal data. Pure.
+ */
+import { type AgentRecord, type ControlData, type StepDecl } from '../model/index.js';
+import type { LoadResult } from './load.js';
+
+export interface DesiredControl {
+  name: string;
+  data: ControlData;
+  /** `file:line` of the document, stored on the server so people know where to edit. */
+  source: string | null;
+}
+
+/** The agent fields a document sets; fields it leaves out are left alone on the server. */
+export interface AgentFields {
+  agent_description?: string | null;
+  agent_version?: string | null;
+  steps?: StepDecl[];
+  metadata?: Record<string, unknown> | null;
+}
+
+export interface DesiredAgent {
+  agent_name: string;
+  fields: AgentFields;
+  /** Names of linked controls, sorted, unique. The directory is the truth for these. */
+  controls: string[];
+}
+
+export interface DesiredState {
+  controls: DesiredControl[];
+  agents: DesiredAgent[];
+}
+
+export interface ActualControl {
+  control_id: number;
+  name: string;
+  enabled: boolean;
+  data: ControlData | null;
+  managed_by: string | null;
+  source: string | null;
+}
+
+export interface ActualAgent {
+  agent_name: string;
+  agent_description: string | null;
+  agent_version: string | null;
+  steps: StepDecl[];
+  metadata: Record<string, unknown> | null;
+  /** Names of linked controls, sorted. */
+  controls: string[];
+}
+
+export interface ActualState {
+  controls: ActualControl[];
+  agents: ActualAgent[];
+}
+
+const byName = <T extends { name: string }>(a: T, b: T) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+const byAgent = <T extends { agent_name: string }>(a: T, b: T) =>
+  a.agent_name < b.agent_name ? -1 : a.agent_name > b.agent_name ? 1 : 0;
+
+export function desiredStateOf(loaded: Pick<LoadResult, 'controls' | 'agents'>): DesiredState {
+  const controls = loaded.controls
+    .map((c) => ({ name: c.name, data: c.data, source: `${c.source.file}:${c.source.line}` }))
+    .sort(byName);
+  const agents = loaded.agents
+    .map((a): DesiredAgent => {
+      const doc = a.document;
+      const fields: AgentFields = {};
+      if (doc.agent_description !== undefined) fields.agent_description = doc.agent_description;
+      if (doc.agent_version !== undefined) fields.agent_version = doc.agent_version;
+      if (doc.steps !== undefined) fields.steps = doc.steps;
+      if (doc.metadata !== undefined) fields.metadata = doc.metadata;
+      return { agent_name: a.agent_name, fields, controls: [...new Set(a.controls)].sort() };
+    })
+    .sort(byAgent);
+  return { controls, agents };
+}
+
+/** Server records -> actual state, sorted by name. */
+export function actualStateOf(
+  controls: ReadonlyArray<{ control_id: number; name: string; enabled: boolean; data: unknown; managed_by?: string | null; source?: string | null }>,
+  agents: ReadonlyArray<Pick<AgentRecord, 'agent_name' | 'agent_description' | 'agent_version' | 'steps' | 'metadata'> & { controls: string[] }>,
+): ActualState {
+  return {
+    controls: controls
+      .map((c) => ({
+        control_id: c.control_id,
+        name: c.name,
+        enabled: c.enabled,
+        // Records come from the client or a store, both already parsed with the model schema.
+        data: (c.data ?? null) as ControlData | null,
+        managed_by: c.managed_by ?? null,
+        source: c.source ?? null,
+      }))
+      .sort(byName),
+    agents: agents
+      .map((a) => ({
+        agent_name: a.agent_name,
+        agent_description: a.agent_description ?? null,
+        agent_version: a.agent_version ?? null,
+        steps: a.steps ?? [],
+        metadata: a.metadata ?? null,
+        controls: [...new Set(a.controls)].sort(),
+      }))
+      .sort(byAgent),
+  };
+}
+
+export const EMPTY_STATE: ActualState = Object.freeze({ controls: [], agents: [] });

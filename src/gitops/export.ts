@@ -1,0 +1,73 @@
+/**
+ * Server state -> YAML files in the directory format: one file per control (named after
+ * it) and agents.yaml. Deterministic, so exporting twice gives the same bytes, and the
+ * loader reads it back to the same desired state (export then plan = no changes).
+ */
+import { stringify } from 'yaml';
+import type { ControlData } from '../model/index.js';
+import type { ActualState } from './desired-state.js';
+import { SCHEMA_ID } from './json-schema.js';
+
+export const SCHEMA_LINE = `# yaml-language-server: $schema=${SCHEMA_ID}`;
+
+export interface ExportedFile {
+  path: string;
+  text: string;
+}
+
+export interface ExportResult {
+  files: ExportedFile[];
+  /** Controls left out because they have no data yet (nothing to write). */
+  skipped: string[];
+}
+
+export function exportState(state: ActualState, schemaLine = SCHEMA_LINE): ExportResult {
+  const files: ExportedFile[] = [];
+  const skipped: string[] = [];
+  const used = new Set<string>(['agents']);
+  for (const control of [...state.controls].sort((a, b) => (a.name < b.name ? -1 : 1))) {
+    if (!control.data) {
+      skipped.push(control.name);
+      continue;
+    }
+    const base = uniqueSlug(control.name, used);
+    files.push({ path: `${base}.yaml`, text: `${schemaLine}\n${stringify(controlDocument(control.name, control.data), { lineWidth: 0 })}` });
+  }
+  if (state.agents.length > 0) {
+    const docs = state.agents.map((a) => {
+      const doc: Record<string, unknown> = { kind: 'Agent', agent_name: a.agent_name };
+      if (a.agent_description !== null) doc.agent_description = a.agent_description;
+      if (a.agent_version !== null) doc.agent_version = a.agent_version;
+      if (a.steps.length > 0) doc.steps = a.steps;
+      if (a.metadata !== null) doc.metadata = a.metadata;
+      // Links to controls that were not exported would dangle; they have no data to run anyway.
+      doc.controls = a.controls.filter((name) => !skipped.includes(name));
+      return stringify(doc, { lineWidth: 0 });
+    });
+    files.push({ path: 'agents.yaml', text: `${schemaLine}\n${docs.join('---\n')}` });
+  }
+  return { files, skipped };
+}
+
+/** Keys in reading order; defaults (execution: server, empty scope) left out to stay short. */
+function controlDocument(name: string, data: ControlData): Record<string, unknown> {
+  const doc: Record<string, unknown> = { kind: 'Control', name };
+  if (data.description !== undefined) doc.description = data.description;
+  doc.enabled = data.enabled;
+  if (data.execution !== 'server') doc.execution = data.execution;
+  if (Object.keys(data.scope).length > 0) doc.scope = data.scope;
+  if (data.selector) doc.selector = data.selector;
+  if (data.evaluator) doc.evaluator = data.evaluator;
+  if (data.condition) doc.condition = data.condition;
+  doc.action = data.action;
+  return doc;
+}
+
+/** A file name from a control name: lowercase letters, digits and dashes; unique in the export. */
+export function uniqueSlug(name: string, used: Set<string>): string {
+  const slug = name.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^-+|-+$/g, '').replace(/^\.+/, '') || 'control';
+  let candidate = slug;
+  for (let i = 2; used.has(candidate); i++) candidate = `${slug}-${i}`;
+  used.add(candidate);
+  return candidate;
+}

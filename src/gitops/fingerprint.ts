@@ -1,0 +1,19 @@
+/** A fingerprint of the server state a plan was made against: sha256 of its canonical JSON. */
+import { createHash } from 'node:crypto';
+import { canonicalJson } from './canonical.js';
+import type { ActualState } from './desired-state.js';
+
+export function fingerprintOf(state: ActualState): string {
+  // Sources and timestamps are left out: they do not change what a plan would do.
+  const essence = {
+    controls: state.controls.map((c) => ({
+      control_id: c.control_id,
+      name: c.name,
+      enabled: c.enabled,
+      data: c.data,
+      managed_by: c.managed_by,
+    })),
+    agents: state.agents,
+  };
+  return `sha256:${createHash('sha256').update(canonicalJson(essence)).digest('hex')}`;
+}

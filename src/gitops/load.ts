@@ -1,0 +1,445 @@
+/**
+ * PURE: YAML texts in, documents and diagnostics out. Never throws, never prints, no I/O.
+ * Rules run in order: parse -> kind -> schema (+ evaluator checks via the engine's single
+ * validation implementation, injected as `validateControl`) -> cross-file rules.
+ */
+import { LineCounter, isMap, isScalar, parseAllDocuments, type Document } from 'yaml';
+import type { ValidationOutcome } from '../engine/api.js';
+import {
+  AgentDocumentSchema,
+  ControlDocumentSchema,
+  controlDataOf,
+  fieldIssuesOf,
+
+  type AgentDocument,
+  type ControlData,
+  type FieldIssue,
+} from '../model/index.js';
+import type { Diagnostic } from './diagnostics.js';
+import { sortDiagnostics } from './diagnostics.js';
+import { hintFor, classifyIssue } from './hints.js';
+import { locateField, parseFieldPath, spanOfOffsets, type Span } from './positions.js';
+
+export type { Span };
+
+export interface SourceFile {
+  /** Path shown in diagnostics, relative to the directory being loaded. */
+  path: string;
+  text: string;
+}
+
+export interface SourceLocation {
+  file: string;
+  line: number;
+  column: number;
+}
+
+export interface LoadedControl {
+  name: string;
+  /** The stored form: what `PUT /controls/{id}/data` receives. */
+  data: ControlData;
+  source: SourceLocation;
+  /** Where a field of this document is (for issues found later, such as the server's). */
+  locate(field: string, atKey?: boolean): Span;
+}
+
+export interface LoadedAgent {
+  /** Normalised (trimmed, lowercased). */
+  agent_name: string;
+  document: AgentDocument;
+  /** Control names in file order. */
+  controls: string[];
+  source: SourceLocation;
+}
+
+/** A `kind: Test` document, kept raw for `guardctl test`. */
+export interface LoadedTest {
+  value: unknown;
+  source: SourceLocation;
+  /** Where a field of this document is, for test diagnostics (`cases[2].expect.decision`). */
+  locate?(field: string, atKey?: boolean): Span;
+}
+
+export interface LoadResult {
+  controls: LoadedControl[];
+  agents: LoadedAgent[];
+  tests: LoadedTest[];
+  diagnostics: Diagnostic[];
+}
+
+/** The engine's validation of one `kind: Control` document (see control-validator.ts). */
+export type ControlValidator = (document: unknown) => ValidationOutcome | { ok: true; data: unknown };
+
+export interface LoadOptions {
+  validateControl: ControlValidator;
+}
+
+export const KINDS = ['Control', 'Agent', 'Test'] as const;
+
+/** What a parsed document knows about where its parts are. */
+interface DocContext {
+  file: string;
+  doc: Document;
+  lineCounter: LineCounter;
+}
+
+interface ControlSeen {
+  name: string;
+  ctx: DocContext;
+  enabled: boolean;
+  valid: LoadedControl | null;
+}
+
+interface AgentSeen {
+  ctx: DocContext;
+  agent: LoadedAgent;
+}
+
+export function loadDocuments(files: readonly SourceFile[], options: LoadOptions): LoadResult {
+  const diagnostics: Diagnostic[] = [];
+  const controls: ControlSeen[] = [];
+  const agents: AgentSeen[] = [];
+  const tests: LoadedTest[] = [];
+
+  for (const file of files) {
+    for (const ctx of parseFile(file, diagnostics)) {
+      const value = readDocument(ctx, diagnostics);
+      if (value === undefined) continue;
+      const kind = checkKind(ctx, value, diagnostics);
+      if (kind === 'Control') {
+        const seen = loadControl(ctx, value, options, diagnostics);
+        if (seen) controls.push(seen);
+      } else if (kind === 'Agent') {
+        const agent = loadAgent(ctx, value, diagnostics);
+        if (agent) agents.push({ ctx, agent });
+      } else if (kind === 'Test') {
+        tests.push({ value, source: startOf(ctx), locate: (field, atKey = false) => locateField(ctx.doc, ctx.lineCounter, parseFieldPath(field), atKey) });
+      }
+    }
+  }
+
+  checkDuplicateControls(controls, diagnostics);
+  checkDuplicateAgents(agents, diagnostics);
+  checkLinks(controls, agents, diagnostics);
+
+  const firstByName = new Map<string, LoadedControl>();
+  for (const c of controls) if (c.valid && !firstByName.has(c.name)) firstByName.set(c.name, c.valid);
+  const agentByName = new Map<string, LoadedAgent>();
+  for (const a of agents) if (!agentByName.has(a.agent.agent_name)) agentByName.set(a.agent.agent_name, a.agent);
+  return {
+    controls: [...firstByName.values()],
+    agents: [...agentByName.values()],
+    tests,
+    diagnostics: sortDiagnostics(diagnostics),
+  };
+}
+
+// ---- parse -------------------------------------------------------------------------
+
+function parseFile(file: SourceFile, out: Diagnostic[]): DocContext[] {
+  const lineCounter = new LineCounter();
+  const docs = parseAllDocuments(file.text, { lineCounter, prettyErrors: false });
+  const list: Document[] = Array.isArray(docs) ? docs : [];
+  const nonEmpty = list.filter((d) => !isEmptyDocument(d) || d.errors.length > 0);
+  if (nonEmpty.length === 0) {
+    out.push({
+      severity: 'error',
+      file: file.path,
+      line: 1,
+      column: 1,
+      field: '',
+      code: 'empty_file',
+      message: 'the file holds no YAML document',
+      hint: 'add a document (kind: Control, Agent or Test) or delete the file',
+    });
+    return [];
+  }
+  return nonEmpty.map((doc) => ({ file: file.path, doc, lineCounter }));
+}
+
+/** `---` with nothing after it (or only comments) is an empty document, not a null value. */
+function isEmptyDocument(doc: Document): boolean {
+  const contents = doc.contents;
+  if (contents === null) return true;
+  return isScalar(contents) && contents.value === null && (contents.source === undefined || contents.source === '');
+}
+
+/** The document as plain data, or undefined after reporting why it cannot be read. */
+function readDocument(ctx: DocContext, out: Diagnostic[]): Record<string, unknown> | undefined {
+  const { doc, lineCounter, file } = ctx;
+  if (doc.errors.length > 0) {
+    for (const error of doc.errors) {
+      const span = spanOfOffsets(lineCounter, error.pos[0], error.pos[1]);
+      out.push({
+        severity: 'error',
+        file,
+        ...span,
+        field: '',
+        code: 'yaml_syntax',
+        message: `YAML syntax error: ${firstLine(error.message)}`,
+        hint: hintFor('yaml_syntax', ''),
+      });
+    }
+    return undefined;
+  }
+  if (!isMap(doc.contents)) {
+    const range = doc.contents?.range;
+    const span = range ? spanOfOffsets(lineCounter, range[0], range[1]) : { line: 1, column: 1 };
+    out.push({
+      severity: 'error',
+      file,
+      ...span,
+      field: '',
+      code: 'not_a_mapping',
+      message: 'a document must be a mapping (key: value pairs), not a list or a single value',
+      hint: 'start the document with "kind: Control", "kind: Agent" or "kind: Test"',
+    });
+    return undefined;
+  }
+  try {
+    return doc.toJS({ maxAliasCount: 100 }) as Record<string, unknown>;
+  } catch (error) {
+    out.push({
+      severity: 'error',
+      ...startOf(ctx),
+      field: '',
+      code: 'yaml_syntax',
+      message: `YAML error: ${error instanceof Error ? firstLine(error.message) : String(error)}`,
+      hint: 'avoid aliases that expand too much; write the values out',
+    });
+    return undefined;
+  }
+}
+
+function checkKind(ctx: DocContext, value: Record<string, unknown>, out: Diagnostic[]): string | null {
+  const kind = value.kind;
+  if (kind === undefined) {
+    out.push(diag(ctx, 'error', [], false, 'missing_kind', `the document has no "kind"; expected one of ${KINDS.join(', ')}`));
+    return null;
+  }
+  if (typeof kind !== 'string' || !(KINDS as readonly string[]).includes(kind)) {
+    out.push(
+      diag(ctx, 'error', ['kind'], false, 'unknown_kind', `unknown kind ${JSON.stringify(kind)}; expected one of ${KINDS.join(', ')}`),
+    );
+    return null;
+  }
+  return kind;
+}
+
+// ---- schema ------------------------------------------------------------------------
+
+function loadControl(
+  ctx: DocContext,
+  value: Record<string, unknown>,
+  options: LoadOptions,
+  out: Diagnostic[],
+): ControlSeen | null {
+  const name = typeof value.name === 'string' ? value.name : null;
+  let issues: FieldIssue[];
+  try {
+    const outcome = options.validateControl(value);
+    issues = outcome.ok ? [] : outcome.issues;
+  } catch (error) {
+    // The validator must not throw; if it does, the control is reported, not the run aborted.
+    issues = [{ field: '', code: 'custom', message: `validation failed: ${error instanceof Error ? error.message : String(error)}` }];
+  }
+  for (const issue of issues) out.push(issueDiagnostic(ctx, issue));
+  if (name === null) return null;
+  const enabled = value.enabled !== false;
+  if (issues.length > 0) return { name, ctx, enabled, valid: null };
+  const parsed = ControlDocumentSchema.safeParse(value);
+  if (!parsed.success) {
+    // The engine accepted what the model rejects: report rather than guess.
+    for (const issue of fieldIssuesOf(parsed.error)) out.push(issueDiagnostic(ctx, issue));
+    return { name, ctx, enabled, valid: null };
+  }
+  return {
+    name,
+    ctx,
+    enabled,
+    valid: {
+      name,
+      data: controlDataOf(parsed.data),
+      source: startOf(ctx),
+      locate: locatorOf(ctx),
+    },
+  };
+}
+
+function loadAgent(ctx: DocContext, value: Record<string, unknown>, out: Diagnostic[]): LoadedAgent | null {
+  const parsed = AgentDocumentSchema.safeParse(value);
+  if (!parsed.success) {
+    for (const issue of fieldIssuesOf(parsed.error)) out.push(issueDiagnostic(ctx, issue));
+    return null;
+  }
+  return {
+    agent_name: parsed.data.agent_name,
+    document: parsed.data,
+    controls: parsed.data.controls,
+    source: startOf(ctx),
+  };
+}
+
+function issueDiagnostic(ctx: DocContext, raw: FieldIssue): Diagnostic {
+  // zod says "expected object, received undefined" for a missing field; say it plainly.
+  const missing = raw.code === 'invalid_type' && /received undefined/.test(raw.message);
+  const issue = missing ? { ...raw, code: 'missing_field', message: `required field "${raw.field.split('.').pop() ?? raw.field}" is missing` } : raw;
+  const code = classifyIssue(issue);
+  const path = parseFieldPath(issue.field);
+  const message = issue.field && !missing ? `${issue.field}: ${issue.message}` : issue.message;
+  return { ...diag(ctx, 'error', path, code === 'unknown_field', code, message), hint: hintFor(code, issue.field, issue.message) };
+}
+
+// ---- cross-file --------------------------------------------------------------------
+
+function checkDuplicateControls(controls: ControlSeen[], out: Diagnostic[]): void {
+  const first = new Map<string, ControlSeen>();
+  for (const c of controls) {
+    const earlier = first.get(c.name);
+    if (!earlier) {
+      first.set(c.name, c);
+      continue;
+    }
+    const here = where(c.ctx, ['name']);
+    const there = where(earlier.ctx, ['name']);
+    out.push({
+      ...diag(c.ctx, 'error', ['name'], false, 'duplicate_control', `control "${c.name}" is defined twice: at ${there} and at ${here}`),
+      hint: `control names are the key guardctl syncs by; rename one of them or delete the copy at ${here}`,
+    });
+  }
+}
+
+function checkDuplicateAgents(agents: AgentSeen[], out: Diagnostic[]): void {
+  const first = new Map<string, AgentSeen>();
+  for (const a of agents) {
+    const earlier = first.get(a.agent.agent_name);
+    if (!earlier) {
+      first.set(a.agent.agent_name, a);
+      continue;
+    }
+    const here = where(a.ctx, ['agent_name']);
+    const there = where(earlier.ctx, ['agent_name']);
+    out.push({
+      ...diag(a.ctx, 'error', ['agent_name'], false, 'duplicate_agent', `agent "${a.agent.agent_name}" is defined twice: at ${there} and at ${here}`),
+      hint: 'agent names are compared lowercased; keep one document per agent and merge their controls lists',
+    });
+  }
+}
+
+function checkLinks(controls: ControlSeen[], agents: AgentSeen[], out: Diagnostic[]): void {
+  const declared = new Map<string, ControlSeen>();
+  for (const c of controls) if (!declared.has(c.name)) declared.set(c.name, c);
+  const linkedBy = new Map<string, string[]>();
+  const seenAgents = new Set<string>();
+  for (const { ctx, agent } of agents) {
+    if (seenAgents.has(agent.agent_name)) continue;
+    seenAgents.add(agent.agent_name);
+    const inThisAgent = new Set<string>();
+    agent.controls.forEach((name, index) => {
+      if (inThisAgent.has(name)) {
+        out.push(diag(ctx, 'warning', ['controls', index], false, 'duplicate_link', `control "${name}" is listed twice for agent "${agent.agent_name}"`));
+        return;
+      }
+      inThisAgent.add(name);
+      if (!declared.has(name)) {
+        const guess = closest(name, [...declared.keys()]);
+        out.push({
+          ...diag(ctx, 'error', ['controls', index], false, 'dangling_link', `agent "${agent.agent_name}" links control "${name}", which no file defines`),
+          hint: guess
+            ? `did you mean "${guess}"? Otherwise add a kind: Control document named "${name}" or remove the link`
+            : `add a kind: Control document named "${name}" or remove the link`,
+        });
+        return;
+      }
+      const list = linkedBy.get(name) ?? [];
+      list.push(agent.agent_name);
+      linkedBy.set(name, list);
+    });
+  }
+  for (const [name, c] of declared) {
+    const by = linkedBy.get(name);
+    if (!by) {
+      out.push(diag(c.ctx, 'warning', ['name'], false, 'unlinked_control', `control "${name}" is linked to no agent, so it never runs`));
+    } else if (!c.enabled) {
+      out.push({
+        ...diag(c.ctx, 'warning', ['enabled'], false, 'disabled_linked', `control "${name}" is disabled but still linked to ${by.map((a) => `"${a}"`).join(', ')}`),
+      });
+    }
+  }
+}
+
+// ---- helpers -----------------------------------------------------------------------
+
+function diag(
+  ctx: DocContext,
+  severity: Diagnostic['severity'],
+  path: ReadonlyArray<string | number>,
+  atKey: boolean,
+  code: string,
+  message: string,
+): Diagnostic {
+  const span: Span = locateField(ctx.doc, ctx.lineCounter, path, atKey);
+  return {
+    severity,
+    file: ctx.file,
+    line: span.line,
+    column: span.column,
+    endLine: span.endLine,
+    endColumn: span.endColumn,
+    field: pathString(path),
+    message,
+    hint: hintFor(code, pathString(path)),
+    code,
+  };
+}
+
+function pathString(path: ReadonlyArray<string | number>): string {
+  let out = '';
+  for (const key of path) out += typeof key === 'number' ? `[${key}]` : out === '' ? key : `.${key}`;
+  return out;
+}
+
+function where(ctx: DocContext, path: Array<string | number>): string {
+  const span = locateField(ctx.doc, ctx.lineCounter, path);
+  return `${ctx.file}:${span.line}:${span.column}`;
+}
+
+function locatorOf(ctx: DocContext): (field: string, atKey?: boolean) => Span {
+  return (field, atKey = false) => locateField(ctx.doc, ctx.lineCounter, parseFieldPath(field), atKey);
+}
+
+function startOf(ctx: DocContext): SourceLocation {
+  const span = locateField(ctx.doc, ctx.lineCounter, []);
+  return { file: ctx.file, line: span.line, column: span.column };
+}
+
+function firstLine(text: string): string {
+  return text.split('\n')[0] ?? text;
+}
+
+/** The declared name nearest to a typo, when it is near enough to be a useful guess. */
+function closest(name: string, candidates: string[]): string | null {
+  let best: string | null = null;
+  let bestDistance = Math.max(2, Math.floor(name.length / 3)) + 1;
+  for (const c of candidates) {
+    const d = editDistance(name.toLowerCase(), c.toLowerCase());
+    if (d < bestDistance) {
+      best = c;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) {
+      cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = cur;
+  }
+  return prev[b.length]!;
+}
+

@@ -1,0 +1,219 @@
+/**
+ * PURE: desired state + actual state -> a plan (typed operations). Renders nothing and
+ * changes nothing; `apply` is the only side effect (STYLE.md habit 1). The operations
+ * refer to controls and agents by name, never by server id, so one plan can be executed
+ * over HTTP or straight into a store.
+ */
+import type { ControlData } from '../model/index.js';
+import { canonicalJson, deepEqual, isPlainObject } from './canonical.js';
+import type { ActualAgent, ActualControl, ActualState, AgentFields, DesiredState } from './desired-state.js';
+
+export interface Change {
+  /** Field path, for example `action.decision` or `enabled`. */
+  path: string;
+  /** Absent (undefined) when the field is added or removed. */
+  before?: unknown;
+  after?: unknown;
+}
+
+export type Operation =
+  | { op: 'create_control'; name: string; data: ControlData; managed_by: string; source: string | null }
+  | {
+      op: 'update_control';
+      name: string;
+      changes: Change[];
+      data: ControlData;
+      managed_by: string;
+      source: string | null;
+    }
+  | { op: 'delete_control'; name: string }
+  | { op: 'create_agent'; agent_name: string; fields: AgentFields }
+  | { op: 'update_agent'; agent_name: string; changes: Change[]; fields: AgentFields }
+  | { op: 'unlink'; agent_name: string; control_name: string }
+  | { op: 'link'; agent_name: string; control_name: string };
+
+export type OperationKind = Operation['op'];
+
+/** A control of the directory's name on the server that this directory does not own. */
+export interface Conflict {
+  name: string;
+  /** Who owns it now: null when made by hand. */
+  managed_by: string | null;
+  changes: Change[];
+}
+
+export interface PlanSummary {
+  create_control: number;
+  update_control: number;
+  delete_control: number;
+  create_agent: number;
+  update_agent: number;
+  link: number;
+  unlink: number;
+  conflicts: number;
+  /** Operations in total (conflicts not included). */
+  total: number;
+}
+
+export interface Plan {
+  /** The owner label written to `managed_by`, for example `gitops:default`. */
+  managed_by: string;
+  operations: Operation[];
+  conflicts: Conflict[];
+  summary: PlanSummary;
+}
+
+export interface PlanOptions {
+  /** Delete controls this owner manages that the directory no longer defines. */
+  prune?: boolean;
+  /** Take over controls of the same name that another owner (or a person) made. */
+  force?: boolean;
+  /** Owner id; `managed_by` becomes `gitops:<owner>`. Default `default`. */
+  owner?: string;
+}
+
+export const DEFAULT_OWNER = 'default';
+
+/** The order apply runs operations in; the plan lists them in the same order. */
+export const OPERATION_ORDER: readonly OperationKind[] = [
+  'create_control',
+  'update_control',
+  'create_agent',
+  'update_agent',
+  'unlink',
+  'link',
+  'delete_control',
+];
+
+export function ownerLabel(owner = DEFAULT_OWNER): string {
+  return `gitops:${owner}`;
+}
+
+export function plan(desired: DesiredState, actual: ActualState, options: PlanOptions = {}): Plan {
+  const managedBy = ownerLabel(options.owner);
+  const operations: Operation[] = [];
+  const conflicts: Conflict[] = [];
+  const actualControls = new Map(actual.controls.map((c) => [c.name, c]));
+  const desiredNames = new Set(desired.controls.map((c) => c.name));
+
+  for (const want of desired.controls) {
+    const have = actualControls.get(want.name);
+    if (!have) {
+      operations.push({ op: 'create_control', name: want.name, data: want.data, managed_by: managedBy, source: want.source });
+      continue;
+    }
+    const changes = diffControl(have, want.data);
+    const owned = have.managed_by === managedBy;
+    if (!owned) {
+      // Identical content needs no write, so there is nothing to conflict about; --force
+      // still takes ownership so that prune may later delete it.
+      if (changes.length === 0 && !options.force) continue;
+      if (!options.force) {
+        conflicts.push({ name: want.name, managed_by: have.managed_by, changes });
+        continue;
+      }
+      changes.push({ path: 'managed_by', before: have.managed_by, after: managedBy });
+    }
+    if (changes.length > 0) {
+      operations.push({ op: 'update_control', name: want.name, changes, data: want.data, managed_by: managedBy, source: want.source });
+    }
+  }
+
+  const actualAgents = new Map(actual.agents.map((a) => [a.agent_name, a]));
+  for (const want of desired.agents) {
+    const have = actualAgents.get(want.agent_name);
+    if (!have) {
+      operations.push({ op: 'create_agent', agent_name: want.agent_name, fields: want.fields });
+    } else {
+      const changes = diffAgent(have, want.fields);
+      if (changes.length > 0) operations.push({ op: 'update_agent', agent_name: want.agent_name, changes, fields: want.fields });
+    }
+    const current = new Set(have?.controls ?? []);
+    const target = new Set(want.controls);
+    for (const name of [...current].sort()) {
+      if (!target.has(name)) operations.push({ op: 'unlink', agent_name: want.agent_name, control_name: name });
+    }
+    for (const name of want.controls) {
+      if (!current.has(name)) operations.push({ op: 'link', agent_name: want.agent_name, control_name: name });
+    }
+  }
+
+  if (options.prune) {
+    for (const have of actual.controls) {
+      if (!desiredNames.has(have.name) && have.managed_by === managedBy) {
+        operations.push({ op: 'delete_control', name: have.name });
+      }
+    }
+  }
+
+  const ordered = sortOperations(operations);
+  return { managed_by: managedBy, operations: ordered, conflicts, summary: summarise(ordered, conflicts) };
+}
+
+export function sortOperations(operations: readonly Operation[]): Operation[] {
+  const rank = (o: Operation) => OPERATION_ORDER.indexOf(o.op);
+  const key = (o: Operation) => ('name' in o ? o.name : `${o.agent_name}\u0000${'control_name' in o ? o.control_name : ''}`);
+  return [...operations].sort((a, b) => rank(a) - rank(b) || (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+}
+
+export function summarise(operations: readonly Operation[], conflicts: readonly Conflict[]): PlanSummary {
+  const summary: PlanSummary = {
+    create_control: 0,
+    update_control: 0,
+    delete_control: 0,
+    create_agent: 0,
+    update_agent: 0,
+    link: 0,
+    unlink: 0,
+    conflicts: conflicts.length,
+    total: operations.length,
+  };
+  for (const o of operations) summary[o.op]++;
+  return summary;
+}
+
+export function hasChanges(p: Pick<Plan, 'operations' | 'conflicts'>): boolean {
+  return p.operations.length > 0 || p.conflicts.length > 0;
+}
+
+/** Field-level differences between the stored control and the directory's data. */
+export function diffControl(have: ActualControl, want: ControlData): Change[] {
+  if (have.data === null) return [{ path: 'data', before: null, after: want }];
+  const changes = diffValues('', have.data, want);
+  // The record's enabled flag is what evaluation obeys; a drift there is a change too.
+  if (have.enabled !== want.enabled && !changes.some((c) => c.path === 'enabled')) {
+    changes.push({ path: 'enabled', before: have.enabled, after: want.enabled });
+  }
+  return changes;
+}
+
+function diffAgent(have: ActualAgent, want: AgentFields): Change[] {
+  const changes: Change[] = [];
+  for (const key of ['agent_description', 'agent_version', 'steps', 'metadata'] as const) {
+    if (!(key in want)) continue;
+    const after = want[key] ?? null;
+    const before = have[key] ?? null;
+    if (!deepEqual(before, after)) changes.push({ path: key, before, after });
+  }
+  return changes;
+}
+
+/** Objects are compared key by key; arrays and scalars as whole values (easier to read). */
+export function diffValues(path: string, before: unknown, after: unknown): Change[] {
+  if (isPlainObject(before) && isPlainObject(after)) {
+    const out: Change[] = [];
+    const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort();
+    for (const key of keys) {
+      const sub = path ? `${path}.${key}` : key;
+      const b = before[key];
+      const a = after[key];
+      if (b === undefined && a === undefined) continue;
+      if (b === undefined) out.push({ path: sub, after: a });
+      else if (a === undefined) out.push({ path: sub, before: b });
+      else out.push(...diffValues(sub, b, a));
+    }
+    return out;
+  }
+  if (canonicalJson(before) === canonicalJson(after)) return [];
+  return [{ path: path || '(value)', before, after }];
+}

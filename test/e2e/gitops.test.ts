@@ -1,0 +1,215 @@
+// The built binary against a real server on a free port: the whole GitOps loop.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const repo = join(import.meta.dirname, '../..');
+const bin = join(repo, 'dist/cli/main.js');
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [bin, ...args], { cwd: work, env: { ...cleanEnv(), ...env }, timeout: 60_000 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : 99) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** No GUARD_* or colour settings leak in from the machine running the tests. */
+function cleanEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('GUARD_') && k !== 'FORCE_COLOR') env[k] = v;
+  return env;
+}
+
+interface Server {
+  url: string;
+  child: ChildProcess;
+}
+
+function startServer(env: Record<string, string>): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, 'serve', '--host', '127.0.0.1', '--port', '0', '--db', join(work, `db-${Date.now()}.sqlite`)], {
+      cwd: work,
+      env: { ...cleanEnv(), OBSERVABILITY_ENABLED: 'false', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = /guardctl listening on (http:\/\/[^\s]+)/.exec(out);
+      if (m) resolve({ url: m[1]!, child });
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
+  });
+}
+
+function stop(server: Server | undefined): Promise<void> {
+  if (!server || server.child.exitCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    server.child.removeAllListeners('exit');
+    server.child.once('exit', () => resolve());
+    server.child.kill('SIGTERM');
+  });
+}
+
+/** A port nothing listens on: bound once to get a free number, then closed. */
+function closedPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+let work: string;
+let server: Server;
+let controls: string;
+
+beforeAll(async () => {
+  if (!existsSync(bin)) throw new Error('dist/cli/main.js is missing: run "npm run build" before the end-to-end tests');
+  work = mkdtempSync(join(tmpdir(), 'guardctl-e2e-'));
+  controls = join(work, 'controls');
+  cpSync(join(repo, 'controls'), controls, { recursive: true });
+  server = await startServer({});
+});
+
+afterAll(async () => {
+  await stop(server);
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+const at = () => ({ GUARD_URL: server.url });
+
+describe('guardctl gitops, end to end', () => {
+  // About twenty runs of the binary, each a new Node process: give it time on a busy machine.
+  it('validate, plan, apply, re-plan, edit, plan the diff, apply, export, plan the export, prune', { timeout: 180_000 }, async () => {
+    const valid = await cli(['validate', 'controls']);
+    expect(valid.code).toBe(0);
+    expect(valid.stdout).toContain('valid');
+
+    const online = await cli(['validate', 'controls', '--server', server.url, '--format', 'json']);
+    expect(online.code).toBe(0);
+    expect(JSON.parse(online.stdout)).toMatchObject({ valid: true, server: server.url });
+
+    const first = await cli(['plan', 'controls', '--detailed-exitcode'], at());
+    expect(first.code).toBe(2);
+    expect(first.stdout).toContain('+ create control "block-destructive-sql"');
+    expect(first.stdout).toContain('+ link agent "support-bot" -> control "deny-secrets-in-output"');
+
+    const applied = await cli(['apply', 'controls'], at());
+    expect(applied.code).toBe(0);
+    expect(applied.stdout).toMatch(/applied \d+ operation/);
+    expect(applied.stderr).toMatch(/^\[1\/\d+\] \+ create control/m);
+
+    const again = await cli(['plan', 'controls', '--detailed-exitcode'], at());
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('No changes');
+    const noop = await cli(['apply', 'controls', '--format', 'json'], at());
+    expect(JSON.parse(noop.stdout)).toMatchObject({ converged: true, writes: 0, done: [] });
+
+    const file = join(controls, 'deployments.yaml');
+    writeFileSync(file, readFileSync(file, 'utf8').replace('decision: warn', 'decision: deny'));
+    const diff = await cli(['plan', 'controls', '--detailed-exitcode'], at());
+    expect(diff.code).toBe(2);
+    expect(diff.stdout).toContain('~ update control "warn-shell-rm-rf"');
+    expect(diff.stdout).toContain('action.decision: "warn" -> "deny"');
+    const md = await cli(['plan', 'controls', '--format', 'markdown'], at());
+    expect(md.stdout).toContain('| controls | 0 | 1 | 0 | | | 0 |');
+
+    expect((await cli(['apply', 'controls'], at())).code).toBe(0);
+    expect((await cli(['plan', 'controls', '--detailed-exitcode'], at())).code).toBe(0);
+
+    const exported = await cli(['export', 'exported', '--format', 'json'], at());
+    expect(exported.code).toBe(0);
+    expect(JSON.parse(exported.stdout).controls).toBeGreaterThanOrEqual(7);
+    const planExport = await cli(['plan', 'exported', '--detailed-exitcode'], at());
+    expect(planExport.stdout).toContain('No changes');
+    expect(planExport.code).toBe(0);
+    expect((await cli(['export', 'exported'], at())).code).toBe(1);
+
+    unlinkSync(file);
+    const agents = join(controls, 'agents.yaml');
+    writeFileSync(agents, readFileSync(agents, 'utf8').replace(/\n {2}- (steer-production-deploys|warn-shell-rm-rf)/g, ''));
+    const keep = await cli(['plan', 'controls'], at());
+    expect(keep.stdout).not.toContain('delete control');
+    const prune = await cli(['plan', 'controls', '--prune', '--format', 'json'], at());
+    const deletes = (JSON.parse(prune.stdout) as { operations: Array<{ op: string; name?: string }> }).operations.filter((o) => o.op === 'delete_control');
+    expect(deletes.map((o) => o.name)).toEqual(['steer-production-deploys', 'warn-shell-rm-rf']);
+    expect((await cli(['apply', 'controls', '--prune'], at())).code).toBe(0);
+    const list = (await (await fetch(`${server.url}/api/v1/controls?limit=100`)).json()) as { controls: Array<{ name: string }> };
+    expect(list.controls.map((c) => c.name)).not.toContain('warn-shell-rm-rf');
+    expect((await cli(['plan', 'controls', '--prune', '--detailed-exitcode'], at())).code).toBe(0);
+  });
+
+  it('refuses a saved plan after the server changed', { timeout: 60_000 }, async () => {
+    const file = join(controls, 'secrets.yaml');
+    writeFileSync(file, readFileSync(file, 'utf8').replace('description: Block outputs', 'description: Stop outputs'));
+    const saved = await cli(['plan', 'controls', '--out', 'plan.json'], at());
+    expect(saved.code).toBe(0);
+    const list = (await (await fetch(`${server.url}/api/v1/controls?limit=100`)).json()) as { controls: Array<{ control_id: number; name: string }> };
+    const id = list.controls.find((c) => c.name === 'block-destructive-sql')!.control_id;
+    await fetch(`${server.url}/api/v1/controls/${id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: '{"enabled":false}' });
+    const refused = await cli(['apply', 'plan.json'], at());
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('the server changed since the plan');
+
+    expect((await cli(['plan', 'controls', '--out', 'plan.json'], at())).code).toBe(0);
+    const ok = await cli(['apply', 'plan.json'], at());
+    expect(ok.code).toBe(0);
+    expect((await cli(['plan', 'controls', '--detailed-exitcode'], at())).code).toBe(0);
+  });
+
+  it('rejects a broken directory with diagnostics and sends nothing to the server', async () => {
+    const before = await (await fetch(`${server.url}/api/v1/controls?limit=100`)).text();
+    const broken = join(repo, 'test/fixtures/invalid/dangling-link');
+    const validate = await cli(['validate', broken, '--format', 'github']);
+    expect(validate.code).toBe(1);
+    expect(validate.stdout).toMatch(/^::error file=.*controls\.yaml,line=11,col=5,/m);
+    const applied = await cli(['apply', broken], at());
+    expect(applied.code).toBe(1);
+    expect(applied.stderr).toContain('nothing was sent to the server');
+    expect(await (await fetch(`${server.url}/api/v1/controls?limit=100`)).text()).toBe(before);
+  });
+
+  it('says in one line what to do when the server is down or refuses the key', { timeout: 60_000 }, async () => {
+    const port = await closedPort();
+    const down = await cli(['plan', 'controls', '--server', `http://127.0.0.1:${port}`, '--timeout', '5s']);
+    expect(down.code).toBe(1);
+    expect(down.stderr.trim().split('\n')).toHaveLength(1);
+    expect(down.stderr).toMatch(new RegExp(`^error: cannot reach the server at http://127\\.0\\.0\\.1:${port} \\(.*ECONNREFUSED.*guardctl serve`));
+
+    const secured = await startServer({ GUARD_API_KEY_ENABLED: 'true', GUARD_API_KEYS: 'reader', GUARD_ADMIN_API_KEYS: 'admin' });
+    try {
+      const noKey = await cli(['plan', 'controls', '--server', secured.url]);
+      expect(noKey.code).toBe(1);
+      expect(noKey.stderr.trim().split('\n')).toHaveLength(1);
+      expect(noKey.stderr).toContain('401');
+      const reader = await cli(['apply', 'controls', '--server', secured.url, '--api-key', 'reader']);
+      expect(reader.code).toBe(1);
+      expect(reader.stderr).toContain('403');
+      expect((await cli(['apply', 'controls', '--server', secured.url], { GUARD_API_KEY: 'admin' })).code).toBe(0);
+    } finally {
+      await stop(secured);
+    }
+  });
+
+  it('prints the JSON Schema', async () => {
+    const out = await cli(['schema']);
+    expect(out.code).toBe(0);
+    expect(out.stdout).toBe(readFileSync(join(repo, 'schema/guardctl.schema.json'), 'utf8'));
+  });
+});

@@ -1,0 +1,174 @@
+// The plan as data: tables of (desired, actual, options) -> operations and conflicts.
+import { describe, expect, it } from 'vitest';
+import { ControlDataSchema, type ControlData } from '../../src/model/index.js';
+import type { ActualControl, ActualState, DesiredState } from '../../src/gitops/desired-state.js';
+import { hasChanges, plan, type PlanOptions } from '../../src/gitops/plan.js';
+
+const data = (pattern: string, extra: Record<string, unknown> = {}): ControlData =>
+  ControlDataSchema.parse({ selector: { path: 'input' }, evaluator: { name: 'regex', config: { pattern } }, action: { decision: 'deny' }, ...extra });
+
+const OWNER = 'gitops:default';
+let nextId = 1;
+const actualControl = (name: string, d: ControlData | null, managed_by: string | null = OWNER): ActualControl => ({
+  control_id: nextId++, name, enabled: d?.enabled ?? true, data: d, managed_by, source: null,
+});
+const agent = (agent_name: string, controls: string[], extra: Partial<ActualState['agents'][number]> = {}) => ({
+  agent_name, agent_description: null, agent_version: null, steps: [], metadata: null, controls, ...extra,
+});
+
+interface Case {
+  name: string;
+  desired: DesiredState;
+  actual: ActualState;
+  options?: PlanOptions;
+  ops: string[];
+  conflicts?: string[];
+}
+
+/** Operations as short strings, in plan order, so the tables read like the CLI output. */
+const brief = (p: ReturnType<typeof plan>) =>
+  p.operations.map((o) => {
+    switch (o.op) {
+      case 'create_control':
+      case 'delete_control':
+        return `${o.op} ${o.name}`;
+      case 'update_control':
+        return `${o.op} ${o.name} ${o.changes.map((c) => c.path).join(',')}`;
+      case 'create_agent':
+        return `${o.op} ${o.agent_name}`;
+      case 'update_agent':
+        return `${o.op} ${o.agent_name} ${o.changes.map((c) => c.path).join(',')}`;
+      case 'link':
+      case 'unlink':
+        return `${o.op} ${o.agent_name} ${o.control_name}`;
+    }
+  });
+
+const empty: ActualState = { controls: [], agents: [] };
+
+const cases: Case[] = [
+  {
+    name: 'create into an empty server: controls, then the agent, then links',
+    desired: { controls: [{ name: 'b', data: data('b'), source: 'x.yaml:1' }, { name: 'a', data: data('a'), source: null }], agents: [{ agent_name: 'bot', fields: {}, controls: ['a', 'b'] }] },
+    actual: empty,
+    ops: ['create_control a', 'create_control b', 'create_agent bot', 'link bot a', 'link bot b'],
+  },
+  {
+    name: 'no-op when everything matches',
+    desired: { controls: [{ name: 'a', data: data('a'), source: null }], agents: [{ agent_name: 'bot', fields: { agent_description: 'd' }, controls: ['a'] }] },
+    actual: { controls: [actualControl('a', data('a'))], agents: [agent('bot', ['a'], { agent_description: 'd' })] },
+    ops: [],
+  },
+  {
+    name: 'field-level update of data',
+    desired: { controls: [{ name: 'a', data: data('new', { description: 'why' }), source: null }], agents: [] },
+    actual: { controls: [actualControl('a', data('old'))], agents: [] },
+    ops: ['update_control a description,evaluator.config.pattern'],
+  },
+  {
+    name: 'the record enabled flag drifted from the data',
+    desired: { controls: [{ name: 'a', data: data('a'), source: null }], agents: [] },
+    actual: { controls: [{ ...actualControl('a', data('a')), enabled: false }], agents: [] },
+    ops: ['update_control a enabled'],
+  },
+  {
+    name: 'a control without data gets its data',
+    desired: { controls: [{ name: 'a', data: data('a'), source: null }], agents: [] },
+    actual: { controls: [actualControl('a', null)], agents: [] },
+    ops: ['update_control a data'],
+  },
+  {
+    name: 'link and unlink for a declared agent; undeclared agents are left alone',
+    desired: { controls: [{ name: 'a', data: data('a'), source: null }, { name: 'b', data: data('b'), source: null }], agents: [{ agent_name: 'bot', fields: {}, controls: ['b'] }] },
+    actual: { controls: [actualControl('a', data('a')), actualControl('b', data('b'))], agents: [agent('bot', ['a']), agent('other', ['a'])] },
+    ops: ['unlink bot a', 'link bot b'],
+  },
+  {
+    name: 'without prune an owned control the directory dropped stays',
+    desired: { controls: [], agents: [] },
+    actual: { controls: [actualControl('gone', data('g'))], agents: [] },
+    ops: [],
+  },
+  {
+    name: 'prune deletes only controls this owner manages',
+    desired: { controls: [], agents: [] },
+    actual: { controls: [actualControl('mine', data('m')), actualControl('by-hand', data('h'), null), actualControl('theirs', data('t'), 'gitops:other')], agents: [] },
+    options: { prune: true },
+    ops: ['delete_control mine'],
+  },
+  {
+    name: 'prune after unlinking: unlinks come before deletes',
+    desired: { controls: [], agents: [{ agent_name: 'bot', fields: {}, controls: [] }] },
+    actual: { controls: [actualControl('old', data('o'))], agents: [agent('bot', ['old'])] },
+    options: { prune: true },
+    ops: ['unlink bot old', 'delete_control old'],
+  },
+  {
+    name: 'a hand-made control of the same name that differs is a conflict',
+    desired: { controls: [{ name: 'a', data: data('new'), source: null }], agents: [] },
+    actual: { controls: [actualControl('a', data('old'), null)], agents: [] },
+    ops: [],
+    conflicts: ['a'],
+  },
+  {
+    name: 'a hand-made control that already matches needs nothing',
+    desired: { controls: [{ name: 'a', data: data('same'), source: null }], agents: [] },
+    actual: { controls: [actualControl('a', data('same'), null)], agents: [] },
+    ops: [],
+  },
+  {
+    name: 'force takes over a conflicting control',
+    desired: { controls: [{ name: 'a', data: data('new'), source: null }], agents: [] },
+    actual: { controls: [actualControl('a', data('old'), 'watch:controls')], agents: [] },
+    options: { force: true },
+    ops: ['update_control a evaluator.config.pattern,managed_by'],
+  },
+  {
+    name: 'another owner id is a different owner',
+    desired: { controls: [{ name: 'a', data: data('new'), source: null }], agents: [] },
+    actual: { controls: [actualControl('a', data('old'), 'gitops:default')], agents: [] },
+    options: { owner: 'team-b' },
+    ops: [],
+    conflicts: ['a'],
+  },
+  {
+    name: 'agent fields the directory sets are compared; the ones it leaves out are not',
+    desired: { controls: [], agents: [{ agent_name: 'bot', fields: { agent_version: '2' }, controls: [] }] },
+    actual: { controls: [], agents: [agent('bot', [], { agent_version: '1', agent_description: 'kept' })] },
+    ops: ['update_agent bot agent_version'],
+  },
+];
+
+describe('plan', () => {
+  it.each(cases)('$name', (c) => {
+    const p = plan(c.desired, c.actual, c.options);
+    expect(brief(p)).toEqual(c.ops);
+    expect(p.conflicts.map((x) => x.name)).toEqual(c.conflicts ?? []);
+    expect(hasChanges(p)).toBe(c.ops.length > 0 || (c.conflicts ?? []).length > 0);
+    expect(p.summary.total).toBe(c.ops.length);
+  });
+
+  it('is deterministic whatever order the inputs come in', () => {
+    const c = cases[0]!;
+    const reversed = { controls: [...c.desired.controls].reverse(), agents: c.desired.agents };
+    expect(plan(reversed, c.actual)).toEqual(plan(c.desired, c.actual));
+  });
+
+  it('marks created and updated controls with the owner label and the source', () => {
+    const p = plan({ controls: [{ name: 'a', data: data('a'), source: 'c/a.yaml:3' }], agents: [] }, empty, { owner: 'ci' });
+    expect(p.managed_by).toBe('gitops:ci');
+    expect(p.operations[0]).toMatchObject({ op: 'create_control', managed_by: 'gitops:ci', source: 'c/a.yaml:3' });
+  });
+
+  it('records before and after of each changed field', () => {
+    const p = plan(
+      { controls: [{ name: 'a', data: data('new', { scope: { stages: ['pre'] } }), source: null }], agents: [] },
+      { controls: [actualControl('a', data('old'))], agents: [] },
+    );
+    const op = p.operations[0]!;
+    expect(op.op === 'update_control' && op.changes).toEqual([
+      { path: 'evaluator.config.pattern', before: 'old', after: 'new' },
+      { path: 'scope.stages', after: ['pre'] },
+    ]);
+  });
+});

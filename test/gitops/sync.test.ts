@@ -1,0 +1,192 @@
+// Plan and apply against a real server: convergence, failure reports, ownership, export.
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { GuardClient } from '../../src/client/index.js';
+import { createDefaultRegistry } from '../../src/evaluators/registry.js';
+import type { ServerHandle } from '../../src/server/start.js';
+import { applyOperations, type Target } from '../../src/gitops/apply.js';
+import { controlValidator } from '../../src/gitops/control-validator.js';
+import { checkWithServer, loadDirectory } from '../../src/gitops/directory.js';
+import { exportState } from '../../src/gitops/export.js';
+import { fetchActualState } from '../../src/gitops/fetch-state.js';
+import { fingerprintOf } from '../../src/gitops/fingerprint.js';
+import { HttpTarget } from '../../src/gitops/http-target.js';
+import { loadDocuments } from '../../src/gitops/load.js';
+import { applyToServer, planAgainstServer } from '../../src/gitops/sync.js';
+import { startTestServer } from './server.js';
+
+/** The target's methods as plain functions, so a test can replace one of them. */
+function bind(target: HttpTarget): Target {
+  return {
+    createControl: (op) => target.createControl(op),
+    updateControl: (op) => target.updateControl(op),
+    deleteControl: (op) => target.deleteControl(op),
+    upsertAgent: (op) => target.upsertAgent(op),
+    link: (op) => target.link(op),
+    unlink: (op) => target.unlink(op),
+    fingerprint: () => target.fingerprint(),
+  };
+}
+
+const controlsDir = join(import.meta.dirname, '../../controls');
+let server: ServerHandle;
+let client: GuardClient;
+
+beforeEach(async () => {
+  server = await startTestServer();
+  client = new GuardClient({ serverUrl: server.url, timeoutMs: 10_000 });
+});
+afterEach(async () => {
+  await server.close();
+});
+
+describe('plan and apply against a server', () => {
+  it('applies the repository controls, then re-plans to no changes with zero writes', async () => {
+    const loaded = await loadDirectory(controlsDir, createDefaultRegistry());
+    const first = await planAgainstServer(client, loaded, {});
+    expect(first.plan.summary.create_control).toBe(loaded.controls.length);
+    const result = await applyToServer(client, first);
+    expect(result.failed).toBeNull();
+    expect(result.done).toHaveLength(first.plan.operations.length);
+
+    const again = await planAgainstServer(client, loaded, {});
+    expect(again.plan.operations).toEqual([]);
+    const second = await applyToServer(client, again);
+    expect(second.writes).toBe(0);
+
+    const records = await client.listAllControls();
+    expect(records.every((r) => r.managed_by === 'gitops:default')).toBe(true);
+    expect(records.find((r) => r.name === 'block-destructive-sql')?.source).toMatch(/sql-safety\.yaml:\d+$/);
+  });
+
+  it('stops at a failure, reports done and not done, and a re-run converges', async () => {
+    const registry = createDefaultRegistry();
+    const loaded = await loadDirectory(controlsDir, registry);
+    const { plan, actual } = await planAgainstServer(client, loaded, {});
+    const target = new HttpTarget(client, actual);
+    // Someone deletes a control between its creation and its first link: that link fails.
+    const firstLink = plan.operations.findIndex((o) => o.op === 'link');
+    const victim = plan.operations[firstLink]!;
+    let deleted = false;
+    const interfering: Target = {
+      ...bind(target),
+      link: async (op) => {
+        if (!deleted) {
+          deleted = true;
+          const page = await client.listControls({ name: op.control_name });
+          await client.deleteControl(page.controls[0]!.control_id);
+        }
+        return target.link(op);
+      },
+    };
+    const result = await applyOperations(plan.operations, interfering);
+    expect(result.failed?.operation).toEqual(victim);
+    expect(result.failed?.error).toMatch(/404/);
+    expect(result.done).toEqual(plan.operations.slice(0, firstLink));
+    expect(result.notDone).toEqual(plan.operations.slice(firstLink + 1));
+
+    const rerun = await planAgainstServer(client, loaded, {});
+    expect(rerun.plan.summary.create_control).toBe(1);
+    expect((await applyToServer(client, rerun)).failed).toBeNull();
+    expect((await planAgainstServer(client, loaded, {})).plan.operations).toEqual([]);
+  });
+
+  it('with several requests in flight, still accounts for every operation exactly once', async () => {
+    const loaded = await loadDirectory(controlsDir, createDefaultRegistry());
+    const { plan, actual } = await planAgainstServer(client, loaded, {});
+    const target = new HttpTarget(client, actual);
+    const gone = 'deny-secrets-in-output';
+    const result = await applyOperations(plan.operations, {
+      ...bind(target),
+      link: async (op) => {
+        if (op.control_name === gone) throw new Error('refused for the test');
+        return target.link(op);
+      },
+    }, { concurrency: 4 });
+    expect(result.failed?.operation).toMatchObject({ op: 'link', control_name: gone });
+    const seen = [...result.done, result.failed!.operation, ...result.notDone];
+    expect(new Set(seen).size).toBe(plan.operations.length);
+    // Controls and agents come before links, so they were all done.
+    expect(result.done.filter((o) => o.op !== 'link')).toHaveLength(plan.operations.filter((o) => o.op !== 'link').length);
+    expect(result.notDone.every((o) => o.op === 'link')).toBe(true);
+    expect((await applyToServer(client, await planAgainstServer(client, loaded, {}))).failed).toBeNull();
+  });
+
+  it('leaves a hand-made control alone unless forced, and prunes only owned controls', async () => {
+    await client.createControl({ name: 'hand-made', data: { selector: { path: 'input' }, evaluator: { name: 'regex', config: { pattern: 'a' } }, action: { decision: 'log' } } });
+    const text = (pattern: string) => `kind: Control
+name: hand-made
+selector: { path: input }
+evaluator: { name: regex, config: { pattern: '${pattern}' } }
+action: { decision: log }
+---
+kind: Control
+name: owned
+selector: { path: input }
+evaluator: { name: regex, config: { pattern: o } }
+action: { decision: log }
+`;
+    const validateControl = controlValidator(createDefaultRegistry());
+    const loaded = loadDocuments([{ path: 'c.yaml', text: text('b') }], { validateControl });
+    const p = await planAgainstServer(client, loaded, {});
+    expect(p.plan.conflicts.map((c) => c.name)).toEqual(['hand-made']);
+    expect(p.plan.operations.map((o) => o.op)).toEqual(['create_control']);
+
+    const forced = await planAgainstServer(client, loaded, { force: true });
+    expect((await applyToServer(client, forced)).failed).toBeNull();
+    const taken = (await client.listAllControls()).find((c) => c.name === 'hand-made');
+    expect(taken?.managed_by).toBe('gitops:default');
+
+    const none = loadDocuments([{ path: 'd.yaml', text: 'kind: Agent\nagent_name: x\n' }], { validateControl });
+    const pruned = await planAgainstServer(client, none, { prune: true });
+    expect(pruned.plan.operations.filter((o) => o.op === 'delete_control').map((o) => o.op === 'delete_control' && o.name)).toEqual(['hand-made', 'owned']);
+  });
+
+  it('exports the server state so that loading it back plans no changes', async () => {
+    const registry = createDefaultRegistry();
+    const loaded = await loadDirectory(controlsDir, registry);
+    await applyToServer(client, await planAgainstServer(client, loaded, {}));
+    const state = await fetchActualState(client);
+    const exported = exportState(state);
+    expect(exported.files.map((f) => f.path)).toContain('agents.yaml');
+    expect(exported.files.every((f) => f.text.startsWith('# yaml-language-server: $schema='))).toBe(true);
+    const back = loadDocuments(exported.files, { validateControl: controlValidator(registry) });
+    expect(back.diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
+    expect((await planAgainstServer(client, back, {})).plan.operations).toEqual([]);
+    // Deterministic: the same state exports the same bytes.
+    expect(exportState(state)).toEqual(exported);
+  });
+
+  it('validate --server: the server names evaluators it lacks and rejects what it cannot save', async () => {
+    // Offline there is a plugin evaluator the server does not have.
+    const registry = createDefaultRegistry({
+      extra: [{ name: 'local_only', description: 'test plugin', configSchema: { type: 'object' }, compile: () => () => ({ matched: false, confidence: 1 }) }],
+    });
+    const text = `kind: Control
+name: uses-plugin
+selector: { path: input }
+evaluator:
+  name: local_only
+action: { decision: log }
+---
+kind: Agent
+agent_name: bot
+controls: [uses-plugin]
+`;
+    const loaded = loadDocuments([{ path: 'p.yaml', text }], { validateControl: controlValidator(registry) });
+    expect(loaded.diagnostics).toEqual([]);
+    const remote = await checkWithServer(client, loaded);
+    expect(remote.map((d) => [d.code, d.line, d.column, d.field])).toEqual([
+      ['unknown_evaluator', 5, 9, 'evaluator.name'],
+      ['unknown_evaluator', 5, 9, 'evaluator.name'],
+    ]);
+    expect(remote[0]!.message).toMatch(/server does not know evaluator "local_only"|server rejects it/);
+  });
+
+  it('changes the fingerprint when the server changes and only then', async () => {
+    const before = fingerprintOf(await fetchActualState(client));
+    expect(fingerprintOf(await fetchActualState(client))).toBe(before);
+    await client.initAgent({ agent_name: 'someone' });
+    expect(fingerprintOf(await fetchActualState(client))).not.toBe(before);
+  });
+});
