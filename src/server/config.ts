@@ -23,6 +23,17 @@ export interface ServerConfig {
   readonly metricsMaxLabelValues: number;
   /** A controls directory to load and hot-reload; set by `serve --watch`. */
   readonly watchDir: string | null;
+  /** Replicas compare the store revision this often, a fallback for lost change notifications (GUARD_SYNC_INTERVAL_MS). */
+  readonly syncIntervalMs: number;
+  /** Step recording for `plan --replay` (docs/testing.md): GUARD_RECORD_STEPS, off by default. */
+  readonly recordSteps: boolean;
+  /** Share of evaluated steps recorded, 0..1 (GUARD_RECORD_SAMPLE_RATE). */
+  readonly recordSampleRate: number;
+  /** Steps whose redacted JSON is larger are not recorded (GUARD_RECORD_MAX_STEP_BYTES). */
+  readonly recordMaxStepBytes: number;
+  readonly recordRetentionDays: number;
+  /** Extra field names or paths to redact, beside the built-in ones (GUARD_RECORD_REDACT). */
+  readonly recordRedact: readonly string[];
 }
 
 type Env = Record<string, string | undefined>;
@@ -50,6 +61,12 @@ export function loadConfig(env: Env = process.env, overrides: Partial<ServerConf
     eventBufferSize: int(env, 'GUARD_EVENT_BUFFER_SIZE', 10_000, 1, 10_000_000),
     metricsMaxLabelValues: int(env, 'GUARD_METRICS_MAX_LABEL_VALUES', 1000, 1, 1_000_000),
     watchDir: null,
+    syncIntervalMs: int(env, 'GUARD_SYNC_INTERVAL_MS', 2000, 10, 3_600_000),
+    recordSteps: bool(env, 'GUARD_RECORD_STEPS', false),
+    recordSampleRate: fraction(env, 'GUARD_RECORD_SAMPLE_RATE', 1),
+    recordMaxStepBytes: int(env, 'GUARD_RECORD_MAX_STEP_BYTES', 16_384, 64, 64 * 1024 * 1024),
+    recordRetentionDays: num(env, 'GUARD_RECORD_RETENTION_DAYS', 7, 0.001),
+    recordRedact: list(env, 'GUARD_RECORD_REDACT'),
     ...dropUndefined(overrides),
   };
   checkAuth(config);
@@ -58,6 +75,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<ServerConf
     apiKeys: Object.freeze([...config.apiKeys]),
     adminApiKeys: Object.freeze([...config.adminApiKeys]),
     evaluatorPlugins: Object.freeze([...config.evaluatorPlugins]),
+    recordRedact: Object.freeze([...config.recordRedact]),
   });
 }
 
@@ -94,6 +112,16 @@ function num(env: Env, name: string, fallback: number, min: number): number {
   const parsed = Number(value);
   if (!Number.isFinite(parsed) || parsed < min) {
     throw new UserError(`${name} must be a number of at least ${min}, got "${value}"`);
+  }
+  return parsed;
+}
+
+function fraction(env: Env, name: string, fallback: number): number {
+  const value = str(env, name);
+  if (value === undefined) return fallback;
+  const parsed = Number(value);
+  if (!Number.isFinite(parsed) || parsed < 0 || parsed > 1) {
+    throw new UserError(`${name} must be a number from 0 to 1, got "${value}"`);
   }
   return parsed;
 }

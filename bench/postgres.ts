@@ -1,0 +1,219 @@
+/**
+ * PostgreSQL deployment benchmarks (issue #10), skipped with a note when the database at
+ * GUARD_TEST_PG_URL is unreachable:
+ * - evaluation throughput of a PostgreSQL-backed app (observability off, then on with
+ *   events written to PostgreSQL), as a ratio to the bare Fastify baseline of the same run;
+ * - plan+apply of 1,000 controls and 100 agents into an empty PostgreSQL-backed server;
+ * - replica propagation: two apps on one schema, a write through A, B polled until its
+ *   evaluation decides with it; median and max over 20 writes.
+ * Stats over 1,000,000 events on PostgreSQL are measured by bench/store.ts (store-postgres).
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
+import { GuardClient } from '../src/client/index.js';
+import { createDefaultRegistry } from '../src/evaluators/registry.js';
+import { loadDirectory } from '../src/gitops/directory.js';
+import { applyToServer, planAgainstServer } from '../src/gitops/sync.js';
+import { createObservability } from '../src/observability/index.js';
+import { buildApp } from '../src/server/app.js';
+import { loadConfig } from '../src/server/config.js';
+import { startServer } from '../src/server/start.js';
+import { openStore } from '../src/store/open-store.js';
+import type { Store } from '../src/store/types.js';
+import { writeGeneratedDirectory } from './gitops.js';
+import { median, type Benchmark, type BenchRow } from './harness.js';
+import { LOAD, measure, seedBenchAgent, startBareBaseline } from './server.js';
+
+const PG_URL = process.env.GUARD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const PROPAGATION_WRITES = 20;
+
+async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** A fresh schema and the URL whose sessions use it (libpq `options`, as in docs/deployment.md). */
+async function freshSchema(schemas: string[]): Promise<string> {
+  const schema = `guard_bench_${randomBytes(5).toString('hex')}`;
+  schemas.push(schema);
+  await withAdmin((c) => c.query(`CREATE SCHEMA "${schema}"`));
+  const url = new URL(PG_URL);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return url.toString();
+}
+
+async function throughput(url: string): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  const baseline = await startBareBaseline();
+  const seeded = await openStore(url);
+  await seedBenchAgent(seeded);
+  await seeded.close();
+  try {
+    const bare = await measure(baseline.url);
+    rows.push({ name: 'postgres: bare Fastify route (baseline)', value: Math.round(bare.rps), unit: 'req/s', note: `${LOAD.connections} connections × ${LOAD.duration} s` });
+    for (const observed of [false, true]) {
+      const config = loadConfig({ DATABASE_URL: url, OBSERVABILITY_ENABLED: String(observed), OBSERVABILITY_FLUSH_INTERVAL_SECONDS: '1' });
+      const store = await openStore(url);
+      const observability = observed ? createObservability({ store, config, processMetrics: false }) : undefined;
+      const app = await buildApp({ store, config, registry: createDefaultRegistry(), observability });
+      observability?.start();
+      try {
+        const address = await app.listen({ host: '127.0.0.1', port: 0 });
+        const real = await measure(`${address}/api/v1/evaluation`);
+        if (real.non2xx > 0) throw new Error(`evaluation answered ${real.non2xx} non-2xx responses`);
+        const dropped = observability ? await droppedEvents(observability) : 0;
+        rows.push({
+          name: `postgres: evaluation throughput, observability ${observed ? 'on (events to PostgreSQL)' : 'off'}`,
+          value: real.rps / bare.rps,
+          unit: 'x bare',
+          // The goal is for the server's own path; with events on, PostgreSQL ingest sets the pace.
+          ...(observed ? {} : { goal: '>= 0.5', pass: real.rps / bare.rps >= 0.5 }),
+          note: `${Math.round(real.rps)} req/s; p50 ${real.p50} ms, p99 ${real.p99} ms; 50 controls, 10 in scope${observed ? `; ${dropped} events dropped` : ''}`,
+        });
+      } finally {
+        await app.close();
+        await observability?.close();
+        await store.close();
+      }
+    }
+  } finally {
+    await baseline.app.close();
+  }
+  return rows;
+}
+
+async function droppedEvents(observability: ReturnType<typeof createObservability>): Promise<number> {
+  await observability.buffer.flush();
+  const metric = await observability.metrics.eventsDropped.get();
+  return metric.values.reduce((sum, v) => sum + v.value, 0);
+}
+
+async function applyThousand(url: string): Promise<BenchRow[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'guardctl-bench-pg-'));
+  const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', DATABASE_URL: url, OBSERVABILITY_ENABLED: 'false' });
+  const server = await startServer(config, { handleSignals: false, logger: false, print: () => {}, env: {} });
+  try {
+    writeGeneratedDirectory(join(dir, 'controls'));
+    const client = new GuardClient({ serverUrl: server.url, timeoutMs: 60_000 });
+    const t0 = performance.now();
+    const loaded = await loadDirectory(join(dir, 'controls'), createDefaultRegistry());
+    const planned = await planAgainstServer(client, loaded, {});
+    const applied = await applyToServer(client, planned);
+    const ms = performance.now() - t0;
+    if (applied.failed) throw new Error(`apply failed: ${applied.failed.error}`);
+    return [
+      {
+        name: 'postgres: plan+apply 1,000 controls, 100 agents into an empty server',
+        value: ms / 1000,
+        unit: 's',
+        goal: '< 5 s',
+        pass: ms < 5000,
+        note: `${planned.plan.operations.length} operations, ${applied.writes} writes, ${(ms / planned.plan.operations.length).toFixed(2)} ms per operation`,
+      },
+    ];
+  } finally {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function decisionOf(app: FastifyInstance): Promise<string> {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/api/v1/evaluation',
+    payload: { agent_name: 'prop-bot', stage: 'pre', step: { type: 'tool', name: 'run_sql', input: { query: 'DROP TABLE t' } } },
+  });
+  return (JSON.parse(res.body) as { decision: string }).decision;
+}
+
+async function propagation(url: string): Promise<BenchRow[]> {
+  const apps: Array<{ app: FastifyInstance; store: Store }> = [];
+  for (let i = 0; i < 2; i++) {
+    // Default settings: notifications do the work, the 2 s revision check is the fallback.
+    const config = loadConfig({ DATABASE_URL: url, OBSERVABILITY_ENABLED: 'false' });
+    const store = await openStore(url);
+    apps.push({ store, app: await buildApp({ store, config, registry: createDefaultRegistry() }) });
+  }
+  const [a, b] = [apps[0]!.app, apps[1]!.app];
+  try {
+    const created = await a.inject({
+      method: 'PUT',
+      url: '/api/v1/controls',
+      payload: {
+        name: 'no-drop',
+        data: {
+          scope: { step_types: ['tool'], stages: ['pre'] },
+          selector: { path: 'input.query' },
+          evaluator: { name: 'regex', config: { pattern: '(?i)drop\\s+table' } },
+          action: { decision: 'deny' },
+        },
+      },
+    });
+    const id = (JSON.parse(created.body) as { control_id: number }).control_id;
+    await a.inject({ method: 'POST', url: '/api/v1/agents/initAgent', payload: { agent_name: 'prop-bot' } });
+    await a.inject({ method: 'POST', url: `/api/v1/agents/prop-bot/controls/${id}` });
+    const times: number[] = [];
+    let enabled = true;
+    while ((await decisionOf(b)) !== 'deny') await new Promise((r) => setTimeout(r, 5));
+    for (let i = 0; i < PROPAGATION_WRITES; i++) {
+      enabled = !enabled;
+      const want = enabled ? 'deny' : 'allow';
+      const t0 = performance.now();
+      const res = await a.inject({ method: 'PATCH', url: `/api/v1/controls/${id}`, payload: { enabled } });
+      if (res.statusCode !== 200) throw new Error(`write failed: ${res.statusCode}`);
+      while ((await decisionOf(b)) !== want) {
+        if (performance.now() - t0 > 10_000) throw new Error('a write did not reach the other replica within 10 s');
+        await new Promise((r) => setTimeout(r, 1));
+      }
+      times.push(performance.now() - t0);
+    }
+    const max = Math.max(...times);
+    return [
+      {
+        name: `postgres: write on replica A to decision on replica B (median of ${PROPAGATION_WRITES})`,
+        value: median(times),
+        unit: 'ms',
+        goal: '< 1000 ms',
+        pass: median(times) < 1000,
+        note: 'includes the write itself; LISTEN/NOTIFY, fallback check every 2 s',
+      },
+      { name: `postgres: write on replica A to decision on replica B (max of ${PROPAGATION_WRITES})`, value: max, unit: 'ms', goal: '< 1000 ms', pass: max < 1000 },
+    ];
+  } finally {
+    for (const { app, store } of apps) {
+      await app.close();
+      await store.close();
+    }
+  }
+}
+
+async function run(): Promise<BenchRow[]> {
+  try {
+    await withAdmin((c) => c.query('SELECT 1'));
+  } catch (error) {
+    return [{ name: 'postgres: skipped', value: 0, unit: '', note: `${PG_URL} unreachable: ${error instanceof Error ? error.message : String(error)}` }];
+  }
+  const schemas: string[] = [];
+  try {
+    return [
+      ...(await throughput(await freshSchema(schemas))),
+      ...(await applyThousand(await freshSchema(schemas))),
+      ...(await propagation(await freshSchema(schemas))),
+    ];
+  } finally {
+    await withAdmin(async (c) => {
+      for (const schema of schemas) await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    });
+  }
+}
+
+export const benchmarks: Benchmark[] = [{ name: 'postgres', run }];

@@ -1,0 +1,56 @@
+import type { FastifyInstance } from 'fastify';
+import { createDefaultRegistry } from '../../src/evaluators/registry.js';
+import { createObservability, type Observability } from '../../src/observability/index.js';
+import { buildApp } from '../../src/server/app.js';
+import { loadConfig } from '../../src/server/config.js';
+import { openStore } from '../../src/store/open-store.js';
+import type { Store } from '../../src/store/types.js';
+
+export interface PgApp {
+  app: FastifyInstance;
+  store: Store;
+  observability: Observability;
+  close(): Promise<void>;
+}
+
+/** A real app on a real PostgreSQL store, built the way start.ts builds it. */
+export async function startPgApp(databaseUrl: string, env: Record<string, string> = {}): Promise<PgApp> {
+  const config = loadConfig({ DATABASE_URL: databaseUrl, OBSERVABILITY_FLUSH_INTERVAL_SECONDS: '3600', ...env });
+  // Short timeouts and retries, so a cut connection is noticed quickly.
+  const store = await openStore(config.databaseUrl, { postgres: { connectionTimeoutMs: 1000, listenerRetryMs: 100 } });
+  const observability = createObservability({ store, config, processMetrics: false });
+  const app = await buildApp({ store, config, registry: createDefaultRegistry(), observability });
+  return {
+    app,
+    store,
+    observability,
+    async close() {
+      await app.close();
+      await observability.close();
+      await store.close();
+    },
+  };
+}
+
+export const denyDrop = {
+  scope: { step_types: ['tool'], stages: ['pre'] },
+  selector: { path: 'input.query' },
+  evaluator: { name: 'regex', config: { pattern: '(?i)\\bdrop\\s+table\\b' } },
+  action: { decision: 'deny' },
+};
+
+export const dropStep = (agent: string) => ({
+  agent_name: agent,
+  stage: 'pre',
+  step: { type: 'tool', name: 'run_sql', input: { query: 'DROP TABLE users' } },
+});
+
+/** Polls `check` every 20 ms until it is true; returns the milliseconds it took. */
+export async function until(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 5000): Promise<number> {
+  const start = performance.now();
+  for (;;) {
+    if (await check()) return performance.now() - start;
+    if (performance.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * PostgreSQL for the replica and outage tests: the server named by GUARD_TEST_PG_URL, one
+ * fresh schema per test (dropped afterwards) so parallel runs never meet. Unreachable, the
+ * suites skip with the reason shown, unless GUARD_REQUIRE_PG=1 (CI), where they fail.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+export const pgUrl = process.env.GUARD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const pgRequired = process.env.GUARD_REQUIRE_PG === '1';
+
+/** null when reachable, else why not. */
+export async function pgUnreachable(): Promise<string | null> {
+  const client = new pg.Client({ connectionString: pgUrl, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return null;
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+export function skipReasonOf(unreachable: string | null): string {
+  return `PostgreSQL tests skipped: ${pgUrl} is unreachable (${unreachable}); set GUARD_TEST_PG_URL, or GUARD_REQUIRE_PG=1 to fail instead`;
+}
+
+/** Creates a fresh schema and returns its name; `dropSchemas` removes them all. */
+export async function createSchema(created: string[]): Promise<string> {
+  const schema = `guard_rep_${randomBytes(6).toString('hex')}`;
+  created.push(schema);
+  const client = new pg.Client({ connectionString: pgUrl });
+  await client.connect();
+  try {
+    await client.query(`CREATE SCHEMA "${schema}"`);
+  } finally {
+    await client.end();
+  }
+  return schema;
+}
+
+export async function dropSchemas(created: string[]): Promise<void> {
+  if (created.length === 0) return;
+  const client = new pg.Client({ connectionString: pgUrl });
+  await client.connect();
+  try {
+    for (const schema of created.splice(0)) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * The database URL a server process uses for one schema: libpq's `options` parameter
+ * sets the session's search_path, so every connection (pool and listener) sees it.
+ * `port` swaps in a proxy's port.
+ */
+export function schemaUrl(schema: string, port?: number): string {
+  const url = new URL(pgUrl);
+  if (port !== undefined) {
+    url.hostname = '127.0.0.1';
+    url.port = String(port);
+  }
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return url.toString();
+}
+
+export function pgTarget(): { host: string; port: number } {
+  const url = new URL(pgUrl);
+  return { host: url.hostname || '127.0.0.1', port: Number(url.port || 5432) };
+}
