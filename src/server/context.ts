@@ -3,6 +3,7 @@ import type { CompiledControlSet } from '../engine/index.js';
 import type { EvaluatorRegistry } from '../evaluators/registry.js';
 import { fieldIssuesOf } from '../model/index.js';
 import type { Observability } from '../observability/index.js';
+import type { StepRecorder } from '../recording/recorder.js';
 import type { Store } from '../store/types.js';
 import type { ServerConfig } from './config.js';
 import type { ControlSetCache } from './control-sets.js';
@@ -15,6 +16,8 @@ export interface ServerContext {
   registry: EvaluatorRegistry;
   controlSets: ControlSetCache<CompiledControlSet>;
   observability: Observability | undefined;
+  /** Records evaluated steps for replay; absent when GUARD_RECORD_STEPS is off. */
+  recorder?: StepRecorder | null;
 }
 
 /** Parses a body or query with a model schema; failures become 422 with exact field paths. */

@@ -40,6 +40,8 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
         request.log.warn({ err: error }, 'recording an evaluation failed');
       }
     }
+    // Queues a reference only; redaction and the write happen on the recorder's timer.
+    ctx.recorder?.record({ agent_name: body.agent_name, stage: body.stage, step: body.step, decision: outcome.result.decision });
     return reply.send(outcome.result);
   });
 };

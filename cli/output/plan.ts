@@ -1,0 +1,153 @@
+/**
+ * A plan for people (text, `+ ~ -`), for a pull-request comment (markdown: summary table
+ * first, details collapsed, under 60,000 characters) and for machines (JSON, stable shape).
+ */
+import type { Change, Conflict, Operation, Plan } from '../../src/gitops/plan.js';
+import { hasChanges } from '../../src/gitops/plan.js';
+import type { Colors } from './color.js';
+import { colors as makeColors } from './color.js';
+
+export const PLAN_JSON_VERSION = 1;
+/** GitHub refuses comments above 65,536 characters; stay well below. */
+export const MARKDOWN_LIMIT = 60_000;
+
+export interface PlanContext {
+  directory: string;
+  server: string;
+  fingerprint: string;
+}
+
+const plain = makeColors(false);
+
+/** The one-line form of an operation, with its symbol. */
+export function operationLine(o: Operation, c: Colors = plain): string {
+  switch (o.op) {
+    case 'create_control':
+      return c.green(`+ create control "${o.name}" (${describeData(o.data)})`);
+    case 'update_control':
+      return c.yellow(`~ update control "${o.name}"`);
+    case 'delete_control':
+      return c.red(`- delete control "${o.name}"`);
+    case 'create_agent':
+      return c.green(`+ create agent "${o.agent_name}"`);
+    case 'update_agent':
+      return c.yellow(`~ update agent "${o.agent_name}"`);
+    case 'link':
+      return c.green(`+ link agent "${o.agent_name}" -> control "${o.control_name}"`);
+    case 'unlink':
+      return c.red(`- unlink agent "${o.agent_name}" -> control "${o.control_name}"`);
+  }
+}
+
+function describeData(data: Extract<Operation, { op: 'create_control' }>['data']): string {
+  const check = data.condition ? 'condition tree' : `${data.evaluator?.name ?? '?'} on ${data.selector?.path ?? '?'}`;
+  return `${data.action.decision}, ${check}${data.enabled ? '' : ', disabled'}`;
+}
+
+export function changeLines(changes: readonly Change[], indent = '    '): string[] {
+  return changes.map((ch) => {
+    if (!('before' in ch) || ch.before === undefined) return `${indent}${ch.path}: (unset) -> ${short(ch.after)}`;
+    if (!('after' in ch) || ch.after === undefined) return `${indent}${ch.path}: ${short(ch.before)} -> (unset)`;
+    return `${indent}${ch.path}: ${short(ch.before)} -> ${short(ch.after)}`;
+  });
+}
+
+function short(value: unknown, max = 120): string {
+  const text = JSON.stringify(value) ?? 'null';
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+function conflictLines(conflict: Conflict, c: Colors): string[] {
+  const owner = conflict.managed_by === null ? 'made by hand' : `owned by ${conflict.managed_by}`;
+  return [
+    c.red(`! conflict: control "${conflict.name}" exists on the server, ${owner}; it is left alone (--force takes it over)`),
+    ...changeLines(conflict.changes),
+  ];
+}
+
+export function summaryText(p: Plan): string {
+  const s = p.summary;
+  if (!hasChanges(p)) return 'No changes: the server matches the directory.';
+  const parts = [
+    `${s.create_control} to create`,
+    `${s.update_control} to update`,
+    `${s.delete_control} to delete`,
+    `${s.create_agent + s.update_agent} agent change${s.create_agent + s.update_agent === 1 ? '' : 's'}`,
+    `${s.link} to link`,
+    `${s.unlink} to unlink`,
+  ];
+  if (s.conflicts > 0) parts.push(`${s.conflicts} conflict${s.conflicts === 1 ? '' : 's'}`);
+  return `Plan: ${parts.join(', ')}.`;
+}
+
+export function renderPlanText(p: Plan, ctx: PlanContext, c: Colors): string {
+  const out = [c.dim(`guardctl plan: ${ctx.directory} -> ${ctx.server} (owner ${p.managed_by})`), ''];
+  for (const o of p.operations) {
+    out.push(`  ${operationLine(o, c)}`);
+    if (o.op === 'update_control' || o.op === 'update_agent') out.push(...changeLines(o.changes, '      '));
+  }
+  for (const conflict of p.conflicts) out.push(...conflictLines(conflict, c).map((l) => `  ${l}`));
+  if (p.operations.length > 0 || p.conflicts.length > 0) out.push('');
+  out.push(c.bold(summaryText(p)));
+  return `${out.join('\n')}\n`;
+}
+
+export function renderPlanJson(p: Plan, ctx: PlanContext): string {
+  return `${JSON.stringify(
+    {
+      version: PLAN_JSON_VERSION,
+      changes: hasChanges(p),
+      directory: ctx.directory,
+      server: ctx.server,
+      fingerprint: ctx.fingerprint,
+      managed_by: p.managed_by,
+      summary: p.summary,
+      operations: p.operations,
+      conflicts: p.conflicts,
+    },
+    null,
+    2,
+  )}\n`;
+}
+
+export function renderPlanMarkdown(p: Plan, ctx: PlanContext, limit = MARKDOWN_LIMIT): string {
+  const s = p.summary;
+  const head = [
+    '### guardctl plan',
+    '',
+    hasChanges(p) ? summaryText(p) : '**No changes**: the server matches the directory.',
+    '',
+    '| | create | update | delete | link | unlink | conflicts |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    `| controls | ${s.create_control} | ${s.update_control} | ${s.delete_control} | | | ${s.conflicts} |`,
+    `| agents | ${s.create_agent} | ${s.update_agent} | | ${s.link} | ${s.unlink} | |`,
+    '',
+  ];
+  const tail = ['', `<sub>directory \`${ctx.directory}\`, owner \`${p.managed_by}\`, server state \`${ctx.fingerprint.slice(0, 19)}\`</sub>`, ''];
+  if (!hasChanges(p)) return [...head, ...tail].join('\n');
+
+  const detail: string[] = [];
+  for (const o of p.operations) {
+    detail.push(operationLine(o));
+    if (o.op === 'update_control' || o.op === 'update_agent') detail.push(...changeLines(o.changes));
+  }
+  for (const conflict of p.conflicts) detail.push(...conflictLines(conflict, plain));
+
+  const open = `<details><summary>Details (${p.operations.length} operations${p.conflicts.length ? `, ${p.conflicts.length} conflicts` : ''})</summary>\n\n\`\`\`diff`;
+  const close = '```\n\n</details>';
+  const fixed = [...head, open, close, ...tail].join('\n').length + 200;
+  const kept: string[] = [];
+  let size = fixed;
+  for (const line of detail) {
+    // Fences inside a value would end the block early.
+    const safe = line.replace(/```/g, "'''");
+    if (size + safe.length + 1 > limit) break;
+    kept.push(safe);
+    size += safe.length + 1;
+  }
+  const body = [...head, open, ...kept, close];
+  if (kept.length < detail.length) {
+    body.push('', `> Truncated: ${detail.length - kept.length} of ${detail.length} lines left out to stay under ${limit} characters. Run \`guardctl plan\` for the full plan.`);
+  }
+  return [...body, ...tail].join('\n');
+}

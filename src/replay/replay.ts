@@ -1,0 +1,164 @@
+/**
+ * PURE: re-evaluates recorded steps against two sets of compiled controls per agent, the
+ * server's current ones (`before`) and the directory's (`after`), and counts how decisions
+ * change. A record that no longer fits the model is counted and skipped, never fatal.
+ */
+import { EMPTY_CONTROL_SET, evaluateStep, type CompiledControlSet, type EvaluationOutcome } from '../engine/index.js';
+import { EvaluationRequestSchema, fieldIssuesOf, type EvaluationResult } from '../model/index.js';
+import type { AgentSets } from '../testing/agent-sets.js';
+import type { RawRecord, ReplayChange, ReplayDecision, ReplayReport } from './types.js';
+
+export interface ReplayOptions {
+  /** Examples kept per kind of change. */
+  examples?: number;
+  /** Warnings kept (the count of skipped records is always exact). */
+  maxWarnings?: number;
+  source?: string;
+  /**
+   * Controls both sides hold unchanged (see sides.ts): evaluated once per step, their matches
+   * count on both sides; `before` and `after` then hold only the controls that differ.
+   */
+  common?: AgentSets;
+  /** Skips found by the source itself (lines that are not JSON), already counted there. */
+  sourceSkipped?: { count: number; warnings: string[] };
+}
+
+const EXCERPT = 120;
+// Recordings are of server evaluations, so only server-side controls take part.
+const SERVER = { execution: 'server' } as const;
+
+export async function replay(
+  records: Iterable<RawRecord>,
+  before: AgentSets,
+  after: AgentSets,
+  options: ReplayOptions = {},
+): Promise<ReplayReport> {
+  const maxExamples = options.examples ?? 3;
+  const maxWarnings = options.maxWarnings ?? 20;
+  const warnings = [...(options.sourceSkipped?.warnings ?? [])].slice(0, maxWarnings);
+  let skipped = options.sourceSkipped?.count ?? 0;
+  let total = skipped;
+  let evaluated = 0;
+  const unchanged: Record<ReplayDecision, number> = { allow: 0, deny: 0, steer: 0 };
+  const changes = new Map<string, ReplayChange>();
+
+  for (const record of records) {
+    total++;
+    const parsed = EvaluationRequestSchema.safeParse(record.value);
+    if (!parsed.success) {
+      skipped++;
+      if (warnings.length < maxWarnings) {
+        const issue = fieldIssuesOf(parsed.error)[0];
+        warnings.push(`${record.label}: skipped, it no longer fits the step model (${issue ? `${issue.field || '(record)'}: ${issue.message}` : 'invalid'})`);
+      }
+      continue;
+    }
+    const { agent_name, stage, step } = parsed.data;
+    let was: Verdict;
+    let now: Verdict;
+    try {
+      // Awaited only when an evaluator went asynchronous: the common case costs no microtask.
+      let shared: EvaluationResult | null = null;
+      if (options.common) {
+        const c = resultOf(evaluateStep(setOf(options.common, agent_name), step, stage, SERVER));
+        shared = c instanceof Promise ? await c : c;
+      }
+      const a = resultOf(evaluateStep(setOf(before, agent_name), step, stage, SERVER));
+      was = verdictOf(shared, a instanceof Promise ? await a : a);
+      const b = resultOf(evaluateStep(setOf(after, agent_name), step, stage, SERVER));
+      now = verdictOf(shared, b instanceof Promise ? await b : b);
+    } catch (error) {
+      skipped++;
+      if (warnings.length < maxWarnings) warnings.push(`${record.label}: skipped, evaluating it failed (${error instanceof Error ? error.message : String(error)})`);
+      continue;
+    }
+    evaluated++;
+    if (was.decision === now.decision) {
+      unchanged[was.decision]++;
+      continue;
+    }
+    const key = `${was.decision}>${now.decision}`;
+    let change = changes.get(key);
+    if (!change) {
+      change = { from: was.decision, to: now.decision, count: 0, controls: {}, examples: [] };
+      changes.set(key, change);
+    }
+    change.count++;
+    const responsible = now.decision === 'allow' ? was.deciding : now.deciding;
+    for (const name of responsible) change.controls[name] = (change.controls[name] ?? 0) + 1;
+    if (change.examples.length < maxExamples) {
+      change.examples.push({
+        label: record.label,
+        agent_name,
+        stage,
+        step_type: step.type,
+        step_name: step.name,
+        input_excerpt: excerpt(step.input),
+        controls: responsible,
+      });
+    }
+  }
+
+  return {
+    total,
+    evaluated,
+    skipped,
+    warnings,
+    changes: [...changes.values()].sort((a, b) => b.count - a.count || order(a) - order(b)),
+    unchanged,
+    source: options.source ?? 'recordings',
+  };
+}
+
+function setOf(sets: AgentSets, agent: string): CompiledControlSet {
+  return sets.get(agent) ?? EMPTY_CONTROL_SET;
+}
+
+function resultOf(pending: EvaluationOutcome | Promise<EvaluationOutcome>): EvaluationResult | Promise<EvaluationResult> {
+  return pending instanceof Promise ? pending.then((o) => o.result) : pending.result;
+}
+
+interface Verdict {
+  decision: ReplayDecision;
+  /** The controls behind a deny or steer decision. */
+  deciding: string[];
+}
+
+/** SPEC's priority over the shared matches plus one side's: deny wins, then steer. */
+function verdictOf(shared: EvaluationResult | null, side: EvaluationResult): Verdict {
+  const decision: ReplayDecision =
+    shared === null || shared.decision === side.decision
+      ? side.decision
+      : shared.decision === 'deny' || side.decision === 'deny'
+        ? 'deny'
+        : 'steer';
+  if (decision === 'allow') return { decision, deciding: [] };
+  const names: string[] = [];
+  for (const m of shared?.matches ?? []) if (m.action === decision) names.push(m.control_name);
+  for (const m of side.matches) if (m.action === decision) names.push(m.control_name);
+  // Sorted, so the split into shared and side controls never shows in the output.
+  return { decision, deciding: names.sort() };
+}
+
+const RANK: Record<ReplayDecision, number> = { deny: 0, steer: 1, allow: 2 };
+function order(c: ReplayChange): number {
+  return RANK[c.to] * 3 + RANK[c.from];
+}
+
+function excerpt(value: unknown): string {
+  let text: string;
+  try {
+    text = typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
+  } catch {
+    text = String(value);
+  }
+  return text.length > EXCERPT ? `${text.slice(0, EXCERPT - 1)}…` : text;
+}
+
+/** "would newly deny 37 of 10,000 steps": one line per change, for every renderer. */
+export function describeChange(change: Pick<ReplayChange, 'from' | 'to' | 'count'>, evaluated: number): string {
+  const of = `${change.count.toLocaleString('en-US')} of ${evaluated.toLocaleString('en-US')} step${evaluated === 1 ? '' : 's'}`;
+  if (change.to === 'deny') return `would newly deny ${of} (${change.from} before)`;
+  if (change.to === 'steer') return `would newly steer ${of} (${change.from} before)`;
+  return `would newly allow ${of} (${change.from} before)`;
+}

@@ -1,0 +1,31 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
+import { AgentNameSchema } from '../../model/index.js';
+import { parseOr422, type ServerContext } from '../context.js';
+
+export const RECORDINGS_DEFAULT_LIMIT = 100;
+export const RECORDINGS_MAX_LIMIT = 1000;
+
+const QuerySchema = z.strictObject({
+  agent_name: AgentNameSchema.optional(),
+  since: z.iso.datetime({ offset: true, message: 'since must be an ISO 8601 time, for example 2025-01-31T00:00:00Z' }).optional(),
+  limit: z.coerce.number().int().min(1).max(RECORDINGS_MAX_LIMIT).default(RECORDINGS_DEFAULT_LIMIT),
+  cursor: z.coerce.number().int().min(0).optional(),
+});
+
+/**
+ * `GET /api/v1/recordings`: the steps the server recorded (GUARD_RECORD_STEPS), oldest
+ * first, for `guardctl plan --replay`. Read access: the steps are already redacted.
+ */
+export const recordingRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) => {
+  app.get('/recordings', { config: { access: 'read' } }, async (request) => {
+    const query = parseOr422(QuerySchema, request.query, 'recordings query');
+    const page = await ctx.store.queryRecordedSteps({
+      agent_name: query.agent_name,
+      since: query.since,
+      limit: query.limit,
+      cursor: query.cursor,
+    });
+    return { steps: page.steps, next_cursor: page.next_cursor, recording: ctx.config.recordSteps };
+  });
+};

@@ -1,0 +1,113 @@
+/**
+ * PURE: raw `kind: Test` documents -> runnable cases plus diagnostics with positions.
+ * A malformed case is reported and skipped; the other cases of its document still run.
+ */
+import { z } from 'zod';
+import type { Diagnostic } from '../gitops/diagnostics.js';
+import { classifyIssue, hintFor } from '../gitops/hints.js';
+import type { LoadedTest, Span } from '../gitops/load.js';
+import { parseFieldPath } from '../gitops/positions.js';
+import { TestCaseSchema, TestDocumentSchema, fieldIssuesOf, type FieldIssue, type TestCase } from '../model/index.js';
+
+export interface RunnableCase {
+  test: string;
+  agent: string;
+  index: number;
+  testCase: TestCase;
+  file: string;
+  line: number;
+  column: number;
+}
+
+export interface CheckedTests {
+  cases: RunnableCase[];
+  diagnostics: Diagnostic[];
+  documents: number;
+}
+
+export interface KnownNames {
+  /** Agent name -> the names of its linked controls. */
+  agents: ReadonlyMap<string, ReadonlySet<string>>;
+  /** Every control the directory defines. */
+  controls: ReadonlySet<string>;
+}
+
+// The document without its cases: each case is parsed on its own so one typo skips one case.
+const TestHeaderSchema = TestDocumentSchema.extend({ cases: z.array(z.unknown()).min(1, 'a test document needs at least one case') });
+
+export function checkTests(tests: readonly LoadedTest[], known: KnownNames): CheckedTests {
+  const cases: RunnableCase[] = [];
+  const diagnostics: Diagnostic[] = [];
+  for (const doc of tests) {
+    const at = (field: string, atKey = false): Span =>
+      doc.locate ? doc.locate(field, atKey) : { line: doc.source.line, column: doc.source.column, endLine: doc.source.line, endColumn: doc.source.column };
+    const report = (field: string, code: string, message: string, hint: string, severity: Diagnostic['severity'] = 'error') => {
+      const span = at(field, code === 'unknown_field');
+      diagnostics.push({ severity, file: doc.source.file, line: span.line, column: span.column, endLine: span.endLine, endColumn: span.endColumn, field, code, message, hint });
+    };
+    const reportIssue = (issue: FieldIssue) => {
+      // zod words a missing field differently per type (invalid_type, invalid_value); the data decides.
+      const missing = issue.field !== '' && valueAt(doc.value, parseFieldPath(issue.field)) === undefined;
+      const code = missing ? 'missing_field' : classifyIssue(issue);
+      const message = missing ? `${issue.field}: required field is missing` : issue.field ? `${issue.field}: ${issue.message}` : issue.message;
+      report(issue.field, code, message, hintFor(code, issue.field, issue.message));
+    };
+
+    const header = TestHeaderSchema.safeParse(doc.value);
+    if (!header.success) {
+      for (const issue of fieldIssuesOf(header.error)) reportIssue(issue);
+      continue;
+    }
+    const name = header.data.name;
+    const docAgent = header.data.agent;
+    if (!known.agents.has(docAgent)) {
+      report('agent', 'unknown_agent', `test "${name}" names agent "${docAgent}", which no kind: Agent document defines`, agentHint(known));
+      continue;
+    }
+    header.data.cases.forEach((raw, index) => {
+      const parsed = TestCaseSchema.safeParse(raw);
+      if (!parsed.success) {
+        for (const issue of fieldIssuesOf(parsed.error, ['cases', index])) reportIssue(issue);
+        return;
+      }
+      const testCase = parsed.data;
+      const agent = testCase.agent ?? docAgent;
+      const linked = known.agents.get(agent);
+      if (linked === undefined) {
+        report(`cases[${index}].agent`, 'unknown_agent', `case "${testCase.name}" names agent "${agent}", which no kind: Agent document defines`, agentHint(known));
+        return;
+      }
+      let ok = true;
+      for (const list of ['matched', 'not_matched'] as const) {
+        (testCase.expect[list] ?? []).forEach((control, j) => {
+          const field = `cases[${index}].expect.${list}[${j}]`;
+          if (!known.controls.has(control)) {
+            ok = false;
+            report(field, 'unknown_control', `case "${testCase.name}" names control "${control}", which no kind: Control document defines`, 'fix the spelling or add the control');
+          } else if (!linked.has(control) && list === 'matched') {
+            ok = false;
+            report(field, 'control_not_linked', `case "${testCase.name}" expects control "${control}" to match, but agent "${agent}" does not link it`, `add "${control}" to the controls of agent "${agent}" or set the case's agent`);
+          }
+        });
+      }
+      if (!ok) return;
+      const span = at(`cases[${index}]`);
+      cases.push({ test: name, agent, index, testCase, file: doc.source.file, line: span.line, column: span.column });
+    });
+  }
+  return { cases, diagnostics, documents: tests.length };
+}
+
+function agentHint(known: KnownNames): string {
+  const names = [...known.agents.keys()].sort();
+  return names.length > 0 ? `use one of: ${names.join(', ')}` : 'add a kind: Agent document that links the controls under test';
+}
+
+function valueAt(value: unknown, path: ReadonlyArray<string | number>): unknown {
+  let node = value;
+  for (const key of path) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = (node as Record<string | number, unknown>)[key];
+  }
+  return node;
+}

@@ -1,0 +1,91 @@
+/**
+ * Runs decision tests offline with the server's engine: each agent's linked controls are
+ * compiled once, every case is one `evaluateStep`. PURE (no fs, no network).
+ */
+import { evaluateStep, type CompiledControlSet } from '../engine/index.js';
+import type { EvaluatorRegistry } from '../evaluators/registry.js';
+import { sortDiagnostics } from '../gitops/diagnostics.js';
+import type { LoadedTest } from '../gitops/load.js';
+import type { ControlData, EvaluationResult } from '../model/index.js';
+import { compileAgentSets, type AgentLinks } from './agent-sets.js';
+import { checkTests, type RunnableCase } from './check-tests.js';
+import type { CaseOutcome, TestRunReport } from './types.js';
+
+export interface TestRunInput {
+  directory: string;
+  controls: ReadonlyArray<{ name: string; data: ControlData }>;
+  agents: readonly AgentLinks[];
+  tests: readonly LoadedTest[];
+  registry: EvaluatorRegistry;
+}
+
+export async function runTests(input: TestRunInput): Promise<TestRunReport> {
+  const agents = new Map(input.agents.map((a) => [a.agent_name, new Set(a.controls)]));
+  const checked = checkTests(input.tests, { agents, controls: new Set(input.controls.map((c) => c.name)) });
+  const sets = compileAgentSets(input.controls, input.agents, input.registry);
+
+  const outcomes: CaseOutcome[] = [];
+  const exercised = new Set<string>();
+  for (const runnable of checked.cases) {
+    const set = sets.get(runnable.agent) as CompiledControlSet;
+    const { testCase } = runnable;
+    // Every control takes part (server and sdk execution): a test asks what the agent ends up with.
+    const pending = evaluateStep(set, testCase.step, testCase.stage);
+    const { result } = pending instanceof Promise ? await pending : pending;
+    for (const m of result.matches) exercised.add(m.control_name);
+    outcomes.push(outcomeOf(runnable, result));
+  }
+
+  const enabled = input.controls.filter((c) => c.data.enabled !== false).map((c) => c.name).sort();
+  const failed = outcomes.filter((o) => !o.passed).length;
+  const diagnostics = sortDiagnostics(checked.diagnostics);
+  return {
+    directory: input.directory,
+    cases: outcomes,
+    diagnostics,
+    coverage: {
+      total: enabled.length,
+      exercised: enabled.filter((n) => exercised.has(n)),
+      unexercised: enabled.filter((n) => !exercised.has(n)),
+    },
+    summary: {
+      documents: checked.documents,
+      total: outcomes.length,
+      passed: outcomes.length - failed,
+      failed,
+      invalid: diagnostics.filter((d) => d.severity === 'error').length,
+    },
+  };
+}
+
+function outcomeOf(runnable: RunnableCase, result: EvaluationResult): CaseOutcome {
+  const { testCase } = runnable;
+  const matched = result.matches.map((m) => m.control_name);
+  const matchedSet = new Set(matched);
+  const expectMatched = testCase.expect.matched ?? [];
+  const expectNot = testCase.expect.not_matched ?? [];
+  const missing = expectMatched.filter((n) => !matchedSet.has(n));
+  const unexpected = expectNot.filter((n) => matchedSet.has(n));
+  const decidingAction = result.decision === 'allow' ? null : result.decision;
+  return {
+    test: runnable.test,
+    case: testCase.name,
+    agent: runnable.agent,
+    stage: testCase.stage,
+    step_type: testCase.step.type,
+    step_name: testCase.step.name,
+    file: runnable.file,
+    line: runnable.line,
+    column: runnable.column,
+    passed: result.decision === testCase.expect.decision && missing.length === 0 && unexpected.length === 0,
+    expected: { decision: testCase.expect.decision, matched: expectMatched, not_matched: expectNot },
+    actual: {
+      decision: result.decision,
+      matched,
+      deciding: decidingAction === null ? [] : result.matches.filter((m) => m.action === decidingAction).map((m) => m.control_name),
+      errors: result.errors.map((m) => m.control_name),
+    },
+    missing_matched: missing,
+    unexpected_matched: unexpected,
+  };
+}
