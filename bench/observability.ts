@@ -1,0 +1,345 @@
+/**
+ * Observability benchmarks (issue #4), all through real HTTP on 127.0.0.1:
+ * - ingest: POST /api/v1/observability/events in batches of 1000 until every event is
+ *   written to a SQLite file (buffer + flush included), events/s;
+ * - evaluation throughput with observability on, as a ratio to bench/server.ts's bare
+ *   Fastify baseline (same body, same run, same load generator);
+ * - a 24h stats query over 1,000,000 stored events, ms (median of 5).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { createDefaultRegistry } from '../src/evaluators/registry.js';
+import { ControlDataSchema, type ObservabilityEvent } from '../src/model/index.js';
+import { createObservability, type Observability } from '../src/observability/index.js';
+import { buildApp } from '../src/server/app.js';
+import { loadConfig, type ServerConfig } from '../src/server/config.js';
+import { SqliteStore } from '../src/store/sqlite/index.js';
+import type { Store } from '../src/store/types.js';
+import { median, type Benchmark, type BenchRow } from './harness.js';
+import { EVALUATION_BODY, seedBenchAgent, startBareBaseline } from './server.js';
+
+interface CannonResult {
+  requests: { average: number; total: number };
+  non2xx: number;
+  errors: number;
+}
+type Cannon = (opts: {
+  url: string;
+  method: string;
+  body: string;
+  headers: Record<string, string>;
+  connections: number;
+  duration: number;
+}) => Promise<CannonResult>;
+// autocannon ships no types; this is the slice of its API used here.
+const autocannon = createRequire(import.meta.url)('autocannon') as Cannon;
+
+interface Server {
+  app: FastifyInstance;
+  url: string;
+  store: Store;
+  observability: Observability;
+  dir: string;
+  close(): Promise<void>;
+}
+
+async function startServer(
+  overrides: Partial<ServerConfig> = {},
+  withObservability = true,
+  writerThread = true,
+): Promise<Server> {
+  const dir = mkdtempSync(join(tmpdir(), 'guard-obs-bench-'));
+  const config = loadConfig({}, { flushIntervalSeconds: 1, ...overrides });
+  const file = join(dir, 'bench.db');
+  const store = new SqliteStore(file);
+  // As start.ts does for SQLite files: events are written by a worker thread.
+  const observability = createObservability({
+    store,
+    config,
+    processMetrics: true,
+    ...(writerThread ? { sqlitePath: file } : {}),
+  });
+  const app = await buildApp({
+    store,
+    config,
+    registry: createDefaultRegistry(),
+    ...(withObservability ? { observability } : {}),
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  observability.start();
+  return {
+    app,
+    store,
+    observability,
+    dir,
+    url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`,
+    async close() {
+      await app.close();
+      await observability.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const AGENTS = ['support-bot', 'billing-bot', 'search-bot', 'triage-bot', 'ops-bot'];
+const ACTIONS = ['deny', 'steer', 'warn', 'log', 'allow'] as const;
+
+function event(i: number, timestamp: string): ObservabilityEvent {
+  return {
+    control_execution_id: `bench-${i}`,
+    trace_id: `trace-${i >> 4}`,
+    span_id: `span-${i}`,
+    agent_name: AGENTS[i % AGENTS.length]!,
+    control_id: 1 + (i % 20),
+    control_name: `control-${1 + (i % 20)}`,
+    check_stage: i % 3 === 0 ? 'post' : 'pre',
+    applies_to: i % 2 === 0 ? 'tool' : 'llm',
+    action: ACTIONS[i % ACTIONS.length]!,
+    matched: i % 7 === 0,
+    confidence: 1,
+    timestamp,
+    execution_duration_ms: 0.02 + (i % 10) / 100,
+    evaluator_name: 'regex',
+    selector_path: 'input.query',
+    error_message: i % 101 === 0 ? 'evaluator failed' : null,
+    metadata: null,
+  };
+}
+
+/**
+ * Clients send 1000 events per request, 4 requests in flight. When the buffer is full the
+ * server accepts the first `enqueued` events of a batch and drops the rest; this client,
+ * like a well-behaved one, waits briefly and resends that tail, so the rate measured is
+ * what reaches the SQLite file, with the store as the bottleneck.
+ */
+async function benchIngest(): Promise<BenchRow[]> {
+  const batches = 200;
+  const inFlight = 4;
+  const s = await startServer({ eventBufferSize: 50_000 });
+  try {
+    const now = new Date().toISOString();
+    const batchesOfEvents = Array.from({ length: batches }, (_, b) =>
+      Array.from({ length: 1000 }, (_, i) => event(b * 1000 + i, now)),
+    );
+    let resent = 0;
+    const start = performance.now();
+    let next = 0;
+    const send = async (events: ObservabilityEvent[]): Promise<number> => {
+      const res = await fetch(`${s.url}/api/v1/observability/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ events }),
+      });
+      return ((await res.json()) as { enqueued: number }).enqueued;
+    };
+    const worker = async () => {
+      while (next < batchesOfEvents.length) {
+        let events = batchesOfEvents[next++]!;
+        for (;;) {
+          const enqueued = await send(events);
+          if (enqueued === events.length) break;
+          events = events.slice(enqueued);
+          resent += events.length;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: inFlight }, worker));
+    await s.observability.buffer.flush();
+    const seconds = (performance.now() - start) / 1000;
+    const stored = (await s.store.queryEvents({ limit: 1, offset: 0 })).total;
+    const rate = stored / seconds;
+    return [
+      {
+        name: 'ingest via POST /observability/events, batches of 1000, into a SQLite file',
+        value: Math.round(rate),
+        unit: 'events/s',
+        goal: '>= 50000 events/s',
+        pass: rate >= 50_000,
+        note: `${stored} stored in ${seconds.toFixed(1)} s (writer: ${s.observability.writerKind}); ${resent} resent after a full buffer`,
+      },
+    ];
+  } finally {
+    await s.close();
+  }
+}
+
+interface LoadResult {
+  rate: number;
+  /** Process CPU (server, writer thread and load generator) per request, µs: steadier than req/s on a shared machine. */
+  cpuPerRequest: number;
+}
+
+/** `url` is the full evaluation URL; the body is bench/server.ts's step (10 of 50 controls in scope). */
+async function load(url: string, seconds: number): Promise<LoadResult> {
+  const cpu = process.cpuUsage();
+  const r = await autocannon({
+    url,
+    method: 'POST',
+    body: EVALUATION_BODY,
+    headers: { 'content-type': 'application/json' },
+    connections: 16,
+    duration: seconds,
+  });
+  const used = process.cpuUsage(cpu);
+  if (r.non2xx > 0 || r.errors > 0) throw new Error(`load run had ${r.non2xx} non-2xx answers and ${r.errors} errors`);
+  return { rate: r.requests.total / seconds, cpuPerRequest: (used.user + used.system) / r.requests.total };
+}
+
+/** One control in scope for bench/server.ts's step, for the light end of the range. */
+async function seedOneControl(store: Store): Promise<void> {
+  await store.upsertAgent({ agent_name: 'bench-bot' });
+  const data = ControlDataSchema.parse({
+    scope: { step_types: ['tool'] },
+    selector: { path: 'input.query' },
+    evaluator: { name: 'regex', config: { pattern: '(?i)\\b(drop|truncate)\\s+table\\b' } },
+    action: { decision: 'deny' },
+  });
+  const control = await store.createControl({ name: 'bench-one', data });
+  await store.linkControl('bench-bot', control.control_id);
+}
+
+async function droppedEvents(s: Server): Promise<number> {
+  const { registry, prefix } = s.observability.metrics;
+  const text = await registry.getSingleMetricAsString(`${prefix}_events_dropped_total`);
+  return [...text.matchAll(/_total\{[^}]*\} (\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+}
+
+/**
+ * Each evaluated control is one stored event, so the cost of observability grows with the
+ * controls in scope. Measured with bench/server.ts's agent (50 controls, 10 in scope for
+ * its step) and with a single control, each against the same server without observability
+ * and against bench/server.ts's bare Fastify baseline, in one rotation.
+ */
+async function benchEvaluation(): Promise<BenchRow[]> {
+  const bare = await startBareBaseline();
+  const scenarios: Array<{ controls: number; seed: (store: Store) => Promise<void> }> = [
+    { controls: 1, seed: seedOneControl },
+    { controls: 10, seed: seedBenchAgent },
+  ];
+  const servers: Array<{ controls: number; on: Server; off: Server }> = [];
+  const evalUrl = (s: Server) => `${s.url}/api/v1/evaluation`;
+  try {
+    for (const { controls, seed } of scenarios) {
+      const on = await startServer();
+      const off = await startServer({}, false);
+      servers.push({ controls, on, off });
+      await seed(on.store);
+      await seed(off.store);
+    }
+    const urls = [bare.url, ...servers.flatMap((s) => [evalUrl(s.on), evalUrl(s.off)])];
+    // Warm all up, then rotate runs so load from elsewhere hits each alike.
+    for (const url of urls) await load(url, 1);
+    const runs = new Map<string, LoadResult[]>(urls.map((u) => [u, []]));
+    for (let round = 0; round < 3; round++) {
+      for (const url of urls) runs.get(url)!.push(await load(url, 3));
+    }
+    const rate = (url: string) => median(runs.get(url)!.map((r) => r.rate));
+    const cpu = (url: string) => median(runs.get(url)!.map((r) => r.cpuPerRequest)).toFixed(0);
+    const bareRate = rate(bare.url);
+    const rows: BenchRow[] = [
+      {
+        name: 'bare Fastify route, bench/server.ts baseline',
+        value: Math.round(bareRate),
+        unit: 'req/s',
+        note: `${cpu(bare.url)} µs CPU/request`,
+      },
+    ];
+    for (const { controls, on, off } of servers) {
+      const onRate = rate(evalUrl(on));
+      const offRate = rate(evalUrl(off));
+      const written = (await on.store.queryEvents({ limit: 1, offset: 0 })).total;
+      rows.push(
+        {
+          name: `evaluation, ${controls} control(s) in scope, no observability`,
+          value: Math.round(offRate),
+          unit: 'req/s',
+          note: `${(offRate / bareRate).toFixed(2)} of bare: the server's own ceiling; ${cpu(evalUrl(off))} µs CPU/request`,
+        },
+        {
+          name: `evaluation, ${controls} control(s) in scope, observability on`,
+          value: Math.round(onRate),
+          unit: 'req/s',
+          note: `${(onRate / offRate).toFixed(2)} of the same server without observability; ${cpu(evalUrl(on))} µs CPU/request; ${written} events stored, ${await droppedEvents(on)} dropped`,
+        },
+        {
+          name: `evaluation with observability / bare Fastify, ${controls} control(s)`,
+          value: onRate / bareRate,
+          unit: 'x',
+          goal: '>= 0.6 of bare Fastify',
+          pass: onRate / bareRate >= 0.6,
+        },
+      );
+    }
+    return rows;
+  } finally {
+    for (const s of servers) {
+      await s.on.close();
+      await s.off.close();
+    }
+    await bare.app.close();
+  }
+}
+
+async function benchStats(): Promise<BenchRow[]> {
+  const s = await startServer();
+  try {
+    const total = 1_000_000;
+    const now = Date.now();
+    // Spread over the last 48 hours so the 24h window holds about half of them.
+    const span = 48 * 3_600_000;
+    const batch: ObservabilityEvent[] = [];
+    for (let i = 0; i < total; i++) {
+      batch.push(event(i, new Date(now - Math.floor((i / total) * span)).toISOString()));
+      if (batch.length === 1000) {
+        await s.store.insertEvents(batch);
+        batch.length = 0;
+      }
+    }
+    const time = async (path: string) => {
+      const runs: number[] = [];
+      let executions = 0;
+      for (let r = 0; r < 5; r++) {
+        const start = performance.now();
+        const res = await fetch(`${s.url}${path}`);
+        const body = (await res.json()) as { totals: { executions: number } };
+        runs.push(performance.now() - start);
+        executions = body.totals.executions;
+      }
+      return { ms: median(runs), executions };
+    };
+    const all = await time('/api/v1/observability/stats?time_range=24h');
+    const agent = await time('/api/v1/observability/stats?time_range=24h&agent_name=support-bot');
+    return [
+      {
+        name: 'GET /observability/stats 24h over 1,000,000 events (20 controls)',
+        value: all.ms,
+        unit: 'ms',
+        goal: '< 200 ms',
+        pass: all.ms < 200,
+        note: `${all.executions} executions in window`,
+      },
+      {
+        name: 'same, one agent',
+        value: agent.ms,
+        unit: 'ms',
+        goal: '< 200 ms',
+        pass: agent.ms < 200,
+        note: `${agent.executions} executions in window`,
+      },
+    ];
+  } finally {
+    await s.close();
+  }
+}
+
+export const benchmarks: Benchmark[] = [
+  { name: 'observability ingest', run: benchIngest },
+  { name: 'observability evaluation overhead', run: benchEvaluation },
+  { name: 'observability stats', run: benchStats },
+];

@@ -1,0 +1,17 @@
+/**
+ * Observability: per-control events (buffered, batched into the store), statistics,
+ * the live stream for dashboards and Prometheus metrics. The server wires these pieces;
+ * evaluation calls `recordEvaluation`, which never waits on I/O.
+ */
+export type { ObservabilityConfig } from './config.js';
+export { OBSERVABILITY_DEFAULTS } from './config.js';
+export type { RecordEvaluationInput, Observability, ObservabilityLogger } from './observability.js';
+export { createObservability } from './observability.js';
+export type { GuardMetrics } from './metrics.js';
+export { createMetrics } from './metrics.js';
+export type { EventHub, StreamFilter, StreamSubscriber } from './event-hub.js';
+export { createEventHub } from './event-hub.js';
+export { EventBuffer } from './event-buffer.js';
+export { observabilityRoutes, metricsRoutes } from './routes.js';
+export type { ObservabilityRoutesOptions } from './routes.js';
+export { TIME_RANGES, timeRangeMs } from './schemas.js';

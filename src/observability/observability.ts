@@ -1,0 +1,198 @@
+import type { FastifyInstance } from 'fastify';
+import type { ObservabilityEvent, ReloadNotice } from '../model/index.js';
+import { StoreError, type Store } from '../store/types.js';
+import { OBSERVABILITY_DEFAULTS, type ObservabilityConfig } from './config.js';
+import { EventBuffer } from './event-buffer.js';
+import { createEventHub, type EventHub } from './event-hub.js';
+import { defaultWorkerUrl, inlineWriter, workerWriter, type EventWriter } from './event-writer.js';
+import { createMetrics, type GuardMetrics } from './metrics.js';
+import { eventsOf, executionsOf, summaryOf, type RecordEvaluationInput } from './record.js';
+
+export type { RecordEvaluationInput } from './record.js';
+
+/** The subset of a pino/Fastify logger observability uses. */
+export interface ObservabilityLogger {
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface Observability {
+  /** OBSERVABILITY_ENABLED: whether events are stored. */
+  readonly enabled: boolean;
+  readonly metrics: GuardMetrics;
+  readonly hub: EventHub;
+  readonly buffer: EventBuffer;
+  /** Where flushed events go: `inline` (the store) or `worker` (a writer thread). */
+  readonly writerKind: EventWriter['kind'];
+  /** Synchronous; never throws and never waits on I/O. */
+  recordEvaluation(input: RecordEvaluationInput): void;
+  ingest(events: ObservabilityEvent[]): { received: number; enqueued: number; dropped: number };
+  publishReload(notice: ReloadNotice): void;
+  /** Adds an onResponse hook counting requests by method, route pattern and status. */
+  installHttpMetrics(app: FastifyInstance): void;
+  /** Starts the flush and retention timers (unref'd) and prunes once. */
+  start(): void;
+  /** Stops the timers, ends live streams and flushes what is buffered. Idempotent. */
+  close(): Promise<void>;
+  /** Deletes events older than the retention; returns how many. */
+  prune(now?: number): Promise<number>;
+}
+
+export interface CreateObservabilityOptions {
+  store: Store;
+  config: ObservabilityConfig;
+  logger?: ObservabilityLogger;
+  /** Process metrics (default true); tests building many apps may turn them off. */
+  processMetrics?: boolean;
+  /**
+   * The SQLite file of `store`. When set, events are written by a worker thread with its
+   * own connection (see event-writer.ts), so inserts never pause request handling.
+   */
+  sqlitePath?: string;
+  /** The compiled worker module; defaults to the one beside this file when it exists. */
+  workerUrl?: URL | null;
+  /** Live stream tuning, mostly for tests. */
+  stream?: { queueSize?: number; stallMs?: number; heartbeatMs?: number; maxSubscribers?: number };
+}
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+
+export function createObservability(opts: CreateObservabilityOptions): Observability {
+  const { store, config, logger } = opts;
+  const enabled = config.observabilityEnabled;
+  const hub = createEventHub({
+    heartbeatMs: opts.stream?.heartbeatMs ?? (config.streamHeartbeatSeconds ?? OBSERVABILITY_DEFAULTS.streamHeartbeatSeconds) * 1000,
+    maxSubscribers: opts.stream?.maxSubscribers ?? config.streamMaxSubscribers ?? OBSERVABILITY_DEFAULTS.streamMaxSubscribers,
+    queueSize: opts.stream?.queueSize,
+    stallMs: opts.stream?.stallMs,
+  });
+
+  // The buffer and metrics refer to each other (written/dropped counters, the buffered
+  // gauge), so the buffer reads the metrics lazily.
+  let buffer: EventBuffer | null = null;
+  const metrics = createMetrics({
+    prefix: config.metricsPrefix,
+    maxLabelValues: config.metricsMaxLabelValues ?? OBSERVABILITY_DEFAULTS.metricsMaxLabelValues,
+    countControls: async () => (await store.listControls({ limit: 1 })).total,
+    bufferedEvents: () => buffer?.size ?? 0,
+    streamSubscribers: () => hub.size,
+    processMetrics: opts.processMetrics,
+  });
+  const writer = chooseWriter(opts);
+  buffer = new EventBuffer({
+    capacity: config.eventBufferSize,
+    write: (batch) => writer.write(batch),
+    onWritten: (n) => metrics.eventsWritten.inc(n),
+    onDropped: (n, reason) => metrics.eventsDropped.inc({ reason }, n),
+    onWriteError: (err, n) => logger?.error({ err, events: n }, 'observability: writing events failed; the batch was dropped'),
+    // A database outage keeps events in memory (bounded by the capacity) until it returns.
+    retryable: (err) => err instanceof StoreError && err.kind === 'unavailable',
+    onWriteDeferred: (err, n) =>
+      logger?.warn({ err, events: n }, 'observability: database unavailable; events stay buffered until it returns'),
+  });
+  const events = buffer;
+
+  let flushTimer: NodeJS.Timeout | null = null;
+  let pruneTimer: NodeJS.Timeout | null = null;
+  let closed: Promise<void> | null = null;
+
+  const prune = async (now = Date.now()): Promise<number> => {
+    const before = new Date(now - config.eventRetentionDays * DAY_MS).toISOString();
+    return writer.prune(before);
+  };
+  const pruneLogged = () => {
+    prune().catch((err: unknown) => logger?.warn({ err }, 'observability: pruning old events failed'));
+  };
+
+  const record = (input: RecordEvaluationInput) => {
+    const executions = executionsOf(input);
+    let durationMs = 0;
+    for (const x of executions) durationMs += x.duration_ms;
+    const { result } = input.outcome;
+    metrics.countEvaluation(metrics.agentLabels.value(input.agent_name), result.decision);
+    metrics.evaluationDuration.observe(durationMs / 1000);
+    for (const m of result.matches) {
+      metrics.controlMatches.inc({ control: metrics.controlLabels.value(m.control_name), action: m.action });
+    }
+    for (const x of executions) {
+      if (x.error_message !== null) {
+        metrics.evaluatorErrors.inc({ evaluator: metrics.evaluatorLabels.value(x.evaluator_name || 'unknown') });
+      }
+    }
+    if (!enabled && hub.size === 0) return;
+    const timestamp = new Date().toISOString();
+    if (enabled && executions.length > 0) events.push(eventsOf(input, executions, timestamp));
+    if (hub.size > 0) hub.publishEvaluation(summaryOf(input, executions, durationMs, timestamp));
+  };
+
+  return {
+    enabled,
+    metrics,
+    hub,
+    buffer: events,
+    get writerKind() {
+      return writer.kind;
+    },
+    recordEvaluation(input) {
+      try {
+        record(input);
+      } catch (err) {
+        // Observability must never fail an evaluation.
+        logger?.warn({ err }, 'observability: recording an evaluation failed');
+      }
+    },
+    ingest(batch) {
+      if (!enabled) {
+        metrics.eventsDropped.inc({ reason: 'disabled' }, batch.length);
+        return { received: batch.length, enqueued: 0, dropped: batch.length };
+      }
+      const { enqueued, dropped } = events.push(batch);
+      return { received: batch.length, enqueued, dropped };
+    },
+    publishReload(notice) {
+      metrics.reloads.inc({ result: notice.result });
+      hub.publishReload(notice);
+    },
+    installHttpMetrics(app) {
+      app.addHook('onResponse', (request, reply, done) => {
+        // The route pattern, never the raw URL: ids in paths would make labels unbounded.
+        const route = request.routeOptions.url ?? 'unmatched';
+        metrics.observeHttp(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
+        done();
+      });
+    },
+    start() {
+      if (closed || flushTimer) return;
+      flushTimer = setInterval(() => void events.flush(), Math.max(0.01, config.flushIntervalSeconds) * 1000);
+      flushTimer.unref();
+      pruneLogged();
+      pruneTimer = setInterval(pruneLogged, HOUR_MS);
+      pruneTimer.unref();
+    },
+    close() {
+      closed ??= (async () => {
+        if (flushTimer) clearInterval(flushTimer);
+        if (pruneTimer) clearInterval(pruneTimer);
+        flushTimer = pruneTimer = null;
+        hub.close();
+        await events.flush();
+        await writer.close();
+      })();
+      return closed;
+    },
+    prune,
+  };
+}
+
+function chooseWriter(opts: CreateObservabilityOptions): EventWriter {
+  const path = opts.sqlitePath;
+  const url = opts.workerUrl === undefined ? defaultWorkerUrl() : opts.workerUrl;
+  if (!path || path === ':memory:' || !url || opts.store.kind !== 'sqlite') return inlineWriter(opts.store);
+  try {
+    return workerWriter({ sqlitePath: path, workerUrl: url, fallback: opts.store });
+  } catch (err) {
+    opts.logger?.warn({ err }, 'observability: event writer thread unavailable; writing inline');
+    return inlineWriter(opts.store);
+  }
+}

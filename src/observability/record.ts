@@ -1,0 +1,156 @@
+import { randomUUID } from 'node:crypto';
+import type { ControlExecution } from '../engine/api.js';
+import type {
+  ControlMatch,
+  EvaluationResult,
+  EvaluationSummary,
+  ObservabilityEvent,
+  Stage,
+  Step,
+} from '../model/index.js';
+
+export interface RecordEvaluationInput {
+  agent_name: string;
+  stage: Stage;
+  step: Step;
+  /** From the engine; `executions` is set when it was asked to collect them. */
+  outcome: { result: EvaluationResult; executions: ControlExecution[] | null };
+  trace_id: string;
+  span_id: string;
+}
+
+const EXCERPT_LENGTH = 200;
+
+/** Per-control executions; rebuilt from the result lists (without timings) when not collected. */
+export function executionsOf(input: RecordEvaluationInput): ControlExecution[] {
+  if (input.outcome.executions) return input.outcome.executions;
+  const { result } = input.outcome;
+  const out: ControlExecution[] = [];
+  const add = (m: ControlMatch, matched: boolean) =>
+    out.push({
+      control_id: m.control_id,
+      control_name: m.control_name,
+      action: m.action,
+      matched,
+      confidence: m.result.confidence,
+      error_message: m.error ?? null,
+      evaluator_name: '',
+      selector_path: '',
+      duration_ms: 0,
+    });
+  for (const m of result.matches) add(m, true);
+  for (const m of result.errors) add(m, m.result.matched);
+  for (const m of result.non_matches) add(m, false);
+  return out;
+}
+
+/** The result metadata of each control that reported some, by control id. */
+function metadataByControl(result: EvaluationResult): Map<number, Record<string, unknown>> | null {
+  let map: Map<number, Record<string, unknown>> | null = null;
+  for (const list of [result.matches, result.errors, result.non_matches]) {
+    for (const m of list) {
+      if (m.result.metadata) (map ??= new Map()).set(m.control_id, m.result.metadata);
+    }
+  }
+  return map;
+}
+
+/** One stored event per control evaluated. */
+export function eventsOf(
+  input: RecordEvaluationInput,
+  executions: readonly ControlExecution[],
+  timestamp: string,
+): ObservabilityEvent[] {
+  const metadata = metadataByControl(input.outcome.result);
+  const events: ObservabilityEvent[] = new Array<ObservabilityEvent>(executions.length);
+  for (let i = 0; i < executions.length; i++) {
+    const x = executions[i]!;
+    events[i] = {
+      control_execution_id: randomUUID(),
+      trace_id: input.trace_id,
+      span_id: input.span_id,
+      agent_name: input.agent_name,
+      control_id: x.control_id,
+      control_name: x.control_name,
+      check_stage: input.stage,
+      applies_to: input.step.type,
+      action: x.action,
+      matched: x.matched,
+      confidence: x.confidence,
+      timestamp,
+      execution_duration_ms: x.duration_ms,
+      evaluator_name: x.evaluator_name || null,
+      selector_path: x.selector_path || null,
+      error_message: x.error_message,
+      metadata: metadata?.get(x.control_id) ?? null,
+    };
+  }
+  return events;
+}
+
+/** Walks a selector path (`input.a.b[0]`, `name`, `*`) for the stream's excerpt. */
+export function selectForExcerpt(step: Step, path: string): unknown {
+  if (path === '') return undefined;
+  if (path === '*') return step;
+  let value: unknown = step;
+  for (const part of path.split(/\.|\[(\d+)\]/)) {
+    if (part === undefined || part === '') continue;
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<string, unknown>)[part];
+  }
+  return value;
+}
+
+export function excerptOf(value: unknown): string | null {
+  if (value === undefined) return null;
+  let text: string;
+  try {
+    text = typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
+  } catch {
+    return null;
+  }
+  return text.length > EXCERPT_LENGTH ? `${text.slice(0, EXCERPT_LENGTH - 1)}…` : text;
+}
+
+export function summaryOf(
+  input: RecordEvaluationInput,
+  executions: readonly ControlExecution[],
+  durationMs: number,
+  timestamp: string,
+): EvaluationSummary {
+  const { result } = input.outcome;
+  const byId = new Map<number, ControlExecution>();
+  for (const x of executions) byId.set(x.control_id, x);
+  // The engine sets the excerpt; executions rebuilt from a result (or built by hand) fall
+  // back to walking the selector path here.
+  const excerptFor = (id: number): string | null => {
+    const x = byId.get(id);
+    if (x?.excerpt !== undefined) return x.excerpt;
+    return excerptOf(selectForExcerpt(input.step, x?.selector_path ?? ''));
+  };
+  return {
+    id: randomUUID(),
+    timestamp,
+    trace_id: input.trace_id,
+    agent_name: input.agent_name,
+    step_name: input.step.name,
+    step_type: input.step.type,
+    stage: input.stage,
+    decision: result.decision,
+    duration_ms: durationMs,
+    evaluated: executions.length,
+    matches: result.matches.map((m) => ({
+      control_id: m.control_id,
+      control_name: m.control_name,
+      action: m.action,
+      message: m.result.message,
+      steering_context: m.steering_context ?? null,
+      excerpt: excerptFor(m.control_id),
+    })),
+    errors: result.errors.map((m) => ({
+      control_id: m.control_id,
+      control_name: m.control_name,
+      message: m.error ?? m.result.message ?? 'evaluator error',
+    })),
+  };
+}

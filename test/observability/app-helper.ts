@@ -1,0 +1,80 @@
+import type { FastifyInstance } from 'fastify';
+import { createDefaultRegistry } from '../../src/evaluators/registry.js';
+import type { EvaluatorDefinition } from '../../src/evaluators/types.js';
+import { ControlDataSchema, type ControlDataInput } from '../../src/model/index.js';
+import {
+  createObservability,
+  type CreateObservabilityOptions,
+  type Observability,
+} from '../../src/observability/observability.js';
+import { buildApp } from '../../src/server/app.js';
+import { loadConfig, type ServerConfig } from '../../src/server/config.js';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
+import type { Store } from '../../src/store/types.js';
+
+export interface TestApp {
+  app: FastifyInstance;
+  store: Store;
+  config: ServerConfig;
+  observability: Observability;
+  close(): Promise<void>;
+}
+
+/** A real app on a real in-memory SQLite store, built the way start.ts builds it. */
+export async function makeApp(
+  overrides: Partial<ServerConfig> = {},
+  opts: { stream?: CreateObservabilityOptions['stream']; evaluators?: EvaluatorDefinition[] } = {},
+): Promise<TestApp> {
+  const config = loadConfig({}, { flushIntervalSeconds: 3600, ...overrides });
+  const store = new SqliteStore(':memory:');
+  const observability = createObservability({ store, config, processMetrics: false, stream: opts.stream });
+  const registry = createDefaultRegistry({ extra: opts.evaluators ?? [] });
+  const app = await buildApp({ store, config, registry, observability });
+  return {
+    app,
+    store,
+    config,
+    observability,
+    async close() {
+      await app.close();
+      await observability.close();
+      await store.close();
+    },
+  };
+}
+
+/** Stores a control linked to `agent` and returns its id. */
+export async function addControl(store: Store, agent: string, name: string, data: ControlDataInput): Promise<number> {
+  const control = await store.createControl({ name, data: ControlDataSchema.parse(data) });
+  if (!(await store.getAgent(agent))) await store.upsertAgent({ agent_name: agent });
+  await store.linkControl(agent, control.control_id);
+  return control.control_id;
+}
+
+export const denySql: ControlDataInput = {
+  scope: { step_types: ['tool'], stages: ['pre'] },
+  selector: { path: 'input.query' },
+  evaluator: { name: 'regex', config: { pattern: '(?i)\\bdrop\\s+table\\b' } },
+  action: { decision: 'deny', metadata: { severity: 'high' } },
+};
+
+export const warnEmail: ControlDataInput = {
+  scope: { step_types: ['tool'] },
+  selector: { path: 'input.query' },
+  evaluator: { name: 'regex', config: { pattern: '@' } },
+  action: { decision: 'warn' },
+};
+
+export function evaluation(query: string, agent = 'support-bot') {
+  return { agent_name: agent, stage: 'pre', step: { type: 'tool', name: 'run_sql', input: { query } } };
+}
+
+/** A plugin evaluator that always fails, to exercise evaluator errors end to end. */
+export const failingEvaluator: EvaluatorDefinition = {
+  name: 'always_fails',
+  description: 'throws on every value',
+  configSchema: { type: 'object' },
+  compile: () => () => {
+    throw new Error('scorer unavailable');
+  },
+};

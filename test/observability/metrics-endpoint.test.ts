@@ -1,0 +1,86 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { addControl, denySql, evaluation, failingEvaluator, makeApp, warnEmail, type TestApp } from './app-helper.js';
+
+let t: TestApp | undefined;
+afterEach(async () => {
+  await t?.close();
+  t = undefined;
+});
+
+describe('GET /metrics', () => {
+  it('serves every metric under the configured prefix, public, with route patterns as labels', async () => {
+    t = await makeApp({ metricsPrefix: 'acme', apiKeyEnabled: true, apiKeys: ['k1'] });
+    const id = await addControl(t.store, 'support-bot', 'block-sql', denySql);
+    const headers = { 'x-api-key': 'k1' };
+    await t.app.inject({ method: 'POST', url: '/api/v1/evaluation', headers, payload: evaluation('DROP TABLE users') });
+    await t.app.inject({ url: `/api/v1/observability/stats/controls/${id}`, headers });
+    await t.app.inject({ url: '/api/v1/observability/stats/controls/12345', headers });
+    t.observability.publishReload({ timestamp: new Date().toISOString(), result: 'failure', revision: null, errors: ['x'] });
+
+    const res = await t.app.inject({ url: '/metrics' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toContain('text/plain');
+    const text = res.body;
+    for (const name of [
+      'http_requests_total',
+      'http_request_duration_seconds',
+      'evaluations_total',
+      'control_matches_total',
+      'evaluation_duration_seconds',
+      'evaluator_errors_total',
+      'controls',
+      'events_buffered',
+      'events_written_total',
+      'events_dropped_total',
+      'reloads_total',
+      'stream_subscribers',
+    ]) {
+      expect(text).toContain(`# TYPE acme_${name} `);
+    }
+    expect(text).toContain('acme_evaluations_total{agent="support-bot",decision="deny"} 1');
+    expect(text).toContain('acme_control_matches_total{control="block-sql",action="deny"} 1');
+    expect(text).toContain('acme_evaluation_duration_seconds_count 1');
+    expect(text).toContain('acme_controls 1');
+    expect(text).toContain('acme_events_buffered 1');
+    expect(text).toContain('acme_reloads_total{result="failure"} 1');
+    expect(text).toContain(
+      'acme_http_requests_total{method="GET",route="/api/v1/observability/stats/controls/:control_id",status="200"} 1',
+    );
+    expect(text).toContain(
+      'acme_http_requests_total{method="GET",route="/api/v1/observability/stats/controls/:control_id",status="404"} 1',
+    );
+    expect(text).not.toContain('12345');
+  });
+
+  it('bounds agent and control label values, reporting the rest as other', async () => {
+    t = await makeApp({ metricsMaxLabelValues: 2 });
+    for (const agent of ['a1', 'a2', 'a3', 'a4']) {
+      await addControl(t.store, agent, `warn-${agent}`, warnEmail);
+      await t.app.inject({ method: 'POST', url: '/api/v1/evaluation', payload: evaluation('mail me@x.org', agent) });
+    }
+    const text = (await t.app.inject({ url: '/metrics' })).body;
+    expect(text).toContain('guard_evaluations_total{agent="a1",decision="allow"} 1');
+    expect(text).toContain('guard_evaluations_total{agent="a2",decision="allow"} 1');
+    expect(text).toContain('guard_evaluations_total{agent="other",decision="allow"} 2');
+    expect(text).toContain('guard_control_matches_total{control="other",action="warn"} 2');
+    expect(text).not.toContain('agent="a3"');
+  });
+
+  it('counts evaluator errors by evaluator and stores the error on the event', async () => {
+    t = await makeApp({}, { evaluators: [failingEvaluator] });
+    await addControl(t.store, 'support-bot', 'flaky', {
+      selector: { path: 'input' },
+      evaluator: { name: 'always_fails', config: { on_error: 'allow' } },
+      action: { decision: 'log' },
+    });
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/evaluation', payload: evaluation('hello') });
+    expect(res.statusCode).toBe(200);
+    const text = (await t.app.inject({ url: '/metrics' })).body;
+    expect(text).toContain('guard_evaluator_errors_total{evaluator="always_fails"} 1');
+    await t.observability.buffer.flush();
+    const stats = (await t.app.inject({ url: '/api/v1/observability/stats?time_range=5m' })).json();
+    expect(stats.totals).toMatchObject({ executions: 1, errors: 1, matches: 0, non_matches: 0 });
+    const page = await t.store.queryEvents({ limit: 1, offset: 0 });
+    expect(page.events[0]!.error_message).toContain('scorer unavailable');
+  });
+});
