@@ -2,7 +2,18 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import type { Benchmark, BenchRow } from './harness.js';
 
 /** Every benchmark module, in the order their results are printed. */
-const modules: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [];
+const modules: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
+  () => import('./server.js'),
+  () => import('./engine.js'),
+  () => import('./observability.js'),
+  () => import('./tui.js'),
+  () => import('./gitops.js'),
+  () => import('./sdk.js'),
+  () => import('./store.js'),
+  () => import('./reload.js'),
+  () => import('./postgres.js'),
+  () => import('./replay.js'),
+];
 
 async function main(): Promise<void> {
   const only = process.argv.slice(2);

@@ -22,10 +22,12 @@ import {
   AgentRecordSchema,
 } from '../model/index.js';
 import { ConnectionError, ResponseShapeError } from './errors.js';
+import { RecordingPageSchema, type RecordingPage } from './schemas.js';
 import {
   AckSchema,
   AgentControlsSchema,
   AgentStatsSchema,
+  AppliedChangesSchema,
   ControlStatsSchema,
   AgentDetailSchema,
   AgentListSchema,
@@ -46,6 +48,7 @@ import {
   type AgentControls,
   type AgentDetail,
   type AgentStats,
+  type AppliedChanges,
   type ControlStatsResult,
   type ControlList,
   type CreatedControl,
@@ -101,6 +104,18 @@ export type AgentRegistrationBody = {
   conflict_mode?: 'strict' | 'overwrite';
   metadata?: Record<string, unknown>;
 };
+
+/**
+ * One write of `POST /changes` (the store's StoreChange as JSON): controls and links are
+ * named, never numbered, so a batch can create a control and link it in one request.
+ */
+export type ChangeBody =
+  | { op: 'create_control'; control: NewControlBody }
+  | { op: 'update_control'; name: string; patch: ControlPatchBody & { data?: ControlDataInput | ControlData | null } }
+  | { op: 'delete_control'; name: string }
+  | { op: 'upsert_agent'; agent: AgentPatch & { agent_name: string; managed_by?: string | null } }
+  | { op: 'link'; agent_name: string; control_name: string }
+  | { op: 'unlink'; agent_name: string; control_name: string };
 
 /** The filter of `POST /observability/events/query`. */
 export interface EventQueryBody {
@@ -250,6 +265,16 @@ export class GuardClient {
     return { deleted: out.deleted ?? true, unlinked_agents: out.unlinked_agents ?? [] };
   }
 
+  /**
+   * Applies 1 to 500 changes in one transaction, all of them or none. A refusal is an
+   * ApiError whose problem names the failing change (`errors[0].field` = `changes[N]`).
+   */
+  applyChanges(changes: ChangeBody[]): Promise<AppliedChanges> {
+    return this.#request({
+      method: 'POST', path: `${API}/changes`, endpoint: 'POST /changes', schema: AppliedChangesSchema, body: { changes },
+    });
+  }
+
   // ---- agents ----
 
   async listAgents(): Promise<AgentRecord[]> {
@@ -340,6 +365,16 @@ export class GuardClient {
       method: 'GET', path: `${API}/observability/stats/controls/${controlId}`,
       endpoint: 'GET /observability/stats/controls/{control_id}', schema: ControlStatsSchema,
       query: { agent_name: params.agent_name, time_range: params.time_range },
+    });
+  }
+
+  // ---- recordings (plan --replay) ----
+
+  /** One page of recorded steps, oldest first; `next_cursor` is null on the last page. */
+  listRecordings(page: { agent_name?: string; since?: string; limit?: number; cursor?: number | null } = {}): Promise<RecordingPage> {
+    return this.#request({
+      method: 'GET', path: `${API}/recordings`, endpoint: 'GET /recordings', schema: RecordingPageSchema,
+      query: { agent_name: page.agent_name, since: page.since, limit: page.limit, cursor: page.cursor ?? undefined },
     });
   }
 

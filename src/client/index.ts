@@ -4,6 +4,7 @@ export type {
   NewControlBody,
   ControlPatchBody,
   AgentRegistrationBody,
+  ChangeBody,
   EventQueryBody,
   StatsParams,
 } from './client.js';
@@ -14,6 +15,7 @@ export type {
   AgentControls,
   AgentDetail,
   AgentStats,
+  AppliedChanges,
   ControlList,
   ControlStats,
   ControlStatsResult,

@@ -55,6 +55,13 @@ export const DeletedControlSchema = z.looseObject({
   unlinked_agents: z.array(z.string()).optional(),
 });
 
+/** `POST /changes`: how many changes were applied and whose controls changed. */
+export const AppliedChangesSchema = z.looseObject({
+  applied: z.number().int(),
+  touched_agents: z.array(z.string()),
+});
+export type AppliedChanges = z.infer<typeof AppliedChangesSchema>;
+
 export const AgentListSchema = z.looseObject({ agents: z.array(AgentRecordSchema.loose()) });
 
 /** `GET /agents/{name}`: the agent record plus the ids and names of its controls. */
@@ -135,3 +142,10 @@ export const ControlStatsSchema = z.looseObject({
   stats: ControlStatsRowSchema,
 });
 export type ControlStatsResult = z.infer<typeof ControlStatsSchema>;
+
+/** Steps are kept unparsed (`unknown`): replay checks each one and skips what no longer fits. */
+export const RecordingPageSchema = z.object({
+  steps: z.array(z.object({ id: z.number(), timestamp: z.string(), agent_name: z.string(), stage: z.string(), step: z.unknown(), decision: z.string() })),
+  next_cursor: z.number().nullable(),
+});
+export type RecordingPage = z.infer<typeof RecordingPageSchema>;

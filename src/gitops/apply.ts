@@ -2,6 +2,8 @@
  * Executes a plan through a Target, in the plan's (safe) order: controls before links,
  * unlinks before deletes. Stops at the first failure and says what was done and what was
  * not; every operation is idempotent on its own, so re-planning and re-applying converges.
+ * A Target that can apply many operations at once (all or none) gets them in batches,
+ * one step of the safe order at a time; a failed batch is not done as a whole.
  */
 import { ApiError } from '../errors.js';
 import { errorMessage } from './errors.js';
@@ -20,6 +22,37 @@ export interface Target {
   unlink(op: Op<'unlink'>): Promise<void>;
   /** The fingerprint of the target's current state (to check a saved plan is still current). */
   fingerprint(): Promise<string>;
+}
+
+/**
+ * A Target that can also apply operations of one step of the safe order at once, all of
+ * them or none (one transaction). Apply then uses `applyBatch` instead of the methods
+ * above. (A separate interface, so code that maps over Target's methods stays simple.)
+ */
+export interface BatchTarget extends Target {
+  /** Throws on failure, a BatchFailure when it can name the operation that caused it. */
+  applyBatch(operations: readonly Operation[]): Promise<void>;
+  /** How to split one step's operations into batches, in order. Default: DEFAULT_BATCH_SIZE at a time. */
+  batchesOf?(operations: readonly Operation[]): Operation[][];
+}
+
+export function isBatchTarget(target: Target): target is BatchTarget {
+  return typeof (target as Partial<BatchTarget>).applyBatch === 'function';
+}
+
+/** Operations per batch when the Target does not say (kept well under request size limits). */
+export const DEFAULT_BATCH_SIZE = 250;
+
+/** A batch was refused because of one of its operations; the whole batch was rolled back. */
+export class BatchFailure extends Error {
+  constructor(
+    /** The operation the target blames, when it could tell. */
+    readonly operation: Operation | null,
+    readonly reason: unknown,
+  ) {
+    super(errorMessage(reason));
+    this.name = 'BatchFailure';
+  }
 }
 
 export interface ProgressEvent {
@@ -53,6 +86,7 @@ export async function applyOperations(
 ): Promise<ApplyResult> {
   const { onProgress = () => {}, concurrency = 1 } = typeof options === 'function' ? { onProgress: options } : options;
   const ordered = sortOperations(operations);
+  if (isBatchTarget(target)) return applyInBatches(ordered, target, onProgress);
   const doneSet = new Set<number>();
   let failed: ApplyResult['failed'] = null;
   let finished = 0;
@@ -85,6 +119,51 @@ export async function applyOperations(
   const failedOp = (failed as ApplyResult['failed'])?.operation;
   const notDone = ordered.filter((o, i) => !doneSet.has(i) && o !== failedOp);
   return { done, failed, notDone };
+}
+
+/**
+ * One batch at a time, in order: when a batch commits, all its operations are done; when
+ * it fails, it and everything after it are not done (the target rolled the batch back).
+ */
+async function applyInBatches(
+  ordered: Operation[],
+  target: BatchTarget,
+  onProgress: (event: ProgressEvent) => void,
+): Promise<ApplyResult> {
+  const total = ordered.length;
+  let finished = 0;
+  for (const phase of phasesOf(ordered)) {
+    const operations = phase.map((i) => ordered[i]!);
+    const batches = target.batchesOf ? target.batchesOf(operations) : chunksOf(operations, DEFAULT_BATCH_SIZE);
+    for (const batch of batches) {
+      batch.forEach((operation, k) => onProgress({ index: finished + k + 1, total, operation, status: 'start' }));
+      try {
+        await target.applyBatch(batch);
+      } catch (error) {
+        const blamed = error instanceof BatchFailure && error.operation && batch.includes(error.operation) ? error.operation : batch[0]!;
+        const cause = error instanceof BatchFailure ? error.reason : error;
+        const status = cause instanceof ApiError ? cause.status : undefined;
+        const others = batch.length - 1;
+        // A refusal from the server rolled the batch back; without an answer (timeout,
+        // connection lost) the batch may or may not have committed: a new plan tells.
+        const rolledBack =
+          others === 0 ? '' : cause instanceof ApiError
+            ? ` (the other ${others} operation(s) of its batch were rolled back with it)`
+            : ` (the batch of ${others + 1} operation(s) may or may not have been applied; plan again to see)`;
+        onProgress({ index: finished + batch.indexOf(blamed) + 1, total, operation: blamed, status: 'failed' });
+        const failed = { operation: blamed, error: `${errorMessage(cause)}${rolledBack}`, ...(status ? { status } : {}) };
+        return { done: ordered.slice(0, finished), failed, notDone: ordered.slice(finished).filter((o) => o !== blamed) };
+      }
+      for (const operation of batch) onProgress({ index: ++finished, total, operation, status: 'done' });
+    }
+  }
+  return { done: ordered, failed: null, notDone: [] };
+}
+
+export function chunksOf<T>(items: readonly T[], size: number): T[][] {
+  const chunks: T[][] = [];
+  for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size));
+  return chunks;
 }
 
 /** Indexes of consecutive operations that may run together (same step of the safe order). */

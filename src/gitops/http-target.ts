@@ -1,15 +1,31 @@
-/** The Target that applies a plan to a server through the REST client. */
-import type { AgentRegistrationBody, GuardClient } from '../client/index.js';
+/**
+ * The Target that applies a plan to a server through the REST client. Apply sends it
+ * batches (`POST /changes`, one transaction per request); the per-operation methods
+ * remain for callers that drive it one operation at a time.
+ */
+import type { AgentRegistrationBody, ChangeBody, GuardClient } from '../client/index.js';
 import { ApiError } from '../errors.js';
 import type { AgentPatch } from '../model/index.js';
-import type { Target } from './apply.js';
-import type { ActualState, AgentFields } from './desired-state.js';
+import { BatchFailure, type BatchTarget, type Target } from './apply.js';
+import type { ActualAgent, ActualState, AgentFields } from './desired-state.js';
 import { fetchActualState } from './fetch-state.js';
 import { fingerprintOf } from './fingerprint.js';
+import type { Operation } from './plan.js';
 
-export class HttpTarget implements Target {
+/** Changes per request: half the server's maximum (500), a few transactions for 1,000 controls. */
+export const CHANGES_PER_REQUEST = 250;
+/** Estimated JSON bytes per request: half the server's default body limit (1 MiB), for big controls. */
+export const BYTES_PER_REQUEST = 512 * 1024;
+
+/** Changes that only move ownership or the file a control lives in: its data stays. */
+const BOOKKEEPING = new Set(['managed_by', 'source']);
+
+export class HttpTarget implements BatchTarget {
   /** Control ids by name: from the state the plan was made against, plus what we create. */
   readonly #ids = new Map<string, number>();
+  /** Names of controls made by batches (their ids are not needed: changes name controls). */
+  readonly #created = new Set<string>();
+  readonly #agents: Map<string, ActualAgent>;
 
   constructor(
     readonly client: GuardClient,
@@ -18,6 +34,118 @@ export class HttpTarget implements Target {
     readonly counter: { writes: number } = { writes: 0 },
   ) {
     for (const c of state.controls) this.#ids.set(c.name, c.control_id);
+    this.#agents = new Map(state.agents.map((a) => [a.agent_name, a]));
+  }
+
+  /** Splits one step of the plan into requests, in order, within the count and size bounds. */
+  batchesOf(operations: readonly Operation[]): Operation[][] {
+    const batches: Operation[][] = [];
+    let current: Operation[] = [];
+    let bytes = 0;
+    for (const op of operations) {
+      // The operation's JSON (with its diff) overestimates the change it becomes: a safe bound.
+      const size = JSON.stringify(op).length;
+      if (current.length > 0 && (current.length >= CHANGES_PER_REQUEST || bytes + size > BYTES_PER_REQUEST)) {
+        batches.push(current);
+        current = [];
+        bytes = 0;
+      }
+      current.push(op);
+      bytes += size;
+    }
+    if (current.length > 0) batches.push(current);
+    return batches;
+  }
+
+  /** One request, one transaction: all of the operations or none of them. */
+  async applyBatch(operations: readonly Operation[]): Promise<void> {
+    const changes: ChangeBody[] = [];
+    const origins: Operation[] = [];
+    for (const op of operations) {
+      const change = await this.#changeOf(op);
+      if (change === null) continue; // already true on the server
+      changes.push(change);
+      origins.push(op);
+    }
+    // A delete or unlink whose control vanished since the plan fails the whole batch
+    // (404); its goal is reached, so it is dropped and the batch sent again.
+    for (;;) {
+      if (changes.length === 0) return;
+      this.counter.writes += changes.length;
+      try {
+        await this.client.applyChanges(changes);
+        break;
+      } catch (error) {
+        const blamed = blamedOperation(error, origins);
+        if (blamed && (await this.#vanished(blamed, error))) {
+          const at = origins.indexOf(blamed);
+          changes.splice(at, 1);
+          origins.splice(at, 1);
+          continue;
+        }
+        throw new BatchFailure(blamed, error);
+      }
+    }
+    for (const op of origins) {
+      if (op.op === 'create_control') this.#created.add(op.name);
+      if (op.op === 'delete_control') {
+        this.#created.delete(op.name);
+        this.#ids.delete(op.name);
+      }
+    }
+  }
+
+  /** The StoreChange an operation becomes, the same writes the per-operation methods make. */
+  async #changeOf(op: Operation): Promise<ChangeBody | null> {
+    switch (op.op) {
+      case 'create_control':
+        return { op: 'create_control', control: { name: op.name, data: op.data, managed_by: op.managed_by, source: op.source } };
+      case 'update_control': {
+        const patch: Extract<ChangeBody, { op: 'update_control' }>['patch'] = { managed_by: op.managed_by, source: op.source };
+        if (op.changes.some((c) => !BOOKKEEPING.has(c.path))) patch.data = op.data;
+        return { op: 'update_control', name: op.name, patch };
+      }
+      case 'delete_control':
+        // Already gone (for example deleted by hand since the plan): the goal is reached.
+        return (await this.#exists(op.name)) ? { op: 'delete_control', name: op.name } : null;
+      case 'create_agent':
+      case 'update_agent':
+        return { op: 'upsert_agent', agent: this.#agentOf(op.agent_name, op.fields) };
+      case 'link':
+        return { op: 'link', agent_name: op.agent_name, control_name: op.control_name };
+      case 'unlink':
+        return (await this.#exists(op.control_name)) ? { op: 'unlink', agent_name: op.agent_name, control_name: op.control_name } : null;
+    }
+  }
+
+  /**
+   * The whole agent, as the store replaces it: fields the document leaves out keep the
+   * values the plan saw, as initAgent and PATCH would have kept them.
+   */
+  #agentOf(agentName: string, fields: AgentFields): Extract<ChangeBody, { op: 'upsert_agent' }>['agent'] {
+    const have = this.#agents.get(agentName);
+    const pick = <K extends keyof AgentFields>(key: K, fallback: AgentFields[K]): AgentFields[K] => (key in fields ? fields[key] : fallback);
+    return {
+      agent_name: agentName,
+      agent_description: pick('agent_description', have?.agent_description ?? null) ?? null,
+      agent_version: pick('agent_version', have?.agent_version ?? null) ?? null,
+      steps: pick('steps', have?.steps ?? []) ?? [],
+      metadata: pick('metadata', have?.metadata ?? null) ?? null,
+    };
+  }
+
+  /** Did `op` fail only because its control is already gone (the goal of a delete or unlink)? */
+  async #vanished(op: Operation, error: unknown): Promise<boolean> {
+    if (!(error instanceof ApiError && error.status === 404)) return false;
+    if (op.op !== 'delete_control' && op.op !== 'unlink') return false;
+    const name = op.op === 'delete_control' ? op.name : op.control_name;
+    this.#ids.delete(name);
+    this.#created.delete(name);
+    return !(await this.#exists(name));
+  }
+
+  async #exists(name: string): Promise<boolean> {
+    return this.#created.has(name) || (await this.#idOf(name, true)) !== null;
   }
 
   async createControl(op: Parameters<Target['createControl']>[0]): Promise<void> {
@@ -93,6 +221,17 @@ export class HttpTarget implements Target {
     if (optional) return null;
     throw new Error(`control "${name}" does not exist on the server`);
   }
+}
+
+/** The server names the failing change as `changes[N]...` in its problem's field issues. */
+function blamedOperation(error: unknown, origins: readonly Operation[]): Operation | null {
+  if (!(error instanceof ApiError)) return null;
+  for (const issue of error.problem?.errors ?? []) {
+    const match = /^changes\[(\d+)\]/.exec(issue.field);
+    const op = match ? origins[Number(match[1])] : undefined;
+    if (op) return op;
+  }
+  return null;
 }
 
 function registrationOf(agentName: string, fields: AgentFields): AgentRegistrationBody {

@@ -13,6 +13,7 @@ import { installJsonParser } from './json-body.js';
 import { HttpProblem, problemOf, problemOfStoreError, sendProblem, type Problem } from './problem.js';
 import { startReplicaSync } from './replica-sync.js';
 import { agentRoutes } from './routes/agents.js';
+import { changeRoutes } from './routes/changes.js';
 import { controlRoutes } from './routes/controls.js';
 import { evaluationRoutes } from './routes/evaluation.js';
 import { recordingRoutes } from './routes/recordings.js';
@@ -108,6 +109,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(systemRoutes, { ...ctx, health: new HealthMonitor(store) });
   await app.register(agentRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(controlRoutes, { ...ctx, prefix: '/api/v1' });
+  await app.register(changeRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(evaluationRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(recordingRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(reloadRoutes, { reload: deps.reload, prefix: '/api/v1' });

@@ -16,6 +16,7 @@ import {
 } from '../model/index.js';
 import type { Access } from './auth.js';
 import {
+  ChangesBodySchema,
   ControlDataBodySchema,
   ControlPatchBodySchema,
   CreateControlBodySchema,
@@ -41,6 +42,7 @@ const SCHEMAS: Record<string, z.ZodType> = {
   CreateControlBody: CreateControlBodySchema,
   ControlPatchBody: ControlPatchBodySchema,
   ControlDataBody: ControlDataBodySchema,
+  ChangesBody: ChangesBodySchema,
   AgentRegistration: AgentRegistrationSchema,
   AgentPatch: AgentPatchSchema,
   AgentRecord: AgentRecordSchema,
@@ -76,7 +78,17 @@ export const ROUTES: readonly RouteDoc[] = [
   { method: 'delete', path: '/api/v1/controls/{control_id}', summary: 'Delete a control and unlink it from every agent', access: 'admin' },
   { method: 'get', path: '/api/v1/controls/{control_id}/data', summary: 'The control data', access: 'read' },
   { method: 'put', path: '/api/v1/controls/{control_id}/data', summary: 'Replace the control data', access: 'admin', body: 'ControlDataBody' },
+  { method: 'post', path: '/api/v1/changes', summary: 'Apply 1 to 500 changes (controls, agents, links) in one transaction, all or none', access: 'admin', body: 'ChangesBody' },
   { method: 'post', path: '/api/v1/evaluation', summary: 'Evaluate a step against the agent’s controls', access: 'read', body: 'EvaluationRequest', response: 'EvaluationResult' },
+  {
+    method: 'get', path: '/api/v1/recordings', summary: 'Recorded steps for replay, oldest first (GUARD_RECORD_STEPS; cursor-based)', access: 'read',
+    query: [
+      { name: 'agent_name', type: 'string', description: 'only this agent' },
+      { name: 'since', type: 'string', description: 'ISO time; only steps recorded at or after it' },
+      { name: 'limit', type: 'integer', description: 'page size, 1..1000, default 100' },
+      { name: 'cursor', type: 'integer', description: 'next_cursor of the previous page' },
+    ],
+  },
   { method: 'get', path: '/api/v1/reload/status', summary: 'Watch mode: the watched directory’s state (last good revision, current errors); 404 when not watching', access: 'read' },
   { method: 'post', path: '/api/v1/observability/events', summary: 'Record events (1 to 1000)', access: 'read', status: 202 },
   { method: 'post', path: '/api/v1/observability/events/query', summary: 'Query stored events', access: 'read' },

@@ -4,14 +4,14 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { GuardClient } from '../../src/client/index.js';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import type { ServerHandle } from '../../src/server/start.js';
-import { applyOperations, type Target } from '../../src/gitops/apply.js';
+import { applyOperations, type ProgressEvent, type Target } from '../../src/gitops/apply.js';
 import { controlValidator } from '../../src/gitops/control-validator.js';
 import { checkWithServer, loadDirectory } from '../../src/gitops/directory.js';
 import { exportState } from '../../src/gitops/export.js';
 import { fetchActualState } from '../../src/gitops/fetch-state.js';
 import { fingerprintOf } from '../../src/gitops/fingerprint.js';
-import { HttpTarget } from '../../src/gitops/http-target.js';
-import { loadDocuments } from '../../src/gitops/load.js';
+import { CHANGES_PER_REQUEST, HttpTarget } from '../../src/gitops/http-target.js';
+import { loadDocuments, type LoadResult } from '../../src/gitops/load.js';
 import { applyToServer, planAgainstServer } from '../../src/gitops/sync.js';
 import { startTestServer } from './server.js';
 
@@ -188,5 +188,96 @@ controls: [uses-plugin]
     expect(fingerprintOf(await fetchActualState(client))).toBe(before);
     await client.initAgent({ agent_name: 'someone' });
     expect(fingerprintOf(await fetchActualState(client))).not.toBe(before);
+  });
+});
+
+/** `count` controls in one file and one agent linked to the first `links` of them. */
+function generated(count: number, links: number): LoadResult {
+  const docs = Array.from({ length: count }, (_, i) => `kind: Control
+name: gen-${String(i).padStart(4, '0')}
+selector: { path: input }
+evaluator: { name: regex, config: { pattern: 'x${i}' } }
+action: { decision: log }
+`);
+  const linked = Array.from({ length: links }, (_, i) => `gen-${String(i).padStart(4, '0')}`);
+  docs.push(`kind: Agent\nagent_name: bot\ncontrols: [${linked.join(', ')}]\n`);
+  return loadDocuments([{ path: 'gen.yaml', text: docs.join('---\n') }], { validateControl: controlValidator(createDefaultRegistry()) });
+}
+
+describe('apply in batches (POST /changes)', () => {
+  it('sends a step of the plan in a few requests and converges', async () => {
+    const loaded = generated(600, 300);
+    const requests: string[] = [];
+    const counting = new GuardClient({
+      serverUrl: server.url,
+      timeoutMs: 10_000,
+      fetch: (input, init) => {
+        const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+        requests.push(`${init?.method ?? 'GET'} ${new URL(url).pathname}`);
+        return fetch(input, init);
+      },
+    });
+    const first = await planAgainstServer(counting, loaded, {});
+    requests.length = 0;
+    const events: ProgressEvent[] = [];
+    const result = await applyToServer(counting, first, (e) => events.push(e));
+    expect(result.failed).toBeNull();
+    expect(result.done).toHaveLength(600 + 1 + 300);
+    expect(result.writes).toBe(901);
+    // 600 creates in 3 requests, the agent in 1, 300 links in 2.
+    expect(requests).toEqual(Array.from({ length: 6 }, () => 'POST /api/v1/changes'));
+    expect(events.filter((e) => e.status === 'done').map((e) => e.index)).toEqual(Array.from({ length: 901 }, (_, i) => i + 1));
+    expect((await client.getAgent('bot')).controls).toHaveLength(300);
+    expect((await planAgainstServer(client, loaded, {})).plan.operations).toEqual([]);
+  });
+
+  it('a failed batch is not done as a whole, batches before it are, and a re-run converges', async () => {
+    const loaded = generated(600, 10);
+    const first = await planAgainstServer(client, loaded, {});
+    // Someone makes a control of a planned name in the second batch after the plan was made.
+    const interloper = 'gen-0300';
+    await client.createControl({ name: interloper });
+    const events: ProgressEvent[] = [];
+    const result = await applyToServer(client, first, (e) => events.push(e));
+
+    const ops = first.plan.operations;
+    const failedAt = ops.findIndex((o) => o.op === 'create_control' && o.name === interloper);
+    expect(result.failed?.operation).toEqual(ops[failedAt]);
+    expect(result.failed?.status).toBe(409);
+    expect(result.failed?.error).toMatch(/already exists/);
+    expect(result.failed?.error).toMatch(/rolled back/);
+    // The first batch committed; the failed batch (rolled back whole) and all later ones did not.
+    expect(result.done).toEqual(ops.slice(0, CHANGES_PER_REQUEST));
+    expect(result.notDone).toEqual(ops.slice(CHANGES_PER_REQUEST).filter((o) => o !== ops[failedAt]));
+    expect(events.filter((e) => e.status === 'done')).toHaveLength(CHANGES_PER_REQUEST);
+    expect(events.find((e) => e.status === 'failed')).toMatchObject({ index: failedAt + 1, operation: ops[failedAt] });
+    const names = (await client.listAllControls()).map((c) => c.name);
+    expect(names).toHaveLength(CHANGES_PER_REQUEST + 1);
+    expect(names).not.toContain('gen-0299');
+
+    // Fix the cause (take the control over) and run again: it picks up where it stopped.
+    const rerun = await planAgainstServer(client, loaded, { force: true });
+    expect(rerun.plan.summary.create_control).toBe(600 - CHANGES_PER_REQUEST - 1);
+    expect((await applyToServer(client, rerun)).failed).toBeNull();
+    expect((await planAgainstServer(client, loaded, {})).plan.operations).toEqual([]);
+  });
+
+  it('treats deletes and unlinks of controls already gone as done', async () => {
+    const loaded = generated(3, 3);
+    await applyToServer(client, await planAgainstServer(client, loaded, {}));
+    const fewer = generated(1, 1);
+    const pruning = await planAgainstServer(client, fewer, { prune: true });
+    expect(pruning.plan.summary).toMatchObject({ unlink: 2, delete_control: 2 });
+    // gen-0002 disappears between plan and apply (its links go with it).
+    const gone = (await client.listControls({ name: 'gen-0002' })).controls[0]!;
+    await client.deleteControl(gone.control_id);
+    const result = await applyToServer(client, pruning);
+    expect(result.failed).toBeNull();
+    expect(result.done).toEqual(pruning.plan.operations);
+    // Changes sent: both unlinks (refused: 404), the remaining unlink again, then only
+    // the delete of the control that still exists.
+    expect(result.writes).toBe(4);
+    expect((await client.listAllControls()).map((c) => c.name)).toEqual(['gen-0000']);
+    expect((await planAgainstServer(client, fewer, { prune: true })).plan.operations).toEqual([]);
   });
 });

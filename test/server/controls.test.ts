@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ControlDataSchema } from '../../src/model/index.js';
 import { call, json, seedAgentWithControl, sqlControl, startTestServer, type TestServer } from './helpers.js';
 
 let server: TestServer;
@@ -183,13 +184,13 @@ describe('POST /api/v1/controls/validate', () => {
 
 describe('controls managed by watch mode', () => {
   it('are read-only through the API, naming their source file', async () => {
-    const created = await call(server.app, 'PUT', '/api/v1/controls', {
+    // Only watch mode owns controls as `watch:`; it writes through the store, not the API.
+    const { control_id: id } = await server.store.createControl({
       name: 'watched',
-      data: sqlControl(),
+      data: ControlDataSchema.parse(sqlControl()),
       managed_by: 'watch:controls',
       source: 'controls/sql.yaml:1',
     });
-    const id = json(created).control_id;
     await call(server.app, 'POST', '/api/v1/agents/initAgent', { agent_name: 'bot' });
     const attempts = [
       await call(server.app, 'PATCH', `/api/v1/controls/${id}`, { enabled: false }),
