@@ -41,9 +41,9 @@ function hintForStatus(status: number): string | null {
 }
 
 function isCommanderExit(error: unknown): error is { exitCode: number } {
-  return typeof error === 'object' && error !== null && 'code' in error &&
-    typeof (error as { code: unknown }).code === 'string' &&
-    (error as { code: string }).code.startsWith('commander.') && 'exitCode' in error;
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, exitCode } = error as { code?: unknown; exitCode?: unknown };
+  return typeof code === 'string' && code.startsWith('commander.') && typeof exitCode === 'number';
 }
 
 process.exitCode = await main(process.argv);
