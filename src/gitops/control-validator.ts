@@ -4,5 +4,6 @@ import type { EvaluatorRegistry } from '../evaluators/registry.js';
 import type { ControlValidator } from './load.js';
 
 export function controlValidator(registry: EvaluatorRegistry): ControlValidator {
-  return (document) => validateControlDocument(document, registry);
+  // The names go with the validator so an unknown evaluator's hint can name the nearest one.
+  return Object.assign((document: unknown) => validateControlDocument(document, registry), { evaluatorNames: () => registry.names() });
 }

@@ -21,14 +21,24 @@ export function classifyIssue(issue: FieldIssue): string {
   return issue.code;
 }
 
-export function hintFor(code: string, field: string, message = ''): string {
+/** What a hint can use beyond the issue itself: the names that would have been accepted. */
+export interface HintContext {
+  /** For unknown_field: the keys allowed next to the unknown one (schema order). */
+  allowedKeys?: readonly string[];
+  /** For unknown_evaluator: the registry's evaluator names. */
+  evaluators?: readonly string[];
+  /** For unknown_kind: the value given. */
+  given?: string;
+}
+
+export function hintFor(code: string, field: string, message = '', context: HintContext = {}): string {
   switch (code) {
     case 'yaml_syntax':
       return 'fix the YAML syntax at this spot (check indentation, quotes and colons)';
     case 'unknown_field':
-      return `remove "${field.split('.').pop() ?? field}" or fix its spelling; unknown keys are errors so a typo never silently disables a rule (run "guardctl schema" for the allowed keys)`;
+      return unknownFieldHint(field, context.allowedKeys ?? []);
     case 'unknown_evaluator':
-      return 'use one of the evaluators the server lists (GET /api/v1/evaluators), for example regex or list';
+      return unknownEvaluatorHint(message, context.evaluators ?? []);
     case 'invalid_pattern':
       return 'fix the regular expression; patterns use RE2 syntax (no look-around or back-references; (?i) works)';
     case 'invalid_config':
@@ -46,8 +56,11 @@ export function hintFor(code: string, field: string, message = ''): string {
     case 'invalid_format':
       return `change ${field || 'the value'} to the expected format`;
     case 'missing_kind':
-    case 'unknown_kind':
       return 'set "kind:" to Control, Agent or Test';
+    case 'unknown_kind': {
+      const guess = context.given === undefined ? null : closestName(context.given, KIND_NAMES);
+      return guess ? `did you mean "${guess}"? "kind:" is one of Control, Agent or Test` : 'set "kind:" to Control, Agent or Test';
+    }
     case 'unlinked_control':
       return 'add the control to an agent\'s "controls:" list, or delete it if it is no longer needed';
     case 'disabled_linked':
@@ -57,4 +70,51 @@ export function hintFor(code: string, field: string, message = ''): string {
     default:
       return field ? `fix ${field}` : 'fix the document';
   }
+}
+
+const KIND_NAMES = ['Control', 'Agent', 'Test'];
+
+function unknownFieldHint(field: string, allowed: readonly string[]): string {
+  const key = field.split('.').pop() ?? field;
+  const guess = closestName(key, allowed);
+  if (guess) return `did you mean "${guess}"? Unknown keys are errors so a typo never silently disables a rule`;
+  if (allowed.length > 0) return `remove "${key}"; the keys allowed here are ${allowed.join(', ')}`;
+  return `remove "${key}" or fix its spelling; unknown keys are errors so a typo never silently disables a rule (run "guardctl schema" for the allowed keys)`;
+}
+
+function unknownEvaluatorHint(message: string, evaluators: readonly string[]): string {
+  const given = /unknown evaluator "([^"]*)"/.exec(message)?.[1];
+  const guess = given === undefined ? null : closestName(given, evaluators);
+  if (guess) return `did you mean "${guess}"? (GET /api/v1/evaluators lists the server's evaluators)`;
+  if (evaluators.length > 0) return `use one of the evaluators this build knows: ${evaluators.join(', ')} (GET /api/v1/evaluators lists the server's)`;
+  return 'use one of the evaluators the server lists (GET /api/v1/evaluators), for example regex or list';
+}
+
+/**
+ * The candidate nearest to a typo (case-insensitive edit distance), when it is near enough
+ * to be a useful guess: at most a third of the word's length, and at least 2, apart.
+ */
+export function closestName(word: string, candidates: readonly string[]): string | null {
+  let best: string | null = null;
+  let bestDistance = Math.max(2, Math.floor(word.length / 3)) + 1;
+  for (const candidate of candidates) {
+    const d = editDistance(word.toLowerCase(), candidate.toLowerCase());
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) {
+      cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = cur;
+  }
+  return prev[b.length]!;
 }

@@ -4,21 +4,22 @@
  * validation implementation, injected as `validateControl`) -> cross-file rules.
  */
 import { LineCounter, isMap, isScalar, parseAllDocuments, type Document } from 'yaml';
+import type { z } from 'zod';
 import type { ValidationOutcome } from '../engine/api.js';
 import {
   AgentDocumentSchema,
   ControlDocumentSchema,
   controlDataOf,
   fieldIssuesOf,
-
   type AgentDocument,
   type ControlData,
   type FieldIssue,
 } from '../model/index.js';
 import type { Diagnostic } from './diagnostics.js';
 import { sortDiagnostics } from './diagnostics.js';
-import { hintFor, classifyIssue } from './hints.js';
+import { classifyIssue, closestName, hintFor } from './hints.js';
 import { locateField, parseFieldPath, spanOfOffsets, type Span } from './positions.js';
+import { allowedKeysAt } from './schema-keys.js';
 
 export type { Span };
 
@@ -67,8 +68,13 @@ export interface LoadResult {
   diagnostics: Diagnostic[];
 }
 
-/** The engine's validation of one `kind: Control` document (see control-validator.ts). */
-export type ControlValidator = (document: unknown) => ValidationOutcome | { ok: true; data: unknown };
+/**
+ * The engine's validation of one `kind: Control` document (see control-validator.ts);
+ * `evaluatorNames`, when given, lets an unknown evaluator's hint name the nearest one.
+ */
+export type ControlValidator = ((document: unknown) => ValidationOutcome | { ok: true; data: unknown }) & {
+  evaluatorNames?: () => readonly string[];
+};
 
 export interface LoadOptions {
   validateControl: ControlValidator;
@@ -218,9 +224,10 @@ function checkKind(ctx: DocContext, value: Record<string, unknown>, out: Diagnos
     return null;
   }
   if (typeof kind !== 'string' || !(KINDS as readonly string[]).includes(kind)) {
-    out.push(
-      diag(ctx, 'error', ['kind'], false, 'unknown_kind', `unknown kind ${JSON.stringify(kind)}; expected one of ${KINDS.join(', ')}`),
-    );
+    out.push({
+      ...diag(ctx, 'error', ['kind'], false, 'unknown_kind', `unknown kind ${JSON.stringify(kind)}; expected one of ${KINDS.join(', ')}`),
+      hint: hintFor('unknown_kind', 'kind', '', { given: typeof kind === 'string' ? kind : undefined }),
+    });
     return null;
   }
   return kind;
@@ -243,14 +250,15 @@ function loadControl(
     // The validator must not throw; if it does, the control is reported, not the run aborted.
     issues = [{ field: '', code: 'custom', message: `validation failed: ${error instanceof Error ? error.message : String(error)}` }];
   }
-  for (const issue of issues) out.push(issueDiagnostic(ctx, issue));
+  const names = options.validateControl.evaluatorNames?.() ?? [];
+  for (const issue of issues) out.push(issueDiagnostic(ctx, issue, ControlDocumentSchema, names));
   if (name === null) return null;
   const enabled = value.enabled !== false;
   if (issues.length > 0) return { name, ctx, enabled, valid: null };
   const parsed = ControlDocumentSchema.safeParse(value);
   if (!parsed.success) {
     // The engine accepted what the model rejects: report rather than guess.
-    for (const issue of fieldIssuesOf(parsed.error)) out.push(issueDiagnostic(ctx, issue));
+    for (const issue of fieldIssuesOf(parsed.error)) out.push(issueDiagnostic(ctx, issue, ControlDocumentSchema, names));
     return { name, ctx, enabled, valid: null };
   }
   return {
@@ -269,7 +277,7 @@ function loadControl(
 function loadAgent(ctx: DocContext, value: Record<string, unknown>, out: Diagnostic[]): LoadedAgent | null {
   const parsed = AgentDocumentSchema.safeParse(value);
   if (!parsed.success) {
-    for (const issue of fieldIssuesOf(parsed.error)) out.push(issueDiagnostic(ctx, issue));
+    for (const issue of fieldIssuesOf(parsed.error)) out.push(issueDiagnostic(ctx, issue, AgentDocumentSchema, []));
     return null;
   }
   return {
@@ -280,14 +288,19 @@ function loadAgent(ctx: DocContext, value: Record<string, unknown>, out: Diagnos
   };
 }
 
-function issueDiagnostic(ctx: DocContext, raw: FieldIssue): Diagnostic {
+/** `schema` is the document's kind, whose keys name the nearest one for an unknown key. */
+function issueDiagnostic(ctx: DocContext, raw: FieldIssue, schema: z.ZodType, evaluators: readonly string[]): Diagnostic {
   // zod says "expected object, received undefined" for a missing field; say it plainly.
   const missing = raw.code === 'invalid_type' && /received undefined/.test(raw.message);
   const issue = missing ? { ...raw, code: 'missing_field', message: `required field "${raw.field.split('.').pop() ?? raw.field}" is missing` } : raw;
   const code = classifyIssue(issue);
   const path = parseFieldPath(issue.field);
   const message = issue.field && !missing ? `${issue.field}: ${issue.message}` : issue.message;
-  return { ...diag(ctx, 'error', path, code === 'unknown_field', code, message), hint: hintFor(code, issue.field, issue.message) };
+  const allowedKeys = code === 'unknown_field' ? allowedKeysAt(schema, path.slice(0, -1)) : [];
+  return {
+    ...diag(ctx, 'error', path, code === 'unknown_field', code, message),
+    hint: hintFor(code, issue.field, issue.message, { allowedKeys, evaluators }),
+  };
 }
 
 // ---- cross-file --------------------------------------------------------------------
@@ -342,7 +355,7 @@ function checkLinks(controls: ControlSeen[], agents: AgentSeen[], out: Diagnosti
       }
       inThisAgent.add(name);
       if (!declared.has(name)) {
-        const guess = closest(name, [...declared.keys()]);
+        const guess = closestName(name, [...declared.keys()]);
         out.push({
           ...diag(ctx, 'error', ['controls', index], false, 'dangling_link', `agent "${agent.agent_name}" links control "${name}", which no file defines`),
           hint: guess
@@ -416,30 +429,3 @@ function startOf(ctx: DocContext): SourceLocation {
 function firstLine(text: string): string {
   return text.split('\n')[0] ?? text;
 }
-
-/** The declared name nearest to a typo, when it is near enough to be a useful guess. */
-function closest(name: string, candidates: string[]): string | null {
-  let best: string | null = null;
-  let bestDistance = Math.max(2, Math.floor(name.length / 3)) + 1;
-  for (const c of candidates) {
-    const d = editDistance(name.toLowerCase(), c.toLowerCase());
-    if (d < bestDistance) {
-      best = c;
-      bestDistance = d;
-    }
-  }
-  return best;
-}
-
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= b.length; j++) {
-      cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    prev = cur;
-  }
-  return prev[b.length]!;
-}
-

@@ -1,67 +1,18 @@
 // The built binary against a real server on a free port: the whole GitOps loop.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from './run-cli.js';
+import { requireBuiltBinary, startServeProcess, type ServeProcess } from './serve-process.js';
 
 const repo = join(import.meta.dirname, '../..');
-const bin = join(repo, 'dist/cli/main.js');
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+const cli = (args: string[], env: Record<string, string> = {}) => runCli(args, { cwd: work, env });
 
-function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [bin, ...args], { cwd: work, env: { ...cleanEnv(), ...env }, timeout: 60_000 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 99) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-/** No GUARD_* or colour settings leak in from the machine running the tests. */
-function cleanEnv(): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('GUARD_') && k !== 'FORCE_COLOR') env[k] = v;
-  return env;
-}
-
-interface Server {
-  url: string;
-  child: ChildProcess;
-}
-
-function startServer(env: Record<string, string>): Promise<Server> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, 'serve', '--host', '127.0.0.1', '--port', '0', '--db', join(work, `db-${Date.now()}.sqlite`)], {
-      cwd: work,
-      env: { ...cleanEnv(), OBSERVABILITY_ENABLED: 'false', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    const onData = (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = /guardctl listening on (http:\/\/[^\s]+)/.exec(out);
-      if (m) resolve({ url: m[1]!, child });
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
-  });
-}
-
-function stop(server: Server | undefined): Promise<void> {
-  if (!server || server.child.exitCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    server.child.removeAllListeners('exit');
-    server.child.once('exit', () => resolve());
-    server.child.kill('SIGTERM');
-  });
+function startServer(env: Record<string, string>): Promise<ServeProcess> {
+  return startServeProcess({ args: ['--db', join(work, `db-${Date.now()}.sqlite`)], cwd: work, env: { OBSERVABILITY_ENABLED: 'false', ...env } });
 }
 
 /** A port nothing listens on: bound once to get a free number, then closed. */
@@ -76,11 +27,11 @@ function closedPort(): Promise<number> {
 }
 
 let work: string;
-let server: Server;
+let server: ServeProcess;
 let controls: string;
 
 beforeAll(async () => {
-  if (!existsSync(bin)) throw new Error('dist/cli/main.js is missing: run "npm run build" before the end-to-end tests');
+  requireBuiltBinary();
   work = mkdtempSync(join(tmpdir(), 'guardctl-e2e-'));
   controls = join(work, 'controls');
   cpSync(join(repo, 'controls'), controls, { recursive: true });
@@ -88,7 +39,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await stop(server);
+  await server?.stop();
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
@@ -203,7 +154,7 @@ describe('guardctl gitops, end to end', () => {
       expect(reader.stderr).toContain('403');
       expect((await cli(['apply', 'controls', '--server', secured.url], { GUARD_API_KEY: 'admin' })).code).toBe(0);
     } finally {
-      await stop(secured);
+      await secured.stop();
     }
   });
 

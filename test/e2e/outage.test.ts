@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSchema, dropSchemas, pgRequired, pgTarget, pgUnreachable, schemaUrl, skipReasonOf } from '../replicas/pg.js';
 import { denyDrop, dropStep, until } from '../replicas/pg-app.js';
-import { send, startServeProcess, type ServeProcess } from '../replicas/serve-process.js';
+import { send, startServeProcess, type ServeProcess } from './serve-process.js';
 import { startTcpProxy, type TcpProxy } from '../replicas/tcp-proxy.js';
 
 const unreachable = await pgUnreachable();
@@ -26,8 +26,8 @@ describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(
     const schema = await createSchema(schemas);
     proxy = await startTcpProxy(pgTarget());
     const [server, other] = await Promise.all([
-      startServeProcess(schemaUrl(schema, proxy.port), { GUARD_SYNC_INTERVAL_MS: '200' }),
-      startServeProcess(schemaUrl(schema)),
+      startServeProcess({ databaseUrl: schemaUrl(schema, proxy.port), env: { GUARD_SYNC_INTERVAL_MS: '200' } }),
+      startServeProcess({ databaseUrl: schemaUrl(schema) }),
     ]);
     processes.push(server, other);
 

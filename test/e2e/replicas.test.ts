@@ -5,7 +5,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSchema, dropSchemas, pgRequired, pgUnreachable, pgUrl, schemaUrl, skipReasonOf } from '../replicas/pg.js';
 import { denyDrop, dropStep, until } from '../replicas/pg-app.js';
-import { send, startServeProcess, type ServeProcess } from '../replicas/serve-process.js';
+import { send, startServeProcess, type ServeProcess } from './serve-process.js';
 
 const unreachable = await pgUnreachable();
 if (unreachable && !pgRequired) console.warn(skipReasonOf(unreachable));
@@ -26,8 +26,8 @@ describe.skipIf(unreachable !== null)(unreachable ? skipReasonOf(unreachable) : 
     const url = schemaUrl(await createSchema(schemas));
     // The fallback check is slowed down so that only LISTEN/NOTIFY can pass this quickly.
     const [a, b] = await Promise.all([
-      startServeProcess(url, { GUARD_SYNC_INTERVAL_MS: '600000' }),
-      startServeProcess(url, { GUARD_SYNC_INTERVAL_MS: '600000' }),
+      startServeProcess({ databaseUrl: url, env: { GUARD_SYNC_INTERVAL_MS: '600000' } }),
+      startServeProcess({ databaseUrl: url, env: { GUARD_SYNC_INTERVAL_MS: '600000' } }),
     ]);
     processes.push(a, b);
     expect(a.url).not.toBe(b.url);

@@ -1,14 +1,14 @@
 // `guardctl test` and `guardctl plan --replay`: in-process for exit codes and formats, then
 // the built binary against the repository's controls and a real server on a free port.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runTestCommand, type TestFormat } from '../../cli/commands/test.js';
+import { runCli } from './run-cli.js';
+import { requireBuiltBinary, startServeProcess } from './serve-process.js';
 
 const repo = join(import.meta.dirname, '../..');
-const bin = join(repo, 'dist/cli/main.js');
 let work: string;
 
 const CONTROLS = `kind: Control
@@ -42,25 +42,7 @@ function dirWith(name: string, tests: string | null): string {
   return dir;
 }
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [bin, ...args], { cwd: repo, env: { ...cleanEnv(), ...env }, timeout: 60_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 99) : 0, stdout, stderr });
-    });
-  });
-}
-
-function cleanEnv(): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('GUARD_') && k !== 'FORCE_COLOR') env[k] = v;
-  return env;
-}
+const cli = (args: string[], env: Record<string, string> = {}) => runCli(args, { cwd: repo, env });
 
 beforeAll(() => {
   work = mkdtempSync(join(tmpdir(), 'guardctl-test-cmd-'));
@@ -92,9 +74,7 @@ describe('guardctl test, in-process', () => {
 });
 
 describe('the built binary', () => {
-  beforeAll(() => {
-    if (!existsSync(bin)) throw new Error('dist/cli/main.js is missing: run "npm run build" before the end-to-end tests');
-  });
+  beforeAll(() => requireBuiltBinary());
 
   it('runs the repository controls/ tests: exit 0, full coverage', async () => {
     const r = await cli(['test', 'controls']);
@@ -119,7 +99,11 @@ describe('the built binary', () => {
       JSON.stringify({ agent_name: 'bot', stage: 'pre', step: { type: 'tool', name: 'run_sql', input: { query: 'SELECT 1' } } }),
       '{oops',
     ].join('\n'));
-    const server = await startServer();
+    const server = await startServeProcess({
+      args: ['--db', join(work, 'db.sqlite')],
+      cwd: work,
+      env: { OBSERVABILITY_ENABLED: 'false', GUARD_RECORD_STEPS: 'true' },
+    });
     try {
       const r = await cli(['plan', dir, '--format', 'markdown', '--replay', steps], { GUARD_URL: server.url });
       expect(r.code).toBe(0);
@@ -127,35 +111,7 @@ describe('the built binary', () => {
       expect(r.stdout).toContain('| would newly deny 1 of 2 steps (allow before) | 1 | no-drop (1) |');
       expect(r.stdout).toContain('1 skipped');
     } finally {
-      await stop(server.child);
+      await server.stop();
     }
   });
 });
-
-function startServer(): Promise<{ url: string; child: ChildProcess }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, 'serve', '--host', '127.0.0.1', '--port', '0', '--db', join(work, 'db.sqlite')], {
-      cwd: work,
-      env: { ...cleanEnv(), OBSERVABILITY_ENABLED: 'false', GUARD_RECORD_STEPS: 'true' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    const onData = (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = /guardctl listening on (http:\/\/[^\s]+)/.exec(out);
-      if (m) resolve({ url: m[1]!, child });
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
-  });
-}
-
-function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    child.removeAllListeners('exit');
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-  });
-}

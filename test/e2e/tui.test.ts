@@ -1,24 +1,16 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { cleanEnv, MAIN, startServeProcess, type ServeProcess } from './serve-process.js';
 
 // The built binary (npm test builds first); GUARDCTL_MAIN points elsewhere for a local run.
-const MAIN = process.env.GUARDCTL_MAIN ?? join(import.meta.dirname, '../../dist/cli/main.js');
 const SOCKET = `guardctl-tui-e2e-${process.pid}`;
 
 let dir: string;
-let server: ChildProcess;
+let server: ServeProcess | undefined;
 let baseUrl: string;
-
-function cleanEnv(): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  for (const name of Object.keys(env)) {
-    if (/^(GUARD_|DATABASE_URL|DB_URL|PORT|HOST|OBSERVABILITY_|CI$|CONTINUOUS_INTEGRATION$)/.test(name)) delete env[name];
-  }
-  return env;
-}
 
 const admin = { 'content-type': 'application/json', 'x-api-key': 'e2e-admin' };
 
@@ -48,21 +40,11 @@ beforeAll(async () => {
     throw new Error('tmux is needed for the dashboard end-to-end test: install it (apt-get install -y tmux)');
   }
   dir = mkdtempSync(join(tmpdir(), 'guardctl-e2e-tui-'));
-  server = spawn(process.execPath, [MAIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--db', join(dir, 'guard.db')], {
-    env: { ...cleanEnv(), GUARD_API_KEY_ENABLED: 'true', GUARD_ADMIN_API_KEYS: 'e2e-admin', GUARD_API_KEYS: 'e2e-reader' },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  server = await startServeProcess({
+    args: ['--db', join(dir, 'guard.db')],
+    env: { GUARD_API_KEY_ENABLED: 'true', GUARD_ADMIN_API_KEYS: 'e2e-admin', GUARD_API_KEYS: 'e2e-reader' },
   });
-  let stderr = '';
-  server.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  baseUrl = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    server.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /listening on (http:\/\/[\d.]+:\d+)/.exec(out);
-      if (match) resolve(match[1]!);
-    });
-    server.once('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}`)));
-  });
+  baseUrl = server.url;
   const deny = await call('PUT', '/api/v1/controls', {
     name: 'block-drop',
     data: {
@@ -86,9 +68,9 @@ beforeAll(async () => {
   await call('POST', `/api/v1/agents/e2e-bot/controls/${steer.control_id}`);
 });
 
-afterAll(() => {
+afterAll(async () => {
   spawnSync('tmux', ['-L', SOCKET, 'kill-server']);
-  if (server && server.exitCode === null) server.kill('SIGKILL');
+  await server?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 

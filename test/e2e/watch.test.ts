@@ -1,19 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cleanEnv, MAIN, startServeProcess, type ServeProcess } from './serve-process.js';
 
-// Runs the built binary (npm test builds first): `node dist/cli/main.js serve --watch DIR`.
-const MAIN = join(import.meta.dirname, '../../dist/cli/main.js');
-
-function cleanEnv(): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  for (const name of Object.keys(env)) {
-    if (/^(GUARD_|DATABASE_URL|DB_URL|PORT|HOST|OBSERVABILITY_)/.test(name)) delete env[name];
-  }
-  return { ...env, OBSERVABILITY_ENABLED: 'false' };
-}
+// The built binary: `node dist/cli/main.js serve --watch DIR`.
+const env = { OBSERVABILITY_ENABLED: 'false' };
 
 function control(decision: string): string {
   return [
@@ -33,33 +26,20 @@ function control(decision: string): string {
 
 let root: string;
 let dir: string;
-let child: ChildProcess;
+let server: ServeProcess;
 let baseUrl: string;
-let stderr = '';
 
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'guardctl-e2e-watch-'));
   dir = join(root, 'controls');
   mkdirSync(dir);
   writeFileSync(join(dir, 'sql.yaml'), control('deny'));
-  child = spawn(process.execPath, [MAIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--db', join(root, 'guard.db'), '--watch', dir], {
-    env: cleanEnv(),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  baseUrl = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /guardctl listening on (http:\/\/[\d.]+:\d+)/.exec(out);
-      if (match) resolve(match[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}`)));
-  });
+  server = await startServeProcess({ args: ['--db', join(root, 'guard.db'), '--watch', dir], env });
+  baseUrl = server.url;
 });
 
-afterAll(() => {
-  if (child.exitCode === null) child.kill('SIGKILL');
+afterAll(async () => {
+  await server?.stop();
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -102,7 +82,7 @@ describe('guardctl serve --watch (built binary, real HTTP, real watcher)', () =>
     mkdirSync(badDir);
     writeFileSync(join(badDir, 'x.yaml'), 'kind: Control\nname: x\naction: [\n');
     const run = spawn(process.execPath, [MAIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--db', ':memory:', '--watch', badDir], {
-      env: cleanEnv(),
+      env: cleanEnv(env),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let err = '';

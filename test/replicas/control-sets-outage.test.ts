@@ -3,23 +3,17 @@
  * be switched to fail the way an unreachable PostgreSQL fails (StoreError 'unavailable').
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ControlRecord } from '../../src/model/index.js';
 import { ControlSetCache } from '../../src/server/control-sets.js';
-import { openStore } from '../../src/store/open-store.js';
 import { StoreError, type Store } from '../../src/store/types.js';
+import { names, openBotStore } from '../server/control-set-store.js';
 
 let store: Store;
 beforeEach(async () => {
-  store = await openStore(':memory:');
-  await store.upsertAgent({ agent_name: 'bot' });
-  const a = await store.createControl({ name: 'a' });
-  await store.linkControl('bot', a.control_id);
+  store = await openBotStore();
 });
 afterEach(async () => {
   await store.close();
 });
-
-const names = (controls: ControlRecord[]) => controls.map((c) => c.name);
 
 function switchable(real: Store) {
   const state = { down: false, reads: 0 };

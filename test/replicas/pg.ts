@@ -1,7 +1,8 @@
 /**
- * PostgreSQL for the replica and outage tests: the server named by GUARD_TEST_PG_URL, one
- * fresh schema per test (dropped afterwards) so parallel runs never meet. Unreachable, the
- * suites skip with the reason shown, unless GUARD_REQUIRE_PG=1 (CI), where they fail.
+ * PostgreSQL for the store contract, replica and outage tests: the server named by
+ * GUARD_TEST_PG_URL, one fresh schema per test (dropped afterwards) so parallel runs never
+ * meet. Unreachable, the suites skip with the reason shown, unless GUARD_REQUIRE_PG=1 (CI),
+ * where they fail.
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';

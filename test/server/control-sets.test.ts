@@ -1,22 +1,16 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ControlRecord } from '../../src/model/index.js';
 import { ControlSetCache } from '../../src/server/control-sets.js';
 import { HttpProblem } from '../../src/server/problem.js';
-import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/types.js';
+import { names, openBotStore } from './control-set-store.js';
 
 let store: Store;
 beforeEach(async () => {
-  store = await openStore(':memory:');
-  await store.upsertAgent({ agent_name: 'bot' });
-  const a = await store.createControl({ name: 'a' });
-  await store.linkControl('bot', a.control_id);
+  store = await openBotStore();
 });
 afterEach(async () => {
   await store.close();
 });
-
-const names = (controls: ControlRecord[]) => controls.map((c) => c.name);
 
 /** The real store, with listAgentControls held until the test releases it. */
 function gatedStore(real: Store) {

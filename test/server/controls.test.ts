@@ -180,6 +180,20 @@ describe('POST /api/v1/controls/validate', () => {
     const fields = json(validate).errors.map((e: { field: string }) => e.field);
     expect(fields).toContain('data.selector.path');
   });
+
+  it('names every problem at once: a schema error does not hide a bad pattern', async () => {
+    // An unknown scope key (outside the input type, hence the spread) and a look-ahead RE2 rejects.
+    const data = { ...sqlControl({ evaluator: { name: 'regex', config: { pattern: 'secret(?=key)' } } }), scope: { stagez: ['pre'] } };
+    const validate = await call(server.app, 'POST', '/api/v1/controls/validate', { data });
+    expect(validate.statusCode).toBe(422);
+    expect(validate.headers['content-type']).toContain('application/problem+json');
+    expect(json(validate).errors.map((e: { field: string; code: string }) => `${e.field} ${e.code}`)).toEqual([
+      'data.scope.stagez unknown_field',
+      'data.evaluator.config.pattern invalid_config',
+    ]);
+    const id = json(await call(server.app, 'PUT', '/api/v1/controls', { name: 'x' })).control_id;
+    expect(json(await call(server.app, 'PUT', `/api/v1/controls/${id}/data`, { data }))).toEqual(json(validate));
+  });
 });
 
 describe('controls managed by watch mode', () => {
