@@ -14,6 +14,13 @@ export interface ObservabilityConfig {
   eventRetentionDays: number;
   /** Capacity of the in-memory events buffer. */
   eventBufferSize: number;
+  /**
+   * OBSERVABILITY_NON_MATCH_SAMPLE_RATE (0..1, default 0): share of non-matches also stored
+   * as event rows for inspection. Every non-match is counted in the rollups either way.
+   */
+  nonMatchSampleRate?: number;
+  /** Distinct (minute, agent, control, ...) non-match rollups held in memory (50,000). */
+  rollupMaxKeys?: number;
   /** Distinct agent/control label values before the rest are reported as `other` (1000). */
   metricsMaxLabelValues?: number;
   /** Seconds between `: ping` comments on the live stream (15). */
@@ -24,6 +31,8 @@ export interface ObservabilityConfig {
 
 export const OBSERVABILITY_DEFAULTS = {
   metricsMaxLabelValues: 1000,
+  nonMatchSampleRate: 0,
+  rollupMaxKeys: 50_000,
   streamHeartbeatSeconds: 15,
   streamMaxSubscribers: 100,
   /** Events a subscriber may have queued while its socket is busy. */

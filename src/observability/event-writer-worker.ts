@@ -21,6 +21,10 @@ port.on('message', (request: WriterRequest) => {
           await store.insertEvents(request.events);
           response = { id: request.id, ok: true, count: request.events.length };
           break;
+        case 'rollups':
+          await store.insertRollups(request.rollups);
+          response = { id: request.id, ok: true, count: request.rollups.length };
+          break;
         case 'prune':
           response = { id: request.id, ok: true, count: await store.pruneEvents(request.before) };
           break;

@@ -2,13 +2,15 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { ObservabilityEvent } from '../model/index.js';
-import type { Store } from '../store/types.js';
+import type { EventRollup, Store } from '../store/types.js';
 
 /** Where buffered events go: the store itself, or a worker thread with its own connection. */
 export interface EventWriter {
   readonly kind: 'inline' | 'worker';
   write(batch: ObservabilityEvent[]): Promise<void>;
-  /** Deletes events older than `before` (ISO time); returns how many. */
+  /** Adds non-match rollups to the stored ones. */
+  writeRollups(rollups: EventRollup[]): Promise<void>;
+  /** Deletes events and rollups older than `before` (ISO time); returns how many. */
   prune(before: string): Promise<number>;
   /** Finishes queued work and releases the thread; the store itself stays open. */
   close(): Promise<void>;
@@ -18,6 +20,7 @@ export function inlineWriter(store: Store): EventWriter {
   return {
     kind: 'inline',
     write: (batch) => store.insertEvents(batch),
+    writeRollups: (rollups) => store.insertRollups(rollups),
     prune: (before) => store.pruneEvents(before),
     close: async () => undefined,
   };
@@ -26,6 +29,7 @@ export function inlineWriter(store: Store): EventWriter {
 /** Messages to the worker (event-writer-worker.ts) and its answers. */
 export type WriterCommand =
   | { op: 'insert'; events: ObservabilityEvent[] }
+  | { op: 'rollups'; rollups: EventRollup[] }
   | { op: 'prune'; before: string }
   | { op: 'close' };
 export type WriterRequest = WriterCommand & { id: number };
@@ -90,6 +94,10 @@ export function workerWriter(opts: { sqlitePath: string; workerUrl: URL; fallbac
     async write(batch) {
       if (dead || closing) return opts.fallback.insertEvents(batch);
       await call({ op: 'insert', events: batch });
+    },
+    async writeRollups(rollups) {
+      if (dead || closing) return opts.fallback.insertRollups(rollups);
+      await call({ op: 'rollups', rollups });
     },
     async prune(before) {
       if (dead || closing) return opts.fallback.pruneEvents(before);

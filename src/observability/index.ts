@@ -12,6 +12,7 @@ export { createMetrics } from './metrics.js';
 export type { EventHub, StreamFilter, StreamSubscriber } from './event-hub.js';
 export { createEventHub } from './event-hub.js';
 export { EventBuffer } from './event-buffer.js';
+export { NonMatchRollups } from './non-match-rollups.js';
 export { observabilityRoutes, metricsRoutes } from './routes.js';
 export type { ObservabilityRoutesOptions } from './routes.js';
 export { TIME_RANGES, timeRangeMs } from './schemas.js';

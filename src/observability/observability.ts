@@ -6,7 +6,8 @@ import { EventBuffer } from './event-buffer.js';
 import { createEventHub, type EventHub } from './event-hub.js';
 import { defaultWorkerUrl, inlineWriter, workerWriter, type EventWriter } from './event-writer.js';
 import { createMetrics, type GuardMetrics } from './metrics.js';
-import { eventsOf, executionsOf, summaryOf, type RecordEvaluationInput } from './record.js';
+import { NonMatchRollups } from './non-match-rollups.js';
+import { eventOf, executionsOf, isNonMatch, metadataByControl, summaryOf, type RecordEvaluationInput } from './record.js';
 
 export type { RecordEvaluationInput } from './record.js';
 
@@ -22,6 +23,8 @@ export interface Observability {
   readonly metrics: GuardMetrics;
   readonly hub: EventHub;
   readonly buffer: EventBuffer;
+  /** Non-matches counted per minute until the next flush (see non-match-rollups.ts). */
+  readonly rollups: NonMatchRollups;
   /** Where flushed events go: `inline` (the store) or `worker` (a writer thread). */
   readonly writerKind: EventWriter['kind'];
   /** Synchronous; never throws and never waits on I/O. */
@@ -32,6 +35,8 @@ export interface Observability {
   installHttpMetrics(app: FastifyInstance): void;
   /** Starts the flush and retention timers (unref'd) and prunes once. */
   start(): void;
+  /** Writes buffered events and rollups now. */
+  flush(): Promise<void>;
   /** Stops the timers, ends live streams and flushes what is buffered. Idempotent. */
   close(): Promise<void>;
   /** Deletes events older than the retention; returns how many. */
@@ -92,6 +97,43 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
       logger?.warn({ err, events: n }, 'observability: database unavailable; events stay buffered until it returns'),
   });
   const events = buffer;
+  const rollups = new NonMatchRollups({
+    maxKeys: config.rollupMaxKeys ?? OBSERVABILITY_DEFAULTS.rollupMaxKeys,
+    write: (rows) => writer.writeRollups(rows),
+    onWritten: (n) => metrics.eventsWritten.inc(n),
+    onDropped: (n, reason) => metrics.eventsDropped.inc({ reason }, n),
+    onWriteError: (err, n) => logger?.error({ err, events: n }, 'observability: writing non-match rollups failed; they were dropped'),
+    retryable: (err) => err instanceof StoreError && err.kind === 'unavailable',
+    onWriteDeferred: (err, n) =>
+      logger?.warn({ err, events: n }, 'observability: database unavailable; non-match rollups stay in memory until it returns'),
+  });
+  const sampleRate = Math.min(1, Math.max(0, config.nonMatchSampleRate ?? OBSERVABILITY_DEFAULTS.nonMatchSampleRate));
+  // Rate 0 and 1 decide without drawing a random number.
+  const sampled = (): boolean => sampleRate > 0 && (sampleRate >= 1 || Math.random() < sampleRate);
+  const flushAll = async (): Promise<void> => {
+    await Promise.all([events.flush(), rollups.flush()]);
+  };
+
+  /**
+   * Matches and errors become event rows; non-matches are counted into the rollups (and
+   * sampled ones are also stored as rows). Returns the events accepted and dropped.
+   */
+  const accept = (rows: ObservabilityEvent[], toRoll: ObservabilityEvent[]): { enqueued: number; dropped: number } => {
+    let enqueued = 0;
+    let dropped = 0;
+    for (const e of toRoll) {
+      const parsed = Date.parse(e.timestamp);
+      const ms = Number.isNaN(parsed) ? Date.now() : parsed;
+      if (rollups.add(ms, e, e.execution_duration_ms)) enqueued++;
+      else dropped++;
+    }
+    if (rows.length > 0) {
+      const pushed = events.push(rows);
+      enqueued += pushed.enqueued;
+      dropped += pushed.dropped;
+    }
+    return { enqueued, dropped };
+  };
 
   let flushTimer: NodeJS.Timeout | null = null;
   let pruneTimer: NodeJS.Timeout | null = null;
@@ -121,9 +163,36 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
       }
     }
     if (!enabled && hub.size === 0) return;
-    const timestamp = new Date().toISOString();
-    if (enabled && executions.length > 0) events.push(eventsOf(input, executions, timestamp));
-    if (hub.size > 0) hub.publishEvaluation(summaryOf(input, executions, durationMs, timestamp));
+    const now = Date.now();
+    // Formatted only when a row or a stream summary needs it (not for rolled-up non-matches).
+    let timestamp: string | undefined;
+    if (enabled && executions.length > 0) {
+      let rows: ObservabilityEvent[] | null = null;
+      let metadata: Map<number, Record<string, unknown>> | null | undefined;
+      const key = {
+        agent_name: input.agent_name,
+        control_id: 0,
+        control_name: '',
+        check_stage: input.stage,
+        applies_to: input.step.type,
+        evaluator_name: null as string | null,
+      };
+      let group: ReturnType<NonMatchRollups['group']> | null = null;
+      for (const x of executions) {
+        if (isNonMatch(x)) {
+          // One key object reused: addTo copies the fields it keeps.
+          key.control_id = x.control_id;
+          key.control_name = x.control_name;
+          key.evaluator_name = x.evaluator_name || null;
+          rollups.addTo((group ??= rollups.group(now, key)), key, x.duration_ms);
+          if (!sampled()) continue;
+        }
+        if (metadata === undefined) metadata = metadataByControl(input.outcome.result);
+        (rows ??= []).push(eventOf(input, x, (timestamp ??= new Date(now).toISOString()), metadata));
+      }
+      if (rows) events.push(rows);
+    }
+    if (hub.size > 0) hub.publishEvaluation(summaryOf(input, executions, durationMs, timestamp ?? new Date(now).toISOString()));
   };
 
   return {
@@ -131,6 +200,7 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
     metrics,
     hub,
     buffer: events,
+    rollups,
     get writerKind() {
       return writer.kind;
     },
@@ -147,7 +217,20 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
         metrics.eventsDropped.inc({ reason: 'disabled' }, batch.length);
         return { received: batch.length, enqueued: 0, dropped: batch.length };
       }
-      const { enqueued, dropped } = events.push(batch);
+      // Client events take the same path as the server's own: non-matches roll up, and a
+      // sampled non-match is also kept as a row (not counted twice in the answer).
+      const rows: ObservabilityEvent[] = [];
+      const toRoll: ObservabilityEvent[] = [];
+      const samples: ObservabilityEvent[] = [];
+      for (const e of batch) {
+        if (!isNonMatch(e)) rows.push(e);
+        else {
+          toRoll.push(e);
+          if (sampled()) samples.push(e);
+        }
+      }
+      const { enqueued, dropped } = accept(rows, toRoll);
+      if (samples.length > 0) events.push(samples);
       return { received: batch.length, enqueued, dropped };
     },
     publishReload(notice) {
@@ -164,7 +247,7 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
     },
     start() {
       if (closed || flushTimer) return;
-      flushTimer = setInterval(() => void events.flush(), Math.max(0.01, config.flushIntervalSeconds) * 1000);
+      flushTimer = setInterval(() => void flushAll(), Math.max(0.01, config.flushIntervalSeconds) * 1000);
       flushTimer.unref();
       pruneLogged();
       pruneTimer = setInterval(pruneLogged, HOUR_MS);
@@ -176,11 +259,12 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
         if (pruneTimer) clearInterval(pruneTimer);
         flushTimer = pruneTimer = null;
         hub.close();
-        await events.flush();
+        await flushAll();
         await writer.close();
       })();
       return closed;
     },
+    flush: flushAll,
     prune,
   };
 }

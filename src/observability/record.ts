@@ -45,7 +45,7 @@ export function executionsOf(input: RecordEvaluationInput): ControlExecution[] {
 }
 
 /** The result metadata of each control that reported some, by control id. */
-function metadataByControl(result: EvaluationResult): Map<number, Record<string, unknown>> | null {
+export function metadataByControl(result: EvaluationResult): Map<number, Record<string, unknown>> | null {
   let map: Map<number, Record<string, unknown>> | null = null;
   for (const list of [result.matches, result.errors, result.non_matches]) {
     for (const m of list) {
@@ -63,29 +63,41 @@ export function eventsOf(
 ): ObservabilityEvent[] {
   const metadata = metadataByControl(input.outcome.result);
   const events: ObservabilityEvent[] = new Array<ObservabilityEvent>(executions.length);
-  for (let i = 0; i < executions.length; i++) {
-    const x = executions[i]!;
-    events[i] = {
-      control_execution_id: randomUUID(),
-      trace_id: input.trace_id,
-      span_id: input.span_id,
-      agent_name: input.agent_name,
-      control_id: x.control_id,
-      control_name: x.control_name,
-      check_stage: input.stage,
-      applies_to: input.step.type,
-      action: x.action,
-      matched: x.matched,
-      confidence: x.confidence,
-      timestamp,
-      execution_duration_ms: x.duration_ms,
-      evaluator_name: x.evaluator_name || null,
-      selector_path: x.selector_path || null,
-      error_message: x.error_message,
-      metadata: metadata?.get(x.control_id) ?? null,
-    };
-  }
+  for (let i = 0; i < executions.length; i++) events[i] = eventOf(input, executions[i]!, timestamp, metadata);
   return events;
+}
+
+/** The stored event of one execution; `metadata` is metadataByControl's map (built once per evaluation). */
+export function eventOf(
+  input: RecordEvaluationInput,
+  x: ControlExecution,
+  timestamp: string,
+  metadata: Map<number, Record<string, unknown>> | null,
+): ObservabilityEvent {
+  return {
+    control_execution_id: randomUUID(),
+    trace_id: input.trace_id,
+    span_id: input.span_id,
+    agent_name: input.agent_name,
+    control_id: x.control_id,
+    control_name: x.control_name,
+    check_stage: input.stage,
+    applies_to: input.step.type,
+    action: x.action,
+    matched: x.matched,
+    confidence: x.confidence,
+    timestamp,
+    execution_duration_ms: x.duration_ms,
+    evaluator_name: x.evaluator_name || null,
+    selector_path: x.selector_path || null,
+    error_message: x.error_message,
+    metadata: metadata?.get(x.control_id) ?? null,
+  };
+}
+
+/** A non-match is rolled up instead of stored as a row (unless sampled). */
+export function isNonMatch(x: { matched: boolean; error_message: string | null }): boolean {
+  return !x.matched && x.error_message === null;
 }
 
 /** Walks a selector path (`input.a.b[0]`, `name`, `*`) for the stream's excerpt. */

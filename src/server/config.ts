@@ -19,6 +19,8 @@ export interface ServerConfig {
   readonly evaluatorPlugins: readonly string[];
   readonly eventRetentionDays: number;
   readonly eventBufferSize: number;
+  /** Share of non-match events also stored as rows, 0..1 (OBSERVABILITY_NON_MATCH_SAMPLE_RATE, default 0). */
+  readonly nonMatchSampleRate: number;
   /** Distinct agent/control/evaluator metric label values before the rest become `other` (observability). */
   readonly metricsMaxLabelValues: number;
   /** A controls directory to load and hot-reload; set by `serve --watch`. */
@@ -59,6 +61,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<ServerConf
     evaluatorPlugins: list(env, 'GUARD_EVALUATORS'),
     eventRetentionDays: num(env, 'GUARD_EVENT_RETENTION_DAYS', 30, 0.001),
     eventBufferSize: int(env, 'GUARD_EVENT_BUFFER_SIZE', 10_000, 1, 10_000_000),
+    nonMatchSampleRate: fraction(env, 'OBSERVABILITY_NON_MATCH_SAMPLE_RATE', 0),
     metricsMaxLabelValues: int(env, 'GUARD_METRICS_MAX_LABEL_VALUES', 1000, 1, 1_000_000),
     watchDir: null,
     syncIntervalMs: int(env, 'GUARD_SYNC_INTERVAL_MS', 2000, 10, 3_600_000),

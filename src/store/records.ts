@@ -4,7 +4,7 @@
  * assembled. Pure: no database here.
  */
 import type { ControlData, ObservabilityEvent } from '../model/index.js';
-import { StoreError, type ControlStatsRow, type StoreChange } from './types.js';
+import { StoreError, type ControlStatsRow, type EventRollup, type StoreChange } from './types.js';
 
 /**
  * The stored form of control data: without `enabled`, which lives only in the record's
@@ -122,6 +122,45 @@ export function statsRowsOf(parts: StatsPart[], nameOf: (controlId: number) => s
       control_name: nameOf(row.control_id),
       avg_duration_ms: row.executions > 0 ? duration_sum / row.executions : 0,
     }));
+}
+
+export const MINUTE_MS = 60_000;
+
+/** A rollup ready to store: its minute as epoch ms, the evaluator as '' when unknown. */
+export interface StoredRollup extends Omit<EventRollup, 'bucket' | 'evaluator_name'> {
+  bucket_ms: number;
+  evaluator_name: string;
+}
+
+/**
+ * Floors each bucket to its minute and merges rollups with equal keys, so one upsert
+ * statement never meets the same key twice (PostgreSQL refuses that).
+ */
+export function mergedRollups(rollups: readonly EventRollup[]): StoredRollup[] {
+  const byKey = new Map<string, StoredRollup>();
+  for (const r of rollups) {
+    const bucket_ms = Math.floor(epochMsOf(r.bucket, 'bucket') / MINUTE_MS) * MINUTE_MS;
+    const evaluator_name = r.evaluator_name ?? '';
+    const key = JSON.stringify([bucket_ms, r.agent_name, r.control_id, r.control_name, r.check_stage, r.applies_to, evaluator_name]);
+    const found = byKey.get(key);
+    if (found) {
+      found.count += r.count;
+      found.total_duration_ms += r.total_duration_ms;
+    } else {
+      byKey.set(key, {
+        bucket_ms,
+        agent_name: r.agent_name,
+        control_id: r.control_id,
+        control_name: r.control_name,
+        check_stage: r.check_stage,
+        applies_to: r.applies_to,
+        evaluator_name,
+        count: r.count,
+        total_duration_ms: r.total_duration_ms,
+      });
+    }
+  }
+  return [...byKey.values()];
 }
 
 /** Parses an ISO time given to a query; a bad time is the caller's bug, said plainly. */

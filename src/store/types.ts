@@ -84,10 +84,31 @@ export interface ControlStatsRow {
   avg_duration_ms: number;
 }
 
+/**
+ * Non-matches of one minute, rolled up: how many evaluations of one control, for one
+ * agent, stage, step type and evaluator, did not match (and did not fail), and how long
+ * they took together. Stats count non-matches only from these rows.
+ */
+export interface EventRollup {
+  /** ISO time; stores keep the start of its minute. */
+  bucket: string;
+  agent_name: string;
+  control_id: number;
+  control_name: string;
+  check_stage: string;
+  applies_to: string;
+  evaluator_name: string | null;
+  count: number;
+  total_duration_ms: number;
+}
+
 export interface StatsQuery {
   agent_name?: string;
   control_id?: number;
-  /** ISO time; only events at or after it count. */
+  /**
+   * ISO time; only events at or after it count. Matches and errors count from the event
+   * rows, non-matches from the rollups whose minute starts at or after it.
+   */
   since: string;
 }
 
@@ -184,10 +205,14 @@ export interface Store {
    */
   revision(): Promise<number>;
 
+  /** Stores event rows as given (matches, errors and sampled non-matches). */
   insertEvents(events: ObservabilityEvent[]): Promise<void>;
+  /** Adds rollups to the stored ones: a row of the same minute and key grows by count and duration. */
+  insertRollups(rollups: EventRollup[]): Promise<void>;
   queryEvents(query: EventQuery): Promise<EventPage>;
+  /** Matches and errors from event rows, non-matches from rollups only (so none counts twice). */
   controlStats(query: StatsQuery): Promise<ControlStatsRow[]>;
-  /** Deletes events older than `before` (ISO time); returns how many. */
+  /** Deletes events and rollups older than `before` (ISO time); returns how many rows. */
   pruneEvents(before: string): Promise<number>;
 
   /** Stores a batch of recorded steps in one transaction. */

@@ -17,14 +17,18 @@ async function query(app: TestApp['app'], body: Record<string, unknown>) {
 }
 
 describe('POST /observability/events', () => {
-  it('accepts a batch with 202 and stores it on flush', async () => {
+  it('accepts a batch with 202 and stores it on flush: matches as rows, non-matches rolled up', async () => {
     t = await makeApp();
+    // makeEvent(2) matches; 1 and 3 do not.
     const res = await ingest(t.app, [makeEvent(1), makeEvent(2), makeEvent(3)]);
     expect(res.statusCode).toBe(202);
     expect(res.json()).toEqual({ received: 3, enqueued: 3, dropped: 0 });
     expect((await t.store.queryEvents({ limit: 10, offset: 0 })).total).toBe(0);
-    await t.observability.buffer.flush();
-    expect((await t.store.queryEvents({ limit: 10, offset: 0 })).total).toBe(3);
+    await t.observability.flush();
+    const page = await t.store.queryEvents({ limit: 10, offset: 0 });
+    expect(page.events.map((e) => e.control_execution_id)).toEqual(['exec-2']);
+    const stats = await t.store.controlStats({ since: new Date(Date.now() - 3_600_000).toISOString() });
+    expect(stats[0]).toMatchObject({ executions: 3, matches: 1, non_matches: 2, errors: 0 });
   });
 
   it('rejects the whole batch with 422 naming the bad field', async () => {
@@ -54,7 +58,7 @@ describe('POST /observability/events', () => {
 
   it('drops and reports what does not fit in a full buffer', async () => {
     t = await makeApp({ eventBufferSize: 5 });
-    const res = await ingest(t.app, Array.from({ length: 8 }, (_, i) => makeEvent(i)));
+    const res = await ingest(t.app, Array.from({ length: 8 }, (_, i) => makeEvent(i, { matched: true })));
     expect(res.statusCode).toBe(202);
     expect(res.json()).toEqual({ received: 8, enqueued: 5, dropped: 3 });
     expect(t.observability.buffer.size).toBeLessThanOrEqual(5);
@@ -68,13 +72,13 @@ describe('POST /observability/events', () => {
 });
 
 describe('POST /observability/events/query', () => {
-  it('filters, pages and counts', async () => {
-    t = await makeApp();
+  it('filters, pages and counts (non-match rows are the sampled ones)', async () => {
+    t = await makeApp({ nonMatchSampleRate: 1 });
     const events = Array.from({ length: 30 }, (_, i) =>
       makeEvent(i, { agent_name: i < 20 ? 'a' : 'b', control_id: i % 3, action: i % 3 === 0 ? 'deny' : 'log' }),
     );
     await ingest(t.app, events);
-    await t.observability.buffer.flush();
+    await t.observability.flush();
     const all = await query(t.app, {});
     expect(all.json()).toMatchObject({ total: 30, limit: 100, offset: 0 });
     const page = (await query(t.app, { agent_name: 'A', matched: true, limit: 3, offset: 0 })).json();
@@ -122,7 +126,7 @@ describe('GET /observability/stats', () => {
       makeEvent(40, { timestamp: new Date(Date.now() - 2 * 86_400_000).toISOString() }),
     ];
     await ingest(t.app, events);
-    await t.observability.buffer.flush();
+    await t.observability.flush();
 
     const res = await t.app.inject({ url: '/api/v1/observability/stats?agent_name=support-bot&time_range=24h' });
     expect(res.statusCode).toBe(200);
@@ -152,7 +156,7 @@ describe('GET /observability/stats', () => {
     t = await makeApp();
     const id = await addControl(t.store, 'support-bot', 'block-sql', denySql);
     await ingest(t.app, [makeEvent(1, { control_id: id, matched: true }), makeEvent(2, { control_id: id, matched: false })]);
-    await t.observability.buffer.flush();
+    await t.observability.flush();
     const res = await t.app.inject({ url: `/api/v1/observability/stats/controls/${id}?time_range=1h` });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({
@@ -167,10 +171,10 @@ describe('GET /observability/stats', () => {
 });
 
 describe('evaluations produce events', () => {
-  it('stores one event per control evaluated, with the trace ids of the request', async () => {
+  it('stores a row per match and counts non-matches in rollups, with the trace ids of the request', async () => {
     t = await makeApp();
     const deny = await addControl(t.store, 'support-bot', 'block-sql', denySql);
-    await addControl(t.store, 'support-bot', 'warn-email', warnEmail);
+    const warn = await addControl(t.store, 'support-bot', 'warn-email', warnEmail);
     const res = await t.app.inject({
       method: 'POST',
       url: '/api/v1/evaluation',
@@ -178,9 +182,15 @@ describe('evaluations produce events', () => {
       payload: evaluation('DROP TABLE users'),
     });
     expect(res.json().decision).toBe('deny');
-    await t.observability.buffer.flush();
+    await t.observability.flush();
     const page = await t.store.queryEvents({ limit: 10, offset: 0 });
-    expect(page.total).toBe(2);
+    // warn-email did not match: no row, only a count.
+    expect(page.total).toBe(1);
+    const stats = await t.store.controlStats({ since: new Date(Date.now() - 3_600_000).toISOString() });
+    expect(stats.map((r) => [r.control_id, r.matches, r.non_matches])).toEqual([
+      [deny, 1, 0],
+      [warn, 0, 1],
+    ]);
     const e = page.events.find((x) => x.control_id === deny)!;
     expect(e).toMatchObject({
       trace_id: '4bf92f3577b34da6a3ce929d0e0e4736',
@@ -216,38 +226,47 @@ describe('flushing', () => {
     t = await makeApp({ flushIntervalSeconds: 0.05 });
     t.observability.start();
     await ingest(t.app, [makeEvent(1), makeEvent(2)]);
-    await expect.poll(async () => (await t!.store.queryEvents({ limit: 10, offset: 0 })).total).toBe(2);
+    const since = new Date(Date.now() - 3_600_000).toISOString();
+    // Both the match row and the non-match rollup are written by the timer.
+    await expect.poll(async () => (await t!.store.controlStats({ since }))[0]?.executions ?? 0).toBe(2);
+    expect((await t.store.queryEvents({ limit: 10, offset: 0 })).total).toBe(1);
   });
 
   it('flushes when half full without waiting for the interval', async () => {
     t = await makeApp({ eventBufferSize: 100 });
     t.observability.start();
-    await ingest(t.app, Array.from({ length: 49 }, (_, i) => makeEvent(i)));
+    await ingest(t.app, Array.from({ length: 49 }, (_, i) => makeEvent(i, { matched: true })));
     await new Promise((r) => setImmediate(r));
     expect(t.observability.buffer.size).toBe(49);
-    await ingest(t.app, [makeEvent(49)]);
+    await ingest(t.app, [makeEvent(49, { matched: true })]);
     await expect.poll(async () => (await t!.store.queryEvents({ limit: 1, offset: 0 })).total).toBe(50);
   });
 
-  it('flushes on close', async () => {
+  it('flushes rows and rollups on close', async () => {
     t = await makeApp();
-    await ingest(t.app, [makeEvent(1)]);
+    // One match (a row) and two non-matches (one rollup).
+    await ingest(t.app, [makeEvent(1), makeEvent(2), makeEvent(3)]);
     await t.app.close();
     await t.observability.close();
     expect((await t.store.queryEvents({ limit: 10, offset: 0 })).total).toBe(1);
+    const stats = await t.store.controlStats({ since: new Date(Date.now() - 3_600_000).toISOString() });
+    expect(stats[0]).toMatchObject({ matches: 1, non_matches: 2 });
     const metrics = await t.observability.metrics.registry.metrics();
-    expect(metrics).toContain('guard_events_written_total 1');
+    expect(metrics).toContain('guard_events_written_total 3');
   });
 });
 
 describe('retention', () => {
-  it('prunes events older than the retention', async () => {
+  it('prunes events and rollups older than the retention', async () => {
     t = await makeApp({ eventRetentionDays: 1 });
     const old = new Date(Date.now() - 2 * 86_400_000).toISOString();
-    await ingest(t.app, [makeEvent(1, { timestamp: old }), makeEvent(2)]);
-    await t.observability.buffer.flush();
-    expect(await t.observability.prune()).toBe(1);
+    await ingest(t.app, [makeEvent(1, { timestamp: old, matched: true }), makeEvent(3, { timestamp: old }), makeEvent(2), makeEvent(5)]);
+    await t.observability.flush();
+    // The old row and the old rollup row.
+    expect(await t.observability.prune()).toBe(2);
     const page = await t.store.queryEvents({ limit: 10, offset: 0 });
     expect(page.events.map((e) => e.control_execution_id)).toEqual(['exec-2']);
+    const stats = await t.store.controlStats({ since: new Date(Date.now() - 7 * 86_400_000).toISOString() });
+    expect(stats[0]).toMatchObject({ matches: 1, non_matches: 1 });
   });
 });

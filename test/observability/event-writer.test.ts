@@ -48,14 +48,19 @@ describe('event writer thread', () => {
     try {
       expect(obs.writerKind).toBe('worker');
       const old = new Date(Date.now() - 40 * 86_400_000).toISOString();
+      // Even-numbered events match (rows); odd ones are non-matches (rolled up per minute).
       obs.ingest(Array.from({ length: 2500 }, (_, i) => makeEvent(i, i < 100 ? { timestamp: old } : {})));
-      await obs.buffer.flush();
+      await obs.flush();
       // Written by the worker, read through the server's connection.
-      expect((await store.queryEvents({ limit: 1, offset: 0 })).total).toBe(2500);
-      expect(await obs.prune()).toBe(100);
+      expect((await store.queryEvents({ limit: 1, offset: 0 })).total).toBe(1250);
+      const since = new Date(Date.now() - 50 * 86_400_000).toISOString();
+      expect((await store.controlStats({ since }))[0]).toMatchObject({ matches: 1250, non_matches: 1250 });
+      // 50 old match rows and the one rollup row of the old non-matches.
+      expect(await obs.prune()).toBe(51);
       obs.ingest([makeEvent(9999)]);
       await obs.close();
-      expect((await store.queryEvents({ limit: 1, offset: 0 })).total).toBe(2401);
+      expect((await store.queryEvents({ limit: 1, offset: 0 })).total).toBe(1200);
+      expect((await store.controlStats({ since }))[0]).toMatchObject({ matches: 1200, non_matches: 1201 });
       expect(await obs.metrics.registry.getSingleMetricAsString('guard_events_written_total')).toContain(
         'guard_events_written_total 2501',
       );
@@ -81,7 +86,7 @@ describe('event writer thread', () => {
     });
     try {
       obs.ingest([makeEvent(1), makeEvent(2)]);
-      await obs.buffer.flush();
+      await obs.flush();
       await expect.poll(() => obs.writerKind).toBe('inline');
       obs.ingest([makeEvent(3)]);
       await obs.close();
@@ -90,7 +95,10 @@ describe('event writer thread', () => {
       const written = Number(/guard_events_written_total (\d+)/.exec(text)![1]);
       const failed = Number(/guard_events_dropped_total\{reason="write_failed"\} (\d+)/.exec(text)?.[1] ?? 0);
       expect(written + failed).toBe(3);
-      expect((await store.queryEvents({ limit: 10, offset: 0 })).total).toBe(written);
+      // Rows (matches) and rolled-up non-matches together are what was written.
+      const rows = (await store.queryEvents({ limit: 10, offset: 0 })).total;
+      const nonMatches = (await store.controlStats({ since: '2000-01-01T00:00:00.000Z' })).reduce((n, r) => n + r.non_matches, 0);
+      expect(rows + nonMatches).toBe(written);
       expect(written).toBeGreaterThanOrEqual(1);
     } finally {
       await store.close();

@@ -10,26 +10,11 @@ import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { postgresMigrations } from '../../src/store/postgres/migrations.js';
 import type { ChangeInfo } from '../../src/store/types.js';
 import { StoreError } from '../../src/store/types.js';
+import { dropSchemas, pgRequired as required, pgUnreachable, pgUrl as url, skipReasonOf } from '../replicas/pg.js';
 import { controlData, defineStoreContract } from './store-contract.js';
 
-const url = process.env.GUARD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const required = process.env.GUARD_REQUIRE_PG === '1';
-
-async function reachable(): Promise<string | null> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
-  try {
-    await client.connect();
-    await client.query('SELECT 1');
-    return null;
-  } catch (error) {
-    return error instanceof Error ? error.message : String(error);
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
-const unreachable = await reachable();
-const skipReason = `PostgreSQL tests skipped: ${url} is unreachable (${unreachable}); set GUARD_TEST_PG_URL, or GUARD_REQUIRE_PG=1 to fail instead`;
+const unreachable = await pgUnreachable();
+const skipReason = skipReasonOf(unreachable);
 if (unreachable && !required) console.warn(skipReason);
 
 const schemas: string[] = [];
@@ -40,11 +25,7 @@ function freshSchema(): string {
 }
 
 afterAll(async () => {
-  if (unreachable) return;
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await client.end();
+  if (!unreachable) await dropSchemas(schemas);
 });
 
 describe('PostgreSQL availability', () => {

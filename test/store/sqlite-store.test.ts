@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -49,6 +49,30 @@ describe('SqliteStore specifics', () => {
     expect(migrateSqlite(db, [...sqliteMigrations, next])).toEqual([999]);
     expect(migrateSqlite(db, [...sqliteMigrations, next])).toEqual([]);
     db.close();
+  });
+
+  it('migration 3 folds existing non-match rows into rollups, so upgraded stats keep counting them', async () => {
+    const file = join(dir, 'upgrade', 'guard.db');
+    mkdirSync(join(dir, 'upgrade'));
+    const db = new Database(file);
+    migrateSqlite(db, sqliteMigrations.filter((m) => m.version < 3));
+    const insert = db.prepare(
+      `INSERT INTO events (control_execution_id, trace_id, span_id, agent_name, control_id, control_name, check_stage,
+         applies_to, action, matched, outcome, confidence, ts, execution_duration_ms, evaluator_name)
+       VALUES (?, 't', 's', 'bot', 1, 'c1', 'pre', 'tool', 'deny', ?, ?, 1, ?, 2, 'regex')`,
+    );
+    const ts = Date.UTC(2025, 0, 1, 12, 0, 10);
+    insert.run('m1', 1, 1, ts);
+    insert.run('n1', 0, 0, ts);
+    insert.run('n2', 0, 0, ts + 20_000);
+    insert.run('n3', 0, 0, ts + 60_000);
+    db.close();
+    const store = new SqliteStore(file);
+    const [row] = await store.controlStats({ since: '2025-01-01T12:00:00.000Z' });
+    expect(row).toMatchObject({ executions: 4, matches: 1, non_matches: 3, avg_duration_ms: 2 });
+    // The old rows stay readable, like sampled ones.
+    expect((await store.queryEvents({ limit: 10, offset: 0, matched: false })).total).toBe(3);
+    await store.close();
   });
 
   it('rolls back a failing migration completely', () => {

@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ControlData, ObservabilityEvent } from '../../src/model/index.js';
-import { StoreError, type Store } from '../../src/store/types.js';
+import { StoreError, type EventRollup, type Store } from '../../src/store/types.js';
 
 export function controlData(overrides: Partial<ControlData> = {}): ControlData {
   return {
@@ -39,6 +39,21 @@ export function event(overrides: Partial<ObservabilityEvent> = {}): Observabilit
     selector_path: 'input',
     error_message: null,
     metadata: null,
+    ...overrides,
+  };
+}
+
+export function rollup(overrides: Partial<EventRollup> = {}): EventRollup {
+  return {
+    bucket: '2025-01-01T12:00:00.000Z',
+    agent_name: 'bot',
+    control_id: 1,
+    control_name: 'c1',
+    check_stage: 'pre',
+    applies_to: 'tool',
+    evaluator_name: 'regex',
+    count: 1,
+    total_duration_ms: 2,
     ...overrides,
   };
 }
@@ -369,11 +384,16 @@ export function defineStoreContract(name: string, open: () => Promise<Store>): v
         await store.insertEvents([
           event({ control_id: c, control_name: 'old-name', timestamp: recent, matched: true, action: 'deny', execution_duration_ms: 2 }),
           event({ control_id: c, timestamp: recent, matched: true, action: 'deny', execution_duration_ms: 4 }),
+          // A sampled non-match row: stats count non-matches from rollups only, never from rows.
           event({ control_id: c, timestamp: recent, matched: false, action: 'deny', execution_duration_ms: 6 }),
           // An error counts as an error even when on_error made it "match".
           event({ control_id: c, timestamp: recent, matched: true, action: 'deny', error_message: 'x', execution_duration_ms: 8 }),
           event({ control_id: c, timestamp: old, matched: true, action: 'deny' }),
           event({ control_id: 999, control_name: 'deleted-control', timestamp: recent, matched: true, action: 'log', agent_name: 'other', execution_duration_ms: 1 }),
+        ]);
+        await store.insertRollups([
+          rollup({ control_id: c, control_name: 'old-name', bucket: recent, count: 1, total_duration_ms: 6 }),
+          rollup({ control_id: c, bucket: old, count: 7, total_duration_ms: 7 }),
         ]);
         const rows = await store.controlStats({ since: '2025-01-01T12:00:00.000Z' });
         expect(rows).toEqual([
@@ -402,8 +422,88 @@ export function defineStoreContract(name: string, open: () => Promise<Store>): v
 
         expect((await store.controlStats({ since: '2025-01-01T12:00:00.000Z', agent_name: 'other' })).map((r) => r.control_id)).toEqual([999]);
         expect((await store.controlStats({ since: '2025-01-01T12:00:00.000Z', control_id: c }))[0]?.executions).toBe(4);
-        expect((await store.controlStats({ since: '2024-12-31T00:00:00.000Z', control_id: c }))[0]?.executions).toBe(5);
+        expect((await store.controlStats({ since: '2024-12-31T00:00:00.000Z', control_id: c }))[0]).toMatchObject({
+          executions: 12,
+          non_matches: 8,
+        });
         expect(await store.controlStats({ since: '2025-02-01T00:00:00.000Z' })).toEqual([]);
+      });
+
+      it('upserts rollups: the same minute and key adds count and duration', async () => {
+        await store.insertRollups([
+          rollup({ bucket: '2025-01-01T12:00:10.000Z', count: 2, total_duration_ms: 3 }),
+          // Same minute and key in the same call: merged, not refused.
+          rollup({ bucket: '2025-01-01T12:00:50.000Z', count: 1, total_duration_ms: 1 }),
+        ]);
+        await store.insertRollups([rollup({ count: 4, total_duration_ms: 4 }), rollup({ evaluator_name: null, count: 5, total_duration_ms: 0 })]);
+        const [row] = await store.controlStats({ since: '2025-01-01T12:00:00.000Z' });
+        expect(row).toEqual({
+          control_id: 1,
+          control_name: 'c1',
+          executions: 12,
+          matches: 0,
+          non_matches: 12,
+          errors: 0,
+          actions: {},
+          avg_duration_ms: 8 / 12,
+        });
+      });
+
+      it('stats hold executions = matches + non_matches + errors over rows and rollups, by agent and control', async () => {
+        const t = '2025-01-01T12:05:00.000Z';
+        await store.insertEvents([
+          event({ control_id: 1, agent_name: 'a', timestamp: t, matched: true, action: 'deny', execution_duration_ms: 10 }),
+          event({ control_id: 2, control_name: 'c2', agent_name: 'b', timestamp: t, matched: false, error_message: 'boom', action: 'log', execution_duration_ms: 10 }),
+        ]);
+        await store.insertRollups([
+          rollup({ control_id: 1, agent_name: 'a', bucket: t, count: 3, total_duration_ms: 2 }),
+          rollup({ control_id: 1, agent_name: 'b', bucket: t, count: 5, total_duration_ms: 4 }),
+          rollup({ control_id: 2, control_name: 'c2', agent_name: 'b', bucket: t, count: 2, total_duration_ms: 2 }),
+          // A control seen only through rollups still gets a row.
+          rollup({ control_id: 3, control_name: 'quiet', agent_name: 'a', bucket: t, count: 9, total_duration_ms: 9 }),
+        ]);
+        const all = await store.controlStats({ since: '2025-01-01T12:00:00.000Z' });
+        expect(all.map((r) => [r.control_id, r.control_name, r.matches, r.non_matches, r.errors])).toEqual([
+          [1, 'c1', 1, 8, 0],
+          [2, 'c2', 0, 2, 1],
+          [3, 'quiet', 0, 9, 0],
+        ]);
+        for (const row of all) expect(row.executions).toBe(row.matches + row.non_matches + row.errors);
+        expect(all[0]?.avg_duration_ms).toBeCloseTo(16 / 9);
+        const agentA = await store.controlStats({ since: '2025-01-01T12:00:00.000Z', agent_name: 'a' });
+        expect(agentA.map((r) => [r.control_id, r.executions])).toEqual([[1, 4], [3, 9]]);
+        const agentB1 = await store.controlStats({ since: '2025-01-01T12:00:00.000Z', agent_name: 'b', control_id: 1 });
+        expect(agentB1.map((r) => [r.control_id, r.non_matches])).toEqual([[1, 5]]);
+        const only2 = await store.controlStats({ since: '2025-01-01T12:00:00.000Z', control_id: 2 });
+        expect(only2.map((r) => [r.control_id, r.executions])).toEqual([[2, 3]]);
+      });
+
+      it('counts rollups whose minute starts at or after since', async () => {
+        await store.insertRollups([
+          rollup({ bucket: '2025-01-01T11:59:30.000Z', count: 1 }),
+          rollup({ bucket: '2025-01-01T12:00:00.000Z', count: 10 }),
+          rollup({ bucket: '2025-01-01T12:01:59.000Z', count: 100 }),
+        ]);
+        const nonMatches = async (since: string) => (await store.controlStats({ since }))[0]?.non_matches ?? 0;
+        expect(await nonMatches('2025-01-01T11:59:00.000Z')).toBe(111);
+        expect(await nonMatches('2025-01-01T12:00:00.000Z')).toBe(110);
+        // Minute granularity: a window starting inside a minute leaves that minute out.
+        expect(await nonMatches('2025-01-01T12:00:30.000Z')).toBe(100);
+        expect(await nonMatches('2025-01-01T12:02:00.000Z')).toBe(0);
+      });
+
+      it('prunes rollups with the events', async () => {
+        await store.insertEvents([event({ timestamp: '2025-01-01T12:00:00.000Z' })]);
+        await store.insertRollups([
+          rollup({ bucket: '2025-01-01T11:00:00.000Z', count: 4 }),
+          rollup({ bucket: '2025-01-01T12:00:00.000Z', count: 6 }),
+          rollup({ bucket: '2025-01-01T13:00:00.000Z', count: 8 }),
+        ]);
+        // One event row and two rollup rows are older than 12:30.
+        expect(await store.pruneEvents('2025-01-01T12:30:00.000Z')).toBe(3);
+        const [row] = await store.controlStats({ since: '2025-01-01T00:00:00.000Z' });
+        expect(row).toMatchObject({ executions: 8, non_matches: 8, matches: 0 });
+        expect(await store.pruneEvents('2025-01-01T12:30:00.000Z')).toBe(0);
       });
 
       it('prunes events before a time, in batches', async () => {

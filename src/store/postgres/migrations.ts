@@ -84,4 +84,30 @@ export const postgresMigrations: readonly Migration[] = [
       CREATE INDEX recorded_steps_agent ON recorded_steps (agent_name, id);
     `,
   },
+  {
+    version: 3,
+    name: 'non-match rollups',
+    // See the SQLite migration 3: non-matches counted per minute; old non-match rows folded in.
+    sql: `
+      CREATE TABLE event_rollups (
+        bucket TIMESTAMPTZ NOT NULL,
+        agent_name TEXT NOT NULL,
+        control_id BIGINT NOT NULL,
+        control_name TEXT NOT NULL,
+        check_stage TEXT NOT NULL,
+        applies_to TEXT NOT NULL,
+        evaluator_name TEXT NOT NULL,
+        count BIGINT NOT NULL,
+        total_duration_ms DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (bucket, agent_name, control_id, control_name, check_stage, applies_to, evaluator_name)
+      );
+      CREATE INDEX event_rollups_control ON event_rollups (control_id, bucket) INCLUDE (count, total_duration_ms);
+      CREATE INDEX event_rollups_agent ON event_rollups (agent_name, bucket) INCLUDE (control_id, count, total_duration_ms);
+      INSERT INTO event_rollups
+        SELECT to_timestamp(floor(extract(epoch FROM ts) / 60) * 60), agent_name, control_id, control_name,
+          check_stage, applies_to, coalesce(evaluator_name, ''), count(*), coalesce(sum(execution_duration_ms), 0)
+        FROM events WHERE outcome = 0
+        GROUP BY 1, 2, 3, 4, 5, 6, 7;
+    `,
+  },
 ];

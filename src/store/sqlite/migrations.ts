@@ -95,4 +95,33 @@ export const sqliteMigrations: readonly Migration[] = [
       CREATE INDEX recorded_steps_agent ON recorded_steps (agent_name, id);
     `,
   },
+  {
+    version: 3,
+    name: 'non-match rollups',
+    // Non-matches are counted per minute instead of stored one row each (see
+    // src/observability). Existing non-match rows are folded in, so stats of an upgraded
+    // database keep counting them; the rows themselves stay, like sampled ones.
+    sql: `
+      CREATE TABLE event_rollups (
+        bucket INTEGER NOT NULL,
+        agent_name TEXT NOT NULL,
+        control_id INTEGER NOT NULL,
+        control_name TEXT NOT NULL,
+        check_stage TEXT NOT NULL,
+        applies_to TEXT NOT NULL,
+        evaluator_name TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        total_duration_ms REAL NOT NULL,
+        PRIMARY KEY (bucket, agent_name, control_id, control_name, check_stage, applies_to, evaluator_name)
+      ) WITHOUT ROWID;
+      -- Stats by control and by agent read only these covering indexes.
+      CREATE INDEX event_rollups_control ON event_rollups (control_id, bucket, count, total_duration_ms);
+      CREATE INDEX event_rollups_agent ON event_rollups (agent_name, bucket, control_id, count, total_duration_ms);
+      INSERT INTO event_rollups
+        SELECT (ts / 60000) * 60000, agent_name, control_id, control_name, check_stage, applies_to,
+          coalesce(evaluator_name, ''), count(*), total(execution_duration_ms)
+        FROM events WHERE outcome = 0
+        GROUP BY 1, 2, 3, 4, 5, 6, 7;
+    `,
+  },
 ];

@@ -13,6 +13,8 @@ import {
   enabledAfter,
   epochMsOf,
   nowIso,
+  mergedRollups,
+  OUTCOME_NON_MATCH,
   outcomeOf,
   statsRowsOf,
   storedDataOf,
@@ -25,6 +27,7 @@ import {
   type ControlPatch,
   type ControlStatsRow,
   type EventPage,
+  type EventRollup,
   type EventQuery,
   type Link,
   type NewRecordedStep,
@@ -92,7 +95,8 @@ interface EventRow {
 }
 
 const ACTIONS = ['allow', 'deny', 'steer', 'warn', 'log'] as const;
-const OUTCOMES = [0, 1, 2] as const;
+/** Outcomes stats read from event rows; non-matches come from the rollups. */
+const ROW_OUTCOMES = [1, 2] as const;
 
 function controlOf(row: ControlRow): ControlRecord {
   const enabled = row.enabled === 1;
@@ -268,8 +272,38 @@ export class SqliteStore implements Store {
       ),
       statsAgentParts: db.prepare(
         `SELECT control_id, outcome, action, count(*) AS count, total(execution_duration_ms) AS duration_sum
-         FROM events INDEXED BY events_agent_ts WHERE agent_name = ? AND ts >= ? GROUP BY control_id, outcome, action`,
+         FROM events INDEXED BY events_agent_ts WHERE agent_name = ? AND ts >= ? AND outcome <> 0
+         GROUP BY control_id, outcome, action`,
       ),
+      upsertRollup: db.prepare(
+        `INSERT INTO event_rollups (bucket, agent_name, control_id, control_name, check_stage, applies_to,
+           evaluator_name, count, total_duration_ms)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (bucket, agent_name, control_id, control_name, check_stage, applies_to, evaluator_name)
+         DO UPDATE SET count = count + excluded.count, total_duration_ms = total_duration_ms + excluded.total_duration_ms`,
+      ),
+      // Loose index scan over rollup control ids, as statsControlIds does over events.
+      rollupControlIds: db
+        .prepare(
+          `WITH RECURSIVE ids(id) AS (
+             SELECT (SELECT min(control_id) FROM event_rollups)
+             UNION ALL
+             SELECT (SELECT min(control_id) FROM event_rollups WHERE control_id > ids.id) FROM ids WHERE ids.id IS NOT NULL)
+           SELECT id FROM ids WHERE id IS NOT NULL`,
+        )
+        .pluck(),
+      rollupControlParts: db.prepare(
+        `SELECT control_id, sum(count) AS count, total(total_duration_ms) AS duration_sum
+         FROM event_rollups INDEXED BY event_rollups_control WHERE control_id = ? AND bucket >= ? GROUP BY control_id`,
+      ),
+      rollupAgentParts: db.prepare(
+        `SELECT control_id, sum(count) AS count, total(total_duration_ms) AS duration_sum
+         FROM event_rollups INDEXED BY event_rollups_agent WHERE agent_name = ? AND bucket >= ? GROUP BY control_id`,
+      ),
+      rollupControlName: db
+        .prepare('SELECT control_name FROM event_rollups INDEXED BY event_rollups_control WHERE control_id = ? LIMIT 1')
+        .pluck(),
+      pruneRollups: db.prepare('DELETE FROM event_rollups WHERE bucket < ?'),
       controlName: db.prepare('SELECT name FROM controls WHERE control_id = ?').pluck(),
       eventControlName: db
         .prepare('SELECT control_name FROM events INDEXED BY events_stats WHERE control_id = ? LIMIT 1')
@@ -557,6 +591,18 @@ export class SqliteStore implements Store {
     });
   }
 
+  async insertRollups(rollups: EventRollup[]): Promise<void> {
+    if (rollups.length === 0) return;
+    const rows = mergedRollups(rollups);
+    const upsert = this.s.upsertRollup;
+    this.write(() => {
+      for (const r of rows) {
+        upsert.run(r.bucket_ms, r.agent_name, r.control_id, r.control_name, r.check_stage, r.applies_to,
+          r.evaluator_name, r.count, r.total_duration_ms);
+      }
+    });
+  }
+
   async queryEvents(query: EventQuery): Promise<EventPage> {
     // Filters vary per call, so this statement is built per query; the cache below keeps
     // each distinct filter shape prepared once.
@@ -619,15 +665,24 @@ export class SqliteStore implements Store {
     const since = epochMsOf(query.since, 'since');
     return this.read(() => {
       let parts: StatsPart[];
+      type RollupPart = { control_id: number; count: number; duration_sum: number };
+      let rollups: RollupPart[];
       if (query.agent_name !== undefined) {
         // One agent's window is a contiguous range of events_agent_ts: scan and group it.
         parts = this.s.statsAgentParts.all(query.agent_name, since) as StatsPart[];
-        if (query.control_id !== undefined) parts = parts.filter((p) => p.control_id === query.control_id);
+        rollups = this.s.rollupAgentParts.all(query.agent_name, since) as RollupPart[];
+        if (query.control_id !== undefined) {
+          parts = parts.filter((p) => p.control_id === query.control_id);
+          rollups = rollups.filter((p) => p.control_id === query.control_id);
+        }
       } else {
         parts = [];
         const ids = query.control_id !== undefined ? [query.control_id] : (this.s.statsControlIds.all() as number[]);
+        // Each control's window is one range seek of event_rollups_control.
+        const rollupIds = query.control_id !== undefined ? [query.control_id] : (this.s.rollupControlIds.all() as number[]);
+        rollups = rollupIds.flatMap((id) => this.s.rollupControlParts.all(id, since) as RollupPart[]);
         for (const control_id of ids) {
-          for (const outcome of OUTCOMES) {
+          for (const outcome of ROW_OUTCOMES) {
             for (const action of ACTIONS) {
               const part = this.s.statsPart.get(control_id, outcome, action, since) as { count: number; duration_sum: number };
               if (part.count > 0) parts.push({ control_id, outcome, action, ...part });
@@ -635,8 +690,11 @@ export class SqliteStore implements Store {
           }
         }
       }
+      for (const r of rollups) parts.push({ control_id: r.control_id, outcome: OUTCOME_NON_MATCH, action: '', count: r.count, duration_sum: r.duration_sum });
       return statsRowsOf(parts, (id) => {
-        const name = (this.s.controlName.get(id) ?? this.s.eventControlName.get(id)) as string | undefined;
+        const name = (this.s.controlName.get(id) ?? this.s.rollupControlName.get(id) ?? this.s.eventControlName.get(id)) as
+          | string
+          | undefined;
         return name ?? '';
       });
     });
@@ -649,8 +707,10 @@ export class SqliteStore implements Store {
     for (;;) {
       const changes = this.write(() => this.s.pruneBatch.run(cutoff, this.pruneBatchSize).changes);
       deleted += changes;
-      if (changes < this.pruneBatchSize) return deleted;
+      if (changes < this.pruneBatchSize) break;
     }
+    // Rollups are few (one row per minute and key), so one statement removes them.
+    return deleted + this.write(() => this.s.pruneRollups.run(cutoff).changes);
   }
 
   // ---- recorded steps (src/recording, src/replay) ----

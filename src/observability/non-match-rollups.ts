@@ -1,0 +1,171 @@
+import type { EventRollup } from '../store/types.js';
+
+const MINUTE_MS = 60_000;
+
+/** What identifies a rollup besides its minute. */
+export interface RollupKey {
+  agent_name: string;
+  control_id: number;
+  control_name: string;
+  check_stage: string;
+  applies_to: string;
+  evaluator_name: string | null;
+}
+
+export interface NonMatchRollupsOptions {
+  /** Distinct (minute, key) entries held at most; non-matches past it are dropped. */
+  maxKeys: number;
+  /** Rollups to store; a failure drops them unless `retryable` accepts it. */
+  write(rollups: EventRollup[]): Promise<void>;
+  /** `count` non-matches reached the store (summed over the rollups written). */
+  onWritten?(count: number): void;
+  onDropped?(count: number, reason: 'buffer_full' | 'write_failed'): void;
+  onWriteError?(error: unknown, count: number): void;
+  /** A failed write this answers true for (database unreachable) is merged back for the next flush. */
+  retryable?(error: unknown): boolean;
+  onWriteDeferred?(error: unknown, count: number): void;
+}
+
+interface Entry extends RollupKey {
+  bucket_ms: number;
+  count: number;
+  total_duration_ms: number;
+}
+
+/**
+ * Non-matches counted in memory per minute and key until the next flush writes them as
+ * rollup rows. Storing each non-match as an indexed row cost ~9 µs of CPU; adding to a
+ * map entry costs a fraction of that. Memory is bounded by `maxKeys` entries, however
+ * many non-matches arrive.
+ */
+/** The part of a key shared by all executions of one evaluation. */
+export interface RollupGroup {
+  agent_name: string;
+  check_stage: string;
+  applies_to: string;
+}
+
+/** Entries of one (minute, agent, stage, step type), by control id (usually one entry each). */
+type Group = Map<number, Entry[]>;
+
+export class NonMatchRollups {
+  // Two levels so that recording an evaluation builds one string key, not one per control.
+  private groups = new Map<string, Group>();
+  private count = 0;
+  private running: Promise<void> | null = null;
+  private readonly maxKeys: number;
+
+  constructor(private readonly opts: NonMatchRollupsOptions) {
+    this.maxKeys = Math.max(1, Math.floor(opts.maxKeys));
+  }
+
+  /** Distinct entries waiting. */
+  get size(): number {
+    return this.count;
+  }
+
+  /** The entries of one minute, agent, stage and step type; look it up once per evaluation. */
+  group(timeMs: number, g: RollupGroup): { bucket_ms: number; entries: Group } {
+    const bucket_ms = Math.floor(timeMs / MINUTE_MS) * MINUTE_MS;
+    // NUL cannot occur in the names the API accepts, so the joined key is unambiguous.
+    const id = `${bucket_ms}\0${g.agent_name}\0${g.check_stage}\0${g.applies_to}`;
+    let entries = this.groups.get(id);
+    if (!entries) {
+      entries = new Map();
+      this.groups.set(id, entries);
+    }
+    return { bucket_ms, entries };
+  }
+
+  /** Counts one non-match (or `count` of them) into a group; false when it was dropped at the cap. */
+  addTo(
+    group: { bucket_ms: number; entries: Group },
+    key: RollupKey,
+    durationMs: number,
+    count = 1,
+  ): boolean {
+    let list = group.entries.get(key.control_id);
+    const evaluator = key.evaluator_name ?? null;
+    if (list) {
+      for (const entry of list) {
+        if (entry.control_name === key.control_name && entry.evaluator_name === evaluator) {
+          entry.count += count;
+          entry.total_duration_ms += durationMs;
+          return true;
+        }
+      }
+    }
+    if (this.count >= this.maxKeys) {
+      this.opts.onDropped?.(count, 'buffer_full');
+      return false;
+    }
+    if (!list) {
+      list = [];
+      group.entries.set(key.control_id, list);
+    }
+    list.push({
+      bucket_ms: group.bucket_ms,
+      agent_name: key.agent_name,
+      control_id: key.control_id,
+      control_name: key.control_name,
+      check_stage: key.check_stage,
+      applies_to: key.applies_to,
+      evaluator_name: evaluator,
+      count,
+      total_duration_ms: durationMs,
+    });
+    this.count++;
+    return true;
+  }
+
+  /** Counts one non-match (or `count` of them); false when it was dropped at the cap. */
+  add(timeMs: number, key: RollupKey, durationMs: number, count = 1): boolean {
+    return this.addTo(this.group(timeMs, key), key, durationMs, count);
+  }
+
+  /** Writes every entry now; one flush runs at a time (a second call waits for it, then runs). */
+  async flush(): Promise<void> {
+    while (this.running) await this.running;
+    if (this.count === 0) return;
+    this.running = this.drain().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  private async drain(): Promise<void> {
+    const taken: Entry[] = [];
+    for (const group of this.groups.values()) for (const list of group.values()) taken.push(...list);
+    this.groups = new Map();
+    this.count = 0;
+    const rollups: EventRollup[] = [];
+    let count = 0;
+    for (const e of taken) {
+      count += e.count;
+      rollups.push({
+        bucket: new Date(e.bucket_ms).toISOString(),
+        agent_name: e.agent_name,
+        control_id: e.control_id,
+        control_name: e.control_name,
+        check_stage: e.check_stage,
+        applies_to: e.applies_to,
+        evaluator_name: e.evaluator_name,
+        count: e.count,
+        total_duration_ms: e.total_duration_ms,
+      });
+    }
+    try {
+      await this.opts.write(rollups);
+      this.opts.onWritten?.(count);
+    } catch (error) {
+      if (this.opts.retryable?.(error)) {
+        // Merge back (the cap still holds: what no longer fits is dropped and counted).
+        for (const e of taken) this.add(e.bucket_ms, e, e.total_duration_ms, e.count);
+        this.opts.onWriteDeferred?.(error, count);
+        return;
+      }
+      this.opts.onWriteError?.(error, count);
+      this.opts.onDropped?.(count, 'write_failed');
+    }
+  }
+}
