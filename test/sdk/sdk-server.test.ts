@@ -280,10 +280,12 @@ describe('events', () => {
     expect(agent.pendingEvents).toBe(4);
     await agent.shutdown();
     expect(agent.pendingEvents).toBe(0);
+    // All four are counted in the stats (non-matches as per-minute rollups) ...
     await vi.waitFor(async () => {
-      const { events } = await server.client.queryEvents({ agent_name: 'support-bot', limit: 100 });
-      expect(events).toHaveLength(4);
+      const { totals } = await server.client.stats({ agent_name: 'support-bot', time_range: '1h' });
+      expect(totals).toMatchObject({ executions: 4, matches: 1, non_matches: 3, errors: 0 });
     }, { timeout: 5000 });
+    // ... and the match is also stored as a single event.
     const { events } = await server.client.queryEvents({ agent_name: 'support-bot', matched: true, limit: 100 });
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({
@@ -296,8 +298,8 @@ describe('events', () => {
     const agent = await start({ eventBatchSize: 2, eventFlushIntervalSeconds: 60 });
     await agent.check({ type: 'tool', name: 'run_sql', input: { query: 'select 1' } }, 'pre');
     await vi.waitFor(async () => {
-      const { events } = await server.client.queryEvents({ agent_name: 'support-bot', limit: 100 });
-      expect(events).toHaveLength(2);
+      const { totals } = await server.client.stats({ agent_name: 'support-bot', time_range: '1h' });
+      expect(totals.executions).toBe(2);
     }, { timeout: 5000 });
   });
 
