@@ -9,7 +9,6 @@
  * "written" counts event rows plus the non-matches the rollups written represent.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,23 +21,8 @@ import { loadConfig, type ServerConfig } from '../src/server/config.js';
 import { SqliteStore } from '../src/store/sqlite/index.js';
 import type { EventRollup, Store } from '../src/store/types.js';
 import { median, type Benchmark, type BenchRow } from './harness.js';
+import { runLoad } from './load-generator.js';
 import { EVALUATION_BODY, seedBenchAgent, startBareBaseline } from './server.js';
-
-interface CannonResult {
-  requests: { average: number; total: number };
-  non2xx: number;
-  errors: number;
-}
-type Cannon = (opts: {
-  url: string;
-  method: string;
-  body: string;
-  headers: Record<string, string>;
-  connections: number;
-  duration: number;
-}) => Promise<CannonResult>;
-// autocannon ships no types; this is the slice of its API used here.
-const autocannon = createRequire(import.meta.url)('autocannon') as Cannon;
 
 interface Server {
   app: FastifyInstance;
@@ -174,24 +158,17 @@ async function benchIngest(): Promise<BenchRow[]> {
 
 interface LoadResult {
   rate: number;
-  /** Process CPU (server, writer thread and load generator) per request, µs: steadier than req/s on a shared machine. */
+  /** Server process CPU (main and writer threads; the load generator runs apart) per request, µs: steadier than req/s on a shared machine. */
   cpuPerRequest: number;
 }
 
 /** `url` is the full evaluation URL; the body is bench/server.ts's step (10 of 50 controls in scope). */
 async function load(url: string, seconds: number): Promise<LoadResult> {
   const cpu = process.cpuUsage();
-  const r = await autocannon({
-    url,
-    method: 'POST',
-    body: EVALUATION_BODY,
-    headers: { 'content-type': 'application/json' },
-    connections: 16,
-    duration: seconds,
-  });
+  const r = await runLoad({ url, body: EVALUATION_BODY, connections: 16, duration: seconds });
   const used = process.cpuUsage(cpu);
-  if (r.non2xx > 0 || r.errors > 0) throw new Error(`load run had ${r.non2xx} non-2xx answers and ${r.errors} errors`);
-  return { rate: r.requests.total / seconds, cpuPerRequest: (used.user + used.system) / r.requests.total };
+  if (r.failed > 0) throw new Error(`load run had ${r.failed} failed requests`);
+  return { rate: r.total / seconds, cpuPerRequest: (used.user + used.system) / r.total };
 }
 
 /** One control in scope for bench/server.ts's step, for the light end of the range. */

@@ -21,7 +21,8 @@ try {
   }
   if (server.app.controlSets.size !== 1000) throw new Error(`expected 1000 compiled sets, got ${server.app.controlSets.size}`);
   (globalThis as { gc?: () => void }).gc?.();
-  process.stdout.write(`RSS_BYTES=${process.memoryUsage().rss}\n`);
+  const mem = process.memoryUsage();
+  process.stdout.write(`RSS_BYTES=${mem.rss}\nHEAP_BYTES=${mem.heapUsed}\nEXTERNAL_BYTES=${mem.external}\n`);
 } finally {
   await server.close();
 }

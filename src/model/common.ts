@@ -26,6 +26,9 @@ export const ControlNameSchema = z
     'name may hold letters, digits, spaces and . _ : / - and must start with a letter or digit',
   );
 
+/** What a normalised agent name looks like (also checked on the evaluation fast path). */
+export const AGENT_NAME_PATTERN = /^[a-z0-9][a-z0-9._:-]{0,127}$/;
+
 /** Agent names are normalised (trimmed, lowercased) before they are checked. */
 export const AgentNameSchema = z
   .string()

@@ -62,6 +62,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     exposeHeadRoutes: false,
     // Ids are generated per request only for logs; keep them short.
     requestIdHeader: false,
+    // Body schemas are only a fast pre-check (the evaluation route): they must never
+    // coerce, fill defaults or strip unknown keys, or they would accept what zod rejects.
+    ajv: { customOptions: { coerceTypes: false, useDefaults: false, removeAdditional: false, allErrors: false } },
   });
 
   const controlSets = new ControlSetCache<CompiledControlSet>(store, (controls) =>

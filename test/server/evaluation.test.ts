@@ -51,6 +51,30 @@ describe('POST /api/v1/evaluation', () => {
     expect(json(bad).errors.map((e: { field: string }) => e.field).sort()).toEqual(['stage', 'step.input', 'step.name']);
   });
 
+  // The route checks bodies with a compiled JSON Schema first and falls back to zod only
+  // when that fails: both must reach the same verdict, with zod's exact field paths.
+  it.each([
+    ['a number where a string is due (no coercion)', { step: { type: 'tool', name: 5, input: {} } }, ['step.name']],
+    ['an unknown key in the step', { step: { type: 'tool', name: 'run_sql', input: {}, colour: 'red' } }, ['step.colour']],
+    ['an unknown key at the top', { extra: true }, ['extra']],
+    ['context that is not an object', { step: { type: 'tool', name: 'run_sql', input: {}, context: [1] } }, ['step.context']],
+    ['an agent name that is not valid once normalised', { agent_name: 'bad name!' }, ['agent_name']],
+  ])('answers 422 for %s', async (_case, patch, fields) => {
+    server = await startTestServer();
+    await seedAgentWithControl(server.app);
+    const res = await call(server.app, 'POST', '/api/v1/evaluation', { ...step('DROP TABLE users'), ...patch });
+    expect(res.statusCode).toBe(422);
+    expect(json(res).errors.map((e: { field: string }) => e.field)).toEqual(fields);
+  });
+
+  it('normalises the agent name on the fast path', async () => {
+    server = await startTestServer();
+    await seedAgentWithControl(server.app);
+    const res = await call(server.app, 'POST', '/api/v1/evaluation', { ...step('DROP TABLE users'), agent_name: '  Support-Bot ' });
+    expect(res.statusCode).toBe(200);
+    expect(json(res).decision).toBe('deny');
+  });
+
   it('reflects PUT data, PATCH enabled, unlink and delete immediately', async () => {
     server = await startTestServer();
     const { app } = server;

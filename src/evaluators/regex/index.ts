@@ -28,13 +28,15 @@ export const regexEvaluator: EvaluatorDefinition = {
     if (typeof re === 'string') throw new ConfigError('pattern', re);
     // search finds where a match starts (as fast as test when there is none); a sticky
     // twin then finds where it ends. Together they cost a fraction of exec, which makes
-    // RE2 extract every submatch and build a result array.
-    const sticky = compilePattern(pattern, 'y') as CompiledPattern;
+    // RE2 extract every submatch and build a result array. The twin is built on the first
+    // match only: each RE2 program holds native memory, and most controls rarely match.
+    let sticky: CompiledPattern | undefined;
     return (value) => {
       const text = textOf(value);
       if (text === undefined) return NO_MATCH;
       const start = re.search(text);
       if (start < 0) return NO_MATCH;
+      sticky ??= compilePattern(pattern, 'y') as CompiledPattern;
       sticky.lastIndex = start;
       const end = sticky.test(text) ? sticky.lastIndex : start;
       return { matched: true, confidence: 1, message: `pattern matched "${truncate(text.slice(start, end), 80)}"`, metadata: null };

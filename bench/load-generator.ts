@@ -1,0 +1,49 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export interface LoadOptions {
+  url: string;
+  body: string;
+  headers?: Record<string, string>;
+  connections: number;
+  /** Seconds measured. */
+  duration: number;
+  /** Seconds of warm-up before the measured run. */
+  warmup?: number;
+}
+
+export interface LoadSummary {
+  rps: number;
+  p50: number;
+  p99: number;
+  total: number;
+  /** Non-2xx answers and socket errors. */
+  failed: number;
+}
+
+/** POSTs `body` at `url` from a separate process (bench/load-child.ts) and returns its summary. */
+export function runLoad(options: LoadOptions): Promise<LoadSummary> {
+  const child = fileURLToPath(new URL('./load-child.js', import.meta.url));
+  const args = JSON.stringify({
+    url: options.url,
+    method: 'POST',
+    body: options.body,
+    headers: { 'content-type': 'application/json', ...options.headers },
+    connections: options.connections,
+    duration: options.duration,
+    warmup: options.warmup ?? 0,
+  });
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [child, args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    proc.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    proc.once('exit', (code) => {
+      try {
+        if (code !== 0) throw new Error(`load generator exited with ${code}`);
+        resolve(JSON.parse(out) as LoadSummary);
+      } catch (err) {
+        reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    });
+  });
+}
