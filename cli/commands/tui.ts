@@ -43,7 +43,7 @@ export function parseTuiOptions(raw: RawTuiOptions, env: NodeJS.ProcessEnv = pro
 export function registerTui(program: Command): void {
   program
     .command('tui')
-    .description('live terminal dashboard of evaluations (one line per event when stdout is not a terminal)')
+    .description('Live terminal dashboard of evaluations (one line per event when stdout is not a terminal)')
     .option('--server <url>', 'server base URL (env GUARD_URL, default http://127.0.0.1:8000)')
     .option('--api-key <key>', 'API key (env GUARD_API_KEY)')
     .option('--agent <name>', 'only this agent (filtered by the server)')
