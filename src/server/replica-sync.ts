@@ -18,9 +18,13 @@ export interface ReplicaSync {
  * Keeps this replica's compiled control sets in step with writes made through other
  * replicas on the same database. Change notifications (PostgreSQL LISTEN/NOTIFY) give
  * the agents a write touched, which are invalidated at once; a periodic comparison of
- * `store.revision()` catches what a notification could miss (a dropped connection) and
- * invalidates everything when the revision moved. After a failed check succeeds again
- * (the database came back) everything is invalidated once, whatever the revision says.
+ * `store.revision()` catches what a notification could miss and invalidates everything
+ * when the revision moved with no notification in between. Notifications are reliable
+ * while their connection stays up (a reconnect reports "anything may have changed"), so
+ * a revision that moved while notifications arrived needs nothing more: without that
+ * rule every write, this replica's own included, would drop every compiled set.
+ * After a failed check succeeds again (the database came back) everything is
+ * invalidated once, whatever the revision says.
  */
 export function startReplicaSync(
   store: Pick<Store, 'revision' | 'onChange'>,
@@ -31,18 +35,25 @@ export function startReplicaSync(
   let lastRevision: number | null = null;
   let failing = false;
   let checking = false;
+  let notified = false;
 
   const unsubscribe = store.onChange?.((info) => {
-    if (!stopped) cache.invalidate(info.agents ?? 'all');
+    if (stopped) return;
+    notified = true;
+    cache.invalidate(info.agents ?? 'all');
   });
 
   const check = async (): Promise<void> => {
     if (checking || stopped) return;
     checking = true;
+    // Notifications that arrive while the revision is read count for the next check.
+    const sawNotification = notified;
+    notified = false;
     try {
       const revision = await store.revision();
       if (stopped) return;
-      if (failing || (lastRevision !== null && revision !== lastRevision)) cache.invalidate('all');
+      const moved = lastRevision !== null && revision !== lastRevision;
+      if (failing || (moved && !sawNotification)) cache.invalidate('all');
       lastRevision = revision;
       failing = false;
     } catch (error) {
