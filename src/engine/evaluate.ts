@@ -101,7 +101,7 @@ function runControl(c: CompiledControl, view: StepView): Pending<ControlMatch> {
     if (value === undefined) return matchOf(c, NOTHING);
     let out: Pending<EvaluatorOutcome>;
     try {
-      out = node.check(value);
+      out = node.check(value, view.memo);
     } catch (err) {
       return errorOf(c, c.onError, err);
     }
@@ -192,7 +192,7 @@ function executionOf(c: CompiledControl, d: Detailed, duration: number): Control
 function evalLeaf(leaf: CompiledLeaf, view: StepView): Pending<Verdict> {
   const value = selectValue(leaf.selector, view);
   if (value === undefined) return { outcome: NOTHING, value };
-  const out = leaf.check(value);
+  const out = leaf.check(value, view.memo);
   return isThenable(out) ? out.then((o) => ({ outcome: o, value })) : { outcome: out, value };
 }
 

@@ -2,6 +2,7 @@
  * Selector paths, parsed once when a control is compiled and walked per step.
  * `input.messages[0].content` and `input.messages.0.content` parse to the same walk.
  */
+import { TextMemo } from '../evaluators/text.js';
 import type { Step } from '../model/index.js';
 
 export const Root = { Whole: 0, Name: 1, Input: 2, Output: 3, Context: 4 } as const;
@@ -47,7 +48,13 @@ export function parseSelector(path: string): CompiledSelector | string {
 /** One step being evaluated; `*` builds its view of the step only when a control asks. */
 export class StepView {
   #whole: Record<string, unknown> | undefined;
+  #memo: TextMemo | undefined;
   constructor(readonly step: Step) {}
+
+  /** Text of selected values, shared by this step's checks (created on first use). */
+  get memo(): TextMemo {
+    return (this.#memo ??= new TextMemo());
+  }
 
   /** The step as `*` sees it: the five fields a step has, nothing else. */
   whole(): Record<string, unknown> {

@@ -16,7 +16,19 @@ export interface EvaluatorOutcome {
  * evaluators that need I/O (the vendor scorer) return a promise.
  * Throwing (or rejecting) is an evaluator error: the control's on_error decides.
  */
-export type CompiledCheck = (value: unknown) => EvaluatorOutcome | Promise<EvaluatorOutcome>;
+export type CompiledCheck = (value: unknown, memo?: ValueMemo) => EvaluatorOutcome | Promise<EvaluatorOutcome>;
+
+/**
+ * A cache that lives for one step's evaluation, handed to every check of that step: when
+ * several controls select the same object, it is serialised (and lowercased) once.
+ * Checks may ignore it; it never outlives the step, so it never serves stale text.
+ */
+export interface ValueMemo {
+  /** What `textOf` gives, computed once per selected value. */
+  text(value: unknown): string | undefined;
+  /** `text.toLowerCase()`, computed once per text. */
+  lower(text: string): string;
+}
 
 export interface EvaluatorDefinition {
   /** The name controls use in `evaluator.name`, for example `regex`. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { EvaluatorDefinition, EvaluatorOutcome } from '../types.js';
+import type { EvaluatorDefinition, EvaluatorOutcome, ValueMemo } from '../types.js';
 import { truncate } from '../text.js';
 
 export const ListConfigSchema = z.strictObject({
@@ -12,19 +12,23 @@ export type ListConfig = z.infer<typeof ListConfigSchema>;
 
 const NO_MATCH: EvaluatorOutcome = Object.freeze({ matched: false, confidence: 1, message: null, metadata: null });
 
-/** The strings a list looks at: a string, or each element of an array; other values as text. */
-function stringsOf(value: unknown): string[] | undefined {
+/**
+ * The strings a list looks at: a string, or each element of an array; other values as
+ * text (through the step's memo when there is one, so an object is serialised once).
+ */
+function stringsOf(value: unknown, memo: ValueMemo | undefined): string[] | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'string') return [value];
+  const json = (v: object) => (memo ? memo.text(v)! : JSON.stringify(v));
   if (Array.isArray(value)) {
     const out: string[] = [];
     for (const item of value) {
       if (typeof item === 'string') out.push(item);
-      else if (item !== null && item !== undefined) out.push(typeof item === 'object' ? JSON.stringify(item) : String(item));
+      else if (item !== null && item !== undefined) out.push(typeof item === 'object' ? json(item as object) : String(item));
     }
     return out;
   }
-  if (typeof value === 'object') return [JSON.stringify(value)];
+  if (typeof value === 'object') return [json(value)];
   if (typeof value === 'number' || typeof value === 'boolean') return [String(value)];
   return undefined;
 }
@@ -46,7 +50,9 @@ export const listEvaluator: EvaluatorDefinition = {
     // Entries are normalised once here so that evaluation only lowercases the input.
     const entries = case_sensitive ? [...values] : values.map((v) => v.toLowerCase());
     const exact = new Set(entries);
-    const norm = case_sensitive ? (s: string) => s : (s: string) => s.toLowerCase();
+    const norm = case_sensitive
+      ? (s: string, _memo?: ValueMemo) => s
+      : (s: string, memo?: ValueMemo) => (memo ? memo.lower(s) : s.toLowerCase());
     const hit =
       match_mode === 'contains'
         ? (s: string, e: string) => s.includes(e)
@@ -54,25 +60,25 @@ export const listEvaluator: EvaluatorDefinition = {
 
     if (logic === 'any') {
       if (match_mode === 'exact') {
-        return (value) => {
+        return (value, memo) => {
           if (typeof value === 'string') {
-            const s = norm(value);
+            const s = norm(value, memo);
             return exact.has(s) ? found([s]) : NO_MATCH;
           }
-          const strings = stringsOf(value);
+          const strings = stringsOf(value, memo);
           if (strings === undefined) return NO_MATCH;
           for (const raw of strings) {
-            const s = norm(raw);
+            const s = norm(raw, memo);
             if (exact.has(s)) return found([s]);
           }
           return NO_MATCH;
         };
       }
-      return (value) => {
-        const strings = stringsOf(value);
+      return (value, memo) => {
+        const strings = stringsOf(value, memo);
         if (strings === undefined) return NO_MATCH;
         for (const raw of strings) {
-          const s = norm(raw);
+          const s = norm(raw, memo);
           for (const e of entries) if (hit(s, e)) return found([e]);
         }
         return NO_MATCH;
@@ -80,10 +86,10 @@ export const listEvaluator: EvaluatorDefinition = {
     }
 
     // logic all: every list entry must be found in some selected string.
-    return (value) => {
-      const strings = stringsOf(value);
+    return (value, memo) => {
+      const strings = stringsOf(value, memo);
       if (strings === undefined || strings.length === 0) return NO_MATCH;
-      const normed = strings.map(norm);
+      const normed = strings.map((s) => norm(s, memo));
       for (const e of entries) {
         let ok = false;
         if (match_mode === 'exact') ok = normed.includes(e);

@@ -31,8 +31,8 @@ export const regexEvaluator: EvaluatorDefinition = {
     // RE2 extract every submatch and build a result array. The twin is built on the first
     // match only: each RE2 program holds native memory, and most controls rarely match.
     let sticky: CompiledPattern | undefined;
-    return (value) => {
-      const text = textOf(value);
+    return (value, memo) => {
+      const text = memo ? memo.text(value) : textOf(value);
       if (text === undefined) return NO_MATCH;
       const start = re.search(text);
       if (start < 0) return NO_MATCH;
