@@ -31,6 +31,8 @@ export class TextMemo implements ValueMemo {
   #low0 = '';
   #text1: string | undefined;
   #low1 = '';
+  #utfText: string | undefined;
+  #utf: Buffer | undefined;
 
   text(value: unknown): string | undefined {
     if (value === undefined || value === null) return undefined;
@@ -45,6 +47,14 @@ export class TextMemo implements ValueMemo {
     this.#obj0 = value;
     this.#json0 = json;
     return json;
+  }
+
+  utf8(text: string): Buffer {
+    if (text !== this.#utfText || this.#utf === undefined) {
+      this.#utf = Buffer.from(text, 'utf8');
+      this.#utfText = text;
+    }
+    return this.#utf;
   }
 
   lower(text: string): string {

@@ -28,6 +28,12 @@ export interface ValueMemo {
   text(value: unknown): string | undefined;
   /** `text.toLowerCase()`, computed once per text. */
   lower(text: string): string;
+  /**
+   * The text as UTF-8 bytes, computed once per text. RE2 converts a JavaScript string on
+   * every call (several times the cost of the search itself for a fresh string); handing
+   * it bytes converted once per step saves that for every regex control of the step.
+   */
+  utf8(text: string): Buffer;
 }
 
 export interface EvaluatorDefinition {

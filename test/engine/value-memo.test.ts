@@ -37,4 +37,10 @@ describe('text shared between the checks of one step', () => {
     input.query = 'TRUNCATE users';
     expect(sync(evaluateStep(set, step, 'pre')).result.matches.map((m) => m.control_name)).toEqual(['list-on-input']);
   });
+
+  it('quotes the matched text exactly after non-ASCII characters (byte offsets on the shared UTF-8)', () => {
+    const step = toolStep('run_sql', { query: 'Ä ö 😀 — DROP   TABLE users' });
+    const match = sync(evaluateStep(set, step, 'pre')).result.matches.find((m) => m.control_name === 'regex-on-input');
+    expect(match?.result.message).toBe('pattern matched "DROP   TABLE"');
+  });
 });

@@ -34,6 +34,16 @@ export const regexEvaluator: EvaluatorDefinition = {
     return (value, memo) => {
       const text = memo ? memo.text(value) : textOf(value);
       if (text === undefined) return NO_MATCH;
+      if (memo) {
+        // Bytes shared by the step's regex controls; offsets are then in bytes too.
+        const bytes = memo.utf8(text);
+        const at = re.search(bytes);
+        if (at < 0) return NO_MATCH;
+        sticky ??= compilePattern(pattern, 'y') as CompiledPattern;
+        sticky.lastIndex = at;
+        const to = sticky.test(bytes) ? sticky.lastIndex : at;
+        return { matched: true, confidence: 1, message: `pattern matched "${truncate(bytes.toString('utf8', at, to), 80)}"`, metadata: null };
+      }
       const start = re.search(text);
       if (start < 0) return NO_MATCH;
       sticky ??= compilePattern(pattern, 'y') as CompiledPattern;
