@@ -19,9 +19,10 @@ import { createObservability, type Observability } from '../src/observability/in
 import { buildApp } from '../src/server/app.js';
 import { loadConfig, type ServerConfig } from '../src/server/config.js';
 import { SqliteStore } from '../src/store/sqlite/index.js';
-import type { EventRollup, Store } from '../src/store/types.js';
+import type { Store } from '../src/store/types.js';
 import { median, type Benchmark, type BenchRow } from './harness.js';
 import { runLoad } from './load-generator.js';
+import { benchRollups } from './rollups.js';
 import { EVALUATION_BODY, seedBenchAgent, startBareBaseline } from './server.js';
 
 interface Server {
@@ -295,40 +296,21 @@ async function benchStats(): Promise<BenchRow[]> {
     // server stores them: matches and errors (~15% here) as rows, non-matches as rollups.
     const span = 48 * 3_600_000;
     const batch: ObservabilityEvent[] = [];
-    const rollups = new Map<string, EventRollup>();
+    const rollups = benchRollups(s.store);
+    let rows = 0;
     for (let i = 0; i < total; i++) {
       const e = event(i, new Date(now - Math.floor((i / total) * span)).toISOString());
-      if (e.matched || e.error_message !== null) batch.push(e);
-      else {
-        const bucket = new Date(Math.floor(Date.parse(e.timestamp) / 60_000) * 60_000).toISOString();
-        const key = `${bucket}|${e.agent_name}|${e.control_id}|${e.check_stage}|${e.applies_to}`;
-        const r = rollups.get(key);
-        if (r) {
-          r.count++;
-          r.total_duration_ms += e.execution_duration_ms;
-        } else {
-          rollups.set(key, {
-            bucket,
-            agent_name: e.agent_name,
-            control_id: e.control_id,
-            control_name: e.control_name,
-            check_stage: e.check_stage,
-            applies_to: e.applies_to,
-            evaluator_name: e.evaluator_name,
-            count: 1,
-            total_duration_ms: e.execution_duration_ms,
-          });
-        }
-      }
+      if (e.matched || e.error_message !== null) {
+        batch.push(e);
+        rows++;
+      } else rollups.add(e);
       if (batch.length === 1000) {
         await s.store.insertEvents(batch);
         batch.length = 0;
       }
     }
     await s.store.insertEvents(batch);
-    const rollupRows = [...rollups.values()];
-    for (let i = 0; i < rollupRows.length; i += 1000) await s.store.insertRollups(rollupRows.slice(i, i + 1000));
-    const mix = `${total - rollupRows.reduce((n, r) => n + r.count, 0)} rows + ${rollupRows.length} rollup rows`;
+    const mix = `${rows} rows + ${await rollups.finish()} rollup rows`;
     const time = async (path: string) => {
       const runs: number[] = [];
       let executions = 0;

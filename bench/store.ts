@@ -13,8 +13,9 @@ import pg from 'pg';
 import type { ObservabilityEvent } from '../src/model/index.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
-import type { EventRollup, Store } from '../src/store/types.js';
+import type { Store } from '../src/store/types.js';
 import { median, type Benchmark, type BenchRow } from './harness.js';
+import { benchRollups } from './rollups.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const STATS_EVENTS = 1_000_000;
@@ -62,7 +63,7 @@ async function fill(store: Store, total: number, batch: number, now: number): Pr
  * the rows and rollup rows stored.
  */
 async function fillMixed(store: Store, total: number, batch: number, now: number): Promise<{ rows: number; rollups: number }> {
-  const rollups = new Map<string, EventRollup>();
+  const rollups = benchRollups(store);
   let rows = 0;
   for (let start = 0; start < total; start += batch) {
     const events = batchOf(start, Math.min(batch, total - start), now, total).map((e, k) => ({
@@ -72,32 +73,9 @@ async function fillMixed(store: Store, total: number, batch: number, now: number
     const kept = events.filter((e) => e.matched || e.error_message !== null);
     rows += kept.length;
     await store.insertEvents(kept);
-    for (const e of events) {
-      if (e.matched || e.error_message !== null) continue;
-      const bucket = new Date(Math.floor(Date.parse(e.timestamp) / 60_000) * 60_000).toISOString();
-      const key = `${bucket}|${e.agent_name}|${e.control_id}|${e.check_stage}`;
-      const r = rollups.get(key);
-      if (r) {
-        r.count++;
-        r.total_duration_ms += e.execution_duration_ms;
-      } else {
-        rollups.set(key, {
-          bucket,
-          agent_name: e.agent_name,
-          control_id: e.control_id,
-          control_name: e.control_name,
-          check_stage: e.check_stage,
-          applies_to: e.applies_to,
-          evaluator_name: e.evaluator_name,
-          count: 1,
-          total_duration_ms: e.execution_duration_ms,
-        });
-      }
-    }
+    for (const e of events) if (!e.matched && e.error_message === null) rollups.add(e);
   }
-  const all = [...rollups.values()];
-  for (let i = 0; i < all.length; i += 1000) await store.insertRollups(all.slice(i, i + 1000));
-  return { rows, rollups: all.length };
+  return { rows, rollups: await rollups.finish() };
 }
 
 async function timeMs(fn: () => Promise<unknown>, runs = 5): Promise<number> {

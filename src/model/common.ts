@@ -26,24 +26,29 @@ export const ControlNameSchema = z
     'name may hold letters, digits, spaces and . _ : / - and must start with a letter or digit',
   );
 
-/** What a normalised agent name looks like (also checked on the evaluation fast path). */
-export const AGENT_NAME_PATTERN = /^[a-z0-9][a-z0-9._:-]{0,127}$/;
+const AGENT_NAME_MAX = 128;
+const AGENT_NAME_CHARS = /^[a-z0-9][a-z0-9._:-]*$/;
 
 /** Agent names are normalised (trimmed, lowercased) before they are checked. */
 export const AgentNameSchema = z
   .string()
-  .transform((s) => s.trim().toLowerCase())
+  .transform((s) => normaliseAgentName(s))
   .pipe(
     z
       .string()
       .min(1, 'agent_name must not be empty')
-      .max(128, 'agent_name must be at most 128 characters')
+      .max(AGENT_NAME_MAX, `agent_name must be at most ${AGENT_NAME_MAX} characters`)
       .regex(
-        /^[a-z0-9][a-z0-9._:-]*$/,
+        AGENT_NAME_CHARS,
         'agent_name may hold lowercase letters, digits and . _ : - and must start with a letter or digit',
       ),
   );
 
 export function normaliseAgentName(name: string): string {
   return name.trim().toLowerCase();
+}
+
+/** The rule of AgentNameSchema for an already normalised name, without zod (the evaluation fast path). */
+export function isValidAgentName(normalised: string): boolean {
+  return normalised.length <= AGENT_NAME_MAX && AGENT_NAME_CHARS.test(normalised);
 }

@@ -32,12 +32,6 @@ interface Entry extends RollupKey {
   total_duration_ms: number;
 }
 
-/**
- * Non-matches counted in memory per minute and key until the next flush writes them as
- * rollup rows. Storing each non-match as an indexed row cost ~9 µs of CPU; adding to a
- * map entry costs a fraction of that. Memory is bounded by `maxKeys` entries, however
- * many non-matches arrive.
- */
 /** The part of a key shared by all executions of one evaluation. */
 export interface RollupGroup {
   agent_name: string;
@@ -48,6 +42,12 @@ export interface RollupGroup {
 /** Entries of one (minute, agent, stage, step type), by control id (usually one entry each). */
 type Group = Map<number, Entry[]>;
 
+/**
+ * Non-matches counted in memory per minute and key until the next flush writes them as
+ * rollup rows. Storing each non-match as an indexed row cost ~9 µs of CPU; adding to a
+ * map entry costs a fraction of that. Memory is bounded by `maxKeys` entries, however
+ * many non-matches arrive.
+ */
 export class NonMatchRollups {
   // Two levels so that recording an evaluation builds one string key, not one per control.
   private groups = new Map<string, Group>();

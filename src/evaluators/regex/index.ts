@@ -34,22 +34,16 @@ export const regexEvaluator: EvaluatorDefinition = {
     return (value, memo) => {
       const text = memo ? memo.text(value) : textOf(value);
       if (text === undefined) return NO_MATCH;
-      if (memo) {
-        // Bytes shared by the step's regex controls; offsets are then in bytes too.
-        const bytes = memo.utf8(text);
-        const at = re.search(bytes);
-        if (at < 0) return NO_MATCH;
-        sticky ??= compilePattern(pattern, 'y') as CompiledPattern;
-        sticky.lastIndex = at;
-        const to = sticky.test(bytes) ? sticky.lastIndex : at;
-        return { matched: true, confidence: 1, message: `pattern matched "${truncate(bytes.toString('utf8', at, to), 80)}"`, metadata: null };
-      }
-      const start = re.search(text);
-      if (start < 0) return NO_MATCH;
+      // With a memo, the step's regex controls share the text as UTF-8 bytes (offsets are
+      // then in bytes); RE2 accepts either form.
+      const subject = memo ? memo.utf8(text) : text;
+      const at = re.search(subject);
+      if (at < 0) return NO_MATCH;
       sticky ??= compilePattern(pattern, 'y') as CompiledPattern;
-      sticky.lastIndex = start;
-      const end = sticky.test(text) ? sticky.lastIndex : start;
-      return { matched: true, confidence: 1, message: `pattern matched "${truncate(text.slice(start, end), 80)}"`, metadata: null };
+      sticky.lastIndex = at;
+      const to = sticky.test(subject) ? sticky.lastIndex : at;
+      const found = typeof subject === 'string' ? subject.slice(at, to) : subject.toString('utf8', at, to);
+      return { matched: true, confidence: 1, message: `pattern matched "${truncate(found, 80)}"`, metadata: null };
     };
   },
 };

@@ -2,9 +2,9 @@ import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { evaluateStep, type EvaluationOutcome } from '../../engine/index.js';
 import {
-  AGENT_NAME_PATTERN,
   EvaluationRequestSchema,
   EvaluationResultSchema,
+  isValidAgentName,
   normaliseAgentName,
   type EvaluationRequest,
 } from '../../model/index.js';
@@ -61,7 +61,7 @@ function requestOf(raw: unknown, passedSchema: boolean): EvaluationRequest {
   if (passedSchema) {
     const fast = raw as EvaluationRequest;
     const agentName = normaliseAgentName(fast.agent_name);
-    if (AGENT_NAME_PATTERN.test(agentName)) return agentName === fast.agent_name ? fast : { ...fast, agent_name: agentName };
+    if (isValidAgentName(agentName)) return agentName === fast.agent_name ? fast : { ...fast, agent_name: agentName };
   }
   return parseOr422(EvaluationRequestSchema, raw, 'evaluation request');
 }
