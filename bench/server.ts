@@ -18,7 +18,7 @@ import { buildApp } from '../src/server/app.js';
 import { loadConfig } from '../src/server/config.js';
 import { openStore } from '../src/store/open-store.js';
 import type { Store } from '../src/store/types.js';
-import type { Benchmark, BenchRow } from './harness.js';
+import { median, type Benchmark, type BenchRow } from './harness.js';
 import { runLoad } from './load-generator.js';
 
 export interface LoadResult {
@@ -29,6 +29,14 @@ export interface LoadResult {
 }
 
 export const LOAD = { connections: 10, duration: 5, warmup: 1 } as const;
+
+/**
+ * Paired rounds: the shared machine's speed drifts by tens of percent from one minute to
+ * the next, so one long run of each side compares two different machines. Each round
+ * measures the baseline and the server back to back; the ratio reported is the median of
+ * the rounds' ratios.
+ */
+export const ROUNDS = { rounds: 5, seconds: 2 } as const;
 
 /** The step every throughput benchmark posts: a realistic tool call, 10 controls in scope. */
 export const EVALUATION_BODY = JSON.stringify({
@@ -49,6 +57,37 @@ export const EVALUATION_BODY = JSON.stringify({
 export async function measure(url: string, body = EVALUATION_BODY, headers: Record<string, string> = {}): Promise<LoadResult> {
   const r = await runLoad({ url, body, headers, connections: LOAD.connections, duration: LOAD.duration, warmup: LOAD.warmup });
   return { rps: r.rps, p50: r.p50, p99: r.p99, non2xx: r.failed };
+}
+
+/**
+ * Warms both up, then measures `baselineUrl` and `url` back to back in ROUNDS rounds.
+ * Returns the median rate and latencies of each side and every round's ratio.
+ */
+export async function pairedRounds(
+  baselineUrl: string,
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ bare: LoadResult; real: LoadResult; ratios: number[] }> {
+  const run = async (target: string, duration: number) => {
+    const r = await runLoad({ url: target, body: EVALUATION_BODY, headers, connections: LOAD.connections, duration });
+    if (r.failed > 0) throw new Error(`${target} answered ${r.failed} failed requests`);
+    return { rps: r.rps, p50: r.p50, p99: r.p99, non2xx: r.failed };
+  };
+  await run(baselineUrl, LOAD.warmup);
+  await run(url, LOAD.warmup);
+  const bare: LoadResult[] = [];
+  const real: LoadResult[] = [];
+  for (let i = 0; i < ROUNDS.rounds; i++) {
+    bare.push(await run(baselineUrl, ROUNDS.seconds));
+    real.push(await run(url, ROUNDS.seconds));
+  }
+  const mid = (list: LoadResult[]): LoadResult => ({
+    rps: median(list.map((r) => r.rps)),
+    p50: median(list.map((r) => r.p50)),
+    p99: median(list.map((r) => r.p99)),
+    non2xx: 0,
+  });
+  return { bare: mid(bare), real: mid(real), ratios: real.map((r, i) => r.rps / bare[i]!.rps) };
 }
 
 /** The baseline: Fastify parsing the same JSON body and answering a constant result. */
@@ -112,15 +151,20 @@ async function throughput(): Promise<BenchRow[]> {
   const app = await buildApp({ store, config, registry: createDefaultRegistry() });
   const address = await app.listen({ host: '127.0.0.1', port: 0 });
   try {
-    const bare = await measure(baseline.url);
-    const real = await measure(`${address}/api/v1/evaluation`);
-    if (real.non2xx > 0) throw new Error(`evaluation answered ${real.non2xx} non-2xx responses`);
-    const ratio = real.rps / bare.rps;
-    const setting = `${LOAD.connections} connections × ${LOAD.duration} s`;
+    const { bare, real, ratios } = await pairedRounds(baseline.url, `${address}/api/v1/evaluation`);
+    const ratio = median(ratios);
+    const setting = `${LOAD.connections} connections, ${ROUNDS.rounds} paired rounds of ${ROUNDS.seconds} s, medians`;
     return [
       { name: 'bare Fastify route (baseline)', value: Math.round(bare.rps), unit: 'req/s', note: `${setting}; p50 ${bare.p50} ms, p99 ${bare.p99} ms` },
       { name: 'POST /api/v1/evaluation, 50 controls (10 in scope)', value: Math.round(real.rps), unit: 'req/s', note: setting },
-      { name: 'evaluation / bare route', value: ratio, unit: 'ratio', goal: '>= 0.70', pass: ratio >= 0.7 },
+      {
+        name: 'evaluation / bare route',
+        value: ratio,
+        unit: 'ratio',
+        goal: '>= 0.70',
+        pass: ratio >= 0.7,
+        note: `median of rounds: ${ratios.map((r) => r.toFixed(2)).join(', ')}`,
+      },
       { name: 'evaluation latency p50', value: real.p50, unit: 'ms' },
       { name: 'evaluation latency p99', value: real.p99, unit: 'ms' },
     ];
@@ -132,7 +176,7 @@ async function throughput(): Promise<BenchRow[]> {
 }
 
 /** Seeds a SQLite file with 10,000 controls across 1,000 agents (10 each). */
-async function seedMemoryDatabase(path: string): Promise<void> {
+export async function seedMemoryDatabase(path: string): Promise<void> {
   const store = await openStore(path);
   try {
     const changes: Parameters<Store['applyChanges']>[0] = [];

@@ -48,10 +48,11 @@ export function evaluateStep(
 
   if (options?.collectExecutions === true) {
     const executions: ControlExecution[] = [];
+    const clock: Clock = { last: performance.now() };
     for (let i = 0; i < candidates.length; i++) {
       const c = candidates[i]!;
       if (only !== undefined && c.execution !== only) continue;
-      const r = runDetailed(c, view, executions, records.length);
+      const r = runDetailed(c, view, executions, records.length, clock);
       if (isThenable(r)) waiting = true;
       records.push(r);
     }
@@ -138,42 +139,71 @@ function runTree(c: CompiledControl, view: StepView): Pending<Detailed> {
   return { match: matchOf(c, v.outcome), value: v.value };
 }
 
+/**
+ * The time at which the previous control finished: controls run back to back, so one
+ * clock read ends one control's time and starts the next one's.
+ */
+interface Clock {
+  last: number;
+}
+
 /** The observability path: also the selected value's excerpt and the time taken. */
 function runDetailed(
   c: CompiledControl,
   view: StepView,
   executions: ControlExecution[],
   slot: number,
+  clock: Clock,
 ): Pending<ControlMatch> {
-  const start = performance.now();
-  const record = (d: Detailed): ControlMatch => {
-    executions[slot] = executionOf(c, d, performance.now() - start);
-    return d.match;
-  };
+  const start = clock.last;
+  const node = c.node;
   let d: Pending<Detailed>;
-  if (c.node.kind === NodeKind.Leaf) {
-    const leaf = c.node;
-    let v: Pending<Verdict>;
+  if (node.kind === NodeKind.Leaf) {
+    // A synchronous leaf (the common case) allocates only its match and its execution.
+    let value: unknown;
+    let out: Pending<EvaluatorOutcome> = NOTHING;
     try {
-      v = evalLeaf(leaf, view);
+      value = selectValue(node.selector, view);
+      if (value !== undefined) out = node.check(value, view.memo);
     } catch (err) {
-      return record({ match: errorOf(c, c.onError, err), value: undefined });
+      return finishDetailed(c, errorOf(c, c.onError, err), undefined, executions, slot, start, clock);
     }
-    d = isThenable(v)
-      ? v.then(
-          (x) => ({ match: matchOf(c, x.outcome), value: x.value }),
-          (err: unknown) => ({ match: errorOf(c, c.onError, err), value: undefined }),
-        )
-      : { match: matchOf(c, v.outcome), value: v.value };
+    if (!isThenable(out)) return finishDetailed(c, matchOf(c, out), value, executions, slot, start, clock);
+    d = out.then(
+      (o) => ({ match: matchOf(c, o), value }),
+      (err: unknown) => ({ match: errorOf(c, c.onError, err), value: undefined }),
+    );
   } else {
     d = runTree(c, view);
   }
-  return isThenable(d) ? d.then(record) : record(d);
+  if (isThenable(d)) {
+    // Timed until it settles; the next control starts now, not when this one ends.
+    clock.last = performance.now();
+    return d.then((done) => {
+      executions[slot] = executionOf(c, done.match, done.value, performance.now() - start);
+      return done.match;
+    });
+  }
+  return finishDetailed(c, d.match, d.value, executions, slot, start, clock);
 }
 
-function executionOf(c: CompiledControl, d: Detailed, duration: number): ControlExecution {
-  const m = d.match;
-  const text = m.result.matched ? textOf(d.value) : undefined;
+function finishDetailed(
+  c: CompiledControl,
+  match: ControlMatch,
+  value: unknown,
+  executions: ControlExecution[],
+  slot: number,
+  start: number,
+  clock: Clock,
+): ControlMatch {
+  const end = performance.now();
+  clock.last = end;
+  executions[slot] = executionOf(c, match, value, end - start);
+  return match;
+}
+
+function executionOf(c: CompiledControl, m: ControlMatch, value: unknown, duration: number): ControlExecution {
+  const text = m.result.matched ? textOf(value) : undefined;
   return {
     control_id: c.control_id,
     control_name: c.name,
@@ -295,7 +325,25 @@ function resultOf(o: EvaluatorOutcome): ControlResult {
   };
 }
 
+/**
+ * An ordinary non-match (no score, message or metadata) says the same thing every time for
+ * a control, and most of an answer is non-matches: one frozen object per control serves
+ * them all, which saves an allocation per control and lets the server reuse its JSON text.
+ */
+const plainNonMatches = new WeakMap<CompiledControl, ControlMatch>();
+const PLAIN_NON_MATCH: ControlResult = Object.freeze({ matched: false, confidence: 1, message: null, metadata: null });
+
+function plainNonMatchOf(c: CompiledControl): ControlMatch {
+  let m = plainNonMatches.get(c);
+  if (m === undefined) {
+    m = Object.freeze({ control_id: c.control_id, control_name: c.name, action: c.decision, result: PLAIN_NON_MATCH });
+    plainNonMatches.set(c, m);
+  }
+  return m;
+}
+
 function matchOf(c: CompiledControl, o: EvaluatorOutcome): ControlMatch {
+  if (o.matched !== true && o.confidence === 1 && o.message == null && o.metadata == null) return plainNonMatchOf(c);
   const m: ControlMatch = { control_id: c.control_id, control_name: c.name, action: c.decision, result: resultOf(o) };
   if (c.steering_context !== null && m.result.matched) m.steering_context = c.steering_context;
   return m;

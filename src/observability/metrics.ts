@@ -1,16 +1,18 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { CounterFamily, HistogramFamily, type CounterChild, type HistogramChild } from './hot-metrics.js';
 import { LabelLimiter } from './label-limiter.js';
 
 /** The typed metric handles of one app, on the app's own registry (never the global one). */
 export interface GuardMetrics {
   readonly registry: Registry;
   readonly prefix: string;
-  readonly httpRequests: Counter<'method' | 'route' | 'status'>;
-  readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
-  readonly evaluations: Counter<'agent' | 'decision'>;
-  readonly controlMatches: Counter<'control' | 'action'>;
-  readonly evaluationDuration: Histogram;
-  readonly evaluatorErrors: Counter<'evaluator'>;
+  // Recorded on every request: plain handles (hot-metrics.ts), exposed through `registry`.
+  readonly httpRequests: CounterFamily;
+  readonly httpDuration: HistogramFamily;
+  readonly evaluations: CounterFamily;
+  readonly controlMatches: CounterFamily;
+  readonly evaluationDuration: HistogramFamily;
+  readonly evaluatorErrors: CounterFamily;
   readonly controls: Gauge;
   readonly eventsBuffered: Gauge;
   readonly eventsWritten: Counter;
@@ -21,26 +23,8 @@ export interface GuardMetrics {
   readonly agentLabels: LabelLimiter;
   readonly controlLabels: LabelLimiter;
   readonly evaluatorLabels: LabelLimiter;
-  /** Hot-path helpers: label children are looked up once per label set, then reused. */
+  /** Hot-path helper: one request, by route pattern (never the raw URL) and status. */
   observeHttp(method: string, route: string, status: number, seconds: number): void;
-  countEvaluation(agent: string, decision: string): void;
-}
-
-/**
- * prom-client hashes the label object on every call; a child per label set skips that.
- * The caller bounds the label values, so the cache is bounded too.
- */
-function childCache<C>(make: (...values: string[]) => C): (...values: string[]) => C {
-  const cache = new Map<string, C>();
-  return (...values) => {
-    const key = values.join('\u0000');
-    let child = cache.get(key);
-    if (!child) {
-      child = make(...values);
-      cache.set(key, child);
-    }
-    return child;
-  };
 }
 
 export interface MetricsOptions {
@@ -79,54 +63,66 @@ export function createMetrics(opts: MetricsOptions): GuardMetrics {
   const bufferedEvents = opts.bufferedEvents;
   const streamSubscribers = opts.streamSubscribers;
 
-  const httpRequests = new Counter({
+  const httpRequests = new CounterFamily({
     name: name('http_requests_total'),
     help: 'HTTP requests by method, route pattern and status code',
-    labelNames: ['method', 'route', 'status'] as const,
-    registers: [registry],
+    labelNames: ['method', 'route', 'status'],
+    registry,
   });
-  const httpDuration = new Histogram({
+  const httpDuration = new HistogramFamily({
     name: name('http_request_duration_seconds'),
     help: 'HTTP request duration in seconds by method, route pattern and status code',
-    labelNames: ['method', 'route', 'status'] as const,
+    labelNames: ['method', 'route', 'status'],
     buckets: HTTP_BUCKETS,
-    registers: [registry],
+    registry,
   });
-  const evaluations = new Counter({
-    name: name('evaluations_total'),
-    help: 'Evaluated steps by agent and final decision',
-    labelNames: ['agent', 'decision'] as const,
-    registers: [registry],
-  });
-  const httpChild = childCache((method, route, status) => ({
-    requests: httpRequests.labels(method, route, status),
-    duration: httpDuration.labels(method, route, status),
-  }));
-  const evaluationChild = childCache((agent, decision) => evaluations.labels(agent, decision));
+  // By route pattern, then method, then status: the route and method strings are the same
+  // objects on every request (their hashes are cached), so a lookup allocates nothing.
+  // Routes and methods are the app's own and statuses few, so this stays small.
+  type HttpChild = { requests: CounterChild; duration: HistogramChild };
+  const httpChildren = new Map<string, Map<string, Map<number, HttpChild>>>();
+  const httpChild = (method: string, route: string, status: number): HttpChild => {
+    let byMethod = httpChildren.get(route);
+    if (!byMethod) httpChildren.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (!byStatus) byMethod.set(method, (byStatus = new Map()));
+    let child = byStatus.get(status);
+    if (!child) {
+      const code = String(status);
+      child = { requests: httpRequests.child(method, route, code), duration: httpDuration.child(method, route, code) };
+      byStatus.set(status, child);
+    }
+    return child;
+  };
 
   return {
     registry,
     prefix,
     httpRequests,
     httpDuration,
-    evaluations,
-    controlMatches: new Counter({
+    evaluations: new CounterFamily({
+      name: name('evaluations_total'),
+      help: 'Evaluated steps by agent and final decision',
+      labelNames: ['agent', 'decision'],
+      registry,
+    }),
+    controlMatches: new CounterFamily({
       name: name('control_matches_total'),
       help: 'Control matches by control name and action',
-      labelNames: ['control', 'action'] as const,
-      registers: [registry],
+      labelNames: ['control', 'action'],
+      registry,
     }),
-    evaluationDuration: new Histogram({
+    evaluationDuration: new HistogramFamily({
       name: name('evaluation_duration_seconds'),
       help: 'Engine time per evaluated step in seconds (sum of the controls evaluated)',
       buckets: EVALUATION_BUCKETS,
-      registers: [registry],
+      registry,
     }),
-    evaluatorErrors: new Counter({
+    evaluatorErrors: new CounterFamily({
       name: name('evaluator_errors_total'),
       help: 'Evaluator failures by evaluator name',
-      labelNames: ['evaluator'] as const,
-      registers: [registry],
+      labelNames: ['evaluator'],
+      registry,
     }),
     controls: new Gauge({
       name: name('controls'),
@@ -183,12 +179,9 @@ export function createMetrics(opts: MetricsOptions): GuardMetrics {
     controlLabels: new LabelLimiter(opts.maxLabelValues),
     evaluatorLabels: new LabelLimiter(opts.maxLabelValues),
     observeHttp(method, route, status, seconds) {
-      const child = httpChild(method, route, String(status));
+      const child = httpChild(method, route, status);
       child.requests.inc();
       child.duration.observe(seconds);
-    },
-    countEvaluation(agent, decision) {
-      evaluationChild(agent, decision).inc();
     },
   };
 }

@@ -39,8 +39,19 @@ export interface RollupGroup {
   applies_to: string;
 }
 
-/** Entries of one (minute, agent, stage, step type), by control id (usually one entry each). */
-type Group = Map<number, Entry[]>;
+/** The per-control part of a key, with the time the control took. */
+export interface RolledExecution {
+  control_id: number;
+  control_name: string;
+  evaluator_name: string | null;
+  duration_ms: number;
+}
+
+/** The entries of one (minute, agent, stage, step type), by control id (usually one entry each). */
+export interface Group extends RollupGroup {
+  readonly bucket_ms: number;
+  readonly entries: Map<number, Entry[]>;
+}
 
 /**
  * Non-matches counted in memory per minute and key until the next flush writes them as
@@ -49,8 +60,11 @@ type Group = Map<number, Entry[]>;
  * many non-matches arrive.
  */
 export class NonMatchRollups {
-  // Two levels so that recording an evaluation builds one string key, not one per control.
+  // Two levels so that recording an evaluation looks up one group, not one per control.
   private groups = new Map<string, Group>();
+  // Consecutive evaluations are mostly of the same agent, stage and step type in the same
+  // minute: the last group answers them without building a key.
+  private last: Group | null = null;
   private count = 0;
   private running: Promise<void> | null = null;
   private readonly maxKeys: number;
@@ -64,33 +78,39 @@ export class NonMatchRollups {
     return this.count;
   }
 
-  /** The entries of one minute, agent, stage and step type; look it up once per evaluation. */
-  group(timeMs: number, g: RollupGroup): { bucket_ms: number; entries: Group } {
+  /** The group of one minute, agent, stage and step type; look it up once per evaluation. */
+  group(timeMs: number, agent_name: string, check_stage: string, applies_to: string): Group {
     const bucket_ms = Math.floor(timeMs / MINUTE_MS) * MINUTE_MS;
-    // NUL cannot occur in the names the API accepts, so the joined key is unambiguous.
-    const id = `${bucket_ms}\0${g.agent_name}\0${g.check_stage}\0${g.applies_to}`;
-    let entries = this.groups.get(id);
-    if (!entries) {
-      entries = new Map();
-      this.groups.set(id, entries);
+    const last = this.last;
+    if (
+      last !== null &&
+      last.bucket_ms === bucket_ms &&
+      last.agent_name === agent_name &&
+      last.check_stage === check_stage &&
+      last.applies_to === applies_to
+    ) {
+      return last;
     }
-    return { bucket_ms, entries };
+    // NUL cannot occur in the names the API accepts, so the joined key is unambiguous.
+    const id = `${bucket_ms}\0${agent_name}\0${check_stage}\0${applies_to}`;
+    let group = this.groups.get(id);
+    if (!group) {
+      group = { bucket_ms, agent_name, check_stage, applies_to, entries: new Map() };
+      this.groups.set(id, group);
+    }
+    this.last = group;
+    return group;
   }
 
   /** Counts one non-match (or `count` of them) into a group; false when it was dropped at the cap. */
-  addTo(
-    group: { bucket_ms: number; entries: Group },
-    key: RollupKey,
-    durationMs: number,
-    count = 1,
-  ): boolean {
-    let list = group.entries.get(key.control_id);
-    const evaluator = key.evaluator_name ?? null;
+  addExecution(group: Group, x: RolledExecution, count = 1): boolean {
+    let list = group.entries.get(x.control_id);
+    const evaluator = x.evaluator_name || null;
     if (list) {
       for (const entry of list) {
-        if (entry.control_name === key.control_name && entry.evaluator_name === evaluator) {
+        if (entry.control_name === x.control_name && entry.evaluator_name === evaluator) {
           entry.count += count;
-          entry.total_duration_ms += durationMs;
+          entry.total_duration_ms += x.duration_ms;
           return true;
         }
       }
@@ -101,18 +121,18 @@ export class NonMatchRollups {
     }
     if (!list) {
       list = [];
-      group.entries.set(key.control_id, list);
+      group.entries.set(x.control_id, list);
     }
     list.push({
       bucket_ms: group.bucket_ms,
-      agent_name: key.agent_name,
-      control_id: key.control_id,
-      control_name: key.control_name,
-      check_stage: key.check_stage,
-      applies_to: key.applies_to,
+      agent_name: group.agent_name,
+      control_id: x.control_id,
+      control_name: x.control_name,
+      check_stage: group.check_stage,
+      applies_to: group.applies_to,
       evaluator_name: evaluator,
       count,
-      total_duration_ms: durationMs,
+      total_duration_ms: x.duration_ms,
     });
     this.count++;
     return true;
@@ -120,7 +140,8 @@ export class NonMatchRollups {
 
   /** Counts one non-match (or `count` of them); false when it was dropped at the cap. */
   add(timeMs: number, key: RollupKey, durationMs: number, count = 1): boolean {
-    return this.addTo(this.group(timeMs, key), key, durationMs, count);
+    const x = { control_id: key.control_id, control_name: key.control_name, evaluator_name: key.evaluator_name, duration_ms: durationMs };
+    return this.addExecution(this.group(timeMs, key.agent_name, key.check_stage, key.applies_to), x, count);
   }
 
   /** Writes every entry now; one flush runs at a time (a second call waits for it, then runs). */
@@ -135,8 +156,9 @@ export class NonMatchRollups {
 
   private async drain(): Promise<void> {
     const taken: Entry[] = [];
-    for (const group of this.groups.values()) for (const list of group.values()) taken.push(...list);
+    for (const group of this.groups.values()) for (const list of group.entries.values()) taken.push(...list);
     this.groups = new Map();
+    this.last = null;
     this.count = 0;
     const rollups: EventRollup[] = [];
     let count = 0;

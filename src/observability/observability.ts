@@ -8,6 +8,7 @@ import { defaultWorkerUrl, inlineWriter, workerWriter, type EventWriter } from '
 import { createMetrics, type GuardMetrics } from './metrics.js';
 import { NonMatchRollups } from './non-match-rollups.js';
 import { eventOf, executionsOf, isNonMatch, metadataByControl, summaryOf, type RecordEvaluationInput } from './record.js';
+import type { TraceIds } from './trace.js';
 
 export type { RecordEvaluationInput } from './record.js';
 
@@ -147,52 +148,44 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
     prune().catch((err: unknown) => logger?.warn({ err }, 'observability: pruning old events failed'));
   };
 
+  // Unlabelled: one handle for the life of the app.
+  const evaluationSeconds = metrics.evaluationDuration.child();
+
   const record = (input: RecordEvaluationInput) => {
     const executions = executionsOf(input);
-    let durationMs = 0;
-    for (const x of executions) durationMs += x.duration_ms;
     const { result } = input.outcome;
-    metrics.countEvaluation(metrics.agentLabels.value(input.agent_name), result.decision);
-    metrics.evaluationDuration.observe(durationMs / 1000);
-    for (const m of result.matches) {
-      metrics.controlMatches.inc({ control: metrics.controlLabels.value(m.control_name), action: m.action });
-    }
+    metrics.evaluations.child(metrics.agentLabels.value(input.agent_name), result.decision).inc();
+    for (const m of result.matches) metrics.controlMatches.child(metrics.controlLabels.value(m.control_name), m.action).inc();
+    let durationMs = 0;
     for (const x of executions) {
-      if (x.error_message !== null) {
-        metrics.evaluatorErrors.inc({ evaluator: metrics.evaluatorLabels.value(x.evaluator_name || 'unknown') });
-      }
+      durationMs += x.duration_ms;
+      if (x.error_message !== null) metrics.evaluatorErrors.child(metrics.evaluatorLabels.value(x.evaluator_name || 'unknown')).inc();
     }
+    evaluationSeconds.observe(durationMs / 1000);
     if (!enabled && hub.size === 0) return;
     const now = Date.now();
-    // Formatted only when a row or a stream summary needs it (not for rolled-up non-matches).
+    // Formatted and read only when a row or a stream summary needs them (rolled-up
+    // non-matches need neither).
     let timestamp: string | undefined;
+    let ids: TraceIds | undefined;
     if (enabled && executions.length > 0) {
       let rows: ObservabilityEvent[] | null = null;
       let metadata: Map<number, Record<string, unknown>> | null | undefined;
-      const key = {
-        agent_name: input.agent_name,
-        control_id: 0,
-        control_name: '',
-        check_stage: input.stage,
-        applies_to: input.step.type,
-        evaluator_name: null as string | null,
-      };
-      let group: ReturnType<NonMatchRollups['group']> | null = null;
+      const group = rollups.group(now, input.agent_name, input.stage, input.step.type);
       for (const x of executions) {
         if (isNonMatch(x)) {
-          // One key object reused: addTo copies the fields it keeps.
-          key.control_id = x.control_id;
-          key.control_name = x.control_name;
-          key.evaluator_name = x.evaluator_name || null;
-          rollups.addTo((group ??= rollups.group(now, key)), key, x.duration_ms);
+          rollups.addExecution(group, x);
           if (!sampled()) continue;
         }
-        if (metadata === undefined) metadata = metadataByControl(input.outcome.result);
-        (rows ??= []).push(eventOf(input, x, (timestamp ??= new Date(now).toISOString()), metadata));
+        if (metadata === undefined) metadata = metadataByControl(result);
+        ids ??= input.trace();
+        (rows ??= []).push(eventOf(input, ids, x, (timestamp ??= new Date(now).toISOString()), metadata));
       }
       if (rows) events.push(rows);
     }
-    if (hub.size > 0) hub.publishEvaluation(summaryOf(input, executions, durationMs, timestamp ?? new Date(now).toISOString()));
+    if (hub.size > 0) {
+      hub.publishEvaluation(summaryOf(input, ids ?? input.trace(), executions, durationMs, timestamp ?? new Date(now).toISOString()));
+    }
   };
 
   return {

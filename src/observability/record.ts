@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ControlExecution } from '../engine/api.js';
+import type { TraceIds } from './trace.js';
 import type {
   ControlMatch,
   EvaluationResult,
@@ -15,8 +16,12 @@ export interface RecordEvaluationInput {
   step: Step;
   /** From the engine; `executions` is set when it was asked to collect them. */
   outcome: { result: EvaluationResult; executions: ControlExecution[] | null };
-  trace_id: string;
-  span_id: string;
+  /**
+   * The request's trace and span ids, asked for only when a stored row or a stream
+   * summary needs them: most evaluations only add to rollups, and reading the headers
+   * and drawing fresh ids cost more than the rest of recording.
+   */
+  trace(): TraceIds;
 }
 
 const EXCERPT_LENGTH = 200;
@@ -62,22 +67,24 @@ export function eventsOf(
   timestamp: string,
 ): ObservabilityEvent[] {
   const metadata = metadataByControl(input.outcome.result);
+  const ids = input.trace();
   const events: ObservabilityEvent[] = new Array<ObservabilityEvent>(executions.length);
-  for (let i = 0; i < executions.length; i++) events[i] = eventOf(input, executions[i]!, timestamp, metadata);
+  for (let i = 0; i < executions.length; i++) events[i] = eventOf(input, ids, executions[i]!, timestamp, metadata);
   return events;
 }
 
 /** The stored event of one execution; `metadata` is metadataByControl's map (built once per evaluation). */
 export function eventOf(
   input: RecordEvaluationInput,
+  ids: TraceIds,
   x: ControlExecution,
   timestamp: string,
   metadata: Map<number, Record<string, unknown>> | null,
 ): ObservabilityEvent {
   return {
     control_execution_id: randomUUID(),
-    trace_id: input.trace_id,
-    span_id: input.span_id,
+    trace_id: ids.trace_id,
+    span_id: ids.span_id,
     agent_name: input.agent_name,
     control_id: x.control_id,
     control_name: x.control_name,
@@ -126,6 +133,7 @@ export function excerptOf(value: unknown): string | null {
 
 export function summaryOf(
   input: RecordEvaluationInput,
+  ids: TraceIds,
   executions: readonly ControlExecution[],
   durationMs: number,
   timestamp: string,
@@ -143,7 +151,7 @@ export function summaryOf(
   return {
     id: randomUUID(),
     timestamp,
-    trace_id: input.trace_id,
+    trace_id: ids.trace_id,
     agent_name: input.agent_name,
     step_name: input.step.name,
     step_type: input.step.type,

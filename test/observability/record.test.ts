@@ -41,8 +41,7 @@ const input: RecordEvaluationInput = {
   stage: 'pre',
   step: { type: 'tool', name: 'run_sql', input: { query: 'DROP TABLE users' } },
   outcome: { result, executions },
-  trace_id: 'trace-1',
-  span_id: 'span-1',
+  trace: () => ({ trace_id: 'trace-1', span_id: 'span-1' }),
 };
 
 describe('eventsOf', () => {
@@ -80,7 +79,7 @@ describe('eventsOf', () => {
 
 describe('summaryOf', () => {
   it('builds a valid stream summary with an excerpt of the selected value', () => {
-    const summary = summaryOf(input, executions, 5.03, '2026-01-01T00:00:00.000Z');
+    const summary = summaryOf(input, input.trace(), executions, 5.03, '2026-01-01T00:00:00.000Z');
     expect(EvaluationSummarySchema.safeParse(summary).success).toBe(true);
     expect(summary).toMatchObject({ decision: 'deny', evaluated: 3, step_name: 'run_sql', agent_name: 'support-bot' });
     expect(summary.matches[0]).toMatchObject({ control_id: 1, message: 'matched DROP', excerpt: 'DROP TABLE users' });

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/store/types.js';
+import type { EvaluatorDefinition } from '../../src/evaluators/types.js';
 import { call, json, seedAgentWithControl, sqlControl, startTestServer, step, type TestServer } from './helpers.js';
 
 let server: TestServer | undefined;
@@ -41,6 +42,32 @@ describe('POST /api/v1/evaluation', () => {
     }));
     const res = json(await call(server.app, 'POST', '/api/v1/evaluation', step('drop table x')));
     expect(res).toMatchObject({ decision: 'steer', steering_context: { message: 'use a migration instead' } });
+  });
+
+  // The response goes through a compiled serializer whose schema rewrites zod's nullable
+  // anyOf branches: objects in those fields (metadata, steering context) must come out whole.
+  it('answers evaluator metadata and steering contexts in full, and null where there are none', async () => {
+    const scorer: EvaluatorDefinition = {
+      name: 'scorer',
+      description: 'matches with a score and nested metadata',
+      configSchema: { type: 'object' },
+      compile: () => () => ({ matched: true, confidence: 0.8, message: 'scored', metadata: { score: 0.8, labels: ['pii'], detail: { model: 'm1' } } }),
+    };
+    server = await startTestServer({ evaluators: [scorer] });
+    await seedAgentWithControl(server.app, 'support-bot', 'scored', sqlControl({
+      evaluator: { name: 'scorer', config: {} },
+      action: { decision: 'steer', steering_context: { message: 'mask it', required_actions: ['redact'] } },
+    }));
+    const res = json(await call(server.app, 'POST', '/api/v1/evaluation', step('anything')));
+    expect(res.steering_context).toEqual({ message: 'mask it', required_actions: ['redact'] });
+    expect(res.matches[0].result).toEqual({ matched: true, confidence: 0.8, message: 'scored', metadata: { score: 0.8, labels: ['pii'], detail: { model: 'm1' } } });
+    expect(res.matches[0].steering_context).toEqual({ message: 'mask it', required_actions: ['redact'] });
+
+    await seedAgentWithControl(server.app, 'plain-bot', 'block-drop');
+    const plain = json(await call(server.app, 'POST', '/api/v1/evaluation', { ...step('drop table t'), agent_name: 'plain-bot' }));
+    expect(plain).toMatchObject({ decision: 'deny', steering_context: null });
+    expect(plain.matches[0].result.metadata).toBeNull();
+    expect(plain.matches[0]).not.toHaveProperty('steering_context');
   });
 
   it('answers 404 for an unknown agent and 422 for a bad request', async () => {

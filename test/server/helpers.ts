@@ -1,5 +1,6 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
+import type { EvaluatorDefinition } from '../../src/evaluators/types.js';
 import type { ControlDataInput } from '../../src/model/index.js';
 import { createObservability } from '../../src/observability/index.js';
 import { buildApp } from '../../src/server/app.js';
@@ -18,6 +19,8 @@ export interface TestServerOptions {
   /** Wraps the real store (for example in a counting proxy). */
   wrapStore?: (store: Store) => Store;
   observability?: boolean;
+  /** Plugin evaluators added to the default registry. */
+  evaluators?: EvaluatorDefinition[];
 }
 
 /** A real app on a real in-memory SQLite store. */
@@ -28,7 +31,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const observability = options.observability
     ? createObservability({ store, config, processMetrics: false })
     : undefined;
-  const app = await buildApp({ store, config, registry: createDefaultRegistry(), observability });
+  const app = await buildApp({ store, config, registry: createDefaultRegistry({ extra: options.evaluators ?? [] }), observability });
   return {
     app,
     store,

@@ -1,0 +1,73 @@
+import type { ControlMatch, ControlResult, EvaluationResult, SteeringContext } from '../model/index.js';
+
+/**
+ * The evaluation answer as JSON text, written by hand for the hot path. Most of an answer
+ * is its non-matches, and the engine answers an ordinary non-match with one frozen object
+ * per control (evaluate.ts): the text of a frozen entry is computed once and reused, so a
+ * step evaluated against ten controls serialises mostly by concatenation.
+ *
+ * Fields are picked explicitly, as the schema-driven serialiser did, so an evaluator that
+ * returns extra keys in its outcome cannot leak them into the answer.
+ */
+export function evaluationResultJson(result: EvaluationResult): string {
+  return (
+    `{"is_safe":${result.is_safe ? 'true' : 'false'}` +
+    `,"decision":${JSON.stringify(result.decision)}` +
+    `,"confidence":${numberJson(result.confidence)}` +
+    `,"steering_context":${result.steering_context ? steeringJson(result.steering_context) : 'null'}` +
+    `,"matches":${listJson(result.matches)}` +
+    `,"errors":${listJson(result.errors)}` +
+    `,"non_matches":${listJson(result.non_matches)}}`
+  );
+}
+
+/** Texts of frozen entries; weak, so compiled sets that are dropped take theirs along. */
+const frozenText = new WeakMap<ControlMatch, string>();
+
+function listJson(list: readonly ControlMatch[]): string {
+  if (list.length === 0) return '[]';
+  let out = '[';
+  for (let i = 0; i < list.length; i++) {
+    if (i > 0) out += ',';
+    out += entryJson(list[i]!);
+  }
+  return `${out}]`;
+}
+
+function entryJson(m: ControlMatch): string {
+  // Only an entry that can never change may be answered from the cache.
+  const cacheable = Object.isFrozen(m) && Object.isFrozen(m.result);
+  if (cacheable) {
+    const known = frozenText.get(m);
+    if (known !== undefined) return known;
+  }
+  let text =
+    `{"control_id":${numberJson(m.control_id)}` +
+    `,"control_name":${JSON.stringify(m.control_name)}` +
+    `,"action":${JSON.stringify(m.action)}` +
+    `,"result":${resultJson(m.result)}`;
+  if (m.steering_context !== undefined) text += `,"steering_context":${steeringJson(m.steering_context)}`;
+  if (m.error !== undefined) text += `,"error":${JSON.stringify(m.error)}`;
+  text += '}';
+  if (cacheable) frozenText.set(m, text);
+  return text;
+}
+
+function resultJson(r: ControlResult): string {
+  return (
+    `{"matched":${r.matched ? 'true' : 'false'}` +
+    `,"confidence":${numberJson(r.confidence)}` +
+    `,"message":${r.message === null ? 'null' : JSON.stringify(r.message)}` +
+    `,"metadata":${r.metadata === null ? 'null' : (JSON.stringify(r.metadata) ?? 'null')}}`
+  );
+}
+
+function steeringJson(s: SteeringContext): string {
+  const actions = s.required_actions === undefined ? '' : `,"required_actions":${JSON.stringify(s.required_actions)}`;
+  return `{"message":${JSON.stringify(s.message)}${actions}}`;
+}
+
+/** JSON has no NaN or Infinity; the engine clamps confidences, so this is a safeguard. */
+function numberJson(n: number): string {
+  return Number.isFinite(n) ? String(n) : 'null';
+}
