@@ -17,14 +17,15 @@ export interface ReplicaSync {
 /**
  * Keeps this replica's compiled control sets in step with writes made through other
  * replicas on the same database. Change notifications (PostgreSQL LISTEN/NOTIFY) give
- * the agents a write touched, which are invalidated at once; a periodic comparison of
- * `store.revision()` catches what a notification could miss and invalidates everything
- * when the revision moved with no notification in between. Notifications are reliable
- * while their connection stays up (a reconnect reports "anything may have changed"), so
- * a revision that moved while notifications arrived needs nothing more: without that
- * rule every write, this replica's own included, would drop every compiled set.
- * After a failed check succeeds again (the database came back) everything is
- * invalidated once, whatever the revision says.
+ * the agents a write touched, which are invalidated at once, and the store revision the
+ * write produced. A periodic read of `store.revision()` catches what a notification could
+ * miss: when the revision moved past one that no notification announced, everything is
+ * invalidated. Counting announced revisions, rather than "some notification came since
+ * the last check", matters when a notification arrives late, after the check that read
+ * its revision: it must not cover for a later write whose notification was lost.
+ * Without notifications for the writes it sees, every write (this replica's own
+ * included) would drop every compiled set. After a failed check succeeds again (the
+ * database came back) everything is invalidated once, whatever the revision says.
  */
 export function startReplicaSync(
   store: Pick<Store, 'revision' | 'onChange'>,
@@ -35,25 +36,35 @@ export function startReplicaSync(
   let lastRevision: number | null = null;
   let failing = false;
   let checking = false;
-  let notified = false;
+  // Revisions past lastRevision that a notification announced.
+  const announced = new Set<number>();
 
   const unsubscribe = store.onChange?.((info) => {
     if (stopped) return;
-    notified = true;
     cache.invalidate(info.agents ?? 'all');
+    // A notification without a revision (a replica of an earlier version) announces
+    // nothing: the revision check then invalidates everything, as it must.
+    if (info.revision !== undefined && (lastRevision === null || info.revision > lastRevision)) announced.add(info.revision);
   });
+
+  /** Whether some revision in (from, to] was not announced. */
+  const silentWriteBetween = (from: number, to: number): boolean => {
+    let covered = 0;
+    for (const r of announced) if (r > from && r <= to) covered++;
+    return covered < to - from;
+  };
 
   const check = async (): Promise<void> => {
     if (checking || stopped) return;
     checking = true;
-    // Notifications that arrive while the revision is read count for the next check.
-    const sawNotification = notified;
-    notified = false;
     try {
       const revision = await store.revision();
       if (stopped) return;
       const moved = lastRevision !== null && revision !== lastRevision;
-      if (failing || (moved && !sawNotification)) cache.invalidate('all');
+      // A revision that went down means the database was replaced: nothing is known.
+      const silent = moved && (revision < lastRevision! || silentWriteBetween(lastRevision!, revision));
+      if (failing || silent) cache.invalidate('all');
+      for (const r of announced) if (r <= revision) announced.delete(r);
       lastRevision = revision;
       failing = false;
     } catch (error) {

@@ -150,6 +150,12 @@ export interface RecordedStepPage {
 /** What a change notification says: the agents whose controls changed, or null for "any". */
 export interface ChangeInfo {
   agents: string[] | null;
+  /**
+   * The store revision the change produced, when the notification says (PostgreSQL's do).
+   * Replicas compare it with the revisions they read, so that a late notification is
+   * never mistaken for one that was lost.
+   */
+  revision?: number;
 }
 
 /** Raised by stores; the server maps each kind to its HTTP status. */

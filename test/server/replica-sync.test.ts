@@ -17,7 +17,13 @@ async function startWith() {
     { intervalMs: 20 },
   );
   await sync.ready;
-  return { state, invalidated, notify: (agents: string[]) => listener!({ agents }) };
+  return {
+    state,
+    invalidated,
+    /** A notification as PostgreSQL sends it: the agents and the revision the write produced. */
+    notify: (agents: string[], revision = state.revision) => listener!({ agents, revision }),
+    notifyWithoutRevision: (agents: string[]) => listener!({ agents }),
+  };
 }
 
 const checksPass = () => new Promise((resolve) => setTimeout(resolve, 150));
@@ -44,5 +50,36 @@ describe('replica sync fallback', () => {
     await checksPass();
     state.revision += 1;
     await expect.poll(() => invalidated, { timeout: 2000 }).toEqual([['support-bot'], 'all']);
+  });
+
+  it('does not let a late notification cover for a later write whose notification was lost', async () => {
+    const { state, invalidated, notify } = await startWith();
+    // A write the checks see before its notification arrives...
+    state.revision += 1;
+    await expect.poll(() => invalidated, { timeout: 2000 }).toEqual(['all']);
+    notify(['support-bot'], state.revision);
+    // ...then a write that is never announced: it is caught all the same.
+    state.revision += 1;
+    await expect.poll(() => invalidated, { timeout: 2000 }).toEqual(['all', ['support-bot'], 'all']);
+  });
+
+  it('counts each announced revision: two writes and one notification is a silent write', async () => {
+    const { state, invalidated, notify } = await startWith();
+    state.revision += 2;
+    notify(['support-bot'], state.revision);
+    await expect.poll(() => invalidated, { timeout: 2000 }).toEqual([['support-bot'], 'all']);
+  });
+
+  it('invalidates everything after a notification that names no revision (a replica of an earlier version)', async () => {
+    const { state, invalidated, notifyWithoutRevision } = await startWith();
+    state.revision += 1;
+    notifyWithoutRevision(['support-bot']);
+    await expect.poll(() => invalidated, { timeout: 2000 }).toEqual([['support-bot'], 'all']);
+  });
+
+  it('invalidates everything when the revision goes down (the database was replaced)', async () => {
+    const { state, invalidated } = await startWith();
+    state.revision -= 1;
+    await expect.poll(() => invalidated, { timeout: 2000 }).toEqual(['all']);
   });
 });

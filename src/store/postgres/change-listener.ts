@@ -9,15 +9,28 @@ import type { ChangeInfo } from '../types.js';
 
 export const CHANGE_CHANNEL = 'guardctl_changes';
 
-/** Parses a notification payload: a JSON list of agent names, or "*" for any agent. */
+/**
+ * Parses a notification payload: `{"revision": n, "agents": [...] | "*"}`, or the older
+ * forms a replica of an earlier version sends (a JSON list of agent names, or "*").
+ */
 export function changeInfoOf(payload: string | undefined): ChangeInfo {
   try {
     const parsed: unknown = JSON.parse(payload ?? '"*"');
-    if (Array.isArray(parsed) && parsed.every((a) => typeof a === 'string')) return { agents: parsed };
+    if (isAgentList(parsed)) return { agents: parsed };
+    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) {
+      const { revision, agents } = parsed as { revision?: unknown; agents?: unknown };
+      const info: ChangeInfo = { agents: isAgentList(agents) ? agents : null };
+      if (typeof revision === 'number' && Number.isSafeInteger(revision)) info.revision = revision;
+      return info;
+    }
   } catch {
     // A payload we cannot read still means something changed.
   }
   return { agents: null };
+}
+
+function isAgentList(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((a) => typeof a === 'string');
 }
 
 export class ChangeListener {

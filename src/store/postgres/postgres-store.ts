@@ -267,10 +267,11 @@ export class PostgresStore implements Store {
       await client.query('BEGIN');
       const value = await fn(tx);
       if (tx.changed) {
-        await client.query('UPDATE store_revision SET value = value + 1 WHERE id = 1');
-        let payload = JSON.stringify(uniqueSorted(tx.agents));
-        if (payload.length > MAX_NOTIFY_PAYLOAD) payload = '"*"';
-        await client.query('SELECT pg_notify($1, $2)', [CHANGE_CHANNEL, payload]);
+        const bumped = await client.query<{ value: string }>('UPDATE store_revision SET value = value + 1 WHERE id = 1 RETURNING value');
+        const revision = Number(bumped.rows[0]?.value);
+        let agents: string[] | '*' = uniqueSorted(tx.agents);
+        if (JSON.stringify(agents).length > MAX_NOTIFY_PAYLOAD) agents = '*';
+        await client.query('SELECT pg_notify($1, $2)', [CHANGE_CHANNEL, JSON.stringify({ revision, agents })]);
       }
       await client.query('COMMIT');
       return value;
