@@ -4,11 +4,22 @@
  * validation (on save) and compilation (when the control set changes) go through here,
  * so a control that validates also compiles.
  */
-import { conditionDepth, MAX_CONDITION_DEPTH, type Condition, type ControlData, type FieldIssue, type OnError, type SteeringContext } from '../model/index.js';
+import {
+  conditionDepth,
+  MAX_CONDITION_DEPTH,
+  type Condition,
+  type ControlData,
+  type FieldIssue,
+  type OnError,
+  type Stage,
+  type StepType,
+  type SteeringContext,
+} from '../model/index.js';
 import { compilePattern, type CompiledPattern } from '../evaluators/regex/re2.js';
 import type { EvaluatorRegistry } from '../evaluators/registry.js';
 import type { CompiledCheck } from '../evaluators/types.js';
 import { parseSelector, type CompiledSelector } from './select.js';
+import { stepNamesKey, type CompileCache } from './compile-cache.js';
 
 export const NodeKind = { Leaf: 0, And: 1, Or: 2, Not: 3 } as const;
 
@@ -52,20 +63,26 @@ export function defaultOnError(decision: ControlData['action']['decision']): OnE
   return decision === 'deny' || decision === 'steer' ? 'deny' : 'allow';
 }
 
+/**
+ * With `parts`, the control shares what it can with the other controls compiled through
+ * the same cache (step-name sets, selectors, regex programs).
+ */
 export function buildControl(
   control_id: number,
   name: string,
   data: ControlData,
   registry: EvaluatorRegistry,
+  parts?: CompileCache,
 ): BuildResult {
   const issues: FieldIssue[] = [];
   const scope = data.scope ?? {};
 
   let nameRegex: CompiledPattern | null = null;
   if (scope.step_name_regex !== undefined) {
-    const re = compilePattern(scope.step_name_regex);
+    const pattern = scope.step_name_regex;
+    const re = parts?.stepNameRegexes.find(pattern) ?? compilePattern(pattern);
     if (typeof re === 'string') issues.push({ field: 'scope.step_name_regex', code: 'invalid_regex', message: re });
-    else nameRegex = re;
+    else nameRegex = parts ? parts.stepNameRegexes.keep(pattern, re) : re;
   }
 
   let node: CompiledNode | null = null;
@@ -78,10 +95,10 @@ export function buildControl(
         message: `condition is nested ${depth} levels deep; the limit is ${MAX_CONDITION_DEPTH}`,
       });
     } else {
-      node = buildNode(data.condition, 'condition', registry, issues);
+      node = buildNode(data.condition, 'condition', registry, issues, parts);
     }
   } else if (data.selector && data.evaluator) {
-    node = buildLeaf(data.selector.path, data.evaluator.name, data.evaluator.config ?? {}, '', registry, issues);
+    node = buildLeaf(data.selector.path, data.evaluator.name, data.evaluator.config ?? {}, '', registry, issues, parts);
   } else {
     issues.push({ field: 'selector', code: 'invalid_type', message: 'a control needs selector+evaluator or a condition' });
   }
@@ -98,9 +115,9 @@ export function buildControl(
     decision: data.action.decision,
     steering_context: data.action.steering_context ?? null,
     execution: data.execution ?? 'server',
-    stages: Object.freeze<Array<'pre' | 'post'>>(scope.stages ?? ['pre', 'post']),
-    stepTypes: Object.freeze<Array<'tool' | 'llm'>>(scope.step_types ?? ['tool', 'llm']),
-    stepNames: scope.step_names ? new Set(scope.step_names) : null,
+    stages: scope.stages ? stagesOf(scope.stages) : BOTH_STAGES,
+    stepTypes: scope.step_types ? stepTypesOf(scope.step_types) : BOTH_STEP_TYPES,
+    stepNames: scope.step_names ? stepNamesOf(scope.step_names, parts) : null,
     nameRegex,
     node,
     onError,
@@ -110,7 +127,13 @@ export function buildControl(
   return { ok: true, control };
 }
 
-function buildNode(cond: Condition, at: string, registry: EvaluatorRegistry, issues: FieldIssue[]): CompiledNode | null {
+function buildNode(
+  cond: Condition,
+  at: string,
+  registry: EvaluatorRegistry,
+  issues: FieldIssue[],
+  parts: CompileCache | undefined,
+): CompiledNode | null {
   if ('and' in cond || 'or' in cond) {
     const isAnd = 'and' in cond;
     const list = isAnd ? cond.and : cond.or;
@@ -119,7 +142,7 @@ function buildNode(cond: Condition, at: string, registry: EvaluatorRegistry, iss
       issues.push({ field: `${at}.${key}`, code: 'too_small', message: `${key} needs at least one condition` });
       return null;
     }
-    const children = list.map((c, i) => buildNode(c, `${at}.${key}[${i}]`, registry, issues));
+    const children = list.map((c, i) => buildNode(c, `${at}.${key}[${i}]`, registry, issues, parts));
     if (children.some((c) => c === null)) return null;
     return Object.freeze({
       kind: isAnd ? NodeKind.And : NodeKind.Or,
@@ -127,10 +150,10 @@ function buildNode(cond: Condition, at: string, registry: EvaluatorRegistry, iss
     });
   }
   if ('not' in cond) {
-    const child = buildNode(cond.not, `${at}.not`, registry, issues);
+    const child = buildNode(cond.not, `${at}.not`, registry, issues, parts);
     return child === null ? null : Object.freeze({ kind: NodeKind.Not, child });
   }
-  return buildLeaf(cond.selector.path, cond.evaluator.name, cond.evaluator.config ?? {}, `${at}.`, registry, issues);
+  return buildLeaf(cond.selector.path, cond.evaluator.name, cond.evaluator.config ?? {}, `${at}.`, registry, issues, parts);
 }
 
 function buildLeaf(
@@ -140,12 +163,15 @@ function buildLeaf(
   prefix: string,
   registry: EvaluatorRegistry,
   issues: FieldIssue[],
+  parts: CompileCache | undefined,
 ): CompiledLeaf | null {
-  const selector = parseSelector(path);
+  let selector = parts?.selectors.find(path) ?? parseSelector(path);
   if (typeof selector === 'string') {
     issues.push({ field: `${prefix}selector.path`, code: 'invalid_path', message: selector });
+  } else if (parts) {
+    selector = parts.selectors.keep(path, selector);
   }
-  const compiled = registry.compile(evaluatorName, config, `${prefix}evaluator`);
+  const compiled = registry.compile(evaluatorName, config, `${prefix}evaluator`, parts);
   if (!compiled.ok) issues.push(...compiled.issues);
   if (typeof selector === 'string' || !compiled.ok) return null;
   return Object.freeze({
@@ -155,6 +181,34 @@ function buildLeaf(
     evaluatorName,
     onError: compiled.compiled.onError,
   });
+}
+
+// Scope lists only answer "is this stage (step type) in scope?", so every control holds
+// one of these shared arrays rather than its own copy.
+const ONLY_PRE = Object.freeze(['pre'] as const);
+const ONLY_POST = Object.freeze(['post'] as const);
+const BOTH_STAGES = Object.freeze(['pre', 'post'] as const);
+const ONLY_TOOL = Object.freeze(['tool'] as const);
+const ONLY_LLM = Object.freeze(['llm'] as const);
+const BOTH_STEP_TYPES = Object.freeze(['tool', 'llm'] as const);
+
+/** The schema makes these lists non-empty. */
+function stagesOf(stages: readonly Stage[]): readonly Stage[] {
+  const pre = stages.includes('pre');
+  const post = stages.includes('post');
+  return pre && post ? BOTH_STAGES : pre ? ONLY_PRE : ONLY_POST;
+}
+
+function stepTypesOf(types: readonly StepType[]): readonly StepType[] {
+  const tool = types.includes('tool');
+  const llm = types.includes('llm');
+  return tool && llm ? BOTH_STEP_TYPES : tool ? ONLY_TOOL : ONLY_LLM;
+}
+
+function stepNamesOf(names: readonly string[], parts: CompileCache | undefined): ReadonlySet<string> {
+  if (!parts) return new Set(names);
+  const key = stepNamesKey(names);
+  return parts.stepNames.find(key) ?? parts.stepNames.keep(key, new Set(names));
 }
 
 function firstLeaf(node: CompiledNode): CompiledLeaf {

@@ -7,6 +7,7 @@ import type { FieldIssue, Stage, StepType } from '../model/index.js';
 import type { EvaluatorRegistry } from '../evaluators/registry.js';
 import type { ControlInput } from './api.js';
 import { buildControl, type CompiledControl } from './build-control.js';
+import { controlKey, type CompileCache } from './compile-cache.js';
 
 export interface SkippedControl {
   control_id: number;
@@ -30,7 +31,20 @@ export interface CompiledControlSet {
   readonly inactive: number;
 }
 
-export function compileControls(controls: readonly ControlInput[], registry: EvaluatorRegistry): CompiledControlSet {
+export interface CompileOptions {
+  /**
+   * Shares compiled controls and their parts with every other set compiled through the
+   * same cache: a control linked to many agents is compiled once (see CompileCache).
+   */
+  cache?: CompileCache;
+}
+
+export function compileControls(
+  controls: readonly ControlInput[],
+  registry: EvaluatorRegistry,
+  options: CompileOptions = {},
+): CompiledControlSet {
+  const { cache } = options;
   const compiled: CompiledControl[] = [];
   const skipped: SkippedControl[] = [];
   let inactive = 0;
@@ -39,26 +53,39 @@ export function compileControls(controls: readonly ControlInput[], registry: Eva
       inactive++;
       continue;
     }
+    const key = cache ? controlKey(input) : undefined;
+    const shared = key !== undefined ? cache?.controls.find(key) : undefined;
+    if (shared) {
+      compiled.push(shared);
+      continue;
+    }
     let built;
     try {
-      built = buildControl(input.control_id, input.name, input.data, registry);
+      built = buildControl(input.control_id, input.name, input.data, registry, cache);
     } catch (err) {
       // Data that bypassed validation (wrong shape) must not take the whole set down.
       const message = err instanceof Error ? err.message : String(err);
       built = { ok: false as const, issues: [{ field: '', code: 'invalid_control', message }] };
     }
-    if (built.ok) compiled.push(built.control);
+    if (built.ok) compiled.push(cache && key !== undefined ? cache.controls.keep(key, built.control) : built.control);
     else skipped.push({ control_id: input.control_id, name: input.name, issues: built.issues });
   }
 
   return freezeSet(compiled, skipped, inactive);
 }
 
+const NO_CONTROLS: readonly CompiledControl[] = Object.freeze([]);
+
 function freezeSet(compiled: CompiledControl[], skipped: SkippedControl[], inactive: number): CompiledControlSet {
-  const bucket = (stage: Stage, type: StepType) =>
-    Object.freeze(compiled.filter((c) => c.stages.includes(stage) && c.stepTypes.includes(type)));
+  // Arrays grown by push or filter keep spare capacity (17 slots at first); a set lives
+  // as long as its agent's controls do not change, so it keeps exact-size copies.
+  const exact = <T>(list: T[]): readonly T[] => Object.freeze(list.slice());
+  const bucket = (stage: Stage, type: StepType) => {
+    const list = compiled.filter((c) => c.stages.includes(stage) && c.stepTypes.includes(type));
+    return list.length === 0 ? NO_CONTROLS : exact(list);
+  };
   return Object.freeze({
-    controls: Object.freeze(compiled),
+    controls: compiled.length === 0 ? NO_CONTROLS : exact(compiled),
     index: Object.freeze({
       pre: Object.freeze({ tool: bucket('pre', 'tool'), llm: bucket('pre', 'llm') }),
       post: Object.freeze({ tool: bucket('post', 'tool'), llm: bucket('post', 'llm') }),
@@ -67,10 +94,12 @@ function freezeSet(compiled: CompiledControl[], skipped: SkippedControl[], inact
       pre: Object.freeze({ tool: new Map(), llm: new Map() }),
       post: Object.freeze({ tool: new Map(), llm: new Map() }),
     }),
-    skipped: Object.freeze(skipped),
+    skipped: skipped.length === 0 ? NO_SKIPPED : exact(skipped),
     inactive,
   });
 }
+
+const NO_SKIPPED: readonly SkippedControl[] = Object.freeze([]);
 
 /** An empty set, for agents without controls. */
 export const EMPTY_CONTROL_SET: CompiledControlSet = freezeSet([], [], 0);

@@ -10,6 +10,7 @@ import { textOf, truncate } from '../evaluators/text.js';
 import type { ControlExecution, EvaluateOptions, EvaluationOutcome } from './api.js';
 import { NodeKind, type CompiledControl, type CompiledLeaf, type CompiledNode } from './build-control.js';
 import type { CompiledControlSet } from './compile.js';
+import { clearedByScan, scanGroupsOf } from './scan-groups.js';
 import { selectValue, StepView } from './select.js';
 
 const EXCERPT_MAX = 200;
@@ -45,13 +46,29 @@ export function evaluateStep(
   const view = new StepView(step);
   const records: Array<Pending<ControlMatch>> = [];
   let waiting = false;
+  // Regex controls of one field scanned together (scan-groups.ts); 1 = known non-match.
+  const groups = scanGroupsOf(candidates);
 
   if (options?.collectExecutions === true) {
     const executions: ControlExecution[] = [];
+    // A scanned control's time is its share of its group's pass.
+    let shareOf: Float64Array | null = null;
+    const cleared = groups
+      ? clearedByScan(groups, candidates.length, view, (g, ms) => {
+          shareOf ??= new Float64Array(candidates.length);
+          for (const i of g.members) shareOf[i] = ms / g.members.length;
+        })
+      : null;
     const clock: Clock = { last: performance.now() };
     for (let i = 0; i < candidates.length; i++) {
       const c = candidates[i]!;
       if (only !== undefined && c.execution !== only) continue;
+      if (cleared !== null && cleared[i] === 1) {
+        const m = plainNonMatchOf(c);
+        executions[records.length] = executionOf(c, m, undefined, (shareOf as Float64Array | null)?.[i] ?? 0);
+        records.push(m);
+        continue;
+      }
       const r = runDetailed(c, view, executions, records.length, clock);
       if (isThenable(r)) waiting = true;
       records.push(r);
@@ -60,9 +77,14 @@ export function evaluateStep(
     return Promise.all(records.map(settled)).then((done) => ({ result: decide(done), executions }));
   }
 
+  const cleared = groups ? clearedByScan(groups, candidates.length, view) : null;
   for (let i = 0; i < candidates.length; i++) {
     const c = candidates[i]!;
     if (only !== undefined && c.execution !== only) continue;
+    if (cleared !== null && cleared[i] === 1) {
+      records.push(plainNonMatchOf(c));
+      continue;
+    }
     const r = runControl(c, view);
     if (isThenable(r)) waiting = true;
     records.push(r);

@@ -1,5 +1,6 @@
 export * from './api.js';
-export { compileControls, EMPTY_CONTROL_SET, type CompiledControlSet, type SkippedControl } from './compile.js';
+export { compileControls, EMPTY_CONTROL_SET, type CompiledControlSet, type CompileOptions, type SkippedControl } from './compile.js';
+export { CompileCache } from './compile-cache.js';
 export { evaluateStep } from './evaluate.js';
 export {
   validateControlData,

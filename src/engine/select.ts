@@ -42,7 +42,8 @@ export function parseSelector(path: string): CompiledSelector | string {
     return `"${head[1]}" takes no field path`;
   }
   if (root === Root.Context && segments.length === 0) return 'context needs a field: context.<field>';
-  return Object.freeze({ path, root, segments: Object.freeze(segments) });
+  // slice: an array grown by push keeps spare capacity for 17 elements; the copy is exact.
+  return Object.freeze({ path, root, segments: Object.freeze(segments.slice()) });
 }
 
 /** One step being evaluated; `*` builds its view of the step only when a control asks. */

@@ -8,7 +8,7 @@ import { listEvaluator } from './list/index.js';
 import { regexEvaluator } from './regex/index.js';
 import { validateJsonSchema } from './json-schema.js';
 import { evaluatorPluginSpecs, loadEvaluatorPlugins } from './load-plugins.js';
-import { ConfigError, type CompiledCheck, type EvaluatorDefinition } from './types.js';
+import { ConfigError, type CompiledCheck, type EvaluatorDefinition, type PartCaches } from './types.js';
 
 export interface EvaluatorInfo {
   name: string;
@@ -65,8 +65,11 @@ export class EvaluatorRegistry {
     return result.ok ? [] : result.issues;
   }
 
-  /** validateConfig that also returns the compiled check when the config is valid. */
-  compile(name: string, config: unknown, at = 'evaluator'): CompileResult {
+  /**
+   * validateConfig that also returns the compiled check when the config is valid. With
+   * `parts`, the evaluator may share compiled parts with other controls (see PartCache).
+   */
+  compile(name: string, config: unknown, at = 'evaluator', parts?: PartCaches): CompileResult {
     const def = this.#defs.get(name);
     if (!def) {
       const known = this.names().map((n) => `"${n}"`).join(', ');
@@ -95,7 +98,7 @@ export class EvaluatorRegistry {
     }
     if (issues.length > 0) return { ok: false, issues };
     try {
-      return { ok: true, compiled: { check: def.compile(rest), onError } };
+      return { ok: true, compiled: { check: def.compile(rest, parts?.forEvaluator(def.name)), onError } };
     } catch (err) {
       if (err instanceof ConfigError) {
         const field = err.field === '' ? configPath : `${configPath}.${err.field}`;

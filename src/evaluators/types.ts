@@ -19,6 +19,16 @@ export interface EvaluatorOutcome {
 export type CompiledCheck = (value: unknown, memo?: ValueMemo) => EvaluatorOutcome | Promise<EvaluatorOutcome>;
 
 /**
+ * What a check may declare about itself: `scanPattern`, a regular expression (RE2 syntax,
+ * matched against the value's text as the step's memo gives it) that must match for the
+ * check to match. The engine scans the checks of one field together in a single pass and
+ * answers a plain non-match for all of them when none of their patterns matches.
+ */
+export interface ScanHint {
+  readonly scanPattern?: string;
+}
+
+/**
  * A cache that lives for one step's evaluation, handed to every check of that step: when
  * several controls select the same object, it is serialised (and lowercased) once.
  * Checks may ignore it; it never outlives the step, so it never serves stale text.
@@ -36,6 +46,22 @@ export interface ValueMemo {
   utf8(text: string): Buffer;
 }
 
+/**
+ * Lets a compile step reuse what an earlier one built from the same key (a regex program
+ * from its pattern), so that controls repeating a config hold one copy of it. What is
+ * shared must be immutable, or safe to use from the checks of several controls at once.
+ * Each evaluator has its own. Compiling without one (tests, validation) shares nothing.
+ */
+export interface PartCache {
+  /** The part an earlier call built for `key` while it is still in use, else `make()`. */
+  share<T extends object>(key: string, make: () => T): T;
+}
+
+/** Where the registry finds each evaluator's PartCache (one per evaluator, so keys never meet). */
+export interface PartCaches {
+  forEvaluator(name: string): PartCache;
+}
+
 export interface EvaluatorDefinition {
   /** The name controls use in `evaluator.name`, for example `regex`. */
   name: string;
@@ -50,9 +76,10 @@ export interface EvaluatorDefinition {
   /**
    * Checks a config beyond what its JSON Schema can say (for example that a pattern compiles)
    * and builds the check. Throws ConfigError with a field path relative to `config`.
-   * Called when a control is saved or compiled, never per step.
+   * Called when a control is saved or compiled, never per step. `parts`, when given, lets
+   * controls with the same config share what compiling it built.
    */
-  compile(config: JsonObject): CompiledCheck;
+  compile(config: JsonObject, parts?: PartCache): CompiledCheck;
 }
 
 /** A config problem found while compiling; `field` is relative to the evaluator config. */

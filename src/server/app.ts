@@ -1,5 +1,5 @@
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import { compileControls, type CompiledControlSet } from '../engine/index.js';
+import { CompileCache, compileControls, type CompiledControlSet } from '../engine/index.js';
 import type { EvaluatorRegistry } from '../evaluators/registry.js';
 import type { Observability } from '../observability/index.js';
 import type { ReloadStatusSource } from '../reload/index.js';
@@ -67,10 +67,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ajv: { customOptions: { coerceTypes: false, useDefaults: false, removeAdditional: false, allErrors: false } },
   });
 
+  // One cache for all agents: a control linked to many agents is compiled (and held) once.
+  const compileCache = new CompileCache();
   const controlSets = new ControlSetCache<CompiledControlSet>(store, (controls) =>
     compileControls(
       controls.map((c) => ({ control_id: c.control_id, name: c.name, data: c.data })),
       registry,
+      { cache: compileCache },
     ),
   );
   // A store shared by replicas (it offers change notifications) keeps the sets in step

@@ -15,13 +15,18 @@ export interface ControlSetCacheOptions {
   now?: () => number;
 }
 
+/**
+ * Every field is always present (undefined when empty) and none is ever deleted: an object
+ * whose shape changes by `delete` falls back to a dictionary, several hundred bytes per
+ * agent.
+ */
 interface Entry<S> {
   /** The last set built; current unless `stale`. */
-  set?: S;
+  set: S | undefined;
   /** Invalidated: the next get rebuilds, but `set` stays as a fallback for outages. */
   stale: boolean;
   /** The build in flight; concurrent gets share it. */
-  pending?: Promise<S>;
+  pending: Promise<S> | undefined;
   /** When the last rebuild failed because the store was unavailable (outage mode), else null. */
   failedAt: number | null;
 }
@@ -75,7 +80,7 @@ export class ControlSetCache<S> {
     }
     if (entry?.pending) return entry.pending;
     if (!entry) {
-      entry = { stale: true, failedAt: null };
+      entry = { set: undefined, stale: true, pending: undefined, failedAt: null };
       this.entries.set(name, entry);
     }
     return this.startBuild(name, entry);
@@ -136,7 +141,7 @@ export class ControlSetCache<S> {
       const set = built.get(name);
       if (current && set !== undefined && set !== null) {
         // A fresh entry, so a build in flight on the old one cannot overwrite it.
-        this.entries.set(name, { set, stale: false, failedAt: null });
+        this.entries.set(name, { set, stale: false, pending: undefined, failedAt: null });
       } else {
         const entry = this.entries.get(name);
         if (entry) this.markStale(entry);
@@ -179,12 +184,12 @@ export class ControlSetCache<S> {
         entry.set = set;
         entry.stale = !isCurrent();
         entry.failedAt = null;
-        delete entry.pending;
+        entry.pending = undefined;
       }
       return set;
     } catch (error) {
       const ours = isOurs();
-      if (ours) delete entry.pending;
+      if (ours) entry.pending = undefined;
       const fallback = entry.set;
       if (error instanceof StoreError && error.kind === 'unavailable' && fallback !== undefined) {
         entry.failedAt = this.now();

@@ -41,14 +41,18 @@ function entryJson(m: ControlMatch): string {
     const known = frozenText.get(m);
     if (known !== undefined) return known;
   }
-  let text =
-    `{"control_id":${numberJson(m.control_id)}` +
-    `,"control_name":${JSON.stringify(m.control_name)}` +
-    `,"action":${JSON.stringify(m.action)}` +
-    `,"result":${resultJson(m.result)}`;
-  if (m.steering_context !== undefined) text += `,"steering_context":${steeringJson(m.steering_context)}`;
-  if (m.error !== undefined) text += `,"error":${JSON.stringify(m.error)}`;
-  text += '}';
+  const parts = [
+    `{"control_id":${numberJson(m.control_id)}`,
+    `,"control_name":${JSON.stringify(m.control_name)}`,
+    `,"action":${JSON.stringify(m.action)}`,
+    `,"result":${resultJson(m.result)}`,
+  ];
+  if (m.steering_context !== undefined) parts.push(`,"steering_context":${steeringJson(m.steering_context)}`);
+  if (m.error !== undefined) parts.push(`,"error":${JSON.stringify(m.error)}`);
+  parts.push('}');
+  // join makes one flat string: a cached text built with + would stay a tree of pieces,
+  // several times its size, for as long as its control is compiled.
+  const text = parts.join('');
   if (cacheable) frozenText.set(m, text);
   return text;
 }

@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { createDefaultRegistry, evaluatorPluginSpecs, loadEvaluatorPlugins } from '../evaluators/registry.js';
 import { createObservability, type Observability } from '../observability/index.js';
-import { startHotReload, type HotReload, type Reloader } from '../reload/index.js';
+import type { HotReload, Reloader } from '../reload/index.js';
 import { openStore, storeTargetOf } from '../store/open-store.js';
 import { buildApp } from './app.js';
 import type { ServerConfig } from './config.js';
@@ -28,6 +28,17 @@ export interface ServerHandle {
   close(): Promise<void>;
 }
 
+/**
+ * The SQLite file observability's writer thread opens, if it gets one: SQLite files do
+ * (docs/observability.md), but only with observability on. With it off no events are
+ * written, and the thread (its own V8 heap and database connection, about 8 MB resident)
+ * would only sit idle.
+ */
+export function eventWriterPathOf(config: Pick<ServerConfig, 'databaseUrl' | 'observabilityEnabled'>): string | undefined {
+  const target = storeTargetOf(config.databaseUrl);
+  return target.kind === 'sqlite' && config.observabilityEnabled ? target.path : undefined;
+}
+
 /** Opens the store, builds the app and listens; the only place the server touches a socket. */
 export async function startServer(config: ServerConfig, options: StartOptions = {}): Promise<ServerHandle> {
   const env = options.env ?? process.env;
@@ -41,13 +52,12 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     await loadEvaluatorPlugins(registry, specs, process.cwd(), { env });
     // The app's logger exists only once the app does; observability logs through it.
     const late = () => app?.log;
-    const target = storeTargetOf(config.databaseUrl);
+    const writerPath = eventWriterPathOf(config);
     observability = createObservability({
       store,
       config,
       logger: { warn: (o, m) => late()?.warn(o, m), error: (o, m) => late()?.error(o, m) },
-      // SQLite files get a writer thread for events (docs/observability.md).
-      ...(target.kind === 'sqlite' ? { sqlitePath: target.path } : {}),
+      ...(writerPath !== undefined ? { sqlitePath: writerPath } : {}),
     });
     app = await buildApp({
       store,
@@ -65,6 +75,9 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     if (config.watchDir !== null) {
       // Loaded and applied before listening: no request ever sees the server without it.
       // An invalid directory throws (with its diagnostics) and the server does not start.
+      // Imported here: the YAML parser and the file watcher cost a server without --watch
+      // several MB of memory for nothing.
+      const { startHotReload } = await import('../reload/index.js');
       hotReload = await startHotReload({
         dir: config.watchDir,
         store,

@@ -4,7 +4,7 @@
  * default file `.guardctl/guardctl.db` under the working directory.
  */
 import { join } from 'node:path';
-import { PostgresStore, type PostgresStoreOptions } from './postgres/postgres-store.js';
+import type { PostgresStoreOptions } from './postgres/postgres-store.js';
 import { SqliteStore, type SqliteStoreOptions } from './sqlite/sqlite-store.js';
 import type { Store } from './types.js';
 
@@ -38,6 +38,10 @@ export function storeTargetOf(url: string | undefined, cwd: string = process.cwd
 
 export async function openStore(url: string | undefined, options: OpenStoreOptions = {}): Promise<Store> {
   const target = storeTargetOf(url, options.cwd);
-  if (target.kind === 'postgres') return PostgresStore.open(target.url, options.postgres);
+  if (target.kind === 'postgres') {
+    // Imported here: the PostgreSQL driver costs a SQLite server several MB of memory.
+    const { PostgresStore } = await import('./postgres/postgres-store.js');
+    return PostgresStore.open(target.url, options.postgres);
+  }
   return new SqliteStore(target.path, options.sqlite);
 }

@@ -2,7 +2,7 @@
  * Compiles each agent's linked controls once, the same way the server does, so that tests
  * and replay decide exactly as production would. Pure: data in, compiled sets out.
  */
-import { compileControls, type CompiledControlSet } from '../engine/index.js';
+import { CompileCache, compileControls, type CompiledControlSet } from '../engine/index.js';
 import type { EvaluatorRegistry } from '../evaluators/registry.js';
 import type { ControlData } from '../model/index.js';
 
@@ -32,13 +32,15 @@ export function compileAgentSets(
     if (!byName.has(c.name)) byName.set(c.name, { control_id: c.control_id ?? index + 1, name: c.name, data: c.data });
   });
   const sets = new Map<string, CompiledControlSet>();
+  // As in the server: a control linked to several agents is compiled once.
+  const cache = new CompileCache();
   for (const agent of agents) {
     const linked = [...new Set(agent.controls)]
       .map((name) => byName.get(name))
       .filter((c): c is NonNullable<typeof c> => c !== undefined)
       // The server evaluates linked controls in id order; keep that order here too.
       .sort((a, b) => a.control_id - b.control_id);
-    sets.set(agent.agent_name.trim().toLowerCase(), compileControls(linked, registry));
+    sets.set(agent.agent_name.trim().toLowerCase(), compileControls(linked, registry, { cache }));
   }
   return sets;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { regexEvaluator, type EvaluatorOutcome } from '../../src/evaluators/index.js';
+import { regexEvaluator, type EvaluatorOutcome, type PartCache } from '../../src/evaluators/index.js';
 
 function run(pattern: string, value: unknown): EvaluatorOutcome {
   return regexEvaluator.compile({ pattern })(value) as EvaluatorOutcome;
@@ -52,6 +52,28 @@ describe('regex evaluator', () => {
     for (const bad of ['a(', '(?<=a)b', '(a)\\1', '[z-a]']) {
       expect(() => regexEvaluator.compile({ pattern: bad }), bad).toThrow(expect.objectContaining({ field: 'pattern', name: 'ConfigError' }));
     }
+  });
+
+  it('shares one check between controls with the same pattern when given a PartCache', () => {
+    const kept = new Map<string, object>();
+    const parts: PartCache = {
+      share: <T extends object>(key: string, make: () => T) => {
+        if (!kept.has(key)) kept.set(key, make());
+        return kept.get(key) as T;
+      },
+    };
+    const a = regexEvaluator.compile({ pattern: '(?i)drop\\s+table' }, parts);
+    const b = regexEvaluator.compile({ pattern: '(?i)drop\\s+table' }, parts);
+    const other = regexEvaluator.compile({ pattern: 'truncate' }, parts);
+    expect(b).toBe(a);
+    expect(other).not.toBe(a);
+    // Used in turn on different values (its sticky twin included), it quotes each one's match.
+    expect((a('x; DROP TABLE users') as EvaluatorOutcome).message).toBe('pattern matched "DROP TABLE"');
+    expect((b('drop   table t') as EvaluatorOutcome).message).toBe('pattern matched "drop   table"');
+    expect((a('select 1') as EvaluatorOutcome).matched).toBe(false);
+    // A pattern that does not compile is reported and not kept.
+    expect(() => regexEvaluator.compile({ pattern: 'a(' }, parts)).toThrow(expect.objectContaining({ field: 'pattern' }));
+    expect([...kept.keys()]).toEqual(['(?i)drop\\s+table', 'truncate']);
   });
 
   it('serves a JSON Schema for its config', () => {

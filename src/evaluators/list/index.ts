@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { EvaluatorDefinition, EvaluatorOutcome, ValueMemo } from '../types.js';
+import type { CompiledCheck, EvaluatorDefinition, EvaluatorOutcome, ValueMemo } from '../types.js';
 import { truncate } from '../text.js';
 
 export const ListConfigSchema = z.strictObject({
@@ -48,55 +48,70 @@ export const listEvaluator: EvaluatorDefinition = {
   compile(config) {
     const { values, case_sensitive, match_mode, logic } = ListConfigSchema.parse(config);
     // Entries are normalised once here so that evaluation only lowercases the input.
-    const entries = case_sensitive ? [...values] : values.map((v) => v.toLowerCase());
-    const exact = new Set(entries);
-    const norm = case_sensitive
-      ? (s: string, _memo?: ValueMemo) => s
-      : (s: string, memo?: ValueMemo) => (memo ? memo.lower(s) : s.toLowerCase());
-    const hit =
-      match_mode === 'contains'
-        ? (s: string, e: string) => s.includes(e)
-        : (s: string, e: string) => s.startsWith(e);
-
-    if (logic === 'any') {
-      if (match_mode === 'exact') {
-        return (value, memo) => {
-          if (typeof value === 'string') {
-            const s = norm(value, memo);
-            return exact.has(s) ? found([s]) : NO_MATCH;
-          }
-          const strings = stringsOf(value, memo);
-          if (strings === undefined) return NO_MATCH;
-          for (const raw of strings) {
-            const s = norm(raw, memo);
-            if (exact.has(s)) return found([s]);
-          }
-          return NO_MATCH;
-        };
-      }
-      return (value, memo) => {
-        const strings = stringsOf(value, memo);
-        if (strings === undefined) return NO_MATCH;
-        for (const raw of strings) {
-          const s = norm(raw, memo);
-          for (const e of entries) if (hit(s, e)) return found([e]);
-        }
-        return NO_MATCH;
-      };
-    }
-
-    // logic all: every list entry must be found in some selected string.
-    return (value, memo) => {
-      const strings = stringsOf(value, memo);
-      if (strings === undefined || strings.length === 0) return NO_MATCH;
-      const normed = strings.map((s) => norm(s, memo));
-      for (const e of entries) {
-        let ok = false;
-        if (match_mode === 'exact') ok = normed.includes(e);
-        else for (const s of normed) if (hit(s, e)) { ok = true; break; }
-        if (!ok) return NO_MATCH;
-      }
-      return found(entries);
-    };
+    const entries = case_sensitive ? values.slice() : values.map((v) => v.toLowerCase());
+    const norm = case_sensitive ? asIs : lower;
+    // Each check is built by its own function so that it holds only what it reads: a
+    // server keeps one per list control, thousands of them.
+    if (logic === 'any') return match_mode === 'exact' ? anyExact(new Set(entries), norm) : anyHit(entries, norm, HITS[match_mode]);
+    return allHit(entries, norm, HITS[match_mode]);
   },
 };
+
+type Norm = (s: string, memo?: ValueMemo) => string;
+const asIs: Norm = (s) => s;
+const lower: Norm = (s, memo) => (memo ? memo.lower(s) : s.toLowerCase());
+
+type Hit = (s: string, entry: string) => boolean;
+const HITS: Record<ListConfig['match_mode'], Hit> = {
+  exact: (s, e) => s === e,
+  contains: (s, e) => s.includes(e),
+  starts_with: (s, e) => s.startsWith(e),
+};
+
+function anyExact(exact: ReadonlySet<string>, norm: Norm): CompiledCheck {
+  return (value, memo) => {
+    if (typeof value === 'string') {
+      const s = norm(value, memo);
+      return exact.has(s) ? found([s]) : NO_MATCH;
+    }
+    const strings = stringsOf(value, memo);
+    if (strings === undefined) return NO_MATCH;
+    for (const raw of strings) {
+      const s = norm(raw, memo);
+      if (exact.has(s)) return found([s]);
+    }
+    return NO_MATCH;
+  };
+}
+
+function anyHit(entries: readonly string[], norm: Norm, hit: Hit): CompiledCheck {
+  return (value, memo) => {
+    const strings = stringsOf(value, memo);
+    if (strings === undefined) return NO_MATCH;
+    for (const raw of strings) {
+      const s = norm(raw, memo);
+      for (const e of entries) if (hit(s, e)) return found([e]);
+    }
+    return NO_MATCH;
+  };
+}
+
+/** logic all: every list entry must be found in some selected string. */
+function allHit(entries: string[], norm: Norm, hit: Hit): CompiledCheck {
+  return (value, memo) => {
+    const strings = stringsOf(value, memo);
+    if (strings === undefined || strings.length === 0) return NO_MATCH;
+    const normed = strings.map((s) => norm(s, memo));
+    for (const e of entries) {
+      let ok = false;
+      for (const s of normed) {
+        if (hit(s, e)) {
+          ok = true;
+          break;
+        }
+      }
+      if (!ok) return NO_MATCH;
+    }
+    return found(entries);
+  };
+}

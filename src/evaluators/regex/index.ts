@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { ConfigError, type EvaluatorDefinition, type EvaluatorOutcome } from '../types.js';
+import { ConfigError, type CompiledCheck, type EvaluatorDefinition, type EvaluatorOutcome, type ScanHint } from '../types.js';
 import { textOf, truncate } from '../text.js';
-import { compilePattern, type CompiledPattern } from './re2.js';
+import { compilePattern, stickyTwin, type CompiledPattern } from './re2.js';
 
 export const RegexConfigSchema = z.strictObject({
   pattern: z
@@ -22,29 +22,41 @@ export const regexEvaluator: EvaluatorDefinition = {
     'Non-string values are searched as JSON.',
   configSchema: z.toJSONSchema(RegexConfigSchema, { io: 'input' }),
   zodSchema: RegexConfigSchema,
-  compile(config) {
+  compile(config, parts) {
     const { pattern } = RegexConfigSchema.parse(config);
-    const re = compilePattern(pattern);
-    if (typeof re === 'string') throw new ConfigError('pattern', re);
-    // search finds where a match starts (as fast as test when there is none); a sticky
-    // twin then finds where it ends. Together they cost a fraction of exec, which makes
-    // RE2 extract every submatch and build a result array. The twin is built on the first
-    // match only: each RE2 program holds native memory, and most controls rarely match.
-    let sticky: CompiledPattern | undefined;
-    return (value, memo) => {
-      const text = memo ? memo.text(value) : textOf(value);
-      if (text === undefined) return NO_MATCH;
-      // With a memo, the step's regex controls share the text as UTF-8 bytes (offsets are
-      // then in bytes); RE2 accepts either form.
-      const subject = memo ? memo.utf8(text) : text;
-      const at = re.search(subject);
-      if (at < 0) return NO_MATCH;
-      sticky ??= compilePattern(pattern, 'y') as CompiledPattern;
-      sticky.lastIndex = at;
-      const to = sticky.test(subject) ? sticky.lastIndex : at;
-      const found = typeof subject === 'string' ? subject.slice(at, to) : subject.toString('utf8', at, to);
-      return { matched: true, confidence: 1, message: `pattern matched "${truncate(found, 80)}"`, metadata: null };
-    };
+    // The check depends on the pattern alone, so controls repeating a pattern share one
+    // check and one native RE2 program (a few KB each).
+    return parts ? parts.share(pattern, () => checkOf(pattern)) : checkOf(pattern);
   },
 };
 
+/**
+ * search finds where a match starts (as fast as test when there is none); a sticky twin
+ * then finds where it ends. Together they cost a fraction of exec, which makes RE2 extract
+ * every submatch and build a result array. The twin is built on the first match only: each
+ * RE2 program holds native memory, and most controls rarely match. The check keeps no state
+ * between calls (the twin's lastIndex is set and read in one synchronous step), which is
+ * what lets several controls share it.
+ */
+function checkOf(pattern: string): CompiledCheck {
+  const re = compilePattern(pattern);
+  if (typeof re === 'string') throw new ConfigError('pattern', re);
+  let sticky: CompiledPattern | undefined;
+  const check: CompiledCheck & ScanHint = (value, memo) => {
+    const text = memo ? memo.text(value) : textOf(value);
+    if (text === undefined) return NO_MATCH;
+    // With a memo, the step's regex controls share the text as UTF-8 bytes (offsets are
+    // then in bytes); RE2 accepts either form.
+    const subject = memo ? memo.utf8(text) : text;
+    const at = re.search(subject);
+    if (at < 0) return NO_MATCH;
+    sticky ??= stickyTwin(re);
+    sticky.lastIndex = at;
+    const to = sticky.test(subject) ? sticky.lastIndex : at;
+    const found = typeof subject === 'string' ? subject.slice(at, to) : subject.toString('utf8', at, to);
+    return { matched: true, confidence: 1, message: `pattern matched "${truncate(found, 80)}"`, metadata: null };
+  };
+  // The check matches exactly when the pattern does, on the memo's text: the engine may
+  // scan it together with the other regex checks of the same field (evaluate.ts).
+  return Object.assign(check, { scanPattern: pattern });
+}

@@ -1,0 +1,100 @@
+/**
+ * Regex controls that read the same field of a step are scanned together. One RE2::Set
+ * pass over the field's text tells whether any of their patterns matches; usually none
+ * does, and then every one of them is a plain non-match without running one by one. When
+ * the pass finds something, each member runs its own check as usual, so what a match
+ * says (and everything about errors) stays exactly what the evaluator says.
+ *
+ * A set costs native memory, so a candidate list gets its groups only once it has been
+ * evaluated HOT_AFTER times: hot lists (the agent steps a server sees all day) scan in
+ * one pass, and the long tail of rarely seen ones costs nothing extra.
+ */
+import type { ScanHint } from '../evaluators/types.js';
+import { compilePatternSet, type CompiledPatternSet } from '../evaluators/regex/re2.js';
+import { NodeKind, type CompiledControl } from './build-control.js';
+import { selectValue, type CompiledSelector, type StepView } from './select.js';
+
+/** Evaluations of a candidate list before its groups are built. */
+export const HOT_AFTER = 64;
+
+export interface ScanGroup {
+  readonly selector: CompiledSelector;
+  readonly set: CompiledPatternSet;
+  /** Positions in the candidate list. */
+  readonly members: readonly number[];
+}
+
+interface Plan {
+  seen: number;
+  /** null until the list is hot, and when it has no group of two or more. */
+  groups: readonly ScanGroup[] | null;
+}
+
+const plans = new WeakMap<readonly CompiledControl[], Plan>();
+
+/** The groups of a candidate list, or null (not hot yet, or nothing to scan together). */
+export function scanGroupsOf(candidates: readonly CompiledControl[]): readonly ScanGroup[] | null {
+  if (candidates.length < 2) return null;
+  let plan = plans.get(candidates);
+  if (plan === undefined) {
+    plan = { seen: 0, groups: null };
+    plans.set(candidates, plan);
+  }
+  if (plan.seen < HOT_AFTER && ++plan.seen === HOT_AFTER) plan.groups = buildGroups(candidates);
+  return plan.groups;
+}
+
+function buildGroups(candidates: readonly CompiledControl[]): readonly ScanGroup[] | null {
+  const byPath = new Map<string, { selector: CompiledSelector; patterns: string[]; members: number[] }>();
+  candidates.forEach((c, i) => {
+    const node = c.node;
+    if (node.kind !== NodeKind.Leaf) return;
+    const pattern = (node.check as ScanHint).scanPattern;
+    if (pattern === undefined) return;
+    let group = byPath.get(node.selector.path);
+    if (!group) byPath.set(node.selector.path, (group = { selector: node.selector, patterns: [], members: [] }));
+    group.patterns.push(pattern);
+    group.members.push(i);
+  });
+  const groups: ScanGroup[] = [];
+  for (const g of byPath.values()) {
+    if (g.members.length < 2) continue;
+    const set = compilePatternSet(g.patterns);
+    if (set) groups.push({ selector: g.selector, set, members: Object.freeze(g.members) });
+  }
+  return groups.length > 0 ? Object.freeze(groups) : null;
+}
+
+/**
+ * Scans each group once. Returns, by candidate position, 1 for a control known not to
+ * match (its group's pass found nothing), else 0. `onGroup` is told each group's scan
+ * time, for the per-control timings of observability.
+ */
+export function clearedByScan(
+  groups: readonly ScanGroup[],
+  size: number,
+  view: StepView,
+  onGroup?: (group: ScanGroup, ms: number) => void,
+): Uint8Array {
+  const cleared = new Uint8Array(size);
+  for (const g of groups) {
+    const start = onGroup ? performance.now() : 0;
+    if (scanFindsNothing(g, view)) for (const i of g.members) cleared[i] = 1;
+    onGroup?.(g, performance.now() - start);
+  }
+  return cleared;
+}
+
+function scanFindsNothing(g: ScanGroup, view: StepView): boolean {
+  try {
+    const value = selectValue(g.selector, view);
+    // Nothing selected: the members would not be asked, and do not match.
+    if (value === undefined) return true;
+    const text = view.memo.text(value);
+    if (text === undefined) return true;
+    return !g.set.test(view.memo.utf8(text));
+  } catch {
+    // Anything unexpected: the members run one by one, as without groups.
+    return false;
+  }
+}

@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest';
+import { compileControls, evaluateStep, type EvaluationOutcome } from '../../src/engine/index.js';
+import { HOT_AFTER, scanGroupsOf } from '../../src/engine/scan-groups.js';
+import { createDefaultRegistry } from '../../src/evaluators/registry.js';
+import type { Step } from '../../src/model/index.js';
+import { control, regexControl, toolStep } from './helpers.js';
+
+const registry = createDefaultRegistry();
+const sync = (o: EvaluationOutcome | Promise<EvaluationOutcome>) => o as EvaluationOutcome;
+
+/** Regex controls on two fields, a list control and a condition tree: only regex leaves of one field group. */
+const mixed = [
+  regexControl('drop', '(?i)\\bdrop\\s+table\\b', { selector: { path: 'input.query' } }),
+  regexControl('truncate', '(?i)\\btruncate\\b', { selector: { path: 'input.query' } }),
+  regexControl('card', '\\b\\d{4}-\\d{4}-\\d{4}-\\d{4}\\b', { selector: { path: 'input.query' }, action: { decision: 'steer', steering_context: { message: 'mask the card' } } }),
+  regexControl('secret-anywhere', 'sk_live_[a-z0-9]+'),
+  regexControl('password-anywhere', '(?i)password='),
+  control('list', {
+    selector: { path: 'input.query' },
+    evaluator: { name: 'list', config: { values: ['grant'], match_mode: 'contains' } },
+    action: { decision: 'deny' },
+  }),
+  control('tree', {
+    condition: {
+      and: [
+        { selector: { path: 'input.query' }, evaluator: { name: 'regex', config: { pattern: 'delete' } } },
+        { selector: { path: 'name' }, evaluator: { name: 'regex', config: { pattern: 'sql' } } },
+      ],
+    },
+    action: { decision: 'deny' },
+  }),
+];
+const compileMixed = () => compileControls(mixed, registry);
+
+const steps: Step[] = [
+  toolStep('run_sql', { query: 'SELECT 1' }),
+  toolStep('run_sql', { query: 'drop table users' }),
+  toolStep('run_sql', { query: 'TRUNCATE t; DROP TABLE u' }),
+  toolStep('run_sql', { query: 'pay with 4111-1111-1111-1111 please' }),
+  toolStep('run_sql', { query: 'grant all; delete from x' }),
+  toolStep('run_sql', { query: 'SELECT 1', token: 'sk_live_abc123' }),
+  toolStep('run_sql', { query: 42 }),
+  toolStep('run_sql', { other: 'no query here: password=hunter2' }),
+  toolStep('run_sql', { query: 'ünïcödé DROP   TABLE ä' }),
+];
+
+describe('regex controls of one field scanned together', () => {
+  it('builds groups only once a candidate list is hot, and only for regex leaves sharing a field', () => {
+    const set = compileMixed();
+    const step = toolStep('run_sql', { query: 'SELECT 1' });
+    for (let i = 0; i < HOT_AFTER - 1; i++) sync(evaluateStep(set, step, 'pre'));
+    const candidates = set.byName.pre?.tool?.get('run_sql');
+    expect(candidates).toBeDefined();
+    sync(evaluateStep(set, step, 'pre'));
+    const groups = scanGroupsOf(candidates!);
+    expect(groups?.map((g) => [g.selector.path, g.members.map((i) => candidates![i]!.name)])).toEqual([
+      ['input.query', ['drop', 'truncate', 'card']],
+      ['input', ['secret-anywhere', 'password-anywhere']],
+    ]);
+  });
+
+  it('answers exactly what one-by-one evaluation answers, before and after the list is hot', () => {
+    const cold = compileMixed();
+    const hot = compileMixed();
+    const warm = toolStep('run_sql', { query: 'warm up' });
+    for (let i = 0; i < HOT_AFTER; i++) sync(evaluateStep(hot, warm, 'pre'));
+    for (const step of steps) {
+      // A fresh cold set per step keeps it below the threshold: it always runs one by one.
+      const expected = sync(evaluateStep(compileMixed(), step, 'pre')).result;
+      expect(sync(evaluateStep(hot, step, 'pre')).result).toEqual(expected);
+      expect(sync(evaluateStep(cold, step, 'pre')).result).toEqual(expected);
+    }
+  });
+
+  it('gives scanned non-matches an execution record with a share of the pass time', () => {
+    const set = compileMixed();
+    const warm = toolStep('run_sql', { query: 'warm up' });
+    for (let i = 0; i < HOT_AFTER; i++) sync(evaluateStep(set, warm, 'pre', { collectExecutions: true }));
+    const outcome = sync(evaluateStep(set, toolStep('run_sql', { query: 'drop table x' }), 'pre', { collectExecutions: true }));
+    const byName = new Map(outcome.executions!.map((x) => [x.control_name, x]));
+    expect(outcome.executions).toHaveLength(7);
+    expect(byName.get('drop')).toMatchObject({ matched: true, excerpt: 'drop table x', evaluator_name: 'regex' });
+    // The 'input' group found nothing: both members are non-matches with a timing.
+    for (const name of ['secret-anywhere', 'password-anywhere']) {
+      const x = byName.get(name)!;
+      expect(x).toMatchObject({ matched: false, error_message: null, excerpt: null });
+      expect(x.duration_ms).toBeGreaterThanOrEqual(0);
+    }
+    expect(outcome.result.matches.map((m) => m.control_name)).toEqual(['drop']);
+  });
+});
