@@ -2,6 +2,8 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SqliteStore, migrateSqlite } from '../../src/store/sqlite/sqlite-store.js';
 import { sqliteMigrations } from '../../src/store/sqlite/migrations.js';
@@ -105,5 +107,48 @@ describe('SqliteStore specifics', () => {
       .all() as Array<{ detail: string }>;
     expect(plan.map((p) => p.detail).join(' ')).toContain('COVERING INDEX events_stats');
     db.close();
+  });
+
+  // The event writer thread (and a second process) write to the same file. A transaction
+  // that reads before it writes must take the write lock up front: a deferred one fails at
+  // once with "database is locked" when the other connection committed in between, and no
+  // busy timeout helps.
+  it('lets writes wait for another thread writing the same file instead of failing', async () => {
+    const file = join(dir, 'two-writers', 'guard.db');
+    const store = new SqliteStore(file);
+    const worker = new Worker(
+      `const { workerData, parentPort } = require('node:worker_threads');
+       const Database = require(workerData.module);
+       const db = new Database(workerData.file);
+       db.pragma('busy_timeout = 5000');
+       db.exec('CREATE TABLE IF NOT EXISTS noise (v INTEGER)');
+       const insert = db.prepare('INSERT INTO noise (v) VALUES (?)');
+       const burst = db.transaction((n) => { for (let i = 0; i < 50; i++) insert.run(n); });
+       parentPort.postMessage('started');
+       let n = 0;
+       for (const until = Date.now() + workerData.ms; Date.now() < until; ) burst.immediate(n++);
+       db.close();
+       parentPort.postMessage('done');`,
+      { eval: true, workerData: { file, ms: 1500, module: createRequire(import.meta.url).resolve('better-sqlite3') } },
+    );
+    const messages: unknown[] = [];
+    worker.on('message', (m) => messages.push(m));
+    await expect.poll(() => messages, { timeout: 5000 }).toContain('started');
+    const failures: string[] = [];
+    let writes = 0;
+    while (!messages.includes('done')) {
+      try {
+        await store.upsertAgent({ agent_name: `bot-${writes % 20}`, agent_description: `write ${writes}` });
+        writes++;
+      } catch (error) {
+        failures.push(error instanceof Error ? error.message : String(error));
+        if (failures.length > 5) break;
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await worker.terminate();
+    await store.close();
+    expect(failures).toEqual([]);
+    expect(writes).toBeGreaterThan(20);
   });
 });

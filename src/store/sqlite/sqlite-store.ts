@@ -314,10 +314,15 @@ export class SqliteStore implements Store {
     };
   }
 
-  /** Runs `fn` in one transaction and maps database errors to store errors. */
+  /**
+   * Runs `fn` in one transaction and maps database errors to store errors. IMMEDIATE takes
+   * the write lock at BEGIN, waiting up to busy_timeout for another connection (the event
+   * writer thread, another process). A deferred transaction that read first would instead
+   * fail at once with "database is locked" when that connection committed in between.
+   */
   private write<T>(fn: () => T): T {
     try {
-      return this.db.transaction(fn)();
+      return this.db.transaction(fn).immediate();
     } catch (error) {
       throw mapError(error);
     }
