@@ -52,20 +52,15 @@ export function evaluateStep(
   if (options?.collectExecutions === true) {
     const executions: ControlExecution[] = [];
     // A scanned control's time is its share of its group's pass.
-    let shareOf: Float64Array | null = null;
-    const cleared = groups
-      ? clearedByScan(groups, candidates.length, view, (g, ms) => {
-          shareOf ??= new Float64Array(candidates.length);
-          for (const i of g.members) shareOf[i] = ms / g.members.length;
-        })
-      : null;
+    const shares = groups ? new Float64Array(candidates.length) : null;
+    const cleared = groups ? clearedByScan(groups, candidates.length, view, shares!) : null;
     const clock: Clock = { last: performance.now() };
     for (let i = 0; i < candidates.length; i++) {
       const c = candidates[i]!;
       if (only !== undefined && c.execution !== only) continue;
       if (cleared !== null && cleared[i] === 1) {
         const m = plainNonMatchOf(c);
-        executions[records.length] = executionOf(c, m, undefined, (shareOf as Float64Array | null)?.[i] ?? 0);
+        executions[records.length] = executionOf(c, m, undefined, shares![i]!);
         records.push(m);
         continue;
       }

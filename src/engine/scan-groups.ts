@@ -67,20 +67,20 @@ function buildGroups(candidates: readonly CompiledControl[]): readonly ScanGroup
 
 /**
  * Scans each group once. Returns, by candidate position, 1 for a control known not to
- * match (its group's pass found nothing), else 0. `onGroup` is told each group's scan
- * time, for the per-control timings of observability.
+ * match (its group's pass found nothing), else 0. With `shares`, each member's entry is
+ * set to its share of its group's scan time (observability's per-control timing).
  */
-export function clearedByScan(
-  groups: readonly ScanGroup[],
-  size: number,
-  view: StepView,
-  onGroup?: (group: ScanGroup, ms: number) => void,
-): Uint8Array {
+export function clearedByScan(groups: readonly ScanGroup[], size: number, view: StepView, shares?: Float64Array): Uint8Array {
   const cleared = new Uint8Array(size);
-  for (const g of groups) {
-    const start = onGroup ? performance.now() : 0;
-    if (scanFindsNothing(g, view)) for (const i of g.members) cleared[i] = 1;
-    onGroup?.(g, performance.now() - start);
+  for (let g = 0; g < groups.length; g++) {
+    const group = groups[g]!;
+    const members = group.members;
+    const start = shares ? performance.now() : 0;
+    if (scanFindsNothing(group, view)) for (let k = 0; k < members.length; k++) cleared[members[k]!] = 1;
+    if (shares) {
+      const each = (performance.now() - start) / members.length;
+      for (let k = 0; k < members.length; k++) shares[members[k]!] = each;
+    }
   }
   return cleared;
 }

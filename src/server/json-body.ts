@@ -37,6 +37,9 @@ export function installJsonParser(app: FastifyInstance): void {
 
 /** True when brackets outside strings nest deeper than `max`. */
 export function depthExceeds(text: string, max: number): boolean {
+  // Nesting deeper than max needs more than max opening brackets. Counting them with
+  // indexOf (vectorised) settles ordinary bodies without walking them character by character.
+  if (!hasMoreThan(text, '{', '[', max)) return false;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
@@ -50,6 +53,17 @@ export function depthExceeds(text: string, max: number): boolean {
       if (++depth > max) return true;
     } else if (c === 125 || c === 93) {
       depth--;
+    }
+  }
+  return false;
+}
+
+/** Whether `text` holds more than `max` occurrences of `a` and `b` together. */
+function hasMoreThan(text: string, a: string, b: string, max: number): boolean {
+  let count = 0;
+  for (const ch of [a, b]) {
+    for (let i = text.indexOf(ch); i !== -1; i = text.indexOf(ch, i + 1)) {
+      if (++count > max) return true;
     }
   }
   return false;

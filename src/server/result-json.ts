@@ -24,14 +24,33 @@ export function evaluationResultJson(result: EvaluationResult): string {
 /** Texts of frozen entries; weak, so compiled sets that are dropped take theirs along. */
 const frozenText = new WeakMap<ControlMatch, string>();
 
+/**
+ * The last list answered entirely from frozen entries, and its text. A busy agent sends
+ * the same step shape over and over, so its non-matches are usually the same entries in
+ * the same order as last time: comparing ten references beats joining ten texts.
+ */
+let lastFrozenList: readonly ControlMatch[] = [];
+let lastFrozenText = '[]';
+
 function listJson(list: readonly ControlMatch[]): string {
   if (list.length === 0) return '[]';
-  let out = '[';
-  for (let i = 0; i < list.length; i++) {
-    if (i > 0) out += ',';
-    out += entryJson(list[i]!);
+  if (sameEntries(list, lastFrozenList)) return lastFrozenText;
+  const text = joinedJson(list);
+  if (list.every((m) => frozenText.has(m))) {
+    lastFrozenList = list.slice();
+    lastFrozenText = text;
   }
-  return `${out}]`;
+  return text;
+}
+
+function sameEntries(a: readonly ControlMatch[], b: readonly ControlMatch[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function joinedJson(list: readonly ControlMatch[]): string {
+  return `[${list.map(entryJson).join(',')}]`;
 }
 
 function entryJson(m: ControlMatch): string {
