@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { createDefaultRegistry } from '../src/evaluators/registry.js';
-import { ControlDataSchema, type ObservabilityEvent } from '../src/model/index.js';
+import type { ObservabilityEvent } from '../src/model/index.js';
 import { createObservability, type Observability } from '../src/observability/index.js';
 import { buildApp } from '../src/server/app.js';
 import { loadConfig, type ServerConfig } from '../src/server/config.js';
@@ -23,7 +23,8 @@ import type { Store } from '../src/store/types.js';
 import { median, type Benchmark, type BenchRow } from './harness.js';
 import { runLoad } from './load-generator.js';
 import { benchRollups } from './rollups.js';
-import { EVALUATION_BODY, ROUNDS, seedBenchAgent, startBareBaseline } from './server.js';
+import { EVALUATION_BODY, ROUNDS } from './server.js';
+import { startServerProcess, type ServerProcess, type ServerSpec } from './server-process.js';
 
 interface Server {
   app: FastifyInstance;
@@ -157,34 +158,6 @@ async function benchIngest(): Promise<BenchRow[]> {
   }
 }
 
-interface LoadResult {
-  rate: number;
-  /** Server process CPU (main and writer threads; the load generator runs apart) per request, µs: steadier than req/s on a shared machine. */
-  cpuPerRequest: number;
-}
-
-/** `url` is the full evaluation URL; the body is bench/server.ts's step (10 of 50 controls in scope). */
-async function load(url: string, seconds: number): Promise<LoadResult> {
-  const cpu = process.cpuUsage();
-  const r = await runLoad({ url, body: EVALUATION_BODY, connections: 16, duration: seconds });
-  const used = process.cpuUsage(cpu);
-  if (r.failed > 0) throw new Error(`load run had ${r.failed} failed requests`);
-  return { rate: r.total / seconds, cpuPerRequest: (used.user + used.system) / r.total };
-}
-
-/** One control in scope for bench/server.ts's step, for the light end of the range. */
-async function seedOneControl(store: Store): Promise<void> {
-  await store.upsertAgent({ agent_name: 'bench-bot' });
-  const data = ControlDataSchema.parse({
-    scope: { step_types: ['tool'] },
-    selector: { path: 'input.query' },
-    evaluator: { name: 'regex', config: { pattern: '(?i)\\b(drop|truncate)\\s+table\\b' } },
-    action: { decision: 'deny' },
-  });
-  const control = await store.createControl({ name: 'bench-one', data });
-  await store.linkControl('bench-bot', control.control_id);
-}
-
 /** Events written: rows plus the non-matches represented by the rollups written. */
 async function writtenEvents(s: Server): Promise<number> {
   const { registry, prefix } = s.observability.metrics;
@@ -192,10 +165,19 @@ async function writtenEvents(s: Server): Promise<number> {
   return Number(/_total (\d+)/.exec(text)?.[1] ?? 0);
 }
 
-async function droppedEvents(s: Server): Promise<number> {
-  const { registry, prefix } = s.observability.metrics;
-  const text = await registry.getSingleMetricAsString(`${prefix}_events_dropped_total`);
-  return [...text.matchAll(/_total\{[^}]*\} (\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+interface LoadResult {
+  rate: number;
+  /** Server process CPU (main and writer threads; the load generator runs apart) per request, µs: steadier than req/s on a shared machine. */
+  cpuPerRequest: number;
+}
+
+/** Loads one server (its own process) for `seconds` with bench/server.ts's step (10 of 50 controls in scope). */
+async function load(server: ServerProcess, seconds: number): Promise<LoadResult> {
+  const before = await server.stats();
+  const r = await runLoad({ url: server.url, body: EVALUATION_BODY, connections: 16, duration: seconds });
+  const after = await server.stats();
+  if (r.failed > 0) throw new Error(`load run had ${r.failed} failed requests`);
+  return { rate: r.total / seconds, cpuPerRequest: (after.cpuMicros - before.cpuMicros) / r.total };
 }
 
 /**
@@ -203,80 +185,72 @@ async function droppedEvents(s: Server): Promise<number> {
  * are counted in per-minute rollups. Measured with bench/server.ts's agent (50 controls,
  * 10 in scope for its step) and with a single control, each against the same server
  * without observability, with every non-match also stored as a row (sample rate 1: the
- * design before rollups) and against bench/server.ts's bare Fastify baseline, in one rotation.
+ * design before rollups) and against bench/server.ts's bare Fastify baseline, in one
+ * rotation. Every server runs in a process of its own, as in production
+ * (bench/server-child.ts).
  */
 async function benchEvaluation(): Promise<BenchRow[]> {
-  const bare = await startBareBaseline();
-  const scenarios: Array<{ controls: number; seed: (store: Store) => Promise<void> }> = [
-    { controls: 1, seed: seedOneControl },
-    { controls: 10, seed: seedBenchAgent },
-  ];
-  const servers: Array<{ controls: number; on: Server; off: Server; rows: Server }> = [];
-  const evalUrl = (s: Server) => `${s.url}/api/v1/evaluation`;
+  const all: ServerProcess[] = [];
+  const start = async (spec: ServerSpec) => {
+    const server = await startServerProcess(spec);
+    all.push(server);
+    return server;
+  };
   try {
-    for (const { controls, seed } of scenarios) {
-      const on = await startServer();
-      const off = await startServer({}, false);
-      const rows = await startServer({ nonMatchSampleRate: 1 });
-      servers.push({ controls, on, off, rows });
-      await seed(on.store);
-      await seed(off.store);
-      await seed(rows.store);
+    const bare = await start({ kind: 'bare' });
+    const scenarios: Array<{ controls: 1 | 10; on: ServerProcess; off: ServerProcess; rows: ServerProcess }> = [];
+    for (const controls of [1, 10] as const) {
+      scenarios.push({
+        controls,
+        on: await start({ kind: 'guard', controls, observability: true }),
+        off: await start({ kind: 'guard', controls, observability: false }),
+        rows: await start({ kind: 'guard', controls, observability: true, sampleRate: 1 }),
+      });
     }
-    const urls = [bare.url, ...servers.flatMap((s) => [evalUrl(s.on), evalUrl(s.off), evalUrl(s.rows)])];
+    const rotation = [bare, ...scenarios.flatMap((s) => [s.on, s.off, s.rows])];
     // Warm all up, then rotate runs so load from elsewhere hits each alike.
-    for (const url of urls) await load(url, 1);
-    const runs = new Map<string, LoadResult[]>(urls.map((u) => [u, []]));
-    // All servers share this process: a run must not be billed for the writes another
-    // server still has queued (the row-per-event servers fill their buffers), so every
-    // writer is drained before the next run starts.
-    const drainAll = () => Promise.all(servers.flatMap((s) => [s.on, s.off, s.rows]).map((s) => s.observability.flush()));
+    for (const server of rotation) await load(server, 1);
+    const runs = new Map<ServerProcess, LoadResult[]>(rotation.map((s) => [s, []]));
     for (let round = 0; round < ROUNDS.rounds; round++) {
-      for (const url of urls) {
-        await drainAll();
-        runs.get(url)!.push(await load(url, ROUNDS.seconds));
+      for (const server of rotation) {
+        // A row-per-event server may still be writing what the last run queued: let
+        // every writer finish first, so no run competes with another's background work.
+        await Promise.all(rotation.map((s) => s.flush()));
+        runs.get(server)!.push(await load(server, ROUNDS.seconds));
       }
     }
-    const rate = (url: string) => median(runs.get(url)!.map((r) => r.rate));
-    const cpu = (url: string) => median(runs.get(url)!.map((r) => r.cpuPerRequest)).toFixed(0);
+    const rate = (s: ServerProcess) => median(runs.get(s)!.map((r) => r.rate));
+    const cpu = (s: ServerProcess) => median(runs.get(s)!.map((r) => r.cpuPerRequest)).toFixed(0);
     // Each round's ratio against that round's baseline, then the median (see ROUNDS).
-    const ratios = (url: string) => runs.get(url)!.map((r, i) => r.rate / runs.get(bare.url)![i]!.rate);
-    const bareRate = rate(bare.url);
+    const ratios = (s: ServerProcess) => runs.get(s)!.map((r, i) => r.rate / runs.get(bare)![i]!.rate);
     const rows: BenchRow[] = [
-      {
-        name: 'bare Fastify route, bench/server.ts baseline',
-        value: Math.round(bareRate),
-        unit: 'req/s',
-        note: `${cpu(bare.url)} µs CPU/request`,
-      },
+      { name: 'bare Fastify route, bench/server.ts baseline', value: Math.round(rate(bare)), unit: 'req/s', note: `${cpu(bare)} µs CPU/request` },
     ];
-    for (const { controls, on, off, rows: everyRow } of servers) {
-      const onRatios = ratios(evalUrl(on));
+    for (const { controls, on, off, rows: everyRow } of scenarios) {
+      const onRatios = ratios(on);
       const onRatio = median(onRatios);
-      const onRate = rate(evalUrl(on));
-      const offRate = rate(evalUrl(off));
-      const rowsRate = rate(evalUrl(everyRow));
-      await on.observability.flush();
-      const written = await writtenEvents(on);
-      const storedRows = (await on.store.queryEvents({ limit: 1, offset: 0 })).total;
+      await on.flush();
+      await everyRow.flush();
+      const onStats = await on.stats();
+      const rowStats = await everyRow.stats();
       rows.push(
         {
           name: `evaluation, ${controls} control(s) in scope, no observability`,
-          value: Math.round(offRate),
+          value: Math.round(rate(off)),
           unit: 'req/s',
-          note: `${median(ratios(evalUrl(off))).toFixed(2)} of bare: the server's own ceiling; ${cpu(evalUrl(off))} µs CPU/request`,
+          note: `${median(ratios(off)).toFixed(2)} of bare: the server's own ceiling; ${cpu(off)} µs CPU/request`,
         },
         {
           name: `evaluation, ${controls} control(s) in scope, observability on`,
-          value: Math.round(onRate),
+          value: Math.round(rate(on)),
           unit: 'req/s',
-          note: `${(onRate / offRate).toFixed(2)} of the same server without observability; ${cpu(evalUrl(on))} µs CPU/request; ${written} events written (${storedRows} as rows), ${await droppedEvents(on)} dropped`,
+          note: `${(rate(on) / rate(off)).toFixed(2)} of the same server without observability; ${cpu(on)} µs CPU/request; ${onStats.written} events written (${onStats.rows} as rows), ${onStats.dropped} dropped`,
         },
         {
           name: `evaluation, ${controls} control(s) in scope, observability on, every non-match also a row (sample rate 1)`,
-          value: Math.round(rowsRate),
+          value: Math.round(rate(everyRow)),
           unit: 'req/s',
-          note: `${median(ratios(evalUrl(everyRow))).toFixed(2)} of bare: the cost of one row per evaluated control; ${cpu(evalUrl(everyRow))} µs CPU/request; ${await droppedEvents(everyRow)} dropped`,
+          note: `${median(ratios(everyRow)).toFixed(2)} of bare: the cost of one row per evaluated control; ${cpu(everyRow)} µs CPU/request; ${rowStats.dropped} dropped`,
         },
         {
           name: `evaluation with observability / bare Fastify, ${controls} control(s)`,
@@ -290,12 +264,7 @@ async function benchEvaluation(): Promise<BenchRow[]> {
     }
     return rows;
   } finally {
-    for (const s of servers) {
-      await s.on.close();
-      await s.off.close();
-      await s.rows.close();
-    }
-    await bare.app.close();
+    for (const server of all) await server.close();
   }
 }
 

@@ -14,12 +14,11 @@ import { fileURLToPath } from 'node:url';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { createDefaultRegistry } from '../src/evaluators/registry.js';
 import type { ControlDataInput } from '../src/model/index.js';
-import { buildApp } from '../src/server/app.js';
-import { loadConfig } from '../src/server/config.js';
 import { openStore } from '../src/store/open-store.js';
 import type { Store } from '../src/store/types.js';
 import { median, type Benchmark, type BenchRow } from './harness.js';
 import { runLoad } from './load-generator.js';
+import { startServerProcess } from './server-process.js';
 
 export interface LoadResult {
   rps: number;
@@ -142,16 +141,13 @@ export async function seedBenchAgent(store: Store): Promise<void> {
 }
 
 async function throughput(): Promise<BenchRow[]> {
-  const baseline = await startBareBaseline();
-  const store = await openStore(':memory:');
-  await seedBenchAgent(store);
-  // Observability off and not wired: this measures the server's own path (parse, cached
-  // set, engine, serialise). bench/observability.ts measures the path with it on.
-  const config = loadConfig({ OBSERVABILITY_ENABLED: 'false' });
-  const app = await buildApp({ store, config, registry: createDefaultRegistry() });
-  const address = await app.listen({ host: '127.0.0.1', port: 0 });
+  // Each server in a process of its own, as in production (see bench/server-child.ts).
+  // Observability off: this measures the server's own path (parse, cached set, engine,
+  // answer); bench/observability.ts measures it with observability on.
+  const baseline = await startServerProcess({ kind: 'bare' });
+  const server = await startServerProcess({ kind: 'guard', controls: 10, observability: false });
   try {
-    const { bare, real, ratios } = await pairedRounds(baseline.url, `${address}/api/v1/evaluation`);
+    const { bare, real, ratios } = await pairedRounds(baseline.url, server.url);
     const ratio = median(ratios);
     const setting = `${LOAD.connections} connections, ${ROUNDS.rounds} paired rounds of ${ROUNDS.seconds} s, medians`;
     return [
@@ -169,9 +165,8 @@ async function throughput(): Promise<BenchRow[]> {
       { name: 'evaluation latency p99', value: real.p99, unit: 'ms' },
     ];
   } finally {
-    await app.close();
-    await store.close();
-    await baseline.app.close();
+    await server.close();
+    await baseline.close();
   }
 }
 

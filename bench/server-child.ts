@@ -1,0 +1,104 @@
+/**
+ * One server under test in a process of its own, as in production. Throughput benchmarks
+ * used to start the baseline and several guardctl servers in the benchmark's process;
+ * they then shared one heap, one garbage collector and one JIT, so each server's code was
+ * compiled for the shapes of all of them (slower for every one) and one server's
+ * background writes were billed to another's run.
+ *
+ * Started by bench/server-process.ts with a ServerSpec as JSON in argv[2]; answers
+ * requests on the IPC channel (see ChildRequest).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { createDefaultRegistry } from '../src/evaluators/registry.js';
+import { ControlDataSchema } from '../src/model/index.js';
+import { createObservability, type Observability } from '../src/observability/index.js';
+import { buildApp } from '../src/server/app.js';
+import { loadConfig } from '../src/server/config.js';
+import { SqliteStore } from '../src/store/sqlite/index.js';
+import type { Store } from '../src/store/types.js';
+import { seedBenchAgent, startBareBaseline } from './server.js';
+import type { ChildRequest, ChildStats, ServerSpec } from './server-process.js';
+
+const spec = JSON.parse(process.argv[2] ?? '{}') as ServerSpec;
+if (!process.send) throw new Error('server-child must be started with an IPC channel');
+
+/** One control in scope for bench/server.ts's step, for the light end of the range. */
+async function seedOneControl(store: Store): Promise<void> {
+  await store.upsertAgent({ agent_name: 'bench-bot' });
+  const data = ControlDataSchema.parse({
+    scope: { step_types: ['tool'] },
+    selector: { path: 'input.query' },
+    evaluator: { name: 'regex', config: { pattern: '(?i)\\b(drop|truncate)\\s+table\\b' } },
+    action: { decision: 'deny' },
+  });
+  const control = await store.createControl({ name: 'bench-one', data });
+  await store.linkControl('bench-bot', control.control_id);
+}
+
+async function counterTotal(observability: Observability, name: string): Promise<number> {
+  const { registry, prefix } = observability.metrics;
+  const text = await registry.getSingleMetricAsString(`${prefix}_${name}`);
+  return [...text.matchAll(/^\S+_total(?:\{[^}]*\})? (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+}
+
+let app: FastifyInstance;
+let url: string;
+let observability: Observability | undefined;
+let store: Store | undefined;
+let dir: string | undefined;
+
+if (spec.kind === 'bare') {
+  const bare = await startBareBaseline();
+  app = bare.app;
+  url = bare.url;
+} else {
+  dir = mkdtempSync(join(tmpdir(), 'guard-bench-server-'));
+  const file = join(dir, 'bench.db');
+  const config = loadConfig(spec.observability ? {} : { OBSERVABILITY_ENABLED: 'false' }, {
+    flushIntervalSeconds: 1,
+    ...(spec.sampleRate !== undefined ? { nonMatchSampleRate: spec.sampleRate } : {}),
+  });
+  store = new SqliteStore(file);
+  await (spec.controls === 1 ? seedOneControl(store) : seedBenchAgent(store));
+  // As start.ts does for a SQLite file: events are written by a worker thread.
+  if (spec.observability) observability = createObservability({ store, config, processMetrics: true, sqlitePath: file });
+  app = await buildApp({ store, config, registry: createDefaultRegistry(), ...(observability ? { observability } : {}) });
+  url = `${await app.listen({ host: '127.0.0.1', port: 0 })}/api/v1/evaluation`;
+  observability?.start();
+}
+
+async function stats(): Promise<ChildStats> {
+  const cpu = process.cpuUsage();
+  const out: ChildStats = { cpuMicros: cpu.user + cpu.system, written: 0, dropped: 0, rows: 0 };
+  if (observability && store) {
+    out.written = await counterTotal(observability, 'events_written_total');
+    out.dropped = await counterTotal(observability, 'events_dropped_total');
+    out.rows = (await store.queryEvents({ limit: 1, offset: 0 })).total;
+  }
+  return out;
+}
+
+process.on('message', (request: ChildRequest) => {
+  void (async () => {
+    switch (request.op) {
+      case 'stats':
+        process.send!({ id: request.id, stats: await stats() });
+        break;
+      case 'flush':
+        await observability?.flush();
+        process.send!({ id: request.id });
+        break;
+      case 'close':
+        await app.close();
+        await observability?.close();
+        await store?.close();
+        if (dir) rmSync(dir, { recursive: true, force: true });
+        process.send!({ id: request.id }, () => process.exit(0));
+        break;
+    }
+  })();
+});
+process.send({ ready: url });
