@@ -2,15 +2,8 @@ import type { EventRollup } from '../store/types.js';
 
 const MINUTE_MS = 60_000;
 
-/** What identifies a rollup besides its minute. */
-export interface RollupKey {
-  agent_name: string;
-  control_id: number;
-  control_name: string;
-  check_stage: string;
-  applies_to: string;
-  evaluator_name: string | null;
-}
+/** What identifies a rollup besides its minute: the stored rollup's key fields. */
+export type RollupKey = Omit<EventRollup, 'bucket' | 'count' | 'total_duration_ms'>;
 
 export interface NonMatchRollupsOptions {
   /** Distinct (minute, key) entries held at most; non-matches past it are dropped. */

@@ -34,3 +34,19 @@ export function makeConfig(overrides: Partial<ObservabilityConfig> = {}): Observ
     ...overrides,
   };
 }
+
+/** Every metric the app registers, without the prefix (process metrics aside). */
+export const METRIC_NAMES = [
+  'http_requests_total',
+  'http_request_duration_seconds',
+  'evaluations_total',
+  'control_matches_total',
+  'evaluation_duration_seconds',
+  'evaluator_errors_total',
+  'controls',
+  'events_buffered',
+  'events_written_total',
+  'events_dropped_total',
+  'reloads_total',
+  'stream_subscribers',
+] as const;

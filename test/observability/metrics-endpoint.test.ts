@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { addControl, denySql, evaluation, failingEvaluator, makeApp, warnEmail, type TestApp } from './app-helper.js';
+import { METRIC_NAMES } from './fixtures.js';
 
 let t: TestApp | undefined;
 afterEach(async () => {
@@ -21,20 +22,7 @@ describe('GET /metrics', () => {
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toContain('text/plain');
     const text = res.body;
-    for (const name of [
-      'http_requests_total',
-      'http_request_duration_seconds',
-      'evaluations_total',
-      'control_matches_total',
-      'evaluation_duration_seconds',
-      'evaluator_errors_total',
-      'controls',
-      'events_buffered',
-      'events_written_total',
-      'events_dropped_total',
-      'reloads_total',
-      'stream_subscribers',
-    ]) {
+    for (const name of METRIC_NAMES) {
       expect(text).toContain(`# TYPE acme_${name} `);
     }
     expect(text).toContain('acme_evaluations_total{agent="support-bot",decision="deny"} 1');

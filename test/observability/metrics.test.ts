@@ -1,25 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { createMetrics, sanitisePrefix } from '../../src/observability/metrics.js';
+import { METRIC_NAMES } from './fixtures.js';
 
-const NAMES = [
-  'http_requests_total',
-  'http_request_duration_seconds',
-  'evaluations_total',
-  'control_matches_total',
-  'evaluation_duration_seconds',
-  'evaluator_errors_total',
-  'controls',
-  'events_buffered',
-  'events_written_total',
-  'events_dropped_total',
-  'reloads_total',
-];
+
 
 describe('createMetrics', () => {
   it('registers every metric under the prefix on its own registry, with process metrics', async () => {
     const metrics = createMetrics({ prefix: 'acme', maxLabelValues: 10, countControls: async () => 7, bufferedEvents: () => 3 });
     const text = await metrics.registry.metrics();
-    for (const name of NAMES) expect(text).toContain(`# TYPE acme_${name} `);
+    for (const name of METRIC_NAMES) expect(text).toContain(`# TYPE acme_${name} `);
     expect(text).toContain('acme_process_cpu_user_seconds_total');
     expect(text).toContain('acme_controls 7');
     expect(text).toContain('acme_events_buffered 3');
