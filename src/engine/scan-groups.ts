@@ -10,6 +10,7 @@
  * one pass, and the long tail of rarely seen ones costs nothing extra.
  */
 import type { ScanHint } from '../evaluators/types.js';
+import { mayMatch, type Prefilter } from '../evaluators/regex/literals.js';
 import { compilePatternSet, type CompiledPatternSet } from '../evaluators/regex/re2.js';
 import { NodeKind, type CompiledControl } from './build-control.js';
 import { selectValue, type CompiledSelector, type StepView } from './select.js';
@@ -22,6 +23,11 @@ export interface ScanGroup {
   readonly set: CompiledPatternSet;
   /** Positions in the candidate list. */
   readonly members: readonly number[];
+  /**
+   * The members' prefilters when every member has one: a text that passes none of them
+   * matches no member, and the set's pass is skipped too. Null otherwise.
+   */
+  readonly prefilters: readonly Prefilter[] | null;
 }
 
 interface Plan {
@@ -45,22 +51,26 @@ export function scanGroupsOf(candidates: readonly CompiledControl[]): readonly S
 }
 
 function buildGroups(candidates: readonly CompiledControl[]): readonly ScanGroup[] | null {
-  const byPath = new Map<string, { selector: CompiledSelector; patterns: string[]; members: number[] }>();
+  const byPath = new Map<string, { selector: CompiledSelector; patterns: string[]; members: number[]; prefilters: Prefilter[] | null }>();
   candidates.forEach((c, i) => {
     const node = c.node;
     if (node.kind !== NodeKind.Leaf) return;
-    const pattern = (node.check as ScanHint).scanPattern;
+    const hint = node.check as ScanHint;
+    const pattern = hint.scanPattern;
     if (pattern === undefined) return;
     let group = byPath.get(node.selector.path);
-    if (!group) byPath.set(node.selector.path, (group = { selector: node.selector, patterns: [], members: [] }));
+    if (!group) byPath.set(node.selector.path, (group = { selector: node.selector, patterns: [], members: [], prefilters: [] }));
     group.patterns.push(pattern);
     group.members.push(i);
+    const prefilter = hint.scanPrefilter;
+    if (prefilter && group.prefilters) group.prefilters.push(prefilter);
+    else group.prefilters = null;
   });
   const groups: ScanGroup[] = [];
   for (const g of byPath.values()) {
     if (g.members.length < 2) continue;
     const set = compilePatternSet(g.patterns);
-    if (set) groups.push({ selector: g.selector, set, members: Object.freeze(g.members) });
+    if (set) groups.push({ selector: g.selector, set, members: Object.freeze(g.members), prefilters: g.prefilters && Object.freeze(g.prefilters) });
   }
   return groups.length > 0 ? Object.freeze(groups) : null;
 }
@@ -90,9 +100,11 @@ function scanFindsNothing(g: ScanGroup, view: StepView): boolean {
     const value = selectValue(g.selector, view);
     // Nothing selected: the members would not be asked, and do not match.
     if (value === undefined) return true;
-    const text = view.memo.text(value);
+    const memo = view.memo;
+    const text = memo.text(value);
     if (text === undefined) return true;
-    return !g.set.test(view.memo.utf8(text));
+    if (g.prefilters !== null && !g.prefilters.some((p) => mayMatch(p, text, memo))) return true;
+    return !g.set.test(memo.utf8(text));
   } catch {
     // Anything unexpected: the members run one by one, as without groups.
     return false;

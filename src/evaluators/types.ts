@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { JsonObject } from '../model/index.js';
+import type { Prefilter } from './regex/literals.js';
 
 /** What an evaluator says about the selected value. */
 export interface EvaluatorOutcome {
@@ -21,11 +22,13 @@ export type CompiledCheck = (value: unknown, memo?: ValueMemo) => EvaluatorOutco
 /**
  * What a check may declare about itself: `scanPattern`, a regular expression (RE2 syntax,
  * matched against the value's text as the step's memo gives it) that must match for the
- * check to match. The engine scans the checks of one field together in a single pass and
- * answers a plain non-match for all of them when none of their patterns matches.
+ * check to match, and `scanPrefilter`, literals that text must contain for the pattern to
+ * match (null: none known). The engine scans the checks of one field together in a single
+ * pass and answers a plain non-match for all of them when none of their patterns matches.
  */
 export interface ScanHint {
   readonly scanPattern?: string;
+  readonly scanPrefilter?: Prefilter | null;
 }
 
 /**

@@ -42,6 +42,8 @@ const steps: Step[] = [
   toolStep('run_sql', { query: 42 }),
   toolStep('run_sql', { other: 'no query here: password=hunter2' }),
   toolStep('run_sql', { query: 'ünïcödé DROP   TABLE ä' }),
+  // RE2 folds "ſ" with "s": the literal prefilters must not rule these out.
+  toolStep('run_sql', { query: 'TRUNCATE ſchema', other: 'PAſſWORD=1' }),
 ];
 
 describe('regex controls of one field scanned together', () => {
@@ -69,6 +71,16 @@ describe('regex controls of one field scanned together', () => {
       const expected = sync(evaluateStep(compileMixed(), step, 'pre')).result;
       expect(sync(evaluateStep(hot, step, 'pre')).result).toEqual(expected);
       expect(sync(evaluateStep(cold, step, 'pre')).result).toEqual(expected);
+    }
+  });
+
+  it('finds what RE2 case folding matches, hot and cold', () => {
+    const hot = compileMixed();
+    const warm = toolStep('run_sql', { query: 'warm up' });
+    for (let i = 0; i < HOT_AFTER; i++) sync(evaluateStep(hot, warm, 'pre'));
+    for (const set of [hot, compileMixed()]) {
+      const result = sync(evaluateStep(set, steps.at(-1)!, 'pre')).result;
+      expect(result.matches.map((m) => m.control_name)).toEqual(['truncate', 'password-anywhere']);
     }
   });
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ConfigError, type CompiledCheck, type EvaluatorDefinition, type EvaluatorOutcome, type ScanHint } from '../types.js';
 import { textOf, truncate } from '../text.js';
+import { mayMatch, prefilterOf } from './literals.js';
 import { compilePattern, stickyTwin, type CompiledPattern } from './re2.js';
 
 export const RegexConfigSchema = z.strictObject({
@@ -42,9 +43,13 @@ function checkOf(pattern: string): CompiledCheck {
   const re = compilePattern(pattern);
   if (typeof re === 'string') throw new ConfigError('pattern', re);
   let sticky: CompiledPattern | undefined;
+  // Literals every match contains (literals.ts): most texts lack them, and then a substring
+  // search answers instead of a call into RE2.
+  const prefilter = prefilterOf(pattern);
   const check: CompiledCheck & ScanHint = (value, memo) => {
     const text = memo ? memo.text(value) : textOf(value);
     if (text === undefined) return NO_MATCH;
+    if (prefilter !== null && !mayMatch(prefilter, text, memo)) return NO_MATCH;
     // With a memo, the step's regex controls share the text as UTF-8 bytes (offsets are
     // then in bytes); RE2 accepts either form.
     const subject = memo ? memo.utf8(text) : text;
@@ -58,5 +63,5 @@ function checkOf(pattern: string): CompiledCheck {
   };
   // The check matches exactly when the pattern does, on the memo's text: the engine may
   // scan it together with the other regex checks of the same field (evaluate.ts).
-  return Object.assign(check, { scanPattern: pattern });
+  return Object.assign(check, { scanPattern: pattern, scanPrefilter: prefilter });
 }
