@@ -132,8 +132,11 @@ export const observabilityRoutes: FastifyPluginAsync<ObservabilityRoutesOptions>
 
 /** `GET /metrics`: Prometheus text from the app's own registry. Public. */
 export const metricsRoutes: FastifyPluginAsync<{ observability: Observability }> = async (app, opts) => {
-  const { registry } = opts.observability.metrics;
+  const { observability } = opts;
+  const { registry } = observability.metrics;
   app.get('/metrics', { config: { access: 'public' } }, async (_request, reply) => {
+    // Evaluations answered earlier in this event-loop turn are counted before the scrape.
+    observability.settle();
     const text = await registry.metrics();
     return reply.type(registry.contentType).send(text);
   });
