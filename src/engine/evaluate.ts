@@ -12,6 +12,8 @@ import { NodeKind, type CompiledControl, type CompiledLeaf, type CompiledNode } 
 import type { CompiledControlSet } from './compile.js';
 import { clearedByScan, scanGroupsOf } from './scan-groups.js';
 import { selectValue, StepView } from './select.js';
+// The global `performance` is a lazy getter in Node: reading it on every clock read costs.
+import { performance } from 'node:perf_hooks';
 
 const EXCERPT_MAX = 200;
 const NO_CANDIDATES: readonly CompiledControl[] = Object.freeze([]);

@@ -14,6 +14,8 @@ import { mayMatch, type Prefilter } from '../evaluators/regex/literals.js';
 import { compilePatternSet, type CompiledPatternSet } from '../evaluators/regex/re2.js';
 import { NodeKind, type CompiledControl } from './build-control.js';
 import { selectValue, type CompiledSelector, type StepView } from './select.js';
+// Imported rather than the global: see evaluate.ts.
+import { performance } from 'node:perf_hooks';
 
 /** Evaluations of a candidate list before its groups are built. */
 export const HOT_AFTER = 64;
