@@ -18,12 +18,13 @@ import type { ObservabilityEvent } from '../src/model/index.js';
 import { createObservability, type Observability } from '../src/observability/index.js';
 import { buildApp } from '../src/server/app.js';
 import { loadConfig, type ServerConfig } from '../src/server/config.js';
+import { serverLoggerOptions } from '../src/server/start.js';
 import { SqliteStore } from '../src/store/sqlite/index.js';
 import type { Store } from '../src/store/types.js';
 import { median, type Benchmark, type BenchRow } from './harness.js';
 import { runLoad } from './load-generator.js';
 import { benchRollups } from './rollups.js';
-import { EVALUATION_BODY, ROUNDS } from './server.js';
+import { bracketedRatio, EVALUATION_BODY, ROUNDS } from './server.js';
 import { startServerProcess, type ServerProcess, type ServerSpec } from './server-process.js';
 
 interface Server {
@@ -55,6 +56,7 @@ async function startServer(
     store,
     config,
     registry: createDefaultRegistry(),
+    logger: serverLoggerOptions(config),
     ...(withObservability ? { observability } : {}),
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
@@ -185,9 +187,9 @@ async function load(server: ServerProcess, seconds: number): Promise<LoadResult>
  * are counted in per-minute rollups. Measured with bench/server.ts's agent (50 controls,
  * 10 in scope for its step) and with a single control, each against the same server
  * without observability, with every non-match also stored as a row (sample rate 1: the
- * design before rollups) and against bench/server.ts's bare Fastify baseline, in one
- * rotation. Every server runs in a process of its own, as in production
- * (bench/server-child.ts).
+ * design before rollups) and against bench/server.ts's bare Fastify baseline, in rounds
+ * that run the baseline between the servers. Every server runs in a process of its own,
+ * as in production (bench/server-child.ts).
  */
 async function benchEvaluation(): Promise<BenchRow[]> {
   const all: ServerProcess[] = [];
@@ -207,22 +209,36 @@ async function benchEvaluation(): Promise<BenchRow[]> {
         rows: await start({ kind: 'guard', controls, observability: true, sampleRate: 1 }),
       });
     }
-    const rotation = [bare, ...scenarios.flatMap((s) => [s.on, s.off, s.rows])];
-    // Warm all up, then rotate runs so load from elsewhere hits each alike.
-    for (const server of rotation) await load(server, 1);
-    const runs = new Map<ServerProcess, LoadResult[]>(rotation.map((s) => [s, []]));
+    // Each round: the baseline, the servers the goal is about (observability on), the
+    // baseline again, the rest; one more baseline run closes the last round. Every server's
+    // ratio is against the mean of the baseline runs just before and after it (see
+    // bracketedRatio in bench/server.ts), which cancels a steady drift of the machine.
+    const goalRuns = scenarios.map((s) => s.on);
+    const otherRuns = scenarios.flatMap((s) => [s.off, s.rows]);
+    for (const server of [bare, ...goalRuns, ...otherRuns]) await load(server, 1);
+    const runs = new Map<ServerProcess, LoadResult[]>([bare, ...goalRuns, ...otherRuns].map((s) => [s, []]));
+    const measure = async (server: ServerProcess) => {
+      // A row-per-event server may still be writing what the last run queued: let
+      // every writer finish first, so no run competes with another's background work.
+      await Promise.all(all.map((s) => s.flush()));
+      runs.get(server)!.push(await load(server, ROUNDS.seconds));
+    };
     for (let round = 0; round < ROUNDS.rounds; round++) {
-      for (const server of rotation) {
-        // A row-per-event server may still be writing what the last run queued: let
-        // every writer finish first, so no run competes with another's background work.
-        await Promise.all(rotation.map((s) => s.flush()));
-        runs.get(server)!.push(await load(server, ROUNDS.seconds));
-      }
+      await measure(bare);
+      for (const server of goalRuns) await measure(server);
+      await measure(bare);
+      for (const server of otherRuns) await measure(server);
     }
+    await measure(bare);
     const rate = (s: ServerProcess) => median(runs.get(s)!.map((r) => r.rate));
     const cpu = (s: ServerProcess) => median(runs.get(s)!.map((r) => r.cpuPerRequest)).toFixed(0);
-    // Each round's ratio against that round's baseline, then the median (see ROUNDS).
-    const ratios = (s: ServerProcess) => runs.get(s)!.map((r, i) => r.rate / runs.get(bare)![i]!.rate);
+    const bareRates = runs.get(bare)!.map((r) => r.rate);
+    // Baseline runs 2r and 2r+1 bracket round r's goal runs; 2r+1 and 2r+2 the others.
+    const ratios = (s: ServerProcess) =>
+      runs.get(s)!.map((r, round) => {
+        const before = goalRuns.includes(s) ? 2 * round : 2 * round + 1;
+        return bracketedRatio(r.rate, bareRates[before]!, bareRates[before + 1]!);
+      });
     const rows: BenchRow[] = [
       { name: 'bare Fastify route, bench/server.ts baseline', value: Math.round(rate(bare)), unit: 'req/s', note: `${cpu(bare)} µs CPU/request` },
     ];

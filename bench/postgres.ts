@@ -21,7 +21,7 @@ import { applyToServer, planAgainstServer } from '../src/gitops/sync.js';
 import { createObservability } from '../src/observability/index.js';
 import { buildApp } from '../src/server/app.js';
 import { loadConfig } from '../src/server/config.js';
-import { startServer } from '../src/server/start.js';
+import { serverLoggerOptions, startServer } from '../src/server/start.js';
 import { openStore } from '../src/store/open-store.js';
 import type { Store } from '../src/store/types.js';
 import { writeGeneratedDirectory } from './gitops.js';
@@ -64,7 +64,7 @@ async function throughput(url: string): Promise<BenchRow[]> {
       const config = loadConfig({ DATABASE_URL: url, OBSERVABILITY_ENABLED: String(observed), OBSERVABILITY_FLUSH_INTERVAL_SECONDS: '1' });
       const store = await openStore(url);
       const observability = observed ? createObservability({ store, config, processMetrics: false }) : undefined;
-      const app = await buildApp({ store, config, registry: createDefaultRegistry(), observability });
+      const app = await buildApp({ store, config, registry: createDefaultRegistry(), observability, logger: serverLoggerOptions(config) });
       observability?.start();
       try {
         const address = await app.listen({ host: '127.0.0.1', port: 0 });

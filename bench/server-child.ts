@@ -17,6 +17,7 @@ import { ControlDataSchema } from '../src/model/index.js';
 import { createObservability, type Observability } from '../src/observability/index.js';
 import { buildApp } from '../src/server/app.js';
 import { loadConfig } from '../src/server/config.js';
+import { serverLoggerOptions } from '../src/server/start.js';
 import { SqliteStore } from '../src/store/sqlite/index.js';
 import type { Store } from '../src/store/types.js';
 import { seedBenchAgent, startBareBaseline } from './server.js';
@@ -65,7 +66,8 @@ if (spec.kind === 'bare') {
   await (spec.controls === 1 ? seedOneControl(store) : seedBenchAgent(store));
   // As start.ts does for a SQLite file: events are written by a worker thread.
   if (spec.observability) observability = createObservability({ store, config, processMetrics: true, sqlitePath: file });
-  app = await buildApp({ store, config, registry: createDefaultRegistry(), ...(observability ? { observability } : {}) });
+  // With the logger `guardctl serve` runs with: what is measured is what users run.
+  app = await buildApp({ store, config, registry: createDefaultRegistry(), logger: serverLoggerOptions(config), ...(observability ? { observability } : {}) });
   url = `${await app.listen({ host: '127.0.0.1', port: 0 })}/api/v1/evaluation`;
   observability?.start();
 }

@@ -32,10 +32,16 @@ export const LOAD = { connections: 10, duration: 5, warmup: 1 } as const;
 /**
  * Paired rounds: the shared machine's speed drifts by tens of percent from one minute to
  * the next, so one long run of each side compares two different machines. Each round
- * measures the baseline and the server back to back; the ratio reported is the median of
- * the rounds' ratios.
+ * measures the server between two baseline runs (the baseline runs last one round and
+ * open the next), and its ratio is against the mean of the two, which cancels a drift
+ * that is steady over the round; the ratio reported is the median of the rounds' ratios.
  */
-export const ROUNDS = { rounds: 5, seconds: 2 } as const;
+export const ROUNDS = { rounds: 7, seconds: 2 } as const;
+
+/** A run's rate against the mean of the baseline runs just before and just after it. */
+export function bracketedRatio(rate: number, bareBefore: number, bareAfter: number): number {
+  return rate / ((bareBefore + bareAfter) / 2);
+}
 
 /** The step every throughput benchmark posts: a realistic tool call, 10 controls in scope. */
 export const EVALUATION_BODY = JSON.stringify({
@@ -59,8 +65,9 @@ export async function measure(url: string, body = EVALUATION_BODY, headers: Reco
 }
 
 /**
- * Warms both up, then measures `baselineUrl` and `url` back to back in ROUNDS rounds.
- * Returns the median rate and latencies of each side and every round's ratio.
+ * Warms both up, then measures `baselineUrl` and `url` alternately in ROUNDS rounds, the
+ * baseline first and last. Returns the median rate and latencies of each side and every
+ * round's ratio (see bracketedRatio).
  */
 export async function pairedRounds(
   baselineUrl: string,
@@ -74,11 +81,11 @@ export async function pairedRounds(
   };
   await run(baselineUrl, LOAD.warmup);
   await run(url, LOAD.warmup);
-  const bare: LoadResult[] = [];
+  const bare: LoadResult[] = [await run(baselineUrl, ROUNDS.seconds)];
   const real: LoadResult[] = [];
   for (let i = 0; i < ROUNDS.rounds; i++) {
-    bare.push(await run(baselineUrl, ROUNDS.seconds));
     real.push(await run(url, ROUNDS.seconds));
+    bare.push(await run(baselineUrl, ROUNDS.seconds));
   }
   const mid = (list: LoadResult[]): LoadResult => ({
     rps: median(list.map((r) => r.rps)),
@@ -86,7 +93,8 @@ export async function pairedRounds(
     p99: median(list.map((r) => r.p99)),
     non2xx: 0,
   });
-  return { bare: mid(bare), real: mid(real), ratios: real.map((r, i) => r.rps / bare[i]!.rps) };
+  const ratios = real.map((r, i) => bracketedRatio(r.rps, bare[i]!.rps, bare[i + 1]!.rps));
+  return { bare: mid(bare), real: mid(real), ratios };
 }
 
 /** The baseline: Fastify parsing the same JSON body and answering a constant result. */
@@ -149,7 +157,7 @@ async function throughput(): Promise<BenchRow[]> {
   try {
     const { bare, real, ratios } = await pairedRounds(baseline.url, server.url);
     const ratio = median(ratios);
-    const setting = `${LOAD.connections} connections, ${ROUNDS.rounds} paired rounds of ${ROUNDS.seconds} s, medians`;
+    const setting = `${LOAD.connections} connections, ${ROUNDS.rounds} rounds of ${ROUNDS.seconds} s each between two baseline runs, medians`;
     return [
       { name: 'bare Fastify route (baseline)', value: Math.round(bare.rps), unit: 'req/s', note: `${setting}; p50 ${bare.p50} ms, p99 ${bare.p99} ms` },
       { name: 'POST /api/v1/evaluation, 50 controls (10 in scope)', value: Math.round(real.rps), unit: 'req/s', note: setting },

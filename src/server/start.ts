@@ -65,12 +65,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       registry,
       observability,
       reload: config.watchDir === null ? undefined : { status: () => hotReload?.reloader.status() ?? null },
-      logger: options.logger ?? {
-        // Per-request lines are info; outside DEBUG only warnings and errors are logged.
-        level: config.debug ? 'debug' : 'warn',
-        // Keys must never reach a log line, whatever serializer a future change adds.
-        redact: ['req.headers["x-api-key"]', 'req.headers.authorization'],
-      },
+      logger: options.logger ?? serverLoggerOptions(config),
     });
     if (config.watchDir !== null) {
       // Loaded and applied before listening: no request ever sees the server without it.
@@ -146,4 +141,14 @@ export function describeDatabase(url: string | undefined): string {
     }
   }
   return url;
+}
+
+/** The logger `guardctl serve` runs with unless told otherwise (the benchmarks use it too). */
+export function serverLoggerOptions(config: Pick<ServerConfig, 'debug'>): FastifyServerOptions['logger'] {
+  return {
+    // Per-request lines are info; outside DEBUG only warnings and errors are logged.
+    level: config.debug ? 'debug' : 'warn',
+    // Keys must never reach a log line, whatever serializer a future change adds.
+    redact: ['req.headers["x-api-key"]', 'req.headers.authorization'],
+  };
 }

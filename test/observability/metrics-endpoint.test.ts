@@ -40,6 +40,18 @@ describe('GET /metrics', () => {
     expect(text).not.toContain('12345');
   });
 
+  it('times and counts requests refused before their route runs (authentication)', async () => {
+    t = await makeApp({ apiKeyEnabled: true, apiKeys: ['k1'] });
+    const refused = await t.app.inject({ method: 'POST', url: '/api/v1/evaluation', payload: evaluation('x') });
+    expect(refused.statusCode).toBe(401);
+    const text = (await t.app.inject({ url: '/metrics' })).body;
+    expect(text).toContain('guard_http_requests_total{method="POST",route="/api/v1/evaluation",status="401"} 1');
+    const sum = /guard_http_request_duration_seconds_sum\{method="POST",route="\/api\/v1\/evaluation",status="401"\} ([\d.e-]+)/.exec(text);
+    // Timed from arrival: a fraction of a second, not the time since the process started.
+    expect(Number(sum?.[1])).toBeGreaterThan(0);
+    expect(Number(sum?.[1])).toBeLessThan(1);
+  });
+
   it('bounds agent and control label values, reporting the rest as other', async () => {
     t = await makeApp({ metricsMaxLabelValues: 2 });
     for (const agent of ['a1', 'a2', 'a3', 'a4']) {
