@@ -1,4 +1,4 @@
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { CompileCache, compileControls, type CompiledControlSet } from '../engine/index.js';
 import type { EvaluatorRegistry } from '../evaluators/registry.js';
 import type { Observability } from '../observability/index.js';
@@ -61,8 +61,8 @@ declare module 'fastify' {
  * requests log through the app's logger itself; a 5xx log line names the method and
  * route instead of an id.
  */
-const QUIET_REQUESTS: Pick<FastifyServerOptions, 'disableRequestLogging' | 'childLoggerFactory'> = {
-  disableRequestLogging: true,
+const QUIET_REQUESTS: Pick<FastifyServerOptions, 'logController' | 'childLoggerFactory'> = {
+  logController: new LogController({ disableRequestLogging: true }),
   childLoggerFactory: (logger) => logger,
 };
 
