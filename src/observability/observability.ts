@@ -83,9 +83,9 @@ declare module 'fastify' {
 }
 
 const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
 /** Evaluations queued in one event-loop turn before they are recorded anyway. */
 const MAX_PENDING = 256;
-const DAY_MS = 24 * HOUR_MS;
 
 export function createObservability(opts: CreateObservabilityOptions): Observability {
   const { store, config, logger } = opts;
