@@ -24,7 +24,7 @@ import type { Store } from '../src/store/types.js';
 import { median, type Benchmark, type BenchRow } from './harness.js';
 import { runLoad } from './load-generator.js';
 import { benchRollups } from './rollups.js';
-import { bracketedRatio, EVALUATION_BODY, ROUNDS } from './server.js';
+import { bracketedRatio, EVALUATION_BODY, LOAD, ROUNDS } from './server.js';
 import { startServerProcess, type ServerProcess, type ServerSpec } from './server-process.js';
 
 interface Server {
@@ -215,7 +215,7 @@ async function benchEvaluation(): Promise<BenchRow[]> {
     // bracketedRatio in bench/server.ts), which cancels a steady drift of the machine.
     const goalRuns = scenarios.map((s) => s.on);
     const otherRuns = scenarios.flatMap((s) => [s.off, s.rows]);
-    for (const server of [bare, ...goalRuns, ...otherRuns]) await load(server, 1);
+    for (const server of [bare, ...goalRuns, ...otherRuns]) await load(server, LOAD.warmup);
     const runs = new Map<ServerProcess, LoadResult[]>([bare, ...goalRuns, ...otherRuns].map((s) => [s, []]));
     const measure = async (server: ServerProcess) => {
       // A row-per-event server may still be writing what the last run queued: let
