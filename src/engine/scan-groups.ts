@@ -10,7 +10,7 @@
  * one pass, and the long tail of rarely seen ones costs nothing extra.
  */
 import type { ScanHint } from '../evaluators/types.js';
-import { mayMatch, type Prefilter } from '../evaluators/regex/literals.js';
+import { mayMatchAny, type Prefilter } from '../evaluators/regex/literals.js';
 import { compilePatternSet, type CompiledPatternSet } from '../evaluators/regex/re2.js';
 import { NodeKind, type CompiledControl } from './build-control.js';
 import { selectValue, type CompiledSelector, type StepView } from './select.js';
@@ -105,7 +105,7 @@ function scanFindsNothing(g: ScanGroup, view: StepView): boolean {
     const memo = view.memo;
     const text = memo.text(value);
     if (text === undefined) return true;
-    if (g.prefilters !== null && !g.prefilters.some((p) => mayMatch(p, text, memo))) return true;
+    if (g.prefilters !== null && !mayMatchAny(g.prefilters, text, memo)) return true;
     return !g.set.test(memo.utf8(text));
   } catch {
     // Anything unexpected: the members run one by one, as without groups.

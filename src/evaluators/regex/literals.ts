@@ -75,6 +75,12 @@ export function mayMatch(prefilter: Prefilter, text: string, memo?: ValueMemo): 
   return false;
 }
 
+/** False only when `text` can match none of the patterns the prefilters were built from. */
+export function mayMatchAny(prefilters: readonly Prefilter[], text: string, memo?: ValueMemo): boolean {
+  for (let i = 0; i < prefilters.length; i++) if (mayMatch(prefilters[i]!, text, memo)) return true;
+  return false;
+}
+
 function requiredOf(info: Info): readonly string[] | null {
   if (info.exact !== null) return info.exact.includes('') ? null : info.exact;
   return info.required;
