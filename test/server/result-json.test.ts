@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ControlMatch, EvaluationResult } from '../../src/model/index.js';
-import { evaluationResultJson } from '../../src/server/result-json.js';
+import { evaluationAnswer, evaluationResultJson } from '../../src/server/result-json.js';
 
 const plain = (id: number): ControlMatch =>
   Object.freeze({ control_id: id, control_name: `c-${id}`, action: 'deny', result: Object.freeze({ matched: false, confidence: 1, message: null, metadata: null }) });
@@ -51,5 +51,43 @@ describe('evaluationResultJson', () => {
 
   it('writes null for a confidence that is not a finite number', () => {
     expect(JSON.parse(evaluationResultJson(result({ confidence: Number.NaN }))).confidence).toBeNull();
+  });
+});
+
+describe('evaluationAnswer', () => {
+  const a = plain(11);
+  const b = plain(12);
+  const text = (r: EvaluationResult) => evaluationAnswer(r).toString('utf8');
+
+  it('sends the bytes of the same answer again, and a different answer as itself', () => {
+    const allow = result({ non_matches: [a, b] });
+    const first = evaluationAnswer(allow);
+    expect(first.toString('utf8')).toBe(JSON.stringify(allow));
+    // A new result object with the same entries: the same bytes, not rebuilt.
+    expect(evaluationAnswer(result({ non_matches: [a, b] }))).toBe(first);
+    const sequence = [
+      result({ non_matches: [b, a] }),
+      result({ decision: 'deny', is_safe: false, non_matches: [a, b] }),
+      result({ confidence: 0.5, non_matches: [a, b] }),
+      result({ non_matches: [a] }),
+      result({ non_matches: [] }),
+      result({ decision: 'steer', is_safe: false, steering_context: { message: 'slow down' }, non_matches: [a, b] }),
+      result({ non_matches: [a, b] }),
+    ];
+    for (const r of sequence) expect(text(r)).toBe(JSON.stringify(r));
+  });
+
+  it('never repeats an answer that holds a match, an error or an entry that may change', () => {
+    const hit: ControlMatch = { control_id: 3, control_name: 'c-3', action: 'deny', result: { matched: true, confidence: 1, message: 'first', metadata: null } };
+    const r = result({ decision: 'deny', is_safe: false, matches: [hit], non_matches: [a] });
+    expect(text(r)).toBe(JSON.stringify(r));
+    hit.result.message = 'second';
+    expect(text(r)).toBe(JSON.stringify(r));
+    // A non-match that is not frozen (an evaluator's own outcome) is written each time.
+    const open: ControlMatch = { control_id: 4, control_name: 'c-4', action: 'log', result: { matched: false, confidence: 0.9, message: 'one', metadata: null } };
+    const o = result({ non_matches: [a, open] });
+    expect(text(o)).toBe(JSON.stringify(o));
+    open.result.message = 'two';
+    expect(text(o)).toBe(JSON.stringify(o));
   });
 });

@@ -9,7 +9,7 @@ import {
 } from '../../model/index.js';
 import { traceIdsFromHeaders } from '../../observability/trace.js';
 import { parseOr422, type ServerContext } from '../context.js';
-import { evaluationResultJson } from '../result-json.js';
+import { evaluationAnswer } from '../result-json.js';
 
 /**
  * `POST /api/v1/evaluation`: the hot path. The agent's compiled set comes from memory
@@ -24,7 +24,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
   // compiled validator: a fraction of zod's cost on the hot path. Only when it fails does
   // zod run, to produce the exact 422 (or accept what only zod's transforms allow).
   const { $schema: _unused, ...requestSchema } = z.toJSONSchema(EvaluationRequestSchema, { io: 'input', unrepresentable: 'any' });
-  // No response schema: the answer is written by evaluationResultJson (result-json.ts).
+  // No response schema: the answer is written by evaluationAnswer (result-json.ts).
   const schema = { body: requestSchema };
 
   app.post('/evaluation', { config: { access: 'read' }, schema, attachValidation: true }, async (request, reply) => {
@@ -48,7 +48,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
     }
     // Queues a reference only; redaction and the write happen on the recorder's timer.
     ctx.recorder?.record({ agent_name: body.agent_name, stage: body.stage, step: body.step, decision: outcome.result.decision });
-    return reply.type('application/json; charset=utf-8').send(evaluationResultJson(outcome.result));
+    return reply.type('application/json; charset=utf-8').send(evaluationAnswer(outcome.result));
   });
 };
 
