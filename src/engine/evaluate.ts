@@ -10,7 +10,7 @@ import { textOf, truncate } from '../evaluators/text.js';
 import type { ControlExecution, EvaluateOptions, EvaluationOutcome } from './api.js';
 import { NodeKind, type CompiledControl, type CompiledLeaf, type CompiledNode } from './build-control.js';
 import type { CompiledControlSet } from './compile.js';
-import { clearedByScan, scanGroupsOf } from './scan-groups.js';
+import { clearedByScan, scanGroupsOf, type Clock } from './scan-groups.js';
 import { selectValue, StepView } from './select.js';
 // The global `performance` is a lazy getter in Node: reading it on every clock read costs.
 import { performance } from 'node:perf_hooks';
@@ -53,10 +53,11 @@ export function evaluateStep(
 
   if (options?.collectExecutions === true) {
     const executions: ControlExecution[] = [];
-    // A scanned control's time is its share of its group's pass.
-    const shares = groups ? new Float64Array(candidates.length) : null;
-    const cleared = groups ? clearedByScan(groups, candidates.length, view, shares!) : null;
     const clock: Clock = { last: performance.now() };
+    // A scanned control's time is its share of its group's pass. A plain array: a typed
+    // array this size would be allocated outside the heap, with malloc, on every step.
+    const shares: number[] | null = groups ? new Array<number>(candidates.length).fill(0) : null;
+    const cleared = groups ? clearedByScan(groups, candidates.length, view, { shares: shares!, clock }) : null;
     for (let i = 0; i < candidates.length; i++) {
       const c = candidates[i]!;
       if (only !== undefined && c.execution !== only) continue;
@@ -158,13 +159,6 @@ function runTree(c: CompiledControl, view: StepView): Pending<Detailed> {
   return { match: matchOf(c, v.outcome), value: v.value };
 }
 
-/**
- * The time at which the previous control finished: controls run back to back, so one
- * clock read ends one control's time and starts the next one's.
- */
-interface Clock {
-  last: number;
-}
 
 /** The observability path: also the selected value's excerpt and the time taken. */
 function runDetailed(

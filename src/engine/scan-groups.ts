@@ -78,20 +78,37 @@ function buildGroups(candidates: readonly CompiledControl[]): readonly ScanGroup
 }
 
 /**
- * Scans each group once. Returns, by candidate position, 1 for a control known not to
- * match (its group's pass found nothing), else 0. With `shares`, each member's entry is
- * set to its share of its group's scan time (observability's per-control timing).
+ * The time at which the previous piece of work finished: scans and controls run back to
+ * back, so one clock read ends one piece's time and starts the next one's.
  */
-export function clearedByScan(groups: readonly ScanGroup[], size: number, view: StepView, shares?: Float64Array): Uint8Array {
+export interface Clock {
+  last: number;
+}
+
+/** Observability's per-control timing: each member's share of its group's pass. */
+export interface ScanTiming {
+  /** By candidate position. */
+  shares: number[];
+  /** Read once per group; left at the end of the last pass. */
+  clock: Clock;
+}
+
+/**
+ * Scans each group once. Returns, by candidate position, 1 for a control known not to
+ * match (its group's pass found nothing), else 0. With `timing`, each member's share is
+ * set to its part of its group's scan time.
+ */
+export function clearedByScan(groups: readonly ScanGroup[], size: number, view: StepView, timing?: ScanTiming): Uint8Array {
   const cleared = new Uint8Array(size);
   for (let g = 0; g < groups.length; g++) {
     const group = groups[g]!;
     const members = group.members;
-    const start = shares ? performance.now() : 0;
     if (scanFindsNothing(group, view)) for (let k = 0; k < members.length; k++) cleared[members[k]!] = 1;
-    if (shares) {
-      const each = (performance.now() - start) / members.length;
-      for (let k = 0; k < members.length; k++) shares[members[k]!] = each;
+    if (timing) {
+      const end = performance.now();
+      const each = (end - timing.clock.last) / members.length;
+      timing.clock.last = end;
+      for (let k = 0; k < members.length; k++) timing.shares[members[k]!] = each;
     }
   }
   return cleared;

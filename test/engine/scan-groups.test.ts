@@ -100,4 +100,24 @@ describe('regex controls of one field scanned together', () => {
     }
     expect(outcome.result.matches.map((m) => m.control_name)).toEqual(['drop']);
   });
+
+  it("times a slow pass into its members' shares, and the controls' times add up to the step's", () => {
+    const set = compileMixed();
+    const warm = toolStep('run_sql', { query: 'warm up' });
+    for (let i = 0; i < HOT_AFTER; i++) sync(evaluateStep(set, warm, 'pre', { collectExecutions: true }));
+    // 4 MB of text under `input` that no pattern of the 'input' group matches: its pass is the slow part.
+    const step = toolStep('run_sql', { query: 'SELECT 1', blob: 'x'.repeat(4_000_000) });
+    const started = performance.now();
+    const outcome = sync(evaluateStep(set, step, 'pre', { collectExecutions: true }));
+    const elapsed = performance.now() - started;
+    const byName = new Map(outcome.executions!.map((x) => [x.control_name, x.duration_ms]));
+    const inputShares = [byName.get('secret-anywhere')!, byName.get('password-anywhere')!];
+    expect(inputShares[0]).toBeGreaterThan(0);
+    expect(inputShares[0]).toBe(inputShares[1]);
+    // Each member carries half of a pass that took most of the step's time.
+    expect(inputShares[0]! * 2).toBeGreaterThan(byName.get('drop')! + byName.get('truncate')! + byName.get('card')!);
+    const total = outcome.executions!.reduce((sum, x) => sum + x.duration_ms, 0);
+    expect(total).toBeLessThanOrEqual(elapsed);
+    expect(total).toBeGreaterThan(elapsed / 4);
+  });
 });
