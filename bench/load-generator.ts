@@ -10,6 +10,11 @@ export interface LoadOptions {
   duration: number;
   /** Seconds of warm-up before the measured run. */
   warmup?: number;
+  /**
+   * Called between the warm-up and the measured run; the generator waits for it (a CPU
+   * reading of the server taken here covers the measured run only).
+   */
+  beforeMeasure?: () => Promise<void>;
 }
 
 export interface LoadSummary {
@@ -34,9 +39,17 @@ export function runLoad(options: LoadOptions): Promise<LoadSummary> {
     warmup: options.warmup ?? 0,
   });
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [child, args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const proc = spawn(process.execPath, [child, args], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+    // The generator says when its warm-up is over and waits to be told to go on.
+    proc.on('message', (message: { warm?: boolean }) => {
+      if (!message.warm) return;
+      void (options.beforeMeasure?.() ?? Promise.resolve()).then(
+        () => proc.send({ go: true }),
+        () => proc.kill(),
+      );
+    });
     let out = '';
-    proc.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    proc.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
     proc.once('exit', (code) => {
       try {
         if (code !== 0) throw new Error(`load generator exited with ${code}`);

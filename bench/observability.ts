@@ -25,7 +25,7 @@ import { median, type Benchmark, type BenchRow } from './harness.js';
 import { runLoad } from './load-generator.js';
 import { benchRollups } from './rollups.js';
 import { bracketedRatio, EVALUATION_BODY, LOAD, ROUNDS } from './server.js';
-import { startServerProcess, type ServerProcess, type ServerSpec } from './server-process.js';
+import { startServerProcess, type ChildStats, type ServerProcess, type ServerSpec } from './server-process.js';
 
 interface Server {
   app: FastifyInstance;
@@ -175,11 +175,19 @@ interface LoadResult {
 
 /** Loads one server (its own process) for `seconds` with bench/server.ts's step (10 of 50 controls in scope). */
 async function load(server: ServerProcess, seconds: number): Promise<LoadResult> {
-  const before = await server.stats();
-  const r = await runLoad({ url: server.url, body: EVALUATION_BODY, connections: 16, duration: seconds });
+  let before: ChildStats | undefined;
+  const r = await runLoad({
+    url: server.url,
+    body: EVALUATION_BODY,
+    connections: 16,
+    duration: seconds,
+    warmup: ROUNDS.generatorWarmup,
+    beforeMeasure: async () => void (before = await server.stats()),
+  });
   const after = await server.stats();
+  if (!before) throw new Error('the load generator measured without warming up');
   if (r.failed > 0) throw new Error(`load run had ${r.failed} failed requests`);
-  return { rate: r.total / seconds, cpuPerRequest: (after.cpuMicros - before.cpuMicros) / r.total };
+  return { rate: r.rps, cpuPerRequest: (after.cpuMicros - before.cpuMicros) / r.total };
 }
 
 /**

@@ -18,7 +18,7 @@ import { openStore } from '../src/store/open-store.js';
 import type { Store } from '../src/store/types.js';
 import { median, type Benchmark, type BenchRow } from './harness.js';
 import { runLoad } from './load-generator.js';
-import { startServerProcess } from './server-process.js';
+import { startServerProcess, type ServerProcess } from './server-process.js';
 
 export interface LoadResult {
   rps: number;
@@ -40,8 +40,14 @@ export const LOAD = { connections: 10, duration: 5, warmup: 4 } as const;
  * measures the server between two baseline runs (the baseline runs last one round and
  * open the next), and its ratio is against the mean of the two, which cancels a drift
  * that is steady over the round; the ratio reported is the median of the rounds' ratios.
+ * The host's slow spells last seconds and hit single rounds (their ratios range from 0.4
+ * to 1.3 at such times), so many short rounds give a steadier median than a few long ones.
+ * `generatorWarmup`: each run's load generator is a new process, whose own code runs
+ * unoptimised for its first few hundred milliseconds; it sends for this long before the
+ * measured part. Without it the start of every run is slower on the generator's side,
+ * which lowers the baseline (bound by the generator) more than the server under test.
  */
-export const ROUNDS = { rounds: 7, seconds: 2 } as const;
+export const ROUNDS = { rounds: 11, seconds: 1, generatorWarmup: 1 } as const;
 
 /** A run's rate against the mean of the baseline runs just before and just after it. */
 export function bracketedRatio(rate: number, bareBefore: number, bareAfter: number): number {
@@ -69,34 +75,51 @@ export async function measure(url: string, body = EVALUATION_BODY, headers: Reco
   return { rps: r.rps, p50: r.p50, p99: r.p99, non2xx: r.failed };
 }
 
+/** One measured run of a server: its rate and latencies, and its process's CPU per request. */
+export interface RoundResult extends LoadResult {
+  /** µs of the server process's CPU time (all its threads) per request answered. */
+  cpuPerRequest: number;
+}
+
 /**
- * Warms both up, then measures `baselineUrl` and `url` alternately in ROUNDS rounds, the
- * baseline first and last. Returns the median rate and latencies of each side and every
- * round's ratio (see bracketedRatio).
+ * Warms both up, then measures `baseline` and `server` alternately in ROUNDS rounds, the
+ * baseline first and last. Returns the median rate, latencies and CPU per request of each
+ * side and every round's ratio (see bracketedRatio).
  */
 export async function pairedRounds(
-  baselineUrl: string,
-  url: string,
+  baseline: ServerProcess,
+  server: ServerProcess,
   headers: Record<string, string> = {},
-): Promise<{ bare: LoadResult; real: LoadResult; ratios: number[] }> {
-  const run = async (target: string, duration: number) => {
-    const r = await runLoad({ url: target, body: EVALUATION_BODY, headers, connections: LOAD.connections, duration });
-    if (r.failed > 0) throw new Error(`${target} answered ${r.failed} failed requests`);
-    return { rps: r.rps, p50: r.p50, p99: r.p99, non2xx: r.failed };
+): Promise<{ bare: RoundResult; real: RoundResult; ratios: number[] }> {
+  const run = async (target: ServerProcess, duration: number): Promise<RoundResult> => {
+    let cpuBefore = 0;
+    const r = await runLoad({
+      url: target.url,
+      body: EVALUATION_BODY,
+      headers,
+      connections: LOAD.connections,
+      duration,
+      warmup: ROUNDS.generatorWarmup,
+      beforeMeasure: async () => void (cpuBefore = (await target.stats()).cpuMicros),
+    });
+    const cpuAfter = (await target.stats()).cpuMicros;
+    if (r.failed > 0) throw new Error(`${target.url} answered ${r.failed} failed requests`);
+    return { rps: r.rps, p50: r.p50, p99: r.p99, non2xx: r.failed, cpuPerRequest: (cpuAfter - cpuBefore) / r.total };
   };
-  await run(baselineUrl, LOAD.warmup);
-  await run(url, LOAD.warmup);
-  const bare: LoadResult[] = [await run(baselineUrl, ROUNDS.seconds)];
-  const real: LoadResult[] = [];
+  await run(baseline, LOAD.warmup);
+  await run(server, LOAD.warmup);
+  const bare: RoundResult[] = [await run(baseline, ROUNDS.seconds)];
+  const real: RoundResult[] = [];
   for (let i = 0; i < ROUNDS.rounds; i++) {
-    real.push(await run(url, ROUNDS.seconds));
-    bare.push(await run(baselineUrl, ROUNDS.seconds));
+    real.push(await run(server, ROUNDS.seconds));
+    bare.push(await run(baseline, ROUNDS.seconds));
   }
-  const mid = (list: LoadResult[]): LoadResult => ({
+  const mid = (list: RoundResult[]): RoundResult => ({
     rps: median(list.map((r) => r.rps)),
     p50: median(list.map((r) => r.p50)),
     p99: median(list.map((r) => r.p99)),
     non2xx: 0,
+    cpuPerRequest: median(list.map((r) => r.cpuPerRequest)),
   });
   const ratios = real.map((r, i) => bracketedRatio(r.rps, bare[i]!.rps, bare[i + 1]!.rps));
   return { bare: mid(bare), real: mid(real), ratios };
@@ -160,7 +183,7 @@ async function throughput(): Promise<BenchRow[]> {
   const baseline = await startServerProcess({ kind: 'bare' });
   const server = await startServerProcess({ kind: 'guard', controls: 10, observability: false });
   try {
-    const { bare, real, ratios } = await pairedRounds(baseline.url, server.url);
+    const { bare, real, ratios } = await pairedRounds(baseline, server);
     const ratio = median(ratios);
     const setting = `${LOAD.connections} connections, ${ROUNDS.rounds} rounds of ${ROUNDS.seconds} s each between two baseline runs, medians`;
     return [
@@ -173,6 +196,12 @@ async function throughput(): Promise<BenchRow[]> {
         goal: '>= 0.70',
         pass: ratio >= 0.7,
         note: `median of rounds: ${ratios.map((r) => r.toFixed(2)).join(', ')}`,
+      },
+      {
+        name: 'server CPU per request, baseline / evaluation',
+        value: bare.cpuPerRequest / real.cpuPerRequest,
+        unit: 'ratio',
+        note: `medians: ${bare.cpuPerRequest.toFixed(1)} µs for the baseline, ${real.cpuPerRequest.toFixed(1)} µs for an evaluation; the capacity ratio if the load generator had cores of its own`,
       },
       { name: 'evaluation latency p50', value: real.p50, unit: 'ms' },
       { name: 'evaluation latency p99', value: real.p99, unit: 'ms' },
