@@ -10,7 +10,7 @@
  * one pass, and the long tail of rarely seen ones costs nothing extra.
  */
 import type { ScanHint } from '../evaluators/types.js';
-import { mayMatchAny, type Prefilter } from '../evaluators/regex/literals.js';
+import { mayMatchAny, mergePrefilters, type Prefilter } from '../evaluators/regex/literals.js';
 import { compilePatternSet, type CompiledPatternSet } from '../evaluators/regex/re2.js';
 import { NodeKind, type CompiledControl } from './build-control.js';
 import { selectValue, type CompiledSelector, type StepView } from './select.js';
@@ -26,8 +26,9 @@ export interface ScanGroup {
   /** Positions in the candidate list. */
   readonly members: readonly number[];
   /**
-   * The members' prefilters when every member has one: a text that passes none of them
-   * matches no member, and the set's pass is skipped too. Null otherwise.
+   * The members' prefilters, merged (at most one folded and one exact), when every member
+   * has one: a text that passes none of them matches no member, and the set's pass is
+   * skipped too. Null otherwise.
    */
   readonly prefilters: readonly Prefilter[] | null;
 }
@@ -72,7 +73,10 @@ function buildGroups(candidates: readonly CompiledControl[]): readonly ScanGroup
   for (const g of byPath.values()) {
     if (g.members.length < 2) continue;
     const set = compilePatternSet(g.patterns);
-    if (set) groups.push({ selector: g.selector, set, members: Object.freeze(g.members), prefilters: g.prefilters && Object.freeze(g.prefilters) });
+    if (set) {
+      const prefilters = g.prefilters && Object.freeze(mergePrefilters(g.prefilters));
+      groups.push({ selector: g.selector, set, members: Object.freeze(g.members), prefilters });
+    }
   }
   return groups.length > 0 ? Object.freeze(groups) : null;
 }

@@ -1,6 +1,6 @@
 import RE2 from 're2';
 import { describe, expect, it } from 'vitest';
-import { mayMatch, prefilterOf } from '../../src/evaluators/regex/literals.js';
+import { mayMatch, mayMatchAny, mergePrefilters, prefilterOf, type Prefilter } from '../../src/evaluators/regex/literals.js';
 import { regexEvaluator } from '../../src/evaluators/regex/index.js';
 import { TextMemo } from '../../src/evaluators/text.js';
 
@@ -117,6 +117,32 @@ describe('required literals of a pattern', () => {
     expect(filtered).toBeGreaterThan(500);
     expect(checked).toBeGreaterThan(2000);
     expect(checked).toBeLessThan(filtered * 80); // and texts it rules out
+  });
+});
+
+describe('merged prefilters of a scan group', () => {
+  const members: Prefilter[] = [
+    prefilterOf('(?i)\\b(drop|truncate|alter)\\s+table\\s+t1\\b')!,
+    prefilterOf('(?i)\\btruncate\\s+table\\b')!,
+    prefilterOf('(?i)\\b(drop|truncate)\\b')!,
+    prefilterOf('colou?r')!,
+    prefilterOf('Password=')!,
+  ];
+
+  it('keeps one folded and one exact prefilter, each literal once', () => {
+    expect(members.every((p) => p !== null)).toBe(true);
+    const merged = mergePrefilters(members);
+    expect(merged.map((p) => [p.folded, [...p.literals].sort()])).toEqual([
+      [true, ['drop', 'table', 'truncate']],
+      [false, ['Password=', 'color', 'colour']],
+    ]);
+  });
+
+  it('lets a text through exactly when one member would', () => {
+    const merged = mergePrefilters(members);
+    const texts = ['SELECT 1', 'DROP it', 'a TABLE', 'TRUNCATE', 'ſ TABLE'.replace('T', 't'), 'colour', 'COLOUR', 'password=', 'Password=', 'dRoP', 'tabl', ''];
+    for (const text of texts) expect(mayMatchAny(merged, text), text).toBe(mayMatchAny(members, text));
+    expect(mergePrefilters([])).toEqual([]);
   });
 });
 

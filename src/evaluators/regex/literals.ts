@@ -81,6 +81,22 @@ export function mayMatchAny(prefilters: readonly Prefilter[], text: string, memo
   return false;
 }
 
+/**
+ * One prefilter per kind of comparison (folded or not) saying what all of `prefilters` say
+ * together: a text passes the result exactly when it passes one of them. Controls scanned
+ * together often require the same word ("table" in most SQL controls), which is then
+ * searched for once, and the text checked for "ſ" once, instead of once per control.
+ */
+export function mergePrefilters(prefilters: readonly Prefilter[]): Prefilter[] {
+  const folded = new Set<string>();
+  const exact = new Set<string>();
+  for (const p of prefilters) for (const literal of p.literals) (p.folded ? folded : exact).add(literal);
+  const merged: Prefilter[] = [];
+  if (folded.size > 0) merged.push(Object.freeze({ literals: Object.freeze([...folded]), folded: true }));
+  if (exact.size > 0) merged.push(Object.freeze({ literals: Object.freeze([...exact]), folded: false }));
+  return merged;
+}
+
 function requiredOf(info: Info): readonly string[] | null {
   if (info.exact !== null) return info.exact.includes('') ? null : info.exact;
   return info.required;
