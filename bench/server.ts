@@ -40,12 +40,11 @@ export const LOAD = { connections: 10, duration: 5, warmup: 4 } as const;
  * measures the server between two baseline runs (the baseline runs last one round and
  * open the next), and its ratio is against the mean of the two, which cancels a drift
  * that is steady over the round; the ratio reported is the median of the rounds' ratios.
- * The host's slow spells last seconds and hit single rounds (their ratios range from 0.4
- * to 1.3 at such times), so many short rounds give a steadier median than a few long ones.
+ * The host's slow spells last seconds and hit single rounds (single rounds range from 0.2
+ * to 1.7 at such times), so many short rounds give a steadier median than a few long ones.
  * `generatorWarmup`: each run's load generator is a new process, whose own code runs
- * unoptimised for its first few hundred milliseconds; it sends for this long before the
- * measured part. Without it the start of every run is slower on the generator's side,
- * which lowers the baseline (bound by the generator) more than the server under test.
+ * unoptimised at first; it sends for this long before the measured part, so that every
+ * measured second has both sides' code optimised.
  */
 export const ROUNDS = { rounds: 11, seconds: 1, generatorWarmup: 1 } as const;
 

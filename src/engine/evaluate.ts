@@ -159,7 +159,6 @@ function runTree(c: CompiledControl, view: StepView): Pending<Detailed> {
   return { match: matchOf(c, v.outcome), value: v.value };
 }
 
-
 /** The observability path: also the selected value's excerpt and the time taken. */
 function runDetailed(
   c: CompiledControl,
