@@ -22,10 +22,9 @@ import { serverLoggerOptions } from '../src/server/start.js';
 import { SqliteStore } from '../src/store/sqlite/index.js';
 import type { Store } from '../src/store/types.js';
 import { median, type Benchmark, type BenchRow } from './harness.js';
-import { runLoad } from './load-generator.js';
 import { benchRollups } from './rollups.js';
-import { bracketedRatio, EVALUATION_BODY, LOAD, ROUNDS } from './server.js';
-import { startServerProcess, type ChildStats, type ServerProcess, type ServerSpec } from './server-process.js';
+import { bracketedRatio, LOAD, measuredRun, ROUNDS, type RoundResult } from './server.js';
+import { startServerProcess, type ServerProcess, type ServerSpec } from './server-process.js';
 
 interface Server {
   app: FastifyInstance;
@@ -167,28 +166,8 @@ async function writtenEvents(s: Server): Promise<number> {
   return Number(/_total (\d+)/.exec(text)?.[1] ?? 0);
 }
 
-interface LoadResult {
-  rate: number;
-  /** Server process CPU (main and writer threads; the load generator runs apart) per request, µs: steadier than req/s on a shared machine. */
-  cpuPerRequest: number;
-}
-
 /** Loads one server (its own process) for `seconds` with bench/server.ts's step (10 of 50 controls in scope). */
-async function load(server: ServerProcess, seconds: number): Promise<LoadResult> {
-  let before: ChildStats | undefined;
-  const r = await runLoad({
-    url: server.url,
-    body: EVALUATION_BODY,
-    connections: 16,
-    duration: seconds,
-    warmup: ROUNDS.generatorWarmup,
-    beforeMeasure: async () => void (before = await server.stats()),
-  });
-  const after = await server.stats();
-  if (!before) throw new Error('the load generator measured without warming up');
-  if (r.failed > 0) throw new Error(`load run had ${r.failed} failed requests`);
-  return { rate: r.rps, cpuPerRequest: (after.cpuMicros - before.cpuMicros) / r.total };
-}
+const load = (server: ServerProcess, seconds: number): Promise<RoundResult> => measuredRun(server, seconds, { connections: 16 });
 
 /**
  * Each evaluated control is one event: matches and errors are stored as rows, non-matches
@@ -224,7 +203,7 @@ async function benchEvaluation(): Promise<BenchRow[]> {
     const goalRuns = scenarios.map((s) => s.on);
     const otherRuns = scenarios.flatMap((s) => [s.off, s.rows]);
     for (const server of [bare, ...goalRuns, ...otherRuns]) await load(server, LOAD.warmup);
-    const runs = new Map<ServerProcess, LoadResult[]>([bare, ...goalRuns, ...otherRuns].map((s) => [s, []]));
+    const runs = new Map<ServerProcess, RoundResult[]>([bare, ...goalRuns, ...otherRuns].map((s) => [s, []]));
     const measure = async (server: ServerProcess) => {
       // A row-per-event server may still be writing what the last run queued: let
       // every writer finish first, so no run competes with another's background work.
@@ -238,14 +217,14 @@ async function benchEvaluation(): Promise<BenchRow[]> {
       for (const server of otherRuns) await measure(server);
     }
     await measure(bare);
-    const rate = (s: ServerProcess) => median(runs.get(s)!.map((r) => r.rate));
+    const rate = (s: ServerProcess) => median(runs.get(s)!.map((r) => r.rps));
     const cpu = (s: ServerProcess) => median(runs.get(s)!.map((r) => r.cpuPerRequest)).toFixed(0);
-    const bareRates = runs.get(bare)!.map((r) => r.rate);
+    const bareRates = runs.get(bare)!.map((r) => r.rps);
     // Baseline runs 2r and 2r+1 bracket round r's goal runs; 2r+1 and 2r+2 the others.
     const ratios = (s: ServerProcess) =>
       runs.get(s)!.map((r, round) => {
         const before = goalRuns.includes(s) ? 2 * round : 2 * round + 1;
-        return bracketedRatio(r.rate, bareRates[before]!, bareRates[before + 1]!);
+        return bracketedRatio(r.rps, bareRates[before]!, bareRates[before + 1]!);
       });
     const rows: BenchRow[] = [
       { name: 'bare Fastify route, bench/server.ts baseline', value: Math.round(rate(bare)), unit: 'req/s', note: `${cpu(bare)} µs CPU/request` },

@@ -81,6 +81,31 @@ export interface RoundResult extends LoadResult {
 }
 
 /**
+ * One measured run of `server` with the evaluation body: the load generator warms up for
+ * ROUNDS.generatorWarmup, then the server's CPU time is read around the measured part.
+ */
+export async function measuredRun(
+  server: ServerProcess,
+  seconds: number,
+  opts: { connections?: number; headers?: Record<string, string> } = {},
+): Promise<RoundResult> {
+  let cpuBefore: number | undefined;
+  const r = await runLoad({
+    url: server.url,
+    body: EVALUATION_BODY,
+    headers: opts.headers ?? {},
+    connections: opts.connections ?? LOAD.connections,
+    duration: seconds,
+    warmup: ROUNDS.generatorWarmup,
+    beforeMeasure: async () => void (cpuBefore = (await server.stats()).cpuMicros),
+  });
+  const cpuAfter = (await server.stats()).cpuMicros;
+  if (cpuBefore === undefined) throw new Error('the load generator measured without warming up');
+  if (r.failed > 0) throw new Error(`${server.url} answered ${r.failed} failed requests`);
+  return { rps: r.rps, p50: r.p50, p99: r.p99, non2xx: r.failed, cpuPerRequest: (cpuAfter - cpuBefore) / r.total };
+}
+
+/**
  * Warms both up, then measures `baseline` and `server` alternately in ROUNDS rounds, the
  * baseline first and last. Returns the median rate, latencies and CPU per request of each
  * side and every round's ratio (see bracketedRatio).
@@ -90,21 +115,7 @@ export async function pairedRounds(
   server: ServerProcess,
   headers: Record<string, string> = {},
 ): Promise<{ bare: RoundResult; real: RoundResult; ratios: number[] }> {
-  const run = async (target: ServerProcess, duration: number): Promise<RoundResult> => {
-    let cpuBefore = 0;
-    const r = await runLoad({
-      url: target.url,
-      body: EVALUATION_BODY,
-      headers,
-      connections: LOAD.connections,
-      duration,
-      warmup: ROUNDS.generatorWarmup,
-      beforeMeasure: async () => void (cpuBefore = (await target.stats()).cpuMicros),
-    });
-    const cpuAfter = (await target.stats()).cpuMicros;
-    if (r.failed > 0) throw new Error(`${target.url} answered ${r.failed} failed requests`);
-    return { rps: r.rps, p50: r.p50, p99: r.p99, non2xx: r.failed, cpuPerRequest: (cpuAfter - cpuBefore) / r.total };
-  };
+  const run = (target: ServerProcess, seconds: number) => measuredRun(target, seconds, { headers });
   await run(baseline, LOAD.warmup);
   await run(server, LOAD.warmup);
   const bare: RoundResult[] = [await run(baseline, ROUNDS.seconds)];
