@@ -9,6 +9,8 @@ import {
   MAX_CONDITION_DEPTH,
   type Condition,
   type ControlData,
+  type ControlMatch,
+  type ControlResult,
   type FieldIssue,
   type OnError,
   type Stage,
@@ -54,7 +56,16 @@ export interface CompiledControl {
   /** First leaf's evaluator and selector, for observability. */
   readonly evaluatorName: string;
   readonly selectorPath: string;
+  /**
+   * This control's record for an ordinary non-match (no score, message or metadata), which
+   * says the same thing every time: most of an answer is non-matches, and one frozen
+   * record per control saves an allocation per control and step and lets the server reuse
+   * its JSON text.
+   */
+  readonly plainNonMatch: ControlMatch;
 }
+
+const PLAIN_NON_MATCH: ControlResult = Object.freeze({ matched: false, confidence: 1, message: null, metadata: null });
 
 export type BuildResult = { ok: true; control: CompiledControl } | { ok: false; issues: FieldIssue[] };
 
@@ -109,10 +120,11 @@ export function buildControl(
   // A flat control's only leaf decides its on_error; merging it here saves a lookup per step.
   const onError = node.kind === NodeKind.Leaf ? (node.onError ?? fallback) : fallback;
   const first = firstLeaf(node);
+  const decision = data.action.decision;
   const control: CompiledControl = Object.freeze({
     control_id,
     name,
-    decision: data.action.decision,
+    decision,
     steering_context: data.action.steering_context ?? null,
     execution: data.execution ?? 'server',
     stages: scope.stages ? stagesOf(scope.stages) : BOTH_STAGES,
@@ -123,6 +135,7 @@ export function buildControl(
     onError,
     evaluatorName: first.evaluatorName,
     selectorPath: first.selector.path,
+    plainNonMatch: Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH }),
   });
   return { ok: true, control };
 }

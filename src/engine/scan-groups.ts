@@ -1,9 +1,12 @@
 /**
- * Regex controls that read the same field of a step are scanned together. One RE2::Set
- * pass over the field's text tells whether any of their patterns matches; usually none
- * does, and then every one of them is a plain non-match without running one by one. When
- * the pass finds something, each member runs its own check as usual, so what a match
- * says (and everything about errors) stays exactly what the evaluator says.
+ * Controls that read the same field of a step are scanned together. Most steps match none
+ * of them, and a scan settles that for all of them at once:
+ * - the literals the members declare (a regex's required literals, a list's entries) are
+ *   searched for once each, and a text holding none of them matches no member;
+ * - otherwise one RE2::Set pass over the text tells whether any regex member matches.
+ * Members a scan rules out are plain non-matches without running one by one; the others run
+ * their own check as usual, so what a match says (and everything about errors) stays
+ * exactly what the evaluator says.
  *
  * A set costs native memory, so a candidate list gets its groups only once it has been
  * evaluated HOT_AFTER times: hot lists (the agent steps a server sees all day) scan in
@@ -22,15 +25,17 @@ export const HOT_AFTER = 64;
 
 export interface ScanGroup {
   readonly selector: CompiledSelector;
-  readonly set: CompiledPatternSet;
-  /** Positions in the candidate list. */
+  /** Positions in the candidate list of every member. */
   readonly members: readonly number[];
   /**
-   * The members' prefilters, merged (at most one folded and one exact), when every member
-   * has one: a text that passes none of them matches no member, and the set's pass is
-   * skipped too. Null otherwise.
+   * The members' literals, merged (at most one folded and one exact set), when every
+   * member declares some: a text that holds none of them matches no member. Null otherwise.
    */
   readonly prefilters: readonly Prefilter[] | null;
+  /** The regex members' patterns as one set (two or more of them), else null. */
+  readonly set: CompiledPatternSet | null;
+  /** The members the set rules out when it finds nothing. */
+  readonly setMembers: readonly number[];
 }
 
 interface Plan {
@@ -53,32 +58,55 @@ export function scanGroupsOf(candidates: readonly CompiledControl[]): readonly S
   return plan.groups;
 }
 
+interface Draft {
+  selector: CompiledSelector;
+  members: number[];
+  /** Every member's literals; null once a member declares none. */
+  prefilters: Prefilter[] | null;
+  patterns: string[];
+  patternMembers: number[];
+}
+
 function buildGroups(candidates: readonly CompiledControl[]): readonly ScanGroup[] | null {
-  const byPath = new Map<string, { selector: CompiledSelector; patterns: string[]; members: number[]; prefilters: Prefilter[] | null }>();
+  const byPath = new Map<string, Draft>();
   candidates.forEach((c, i) => {
     const node = c.node;
     if (node.kind !== NodeKind.Leaf) return;
     const hint = node.check as ScanHint;
     const pattern = hint.scanPattern;
-    if (pattern === undefined) return;
-    let group = byPath.get(node.selector.path);
-    if (!group) byPath.set(node.selector.path, (group = { selector: node.selector, patterns: [], members: [], prefilters: [] }));
-    group.patterns.push(pattern);
-    group.members.push(i);
-    const prefilter = hint.scanPrefilter;
-    if (prefilter && group.prefilters) group.prefilters.push(prefilter);
-    else group.prefilters = null;
-  });
-  const groups: ScanGroup[] = [];
-  for (const g of byPath.values()) {
-    if (g.members.length < 2) continue;
-    const set = compilePatternSet(g.patterns);
-    if (set) {
-      const prefilters = g.prefilters && Object.freeze(mergePrefilters(g.prefilters));
-      groups.push({ selector: g.selector, set, members: Object.freeze(g.members), prefilters });
+    const prefilter = hint.scanPrefilter ?? null;
+    if (pattern === undefined && prefilter === null) return;
+    let draft = byPath.get(node.selector.path);
+    if (!draft) {
+      draft = { selector: node.selector, members: [], prefilters: [], patterns: [], patternMembers: [] };
+      byPath.set(node.selector.path, draft);
     }
+    draft.members.push(i);
+    if (prefilter !== null && draft.prefilters) draft.prefilters.push(prefilter);
+    else draft.prefilters = null;
+    if (pattern !== undefined) {
+      draft.patterns.push(pattern);
+      draft.patternMembers.push(i);
+    }
+  });
+  // Readonly by type, not frozen: see HOT_ARRAYS in evaluate.ts.
+  const groups: ScanGroup[] = [];
+  for (const d of byPath.values()) {
+    const set = d.patterns.length >= 2 ? (compilePatternSet(d.patterns) ?? null) : null;
+    // Without shared literals only the set can rule members out, and only its own.
+    const members = d.prefilters ? d.members : set ? d.patternMembers : [];
+    if (members.length < 2) continue;
+    groups.push(
+      Object.freeze({
+        selector: d.selector,
+        members,
+        prefilters: d.prefilters && mergePrefilters(d.prefilters),
+        set,
+        setMembers: set ? d.patternMembers : [],
+      }),
+    );
   }
-  return groups.length > 0 ? Object.freeze(groups) : null;
+  return groups.length > 0 ? groups : null;
 }
 
 /**
@@ -99,37 +127,42 @@ export interface ScanTiming {
 
 /**
  * Scans each group once. Returns, by candidate position, 1 for a control known not to
- * match (its group's pass found nothing), else 0. With `timing`, each member's share is
- * set to its part of its group's scan time.
+ * match (a scan of its group ruled it out), else 0. With `timing`, the time of each group's
+ * scan is shared equally by the members it ruled out; the others are timed when they run,
+ * and a scan that rules out none is charged to no control.
  */
 export function clearedByScan(groups: readonly ScanGroup[], size: number, view: StepView, timing?: ScanTiming): Uint8Array {
   const cleared = new Uint8Array(size);
   for (let g = 0; g < groups.length; g++) {
     const group = groups[g]!;
-    const members = group.members;
-    if (scanFindsNothing(group, view)) for (let k = 0; k < members.length; k++) cleared[members[k]!] = 1;
+    const ruledOut = ruledOutBy(group, view);
+    if (ruledOut !== null) for (let k = 0; k < ruledOut.length; k++) cleared[ruledOut[k]!] = 1;
     if (timing) {
       const end = performance.now();
-      const each = (end - timing.clock.last) / members.length;
+      if (ruledOut !== null) {
+        const each = (end - timing.clock.last) / ruledOut.length;
+        for (let k = 0; k < ruledOut.length; k++) timing.shares[ruledOut[k]!] = each;
+      }
       timing.clock.last = end;
-      for (let k = 0; k < members.length; k++) timing.shares[members[k]!] = each;
     }
   }
   return cleared;
 }
 
-function scanFindsNothing(g: ScanGroup, view: StepView): boolean {
+/** The members the group's scan rules out, or null when it rules out none. */
+function ruledOutBy(g: ScanGroup, view: StepView): readonly number[] | null {
   try {
     const value = selectValue(g.selector, view);
     // Nothing selected: the members would not be asked, and do not match.
-    if (value === undefined) return true;
+    if (value === undefined) return g.members;
     const memo = view.memo;
     const text = memo.text(value);
-    if (text === undefined) return true;
-    if (g.prefilters !== null && !mayMatchAny(g.prefilters, text, memo)) return true;
-    return !g.set.test(memo.utf8(text));
+    if (text === undefined) return g.members;
+    if (g.prefilters !== null && !mayMatchAny(g.prefilters, text, memo)) return g.members;
+    if (g.set !== null && !g.set.test(memo.utf8(text))) return g.setMembers;
+    return null;
   } catch {
     // Anything unexpected: the members run one by one, as without groups.
-    return false;
+    return null;
   }
 }

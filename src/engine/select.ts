@@ -43,7 +43,8 @@ export function parseSelector(path: string): CompiledSelector | string {
   }
   if (root === Root.Context && segments.length === 0) return 'context needs a field: context.<field>';
   // slice: an array grown by push keeps spare capacity for 17 elements; the copy is exact.
-  return Object.freeze({ path, root, segments: Object.freeze(segments.slice()) });
+  // Readonly by type, not frozen: see HOT_ARRAYS in evaluate.ts.
+  return Object.freeze({ path, root, segments: segments.slice() });
 }
 
 /** One step being evaluated; `*` builds its view of the step only when a control asks. */

@@ -20,11 +20,16 @@ export interface EvaluatorOutcome {
 export type CompiledCheck = (value: unknown, memo?: ValueMemo) => EvaluatorOutcome | Promise<EvaluatorOutcome>;
 
 /**
- * What a check may declare about itself: `scanPattern`, a regular expression (RE2 syntax,
- * matched against the value's text as the step's memo gives it) that must match for the
- * check to match, and `scanPrefilter`, literals that text must contain for the pattern to
- * match (null: none known). The engine scans the checks of one field together in a single
- * pass and answers a plain non-match for all of them when none of their patterns matches.
+ * What a check may declare about itself, about the selected value's text as the step's memo
+ * gives it (`ValueMemo.text`):
+ * - `scanPattern`, a regular expression (RE2 syntax) that must match that text for the
+ *   check to match;
+ * - `scanPrefilter`, literals of which the text must contain one for the check to match
+ *   (null: none known).
+ * Where a declaration rules a match out, the check must answer a plain non-match (matched
+ * false, confidence 1, no message or metadata). The engine scans the checks of one field
+ * together (engine/scan-groups.ts) and answers that non-match for every check the scan
+ * rules out, without calling it.
  */
 export interface ScanHint {
   readonly scanPattern?: string;

@@ -121,3 +121,107 @@ describe('regex controls of one field scanned together', () => {
     expect(total).toBeGreaterThan(elapsed / 4);
   });
 });
+
+/** List controls join a field's scan when every member of it declares literals. */
+const withLists = [
+  regexControl('drop', '(?i)\\bdrop\\s+table\\b', { selector: { path: 'input.query' } }),
+  regexControl('truncate', '(?i)\\btruncate\\b', { selector: { path: 'input.query' } }),
+  control('grant', {
+    selector: { path: 'input.query' },
+    evaluator: { name: 'list', config: { values: ['grant', 'REVOKE'], match_mode: 'contains' } },
+    action: { decision: 'deny' },
+  }),
+  control('sudo', {
+    selector: { path: 'input.query' },
+    evaluator: { name: 'list', config: { values: ['sudo '], match_mode: 'starts_with', case_sensitive: true } },
+    action: { decision: 'steer', steering_context: { message: 'no sudo' } },
+  }),
+  control('both', {
+    selector: { path: 'input.query' },
+    evaluator: { name: 'list', config: { values: ['alpha', 'beta'], match_mode: 'contains', logic: 'all' } },
+    action: { decision: 'warn' },
+  }),
+  // An exact list answers with a set lookup: it declares nothing and runs on its own.
+  control('exact', {
+    selector: { path: 'input.query' },
+    evaluator: { name: 'list', config: { values: ['select 1'] } },
+    action: { decision: 'log' },
+  }),
+  regexControl('secret', 'sk_live_[a-z0-9]+'),
+  control('password', {
+    selector: { path: 'input' },
+    evaluator: { name: 'list', config: { values: ['password', 'dropi'], match_mode: 'contains' } },
+    action: { decision: 'deny' },
+  }),
+];
+const compileWithLists = () => compileControls(withLists, registry);
+
+const listSteps: Step[] = [
+  toolStep('run_sql', { query: 'SELECT 1' }),
+  toolStep('run_sql', { query: 'GRANT ALL ON t TO bob' }),
+  toolStep('run_sql', { query: 'sudo rm -rf /' }),
+  toolStep('run_sql', { query: 'Sudo rm' }),
+  toolStep('run_sql', { query: 'alpha then beta' }),
+  toolStep('run_sql', { query: 'alpha alone' }),
+  toolStep('run_sql', { query: ['nothing', 'revoke it', 'alpha', 'beta'] }),
+  // Array elements appear escaped in the array's JSON text: entries are still found.
+  toolStep('run_sql', { query: ['say "grant"\n', 'back\\slash', 'tab\tsudo '] }),
+  toolStep('run_sql', { query: [{ nested: 'GRANT' }, 42, true, null] }),
+  toolStep('run_sql', { query: 42 }),
+  toolStep('run_sql', { query: { text: 'drop table x' } }),
+  toolStep('run_sql', { query: 'select 1' }),
+  toolStep('run_sql', { other: 'my PASSWORD is ſecret' }),
+  // "İ" lowercases to "i" and a combining dot, "ſ" stays itself for lists (RE2 folds it to s).
+  toolStep('run_sql', { query: 'DROPİ', note: 'DROPİ' }),
+  toolStep('run_sql', { query: 'ſudo grant', token: 'sk_live_abc' }),
+  // Values only JavaScript callers (the SDK) can hand over: read as JSON would read them.
+  toolStep('run_sql', { query: [Number.NaN, Number.POSITIVE_INFINITY, 'grant'] }),
+  toolStep('run_sql', { query: Number.POSITIVE_INFINITY }),
+];
+
+describe('list controls scanned with the regex controls of their field', () => {
+  it('join the group of their field; lists without literals and fields without a full set of literals stay out', () => {
+    const set = compileWithLists();
+    const step = toolStep('run_sql', { query: 'SELECT 1' });
+    for (let i = 0; i < HOT_AFTER; i++) sync(evaluateStep(set, step, 'pre'));
+    const candidates = set.byName.pre.tool.get('run_sql')!;
+    const names = (positions: readonly number[]) => positions.map((i) => candidates[i]!.name);
+    const groups = scanGroupsOf(candidates)!;
+    expect(groups.map((g) => [g.selector.path, names(g.members), names(g.setMembers)])).toEqual([
+      ['input.query', ['drop', 'truncate', 'grant', 'sudo', 'both'], ['drop', 'truncate']],
+      ['input', ['secret', 'password'], []],
+    ]);
+    // The mixed set above: a regex member without literals keeps the list out of its group.
+    const mixedSet = compileMixed();
+    for (let i = 0; i < HOT_AFTER; i++) sync(evaluateStep(mixedSet, step, 'pre'));
+    const mixedCandidates = mixedSet.byName.pre.tool.get('run_sql')!;
+    const queryGroup = scanGroupsOf(mixedCandidates)!.find((g) => g.selector.path === 'input.query')!;
+    expect(queryGroup.members.map((i) => mixedCandidates[i]!.name)).not.toContain('list');
+  });
+
+  it('answers exactly what one-by-one evaluation answers, with and without execution records', () => {
+    const hot = compileWithLists();
+    const warm = toolStep('run_sql', { query: 'warm up' });
+    for (let i = 0; i < HOT_AFTER; i++) sync(evaluateStep(hot, warm, 'pre'));
+    for (const step of listSteps) {
+      const expected = sync(evaluateStep(compileWithLists(), step, 'pre')).result;
+      expect(sync(evaluateStep(hot, step, 'pre')).result, JSON.stringify(step.input)).toEqual(expected);
+      expect(sync(evaluateStep(hot, step, 'pre', { collectExecutions: true })).result).toEqual(expected);
+    }
+  });
+
+  it('finds what the lists match in escaped, nested and folded text', () => {
+    const hot = compileWithLists();
+    const warm = toolStep('run_sql', { query: 'warm up' });
+    for (let i = 0; i < HOT_AFTER; i++) sync(evaluateStep(hot, warm, 'pre'));
+    const matched = (step: Step) => sync(evaluateStep(hot, step, 'pre')).result.matches.map((m) => m.control_name);
+    expect(matched(listSteps[7]!)).toEqual(['grant']);
+    expect(matched(listSteps[8]!)).toEqual(['grant']);
+    expect(matched(listSteps[6]!)).toEqual(['grant', 'both']);
+    expect(matched(listSteps[12]!)).toEqual(['password']);
+    expect(matched(listSteps[13]!)).toEqual(['password']);
+    expect(matched(listSteps[14]!)).toEqual(['grant', 'secret']);
+    expect(matched(listSteps[15]!)).toEqual(['grant']);
+    expect(matched(listSteps[0]!)).toEqual(['exact']);
+  });
+});

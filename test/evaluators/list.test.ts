@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { listEvaluator, type EvaluatorOutcome, type ListConfig } from '../../src/evaluators/index.js';
+import type { ScanHint } from '../../src/evaluators/types.js';
 
 function run(config: Partial<ListConfig> & { values: string[] }, value: unknown): boolean {
   return (listEvaluator.compile(config)(value) as EvaluatorOutcome).matched;
@@ -45,6 +46,11 @@ const cases: Case[] = [
   ['exact', false, 'any', [], false],
   ['exact', false, 'all', [], false],
   ['contains', false, 'any', { role: 'admin' }, true], // objects as JSON
+  ['contains', false, 'any', 7, false],
+  ['contains', false, 'any', ['rootless', 3], true],
+  // Values JSON cannot hold read as JSON's null would: nothing to look at.
+  ['contains', false, 'any', Number.NaN, false],
+  ['contains', false, 'any', [Number.POSITIVE_INFINITY, () => 'root', Symbol('root')], false],
 ];
 
 describe('list evaluator', () => {
@@ -69,5 +75,20 @@ describe('list evaluator', () => {
       required: ['values'],
       properties: { values: { type: 'array', minItems: 1 }, match_mode: { enum: ['exact', 'contains', 'starts_with'] } },
     });
+  });
+
+  it('declares its entries as scan literals only when the engine may search the JSON text for them', () => {
+    const hint = (config: Partial<ListConfig> & { values: string[] }) =>
+      (listEvaluator.compile(config) as ScanHint).scanPrefilter ?? null;
+    expect(hint({ values: ['DROP', 'drop', 'Truncate'], match_mode: 'contains' })).toEqual({ literals: ['drop', 'truncate'], folded: true });
+    expect(hint({ values: ['DROP'], match_mode: 'starts_with', case_sensitive: true, logic: 'all' })).toEqual({ literals: ['DROP'], folded: false });
+    // Exact lists answer with a set lookup; entries JSON escapes, or non-ASCII ones, are not
+    // found as they are in the JSON text of an array; too many entries cost more than the list.
+    expect(hint({ values: ['drop'], match_mode: 'exact' })).toBeNull();
+    expect(hint({ values: ['say "drop"'], match_mode: 'contains' })).toBeNull();
+    expect(hint({ values: ['C:\\temp'], match_mode: 'contains' })).toBeNull();
+    expect(hint({ values: ['tab\there'], match_mode: 'contains' })).toBeNull();
+    expect(hint({ values: ['straße'], match_mode: 'contains' })).toBeNull();
+    expect(hint({ values: Array.from({ length: 17 }, (_, i) => `word${i}`), match_mode: 'contains' })).toBeNull();
   });
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { CompiledCheck, EvaluatorDefinition, EvaluatorOutcome, ValueMemo } from '../types.js';
+import type { CompiledCheck, EvaluatorDefinition, EvaluatorOutcome, ScanHint, ValueMemo } from '../types.js';
 import { truncate } from '../text.js';
 
 export const ListConfigSchema = z.strictObject({
@@ -15,6 +15,9 @@ const NO_MATCH: EvaluatorOutcome = Object.freeze({ matched: false, confidence: 1
 /**
  * The strings a list looks at: a string, or each element of an array; other values as
  * text (through the step's memo when there is one, so an object is serialised once).
+ * Values JSON cannot hold (NaN, Infinity, functions, symbols) are skipped: a step comes as
+ * JSON, where they would be null, and the scan hint below relies on every string looked at
+ * appearing in the value's JSON text.
  */
 function stringsOf(value: unknown, memo: ValueMemo | undefined): string[] | undefined {
   if (value === undefined || value === null) return undefined;
@@ -24,13 +27,37 @@ function stringsOf(value: unknown, memo: ValueMemo | undefined): string[] | unde
     const out: string[] = [];
     for (const item of value) {
       if (typeof item === 'string') out.push(item);
-      else if (item !== null && item !== undefined) out.push(typeof item === 'object' ? json(item as object) : String(item));
+      else if (typeof item === 'object' && item !== null) out.push(json(item as object));
+      else if (isScalar(item)) out.push(String(item));
     }
     return out;
   }
   if (typeof value === 'object') return [json(value)];
-  if (typeof value === 'number' || typeof value === 'boolean') return [String(value)];
+  if (isScalar(value)) return [String(value)];
   return undefined;
+}
+
+/** A number or boolean that JSON writes as String() does. */
+function isScalar(value: unknown): value is number | boolean {
+  return typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
+}
+
+/** Entries a scan hint can carry: at most this many distinct ones. */
+const MAX_HINT_ENTRIES = 16;
+
+/**
+ * The scan hint of a contains or starts_with list (see ScanHint): a match needs one of the
+ * entries inside one of the strings looked at, and each of those strings appears in the
+ * value's JSON text as it is, except where JSON escapes a character ('"', '\\', control
+ * characters). Entries of printable ASCII other than those two are therefore found in the
+ * text whenever the list could match; lowercasing is per character for ASCII results, so
+ * the same holds for the lowercased text. Lists with other entries declare nothing.
+ */
+function hintOf(entries: readonly string[], caseSensitive: boolean): ScanHint {
+  const distinct = [...new Set(entries)];
+  if (distinct.length > MAX_HINT_ENTRIES || !distinct.every((e) => /^[\x20\x21\x23-\x5b\x5d-\x7e]+$/.test(e))) return {};
+  // The literals are read on every scan: readonly by type, not frozen (see prefilterOf).
+  return { scanPrefilter: Object.freeze({ literals: distinct, folded: !caseSensitive }) };
 }
 
 function found(entries: string[]): EvaluatorOutcome {
@@ -52,8 +79,10 @@ export const listEvaluator: EvaluatorDefinition = {
     const norm = case_sensitive ? asIs : lower;
     // Each check is built by its own function so that it holds only what it reads: a
     // server keeps one per list control, thousands of them.
-    if (logic === 'any') return match_mode === 'exact' ? anyExact(new Set(entries), norm) : anyHit(entries, norm, HITS[match_mode]);
-    return allHit(entries, norm, HITS[match_mode]);
+    if (logic === 'any' && match_mode === 'exact') return anyExact(new Set(entries), norm);
+    const check = logic === 'any' ? anyHit(entries, norm, HITS[match_mode]) : allHit(entries, norm, HITS[match_mode]);
+    // An exact list answers with one set lookup: searching its entries would cost more.
+    return Object.assign(check, hintOf(entries, case_sensitive));
   },
 };
 

@@ -59,7 +59,9 @@ export function prefilterOf(pattern: string, minLength = MIN_USEFUL): Prefilter 
   const set = requiredOf(info);
   if (set === null || set.length > MAX_SET || set.some((s) => s.length < minLength)) return null;
   const literals = parser.folded ? [...new Set(set.map((s) => s.toLowerCase()))] : [...set];
-  return Object.freeze({ literals: Object.freeze(literals), folded: parser.folded });
+  // Read on every step: readonly by type but not frozen, since V8 (Node 20) reads a frozen
+  // array's elements through a slow path in optimised code.
+  return Object.freeze({ literals, folded: parser.folded });
 }
 
 /** False only when `text` cannot match the pattern the prefilter was built from. */
@@ -92,8 +94,8 @@ export function mergePrefilters(prefilters: readonly Prefilter[]): Prefilter[] {
   const exact = new Set<string>();
   for (const p of prefilters) for (const literal of p.literals) (p.folded ? folded : exact).add(literal);
   const merged: Prefilter[] = [];
-  if (folded.size > 0) merged.push(Object.freeze({ literals: Object.freeze([...folded]), folded: true }));
-  if (exact.size > 0) merged.push(Object.freeze({ literals: Object.freeze([...exact]), folded: false }));
+  if (folded.size > 0) merged.push(Object.freeze({ literals: [...folded], folded: true }));
+  if (exact.size > 0) merged.push(Object.freeze({ literals: [...exact], folded: false }));
   return merged;
 }
 
