@@ -19,7 +19,7 @@ export function installJsonParser(app: FastifyInstance): void {
     { parseAs: 'string' },
     (request: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
       const text = typeof body === 'string' ? body : body.toString('utf8');
-      if (text.trim() === '') {
+      if (isBlank(text)) {
         done(null, undefined);
         return;
       }
@@ -33,6 +33,13 @@ export function installJsonParser(app: FastifyInstance): void {
       });
     },
   );
+}
+
+/** Empty or only whitespace; trim() is called only when the first character may be a space. */
+function isBlank(text: string): boolean {
+  if (text.length === 0) return true;
+  const first = text.charCodeAt(0);
+  return (first <= 0x20 || first >= 0x7f) && text.trim() === '';
 }
 
 /** True when brackets outside strings nest deeper than `max`. */
