@@ -43,7 +43,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
           trace: () => traceIdsFromHeaders(request.headers),
         });
       } catch (error) {
-        request.log.warn({ err: error }, 'recording an evaluation failed');
+        app.log.warn({ err: error }, 'recording an evaluation failed');
       }
     }
     // Queues a reference only; redaction and the write happen on the recorder's timer.
