@@ -94,6 +94,17 @@ describe('POST /api/v1/evaluation', () => {
     expect(json(res).errors.map((e: { field: string }) => e.field)).toEqual(fields);
   });
 
+  it('checks each agent name it has not just seen: a remembered name never answers for another', async () => {
+    server = await startTestServer();
+    await seedAgentWithControl(server.app);
+    const evaluate = (agent_name: string) => call(server!.app, 'POST', '/api/v1/evaluation', { ...step('DROP TABLE users'), agent_name });
+    const statuses = [];
+    for (const name of ['Support-Bot', 'Support-Bot', 'bad name!', 'bad name!', 'support-bot', 'other-bot', 'Support-Bot']) {
+      statuses.push((await evaluate(name)).statusCode);
+    }
+    expect(statuses).toEqual([200, 200, 422, 422, 200, 404, 200]);
+  });
+
   it('normalises the agent name on the fast path', async () => {
     server = await startTestServer();
     await seedAgentWithControl(server.app);
