@@ -1,0 +1,136 @@
+/**
+ * Instructions per evaluation request, counted by callgrind (valgrind): a count that stays
+ * the same from run to run, where throughput on a shared machine moves by tens of percent.
+ * `npm run bench:instructions [-- <warm> <measured>]`; needs valgrind on the PATH.
+ *
+ * Each benchmark server (bench/server-child.ts: the bare baseline, guardctl with 10
+ * controls in scope, the same with observability on) runs under callgrind with counting
+ * off. This process sends the warm-up requests, then counts the measured ones over the
+ * same keep-alive connections: a new client's connections make V8 re-optimise parts of
+ * Node's HTTP code for a while, which would be counted as the server's work. V8's hash and
+ * random seeds are fixed and its background threads off, so the same code gives the same
+ * count. Figures are instructions in user space, compilation included (near zero once
+ * warm).
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { EVALUATION_BODY } from './server.js';
+import type { ServerSpec } from './server-process.js';
+
+const run = promisify(execFile);
+const CONNECTIONS = 10;
+
+const SERVERS: Array<{ label: string; spec: ServerSpec }> = [
+  { label: 'bare Fastify route (baseline)', spec: { kind: 'bare' } },
+  { label: 'POST /api/v1/evaluation, 10 controls in scope', spec: { kind: 'guard', controls: 10, observability: false } },
+  { label: 'the same, observability on', spec: { kind: 'guard', controls: 10, observability: true } },
+];
+
+/** Starts a benchmark server under callgrind, counting off; resolves with its URL. */
+function startUnderCallgrind(spec: ServerSpec, outDir: string): Promise<{ child: ChildProcess; url: string }> {
+  const script = fileURLToPath(new URL('./server-child.js', import.meta.url));
+  const child = spawn(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      '--instr-atstart=no',
+      `--callgrind-out-file=${join(outDir, 'callgrind.%p')}`,
+      process.execPath,
+      '--single-threaded',
+      '--hash-seed=1',
+      '--random-seed=1',
+      script,
+      JSON.stringify(spec),
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] },
+  );
+  let log = '';
+  child.stderr!.on('data', (chunk: Buffer) => (log += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`server under callgrind exited with ${code}: ${log.slice(-2000)}`)));
+    child.on('message', (message: { ready?: string }) => {
+      if (message.ready) resolve({ child, url: message.ready });
+    });
+  });
+}
+
+/** Sends `count` evaluation requests over `agent`'s connections, CONNECTIONS at a time. */
+async function send(url: URL, agent: http.Agent, count: number): Promise<void> {
+  let left = count;
+  const one = () =>
+    new Promise<void>((resolve, reject) => {
+      const req = http.request(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(EVALUATION_BODY) },
+        },
+        (res) => {
+          if (res.statusCode !== 200) reject(new Error(`${url.href} answered ${res.statusCode}`));
+          res.resume();
+          res.on('end', resolve);
+        },
+      );
+      req.once('error', reject);
+      req.end(EVALUATION_BODY);
+    });
+  const loop = async () => {
+    while (left > 0) {
+      left--;
+      await one();
+    }
+  };
+  await Promise.all(Array.from({ length: CONNECTIONS }, loop));
+}
+
+/** Instructions per measured request of one server. */
+async function count(spec: ServerSpec, warm: number, measured: number): Promise<number> {
+  const outDir = mkdtempSync(join(tmpdir(), 'guard-callgrind-'));
+  const { child, url } = await startUnderCallgrind(spec, outDir);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
+  try {
+    const target = new URL(url);
+    await send(target, agent, warm);
+    const pid = String(child.pid);
+    await run('callgrind_control', ['--instr=on', pid]);
+    await send(target, agent, measured);
+    await run('callgrind_control', ['--instr=off', pid]);
+    await run('callgrind_control', ['--dump', pid]);
+    // The dump holds only what was counted while counting was on.
+    const dump = readdirSync(outDir).find((f) => f.endsWith('.1'));
+    if (!dump) throw new Error('callgrind wrote no dump');
+    const totals = /^totals: (\d+)$/m.exec(readFileSync(join(outDir, dump), 'utf8'));
+    if (!totals) throw new Error('no totals in the callgrind dump');
+    return Number(totals[1]) / measured;
+  } finally {
+    agent.destroy();
+    child.removeAllListeners('exit');
+    child.kill();
+    rmSync(outDir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const warm = Number(process.argv[2] ?? 20_000);
+  const measured = Number(process.argv[3] ?? 3_000);
+  const lines = ['| server | instructions per request | of the baseline |', '|---|---|---|'];
+  let baseline = 0;
+  for (const { label, spec } of SERVERS) {
+    process.stderr.write(`counting ${label} (${warm} requests to warm up, ${measured} counted)...\n`);
+    const perRequest = await count(spec, warm, measured);
+    if (spec.kind === 'bare') baseline = perRequest;
+    lines.push(`| ${label} | ${Math.round(perRequest).toLocaleString('en-US')} | ${(baseline / perRequest).toFixed(3)} |`);
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+await main();
