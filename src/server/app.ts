@@ -123,7 +123,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const problem = problemOfError(error);
     if (problem.status >= 500) {
       // Details (stack, SQL) go to the log only; the request headers (keys) never do.
-      app.log.error({ err: error, method: request.method, url: request.routeOptions.url }, 'request failed');
+      // A quiet server's requests have no logger of their own (see quietLogger).
+      (quiet ?? request.log).error({ err: error, method: request.method, url: request.routeOptions.url }, 'request failed');
     }
     return sendProblem(reply, problem);
   });

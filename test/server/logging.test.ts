@@ -37,7 +37,7 @@ describe('request logging', () => {
       expect((await app.inject({ url: '/api/v1/agents' })).statusCode).toBe(500);
       expect(lines.map((l) => l.msg)).toEqual(['request failed']);
       expect(lines[0]).toMatchObject({ level: 50, method: 'GET', url: '/api/v1/agents', err: { message: 'disk on fire' } });
-      // No child logger per request at this level (app.ts, QUIET_REQUESTS): so no request id.
+      // Fastify has no logger at this level (app.ts, quietLogger): so no request id.
       expect(lines[0]!.reqId).toBeUndefined();
     } finally {
       await close();
@@ -52,6 +52,11 @@ describe('request logging', () => {
       expect(requestLines).toHaveLength(2);
       expect(requestLines[0]!.reqId).toBeDefined();
       expect(requestLines[1]!.reqId).toBe(requestLines[0]!.reqId);
+      // A failure's line carries its request's id too.
+      expect((await app.inject({ url: '/api/v1/agents' })).statusCode).toBe(500);
+      const failed = lines.find((l) => l.msg === 'request failed');
+      expect(failed).toMatchObject({ level: 50, method: 'GET', url: '/api/v1/agents', err: { message: 'disk on fire' } });
+      expect(failed!.reqId).toBeDefined();
     } finally {
       await close();
     }

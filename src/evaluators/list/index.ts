@@ -81,7 +81,8 @@ export const listEvaluator: EvaluatorDefinition = {
     // server keeps one per list control, thousands of them.
     if (logic === 'any' && match_mode === 'exact') return anyExact(new Set(entries), norm);
     const check = logic === 'any' ? anyHit(entries, norm, HITS[match_mode]) : allHit(entries, norm, HITS[match_mode]);
-    // An exact list answers with one set lookup: searching its entries would cost more.
+    // An exact list with logic any (above) answers with one set lookup: searching its
+    // entries would cost more, so only these declare a scan hint.
     return Object.assign(check, hintOf(entries, case_sensitive));
   },
 };
