@@ -52,7 +52,9 @@ function startUnderCallgrind(spec: ServerSpec, outDir: string): Promise<{ child:
   let log = '';
   child.stderr!.on('data', (chunk: Buffer) => (log += chunk.toString()));
   return new Promise((resolve, reject) => {
-    child.once('error', reject);
+    child.once('error', (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'ENOENT' ? new Error('valgrind is not on the PATH: install it (Debian: apt install valgrind)') : err),
+    );
     child.once('exit', (code) => reject(new Error(`server under callgrind exited with ${code}: ${log.slice(-2000)}`)));
     child.on('message', (message: { ready?: string }) => {
       if (message.ready) resolve({ child, url: message.ready });
@@ -133,4 +135,9 @@ async function main(): Promise<void> {
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
-await main();
+try {
+  await main();
+} catch (err) {
+  process.stderr.write(`bench:instructions: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exitCode = 1;
+}
