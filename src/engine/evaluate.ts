@@ -70,7 +70,7 @@ export function evaluateStep(
       const c = candidates[i]!;
       if (only !== undefined && c.execution !== only) continue;
       if (cleared !== null && cleared[i] === 1) {
-        const m = plainNonMatchOf(c);
+        const m = c.plainNonMatch;
         executions[records.length] = executionOf(c, m, undefined, shares![i]!);
         records.push(m);
         continue;
@@ -88,7 +88,7 @@ export function evaluateStep(
     const c = candidates[i]!;
     if (only !== undefined && c.execution !== only) continue;
     if (cleared !== null && cleared[i] === 1) {
-      records.push(plainNonMatchOf(c));
+      records.push(c.plainNonMatch);
       continue;
     }
     const r = runControl(c, view);
@@ -345,13 +345,8 @@ function resultOf(o: EvaluatorOutcome): ControlResult {
   };
 }
 
-/** See CompiledControl.plainNonMatch. */
-function plainNonMatchOf(c: CompiledControl): ControlMatch {
-  return c.plainNonMatch;
-}
-
 function matchOf(c: CompiledControl, o: EvaluatorOutcome): ControlMatch {
-  if (o.matched !== true && o.confidence === 1 && o.message == null && o.metadata == null) return plainNonMatchOf(c);
+  if (o.matched !== true && o.confidence === 1 && o.message == null && o.metadata == null) return c.plainNonMatch;
   const m: ControlMatch = { control_id: c.control_id, control_name: c.name, action: c.decision, result: resultOf(o) };
   if (c.steering_context !== null && m.result.matched) m.steering_context = c.steering_context;
   return m;
