@@ -1,12 +1,43 @@
-// Lint holds the architecture lines of STYLE.md: src/ never imports cli/, and the pure
-// layers (engine, model, plan logic) never import I/O modules.
+// Lint holds the architecture lines of STYLE.md (docs/architecture.md): src/ never imports
+// cli/, each module of src/ imports only modules on lower floors, no import circles, and
+// the pure layers (engine, model, plan logic) never import I/O modules.
 import js from '@eslint/js';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
+import importX from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
+import noImportCycle from './eslint/no-import-cycle.js';
 
 const ioModules = [
   'fs', 'node:fs', 'fs/promises', 'node:fs/promises', 'http', 'node:http', 'https', 'node:https',
   'net', 'node:net', 'child_process', 'node:child_process', 'better-sqlite3', 'pg', 'ink', 'chokidar', 'fastify',
 ];
+
+/**
+ * The floors of src/, lowest first. A module may import modules on lower floors only
+ * (never one on its own floor or above), so the modules form no circle. docs/architecture.md
+ * draws them.
+ */
+const floors = [
+  ['model', 'errors.ts', 'version.ts'],
+  ['evaluators', 'store', 'client'],
+  ['engine', 'recording'],
+  ['observability', 'gitops', 'sdk'],
+  ['reload', 'testing'],
+  ['replay', 'server'],
+  ['index.ts'],
+];
+const isFile = (module) => module.endsWith('.ts');
+const pathOf = (module) => `./src/${module}${isFile(module) ? '' : '/**'}`;
+// The rule wants each zone's `from` to be all globs (folders) or all plain paths (files).
+const floorZones = floors.slice(0, -1).flatMap((floor, level) =>
+  floor.flatMap((module) => {
+    const above = floors.slice(level).flat().filter((other) => other !== module);
+    const message = `${module} may import only modules on lower floors (see docs/architecture.md)`;
+    return [above.filter((m) => !isFile(m)), above.filter(isFile)]
+      .filter((from) => from.length > 0)
+      .map((from) => ({ target: pathOf(module), from: from.map(pathOf), message }));
+  }),
+);
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'schema/**', 'examples/**/*.js', 'scripts/**', 'scratch/**'] },
@@ -33,6 +64,20 @@ export default tseslint.config(
     files: ['src/**/*.ts', 'src/**/*.tsx'],
     rules: {
       'no-restricted-imports': ['error', { patterns: [{ group: ['**/cli/**', '../../cli/*'], message: 'src/ must not import cli/' }] }],
+    },
+  },
+  {
+    files: ['src/**/*.ts', 'src/**/*.tsx'],
+    plugins: { 'import-x': importX, guardctl: { rules: { 'no-import-cycle': noImportCycle } } },
+    settings: {
+      'import-x/extensions': ['.ts', '.tsx', '.js'],
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts', '.tsx'] },
+      'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })],
+    },
+    rules: {
+      // Circles of any kind, type-only imports included (import-x/no-cycle skips those).
+      'guardctl/no-import-cycle': 'error',
+      'import-x/no-restricted-paths': ['error', { zones: [...floorZones, { target: './src/**', from: './cli/**', message: 'src/ must not import cli/' }] }],
     },
   },
   {

@@ -10,7 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { PartCache, PartCaches } from '../evaluators/types.js';
-import type { CompiledControl } from './build-control.js';
+import type { CompiledControl } from './compiled.js';
 import type { CompiledPattern } from '../evaluators/regex/re2.js';
 import type { CompiledSelector } from './select.js';
 import type { ControlInput } from './api.js';

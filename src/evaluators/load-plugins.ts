@@ -8,8 +8,15 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { EvaluatorRegistry } from './registry.js';
-import type { EvaluatorDefinition } from './types.js';
+import type { EvaluatorDefinition, PluginContext } from './types.js';
+
+export type { PluginContext } from './types.js';
+
+/** Where plugins are registered: the EvaluatorRegistry (registry.ts), by its shape. */
+interface PluginRegistry {
+  has(name: string): boolean;
+  register(definition: EvaluatorDefinition): unknown;
+}
 
 /** Names that load the plugins shipped with guardctl instead of a file. */
 const BUNDLED: Record<string, () => Promise<unknown>> = {
@@ -18,10 +25,6 @@ const BUNDLED: Record<string, () => Promise<unknown>> = {
 };
 
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
-
-export interface PluginContext {
-  env: Record<string, string | undefined>;
-}
 
 /**
  * The plugin specs the environment asks for: the comma-separated GUARD_EVALUATORS, plus
@@ -42,7 +45,7 @@ export function evaluatorPluginSpecs(env: Record<string, string | undefined>): s
  * Relative paths resolve against `baseDir`; other specs are package names.
  */
 export async function loadEvaluatorPlugins(
-  registry: EvaluatorRegistry,
+  registry: PluginRegistry,
   specs: string[],
   baseDir: string,
   context: PluginContext = { env: process.env },

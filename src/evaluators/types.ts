@@ -1,6 +1,5 @@
 import type { z } from 'zod';
 import type { JsonObject } from '../model/index.js';
-import type { Prefilter } from './regex/literals.js';
 
 /** What an evaluator says about the selected value. */
 export interface EvaluatorOutcome {
@@ -103,3 +102,16 @@ export class ConfigError extends Error {
 
 /** What a plugin module exports: `export default [definition, ...]` or `export const evaluators = [...]`. */
 export type EvaluatorPlugin = EvaluatorDefinition[];
+
+/** Strings one of which every match contains (see regex/literals.ts): a cheap test before the evaluator runs. */
+export interface Prefilter {
+  /** Every match contains one of these; lowercased when `folded`. */
+  readonly literals: readonly string[];
+  /** Compare with the text lowercased (the pattern has a case-insensitive part). */
+  readonly folded: boolean;
+}
+
+/** What a plugin module's exported function receives (see load-plugins.ts). */
+export interface PluginContext {
+  env: Record<string, string | undefined>;
+}

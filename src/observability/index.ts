@@ -1,6 +1,7 @@
 /**
  * Observability: per-control events (buffered, batched into the store), statistics,
- * the live stream for dashboards and Prometheus metrics. The server wires these pieces;
+ * the live stream for dashboards and Prometheus metrics. It speaks no HTTP: the server
+ * wires these pieces (src/server/routes/observability.ts, src/server/http-metrics.ts);
  * evaluation calls `recordEvaluation`, which never waits on I/O.
  */
 export type { ObservabilityConfig } from './config.js';
@@ -13,6 +14,4 @@ export type { EventHub, StreamFilter, StreamSubscriber } from './event-hub.js';
 export { createEventHub } from './event-hub.js';
 export { EventBuffer } from './event-buffer.js';
 export { NonMatchRollups } from './non-match-rollups.js';
-export { observabilityRoutes, metricsRoutes } from './routes.js';
-export type { ObservabilityRoutesOptions } from './routes.js';
 export { TIME_RANGES, timeRangeMs } from './schemas.js';

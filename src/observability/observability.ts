@@ -1,5 +1,3 @@
-import { performance } from 'node:perf_hooks';
-import type { FastifyInstance } from 'fastify';
 import type { ObservabilityEvent, ReloadNotice } from '../model/index.js';
 import { StoreError, type Store } from '../store/types.js';
 import { OBSERVABILITY_DEFAULTS, type ObservabilityConfig } from './config.js';
@@ -41,11 +39,6 @@ export interface Observability {
   settle(): void;
   ingest(events: ObservabilityEvent[]): { received: number; enqueued: number; dropped: number };
   publishReload(notice: ReloadNotice): void;
-  /**
-   * Adds hooks counting requests by method, route pattern and status, timed from arrival
-   * to the answer; install it before any hook that may answer early (authentication).
-   */
-  installHttpMetrics(app: FastifyInstance): void;
   /** Starts the flush and retention timers (unref'd) and prunes once. */
   start(): void;
   /** Writes buffered events and rollups now. */
@@ -71,15 +64,6 @@ export interface CreateObservabilityOptions {
   workerUrl?: URL | null;
   /** Live stream tuning, mostly for tests. */
   stream?: { queueSize?: number; stallMs?: number; heartbeatMs?: number; maxSubscribers?: number };
-}
-
-/** When the request arrived (performance.now()), for the HTTP duration metric. */
-const REQUEST_STARTED = 'guardRequestStarted';
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    [REQUEST_STARTED]: number;
-  }
 }
 
 const HOUR_MS = 3_600_000;
@@ -274,22 +258,6 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
     publishReload(notice) {
       metrics.reloads.inc({ result: notice.result });
       hub.publishReload(notice);
-    },
-    installHttpMetrics(app) {
-      // Timed from onRequest to onSend rather than with an onResponse hook: an onResponse
-      // hook makes Fastify attach 'finish' and 'error' listeners to every response and
-      // read the clock twice more, a per-request cost larger than the metric itself.
-      app.decorateRequest(REQUEST_STARTED, 0);
-      app.addHook('onRequest', (request, _reply, done) => {
-        request[REQUEST_STARTED] = performance.now();
-        done();
-      });
-      app.addHook('onSend', (request, reply, payload, done) => {
-        // The route pattern, never the raw URL: ids in paths would make labels unbounded.
-        const route = request.routeOptions.url ?? 'unmatched';
-        metrics.observeHttp(request.method, route, reply.statusCode, (performance.now() - request[REQUEST_STARTED]) / 1000);
-        done(null, payload);
-      });
     },
     start() {
       if (closed || flushTimer) return;

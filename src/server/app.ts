@@ -10,6 +10,7 @@ import type { ServerConfig } from './config.js';
 import type { ServerContext } from './context.js';
 import { ControlSetCache } from './control-sets.js';
 import { HealthMonitor } from './health.js';
+import { installHttpMetrics } from './http-metrics.js';
 import { installJsonParser } from './json-body.js';
 import { HttpProblem, problemOf, problemOfStoreError, sendProblem, type Problem } from './problem.js';
 import { startReplicaSync } from './replica-sync.js';
@@ -116,7 +117,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   installJsonParser(app);
   // First, so that requests refused by authentication are timed and counted too.
-  if (observability) observability.installHttpMetrics(app);
+  if (observability) installHttpMetrics(app, observability.metrics);
   // With authentication off there is nothing to check: no hook, nothing on the hot path.
   if (config.apiKeyEnabled) app.addHook('onRequest', createAuthHook(config));
   app.setErrorHandler((error: FastifyError, request, reply) => {

@@ -91,3 +91,15 @@ export function problemOfStoreError(error: StoreError): Problem {
       return problemOf(503, 'unavailable', 'the database is unavailable; try again shortly');
   }
 }
+
+/** Answers at once with a problem body, for routes that reply instead of throwing. */
+export function sendError(reply: FastifyReply, status: number, code: ErrorCode, detail: string): FastifyReply {
+  return sendProblem(reply, problemOf(status, code, detail));
+}
+
+/** A 422 whose detail names the first invalid field of `what`. */
+export function sendValidationProblem(reply: FastifyReply, what: string, errors: FieldIssue[]): FastifyReply {
+  const first = errors[0];
+  const detail = first ? `the ${what} is not valid: ${first.field || '(root)'}: ${first.message}` : `the ${what} is not valid`;
+  return sendProblem(reply, problemOf(422, 'validation_failed', detail, errors));
+}

@@ -1,7 +1,7 @@
 import Fastify from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createObservability, type Observability } from '../../src/observability/observability.js';
-import { metricsRoutes } from '../../src/observability/routes.js';
+import { metricsRoutes } from '../../src/server/routes/observability.js';
 import type { RecordEvaluationInput } from '../../src/observability/record.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { makeConfig } from './fixtures.js';

@@ -5,9 +5,8 @@
  * It posts `{metric, text}` to a scoring URL with `Authorization: Bearer <key>`, reads
  * `{score: number}` and matches when `score <operator> target_value`.
  */
-import { ConfigError, type EvaluatorDefinition, type EvaluatorOutcome } from '../types.js';
+import { ConfigError, type EvaluatorDefinition, type EvaluatorOutcome, type PluginContext } from '../types.js';
 import { textOf } from '../text.js';
-import type { PluginContext } from '../load-plugins.js';
 
 export type ScoreOperator = 'gt' | 'gte' | 'lt' | 'lte' | 'eq';
 

@@ -14,14 +14,9 @@
  * (which toLowerCase maps to "k") and the long s "ſ" (mapped to "s" here); the tests check
  * that claim against RE2 for every code point.
  */
-import type { ValueMemo } from '../types.js';
+import type { Prefilter, ValueMemo } from '../types.js';
 
-export interface Prefilter {
-  /** Every match contains one of these; lowercased when `folded`. */
-  readonly literals: readonly string[];
-  /** Compare with the text lowercased (the pattern has a case-insensitive part). */
-  readonly folded: boolean;
-}
+export type { Prefilter } from '../types.js';
 
 /** Strings in one set: beyond this a set is too weak (and too slow) to be worth it. */
 const MAX_SET = 16;

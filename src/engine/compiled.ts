@@ -1,0 +1,51 @@
+/**
+ * PURE: the compiled form of a control, as build-control.ts makes it and evaluate.ts and
+ * the compile cache use it. Types only (and the node kinds), so that every module of the
+ * engine can name them without importing the one that builds them.
+ */
+import type { ControlData, ControlMatch, OnError, SteeringContext } from '../model/index.js';
+import type { CompiledPattern } from '../evaluators/regex/re2.js';
+import type { CompiledCheck } from '../evaluators/types.js';
+import type { CompiledSelector } from './select.js';
+
+export const NodeKind = { Leaf: 0, And: 1, Or: 2, Not: 3 } as const;
+
+export interface CompiledLeaf {
+  readonly kind: typeof NodeKind.Leaf;
+  readonly selector: CompiledSelector;
+  readonly check: CompiledCheck;
+  readonly evaluatorName: string;
+  /** The leaf's own `on_error`; undefined falls back to the control's. */
+  readonly onError: OnError | undefined;
+}
+
+export type CompiledNode =
+  | CompiledLeaf
+  | { readonly kind: typeof NodeKind.And | typeof NodeKind.Or; readonly children: readonly CompiledNode[] }
+  | { readonly kind: typeof NodeKind.Not; readonly child: CompiledNode };
+
+export interface CompiledControl {
+  readonly control_id: number;
+  readonly name: string;
+  readonly decision: ControlData['action']['decision'];
+  readonly steering_context: SteeringContext | null;
+  readonly execution: 'server' | 'sdk';
+  readonly stages: ReadonlyArray<'pre' | 'post'>;
+  readonly stepTypes: ReadonlyArray<'tool' | 'llm'>;
+  /** Null with nameRegex null: every step name is in scope. */
+  readonly stepNames: ReadonlySet<string> | null;
+  readonly nameRegex: CompiledPattern | null;
+  readonly node: CompiledNode;
+  /** on_error when the failing leaf sets none (flat controls: already merged). */
+  readonly onError: OnError;
+  /** First leaf's evaluator and selector, for observability. */
+  readonly evaluatorName: string;
+  readonly selectorPath: string;
+  /**
+   * This control's record for an ordinary non-match (no score, message or metadata), which
+   * says the same thing every time: most of an answer is non-matches, and one frozen
+   * record per control saves an allocation per control and step and lets the server reuse
+   * its JSON text.
+   */
+  readonly plainNonMatch: ControlMatch;
+}
