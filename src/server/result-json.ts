@@ -8,44 +8,84 @@ import type { ControlMatch, ControlResult, EvaluationResult, SteeringContext } f
  *
  * Fields are picked explicitly, as the schema-driven serialiser did, so an evaluator that
  * returns extra keys in its outcome cannot leak them into the answer.
+ *
+ * Each app has its own writer (routes/evaluation.ts): what it remembers of the answers
+ * before is that app's, never shared with another app in the process.
  */
-export function evaluationResultJson(result: EvaluationResult): string {
-  return (
-    `{"is_safe":${result.is_safe ? 'true' : 'false'}` +
-    `,"decision":${JSON.stringify(result.decision)}` +
-    `,"confidence":${numberJson(result.confidence)}` +
-    `,"steering_context":${result.steering_context ? steeringJson(result.steering_context) : 'null'}` +
-    `,"matches":${listJson(result.matches)}` +
-    `,"errors":${listJson(result.errors)}` +
-    `,"non_matches":${listJson(result.non_matches)}}`
-  );
-}
+export class AnswerWriter {
+  #lastAnswer: RepeatedAnswer | null = null;
+  /** Texts of frozen entries; weak, so compiled sets that are dropped take theirs along. */
+  readonly #frozenText = new WeakMap<ControlMatch, string>();
+  /**
+   * The last list answered entirely from frozen entries, and its text. A busy agent sends
+   * the same step shape over and over, so its non-matches are usually the same entries in
+   * the same order as last time: comparing ten references beats joining ten texts.
+   */
+  #lastFrozenList: readonly ControlMatch[] = [];
+  #lastFrozenText = '[]';
 
-/**
- * The answer as the bytes to send. Most answers a busy agent gets are the same as the one
- * before (allow, with the same frozen non-matches: see listJson), and that answer's bytes
- * are kept and sent again. A string answer would be concatenated, measured for its
- * Content-Length and encoded to UTF-8 by Node on every request: about 1.4 KB each time
- * for ten controls in scope.
- */
-export function evaluationAnswer(result: EvaluationResult): Buffer {
-  const repeatable = result.matches.length === 0 && result.errors.length === 0 && result.steering_context === null;
-  if (
-    repeatable &&
-    lastAnswer !== null &&
-    result.decision === lastAnswer.decision &&
-    result.is_safe === lastAnswer.is_safe &&
-    result.confidence === lastAnswer.confidence &&
-    sameEntries(result.non_matches, lastAnswer.nonMatches)
-  ) {
-    return lastAnswer.bytes;
+  json(result: EvaluationResult): string {
+    return (
+      `{"is_safe":${result.is_safe ? 'true' : 'false'}` +
+      `,"decision":${JSON.stringify(result.decision)}` +
+      `,"confidence":${numberJson(result.confidence)}` +
+      `,"steering_context":${result.steering_context ? steeringJson(result.steering_context) : 'null'}` +
+      `,"matches":${this.#listJson(result.matches)}` +
+      `,"errors":${this.#listJson(result.errors)}` +
+      `,"non_matches":${this.#listJson(result.non_matches)}}`
+    );
   }
-  const bytes = Buffer.from(evaluationResultJson(result), 'utf8');
-  // Only an answer made of frozen entries is known to read the same next time.
-  if (repeatable && sameEntries(result.non_matches, lastFrozenList)) {
-    lastAnswer = { decision: result.decision, is_safe: result.is_safe, confidence: result.confidence, nonMatches: lastFrozenList, bytes };
+
+  /**
+   * The answer as the bytes to send. Most answers a busy agent gets are the same as the one
+   * before (allow, with the same frozen non-matches: see #listJson), and that answer's bytes
+   * are kept and sent again. A string answer would be concatenated, measured for its
+   * Content-Length and encoded to UTF-8 by Node on every request: about 1.4 KB each time
+   * for ten controls in scope.
+   */
+  answer(result: EvaluationResult): Buffer {
+    const repeatable = result.matches.length === 0 && result.errors.length === 0 && result.steering_context === null;
+    const last = this.#lastAnswer;
+    if (
+      repeatable &&
+      last !== null &&
+      result.decision === last.decision &&
+      result.is_safe === last.is_safe &&
+      result.confidence === last.confidence &&
+      sameEntries(result.non_matches, last.nonMatches)
+    ) {
+      return last.bytes;
+    }
+    const bytes = Buffer.from(this.json(result), 'utf8');
+    // Only an answer made of frozen entries is known to read the same next time.
+    if (repeatable && sameEntries(result.non_matches, this.#lastFrozenList)) {
+      this.#lastAnswer = { decision: result.decision, is_safe: result.is_safe, confidence: result.confidence, nonMatches: this.#lastFrozenList, bytes };
+    }
+    return bytes;
   }
-  return bytes;
+
+  #listJson(list: readonly ControlMatch[]): string {
+    if (list.length === 0) return '[]';
+    if (sameEntries(list, this.#lastFrozenList)) return this.#lastFrozenText;
+    const text = `[${list.map((m) => this.#entryJson(m)).join(',')}]`;
+    if (list.every((m) => this.#frozenText.has(m))) {
+      this.#lastFrozenList = list.slice();
+      this.#lastFrozenText = text;
+    }
+    return text;
+  }
+
+  #entryJson(m: ControlMatch): string {
+    // Only an entry that can never change may be answered from the cache.
+    const cacheable = Object.isFrozen(m) && Object.isFrozen(m.result);
+    if (cacheable) {
+      const known = this.#frozenText.get(m);
+      if (known !== undefined) return known;
+    }
+    const text = entryJson(m);
+    if (cacheable) this.#frozenText.set(m, text);
+    return text;
+  }
 }
 
 interface RepeatedAnswer {
@@ -55,29 +95,6 @@ interface RepeatedAnswer {
   nonMatches: readonly ControlMatch[];
   bytes: Buffer;
 }
-let lastAnswer: RepeatedAnswer | null = null;
-
-/** Texts of frozen entries; weak, so compiled sets that are dropped take theirs along. */
-const frozenText = new WeakMap<ControlMatch, string>();
-
-/**
- * The last list answered entirely from frozen entries, and its text. A busy agent sends
- * the same step shape over and over, so its non-matches are usually the same entries in
- * the same order as last time: comparing ten references beats joining ten texts.
- */
-let lastFrozenList: readonly ControlMatch[] = [];
-let lastFrozenText = '[]';
-
-function listJson(list: readonly ControlMatch[]): string {
-  if (list.length === 0) return '[]';
-  if (sameEntries(list, lastFrozenList)) return lastFrozenText;
-  const text = joinedJson(list);
-  if (list.every((m) => frozenText.has(m))) {
-    lastFrozenList = list.slice();
-    lastFrozenText = text;
-  }
-  return text;
-}
 
 function sameEntries(a: readonly ControlMatch[], b: readonly ControlMatch[]): boolean {
   if (a.length !== b.length) return false;
@@ -85,17 +102,7 @@ function sameEntries(a: readonly ControlMatch[], b: readonly ControlMatch[]): bo
   return true;
 }
 
-function joinedJson(list: readonly ControlMatch[]): string {
-  return `[${list.map(entryJson).join(',')}]`;
-}
-
 function entryJson(m: ControlMatch): string {
-  // Only an entry that can never change may be answered from the cache.
-  const cacheable = Object.isFrozen(m) && Object.isFrozen(m.result);
-  if (cacheable) {
-    const known = frozenText.get(m);
-    if (known !== undefined) return known;
-  }
   const parts = [
     `{"control_id":${numberJson(m.control_id)}`,
     `,"control_name":${JSON.stringify(m.control_name)}`,
@@ -107,9 +114,7 @@ function entryJson(m: ControlMatch): string {
   parts.push('}');
   // join makes one flat string: a cached text built with + would stay a tree of pieces,
   // several times its size, for as long as its control is compiled.
-  const text = parts.join('');
-  if (cacheable) frozenText.set(m, text);
-  return text;
+  return parts.join('');
 }
 
 function resultJson(r: ControlResult): string {

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { ControlMatch, EvaluationResult } from '../../src/model/index.js';
-import { evaluationAnswer, evaluationResultJson } from '../../src/server/result-json.js';
+import { AnswerWriter } from '../../src/server/result-json.js';
+
+// One app's writer, as routes/evaluation.ts makes it.
+const writer = new AnswerWriter();
+const evaluationResultJson = (r: EvaluationResult) => writer.json(r);
+const evaluationAnswer = (r: EvaluationResult) => writer.answer(r);
 
 const plain = (id: number): ControlMatch =>
   Object.freeze({ control_id: id, control_name: `c-${id}`, action: 'deny', result: Object.freeze({ matched: false, confidence: 1, message: null, metadata: null }) });

@@ -9,7 +9,7 @@ import {
 } from '../../model/index.js';
 import { traceIdsFromHeaders } from '../../observability/trace.js';
 import { parseOr422, type ServerContext } from '../context.js';
-import { evaluationAnswer } from '../result-json.js';
+import { AnswerWriter } from '../result-json.js';
 
 /**
  * `POST /api/v1/evaluation`: the hot path. The agent's compiled set comes from memory
@@ -18,6 +18,9 @@ import { evaluationAnswer } from '../result-json.js';
  */
 export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) => {
   const { controlSets, observability, config } = ctx;
+  // This app's memos of the hot path: the answer writer's, and the last agent name checked.
+  const answers = new AnswerWriter();
+  const validAgentName = agentNameChecker();
   const options = { execution: 'server', collectExecutions: observability !== undefined && config.observabilityEnabled } as const;
 
   // The request's JSON Schema, generated from the same zod schema, is checked by Fastify's
@@ -28,7 +31,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
   const schema = { body: requestSchema };
 
   app.post('/evaluation', { config: { access: 'read' }, schema, attachValidation: true }, async (request, reply) => {
-    const body = requestOf(request.body, request.validationError === undefined);
+    const body = requestOf(request.body, request.validationError === undefined, validAgentName);
     const set = controlSets.peek(body.agent_name) ?? (await controlSets.get(body.agent_name));
     const pending = evaluateStep(set, body.step, body.stage, options);
     const outcome: EvaluationOutcome = pending instanceof Promise ? await pending : pending;
@@ -48,12 +51,12 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
     }
     // Queues a reference only; redaction and the write happen on the recorder's timer.
     ctx.recorder?.record({ agent_name: body.agent_name, stage: body.stage, step: body.step, decision: outcome.result.decision });
-    return reply.type('application/json; charset=utf-8').send(evaluationAnswer(outcome.result));
+    return reply.type('application/json; charset=utf-8').send(answers.answer(outcome.result));
   });
 };
 
 /** The validated request: the fast path when the compiled schema passed, zod otherwise. */
-function requestOf(raw: unknown, passedSchema: boolean): EvaluationRequest {
+function requestOf(raw: unknown, passedSchema: boolean, validAgentName: (raw: string) => string | null): EvaluationRequest {
   if (passedSchema) {
     const fast = raw as EvaluationRequest;
     const agentName = validAgentName(fast.agent_name);
@@ -62,17 +65,20 @@ function requestOf(raw: unknown, passedSchema: boolean): EvaluationRequest {
   return parseOr422(EvaluationRequestSchema, raw, 'evaluation request');
 }
 
-// An agent sends its own name on every request, and a server mostly hears from a few
-// agents in turn: the last name checked is remembered, which saves a trim, a lowercase
-// and a regex test per request.
-let lastRawName: string | undefined;
-let lastValidName: string | null = null;
-
-/** The normalised agent name when it is valid, else null (zod then says why). */
-function validAgentName(raw: string): string | null {
-  if (raw === lastRawName) return lastValidName;
-  const name = normaliseAgentName(raw);
-  lastValidName = isValidAgentName(name) ? name : null;
-  lastRawName = raw;
-  return lastValidName;
+/**
+ * The normalised agent name when it is valid, else null (zod then says why). An agent
+ * sends its own name on every request, and a server mostly hears from a few agents in
+ * turn: the last name checked is remembered, which saves a trim, a lowercase and a regex
+ * test per request.
+ */
+function agentNameChecker(): (raw: string) => string | null {
+  let lastRawName: string | undefined;
+  let lastValidName: string | null = null;
+  return (raw) => {
+    if (raw === lastRawName) return lastValidName;
+    const name = normaliseAgentName(raw);
+    lastValidName = isValidAgentName(name) ? name : null;
+    lastRawName = raw;
+    return lastValidName;
+  };
 }
