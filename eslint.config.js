@@ -1,6 +1,8 @@
 // Lint holds the architecture lines of STYLE.md (docs/architecture.md): src/ never imports
 // cli/, each module of src/ imports only modules on lower floors, no import circles, and
 // the pure layers (engine, model, plan logic) never import I/O modules.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import js from '@eslint/js';
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
 import importX from 'eslint-plugin-import-x';
@@ -11,6 +13,18 @@ const ioModules = [
   'fs', 'node:fs', 'fs/promises', 'node:fs/promises', 'http', 'node:http', 'https', 'node:https',
   'net', 'node:net', 'child_process', 'node:child_process', 'better-sqlite3', 'pg', 'ink', 'chokidar', 'fastify',
 ];
+
+/**
+ * Modules whose header comment says they are pure ("PURE", "Pure", "is pure"): the rule
+ * below holds them to it, so a header can never claim what the code does not keep.
+ */
+const pureByHeader = readdirSync(join(import.meta.dirname, 'src'), { recursive: true, encoding: 'utf8' })
+  .filter((file) => /\.tsx?$/.test(file))
+  .map((file) => `src/${file}`)
+  .filter((file) => {
+    const header = /^\s*\/\*[\s\S]*?\*\//.exec(readFileSync(join(import.meta.dirname, file), 'utf8'))?.[0] ?? '';
+    return /\b(PURE|Pure)\b|\bis pure\b/.test(header);
+  });
 
 /**
  * The floors of src/, lowest first. A module may import modules on lower floors only
@@ -39,6 +53,33 @@ const floorZones = floors.slice(0, -1).flatMap((floor, level) =>
   }),
 );
 
+/**
+ * Tests that read response bodies loosely (test/server/helpers.ts `json()` returns what
+ * JSON.parse gives, `any`): each assertion states the shape it expects and fails on a
+ * wrong one. Only these files may use such values unchecked; source code never does.
+ */
+const looselyReadTests = [
+  'test/cli/output/diagnostics.test.ts',
+  'test/cli/output/plan.test.ts',
+  'test/client/event-stream.test.ts',
+  'test/e2e/gitops.test.ts',
+  'test/observability/endpoints.test.ts',
+  'test/observability/metrics-endpoint.test.ts',
+  'test/observability/stream.test.ts',
+  'test/replicas/outage.test.ts',
+  'test/server/agents.test.ts',
+  'test/server/auth.test.ts',
+  'test/server/bad-input.test.ts',
+  'test/server/changes.test.ts',
+  'test/server/controls.test.ts',
+  'test/server/evaluation.test.ts',
+  'test/server/helpers.ts',
+  'test/server/logging.test.ts',
+  'test/server/openapi.test.ts',
+  'test/server/result-json.test.ts',
+  'test/server/shared-controls.test.ts',
+];
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'schema/**', 'examples/**/*.js', 'scripts/**', 'scratch/**'] },
   js.configs.recommended,
@@ -53,11 +94,6 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
       '@typescript-eslint/require-await': 'off',
-      '@typescript-eslint/no-unsafe-assignment': 'off',
-      '@typescript-eslint/no-unsafe-member-access': 'off',
-      '@typescript-eslint/no-unsafe-argument': 'off',
-      '@typescript-eslint/no-unsafe-return': 'off',
-      '@typescript-eslint/no-unsafe-call': 'off',
     },
   },
   {
@@ -81,7 +117,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/engine/**/*.ts', 'src/model/**/*.ts', 'src/gitops/plan*.ts', 'src/gitops/load*.ts', 'src/gitops/diagnostics*.ts'],
+    files: ['src/engine/**/*.ts', 'src/model/**/*.ts', 'src/gitops/plan*.ts', 'src/gitops/load*.ts', 'src/gitops/diagnostics*.ts', ...pureByHeader],
     rules: {
       'no-restricted-imports': ['error', { paths: ioModules.map((name) => ({ name, message: 'this layer is pure: no I/O' })) }],
     },
@@ -89,6 +125,16 @@ export default tseslint.config(
   {
     files: ['**/*.js', '**/*.mjs'],
     extends: [tseslint.configs.disableTypeChecked],
+  },
+  {
+    files: looselyReadTests,
+    rules: {
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/no-unsafe-return': 'off',
+      '@typescript-eslint/no-unsafe-call': 'off',
+    },
   },
   {
     files: ['test/**/*.ts', 'test/**/*.tsx', 'bench/**/*.ts'],

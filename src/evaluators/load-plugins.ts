@@ -103,7 +103,8 @@ async function definitionsOf(mod: unknown, where: string, context: PluginContext
     if (typeof exported === 'object' && exported !== null) return [exported];
     throw new Error(`evaluator plugin ${where}: the export must be an array of evaluator definitions`);
   }
-  return exported;
+  // Each entry is checked by problemOf before it is registered.
+  return exported as unknown[];
 }
 
 /** What is wrong with a would-be definition, or null. */

@@ -83,9 +83,9 @@ export function createMetrics(opts: MetricsOptions): GuardMetrics {
   const httpChildren = new Map<string, Map<string, Map<number, HttpChild>>>();
   const httpChild = (method: string, route: string, status: number): HttpChild => {
     let byMethod = httpChildren.get(route);
-    if (!byMethod) httpChildren.set(route, (byMethod = new Map()));
+    if (!byMethod) httpChildren.set(route, (byMethod = new Map<string, Map<number, HttpChild>>()));
     let byStatus = byMethod.get(method);
-    if (!byStatus) byMethod.set(method, (byStatus = new Map()));
+    if (!byStatus) byMethod.set(method, (byStatus = new Map<number, HttpChild>()));
     let child = byStatus.get(status);
     if (!child) {
       const code = String(status);
