@@ -5,10 +5,8 @@
  * shared by the CLI, the SDK and the dashboard.
  */
 import type { z } from 'zod';
-import { ApiError, type ProblemBody } from '../errors.js';
 import {
   ControlRecordSchema,
-  fieldIssuesOf,
   type AgentPatch,
   type AgentRecord,
   type ChangeBody,
@@ -22,8 +20,9 @@ import {
   type Step,
   AgentRecordSchema,
 } from '../model/index.js';
-import { ConnectionError, ResponseShapeError } from './errors.js';
+import { ResponseShapeError } from './errors.js';
 import { RecordingPageSchema, type RecordingPage } from './schemas.js';
+import { Transport, type GuardClientOptions, type RequestSpec } from './transport.js';
 import {
   AckSchema,
   AgentControlsSchema,
@@ -60,20 +59,7 @@ import {
   type InitAgentResult,
 } from './schemas.js';
 
-export const DEFAULT_TIMEOUT_MS = 30_000;
-
-export interface GuardClientOptions {
-  /** Base address, for example `http://127.0.0.1:8000` (a trailing slash is fine). */
-  serverUrl: string;
-  /** Sent as `X-API-Key` when set. */
-  apiKey?: string | undefined;
-  /** Bound on each request, connection to last body byte. Default 30000 (SPEC section 8). */
-  timeoutMs?: number | undefined;
-  /** A fetch implementation; defaults to the global one. */
-  fetch?: typeof fetch | undefined;
-  /** Extra headers on every request (for example `traceparent`). */
-  headers?: Record<string, string> | undefined;
-}
+export { DEFAULT_TIMEOUT_MS, type GuardClientOptions } from './transport.js';
 
 /** `PUT /controls`: the same fields as a create_control change's control. */
 export type NewControlBody = Extract<ChangeBody, { op: 'create_control' }>['control'];
@@ -118,42 +104,22 @@ export interface StatsParams {
   time_range?: string;
 }
 
-type Query = Record<string, string | number | boolean | undefined>;
-
-interface RequestSpec<S extends z.ZodType> {
-  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-  /** Path below the base URL, already encoded, for example `/api/v1/controls/3`. */
-  path: string;
-  /** Method and path as documented (`GET /controls/{control_id}`), for error messages. */
-  endpoint: string;
-  query?: Query;
-  body?: unknown;
-  schema: S;
-  headers?: Record<string, string>;
-}
-
 const API = '/api/v1';
 const enc = encodeURIComponent;
 
 export class GuardClient {
   readonly serverUrl: string;
   readonly timeoutMs: number;
-  readonly #apiKey: string | undefined;
-  readonly #fetch: typeof fetch;
-  readonly #headers: Record<string, string>;
+  readonly #transport: Transport;
 
   constructor(options: GuardClientOptions) {
-    let base: URL;
-    try {
-      base = new URL(options.serverUrl);
-    } catch {
-      throw new ConnectionError('GET', options.serverUrl, 'EINVALIDURL', 'not a valid URL');
-    }
-    this.serverUrl = base.href.replace(/\/+$/, '');
-    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.#apiKey = options.apiKey || undefined;
-    this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
-    this.#headers = { ...options.headers };
+    this.#transport = new Transport(options);
+    this.serverUrl = this.#transport.serverUrl;
+    this.timeoutMs = this.#transport.timeoutMs;
+  }
+
+  #request<S extends z.ZodType>(spec: RequestSpec<S>): Promise<z.infer<S>> {
+    return this.#transport.request(spec);
   }
 
   // ---- system ----
@@ -189,7 +155,7 @@ export class GuardClient {
       if (!page.pagination.has_more || next === null) return all;
       // A server that hands back the same cursor would loop forever; name it instead.
       if (next === cursor) {
-        throw new ResponseShapeError('GET /controls', this.#url(`${API}/controls`), `next_cursor ${next} does not advance`);
+        throw new ResponseShapeError('GET /controls', this.#transport.url(`${API}/controls`), `next_cursor ${next} does not advance`);
       }
       cursor = next;
     }
@@ -359,108 +325,4 @@ export class GuardClient {
     });
   }
 
-  // ---- transport ----
-
-  #url(path: string, query?: Query): string {
-    let url = this.serverUrl + path;
-    if (query) {
-      const params = new URLSearchParams();
-      for (const [key, value] of Object.entries(query)) if (value !== undefined) params.set(key, String(value));
-      const text = params.toString();
-      if (text) url += `?${text}`;
-    }
-    return url;
-  }
-
-  async #request<S extends z.ZodType>(spec: RequestSpec<S>): Promise<z.infer<S>> {
-    const url = this.#url(spec.path, spec.query);
-    const headers: Record<string, string> = { accept: 'application/json', ...this.#headers, ...spec.headers };
-    if (spec.body !== undefined) headers['content-type'] = 'application/json';
-    if (this.#apiKey) headers['x-api-key'] = this.#apiKey;
-    // One signal bounds the whole exchange: connecting, headers and reading the body.
-    const signal = AbortSignal.timeout(this.timeoutMs);
-
-    let response: Response;
-    try {
-      response = await this.#fetch(url, {
-        method: spec.method,
-        headers,
-        body: spec.body === undefined ? undefined : JSON.stringify(spec.body),
-        signal,
-      });
-    } catch (error) {
-      throw this.#connectionError(spec.method, url, error);
-    }
-
-    let text: string;
-    try {
-      text = await response.text();
-    } catch (error) {
-      if (isTimeout(error)) throw this.#connectionError(spec.method, url, error);
-      throw new ResponseShapeError(
-        spec.endpoint, url, `the body was cut off (${describeCause(error).reason})`,
-      );
-    }
-
-    if (!response.ok) throw new ApiError(response.status, parseProblem(text), spec.method, url);
-
-    const endpoint = spec.endpoint;
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      const type = response.headers.get('content-type') ?? 'no content-type';
-      throw new ResponseShapeError(endpoint, url, `the body is not JSON (${type}, ${text.length} bytes: ${preview(text)})`);
-    }
-    const parsed = spec.schema.safeParse(json);
-    if (!parsed.success) {
-      const issues = fieldIssuesOf(parsed.error).slice(0, 3);
-      const what = issues.map((i) => `${i.field || '(body)'}: ${i.message}`).join('; ');
-      throw new ResponseShapeError(endpoint, url, `the JSON has the wrong shape (${what})`);
-    }
-    return parsed.data;
-  }
-
-  #connectionError(method: string, url: string, error: unknown): ConnectionError {
-    if (isTimeout(error)) {
-      return new ConnectionError(method, url, 'TIMEOUT', `no answer within ${this.timeoutMs} ms`, { cause: error });
-    }
-    const { code, reason } = describeCause(error);
-    return new ConnectionError(method, url, code, reason, { cause: error });
-  }
-}
-
-function isTimeout(error: unknown): boolean {
-  return error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
-}
-
-/** undici wraps the system error: `TypeError('fetch failed', {cause: {code: 'ECONNREFUSED'}})`. */
-function describeCause(error: unknown): { code: string; reason: string } {
-  let current: unknown = error;
-  for (let depth = 0; depth < 5 && current; depth++) {
-    const c = current as { code?: unknown; message?: unknown; cause?: unknown };
-    if (typeof c.code === 'string' && c.code) {
-      const message = typeof c.message === 'string' ? c.message : c.code;
-      return { code: c.code, reason: message.includes(c.code) ? message : `${c.code} ${message}` };
-    }
-    current = c.cause;
-  }
-  const message = error instanceof Error ? error.message : String(error);
-  return { code: 'ENETWORK', reason: message };
-}
-
-function parseProblem(text: string): ProblemBody | null {
-  try {
-    const value: unknown = JSON.parse(text);
-    if (value && typeof value === 'object' && !Array.isArray(value)) return value;
-  } catch {
-    // Not JSON (a proxy's HTML error page, for instance): the status alone is reported.
-  }
-  return null;
-}
-
-function preview(text: string): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  if (flat === '') return 'empty';
-  return JSON.stringify(flat.length > 60 ? `${flat.slice(0, 60)}...` : flat);
 }

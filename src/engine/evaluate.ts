@@ -8,7 +8,8 @@ import type { OnError } from '../model/index.js';
 import type { EvaluatorOutcome } from '../evaluators/types.js';
 import { textOf, truncate } from '../evaluators/text.js';
 import type { ControlExecution, EvaluateOptions, EvaluationOutcome } from './api.js';
-import { NodeKind, type CompiledControl, type CompiledLeaf, type CompiledNode } from './build-control.js';
+import { NodeKind, type CompiledControl } from './build-control.js';
+import { evalNode, isThenable, LeafFailure, messageOf, NOTHING, type Pending, type Verdict } from './conditions.js';
 import type { CompiledControlSet } from './compile.js';
 import { clearedByScan, scanGroupsOf, type Clock } from './scan-groups.js';
 import { selectValue, StepView } from './select.js';
@@ -24,25 +25,6 @@ const EXCERPT_MAX = 200;
  * 37 ns against 8 ns to sum ten elements), several hundred instructions per evaluation.
  */
 const NO_CANDIDATES: readonly CompiledControl[] = [];
-const NOTHING: EvaluatorOutcome = Object.freeze({ matched: false, confidence: 1, message: null, metadata: null });
-
-type Pending<T> = T | Promise<T>;
-
-/** What a condition tree (or a leaf on the detailed path) produced, with the value it looked at. */
-interface Verdict {
-  outcome: EvaluatorOutcome;
-  value: unknown;
-}
-
-/** An evaluator failure inside a condition tree, carrying the failing leaf's on_error. */
-class LeafFailure extends Error {
-  constructor(
-    override readonly cause: unknown,
-    readonly onError: OnError | undefined,
-  ) {
-    super(messageOf(cause));
-  }
-}
 
 export function evaluateStep(
   set: CompiledControlSet,
@@ -239,94 +221,6 @@ function executionOf(c: CompiledControl, m: ControlMatch, value: unknown, durati
   };
 }
 
-function evalLeaf(leaf: CompiledLeaf, view: StepView): Pending<Verdict> {
-  const value = selectValue(leaf.selector, view);
-  if (value === undefined) return { outcome: NOTHING, value };
-  const out = leaf.check(value, view.memo);
-  return isThenable(out) ? out.then((o) => ({ outcome: o, value })) : { outcome: out, value };
-}
-
-/** Condition trees: and/or short-circuit in order, not inverts. Leaf errors abort the tree. */
-function evalNode(node: CompiledNode, view: StepView): Pending<Verdict> {
-  switch (node.kind) {
-    case NodeKind.Leaf: {
-      let v: Pending<Verdict>;
-      try {
-        v = evalLeaf(node, view);
-      } catch (err) {
-        throw new LeafFailure(err, node.onError);
-      }
-      if (isThenable(v)) {
-        return v.then(undefined, (err: unknown) => {
-          throw new LeafFailure(err, node.onError);
-        });
-      }
-      return v;
-    }
-    case NodeKind.Not: {
-      const v = evalNode(node.child, view);
-      return isThenable(v) ? v.then(negate) : negate(v);
-    }
-    case NodeKind.And:
-    case NodeKind.Or:
-      return evalList(node.kind === NodeKind.And, node.children, 0, view, []);
-  }
-}
-
-function evalList(
-  isAnd: boolean,
-  children: readonly CompiledNode[],
-  from: number,
-  view: StepView,
-  matched: Verdict[],
-): Pending<Verdict> {
-  for (let i = from; i < children.length; i++) {
-    const v = evalNode(children[i]!, view);
-    if (isThenable(v)) {
-      return v.then((r) => settle(isAnd, r, matched) ?? evalList(isAnd, children, i + 1, view, matched));
-    }
-    const done = settle(isAnd, v, matched);
-    if (done) return done;
-  }
-  return finish(isAnd, matched);
-}
-
-/** Returns the list's verdict when this child decides it (and: a non-match; or: a match). */
-function settle(isAnd: boolean, v: Verdict, matched: Verdict[]): Verdict | undefined {
-  if (isAnd) {
-    if (!v.outcome.matched) return { outcome: NOTHING, value: undefined };
-    matched.push(v);
-    return undefined;
-  }
-  return v.outcome.matched ? v : undefined;
-}
-
-function finish(isAnd: boolean, matched: Verdict[]): Verdict {
-  if (!isAnd) return { outcome: NOTHING, value: undefined };
-  const messages = matched.map((m) => m.outcome.message).filter((m): m is string => typeof m === 'string' && m !== '');
-  return {
-    outcome: {
-      matched: true,
-      confidence: Math.min(...matched.map((m) => m.outcome.confidence)),
-      message: messages.length > 0 ? messages.join('; ') : null,
-      metadata: null,
-    },
-    value: matched[0]?.value,
-  };
-}
-
-function negate(v: Verdict): Verdict {
-  return {
-    outcome: {
-      matched: !v.outcome.matched,
-      confidence: v.outcome.confidence,
-      message: v.outcome.matched ? null : 'negated condition did not match',
-      metadata: null,
-    },
-    value: v.value,
-  };
-}
-
 function onErrorOf(c: CompiledControl, err: unknown): OnError {
   return (err instanceof LeafFailure ? err.onError : undefined) ?? c.onError;
 }
@@ -366,11 +260,6 @@ function errorOf(c: CompiledControl, onError: OnError, err: unknown): ControlMat
   };
   if (matched && c.steering_context !== null) m.steering_context = c.steering_context;
   return m;
-}
-
-function messageOf(err: unknown): string {
-  const text = err instanceof Error ? err.message : String(err);
-  return truncate(text === '' ? 'evaluator failed' : text, 1000);
 }
 
 /** SPEC section 1: deny wins, then steer; allow, warn and log never block. */
@@ -413,8 +302,4 @@ function decide(records: ControlMatch[]): EvaluationResult {
 /** Records as promises, for Promise.all once some evaluator went asynchronous. */
 function settled(r: Pending<ControlMatch>): Promise<ControlMatch> {
   return Promise.resolve(r);
-}
-
-function isThenable<T>(value: Pending<T>): value is Promise<T> {
-  return typeof (value as { then?: unknown }).then === 'function';
 }

@@ -17,11 +17,14 @@ import {
 } from '../model/index.js';
 import type { Diagnostic } from './diagnostics.js';
 import { sortDiagnostics } from './diagnostics.js';
-import { classifyIssue, closestName, hintFor } from './hints.js';
+import { classifyIssue, hintFor } from './hints.js';
 import { locateField, parseFieldPath, spanOfOffsets, type Span } from './positions.js';
 import { allowedKeysAt } from './schema-keys.js';
+import { diag, firstLine, locatorOf, startOf, type DocContext, type SourceLocation } from './load-context.js';
+import { checkCrossFile, type SeenAgent, type SeenControl } from './load-rules.js';
 
 export type { Span };
+export type { SourceLocation } from './load-context.js';
 
 export interface SourceFile {
   /** Path shown in diagnostics, relative to the directory being loaded. */
@@ -29,11 +32,6 @@ export interface SourceFile {
   text: string;
 }
 
-export interface SourceLocation {
-  file: string;
-  line: number;
-  column: number;
-}
 
 export interface LoadedControl {
   name: string;
@@ -82,22 +80,11 @@ export interface LoadOptions {
 
 export const KINDS = ['Control', 'Agent', 'Test'] as const;
 
-/** What a parsed document knows about where its parts are. */
-interface DocContext {
-  file: string;
-  doc: Document;
-  lineCounter: LineCounter;
-}
-
-interface ControlSeen {
-  name: string;
-  ctx: DocContext;
-  enabled: boolean;
+interface ControlSeen extends SeenControl {
   valid: LoadedControl | null;
 }
 
-interface AgentSeen {
-  ctx: DocContext;
+interface AgentSeen extends SeenAgent {
   agent: LoadedAgent;
 }
 
@@ -124,9 +111,7 @@ export function loadDocuments(files: readonly SourceFile[], options: LoadOptions
     }
   }
 
-  checkDuplicateControls(controls, diagnostics);
-  checkDuplicateAgents(agents, diagnostics);
-  checkLinks(controls, agents, diagnostics);
+  checkCrossFile(controls, agents, diagnostics);
 
   const firstByName = new Map<string, LoadedControl>();
   for (const c of controls) if (c.valid && !firstByName.has(c.name)) firstByName.set(c.name, c.valid);
@@ -301,131 +286,4 @@ function issueDiagnostic(ctx: DocContext, raw: FieldIssue, schema: z.ZodType, ev
     ...diag(ctx, 'error', path, code === 'unknown_field', code, message),
     hint: hintFor(code, issue.field, issue.message, { allowedKeys, evaluators }),
   };
-}
-
-// ---- cross-file --------------------------------------------------------------------
-
-function checkDuplicateControls(controls: ControlSeen[], out: Diagnostic[]): void {
-  const first = new Map<string, ControlSeen>();
-  for (const c of controls) {
-    const earlier = first.get(c.name);
-    if (!earlier) {
-      first.set(c.name, c);
-      continue;
-    }
-    const here = where(c.ctx, ['name']);
-    const there = where(earlier.ctx, ['name']);
-    out.push({
-      ...diag(c.ctx, 'error', ['name'], false, 'duplicate_control', `control "${c.name}" is defined twice: at ${there} and at ${here}`),
-      hint: `control names are the key guardctl syncs by; rename one of them or delete the copy at ${here}`,
-    });
-  }
-}
-
-function checkDuplicateAgents(agents: AgentSeen[], out: Diagnostic[]): void {
-  const first = new Map<string, AgentSeen>();
-  for (const a of agents) {
-    const earlier = first.get(a.agent.agent_name);
-    if (!earlier) {
-      first.set(a.agent.agent_name, a);
-      continue;
-    }
-    const here = where(a.ctx, ['agent_name']);
-    const there = where(earlier.ctx, ['agent_name']);
-    out.push({
-      ...diag(a.ctx, 'error', ['agent_name'], false, 'duplicate_agent', `agent "${a.agent.agent_name}" is defined twice: at ${there} and at ${here}`),
-      hint: 'agent names are compared lowercased; keep one document per agent and merge their controls lists',
-    });
-  }
-}
-
-function checkLinks(controls: ControlSeen[], agents: AgentSeen[], out: Diagnostic[]): void {
-  const declared = new Map<string, ControlSeen>();
-  for (const c of controls) if (!declared.has(c.name)) declared.set(c.name, c);
-  const linkedBy = new Map<string, string[]>();
-  const seenAgents = new Set<string>();
-  for (const { ctx, agent } of agents) {
-    if (seenAgents.has(agent.agent_name)) continue;
-    seenAgents.add(agent.agent_name);
-    const inThisAgent = new Set<string>();
-    agent.controls.forEach((name, index) => {
-      if (inThisAgent.has(name)) {
-        out.push(diag(ctx, 'warning', ['controls', index], false, 'duplicate_link', `control "${name}" is listed twice for agent "${agent.agent_name}"`));
-        return;
-      }
-      inThisAgent.add(name);
-      if (!declared.has(name)) {
-        const guess = closestName(name, [...declared.keys()]);
-        out.push({
-          ...diag(ctx, 'error', ['controls', index], false, 'dangling_link', `agent "${agent.agent_name}" links control "${name}", which no file defines`),
-          hint: guess
-            ? `did you mean "${guess}"? Otherwise add a kind: Control document named "${name}" or remove the link`
-            : `add a kind: Control document named "${name}" or remove the link`,
-        });
-        return;
-      }
-      const list = linkedBy.get(name) ?? [];
-      list.push(agent.agent_name);
-      linkedBy.set(name, list);
-    });
-  }
-  for (const [name, c] of declared) {
-    const by = linkedBy.get(name);
-    if (!by) {
-      out.push(diag(c.ctx, 'warning', ['name'], false, 'unlinked_control', `control "${name}" is linked to no agent, so it never runs`));
-    } else if (!c.enabled) {
-      out.push({
-        ...diag(c.ctx, 'warning', ['enabled'], false, 'disabled_linked', `control "${name}" is disabled but still linked to ${by.map((a) => `"${a}"`).join(', ')}`),
-      });
-    }
-  }
-}
-
-// ---- helpers -----------------------------------------------------------------------
-
-function diag(
-  ctx: DocContext,
-  severity: Diagnostic['severity'],
-  path: ReadonlyArray<string | number>,
-  atKey: boolean,
-  code: string,
-  message: string,
-): Diagnostic {
-  const span: Span = locateField(ctx.doc, ctx.lineCounter, path, atKey);
-  return {
-    severity,
-    file: ctx.file,
-    line: span.line,
-    column: span.column,
-    endLine: span.endLine,
-    endColumn: span.endColumn,
-    field: pathString(path),
-    message,
-    hint: hintFor(code, pathString(path)),
-    code,
-  };
-}
-
-function pathString(path: ReadonlyArray<string | number>): string {
-  let out = '';
-  for (const key of path) out += typeof key === 'number' ? `[${key}]` : out === '' ? key : `.${key}`;
-  return out;
-}
-
-function where(ctx: DocContext, path: Array<string | number>): string {
-  const span = locateField(ctx.doc, ctx.lineCounter, path);
-  return `${ctx.file}:${span.line}:${span.column}`;
-}
-
-function locatorOf(ctx: DocContext): (field: string, atKey?: boolean) => Span {
-  return (field, atKey = false) => locateField(ctx.doc, ctx.lineCounter, parseFieldPath(field), atKey);
-}
-
-function startOf(ctx: DocContext): SourceLocation {
-  const span = locateField(ctx.doc, ctx.lineCounter, []);
-  return { file: ctx.file, line: span.line, column: span.column };
-}
-
-function firstLine(text: string): string {
-  return text.split('\n')[0] ?? text;
 }

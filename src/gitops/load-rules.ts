@@ -1,0 +1,102 @@
+/**
+ * PURE: the loader's cross-file rules, run once every document is read: a control or
+ * agent defined twice, a link to a control no file defines, a control linked twice, a
+ * control that is linked to no agent or disabled while linked.
+ */
+import type { Diagnostic } from './diagnostics.js';
+import { closestName } from './hints.js';
+import { diag, where, type DocContext } from './load-context.js';
+
+export interface SeenControl {
+  name: string;
+  ctx: DocContext;
+  enabled: boolean;
+}
+
+export interface SeenAgent {
+  ctx: DocContext;
+  agent: { agent_name: string; controls: readonly string[] };
+}
+
+export function checkCrossFile(controls: readonly SeenControl[], agents: readonly SeenAgent[], out: Diagnostic[]): void {
+  checkDuplicateControls(controls, out);
+  checkDuplicateAgents(agents, out);
+  checkLinks(controls, agents, out);
+}
+
+function checkDuplicateControls(controls: readonly SeenControl[], out: Diagnostic[]): void {
+  const first = new Map<string, SeenControl>();
+  for (const c of controls) {
+    const earlier = first.get(c.name);
+    if (!earlier) {
+      first.set(c.name, c);
+      continue;
+    }
+    const here = where(c.ctx, ['name']);
+    const there = where(earlier.ctx, ['name']);
+    out.push({
+      ...diag(c.ctx, 'error', ['name'], false, 'duplicate_control', `control "${c.name}" is defined twice: at ${there} and at ${here}`),
+      hint: `control names are the key guardctl syncs by; rename one of them or delete the copy at ${here}`,
+    });
+  }
+}
+
+function checkDuplicateAgents(agents: readonly SeenAgent[], out: Diagnostic[]): void {
+  const first = new Map<string, SeenAgent>();
+  for (const a of agents) {
+    const earlier = first.get(a.agent.agent_name);
+    if (!earlier) {
+      first.set(a.agent.agent_name, a);
+      continue;
+    }
+    const here = where(a.ctx, ['agent_name']);
+    const there = where(earlier.ctx, ['agent_name']);
+    out.push({
+      ...diag(a.ctx, 'error', ['agent_name'], false, 'duplicate_agent', `agent "${a.agent.agent_name}" is defined twice: at ${there} and at ${here}`),
+      hint: 'agent names are compared lowercased; keep one document per agent and merge their controls lists',
+    });
+  }
+}
+
+function checkLinks(controls: readonly SeenControl[], agents: readonly SeenAgent[], out: Diagnostic[]): void {
+  const declared = new Map<string, SeenControl>();
+  for (const c of controls) if (!declared.has(c.name)) declared.set(c.name, c);
+  const linkedBy = new Map<string, string[]>();
+  const seenAgents = new Set<string>();
+  for (const { ctx, agent } of agents) {
+    if (seenAgents.has(agent.agent_name)) continue;
+    seenAgents.add(agent.agent_name);
+    const inThisAgent = new Set<string>();
+    agent.controls.forEach((name, index) => {
+      if (inThisAgent.has(name)) {
+        out.push(diag(ctx, 'warning', ['controls', index], false, 'duplicate_link', `control "${name}" is listed twice for agent "${agent.agent_name}"`));
+        return;
+      }
+      inThisAgent.add(name);
+      if (!declared.has(name)) {
+        const guess = closestName(name, [...declared.keys()]);
+        out.push({
+          ...diag(ctx, 'error', ['controls', index], false, 'dangling_link', `agent "${agent.agent_name}" links control "${name}", which no file defines`),
+          hint: guess
+            ? `did you mean "${guess}"? Otherwise add a kind: Control document named "${name}" or remove the link`
+            : `add a kind: Control document named "${name}" or remove the link`,
+        });
+        return;
+      }
+      const list = linkedBy.get(name) ?? [];
+      list.push(agent.agent_name);
+      linkedBy.set(name, list);
+    });
+  }
+  for (const [name, c] of declared) {
+    const by = linkedBy.get(name);
+    if (!by) {
+      out.push(diag(c.ctx, 'warning', ['name'], false, 'unlinked_control', `control "${name}" is linked to no agent, so it never runs`));
+    } else if (!c.enabled) {
+      out.push({
+        ...diag(c.ctx, 'warning', ['enabled'], false, 'disabled_linked', `control "${name}" is disabled but still linked to ${by.map((a) => `"${a}"`).join(', ')}`),
+      });
+    }
+  }
+}
+
