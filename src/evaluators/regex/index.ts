@@ -1,15 +1,12 @@
 import { z } from 'zod';
+import { PatternTextSchema } from '../../model/index.js';
 import { ConfigError, type CompiledCheck, type EvaluatorDefinition, type EvaluatorOutcome, type ScanHint } from '../types.js';
 import { textOf, truncate } from '../text.js';
 import { mayMatch, prefilterOf } from './literals.js';
 import { compilePattern, stickyTwin, type CompiledPattern } from './re2.js';
 
 export const RegexConfigSchema = z.strictObject({
-  pattern: z
-    .string()
-    .min(1, 'pattern must not be empty')
-    .max(16_384)
-    .describe('Regular expression in RE2 syntax; inline flags such as (?i) are supported'),
+  pattern: PatternTextSchema.describe('Regular expression in RE2 syntax; inline flags such as (?i) are supported'),
 });
 export type RegexConfig = z.infer<typeof RegexConfigSchema>;
 
