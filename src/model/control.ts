@@ -127,6 +127,13 @@ const controlBodyShape = {
   description: z.string().max(4096).optional(),
   enabled: z.boolean().default(true),
   execution: z.enum(['server', 'sdk']).default('server'),
+  reveal_match: z
+    .boolean()
+    .optional()
+    .describe(
+      'Show the text this control matched in full in answers, events and excerpts. By default it is masked ' +
+        '(4111…1111): set true only for rules whose matches are not sensitive (docs/security.md).',
+    ),
   scope: ScopeSchema.default({}),
   selector: SelectorSchema.optional(),
   evaluator: EvaluatorSpecSchema.optional(),
