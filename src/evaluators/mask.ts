@@ -34,14 +34,7 @@ export function maskFoundIn(text: string, found: readonly string[]): string {
 
 /** A JSON value with maskFoundIn applied to every string in it (keys stay as they are). */
 export function maskFoundInJson(value: unknown, found: readonly string[]): unknown {
-  if (typeof value === 'string') return maskFoundIn(value, found);
-  if (Array.isArray(value)) return value.map((item) => maskFoundInJson(item, found));
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [key, inner] of Object.entries(value as Record<string, unknown>)) out[key] = maskFoundInJson(inner, found);
-    return out;
-  }
-  return value;
+  return mapStrings(value, (s) => maskFoundIn(s, found));
 }
 
 /**
@@ -50,11 +43,16 @@ export function maskFoundInJson(value: unknown, found: readonly string[]): unkno
  * their metadata without reporting it in `found` (short labels such as "high" are left).
  */
 export function maskEchoesInJson(value: unknown, text: string, minLength = 8): unknown {
-  if (typeof value === 'string') return value.length >= minLength && text.includes(value) ? maskMatch(value) : value;
-  if (Array.isArray(value)) return value.map((item) => maskEchoesInJson(item, text, minLength));
+  return mapStrings(value, (s) => (s.length >= minLength && text.includes(s) ? maskMatch(s) : s));
+}
+
+/** A copy of a JSON value with `map` applied to every string in it (keys stay as they are). */
+function mapStrings(value: unknown, map: (s: string) => string): unknown {
+  if (typeof value === 'string') return map(value);
+  if (Array.isArray(value)) return value.map((item) => mapStrings(item, map));
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [key, inner] of Object.entries(value as Record<string, unknown>)) out[key] = maskEchoesInJson(inner, text, minLength);
+    for (const [key, inner] of Object.entries(value as Record<string, unknown>)) out[key] = mapStrings(inner, map);
     return out;
   }
   return value;
