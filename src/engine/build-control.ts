@@ -45,6 +45,7 @@ export function buildControl(
 ): BuildResult {
   const issues: FieldIssue[] = [];
   const scope = data.scope ?? {};
+  const reveal = data.reveal_match === true;
 
   let nameRegex: CompiledPattern | null = null;
   if (scope.step_name_regex !== undefined) {
@@ -64,10 +65,10 @@ export function buildControl(
         message: `condition is nested ${depth} levels deep; the limit is ${MAX_CONDITION_DEPTH}`,
       });
     } else {
-      node = buildNode(data.condition, 'condition', registry, issues, parts);
+      node = buildNode(data.condition, 'condition', reveal, registry, issues, parts);
     }
   } else if (data.selector && data.evaluator) {
-    node = buildLeaf(data.selector.path, data.evaluator.name, data.evaluator.config ?? {}, '', registry, issues, parts);
+    node = buildLeaf(data.selector.path, data.evaluator.name, data.evaluator.config ?? {}, '', reveal, registry, issues, parts);
   } else {
     issues.push({ field: 'selector', code: 'invalid_type', message: 'a control needs selector+evaluator or a condition' });
   }
@@ -93,6 +94,7 @@ export function buildControl(
     onError,
     evaluatorName: first.evaluatorName,
     selectorPath: first.selector.path,
+    revealMatch: reveal,
     plainNonMatch: Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH }),
   });
   return { ok: true, control };
@@ -101,6 +103,7 @@ export function buildControl(
 function buildNode(
   cond: Condition,
   at: string,
+  reveal: boolean,
   registry: EvaluatorRegistry,
   issues: FieldIssue[],
   parts: CompileCache | undefined,
@@ -113,7 +116,7 @@ function buildNode(
       issues.push({ field: `${at}.${key}`, code: 'too_small', message: `${key} needs at least one condition` });
       return null;
     }
-    const children = list.map((c, i) => buildNode(c, `${at}.${key}[${i}]`, registry, issues, parts));
+    const children = list.map((c, i) => buildNode(c, `${at}.${key}[${i}]`, reveal, registry, issues, parts));
     if (children.some((c) => c === null)) return null;
     return Object.freeze({
       kind: isAnd ? NodeKind.And : NodeKind.Or,
@@ -121,10 +124,10 @@ function buildNode(
     });
   }
   if ('not' in cond) {
-    const child = buildNode(cond.not, `${at}.not`, registry, issues, parts);
+    const child = buildNode(cond.not, `${at}.not`, reveal, registry, issues, parts);
     return child === null ? null : Object.freeze({ kind: NodeKind.Not, child });
   }
-  return buildLeaf(cond.selector.path, cond.evaluator.name, cond.evaluator.config ?? {}, `${at}.`, registry, issues, parts);
+  return buildLeaf(cond.selector.path, cond.evaluator.name, cond.evaluator.config ?? {}, `${at}.`, reveal, registry, issues, parts);
 }
 
 function buildLeaf(
@@ -132,6 +135,7 @@ function buildLeaf(
   evaluatorName: string,
   config: unknown,
   prefix: string,
+  reveal: boolean,
   registry: EvaluatorRegistry,
   issues: FieldIssue[],
   parts: CompileCache | undefined,
@@ -151,6 +155,7 @@ function buildLeaf(
     check: compiled.compiled.check,
     evaluatorName,
     onError: compiled.compiled.onError,
+    reveal,
   });
 }
 

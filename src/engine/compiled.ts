@@ -17,6 +17,8 @@ export interface CompiledLeaf {
   readonly evaluatorName: string;
   /** The leaf's own `on_error`; undefined falls back to the control's. */
   readonly onError: OnError | undefined;
+  /** The control's reveal_match: what the leaf found is shown in full (engine/present.ts). */
+  readonly reveal: boolean;
 }
 
 export type CompiledNode =
@@ -41,6 +43,8 @@ export interface CompiledControl {
   /** First leaf's evaluator and selector, for observability. */
   readonly evaluatorName: string;
   readonly selectorPath: string;
+  /** reveal_match: messages and excerpts show what was matched in full, not masked. */
+  readonly revealMatch: boolean;
   /**
    * This control's record for an ordinary non-match (no score, message or metadata), which
    * says the same thing every time: most of an answer is non-matches, and one frozen

@@ -8,6 +8,7 @@ import type { OnError } from '../model/index.js';
 import type { EvaluatorOutcome } from '../evaluators/types.js';
 import { truncate } from '../evaluators/text.js';
 import { NodeKind, type CompiledLeaf, type CompiledNode } from './compiled.js';
+import { presentOutcome } from './present.js';
 import { selectValue, type StepView } from './select.js';
 
 /** What an evaluator says about a value it was not given (the selector found nothing). */
@@ -35,7 +36,13 @@ export function evalLeaf(leaf: CompiledLeaf, view: StepView): Pending<Verdict> {
   const value = selectValue(leaf.selector, view);
   if (value === undefined) return { outcome: NOTHING, value };
   const out = leaf.check(value, view.memo);
-  return isThenable(out) ? out.then((o) => ({ outcome: o, value })) : { outcome: out, value };
+  const shown = (o: EvaluatorOutcome): Verdict => ({ outcome: isPlain(o) ? o : presentOutcome(o, view.memo.text(value), leaf.reveal), value });
+  return isThenable(out) ? out.then(shown) : shown(out);
+}
+
+/** An outcome that says nothing beyond "no match": shown as the control's plain non-match. */
+export function isPlain(o: EvaluatorOutcome): boolean {
+  return o.matched !== true && o.confidence === 1 && o.message == null && o.metadata == null;
 }
 
 /** Condition trees: and/or short-circuit in order, not inverts. Leaf errors abort the tree. */
@@ -96,12 +103,14 @@ function settle(isAnd: boolean, v: Verdict, matched: Verdict[]): Verdict | undef
 function finish(isAnd: boolean, matched: Verdict[]): Verdict {
   if (!isAnd) return { outcome: NOTHING, value: undefined };
   const messages = matched.map((m) => m.outcome.message).filter((m): m is string => typeof m === 'string' && m !== '');
+  const found = matched.flatMap((m) => m.outcome.found ?? []);
   return {
     outcome: {
       matched: true,
       confidence: Math.min(...matched.map((m) => m.outcome.confidence)),
       message: messages.length > 0 ? messages.join('; ') : null,
       metadata: null,
+      found: found.length > 0 ? found : null,
     },
     value: matched[0]?.value,
   };
