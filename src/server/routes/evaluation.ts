@@ -27,7 +27,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
   // compiled validator: a fraction of zod's cost on the hot path. Only when it fails does
   // zod run, to produce the exact 422 (or accept what only zod's transforms allow).
   const { $schema: _unused, ...requestSchema } = z.toJSONSchema(EvaluationRequestSchema, { io: 'input', unrepresentable: 'any' });
-  // No response schema: the answer is written by evaluationAnswer (result-json.ts).
+  // No response schema: the answer is written by the AnswerWriter (result-json.ts).
   const schema = { body: requestSchema };
 
   app.post('/evaluation', { config: { access: 'read' }, schema, attachValidation: true }, async (request, reply) => {
