@@ -14,8 +14,7 @@
  */
 import type { ScanHint } from '../evaluators/types.js';
 import { mayMatchAny, mergePrefilters, type Prefilter } from '../evaluators/regex/literals.js';
-import { compilePatternSet, type CompiledPatternSet } from '../evaluators/regex/re2.js';
-import { OFFLOAD_MIN_BYTES } from '../evaluators/regex/search-pool.js';
+import { compilePatternSet, OFFLOAD_MIN_BYTES, type CompiledPatternSet } from '../evaluators/regex/re2.js';
 import { NodeKind, type CompiledControl } from './build-control.js';
 import { selectValue, type CompiledSelector, type StepView } from './select.js';
 // Imported rather than the global: see evaluate.ts.

@@ -7,7 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compileControls, evaluateStep } from '../../src/engine/index.js';
 import { createDefaultRegistry, regexEvaluator } from '../../src/evaluators/index.js';
-import { OFFLOAD_MIN_BYTES, SearchPool } from '../../src/evaluators/regex/search-pool.js';
+import { OFFLOAD_MIN_BYTES } from '../../src/evaluators/regex/re2.js';
+import { SearchPool } from '../../src/evaluators/regex/search-pool.js';
 import { TextMemo } from '../../src/evaluators/text.js';
 import { regexControl, toolStep } from '../engine/helpers.js';
 

@@ -3,8 +3,8 @@ import { PatternTextSchema } from '../../model/index.js';
 import { ConfigError, type CompiledCheck, type EvaluatorDefinition, type EvaluatorOutcome, type ScanHint } from '../types.js';
 import { textOf } from '../text.js';
 import { mayMatch, prefilterOf } from './literals.js';
-import { compilePattern, stickyTwin, type CompiledPattern } from './re2.js';
-import { OFFLOAD_MIN_BYTES, searchPool } from './search-pool.js';
+import { compilePattern, OFFLOAD_MIN_BYTES, stickyTwin, type CompiledPattern } from './re2.js';
+import { searchPool } from './search-pool.js';
 
 export const RegexConfigSchema = z.strictObject({
   pattern: PatternTextSchema.describe('Regular expression in RE2 syntax; inline flags such as (?i) are supported'),

@@ -2,7 +2,7 @@
  * Regex searches of long texts, run on worker threads. RE2's work is linear in the text,
  * and the program size limit (re2.ts) bounds its factor, but on a text of hundreds of KB the
  * worst pattern allowed still takes a good part of a second: on the event loop that would
- * hold every other request, /health included. Texts of OFFLOAD_MIN_BYTES or more are
+ * hold every other request, /health included. Texts of OFFLOAD_MIN_BYTES (re2.ts) or more are
  * therefore searched here, off the loop; shorter ones stay on it, where a call into RE2
  * costs microseconds and a round trip to a thread would cost more than the search.
  *
@@ -16,8 +16,6 @@ import { availableParallelism } from 'node:os';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
-/** Texts (as UTF-8 bytes) from this size on are searched off the event loop. */
-export const OFFLOAD_MIN_BYTES = 16 * 1024;
 /** A search still running after this is stopped and fails. */
 export const SEARCH_TIMEOUT_MS = 10_000;
 
