@@ -1,36 +1,95 @@
+import { stat } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { loadConfig, type ServerConfig } from '../../src/server/config.js';
+import { ConfigError, loadConfig, type ServerConfig } from '../../src/server/config.js';
 import { startServer } from '../../src/server/start.js';
+import { storeTargetOf } from '../../src/store/open-store.js';
+import { explainStartupError, type SettingSources } from '../startup-errors.js';
 
 export interface ServeOptions {
   host?: string;
   port?: string;
   db?: string;
   watch?: string;
+  logFormat?: string;
 }
 
-/** Flags override the environment; values are checked by loadConfig like the variables they replace. */
-export function serveConfigOf(options: ServeOptions, env: Record<string, string | undefined> = process.env): ServerConfig {
+type Env = Record<string, string | undefined>;
+
+/** The variable each flag stands for. */
+const FLAG_OF_VARIABLE: Record<string, { flag: string; option: keyof ServeOptions }> = {
+  HOST: { flag: '--host', option: 'host' },
+  PORT: { flag: '--port', option: 'port' },
+  DATABASE_URL: { flag: '--db', option: 'db' },
+  GUARD_LOG_FORMAT: { flag: '--log-format', option: 'logFormat' },
+};
+
+/**
+ * Flags override the environment; values are checked by loadConfig like the variables they
+ * replace, and a bad value is blamed on what the user typed (`--port`, not `PORT`).
+ */
+export function serveConfigOf(options: ServeOptions, env: Env = process.env): ServerConfig {
   const merged = { ...env };
   if (options.host !== undefined) merged.HOST = options.host;
   if (options.port !== undefined) merged.PORT = options.port;
+  if (options.logFormat !== undefined) merged.GUARD_LOG_FORMAT = options.logFormat;
   if (options.db !== undefined) {
     merged.DATABASE_URL = options.db;
     delete merged.DB_URL;
   }
-  return loadConfig(merged, { watchDir: options.watch ?? null });
+  try {
+    return loadConfig(merged, { watchDir: options.watch ?? null });
+  } catch (error) {
+    const byFlag = error instanceof ConfigError ? FLAG_OF_VARIABLE[error.setting] : undefined;
+    throw byFlag && options[byFlag.option] !== undefined ? (error as ConfigError).renamed(byFlag.flag) : error;
+  }
+}
+
+/** Which flag or variable gave the database, host and port (null: the default). */
+export function settingSourcesOf(options: ServeOptions, env: Env = process.env): SettingSources {
+  const set = (name: string) => (env[name]?.trim() ? name : null);
+  return {
+    database: options.db !== undefined ? '--db' : (set('DATABASE_URL') ?? set('DB_URL')),
+    host: options.host !== undefined ? '--host' : set('HOST'),
+    port: options.port !== undefined ? '--port' : set('PORT'),
+  };
 }
 
 export function registerServe(program: Command): void {
   program
     .command('serve')
     .description('Run the control server (SQLite under .guardctl/ unless DATABASE_URL or --db says otherwise)')
-    .option('--host <host>', 'listen address (HOST, default 0.0.0.0)')
+    .option('--host <host>', 'listen address (HOST, default 127.0.0.1: this machine only; 0.0.0.0 for every interface)')
     .option('--port <port>', 'listen port, 0 for any free port (PORT, default 8000)')
     .option('--db <url>', 'database: a SQLite file, :memory:, or postgres://... (DATABASE_URL / DB_URL)')
+    .option('--log-format <format>', 'log lines for people (human, the default) or JSON lines for a log collector (json) (GUARD_LOG_FORMAT)')
     .option('--watch <dir>', 'load a controls directory before listening and hot-reload it on change (its controls become read-only through the API; docs/hot-reload.md)')
     .action(async (options: ServeOptions) => {
-      // The server runs until SIGTERM/SIGINT; startServer's handlers close it cleanly.
-      await startServer(serveConfigOf(options));
+      const config = serveConfigOf(options);
+      const newDatabase = await newSqliteFileOf(config);
+      let handle;
+      try {
+        // The server runs until SIGTERM/SIGINT; startServer's handlers close it cleanly.
+        handle = await startServer(config);
+      } catch (error) {
+        throw await explainStartupError(error, { config, sources: settingSourcesOf(options) });
+      }
+      // A mistyped --db would otherwise look like a server that lost its controls.
+      if (newDatabase) handle.app.log.info({ database: newDatabase }, `created a new database file ${newDatabase}`);
+      if (!config.apiKeyEnabled && !isLoopback(config.host)) {
+        handle.app.log.warn(
+          `API keys are off and the server listens on ${config.host}: anyone who can reach it can change its controls; set GUARD_API_KEY_ENABLED=true with GUARD_ADMIN_API_KEYS, or listen on 127.0.0.1`,
+        );
+      }
     });
+}
+
+/** The SQLite file the server is about to create, or null (it exists, is :memory:, or is PostgreSQL). */
+async function newSqliteFileOf(config: ServerConfig): Promise<string | null> {
+  const target = storeTargetOf(config.databaseUrl);
+  if (target.kind !== 'sqlite' || target.path === ':memory:') return null;
+  return (await stat(target.path).then(() => true, () => false)) ? null : target.path;
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\./.test(host);
 }
