@@ -9,13 +9,16 @@ import { addConnectionOptions, clientOf, connectionOf, explainServerError, forma
 import { renderApplyJson, renderApplyText, progressPrinter } from '../output/apply.js';
 import { colors, shouldColor } from '../output/color.js';
 import { loadValidDirectory } from '../output/directory.js';
-import { addPlanOptions } from './plan.js';
+import { refusalOf } from '../../src/gitops/refusal.js';
+import { refusalGroupLines } from '../output/plan.js';
+import { addPlanOptions, planOptionsOf } from './plan.js';
 
 export interface ApplyCommandOptions extends ConnectionFlags {
   format: 'text' | 'json';
   prune?: boolean;
   force?: boolean;
   owner: string;
+  adopt?: string[];
 }
 
 export function registerApply(program: Command): void {
@@ -52,15 +55,12 @@ export async function runApply(target: string, options: ApplyCommandOptions): Pr
 
 async function freshPlan(dir: string, options: ApplyCommandOptions, connection: Connection): Promise<ServerPlan> {
   const loaded = await loadValidDirectory(dir, options.format);
-  const result = await withServer(connection, () =>
-    planAgainstServer(clientOf(connection), loaded, { prune: Boolean(options.prune), force: Boolean(options.force), owner: options.owner }),
-  );
-  if (result.plan.conflicts.length > 0) {
-    const names = result.plan.conflicts.map((c) => `"${c.name}" (${c.managed_by ?? 'made by hand'})`).join(', ');
-    throw new UserError(
-      `${result.plan.conflicts.length} control(s) of the same name exist on the server and are not owned by ${result.plan.managed_by}: ${names}; nothing was changed`,
-      'rename them in the directory, or run again with --force to take them over',
-    );
+  const result = await withServer(connection, () => planAgainstServer(clientOf(connection), loaded, planOptionsOf(options)));
+  const refusal = refusalOf(result.plan, { directory: dir, owner: options.owner, server: connection.explicit ? connection.serverUrl : null });
+  if (refusal) {
+    // Under `hint: `, each group's lines keep their indentation relative to one another.
+    const hint = refusalGroupLines(refusal).map((line) => line.slice(2)).join('\n      ');
+    throw new UserError(`apply refused: ${refusal.message}; nothing was changed`, hint);
   }
   return result;
 }

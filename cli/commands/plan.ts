@@ -3,7 +3,8 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { UserError } from '../../src/errors.js';
 import { planFileOf } from '../../src/gitops/plan-file.js';
-import { hasChanges } from '../../src/gitops/plan.js';
+import { hasChanges, type PlanOptions } from '../../src/gitops/plan.js';
+import { refusalOf } from '../../src/gitops/refusal.js';
 import { planAgainstServer } from '../../src/gitops/sync.js';
 import { addConnectionOptions, clientOf, connectionOf, formatOption, withServer, type ConnectionFlags } from '../options.js';
 import { colors, shouldColor } from '../output/color.js';
@@ -18,6 +19,7 @@ export interface PlanCommandOptions extends ConnectionFlags {
   prune?: boolean;
   force?: boolean;
   owner: string;
+  adopt?: string[];
   detailedExitcode?: boolean;
   out?: string;
   /** `true` for the server's recordings, or a JSON-lines file (docs/testing.md). */
@@ -29,7 +31,17 @@ export function addPlanOptions(command: Command): Command {
   return command
     .option('--prune', 'delete controls this directory owns but no longer defines')
     .option('--force', 'take over controls of the same name that someone else made')
-    .option('--owner <id>', 'owner id written to managed_by as gitops:<id>', parseOwner, 'default');
+    .option('--owner <id>', 'owner id written to managed_by as gitops:<id>', parseOwner, 'default')
+    .option('--adopt <id>', 'take over the controls of the same name owned by gitops:<id> (repeatable), e.g. --adopt default after a first apply without --owner', collectOwner, []);
+}
+
+function collectOwner(value: string, previous: string[]): string[] {
+  return [...previous, parseOwner(value)];
+}
+
+/** Plan options from the flags plan and apply share. */
+export function planOptionsOf(options: Pick<PlanCommandOptions, 'prune' | 'force' | 'owner' | 'adopt'>): PlanOptions {
+  return { prune: Boolean(options.prune), force: Boolean(options.force), owner: options.owner, adopt: options.adopt ?? [] };
 }
 
 /** Owner ids end up in managed_by and in messages: keep them short and printable. */
@@ -59,11 +71,11 @@ export async function runPlan(dir: string, options: PlanCommandOptions): Promise
   const loaded = await loadValidDirectory(dir, options.format);
   const connection = connectionOf(options);
   const client = clientOf(connection);
-  const result = await withServer(connection, () =>
-    planAgainstServer(client, loaded, { prune: Boolean(options.prune), force: Boolean(options.force), owner: options.owner }),
-  );
-  const ctx = { directory: dir, server: connection.serverUrl, fingerprint: result.fingerprint };
-  if (options.out) {
+  const result = await withServer(connection, () => planAgainstServer(client, loaded, planOptionsOf(options)));
+  const refusal = refusalOf(result.plan, { directory: dir, owner: options.owner, server: connection.explicit ? connection.serverUrl : null });
+  const ctx = { directory: dir, server: connection.serverUrl, fingerprint: result.fingerprint, refusal };
+  // A saved plan is applied as it is: one that leaves conflicts out must not be saved.
+  if (options.out && !refusal) {
     const file = planFileOf(result.plan, { server: connection.serverUrl, fingerprint: result.fingerprint, directory: dir });
     await writeFile(resolve(options.out), `${JSON.stringify(file, null, 2)}\n`);
   }
@@ -85,6 +97,12 @@ export async function runPlan(dir: string, options: PlanCommandOptions): Promise
           : `${out}${renderReplayText(replayed, colors(shouldColor(process.stdout)))}`;
   }
   process.stdout.write(out);
+  if (refusal) {
+    // The plan above says why and how to adopt; this line is for logs that keep stderr only.
+    const n = result.plan.conflicts.length;
+    process.stderr.write(`error: apply would refuse this plan: ${n} conflict${n === 1 ? '' : 's'} (the plan above says why and the command that adopts them)${options.out ? `; nothing was saved to ${options.out}` : ''}\n`);
+    return 1;
+  }
   if (options.out && options.format === 'text') process.stdout.write(`Saved the plan to ${options.out}; run "guardctl apply ${options.out}" to apply exactly this.\n`);
   return options.detailedExitcode && hasChanges(result.plan) ? 2 : 0;
 }
