@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { UserError } from '../../src/errors.js';
 import { exportState } from '../../src/gitops/export.js';
 import { fetchActualState } from '../../src/gitops/fetch-state.js';
+import { withExamples } from '../help.js';
 import { addConnectionOptions, clientOf, connectionOf, formatOption, withServer, type ConnectionFlags } from '../options.js';
 
 export interface ExportOptions extends ConnectionFlags {
@@ -21,6 +22,10 @@ export function registerExport(program: Command): void {
   addConnectionOptions(command).action(async (dir: string, options: ExportOptions) => {
     process.exitCode = await runExport(dir, options);
   });
+  withExamples(command, [
+    ["write the server's controls and links into ./exported (then plan exported shows no changes)", 'guardctl export exported'],
+    ['refresh a directory that already holds YAML files', 'guardctl export controls --overwrite'],
+  ]);
 }
 
 export async function runExport(dir: string, options: ExportOptions): Promise<number> {

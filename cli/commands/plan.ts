@@ -7,6 +7,7 @@ import { hasChanges, type PlanOptions } from '../../src/gitops/plan.js';
 import { refusalOf } from '../../src/gitops/refusal.js';
 import { planAgainstServer } from '../../src/gitops/sync.js';
 import { addConnectionOptions, clientOf, connectionOf, formatOption, withServer, type ConnectionFlags } from '../options.js';
+import { withExamples } from '../help.js';
 import { colors, shouldColor } from '../output/color.js';
 import { loadValidDirectory } from '../output/directory.js';
 import { renderPlanJson, renderPlanMarkdown, renderPlanText } from '../output/plan.js';
@@ -65,10 +66,17 @@ export function registerPlan(program: Command): void {
   addConnectionOptions(addPlanOptions(command)).action(async (dir: string, options: PlanCommandOptions) => {
     process.exitCode = await runPlan(dir, options);
   });
+  withExamples(command, [
+    ['what apply would change: + create, ~ update (field by field), - delete', 'guardctl plan controls'],
+    ['a pull-request comment', 'guardctl plan controls --format markdown > plan.md'],
+    ['in CI: exit 0 no changes, 2 changes, 1 an error or a plan apply would refuse', 'guardctl plan controls --owner "$GITHUB_REPOSITORY" --detailed-exitcode'],
+    ['save it for "guardctl apply plan.json" (refused if the server changes meanwhile)', 'guardctl plan controls --out plan.json'],
+    ["what the change would have done to the server's recorded steps", 'guardctl plan controls --replay'],
+  ]);
 }
 
 export async function runPlan(dir: string, options: PlanCommandOptions): Promise<number> {
-  const loaded = await loadValidDirectory(dir, options.format);
+  const loaded = await loadValidDirectory(dir);
   const connection = connectionOf(options);
   const client = clientOf(connection);
   const result = await withServer(connection, () => planAgainstServer(client, loaded, planOptionsOf(options)));

@@ -1,8 +1,10 @@
 import { stat } from 'node:fs/promises';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { ConfigError, loadConfig, type ServerConfig } from '../../src/server/config.js';
 import { startServer } from '../../src/server/start.js';
 import { storeTargetOf } from '../../src/store/open-store.js';
+import { LOG_FORMATS } from '../../src/server/logging.js';
+import { withExamples } from '../help.js';
 import { explainStartupError, type SettingSources } from '../startup-errors.js';
 
 export interface ServeOptions {
@@ -55,13 +57,13 @@ export function settingSourcesOf(options: ServeOptions, env: Env = process.env):
 }
 
 export function registerServe(program: Command): void {
-  program
+  const command = program
     .command('serve')
     .description('Run the control server (SQLite under .guardctl/ unless DATABASE_URL or --db says otherwise)')
     .option('--host <host>', 'listen address (HOST, default 127.0.0.1: this machine only; 0.0.0.0 for every interface)')
     .option('--port <port>', 'listen port, 0 for any free port (PORT, default 8000)')
     .option('--db <url>', 'database: a SQLite file, :memory:, or postgres://... (DATABASE_URL / DB_URL)')
-    .option('--log-format <format>', 'log lines for people (human, the default) or JSON lines for a log collector (json) (GUARD_LOG_FORMAT)')
+    .addOption(new Option('--log-format <format>', 'log lines for people, or JSON lines for a log collector (GUARD_LOG_FORMAT, default human)').choices(LOG_FORMATS))
     .option('--watch <dir>', 'load a controls directory before listening and hot-reload it on change (its controls become read-only through the API; docs/hot-reload.md)')
     .action(async (options: ServeOptions) => {
       const config = serveConfigOf(options);
@@ -81,6 +83,11 @@ export function registerServe(program: Command): void {
         );
       }
     });
+  withExamples(command, [
+    ['serve ./controls on http://127.0.0.1:8000 and reload it on every change (what npm start runs)', 'guardctl serve --watch controls'],
+    ['a throwaway server on a free port, the port printed at start', 'guardctl serve --db :memory: --port 0'],
+    ['a replica on PostgreSQL, on every interface, with keys and JSON logs (docs/deployment.md)', 'DATABASE_URL=postgres://guard@db:5432/guard GUARD_API_KEY_ENABLED=true GUARD_ADMIN_API_KEYS=… guardctl serve --host 0.0.0.0 --log-format json'],
+  ]);
 }
 
 /** The SQLite file the server is about to create, or null (it exists, is :memory:, or is PostgreSQL). */
