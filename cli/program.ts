@@ -9,6 +9,7 @@ import { registerExport } from './commands/export.js';
 import { registerSchema } from './commands/schema.js';
 import { registerTest } from './commands/test.js';
 import { registerCompletion } from './commands/completion.js';
+import { withExamples } from './help.js';
 
 /** Every command, registered explicitly in one readable list. */
 const commands: Array<(program: Command) => void> = [
@@ -36,5 +37,11 @@ export function buildProgram(): Command {
       if (root.opts<{ color?: boolean }>().color === false) process.env.NO_COLOR = '1';
     });
   for (const register of commands) register(program);
+  withExamples(program, [
+    ['the server on http://127.0.0.1:8000, serving and reloading ./controls (what npm start runs)', 'guardctl serve --watch controls'],
+    ['check the directory, see what would change, make it so', 'guardctl validate controls && guardctl plan controls && guardctl apply controls'],
+    ['watch evaluations live', 'guardctl tui'],
+    ["a command's options and examples", 'guardctl plan --help'],
+  ]);
   return program;
 }

@@ -83,6 +83,10 @@ export async function runTui(options: TuiOptions): Promise<StreamState> {
     // React's development build redraws several times slower; load the production one
     // unless the user asked otherwise (this must happen before React is first imported).
     process.env.NODE_ENV ??= 'production';
+    // Ink's chalk reads --no-color from argv when first imported and then drops every style,
+    // inverse and bold too (the selected row would vanish). The dashboard leaves out colours
+    // itself (NO_COLOR, which --no-color set; ui/palette.ts), so chalk must not see the flag.
+    process.argv = process.argv.filter((arg) => arg !== '--no-color');
     const { runInteractive } = await import('../ui/run.js');
     return runInteractive({ ...stream, ...(options.filter ? { filter: options.filter } : {}) });
   }
