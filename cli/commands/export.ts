@@ -47,7 +47,8 @@ export async function runExport(dir: string, options: ExportOptions): Promise<nu
       `${JSON.stringify({ version: 1, directory: dir, server: connection.serverUrl, files: result.files.map((f) => join(dir, f.path)), controls, agents: state.agents.length, skipped: result.skipped }, null, 2)}\n`,
     );
   } else {
-    process.stdout.write(`Exported ${controls} control(s) and ${state.agents.length} agent(s) to ${dir}/\n`);
+    // `export exported/` names the directory as typed, not as exported//.
+    process.stdout.write(`Exported ${controls} control(s) and ${state.agents.length} agent(s) to ${dir.endsWith('/') ? dir : `${dir}/`}\n`);
     for (const name of result.skipped) process.stdout.write(`  skipped "${name}": it has no data yet\n`);
   }
   return 0;

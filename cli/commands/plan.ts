@@ -11,7 +11,7 @@ import { withExamples } from '../help.js';
 import { colors, shouldColor } from '../output/color.js';
 import { loadValidDirectory } from '../output/directory.js';
 import { renderPlanJson, renderPlanMarkdown, renderPlanText } from '../output/plan.js';
-import { renderReplayMarkdown, renderReplayText } from '../output/replay.js';
+import { renderReplayMarkdown, renderReplayText, replayHeadline } from '../output/replay.js';
 import { DEFAULT_REPLAY_LIMIT, replayPlan } from '../../src/replay/index.js';
 import { createRegistryFromEnv } from '../../src/evaluators/registry.js';
 
@@ -99,7 +99,7 @@ export async function runPlan(dir: string, options: PlanCommandOptions): Promise
   if (replayed) {
     out =
       options.format === 'json'
-        ? `${JSON.stringify({ ...(JSON.parse(out) as object), replay: replayed }, null, 2)}\n`
+        ? `${JSON.stringify({ ...(JSON.parse(out) as object), replay: { ...replayed, headline: replayHeadline(replayed) } }, null, 2)}\n`
         : options.format === 'markdown'
           ? `${out.trimEnd()}\n${renderReplayMarkdown(replayed)}`
           : `${out}${renderReplayText(replayed, colors(shouldColor(process.stdout)))}`;

@@ -91,6 +91,8 @@ describe('guardctl gitops, end to end', () => {
     expect(planExport.stdout).toContain('No changes');
     expect(planExport.code).toBe(0);
     expect((await cli(['export', 'exported'], at())).code).toBe(1);
+    const slashed = await cli(['export', 'exported-again/'], at());
+    expect(slashed.stdout).toMatch(/^Exported \d+ control\(s\) and 2 agent\(s\) to exported-again\/\n$/);
 
     unlinkSync(file);
     const agents = join(controls, 'agents.yaml');
