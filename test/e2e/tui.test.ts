@@ -141,8 +141,9 @@ describe('guardctl tui under tmux against a real server', () => {
 
     // With escapes: the selected row is still shown inverse (7), but no colour is set.
     const styled = tmux('capture-pane', '-p', '-e', '-t', 'tui').stdout;
-    expect(styled).toMatch(/\u001b\[[0-9;]*7m/);
-    expect(styled).not.toMatch(/\u001b\[(?:[0-9;]*;)?(3[0-7]|9[0-7])(;[0-9;]*)?m/);
+    const esc = String.fromCharCode(27);
+    expect(styled).toMatch(new RegExp(`${esc}\\[[0-9;]*7m`));
+    expect(styled).not.toMatch(new RegExp(`${esc}\\[(?:[0-9;]*;)?(3[0-7]|9[0-7])(;[0-9;]*)?m`));
 
     tmux('send-keys', '-t', 'tui', '?');
     const help = await untilScreen((s) => s.includes('Keys (? or esc: back)'));
