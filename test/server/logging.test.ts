@@ -86,11 +86,10 @@ describe('log formats', () => {
       const store = new Proxy(real, {
         get: (target, prop, receiver) => (prop === 'listAgents' ? async () => { throw new Error('disk on fire'); } : Reflect.get(target, prop, receiver)),
       });
-      const app = await buildApp({ store, config, registry: createDefaultRegistry(), logger: options.stream ? options : { ...options, stream: out } });
+      const { app, close } = await assembleServer(config, { store, registry: createDefaultRegistry(), observability: false, logger: options.stream ? options : { ...options, stream: out } });
       await app.listen({ host: '127.0.0.1', port: 0 });
       await app.inject({ url: '/api/v1/agents' });
-      await app.close();
-      await real.close();
+      await close();
       // Fastify's own "Server listening at" line is left to the server's start line.
       expect(text).not.toContain('Server listening');
       const lines = text.trimEnd().split('\n');
