@@ -97,8 +97,13 @@ function firstClause(text: string): string {
   return text.split(/ \(|: |; /)[0]!.trim();
 }
 
+/** The shell function's name: `_guardctl`. */
+function functionName(spec: ProgramSpec): string {
+  return `_${spec.name.replace(/\W/g, '_')}`;
+}
+
 function bashScript(spec: ProgramSpec): string {
-  const fn = `_${spec.name.replace(/\W/g, '_')}`;
+  const fn = functionName(spec);
   const words = (list: string[]) => list.join(' ');
   const cases = spec.commands.map((c) => {
     const valued = c.options.filter((o) => o.value !== null);
@@ -146,7 +151,7 @@ function bashValue(value: ValueKind): string {
 }
 
 function zshScript(spec: ProgramSpec): string {
-  const fn = `_${spec.name.replace(/\W/g, '_')}`;
+  const fn = functionName(spec);
   const commandList = spec.commands.map((c) => `    ${zshQuote(`${c.name.replace(/:/g, '\\:')}:${c.summary}`)}`);
   const cases = spec.commands.map((c) => {
     const lines = [...c.options.map(zshOption), ...(c.argument ? [zshQuote(`*::${c.argument.kind === 'choices' ? 'shell' : 'path'}:${zshAction(c.argument)}`)] : [])];

@@ -1,4 +1,5 @@
 import { stat } from 'node:fs/promises';
+import { isAbsolute, relative } from 'node:path';
 import { Option, type Command } from 'commander';
 import { ConfigError, loadConfig, type ServerConfig } from '../../src/server/config.js';
 import { startServer } from '../../src/server/start.js';
@@ -76,7 +77,7 @@ export function registerServe(program: Command): void {
         throw await explainStartupError(error, { config, sources: settingSourcesOf(options) });
       }
       // A mistyped --db would otherwise look like a server that lost its controls.
-      if (newDatabase) handle.app.log.info({ database: newDatabase }, `created a new database file ${newDatabase}`);
+      if (newDatabase) handle.app.log.info(`created a new database file ${newDatabase}`);
       if (!config.apiKeyEnabled && !isLoopback(config.host)) {
         handle.app.log.warn(
           `API keys are off and the server listens on ${config.host}: anyone who can reach it can change its controls; set GUARD_API_KEY_ENABLED=true with GUARD_ADMIN_API_KEYS, or listen on 127.0.0.1`,
@@ -94,7 +95,10 @@ export function registerServe(program: Command): void {
 async function newSqliteFileOf(config: ServerConfig): Promise<string | null> {
   const target = storeTargetOf(config.databaseUrl);
   if (target.kind !== 'sqlite' || target.path === ':memory:') return null;
-  return (await stat(target.path).then(() => true, () => false)) ? null : target.path;
+  if (await stat(target.path).then(() => true, () => false)) return null;
+  // As the user would write it: relative to here when it is below here.
+  const shown = relative(process.cwd(), target.path);
+  return shown.startsWith('..') || isAbsolute(shown) ? target.path : shown;
 }
 
 function isLoopback(host: string): boolean {

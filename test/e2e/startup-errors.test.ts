@@ -95,6 +95,18 @@ describe('guardctl serve start-up mistakes (built binary)', () => {
     expect(line).toBe(`error: cannot load evaluator plugin "./no-such-plugin.js" (${join(dir, 'no-such-plugin.js')}) (GUARD_EVALUATORS): Cannot find module '${join(dir, 'no-such-plugin.js')}': fix the module, or remove it from GUARD_EVALUATORS`);
   });
 
+  it('warns at start when it listens beyond this machine with API keys off', async () => {
+    const open = await startServeProcess({ cwd: dir, args: ['--db', ':memory:', '--host', '0.0.0.0'] });
+    const local = await startServeProcess({ cwd: dir, args: ['--db', ':memory:'] });
+    try {
+      await expect.poll(() => open.output()).toMatch(/WARN {2}API keys are off and the server listens on 0\.0\.0\.0: anyone who can reach it can change its controls/);
+      expect(local.output()).not.toContain('API keys are off');
+    } finally {
+      await open.stop();
+      await local.stop();
+    }
+  });
+
   it('a database file that does not exist yet is created, and the log says so', async () => {
     const server = await startServeProcess({ cwd: dir, args: ['--db', 'new/sub/guard.db'] });
     try {
