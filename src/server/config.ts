@@ -113,9 +113,10 @@ export function loadConfig(env: Env = process.env, overrides: Partial<ServerConf
 /** Auth on with no keys would lock everyone out; we ship no default keys, so refuse. */
 function checkAuth(config: ServerConfig): void {
   if (config.apiKeyEnabled && config.apiKeys.length === 0 && config.adminApiKeys.length === 0) {
-    throw new UserError(
-      'GUARD_API_KEY_ENABLED is true but neither GUARD_API_KEYS nor GUARD_ADMIN_API_KEYS lists a key',
-      'set GUARD_ADMIN_API_KEYS (and GUARD_API_KEYS for read-only clients) to comma-separated secrets, or set GUARD_API_KEY_ENABLED=false for local development',
+    throw new ConfigError(
+      'GUARD_API_KEY_ENABLED',
+      'is true but neither GUARD_API_KEYS nor GUARD_ADMIN_API_KEYS lists a key',
+      'set GUARD_ADMIN_API_KEYS (and GUARD_API_KEYS for read-only clients) to comma-separated secrets, or GUARD_API_KEY_ENABLED=false for local development',
     );
   }
 }
