@@ -63,6 +63,8 @@ export interface CompiledControl {
    * its JSON text.
    */
   readonly plainNonMatch: ControlMatch;
+  /** The same non-match when the control's selector found nothing to look at (frozen too). */
+  readonly missingNonMatch: ControlMatch;
 }
 
 const PLAIN_NON_MATCH: ControlResult = Object.freeze({ matched: false, confidence: 1, message: null, metadata: null });
@@ -136,6 +138,7 @@ export function buildControl(
     evaluatorName: first.evaluatorName,
     selectorPath: first.selector.path,
     plainNonMatch: Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH }),
+    missingNonMatch: Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH, selector_missing: true as const }),
   });
   return { ok: true, control };
 }

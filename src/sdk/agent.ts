@@ -20,6 +20,7 @@ import { buildControlSet, type AgentControlSet } from './control-set.js';
 import { ControlSteerError, ControlViolationError, GuardUnavailableError } from './errors.js';
 import { EventBatcher, eventsOf } from './events.js';
 import { decidingMatch, emptyResult, mergeResults } from './merge.js';
+import { MissingSelectorWarnings } from './missing-selectors.js';
 
 export type FailMode = 'closed' | 'open';
 
@@ -72,10 +73,16 @@ export interface GuardAgentOptions {
   fetch?: typeof fetch | undefined;
 }
 
-export interface ControlOptions {
+export interface ControlOptions<A extends unknown[] = unknown[]> {
   /** The step name controls are scoped to; defaults to the function's name. */
   stepName?: string;
   type: StepType;
+  /**
+   * The step's input, picked out of the call's arguments. Default: the first argument,
+   * so that what frameworks pass after it (a tool call id, the whole conversation) is
+   * neither checked in its place nor sent to the server.
+   */
+  input?: (...args: A) => unknown;
   /** Context metadata for `context.<field>` selectors (a user id, a tenant, ...). */
   context?: JsonObject | (() => JsonObject);
 }
@@ -93,6 +100,7 @@ export class GuardAgent {
   readonly #logger: GuardLogger;
   readonly #refreshMs: number;
   readonly #events: EventBatcher | null;
+  readonly #missing: MissingSelectorWarnings;
   #set: AgentControlSet;
   #refreshTimer: NodeJS.Timeout | null = null;
   #closed = false;
@@ -113,6 +121,7 @@ export class GuardAgent {
     this.failMode = options.failMode ?? 'closed';
     this.#registry = options.registry ?? createDefaultRegistry();
     this.#logger = options.logger ?? consoleLogger;
+    this.#missing = new MissingSelectorWarnings(this.#logger);
     this.#refreshMs = Math.max(0, (options.refreshIntervalSeconds ?? 60) * 1000);
     this.#set = this.#build(records);
     this.#events =
@@ -239,7 +248,9 @@ export class GuardAgent {
         this.#unavailable(`server check of step "${step.name}" (${stage}) failed: ${error.message}`, error);
       }
     }
-    return mergeResults(local, remote);
+    const result = mergeResults(local, remote);
+    this.#missing.note(result, step.name, stage, set.records);
+    return result;
   }
 
   /**
@@ -255,19 +266,20 @@ export class GuardAgent {
 
   /**
    * Wraps an async function as a checked step: `pre` on its input before it runs, `post`
-   * on its output after. The input is the single argument, or the argument list when
-   * there are several. The function receives its arguments unchanged.
+   * on its output after. The input is the first argument unless `options.input` picks it
+   * out of the arguments. The function receives its arguments unchanged.
    */
   control<A extends unknown[], R>(
     fn: (...args: A) => Promise<R> | R,
-    options: ControlOptions,
+    options: ControlOptions<A>,
   ): (...args: A) => Promise<R> {
     const name = options.stepName ?? fn.name;
     if (!name) throw new TypeError('control(): give options.stepName (the function has no name)');
     const type = options.type;
     const contextOf = options.context;
+    const inputOf = options.input ?? ((...args: A): unknown => args[0]);
     return async (...args: A): Promise<R> => {
-      const input = args.length === 1 ? args[0] : args;
+      const input = inputOf(...args);
       const context = typeof contextOf === 'function' ? contextOf() : contextOf;
       const step: StepInput = context ? { type, name, input, context } : { type, name, input };
       await this.check(step, 'pre');

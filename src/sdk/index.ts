@@ -51,7 +51,7 @@ function current(): GuardAgent {
 /** `agent.control` of the most recent init. */
 export function control<A extends unknown[], R>(
   fn: (...args: A) => Promise<R> | R,
-  options: ControlOptions,
+  options: ControlOptions<A>,
 ): (...args: A) => Promise<R> {
   // Resolved per call so that wrapping may happen before init at module load.
   return (...args: A) => current().control(fn, options)(...args);

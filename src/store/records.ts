@@ -72,15 +72,24 @@ export function batchError(error: unknown, change: StoreChange, index: number): 
 
 /**
  * How an event counts in stats. An error is neither a match nor a non-match, so
- * executions = matches + non_matches + errors holds by construction.
+ * executions = matches + non_matches + errors holds by construction. A non-match whose
+ * selector found nothing is stored as a row of its own outcome, counted both as a
+ * non-match and as `selector_missing`.
  */
 export const OUTCOME_NON_MATCH = 0;
 export const OUTCOME_MATCH = 1;
 export const OUTCOME_ERROR = 2;
+export const OUTCOME_SELECTOR_MISSING = 3;
 
-export function outcomeOf(event: Pick<ObservabilityEvent, 'matched' | 'error_message'>): number {
+export function outcomeOf(event: Pick<ObservabilityEvent, 'matched' | 'error_message' | 'selector_missing'>): number {
   if (event.error_message !== null) return OUTCOME_ERROR;
-  return event.matched ? OUTCOME_MATCH : OUTCOME_NON_MATCH;
+  if (event.matched) return OUTCOME_MATCH;
+  return event.selector_missing === true ? OUTCOME_SELECTOR_MISSING : OUTCOME_NON_MATCH;
+}
+
+/** The event's selector_missing field as a stored row's outcome gives it back. */
+export function selectorMissingOf(outcome: number): { selector_missing?: true } {
+  return outcome === OUTCOME_SELECTOR_MISSING ? { selector_missing: true } : {};
 }
 
 /** One aggregate from a store: how many events of one control had one outcome and action. */
@@ -106,6 +115,7 @@ export function statsRowsOf(parts: StatsPart[], nameOf: (controlId: number) => s
         matches: 0,
         non_matches: 0,
         errors: 0,
+        selector_missing: 0,
         actions: {},
         avg_duration_ms: 0,
         duration_sum: 0,
@@ -118,7 +128,10 @@ export function statsRowsOf(parts: StatsPart[], nameOf: (controlId: number) => s
     else if (part.outcome === OUTCOME_MATCH) {
       row.matches += part.count;
       row.actions[part.action] = (row.actions[part.action] ?? 0) + part.count;
-    } else row.non_matches += part.count;
+    } else {
+      row.non_matches += part.count;
+      if (part.outcome === OUTCOME_SELECTOR_MISSING) row.selector_missing += part.count;
+    }
   }
   return [...rows.values()]
     .sort((a, b) => a.control_id - b.control_id)

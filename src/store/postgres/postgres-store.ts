@@ -14,6 +14,7 @@ import {
   nowIso,
   OUTCOME_NON_MATCH,
   outcomeOf,
+  selectorMissingOf,
   statsRowsOf,
   storedDataOf,
   uniqueSorted,
@@ -93,6 +94,7 @@ interface EventRow {
   applies_to: string;
   action: string;
   matched: boolean;
+  outcome: number;
   confidence: number;
   ts: Date;
   execution_duration_ms: number;
@@ -147,6 +149,7 @@ function eventOf(row: EventRow): ObservabilityEvent {
     selector_path: row.selector_path,
     error_message: row.error_message,
     metadata: row.metadata,
+    ...selectorMissingOf(row.outcome),
   };
 }
 

@@ -14,8 +14,12 @@ import {
   epochMsOf,
   nowIso,
   mergedRollups,
+  OUTCOME_ERROR,
+  OUTCOME_MATCH,
   OUTCOME_NON_MATCH,
+  OUTCOME_SELECTOR_MISSING,
   outcomeOf,
+  selectorMissingOf,
   statsRowsOf,
   storedDataOf,
   uniqueSorted,
@@ -85,6 +89,7 @@ interface EventRow {
   applies_to: string;
   action: string;
   matched: number;
+  outcome: number;
   confidence: number;
   ts: number;
   execution_duration_ms: number;
@@ -95,8 +100,8 @@ interface EventRow {
 }
 
 const ACTIONS = ['allow', 'deny', 'steer', 'warn', 'log'] as const;
-/** Outcomes stats read from event rows; non-matches come from the rollups. */
-const ROW_OUTCOMES = [1, 2] as const;
+/** Outcomes stats read from event rows; other non-matches come from the rollups. */
+const ROW_OUTCOMES = [OUTCOME_MATCH, OUTCOME_ERROR, OUTCOME_SELECTOR_MISSING] as const;
 
 function controlOf(row: ControlRow): ControlRecord {
   const enabled = row.enabled === 1;
@@ -144,6 +149,7 @@ function eventOf(row: EventRow): ObservabilityEvent {
     selector_path: row.selector_path,
     error_message: row.error_message,
     metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Record<string, unknown>),
+    ...selectorMissingOf(row.outcome),
   };
 }
 
