@@ -21,6 +21,7 @@ import { ControlSteerError, ControlViolationError, GuardUnavailableError } from 
 import { EventBatcher, eventsOf } from './events.js';
 import { decidingMatch, emptyResult, mergeResults } from './merge.js';
 import { MissingSelectorWarnings } from './missing-selectors.js';
+import { DISCLOSURES, unavailableVerdict, verdictOf, type Disclosure, type Verdict } from './verdict.js';
 
 export type FailMode = 'closed' | 'open';
 
@@ -59,6 +60,11 @@ export interface GuardAgentOptions {
    * GuardUnavailableError, `open` logs a warning and lets the step go on.
    */
   failMode?: FailMode | undefined;
+  /**
+   * How much of the deciding control the text a model reads may reveal (error messages,
+   * verdict.message): `minimal` (default), `name` or `full`. See verdict.ts.
+   */
+  disclosure?: Disclosure | undefined;
   /** Send events of in-process evaluations to the server. Default true. */
   events?: boolean | undefined;
   /** Send when this many events wait. Default 100. */
@@ -96,6 +102,7 @@ export class GuardAgent {
   readonly agentName: string;
   readonly client: GuardClient;
   readonly failMode: FailMode;
+  readonly disclosure: Disclosure;
   readonly #registry: EvaluatorRegistry;
   readonly #logger: GuardLogger;
   readonly #refreshMs: number;
@@ -119,6 +126,10 @@ export class GuardAgent {
       fetch: options.fetch,
     });
     this.failMode = options.failMode ?? 'closed';
+    this.disclosure = options.disclosure ?? 'minimal';
+    if (!DISCLOSURES.includes(this.disclosure)) {
+      throw new TypeError(`disclosure must be one of ${DISCLOSURES.join(', ')}, not ${JSON.stringify(options.disclosure)}`);
+    }
     this.#registry = options.registry ?? createDefaultRegistry();
     this.#logger = options.logger ?? consoleLogger;
     this.#missing = new MissingSelectorWarnings(this.#logger);
@@ -254,9 +265,28 @@ export class GuardAgent {
   }
 
   /**
+   * Checks a step at a stage and says what to do, without raising on deny, steer or an
+   * unreachable server: adapters answer the model with `message` instead of throwing
+   * through the framework. When the step could not be checked, failMode `closed` gives a
+   * deny verdict with `unavailable: true` (`open` logs and allows). warn and log matches
+   * are logged. Raises only on invalid arguments.
+   */
+  async verdict(step: StepInput, stage: Stage): Promise<Verdict> {
+    let result: EvaluationResult;
+    try {
+      result = await this.evaluate(step, stage);
+    } catch (error) {
+      if (error instanceof GuardUnavailableError) return unavailableVerdict(stage);
+      throw error;
+    }
+    this.#logMatches(result, step, stage);
+    return verdictOf(result, stage, this.disclosure);
+  }
+
+  /**
    * Checks a step at a stage: returns the result when the step may go on, raises
-   * ControlViolationError on deny and ControlSteerError on steer. warn and log matches
-   * are logged.
+   * ControlViolationError on deny and ControlSteerError on steer (their messages are the
+   * verdict's model text). warn and log matches are logged.
    */
   async check(step: StepInput, stage: Stage): Promise<EvaluationResult> {
     const result = await this.evaluate(step, stage);
@@ -310,7 +340,7 @@ export class GuardAgent {
     this.#logger.warn(`${message}; failMode is open, so the step goes on`);
   }
 
-  #enforce(result: EvaluationResult, step: StepInput, stage: Stage): void {
+  #logMatches(result: EvaluationResult, step: StepInput, stage: Stage): void {
     for (const m of result.matches) {
       if (m.action === 'warn' || m.action === 'log') {
         const text = `control "${m.control_name}" matched step "${step.name}" (${stage})${m.result.message ? `: ${m.result.message}` : ''}`;
@@ -318,21 +348,19 @@ export class GuardAgent {
         else this.#logger.info(text);
       }
     }
+  }
+
+  #enforce(result: EvaluationResult, step: StepInput, stage: Stage): void {
+    this.#logMatches(result, step, stage);
+    const verdict = verdictOf(result, stage, this.disclosure);
+    if (verdict.decision === 'allow') return;
     const decider = decidingMatch(result);
     const metadata = decider ? (this.#set.actionMetadata.get(decider.control_id) ?? null) : null;
-    if (result.decision === 'deny') {
-      throw new ControlViolationError(
-        decider?.control_id ?? -1,
-        decider?.control_name ?? 'unknown',
-        decider?.result.message ?? decider?.error ?? null,
-        metadata,
-        result,
-      );
+    const text = verdict.message!;
+    if (verdict.decision === 'deny') {
+      throw new ControlViolationError(decider?.control_id ?? -1, verdict.control_name ?? 'unknown', verdict.detail, metadata, result, text);
     }
-    if (result.decision === 'steer') {
-      const context = result.steering_context ?? decider?.steering_context ?? { message: 'steer control matched' };
-      throw new ControlSteerError(decider?.control_id ?? null, decider?.control_name ?? null, context, metadata, result);
-    }
+    throw new ControlSteerError(decider?.control_id ?? null, verdict.control_name, verdict.steering_context!, metadata, result, text);
   }
 }
 
