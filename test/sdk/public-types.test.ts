@@ -27,7 +27,7 @@ function isOurs(decl: ts.Declaration): boolean {
 function isHidden(node: ts.Node): boolean {
   if (ts.isClassElement(node) || ts.isParameter(node)) {
     if (node.name && ts.isPrivateIdentifier(node.name)) return true;
-    const flags = ts.getCombinedModifierFlags(node as ts.Declaration);
+    const flags = ts.getCombinedModifierFlags(node);
     return (flags & (ts.ModifierFlags.Private | ts.ModifierFlags.Protected)) !== 0 && !ts.isParameter(node);
   }
   return false;
