@@ -276,11 +276,13 @@ export class GuardAgent {
     try {
       result = await this.evaluate(step, stage);
     } catch (error) {
-      if (error instanceof GuardUnavailableError) return unavailableVerdict(stage);
-      throw error;
+      if (!(error instanceof GuardUnavailableError)) throw error;
+      const verdict = unavailableVerdict(stage);
+      verdict.error = new GuardUnavailableError(verdict.message!, { cause: error });
+      return verdict;
     }
     this.#logMatches(result, step, stage);
-    return verdictOf(result, stage, this.disclosure);
+    return this.#verdictOf(result, stage);
   }
 
   /**
@@ -352,15 +354,22 @@ export class GuardAgent {
 
   #enforce(result: EvaluationResult, step: StepInput, stage: Stage): void {
     this.#logMatches(result, step, stage);
+    const { error } = this.#verdictOf(result, stage);
+    if (error) throw error;
+  }
+
+  /** The verdict of a result, with the error `check` raises for it. */
+  #verdictOf(result: EvaluationResult, stage: Stage): Verdict {
     const verdict = verdictOf(result, stage, this.disclosure);
-    if (verdict.decision === 'allow') return;
+    if (verdict.decision === 'allow') return verdict;
     const decider = decidingMatch(result);
     const metadata = decider ? (this.#set.actionMetadata.get(decider.control_id) ?? null) : null;
     const text = verdict.message!;
-    if (verdict.decision === 'deny') {
-      throw new ControlViolationError(decider?.control_id ?? -1, verdict.control_name ?? 'unknown', verdict.detail, metadata, result, text);
-    }
-    throw new ControlSteerError(decider?.control_id ?? null, verdict.control_name, verdict.steering_context!, metadata, result, text);
+    verdict.error =
+      verdict.decision === 'deny'
+        ? new ControlViolationError(decider?.control_id ?? -1, verdict.control_name ?? 'unknown', verdict.detail, metadata, result, text)
+        : new ControlSteerError(decider?.control_id ?? null, verdict.control_name, verdict.steering_context!, metadata, result, text);
+    return verdict;
   }
 }
 

@@ -7,6 +7,7 @@
  * rule looks for.
  */
 import type { EvaluationResult, Stage, SteeringContext } from '../model/index.js';
+import type { GuardError } from './errors.js';
 import { decidingMatch } from './merge.js';
 
 /**
@@ -34,6 +35,12 @@ export interface Verdict {
   unavailable: boolean;
   /** The merged result; null when the step could not be checked. */
   result: EvaluationResult | null;
+  /**
+   * What `check` would raise (ControlViolationError, ControlSteerError or
+   * GuardUnavailableError, with `message` as its message); null on allow. Adapters throw it
+   * where a framework turns a thrown error into a tool error the model reads.
+   */
+  error: GuardError | null;
 }
 
 /** What the model reads about a decision, in the words of `disclosure`. */
@@ -71,7 +78,7 @@ export function unavailableTextOf(stage: Stage): string {
 export function verdictOf(result: EvaluationResult, stage: Stage, disclosure: Disclosure): Verdict {
   const decision = result.decision;
   if (decision === 'allow') {
-    return { decision, control_name: null, message: null, steering_context: null, detail: null, unavailable: false, result };
+    return { decision, control_name: null, message: null, steering_context: null, detail: null, unavailable: false, result, error: null };
   }
   const decider = decidingMatch(result);
   const controlName = decider?.control_name ?? null;
@@ -85,6 +92,7 @@ export function verdictOf(result: EvaluationResult, stage: Stage, disclosure: Di
     detail,
     unavailable: false,
     result,
+    error: null,
   };
 }
 
@@ -97,5 +105,6 @@ export function unavailableVerdict(stage: Stage): Verdict {
     detail: null,
     unavailable: true,
     result: null,
+    error: null,
   };
 }
