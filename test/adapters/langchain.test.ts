@@ -86,7 +86,7 @@ describe('guardTools', () => {
     const message = await turn(guardTools(setup.guard, list), 'run_sql', { query: 'select keys' });
     expect(runSql).toHaveBeenCalledTimes(1);
     expect(message.status).toBe('error');
-    expect(String(message.content)).not.toContain('AKIA');
+    expect(JSON.stringify(message.content)).not.toContain('AKIA');
   });
 
   it('raises instead when invoked with plain arguments (no tool call to answer)', async () => {
