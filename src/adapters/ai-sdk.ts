@@ -13,7 +13,7 @@
  */
 import type { LanguageModelMiddleware, ToolExecutionOptions, ToolSet } from 'ai';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
-import { enforce, type AdapterOptions } from './decisions.js';
+import { enforce, parseJsonText, type AdapterOptions } from './decisions.js';
 
 export type { AdapterOptions, GuardDecision } from './decisions.js';
 
@@ -121,7 +121,7 @@ function outputOf(content: Content): { text: string; tool_calls: Array<{ name: s
   const toolCalls: Array<{ name: string; input: unknown }> = [];
   for (const part of content) {
     if (part.type === 'text') text += part.text;
-    else if (part.type === 'tool-call') toolCalls.push({ name: part.toolName, input: parseJson(part.input) });
+    else if (part.type === 'tool-call') toolCalls.push({ name: part.toolName, input: parseJsonText(part.input) });
   }
   return { text, tool_calls: toolCalls };
 }
@@ -145,15 +145,6 @@ function replay(parts: readonly unknown[]): ReadableStream<unknown> {
       controller.close();
     },
   });
-}
-
-/** Tool-call inputs arrive as JSON text; controls select into the parsed object. */
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
 }
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {

@@ -33,3 +33,12 @@ export async function enforce(guard: GuardAgent, step: StepInput, stage: Stage, 
   const verdict = await decide(guard, step, stage, options);
   if (verdict.error) throw verdict.error;
 }
+
+/** Tool arguments that arrive as JSON text: controls select into the parsed value (or read the text when it is not JSON). */
+export function parseJsonText(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
