@@ -8,6 +8,7 @@ import { registerApply } from './commands/apply.js';
 import { registerExport } from './commands/export.js';
 import { registerSchema } from './commands/schema.js';
 import { registerTest } from './commands/test.js';
+import { registerMcpProxy } from './commands/mcp-proxy.js';
 
 /** Every command, registered explicitly in one readable list. */
 const commands: Array<(program: Command) => void> = [
@@ -19,6 +20,7 @@ const commands: Array<(program: Command) => void> = [
   registerExport,
   registerSchema,
   registerTest,
+  registerMcpProxy,
 ];
 
 export function buildProgram(): Command {
