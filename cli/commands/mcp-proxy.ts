@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { startMcpProxy, type McpUpstream } from '../../src/adapters/mcp.js';
+import type { McpUpstream } from '../../src/adapters/mcp.js';
 import { UserError } from '../../src/errors.js';
 import { init, type GuardAgent, type GuardLogger } from '../../src/sdk/index.js';
 import { DISCLOSURES, type Disclosure } from '../../src/sdk/verdict.js';
@@ -123,6 +123,8 @@ export async function runMcpProxy(command: string[], flags: McpProxyFlags): Prom
     );
   }
   try {
+    // Loaded here: the MCP SDK is needed by this command only, not at every CLI start.
+    const { startMcpProxy } = await import('../../src/adapters/mcp.js');
     const proxy = await startMcpProxy({
       guard,
       upstream: plan.upstream,

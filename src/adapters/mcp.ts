@@ -20,6 +20,8 @@ import type { GuardAgent } from '../sdk/agent.js';
 import type { AdapterOptions } from './decisions.js';
 import { McpRelay } from './mcp-relay.js';
 
+export type { McpRelay, RelayOptions } from './mcp-relay.js';
+
 export type { AdapterOptions, GuardDecision } from './decisions.js';
 export type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 

@@ -54,13 +54,18 @@ function referencedTypes(decl: ts.Node, out: Map<ts.Symbol, string>): void {
   visit(decl);
 }
 
+function exportsOf(entry: string): ts.Symbol[] {
+  const file = program.getSourceFile(`${root}${entry}`);
+  expect(file, entry).toBeDefined();
+  return checker.getExportsOfModule(checker.getSymbolAtLocation(file!)!).map(resolved);
+}
+
 describe('public types of the SDK and its adapters', () => {
   for (const entry of entries) {
-    it(`${entry} exports every type its public signatures name`, () => {
-      const file = program.getSourceFile(`${root}${entry}`);
-      expect(file, entry).toBeDefined();
-      const exported = checker.getExportsOfModule(checker.getSymbolAtLocation(file!)!).map(resolved);
-      const exportedSet = new Set(exported);
+    // An adapter's users import the SDK too: what guardctl/sdk exports needs no re-export.
+    it(`${entry} exports every type its public signatures name${entry === entries[0] ? '' : ' (or guardctl/sdk does)'}`, () => {
+      const exported = exportsOf(entry);
+      const exportedSet = new Set(entry === entries[0] ? exported : [...exported, ...exportsOf(entries[0]!)]);
       const referenced = new Map<ts.Symbol, string>();
       for (const symbol of exported) for (const d of symbol.declarations ?? []) if (isOurs(d)) referencedTypes(d, referenced);
       const missing = [...referenced].filter(([symbol]) => !exportedSet.has(symbol)).map(([, name]) => name);
