@@ -26,7 +26,7 @@ describe('guardctl mcp-proxy options', () => {
     ['nothing to guard', [], { agent: 'a' }, /no MCP server to guard/],
     ['both a command and a URL', ['x'], { agent: 'a', upstreamUrl: 'http://h/mcp' }, /either a command after -- or --upstream-url/],
     ['a URL that is not http', [], { agent: 'a', upstreamUrl: 'file:///etc/passwd' }, /not an http\(s\) URL/],
-    ['a bad header', ['x'], { agent: 'a', header: ['novalue'] }, /not name:value/],
+    ['a bad header', [], { agent: 'a', upstreamUrl: 'http://h/mcp', header: ['novalue'] }, /not name:value/],
     ['a bad timeout', ['x'], { agent: 'a', requestTimeout: 'soon' }, /--request-timeout "soon" is not a duration/],
     ['an unknown disclosure', ['x'], { agent: 'a', disclosure: 'all' }, /--disclosure must be one of minimal, name, full/],
   ];
