@@ -6,3 +6,4 @@ export * from './event.js';
 export * from './issues.js';
 export * from './stream.js';
 export * from './test-case.js';
+export * from './change.js';
