@@ -64,10 +64,11 @@ export function agentRecordOf(row: AgentColumns, own: AgentConverted): AgentReco
 }
 
 type EventConverted = Pick<ObservabilityEvent, 'control_id' | 'matched' | 'timestamp' | 'metadata'>;
-type EventColumns = Omit<ObservabilityEvent, keyof EventConverted | 'check_stage' | 'applies_to' | 'action'> & {
+type EventColumns = Omit<ObservabilityEvent, keyof EventConverted | 'check_stage' | 'applies_to' | 'action' | 'selector_missing'> & {
   check_stage: string;
   applies_to: string;
   action: string;
+  outcome: number;
 };
 
 /** An event from a row; the stage, step type and action columns hold what was stored from an event. */
@@ -90,6 +91,7 @@ export function eventRecordOf(row: EventColumns, own: EventConverted): Observabi
     selector_path: row.selector_path,
     error_message: row.error_message,
     metadata: own.metadata,
+    ...selectorMissingOf(row.outcome),
   };
 }
 

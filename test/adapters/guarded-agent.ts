@@ -3,6 +3,7 @@
  * the SDK, a steer and a post-stage deny that run on the server, and a steer on model
  * calls. Tests drive a framework's own mock model into calling tools that hit each.
  */
+import type { ControlDataInput } from '../../src/model/index.js';
 import { init, type GuardAgent, type GuardLogger } from '../../src/sdk/index.js';
 import { addControl, startRealServer, type RunningServer } from '../sdk/real-server.js';
 
@@ -16,17 +17,31 @@ export interface GuardedSetup {
 
 export const quietLogger: GuardLogger = { info: () => undefined, warn: () => undefined };
 
+/** Denies DROP TABLE in run_sql's query, in the agent's process. */
+export const blockDrop: ControlDataInput = {
+  execution: 'sdk',
+  scope: { step_types: ['tool'], step_names: ['run_sql'], stages: ['pre'] },
+  selector: { path: 'input.query' },
+  evaluator: { name: 'regex', config: { pattern: '(?i)\\bdrop\\s+table\\b' } },
+  action: { decision: 'deny' },
+};
+
+/** Denies any tool output holding an AWS access key id. */
+export function denySecretOutput(execution: 'sdk' | 'server'): ControlDataInput {
+  return {
+    execution,
+    scope: { step_types: ['tool'], stages: ['post'] },
+    selector: { path: 'output' },
+    evaluator: { name: 'regex', config: { pattern: 'AKIA[0-9A-Z]{16}' } },
+    action: { decision: 'deny' },
+  };
+}
+
 export async function startGuarded(): Promise<GuardedSetup> {
   const server = await startRealServer();
   const { client } = server;
   await client.initAgent({ agent_name: AGENT });
-  await addControl(client, AGENT, 'block-drop', {
-    execution: 'sdk',
-    scope: { step_types: ['tool'], step_names: ['run_sql'], stages: ['pre'] },
-    selector: { path: 'input.query' },
-    evaluator: { name: 'regex', config: { pattern: '(?i)\\bdrop\\s+table\\b' } },
-    action: { decision: 'deny' },
-  });
+  await addControl(client, AGENT, 'block-drop', blockDrop);
   await addControl(client, AGENT, 'steer-production-deploy', {
     scope: { step_types: ['tool'], step_names: ['deploy'], stages: ['pre'] },
     selector: { path: 'input.environment' },
@@ -36,12 +51,7 @@ export async function startGuarded(): Promise<GuardedSetup> {
       steering_context: { message: 'Production deploys need a dry run first.', required_actions: ['call deploy with dry_run=true'] },
     },
   });
-  await addControl(client, AGENT, 'deny-secret-output', {
-    scope: { step_types: ['tool'], stages: ['post'] },
-    selector: { path: 'output' },
-    evaluator: { name: 'regex', config: { pattern: 'AKIA[0-9A-Z]{16}' } },
-    action: { decision: 'deny' },
-  });
+  await addControl(client, AGENT, 'deny-secret-output', denySecretOutput('server'));
   await addControl(client, AGENT, 'steer-ssn-in-prompt', {
     scope: { step_types: ['llm'], stages: ['pre'] },
     selector: { path: 'input' },

@@ -13,6 +13,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolResultSchema, ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { blockDrop, denySecretOutput } from '../adapters/guarded-agent.js';
 import { addControl, startRealServer, type RunningServer } from '../sdk/real-server.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -28,26 +29,14 @@ beforeAll(async () => {
   guardServer = await startRealServer();
   const { client } = guardServer;
   await client.initAgent({ agent_name: AGENT });
-  await addControl(client, AGENT, 'block-drop', {
-    execution: 'sdk',
-    scope: { step_types: ['tool'], step_names: ['run_sql'], stages: ['pre'] },
-    selector: { path: 'input.query' },
-    evaluator: { name: 'regex', config: { pattern: '(?i)\\bdrop\\s+table\\b' } },
-    action: { decision: 'deny' },
-  });
+  await addControl(client, AGENT, 'block-drop', blockDrop);
   await addControl(client, AGENT, 'steer-unbounded-delete', {
     scope: { step_types: ['tool'], step_names: ['run_sql'], stages: ['pre'] },
     selector: { path: 'input.query' },
     evaluator: { name: 'regex', config: { pattern: '(?i)^\\s*delete\\s+from\\s+\\w+\\s*$' } },
     action: { decision: 'steer', steering_context: { message: 'Deletes need a WHERE clause.', required_actions: ['add a WHERE clause naming the rows'] } },
   });
-  await addControl(client, AGENT, 'deny-secret-output', {
-    execution: 'sdk',
-    scope: { step_types: ['tool'], stages: ['post'] },
-    selector: { path: 'output' },
-    evaluator: { name: 'regex', config: { pattern: 'AKIA[0-9A-Z]{16}' } },
-    action: { decision: 'deny' },
-  });
+  await addControl(client, AGENT, 'deny-secret-output', denySecretOutput('sdk'));
   // Checked on the guard server: a 10 MB result is more than it accepts (GUARD_BODY_LIMIT_BYTES).
   await addControl(client, AGENT, 'server-checks-exports', {
     scope: { step_types: ['tool'], step_names: ['export'], stages: ['post'] },
