@@ -28,7 +28,7 @@ beforeAll(async () => {
   if (!existsSync(join(root, 'packages/sdk/dist/sdk/index.js'))) throw new Error('packages/sdk/dist is missing: run npm run build first');
   project = mkdtempSync(join(tmpdir(), 'guardctl-sdk-consumer-'));
   const packed = await run(npm, ['pack', '--json', '--ignore-scripts', '--pack-destination', project, '--workspace', '@guardctl/sdk'], { cwd: root, maxBuffer: 16 * 1024 * 1024 });
-  const [{ filename }] = JSON.parse(packed.stdout) as Array<{ filename: string }>;
+  const { filename } = (JSON.parse(packed.stdout) as Array<{ filename: string }>)[0]!;
   tarball = join(project, filename);
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'agent', version: '1.0.0', type: 'module', private: true }));
   await run(npm, ['install', tarball, '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: project, maxBuffer: 16 * 1024 * 1024 });
