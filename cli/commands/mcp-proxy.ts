@@ -3,6 +3,7 @@ import type { McpUpstream } from '../../src/adapters/mcp.js';
 import { UserError } from '../../src/errors.js';
 import { init, type GuardAgent, type GuardLogger } from '../../src/sdk/index.js';
 import { DISCLOSURES, type Disclosure } from '../../src/sdk/verdict.js';
+import { withExamples } from '../help.js';
 import { addConnectionOptions, connectionOf, parseDuration, type ConnectionFlags } from '../options.js';
 
 export interface McpProxyFlags extends ConnectionFlags {
@@ -25,7 +26,7 @@ export interface McpProxyPlan {
 }
 
 export function registerMcpProxy(program: Command): void {
-  addConnectionOptions(
+  const command = addConnectionOptions(
     program
       .command('mcp-proxy')
       .description('Guard an MCP server: speak MCP on stdin/stdout, check every tools/call against the agent\'s controls')
@@ -38,9 +39,14 @@ export function registerMcpProxy(program: Command): void {
       .option('--request-timeout <duration>', 'answer a request the MCP server has not answered after this long with an error; 0: never (default 120s)')
       .option('--disclosure <level>', `how much of the deciding control the model reads: ${DISCLOSURES.join(', ')} (default minimal)`)
       .option('--fail-open', 'let calls through when the guard server cannot be reached (default: refuse them)'),
-  ).action(async (command: string[], flags: McpProxyFlags) => {
-    process.exitCode = await runMcpProxy(command, flags);
+  ).action(async (args: string[], flags: McpProxyFlags) => {
+    process.exitCode = await runMcpProxy(args, flags);
   });
+  withExamples(command, [
+    ['guard an MCP server started over stdio (what an MCP client config runs in its place)', 'guardctl mcp-proxy --agent desktop-assistant -- node warehouse-server.js'],
+    ['guard a streamable-HTTP MCP server, with its bearer token', 'guardctl mcp-proxy --agent desktop-assistant --upstream-url http://127.0.0.1:3000/mcp --header "Authorization: Bearer $TOKEN"'],
+    ['against another guard server, showing the model the deciding control\'s name', 'GUARD_URL=http://guard:8000 guardctl mcp-proxy --agent ide --disclosure name -- npx some-mcp-server'],
+  ]);
 }
 
 /** Checks the flags; pure, so that every refusal is testable without starting anything. */

@@ -4,6 +4,7 @@
  */
 import type { Change, Conflict, Operation, Plan } from '../../src/gitops/plan.js';
 import { hasChanges } from '../../src/gitops/plan.js';
+import type { Refusal } from '../../src/gitops/refusal.js';
 import type { Colors } from './color.js';
 import { colors as makeColors } from './color.js';
 
@@ -15,6 +16,8 @@ export interface PlanContext {
   directory: string;
   server: string;
   fingerprint: string;
+  /** Why apply would refuse this plan (conflicts), with the commands that get past it. */
+  refusal?: Refusal | null;
 }
 
 const plain = makeColors(false);
@@ -60,7 +63,7 @@ function short(value: unknown, max = 120): string {
 function conflictLines(conflict: Conflict, c: Colors): string[] {
   const owner = conflict.managed_by === null ? 'made by hand' : `owned by ${conflict.managed_by}`;
   return [
-    c.red(`! conflict: control "${conflict.name}" exists on the server, ${owner}; it is left alone (--force takes it over)`),
+    c.red(`! conflict: control "${conflict.name}" exists on the server, ${owner}; it is left alone`),
     ...changeLines(conflict.changes),
   ];
 }
@@ -89,7 +92,23 @@ export function renderPlanText(p: Plan, ctx: PlanContext, c: Colors): string {
   for (const conflict of p.conflicts) out.push(...conflictLines(conflict, c).map((l) => `  ${l}`));
   if (p.operations.length > 0 || p.conflicts.length > 0) out.push('');
   out.push(c.bold(summaryText(p)));
+  if (ctx.refusal) out.push('', c.red(`Apply would refuse this plan: ${ctx.refusal.message}.`), ...refusalGroupLines(ctx.refusal, c));
   return `${out.join('\n')}\n`;
+}
+
+/** The refusal for people: per owner, who the controls belong to and the command that takes them over. */
+export function refusalGroupLines(refusal: Refusal, c: Colors = plain): string[] {
+  const out: string[] = [];
+  for (const group of refusal.groups) {
+    out.push(`  ${group.names.map((n) => `"${n}"`).join(', ')} (${group.managed_by ?? 'no owner'}): ${group.why}.`);
+    if (group.command) out.push(`    ${c.cyan(group.command)}`, `    ${c.dim(`(${group.advice})`)}`);
+    else out.push(`    ${group.advice}.`);
+  }
+  return out;
+}
+
+function capitalised(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 export function renderPlanJson(p: Plan, ctx: PlanContext): string {
@@ -104,6 +123,7 @@ export function renderPlanJson(p: Plan, ctx: PlanContext): string {
       summary: p.summary,
       operations: p.operations,
       conflicts: p.conflicts,
+      refusal: ctx.refusal ?? null,
     },
     null,
     2,
@@ -123,6 +143,7 @@ export function renderPlanMarkdown(p: Plan, ctx: PlanContext, limit = MARKDOWN_L
     `| agents | ${s.create_agent} | ${s.update_agent} | | ${s.link} | ${s.unlink} | |`,
     '',
   ];
+  if (ctx.refusal) head.push(...refusalMarkdown(ctx.refusal), '');
   const tail = ['', `<sub>directory \`${ctx.directory}\`, owner \`${p.managed_by}\`, server state \`${ctx.fingerprint.slice(0, 19)}\`</sub>`, ''];
   if (!hasChanges(p)) return [...head, ...tail].join('\n');
 
@@ -150,4 +171,15 @@ export function renderPlanMarkdown(p: Plan, ctx: PlanContext, limit = MARKDOWN_L
     body.push('', `> Truncated: ${detail.length - kept.length} of ${detail.length} lines left out to stay under ${limit} characters. Run \`guardctl plan\` for the full plan.`);
   }
   return [...body, ...tail].join('\n');
+}
+
+/** The refusal in a pull-request comment: a warning line, then each owner's command in a code block. */
+function refusalMarkdown(refusal: Refusal): string[] {
+  const out = [`> **Apply would refuse this plan**: ${refusal.message}.`];
+  for (const group of refusal.groups) {
+    out.push('>', `> ${group.names.map((n) => `\`${n.replace(/`/g, "'")}\``).join(', ')} (${group.managed_by ?? 'no owner'}): ${group.why}.`);
+    if (group.command) out.push('>', '> ```sh', `> ${group.command}`, '> ```', `> ${capitalised(group.advice)}.`);
+    else out.push(`> ${capitalised(group.advice)}.`);
+  }
+  return out;
 }

@@ -1,10 +1,12 @@
 import { Box, Text } from 'ink';
 import { fit } from './format.js';
+import { useTint } from './palette.js';
 import type { ControlCount } from './state.js';
 
 /** Matches per control since start (or the last clear), most matched first. */
 export function ControlPane(props: { controls: ControlCount[]; width: number; height: number }) {
   const { width } = props;
+  const tint = useTint();
   const countWidth = 7;
   const nameWidth = Math.max(1, width - countWidth - 1);
   const body = Math.max(0, props.height - 1);
@@ -16,7 +18,7 @@ export function ControlPane(props: { controls: ControlCount[]; width: number; he
         {fit('CONTROL', nameWidth)} {fit('MATCHES', countWidth, 'right')}
       </Text>
       {shown.map((c, i) => (
-        <Text key={c.name} wrap="truncate" color={c.deny > 0 ? 'red' : c.steer > 0 ? 'yellow' : undefined}>
+        <Text key={c.name} wrap="truncate" color={tint(c.deny > 0 ? 'red' : c.steer > 0 ? 'yellow' : undefined)}>
           {i === shown.length - 1 && hidden > 0
             ? fit(`… ${hidden + 1} more`, width)
             : `${fit(c.name, nameWidth)} ${fit(String(c.matches), countWidth, 'right')}`}

@@ -32,6 +32,8 @@ export interface CompiledLeaf {
   readonly evaluatorName: string;
   /** The leaf's own `on_error`; undefined falls back to the control's. */
   readonly onError: OnError | undefined;
+  /** The control's reveal_match: what the leaf found is shown in full (engine/present.ts). */
+  readonly reveal: boolean;
 }
 
 export type CompiledNode =
@@ -56,6 +58,8 @@ export interface CompiledControl {
   /** First leaf's evaluator and selector, for observability. */
   readonly evaluatorName: string;
   readonly selectorPath: string;
+  /** reveal_match: messages and excerpts show what was matched in full, not masked. */
+  readonly revealMatch: boolean;
   /**
    * This control's record for an ordinary non-match (no score, message or metadata), which
    * says the same thing every time: most of an answer is non-matches, and one frozen
@@ -89,6 +93,7 @@ export function buildControl(
 ): BuildResult {
   const issues: FieldIssue[] = [];
   const scope = data.scope ?? {};
+  const reveal = data.reveal_match === true;
 
   let nameRegex: CompiledPattern | null = null;
   if (scope.step_name_regex !== undefined) {
@@ -108,10 +113,10 @@ export function buildControl(
         message: `condition is nested ${depth} levels deep; the limit is ${MAX_CONDITION_DEPTH}`,
       });
     } else {
-      node = buildNode(data.condition, 'condition', registry, issues, parts);
+      node = buildNode(data.condition, 'condition', reveal, registry, issues, parts);
     }
   } else if (data.selector && data.evaluator) {
-    node = buildLeaf(data.selector.path, data.evaluator.name, data.evaluator.config ?? {}, '', registry, issues, parts);
+    node = buildLeaf(data.selector.path, data.evaluator.name, data.evaluator.config ?? {}, '', reveal, registry, issues, parts);
   } else {
     issues.push({ field: 'selector', code: 'invalid_type', message: 'a control needs selector+evaluator or a condition' });
   }
@@ -137,6 +142,7 @@ export function buildControl(
     onError,
     evaluatorName: first.evaluatorName,
     selectorPath: first.selector.path,
+    revealMatch: reveal,
     plainNonMatch: Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH }),
     missingNonMatch: Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH, selector_missing: true as const }),
   });
@@ -146,6 +152,7 @@ export function buildControl(
 function buildNode(
   cond: Condition,
   at: string,
+  reveal: boolean,
   registry: EvaluatorRegistry,
   issues: FieldIssue[],
   parts: CompileCache | undefined,
@@ -158,7 +165,7 @@ function buildNode(
       issues.push({ field: `${at}.${key}`, code: 'too_small', message: `${key} needs at least one condition` });
       return null;
     }
-    const children = list.map((c, i) => buildNode(c, `${at}.${key}[${i}]`, registry, issues, parts));
+    const children = list.map((c, i) => buildNode(c, `${at}.${key}[${i}]`, reveal, registry, issues, parts));
     if (children.some((c) => c === null)) return null;
     return Object.freeze({
       kind: isAnd ? NodeKind.And : NodeKind.Or,
@@ -166,10 +173,10 @@ function buildNode(
     });
   }
   if ('not' in cond) {
-    const child = buildNode(cond.not, `${at}.not`, registry, issues, parts);
+    const child = buildNode(cond.not, `${at}.not`, reveal, registry, issues, parts);
     return child === null ? null : Object.freeze({ kind: NodeKind.Not, child });
   }
-  return buildLeaf(cond.selector.path, cond.evaluator.name, cond.evaluator.config ?? {}, `${at}.`, registry, issues, parts);
+  return buildLeaf(cond.selector.path, cond.evaluator.name, cond.evaluator.config ?? {}, `${at}.`, reveal, registry, issues, parts);
 }
 
 function buildLeaf(
@@ -177,6 +184,7 @@ function buildLeaf(
   evaluatorName: string,
   config: unknown,
   prefix: string,
+  reveal: boolean,
   registry: EvaluatorRegistry,
   issues: FieldIssue[],
   parts: CompileCache | undefined,
@@ -196,6 +204,7 @@ function buildLeaf(
     check: compiled.compiled.check,
     evaluatorName,
     onError: compiled.compiled.onError,
+    reveal,
   });
 }
 
