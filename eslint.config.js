@@ -36,7 +36,7 @@ const floors = [
   ['evaluators', 'store', 'client'],
   ['engine', 'recording'],
   ['observability', 'gitops', 'sdk'],
-  ['reload', 'testing'],
+  ['reload', 'testing', 'adapters'],
   ['replay', 'server'],
   ['index.ts'],
 ];
@@ -54,7 +54,7 @@ const floorZones = floors.slice(0, -1).flatMap((floor, level) =>
 );
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'schema/**', 'examples/**/*.js', 'scripts/**', 'scratch/**'] },
+  { ignores: ['dist/**', 'packages/*/dist/**', 'node_modules/**', 'coverage/**', 'schema/**', 'examples/**/*.js', 'scripts/**', 'scratch/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

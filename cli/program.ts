@@ -10,6 +10,7 @@ import { registerSchema } from './commands/schema.js';
 import { registerTest } from './commands/test.js';
 import { registerCompletion } from './commands/completion.js';
 import { withExamples } from './help.js';
+import { registerMcpProxy } from './commands/mcp-proxy.js';
 
 /** Every command, registered explicitly in one readable list. */
 const commands: Array<(program: Command) => void> = [
@@ -22,6 +23,7 @@ const commands: Array<(program: Command) => void> = [
   registerSchema,
   registerTest,
   registerCompletion,
+  registerMcpProxy,
 ];
 
 export function buildProgram(): Command {

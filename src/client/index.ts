@@ -25,4 +25,5 @@ export type {
   Health,
   IngestResult,
   InitAgentResult,
+  RecordingPage,
 } from './schemas.js';

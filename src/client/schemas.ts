@@ -113,6 +113,8 @@ const ControlStatsRowSchema = z.looseObject({
   matches: z.number(),
   non_matches: z.number(),
   errors: z.number(),
+  /** Absent from servers that predate it. */
+  selector_missing: z.number().optional(),
   actions: z.record(z.string(), z.number()),
   avg_duration_ms: z.number(),
 });
@@ -127,6 +129,7 @@ export const AgentStatsSchema = z.looseObject({
     matches: z.number(),
     non_matches: z.number(),
     errors: z.number(),
+    selector_missing: z.number().optional(),
     actions: z.record(z.string(), z.number()),
   }),
   controls: z.array(ControlStatsRowSchema),

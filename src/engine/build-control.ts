@@ -96,6 +96,7 @@ export function buildControl(
     selectorPath: first.selector.path,
     revealMatch: reveal,
     plainNonMatch: Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH }),
+    missingNonMatch: Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH, selector_missing: true as const }),
   });
   return { ok: true, control };
 }

@@ -52,4 +52,6 @@ export interface CompiledControl {
    * its JSON text.
    */
   readonly plainNonMatch: ControlMatch;
+  /** The same non-match when the control's selector found nothing to look at (frozen too). */
+  readonly missingNonMatch: ControlMatch;
 }

@@ -21,5 +21,10 @@ export const ObservabilityEventSchema = z.strictObject({
   selector_path: z.string().max(512).nullable(),
   error_message: z.string().max(8192).nullable(),
   metadata: JsonObjectSchema.nullable(),
+  /**
+   * A non-match whose selector found nothing in the step (ControlMatch.selector_missing):
+   * stored as a row rather than rolled up, and counted as `selector_missing` in stats.
+   */
+  selector_missing: z.boolean().optional(),
 });
 export type ObservabilityEvent = z.infer<typeof ObservabilityEventSchema>;

@@ -43,6 +43,7 @@ export function executionsOf(input: RecordEvaluationInput): ControlExecution[] {
       evaluator_name: '',
       selector_path: '',
       duration_ms: 0,
+      selector_missing: m.selector_missing === true,
     });
   for (const m of result.matches) add(m, true);
   for (const m of result.errors) add(m, m.result.matched);
@@ -100,12 +101,16 @@ export function eventOf(
     selector_path: x.selector_path || null,
     error_message: x.error_message,
     metadata: metadata?.get(x.control_id) ?? null,
+    ...(x.selector_missing === true && { selector_missing: true }),
   };
 }
 
-/** A non-match is rolled up instead of stored as a row (unless sampled). */
-export function isNonMatch(x: { matched: boolean; error_message: string | null }): boolean {
-  return !x.matched && x.error_message === null;
+/**
+ * A non-match is rolled up instead of stored as a row (unless sampled). One whose selector
+ * found nothing is kept as a row, like an error: it is a misconfiguration to fix.
+ */
+export function isNonMatch(x: { matched: boolean; error_message: string | null; selector_missing?: boolean | undefined }): boolean {
+  return !x.matched && x.error_message === null && x.selector_missing !== true;
 }
 
 /** Walks a selector path (`input.a.b[0]`, `name`, `*`) for the stream's excerpt. */

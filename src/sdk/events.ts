@@ -131,5 +131,6 @@ export function eventsOf(executions: readonly ControlExecution[], ctx: EventCont
     selector_path: e.selector_path || null,
     error_message: e.error_message,
     metadata: { source: 'sdk', step_name: ctx.step.name },
+    ...(e.selector_missing === true && { selector_missing: true }),
   }));
 }

@@ -64,10 +64,11 @@ export function agentRecordOf(row: AgentColumns, own: AgentConverted): AgentReco
 }
 
 type EventConverted = Pick<ObservabilityEvent, 'control_id' | 'matched' | 'timestamp' | 'metadata'>;
-type EventColumns = Omit<ObservabilityEvent, keyof EventConverted | 'check_stage' | 'applies_to' | 'action'> & {
+type EventColumns = Omit<ObservabilityEvent, keyof EventConverted | 'check_stage' | 'applies_to' | 'action' | 'selector_missing'> & {
   check_stage: string;
   applies_to: string;
   action: string;
+  outcome: number;
 };
 
 /** An event from a row; the stage, step type and action columns hold what was stored from an event. */
@@ -90,6 +91,7 @@ export function eventRecordOf(row: EventColumns, own: EventConverted): Observabi
     selector_path: row.selector_path,
     error_message: row.error_message,
     metadata: own.metadata,
+    ...selectorMissingOf(row.outcome),
   };
 }
 
@@ -137,15 +139,24 @@ export function enabledAfter(
 
 /**
  * How an event counts in stats. An error is neither a match nor a non-match, so
- * executions = matches + non_matches + errors holds by construction.
+ * executions = matches + non_matches + errors holds by construction. A non-match whose
+ * selector found nothing is stored as a row of its own outcome, counted both as a
+ * non-match and as `selector_missing`.
  */
 export const OUTCOME_NON_MATCH = 0;
 export const OUTCOME_MATCH = 1;
 export const OUTCOME_ERROR = 2;
+export const OUTCOME_SELECTOR_MISSING = 3;
 
-export function outcomeOf(event: Pick<ObservabilityEvent, 'matched' | 'error_message'>): number {
+export function outcomeOf(event: Pick<ObservabilityEvent, 'matched' | 'error_message' | 'selector_missing'>): number {
   if (event.error_message !== null) return OUTCOME_ERROR;
-  return event.matched ? OUTCOME_MATCH : OUTCOME_NON_MATCH;
+  if (event.matched) return OUTCOME_MATCH;
+  return event.selector_missing === true ? OUTCOME_SELECTOR_MISSING : OUTCOME_NON_MATCH;
+}
+
+/** The event's selector_missing field as a stored row's outcome gives it back. */
+export function selectorMissingOf(outcome: number): { selector_missing?: true } {
+  return outcome === OUTCOME_SELECTOR_MISSING ? { selector_missing: true } : {};
 }
 
 /** One aggregate from a store: how many events of one control had one outcome and action. */
@@ -171,6 +182,7 @@ export function statsRowsOf(parts: StatsPart[], nameOf: (controlId: number) => s
         matches: 0,
         non_matches: 0,
         errors: 0,
+        selector_missing: 0,
         actions: {},
         avg_duration_ms: 0,
         duration_sum: 0,
@@ -183,7 +195,10 @@ export function statsRowsOf(parts: StatsPart[], nameOf: (controlId: number) => s
     else if (part.outcome === OUTCOME_MATCH) {
       row.matches += part.count;
       row.actions[part.action] = (row.actions[part.action] ?? 0) + part.count;
-    } else row.non_matches += part.count;
+    } else {
+      row.non_matches += part.count;
+      if (part.outcome === OUTCOME_SELECTOR_MISSING) row.selector_missing += part.count;
+    }
   }
   return [...rows.values()]
     .sort((a, b) => a.control_id - b.control_id)

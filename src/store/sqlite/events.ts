@@ -5,7 +5,19 @@
  */
 import type Database from 'better-sqlite3';
 import type { ObservabilityEvent } from '../../model/index.js';
-import { EVENT_COLUMNS, epochMsOf, eventRecordOf, eventValuesOf, mergedRollups, OUTCOME_NON_MATCH, statsRowsOf, type StatsPart } from '../records.js';
+import {
+  EVENT_COLUMNS,
+  epochMsOf,
+  eventRecordOf,
+  eventValuesOf,
+  mergedRollups,
+  OUTCOME_ERROR,
+  OUTCOME_MATCH,
+  OUTCOME_NON_MATCH,
+  OUTCOME_SELECTOR_MISSING,
+  statsRowsOf,
+  type StatsPart,
+} from '../records.js';
 import type { ControlStatsRow, EventPage, EventQuery, EventRollup, EventStore, StatsQuery } from '../types.js';
 import type { SqliteDatabase } from './database.js';
 
@@ -20,6 +32,7 @@ interface EventRow {
   applies_to: string;
   action: string;
   matched: number;
+  outcome: number;
   confidence: number;
   ts: number;
   execution_duration_ms: number;
@@ -39,8 +52,8 @@ function eventOf(row: EventRow): ObservabilityEvent {
 }
 
 const ACTIONS = ['allow', 'deny', 'steer', 'warn', 'log'] as const;
-/** Outcomes stats read from event rows; non-matches come from the rollups. */
-const ROW_OUTCOMES = [1, 2] as const;
+/** Outcomes stats read from event rows; other non-matches come from the rollups. */
+const ROW_OUTCOMES = [OUTCOME_MATCH, OUTCOME_ERROR, OUTCOME_SELECTOR_MISSING] as const;
 
 type RollupPart = { control_id: number; count: number; duration_sum: number };
 
