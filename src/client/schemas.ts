@@ -85,6 +85,8 @@ export type InitAgentResult = z.infer<typeof InitAgentResultSchema>;
 export const AgentControlsSchema = z.looseObject({
   agent_name: z.string(),
   controls: z.array(ControlRecordSchema),
+  /** The store revision these controls were read at; absent from servers that predate it. */
+  set_revision: z.number().int().nullable().optional(),
 });
 export type AgentControls = z.infer<typeof AgentControlsSchema>;
 

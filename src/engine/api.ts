@@ -2,7 +2,7 @@
  * The engine's public contract. Implementation lives beside this file; everything here
  * is pure (no I/O) so that the server, the SDK, `guardctl test` and replay share it.
  */
-import type { ControlData, EvaluationResult, FieldIssue } from '../model/index.js';
+import type { ControlData, ControlMode, EvaluationResult, FieldIssue } from '../model/index.js';
 
 /** What the engine needs of a control: its id, name and (validated) data. */
 export interface ControlInput {
@@ -24,6 +24,8 @@ export interface ControlExecution {
   evaluator_name: string;
   selector_path: string;
   duration_ms: number;
+  /** Absent means `enforce`; the engine sets it. */
+  mode?: ControlMode;
   /** The evaluator's message (or the error text). Always set by the engine. */
   message?: string | null;
   /**

@@ -44,6 +44,8 @@ export interface CompiledControl {
   readonly name: string;
   readonly decision: ControlData['action']['decision'];
   readonly steering_context: SteeringContext | null;
+  /** `mode: shadow`: evaluated and reported, never part of the decision. */
+  readonly shadow: boolean;
   readonly execution: 'server' | 'sdk';
   readonly stages: ReadonlyArray<'pre' | 'post'>;
   readonly stepTypes: ReadonlyArray<'tool' | 'llm'>;
@@ -126,6 +128,7 @@ export function buildControl(
     name,
     decision,
     steering_context: data.action.steering_context ?? null,
+    shadow: data.mode === 'shadow',
     execution: data.execution ?? 'server',
     stages: scope.stages ? stagesOf(scope.stages) : BOTH_STAGES,
     stepTypes: scope.step_types ? stepTypesOf(scope.step_types) : BOTH_STEP_TYPES,

@@ -29,6 +29,8 @@ export interface CompiledControlSet {
   readonly skipped: readonly SkippedControl[];
   /** Controls left out because they are disabled or have no data. */
   readonly inactive: number;
+  /** Ids of the `mode: shadow` controls; null when there are none (the common case). */
+  readonly shadowIds: ReadonlySet<number> | null;
 }
 
 export interface CompileOptions {
@@ -80,6 +82,7 @@ function freezeSet(compiled: CompiledControl[], skipped: SkippedControl[], inact
   // Arrays grown by push or filter keep spare capacity (17 slots at first); a set lives
   // as long as its agent's controls do not change, so it keeps exact-size copies.
   const exact = <T>(list: T[]): readonly T[] => Object.freeze(list.slice());
+  const shadow = compiled.filter((c) => c.shadow);
   const bucket = (stage: Stage, type: StepType) => {
     const list = compiled.filter((c) => c.stages.includes(stage) && c.stepTypes.includes(type));
     return list.length === 0 ? NO_CONTROLS : exact(list);
@@ -96,6 +99,7 @@ function freezeSet(compiled: CompiledControl[], skipped: SkippedControl[], inact
     }),
     skipped: skipped.length === 0 ? NO_SKIPPED : exact(skipped),
     inactive,
+    shadowIds: shadow.length === 0 ? null : new Set(shadow.map((c) => c.control_id)),
   });
 }
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DecisionSchema, JsonObjectSchema, StageSchema, StepTypeSchema } from './common.js';
+import { ControlModeSchema } from './control.js';
 
 /** One control evaluated against one step: the unit of observability. */
 export const ObservabilityEventSchema = z.strictObject({
@@ -21,5 +22,16 @@ export const ObservabilityEventSchema = z.strictObject({
   selector_path: z.string().max(512).nullable(),
   error_message: z.string().max(8192).nullable(),
   metadata: JsonObjectSchema.nullable(),
+  /**
+   * The control's mode when it ran: a `shadow` match did not take part in the decision.
+   * Absent means `enforce` (clients that predate modes); stores always return it.
+   */
+  mode: ControlModeSchema.optional(),
+  /**
+   * The store revision of the agent's control set that was evaluated (the audit log's
+   * revision numbers): the rules in force are the controls as of that revision. Null when
+   * unknown; absent from events of clients that do not send it.
+   */
+  set_revision: z.number().int().nonnegative().nullable().optional(),
 });
 export type ObservabilityEvent = z.infer<typeof ObservabilityEventSchema>;

@@ -180,6 +180,7 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
     const { result } = input.outcome;
     metrics.evaluations.child(metrics.agentLabels.value(input.agent_name), result.decision).inc();
     for (const m of result.matches) metrics.controlMatches.child(metrics.controlLabels.value(m.control_name), m.action).inc();
+    for (const m of result.shadow_matches) metrics.shadowMatches.child(metrics.controlLabels.value(m.control_name), m.action).inc();
     let durationMs = 0;
     for (const x of executions) {
       durationMs += x.duration_ms;

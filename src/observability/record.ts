@@ -8,6 +8,7 @@ import type {
   ObservabilityEvent,
   Stage,
   Step,
+  SummaryMatch,
 } from '../model/index.js';
 
 export interface RecordEvaluationInput {
@@ -16,6 +17,8 @@ export interface RecordEvaluationInput {
   step: Step;
   /** From the engine; `executions` is set when it was asked to collect them. */
   outcome: { result: EvaluationResult; executions: ControlExecution[] | null };
+  /** The store revision of the control set that decided it (see ObservabilityEvent.set_revision). */
+  set_revision?: number | null;
   /**
    * The request's trace and span ids, asked for only when a stored row or a stream
    * summary needs them: most evaluations only add to rollups, and reading the headers
@@ -31,7 +34,7 @@ export function executionsOf(input: RecordEvaluationInput): ControlExecution[] {
   if (input.outcome.executions) return input.outcome.executions;
   const { result } = input.outcome;
   const out: ControlExecution[] = [];
-  const add = (m: ControlMatch, matched: boolean) =>
+  const add = (m: ControlMatch, matched: boolean, mode: 'enforce' | 'shadow' = 'enforce') =>
     out.push({
       control_id: m.control_id,
       control_name: m.control_name,
@@ -42,8 +45,10 @@ export function executionsOf(input: RecordEvaluationInput): ControlExecution[] {
       evaluator_name: '',
       selector_path: '',
       duration_ms: 0,
+      mode,
     });
   for (const m of result.matches) add(m, true);
+  for (const m of result.shadow_matches) add(m, true, 'shadow');
   for (const m of result.errors) add(m, m.result.matched);
   for (const m of result.non_matches) add(m, false);
   return out;
@@ -52,7 +57,7 @@ export function executionsOf(input: RecordEvaluationInput): ControlExecution[] {
 /** The result metadata of each control that reported some, by control id. */
 export function metadataByControl(result: EvaluationResult): Map<number, Record<string, unknown>> | null {
   let map: Map<number, Record<string, unknown>> | null = null;
-  for (const list of [result.matches, result.errors, result.non_matches]) {
+  for (const list of [result.matches, result.errors, result.non_matches, result.shadow_matches]) {
     for (const m of list) {
       if (m.result.metadata) (map ??= new Map()).set(m.control_id, m.result.metadata);
     }
@@ -99,6 +104,8 @@ export function eventOf(
     selector_path: x.selector_path || null,
     error_message: x.error_message,
     metadata: metadata?.get(x.control_id) ?? null,
+    mode: x.mode ?? 'enforce',
+    set_revision: input.set_revision ?? null,
   };
 }
 
@@ -148,6 +155,14 @@ export function summaryOf(
     if (x?.excerpt !== undefined) return x.excerpt;
     return excerptOf(selectForExcerpt(input.step, x?.selector_path ?? ''));
   };
+  const summaryMatch = (m: ControlMatch): SummaryMatch => ({
+    control_id: m.control_id,
+    control_name: m.control_name,
+    action: m.action,
+    message: m.result.message,
+    steering_context: m.steering_context ?? null,
+    excerpt: excerptFor(m.control_id),
+  });
   return {
     id: randomUUID(),
     timestamp,
@@ -159,14 +174,8 @@ export function summaryOf(
     decision: result.decision,
     duration_ms: durationMs,
     evaluated: executions.length,
-    matches: result.matches.map((m) => ({
-      control_id: m.control_id,
-      control_name: m.control_name,
-      action: m.action,
-      message: m.result.message,
-      steering_context: m.steering_context ?? null,
-      excerpt: excerptFor(m.control_id),
-    })),
+    matches: result.matches.map(summaryMatch),
+    shadow_matches: result.shadow_matches.map(summaryMatch),
     errors: result.errors.map((m) => ({
       control_id: m.control_id,
       control_name: m.control_name,

@@ -17,7 +17,8 @@ export function evaluationResultJson(result: EvaluationResult): string {
     `,"steering_context":${result.steering_context ? steeringJson(result.steering_context) : 'null'}` +
     `,"matches":${listJson(result.matches)}` +
     `,"errors":${listJson(result.errors)}` +
-    `,"non_matches":${listJson(result.non_matches)}}`
+    `,"non_matches":${listJson(result.non_matches)}` +
+    `,"shadow_matches":${result.shadow_matches.length === 0 ? '[]' : joinedJson(result.shadow_matches)}}`
   );
 }
 
@@ -29,7 +30,8 @@ export function evaluationResultJson(result: EvaluationResult): string {
  * for ten controls in scope.
  */
 export function evaluationAnswer(result: EvaluationResult): Buffer {
-  const repeatable = result.matches.length === 0 && result.errors.length === 0 && result.steering_context === null;
+  const repeatable =
+    result.matches.length === 0 && result.errors.length === 0 && result.shadow_matches.length === 0 && result.steering_context === null;
   if (
     repeatable &&
     lastAnswer !== null &&

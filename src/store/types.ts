@@ -3,6 +3,7 @@ import type {
   AgentRecord,
   AgentRegistration,
   ControlData,
+  ControlMode,
   ControlRecord,
   ObservabilityEvent,
 } from '../model/index.js';
@@ -98,6 +99,8 @@ export interface EventRollup {
   check_stage: string;
   applies_to: string;
   evaluator_name: string | null;
+  /** The control's mode; absent means `enforce`. Shadow non-matches are counted apart. */
+  mode?: ControlMode | undefined;
   count: number;
   total_duration_ms: number;
 }
