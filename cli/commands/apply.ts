@@ -53,7 +53,7 @@ export async function runApply(target: string, options: ApplyCommandOptions): Pr
 async function freshPlan(dir: string, options: ApplyCommandOptions, connection: Connection): Promise<ServerPlan> {
   const loaded = await loadValidDirectory(dir, options.format);
   const result = await withServer(connection, () =>
-    planAgainstServer(clientOf(connection), loaded, { prune: Boolean(options.prune), force: Boolean(options.force), owner: options.owner }),
+    planAgainstServer(clientOf(connection), loaded, { prune: Boolean(options.prune), force: Boolean(options.force), owner: options.owner }, { figures: false }),
   );
   if (result.plan.conflicts.length > 0) {
     const names = result.plan.conflicts.map((c) => `"${c.name}" (${c.managed_by ?? 'made by hand'})`).join(', ');
@@ -77,5 +77,5 @@ async function savedPlan(path: string, connection: Connection): Promise<ServerPl
       `make a new plan: guardctl plan ${parsed.file.directory} --out ${path}`,
     );
   }
-  return { plan: planOfFile(parsed.file), actual, fingerprint: now };
+  return { plan: planOfFile(parsed.file), actual, fingerprint: now, promotions: [] };
 }

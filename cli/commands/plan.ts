@@ -62,7 +62,7 @@ export async function runPlan(dir: string, options: PlanCommandOptions): Promise
   const result = await withServer(connection, () =>
     planAgainstServer(client, loaded, { prune: Boolean(options.prune), force: Boolean(options.force), owner: options.owner }),
   );
-  const ctx = { directory: dir, server: connection.serverUrl, fingerprint: result.fingerprint };
+  const ctx = { directory: dir, server: connection.serverUrl, fingerprint: result.fingerprint, promotions: result.promotions };
   if (options.out) {
     const file = planFileOf(result.plan, { server: connection.serverUrl, fingerprint: result.fingerprint, directory: dir });
     await writeFile(resolve(options.out), `${JSON.stringify(file, null, 2)}\n`);

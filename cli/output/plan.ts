@@ -4,6 +4,7 @@
  */
 import type { Change, Conflict, Operation, Plan } from '../../src/gitops/plan.js';
 import { hasChanges } from '../../src/gitops/plan.js';
+import { promotionEffect, promotionLine, type Promotion } from '../../src/gitops/promotions.js';
 import type { Colors } from './color.js';
 import { colors as makeColors } from './color.js';
 
@@ -15,6 +16,8 @@ export interface PlanContext {
   directory: string;
   server: string;
   fingerprint: string;
+  /** Controls the plan moves from shadow to enforce, with the server's figures. */
+  promotions?: readonly Promotion[];
 }
 
 const plain = makeColors(false);
@@ -52,6 +55,18 @@ export function changeLines(changes: readonly Change[], indent = '    '): string
   });
 }
 
+/**
+ * The field diff of an update; a promotion's mode line says what the control would have
+ * done while it ran in shadow mode.
+ */
+function updateLines(o: Extract<Operation, { op: 'update_control' | 'update_agent' }>, ctx: PlanContext, indent: string): string[] {
+  const promotion = o.op === 'update_control' ? ctx.promotions?.find((p) => p.name === o.name) : undefined;
+  if (!promotion) return changeLines(o.changes, indent);
+  return o.changes.flatMap((ch) =>
+    ch.path === 'mode' ? [`${indent}mode: shadow -> enforce (${promotionEffect(promotion)})`] : changeLines([ch], indent),
+  );
+}
+
 function short(value: unknown, max = 120): string {
   const text = JSON.stringify(value) ?? 'null';
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
@@ -84,7 +99,7 @@ export function renderPlanText(p: Plan, ctx: PlanContext, c: Colors): string {
   const out = [c.dim(`guardctl plan: ${ctx.directory} -> ${ctx.server} (owner ${p.managed_by})`), ''];
   for (const o of p.operations) {
     out.push(`  ${operationLine(o, c)}`);
-    if (o.op === 'update_control' || o.op === 'update_agent') out.push(...changeLines(o.changes, '      '));
+    if (o.op === 'update_control' || o.op === 'update_agent') out.push(...updateLines(o, ctx, '      '));
   }
   for (const conflict of p.conflicts) out.push(...conflictLines(conflict, c).map((l) => `  ${l}`));
   if (p.operations.length > 0 || p.conflicts.length > 0) out.push('');
@@ -104,6 +119,7 @@ export function renderPlanJson(p: Plan, ctx: PlanContext): string {
       summary: p.summary,
       operations: p.operations,
       conflicts: p.conflicts,
+      promotions: ctx.promotions ?? [],
     },
     null,
     2,
@@ -122,6 +138,8 @@ export function renderPlanMarkdown(p: Plan, ctx: PlanContext, limit = MARKDOWN_L
     `| controls | ${s.create_control} | ${s.update_control} | ${s.delete_control} | | | ${s.conflicts} |`,
     `| agents | ${s.create_agent} | ${s.update_agent} | | ${s.link} | ${s.unlink} | |`,
     '',
+    // Outside the collapsed details: turning a rule on is what a reviewer must see.
+    ...promotionBlock(ctx.promotions ?? []),
   ];
   const tail = ['', `<sub>directory \`${ctx.directory}\`, owner \`${p.managed_by}\`, server state \`${ctx.fingerprint.slice(0, 19)}\`</sub>`, ''];
   if (!hasChanges(p)) return [...head, ...tail].join('\n');
@@ -129,7 +147,7 @@ export function renderPlanMarkdown(p: Plan, ctx: PlanContext, limit = MARKDOWN_L
   const detail: string[] = [];
   for (const o of p.operations) {
     detail.push(operationLine(o));
-    if (o.op === 'update_control' || o.op === 'update_agent') detail.push(...changeLines(o.changes));
+    if (o.op === 'update_control' || o.op === 'update_agent') detail.push(...updateLines(o, ctx, '    '));
   }
   for (const conflict of p.conflicts) detail.push(...conflictLines(conflict, plain));
 
@@ -150,4 +168,9 @@ export function renderPlanMarkdown(p: Plan, ctx: PlanContext, limit = MARKDOWN_L
     body.push('', `> Truncated: ${detail.length - kept.length} of ${detail.length} lines left out to stay under ${limit} characters. Run \`guardctl plan\` for the full plan.`);
   }
   return [...body, ...tail].join('\n');
+}
+
+function promotionBlock(promotions: readonly Promotion[]): string[] {
+  if (promotions.length === 0) return [];
+  return [`**Shadow to enforce** (${promotions.length}):`, '', '```diff', ...promotions.map((p) => promotionLine(p).replace(/```/g, "'''")), '```', ''];
 }

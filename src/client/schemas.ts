@@ -117,6 +117,11 @@ const ControlStatsRowSchema = z.looseObject({
   errors: z.number(),
   actions: z.record(z.string(), z.number()),
   avg_duration_ms: z.number(),
+  // Shadow figures; absent from servers without shadow mode.
+  shadow_executions: z.number().optional(),
+  shadow_matches: z.number().optional(),
+  would_deny: z.number().optional(),
+  would_steer: z.number().optional(),
 });
 export type ControlStats = z.infer<typeof ControlStatsRowSchema>;
 
