@@ -23,6 +23,8 @@ export interface ControlExecution {
   /** First leaf's evaluator and selector for condition trees. */
   evaluator_name: string;
   selector_path: string;
+  /** Every selector path the control reads; set by the engine (masking shadow examples). */
+  selector_paths?: readonly string[];
   duration_ms: number;
   /** Absent means `enforce`; the engine sets it. */
   mode?: ControlMode;

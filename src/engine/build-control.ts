@@ -58,6 +58,8 @@ export interface CompiledControl {
   /** First leaf's evaluator and selector, for observability. */
   readonly evaluatorName: string;
   readonly selectorPath: string;
+  /** Every selector path the control reads (all leaves), to mask what it looked at. */
+  readonly selectorPaths: readonly string[];
   /**
    * This control's record for an ordinary non-match (no score, message or metadata), which
    * says the same thing every time: most of an answer is non-matches, and one frozen
@@ -138,6 +140,7 @@ export function buildControl(
     onError,
     evaluatorName: first.evaluatorName,
     selectorPath: first.selector.path,
+    selectorPaths: Object.freeze([...new Set(leavesOf(node).map((leaf) => leaf.selector.path))]),
     plainNonMatch: Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH }),
   });
   return { ok: true, control };
@@ -225,6 +228,18 @@ function stepNamesOf(names: readonly string[], parts: CompileCache | undefined):
   if (!parts) return new Set(names);
   const key = stepNamesKey(names);
   return parts.stepNames.find(key) ?? parts.stepNames.keep(key, new Set(names));
+}
+
+function leavesOf(node: CompiledNode): CompiledLeaf[] {
+  switch (node.kind) {
+    case NodeKind.Leaf:
+      return [node];
+    case NodeKind.Not:
+      return leavesOf(node.child);
+    case NodeKind.And:
+    case NodeKind.Or:
+      return node.children.flatMap(leavesOf);
+  }
 }
 
 function firstLeaf(node: CompiledNode): CompiledLeaf {

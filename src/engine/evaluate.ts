@@ -233,6 +233,7 @@ function executionOf(c: CompiledControl, m: ControlMatch, value: unknown, durati
     error_message: m.error ?? null,
     evaluator_name: c.evaluatorName,
     selector_path: c.selectorPath,
+    selector_paths: c.selectorPaths,
     duration_ms: duration,
     mode: c.shadow ? 'shadow' : 'enforce',
     message: m.result.message,

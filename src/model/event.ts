@@ -35,3 +35,10 @@ export const ObservabilityEventSchema = z.strictObject({
   set_revision: z.number().int().nonnegative().nullable().optional(),
 });
 export type ObservabilityEvent = z.infer<typeof ObservabilityEventSchema>;
+
+/**
+ * An event as the server stores it: a shadow match the server evaluated may carry an
+ * example of the step (masked and redacted, see src/observability/shadow-examples.ts).
+ * Not part of the API's event schema: clients cannot send one.
+ */
+export type StoredEvent = ObservabilityEvent & { example?: string | null };

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
-import type { ObservabilityEvent, ReloadNotice } from '../model/index.js';
+import type { ObservabilityEvent, ReloadNotice, StoredEvent } from '../model/index.js';
 import { StoreError, type Store } from '../store/types.js';
 import { OBSERVABILITY_DEFAULTS, type ObservabilityConfig } from './config.js';
 import { EventBuffer } from './event-buffer.js';
@@ -9,6 +9,7 @@ import { defaultWorkerUrl, inlineWriter, workerWriter, type EventWriter } from '
 import { createMetrics, type GuardMetrics } from './metrics.js';
 import { NonMatchRollups } from './non-match-rollups.js';
 import { eventOf, executionsOf, isNonMatch, metadataByControl, summaryOf, type RecordEvaluationInput } from './record.js';
+import { createExampleTaker } from './shadow-examples.js';
 import type { TraceIds } from './trace.js';
 
 export type { RecordEvaluationInput } from './record.js';
@@ -69,6 +70,8 @@ export interface CreateObservabilityOptions {
   sqlitePath?: string;
   /** The compiled worker module; defaults to the one beside this file when it exists. */
   workerUrl?: URL | null;
+  /** Redaction rules for shadow-report examples beyond the built-in ones (GUARD_RECORD_REDACT). */
+  exampleRedact?: readonly string[];
   /** Live stream tuning, mostly for tests. */
   stream?: { queueSize?: number; stallMs?: number; heartbeatMs?: number; maxSubscribers?: number };
 }
@@ -172,6 +175,8 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
     prune().catch((err: unknown) => logger?.warn({ err }, 'observability: pruning old events failed'));
   };
 
+  const examples = createExampleTaker(opts.exampleRedact);
+
   // Unlabelled: one handle for the life of the app.
   const evaluationSeconds = metrics.evaluationDuration.child();
 
@@ -203,7 +208,9 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
         }
         if (metadata === undefined) metadata = metadataByControl(result);
         ids ??= input.trace();
-        (rows ??= []).push(eventOf(input, ids, x, (timestamp ??= new Date(now).toISOString()), metadata));
+        const event: StoredEvent = eventOf(input, ids, x, (timestamp ??= new Date(now).toISOString()), metadata);
+        if (x.mode === 'shadow' && x.matched) event.example = examples.take(x.control_id, input.step, x.selector_paths ?? [x.selector_path], now);
+        (rows ??= []).push(event);
       }
       if (rows) events.push(rows);
     }

@@ -57,6 +57,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       store,
       config,
       logger: { warn: (o, m) => late()?.warn(o, m), error: (o, m) => late()?.error(o, m) },
+      exampleRedact: config.recordRedact,
       ...(writerPath !== undefined ? { sqlitePath: writerPath } : {}),
     });
     app = await buildApp({
