@@ -63,7 +63,7 @@ export function controlSnapshot(record: Pick<ControlRecord, 'name' | 'enabled' |
   return {
     name: record.name,
     enabled: record.enabled,
-    data: record.data as Record<string, unknown> | null,
+    data: record.data,
     managed_by: record.managed_by,
     source: record.source,
   };
