@@ -8,6 +8,8 @@ import { registerApply } from './commands/apply.js';
 import { registerExport } from './commands/export.js';
 import { registerSchema } from './commands/schema.js';
 import { registerTest } from './commands/test.js';
+import { registerShadowReport } from './commands/shadow-report.js';
+import { registerHistory } from './commands/history.js';
 
 /** Every command, registered explicitly in one readable list. */
 const commands: Array<(program: Command) => void> = [
@@ -19,6 +21,8 @@ const commands: Array<(program: Command) => void> = [
   registerExport,
   registerSchema,
   registerTest,
+  registerShadowReport,
+  registerHistory,
 ];
 
 export function buildProgram(): Command {

@@ -42,7 +42,7 @@ export function operationLine(o: Operation, c: Colors = plain): string {
   }
 }
 
-function describeData(data: Extract<Operation, { op: 'create_control' }>['data']): string {
+export function describeData(data: Extract<Operation, { op: 'create_control' }>['data']): string {
   const check = data.condition ? 'condition tree' : `${data.evaluator?.name ?? '?'} on ${data.selector?.path ?? '?'}`;
   return `${data.action.decision}, ${check}${data.enabled ? '' : ', disabled'}`;
 }

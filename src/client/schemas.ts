@@ -8,11 +8,13 @@
 import { z } from 'zod';
 import {
   AgentRecordSchema,
+  ChangeEntrySchema,
   ControlDataSchema,
   ControlRecordSchema,
   EvaluationResultSchema,
   JsonObjectSchema,
   ObservabilityEventSchema,
+  ShadowReportSchema,
 } from '../model/index.js';
 
 export const HealthSchema = z.looseObject({ status: z.string(), version: z.string() });
@@ -156,3 +158,35 @@ export const RecordingPageSchema = z.object({
   next_cursor: z.number().nullable(),
 });
 export type RecordingPage = z.infer<typeof RecordingPageSchema>;
+
+const ChangePaginationSchema = z.looseObject({
+  limit: z.number().int(),
+  next_cursor: z.number().int().nullable(),
+  has_more: z.boolean(),
+});
+
+/** `GET /controls/{id}/history`: the control's revisions, newest first. */
+export const ControlHistorySchema = z.looseObject({
+  control_id: z.number().int(),
+  entries: z.array(ChangeEntrySchema),
+  pagination: ChangePaginationSchema,
+});
+export type ControlHistory = z.infer<typeof ControlHistorySchema>;
+
+/** `GET /audit`: every write, newest first. */
+export const AuditPageSchema = z.looseObject({
+  entries: z.array(ChangeEntrySchema),
+  pagination: ChangePaginationSchema,
+});
+export type AuditPage = z.infer<typeof AuditPageSchema>;
+
+/** `POST /controls/{id}/restore`. */
+export const RestoreResultSchema = z.looseObject({
+  restored: z.boolean(),
+  recreated: z.boolean(),
+  revision: z.number().int(),
+  control: ControlRecordSchema,
+});
+export type RestoreResult = z.infer<typeof RestoreResultSchema>;
+
+export { ShadowReportSchema };

@@ -175,3 +175,21 @@ export function entryOf(row: {
 export function originOf(origin: WriteOrigin | undefined): WriteOrigin {
   return origin ?? SYSTEM_ORIGIN;
 }
+
+/**
+ * History and audit: every write to a control, an agent or a link, stored in the same
+ * transaction as the write (the stores' write methods take its WriteOrigin).
+ */
+export interface HistoryStore {
+  /** A control's entries (its own writes and its links), newest first; kept after it is deleted. */
+  controlHistory(controlId: number, page: ChangePageQuery): Promise<ChangePage>;
+  /** Every entry, newest first. */
+  auditLog(query: AuditQuery): Promise<ChangePage>;
+  /** Puts a hand-managed control back as it was right after `revision` (recreating it when deleted), in one transaction. */
+  restoreControl(controlId: number, revision: number, origin: WriteOrigin): Promise<RestoreOutcome>;
+  /**
+   * An agent's controls and the store revision they were read at, from one snapshot (the
+   * revision events name as `set_revision`); null when the agent does not exist.
+   */
+  agentControlSet(agentName: string): Promise<{ controls: ControlRecord[]; revision: number } | null>;
+}

@@ -3,7 +3,7 @@ import { validateControlData } from '../../engine/index.js';
 import type { EvaluatorRegistry } from '../../evaluators/registry.js';
 import type { ControlData, ControlRecord, FieldIssue } from '../../model/index.js';
 import { StoreError, type Store, type StoreChange } from '../../store/types.js';
-import { isWatchManaged, parseOr422, type ServerContext } from '../context.js';
+import { apiOrigin, isWatchManaged, parseOr422, type ServerContext } from '../context.js';
 import { HttpProblem, invalid } from '../problem.js';
 import { ChangesEnvelopeSchema, type ChangesEnvelope } from '../schemas.js';
 import { readOnly } from './controls.js';
@@ -29,7 +29,8 @@ export const changeRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) 
     await refuseWatched(store, changes);
     let touched: string[];
     try {
-      ({ touched_agents: touched } = await store.applyChanges(changes));
+      // This endpoint is how GitOps apply writes (docs/gitops.md): its writes are `apply` in history.
+      ({ touched_agents: touched } = await store.applyChanges(changes, apiOrigin(ctx, request, 'apply')));
     } catch (error) {
       throw error instanceof StoreError ? problemNamingChange(error) : error;
     }
