@@ -15,11 +15,10 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { createDefaultRegistry } from '../src/evaluators/registry.js';
 import type { ObservabilityEvent } from '../src/model/index.js';
-import { createObservability, type Observability } from '../src/observability/index.js';
-import { buildApp } from '../src/server/app.js';
+import type { Observability } from '../src/observability/index.js';
+import { assembleServer } from '../src/server/assemble.js';
 import { loadConfig, type ServerConfig } from '../src/server/config.js';
 import { serverLoggerOptions } from '../src/server/start.js';
-import { SqliteStore } from '../src/store/sqlite/index.js';
 import type { Store } from '../src/store/types.js';
 import { median, type Benchmark, type BenchRow } from './harness.js';
 import { benchRollups } from './rollups.js';
@@ -35,41 +34,21 @@ interface Server {
   close(): Promise<void>;
 }
 
-async function startServer(
-  overrides: Partial<ServerConfig> = {},
-  withObservability = true,
-  writerThread = true,
-): Promise<Server> {
+/** A listening server on a SQLite file, assembled as `guardctl serve` assembles it (events written by a worker thread). */
+async function startServer(overrides: Partial<ServerConfig> = {}): Promise<Server> {
   const dir = mkdtempSync(join(tmpdir(), 'guard-obs-bench-'));
-  const config = loadConfig({}, { flushIntervalSeconds: 1, ...overrides });
-  const file = join(dir, 'bench.db');
-  const store = new SqliteStore(file);
-  // As start.ts does for SQLite files: events are written by a worker thread.
-  const observability = createObservability({
-    store,
-    config,
-    processMetrics: true,
-    ...(writerThread ? { sqlitePath: file } : {}),
-  });
-  const app = await buildApp({
-    store,
-    config,
-    registry: createDefaultRegistry(),
-    logger: serverLoggerOptions(config),
-    ...(withObservability ? { observability } : {}),
-  });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  observability.start();
+  const config = loadConfig({}, { databaseUrl: join(dir, 'bench.db'), flushIntervalSeconds: 1, ...overrides });
+  const server = await assembleServer(config, { registry: createDefaultRegistry(), logger: serverLoggerOptions(config), observability: { processMetrics: true } });
+  await server.app.listen({ host: '127.0.0.1', port: 0 });
+  server.observability!.start();
   return {
-    app,
-    store,
-    observability,
+    app: server.app,
+    store: server.store,
+    observability: server.observability!,
     dir,
-    url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`,
+    url: `http://127.0.0.1:${(server.app.server.address() as AddressInfo).port}`,
     async close() {
-      await app.close();
-      await observability.close();
-      await store.close();
+      await server.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };

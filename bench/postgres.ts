@@ -18,12 +18,11 @@ import { GuardClient } from '../src/client/index.js';
 import { createDefaultRegistry } from '../src/evaluators/registry.js';
 import { loadDirectory } from '../src/gitops/directory.js';
 import { applyToServer, planAgainstServer } from '../src/gitops/sync.js';
-import { createObservability } from '../src/observability/index.js';
-import { buildApp } from '../src/server/app.js';
+import type { Observability } from '../src/observability/index.js';
+import { assembleServer, type AssembledServer } from '../src/server/assemble.js';
 import { loadConfig } from '../src/server/config.js';
 import { serverLoggerOptions, startServer } from '../src/server/start.js';
 import { openStore } from '../src/store/open-store.js';
-import type { Store } from '../src/store/types.js';
 import { writeGeneratedDirectory } from './gitops.js';
 import { median, type Benchmark, type BenchRow } from './harness.js';
 import { LOAD, measure, seedBenchAgent, startBareBaseline } from './server.js';
@@ -62,9 +61,12 @@ async function throughput(url: string): Promise<BenchRow[]> {
     rows.push({ name: 'postgres: bare Fastify route (baseline)', value: Math.round(bare.rps), unit: 'req/s', note: `${LOAD.connections} connections × ${LOAD.duration} s` });
     for (const observed of [false, true]) {
       const config = loadConfig({ DATABASE_URL: url, OBSERVABILITY_ENABLED: String(observed), OBSERVABILITY_FLUSH_INTERVAL_SECONDS: '1' });
-      const store = await openStore(url);
-      const observability = observed ? createObservability({ store, config, processMetrics: false }) : undefined;
-      const app = await buildApp({ store, config, registry: createDefaultRegistry(), observability, logger: serverLoggerOptions(config) });
+      const server = await assembleServer(config, {
+        registry: createDefaultRegistry(),
+        logger: serverLoggerOptions(config),
+        observability: observed ? { processMetrics: false } : false,
+      });
+      const { app, observability } = server;
       observability?.start();
       try {
         const address = await app.listen({ host: '127.0.0.1', port: 0 });
@@ -80,9 +82,7 @@ async function throughput(url: string): Promise<BenchRow[]> {
           note: `${Math.round(real.rps)} req/s; p50 ${real.p50} ms, p99 ${real.p99} ms; 50 controls, 10 in scope${observed ? `; ${dropped} events dropped` : ''}`,
         });
       } finally {
-        await app.close();
-        await observability?.close();
-        await store.close();
+        await server.close();
       }
     }
   } finally {
@@ -91,7 +91,7 @@ async function throughput(url: string): Promise<BenchRow[]> {
   return rows;
 }
 
-async function droppedEvents(observability: ReturnType<typeof createObservability>): Promise<number> {
+async function droppedEvents(observability: Observability): Promise<number> {
   await observability.buffer.flush();
   const metric = await observability.metrics.eventsDropped.get();
   return metric.values.reduce((sum, v) => sum + v.value, 0);
@@ -136,12 +136,11 @@ async function decisionOf(app: FastifyInstance): Promise<string> {
 }
 
 async function propagation(url: string): Promise<BenchRow[]> {
-  const apps: Array<{ app: FastifyInstance; store: Store }> = [];
+  const apps: AssembledServer[] = [];
   for (let i = 0; i < 2; i++) {
     // Default settings: notifications do the work, the 2 s revision check is the fallback.
     const config = loadConfig({ DATABASE_URL: url, OBSERVABILITY_ENABLED: 'false' });
-    const store = await openStore(url);
-    apps.push({ store, app: await buildApp({ store, config, registry: createDefaultRegistry() }) });
+    apps.push(await assembleServer(config, { registry: createDefaultRegistry(), observability: false }));
   }
   const [a, b] = [apps[0]!.app, apps[1]!.app];
   try {
@@ -189,9 +188,8 @@ async function propagation(url: string): Promise<BenchRow[]> {
       { name: `postgres: write on replica A to decision on replica B (max of ${PROPAGATION_WRITES})`, value: max, unit: 'ms', goal: '< 1000 ms', pass: max < 1000 },
     ];
   } finally {
-    for (const { app, store } of apps) {
-      await app.close();
-      await store.close();
+    for (const server of apps) {
+      await server.close();
     }
   }
 }

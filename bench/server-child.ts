@@ -14,11 +14,10 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { createDefaultRegistry } from '../src/evaluators/registry.js';
 import { ControlDataSchema } from '../src/model/index.js';
-import { createObservability, type Observability } from '../src/observability/index.js';
-import { buildApp } from '../src/server/app.js';
+import type { Observability } from '../src/observability/index.js';
+import { assembleServer, type AssembledServer } from '../src/server/assemble.js';
 import { loadConfig } from '../src/server/config.js';
 import { serverLoggerOptions } from '../src/server/start.js';
-import { SqliteStore } from '../src/store/sqlite/index.js';
 import type { Store } from '../src/store/types.js';
 import { seedBenchAgent, startBareBaseline } from './server.js';
 import type { ChildRequest, ChildStats, ServerSpec } from './server-process.js';
@@ -49,6 +48,7 @@ let app: FastifyInstance;
 let url: string;
 let observability: Observability | undefined;
 let store: Store | undefined;
+let server: AssembledServer | undefined;
 let dir: string | undefined;
 
 if (spec.kind === 'bare') {
@@ -57,17 +57,20 @@ if (spec.kind === 'bare') {
   url = bare.url;
 } else {
   dir = mkdtempSync(join(tmpdir(), 'guard-bench-server-'));
-  const file = join(dir, 'bench.db');
   const config = loadConfig(spec.observability ? {} : { OBSERVABILITY_ENABLED: 'false' }, {
+    databaseUrl: join(dir, 'bench.db'),
     flushIntervalSeconds: 1,
     ...(spec.sampleRate !== undefined ? { nonMatchSampleRate: spec.sampleRate } : {}),
   });
-  store = new SqliteStore(file);
+  // Assembled as `guardctl serve` assembles it (a SQLite file's events written by a worker
+  // thread), with the logger it runs with: what is measured is what users run.
+  server = await assembleServer(config, {
+    registry: createDefaultRegistry(),
+    logger: serverLoggerOptions(config),
+    observability: spec.observability ? { processMetrics: true } : false,
+  });
+  ({ app, store, observability } = server);
   await (spec.controls === 1 ? seedOneControl(store) : seedBenchAgent(store));
-  // As start.ts does for a SQLite file: events are written by a worker thread.
-  if (spec.observability) observability = createObservability({ store, config, processMetrics: true, sqlitePath: file });
-  // With the logger `guardctl serve` runs with: what is measured is what users run.
-  app = await buildApp({ store, config, registry: createDefaultRegistry(), logger: serverLoggerOptions(config), ...(observability ? { observability } : {}) });
   url = `${await app.listen({ host: '127.0.0.1', port: 0 })}/api/v1/evaluation`;
   observability?.start();
 }
@@ -94,9 +97,7 @@ process.on('message', (request: ChildRequest) => {
         process.send!({ id: request.id });
         break;
       case 'close':
-        await app.close();
-        await observability?.close();
-        await store?.close();
+        await (server ? server.close() : app.close());
         if (dir) rmSync(dir, { recursive: true, force: true });
         process.send!({ id: request.id }, () => process.exit(0));
         break;

@@ -22,6 +22,8 @@ export interface ProblemBody {
   detail?: string;
   error_code?: string;
   errors?: Array<{ field: string; code: string; message: string }>;
+  /** `POST /changes`: the 0-based index of the change that made the batch fail. */
+  change_index?: number;
 }
 
 /** The server answered with an error status; `problem` is its problem+json body when it sent one. */

@@ -11,6 +11,7 @@ import {
   fieldIssuesOf,
   type AgentPatch,
   type AgentRecord,
+  type ChangeBody,
   type ControlData,
   type ControlDataInput,
   type ControlRecord,
@@ -85,19 +86,11 @@ export interface GuardClientOptions {
   headers?: Record<string, string> | undefined;
 }
 
-export interface NewControlBody {
-  name: string;
-  data?: ControlDataInput | ControlData | null;
-  managed_by?: string | null;
-  source?: string | null;
-}
+/** `PUT /controls`: the same fields as a create_control change's control. */
+export type NewControlBody = Extract<ChangeBody, { op: 'create_control' }>['control'];
 
-export interface ControlPatchBody {
-  name?: string;
-  enabled?: boolean;
-  managed_by?: string | null;
-  source?: string | null;
-}
+/** `PATCH /controls/{id}`: the fields of an update_control change's patch, but the data (`PUT .../data` sets it). */
+export type ControlPatchBody = Omit<Extract<ChangeBody, { op: 'update_control' }>['patch'], 'data'>;
 
 /** `AgentRegistration` as callers write it: defaults (steps, conflict_mode) may be left out. */
 export type AgentRegistrationBody = {
@@ -115,18 +108,6 @@ export type AgentRegistrationBody = {
   conflict_mode?: 'strict' | 'overwrite';
   metadata?: Record<string, unknown>;
 };
-
-/**
- * One write of `POST /changes` (the store's StoreChange as JSON): controls and links are
- * named, never numbered, so a batch can create a control and link it in one request.
- */
-export type ChangeBody =
-  | { op: 'create_control'; control: NewControlBody }
-  | { op: 'update_control'; name: string; patch: ControlPatchBody & { data?: ControlDataInput | ControlData | null } }
-  | { op: 'delete_control'; name: string }
-  | { op: 'upsert_agent'; agent: AgentPatch & { agent_name: string; managed_by?: string | null } }
-  | { op: 'link'; agent_name: string; control_name: string }
-  | { op: 'unlink'; agent_name: string; control_name: string };
 
 /** The filter of `POST /observability/events/query`. */
 export interface EventQueryBody {

@@ -4,10 +4,10 @@ export type {
   NewControlBody,
   ControlPatchBody,
   AgentRegistrationBody,
-  ChangeBody,
   EventQueryBody,
   StatsParams,
 } from './client.js';
+export type { ChangeBody } from '../model/index.js';
 export { ConnectionError, ResponseShapeError } from './errors.js';
 export { ApiError } from '../errors.js';
 export type {

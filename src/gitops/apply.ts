@@ -1,6 +1,6 @@
 /**
- * Executes a plan through a Target, in the plan's (safe) order: controls before links,
- * unlinks before deletes. Stops at the first failure and says what was done and what was
+ * Executes a plan's operations through a Target, in the order the plan gives them (its
+ * safe order: controls before links, unlinks before deletes). Stops at the first failure and says what was done and what was
  * not; every operation is idempotent on its own, so re-planning and re-applying converges.
  * A Target that can apply many operations at once (all or none) gets them in batches,
  * one step of the safe order at a time; a failed batch is not done as a whole.
@@ -8,7 +8,6 @@
 import { ApiError } from '../errors.js';
 import { errorMessage } from './errors.js';
 import type { Operation } from './plan.js';
-import { sortOperations } from './plan.js';
 
 type Op<K extends Operation['op']> = Extract<Operation, { op: K }>;
 
@@ -79,13 +78,13 @@ export interface ApplyOptions {
   concurrency?: number;
 }
 
+/** Runs `ordered` (a plan's operations, in the plan's order) and reports what was and was not done. */
 export async function applyOperations(
-  operations: readonly Operation[],
+  ordered: readonly Operation[],
   target: Target,
   options: ApplyOptions | ((event: ProgressEvent) => void) = {},
 ): Promise<ApplyResult> {
   const { onProgress = () => {}, concurrency = 1 } = typeof options === 'function' ? { onProgress: options } : options;
-  const ordered = sortOperations(operations);
   if (isBatchTarget(target)) return applyInBatches(ordered, target, onProgress);
   const doneSet = new Set<number>();
   let failed: ApplyResult['failed'] = null;
@@ -126,7 +125,7 @@ export async function applyOperations(
  * it fails, it and everything after it are not done (the target rolled the batch back).
  */
 async function applyInBatches(
-  ordered: Operation[],
+  ordered: readonly Operation[],
   target: BatchTarget,
   onProgress: (event: ProgressEvent) => void,
 ): Promise<ApplyResult> {
@@ -157,7 +156,7 @@ async function applyInBatches(
       for (const operation of batch) onProgress({ index: ++finished, total, operation, status: 'done' });
     }
   }
-  return { done: ordered, failed: null, notDone: [] };
+  return { done: [...ordered], failed: null, notDone: [] };
 }
 
 export function chunksOf<T>(items: readonly T[], size: number): T[][] {

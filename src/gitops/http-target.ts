@@ -3,11 +3,12 @@
  * batches (`POST /changes`, one transaction per request); the per-operation methods
  * remain for callers that drive it one operation at a time.
  */
-import type { AgentRegistrationBody, ChangeBody, GuardClient } from '../client/index.js';
+import type { AgentRegistrationBody, GuardClient } from '../client/index.js';
 import { ApiError } from '../errors.js';
 import type { AgentPatch } from '../model/index.js';
 import { BatchFailure, type BatchTarget, type Target } from './apply.js';
-import type { ActualAgent, ActualState, AgentFields } from './desired-state.js';
+import { changesOf } from './changes.js';
+import type { ActualState, AgentFields } from './desired-state.js';
 import { fetchActualState } from './fetch-state.js';
 import { fingerprintOf } from './fingerprint.js';
 import type { Operation } from './plan.js';
@@ -17,15 +18,13 @@ export const CHANGES_PER_REQUEST = 250;
 /** Estimated JSON bytes per request: half the server's default body limit (1 MiB), for big controls. */
 export const BYTES_PER_REQUEST = 512 * 1024;
 
-/** Changes that only move ownership or the file a control lives in: its data stays. */
-const BOOKKEEPING = new Set(['managed_by', 'source']);
-
 export class HttpTarget implements BatchTarget {
   /** Control ids by name: from the state the plan was made against, plus what we create. */
   readonly #ids = new Map<string, number>();
   /** Names of controls made by batches (their ids are not needed: changes name controls). */
   readonly #created = new Set<string>();
-  readonly #agents: Map<string, ActualAgent>;
+  /** The agents the plan saw: an upsert keeps the fields a document leaves out. */
+  readonly #actual: Pick<ActualState, 'agents'>;
 
   constructor(
     readonly client: GuardClient,
@@ -34,7 +33,7 @@ export class HttpTarget implements BatchTarget {
     readonly counter: { writes: number } = { writes: 0 },
   ) {
     for (const c of state.controls) this.#ids.set(c.name, c.control_id);
-    this.#agents = new Map(state.agents.map((a) => [a.agent_name, a]));
+    this.#actual = { agents: state.agents };
   }
 
   /** Splits one step of the plan into requests, in order, within the count and size bounds. */
@@ -59,14 +58,12 @@ export class HttpTarget implements BatchTarget {
 
   /** One request, one transaction: all of the operations or none of them. */
   async applyBatch(operations: readonly Operation[]): Promise<void> {
-    const changes: ChangeBody[] = [];
+    // A delete or unlink whose control is already gone (deleted by hand since the plan,
+    // for example) has reached its goal: it is left out.
     const origins: Operation[] = [];
-    for (const op of operations) {
-      const change = await this.#changeOf(op);
-      if (change === null) continue; // already true on the server
-      changes.push(change);
-      origins.push(op);
-    }
+    for (const op of operations) if (!(await this.#alreadyGone(op))) origins.push(op);
+    // One change per operation, so a refused change's index names its operation.
+    const changes = changesOf(origins, this.#actual);
     // A delete or unlink whose control vanished since the plan fails the whole batch
     // (404); its goal is reached, so it is dropped and the batch sent again.
     for (;;) {
@@ -95,43 +92,10 @@ export class HttpTarget implements BatchTarget {
     }
   }
 
-  /** The StoreChange an operation becomes, the same writes the per-operation methods make. */
-  async #changeOf(op: Operation): Promise<ChangeBody | null> {
-    switch (op.op) {
-      case 'create_control':
-        return { op: 'create_control', control: { name: op.name, data: op.data, managed_by: op.managed_by, source: op.source } };
-      case 'update_control': {
-        const patch: Extract<ChangeBody, { op: 'update_control' }>['patch'] = { managed_by: op.managed_by, source: op.source };
-        if (op.changes.some((c) => !BOOKKEEPING.has(c.path))) patch.data = op.data;
-        return { op: 'update_control', name: op.name, patch };
-      }
-      case 'delete_control':
-        // Already gone (for example deleted by hand since the plan): the goal is reached.
-        return (await this.#exists(op.name)) ? { op: 'delete_control', name: op.name } : null;
-      case 'create_agent':
-      case 'update_agent':
-        return { op: 'upsert_agent', agent: this.#agentOf(op.agent_name, op.fields) };
-      case 'link':
-        return { op: 'link', agent_name: op.agent_name, control_name: op.control_name };
-      case 'unlink':
-        return (await this.#exists(op.control_name)) ? { op: 'unlink', agent_name: op.agent_name, control_name: op.control_name } : null;
-    }
-  }
-
-  /**
-   * The whole agent, as the store replaces it: fields the document leaves out keep the
-   * values the plan saw, as initAgent and PATCH would have kept them.
-   */
-  #agentOf(agentName: string, fields: AgentFields): Extract<ChangeBody, { op: 'upsert_agent' }>['agent'] {
-    const have = this.#agents.get(agentName);
-    const pick = <K extends keyof AgentFields>(key: K, fallback: AgentFields[K]): AgentFields[K] => (key in fields ? fields[key] : fallback);
-    return {
-      agent_name: agentName,
-      agent_description: pick('agent_description', have?.agent_description ?? null) ?? null,
-      agent_version: pick('agent_version', have?.agent_version ?? null) ?? null,
-      steps: pick('steps', have?.steps ?? []) ?? [],
-      metadata: pick('metadata', have?.metadata ?? null) ?? null,
-    };
+  async #alreadyGone(op: Operation): Promise<boolean> {
+    if (op.op === 'delete_control') return !(await this.#exists(op.name));
+    if (op.op === 'unlink') return !(await this.#exists(op.control_name));
+    return false;
   }
 
   /** Did `op` fail only because its control is already gone (the goal of a delete or unlink)? */
@@ -223,15 +187,11 @@ export class HttpTarget implements BatchTarget {
   }
 }
 
-/** The server names the failing change as `changes[N]...` in its problem's field issues. */
+/** The server names the failing change by its index in the problem's `change_index`. */
 function blamedOperation(error: unknown, origins: readonly Operation[]): Operation | null {
   if (!(error instanceof ApiError)) return null;
-  for (const issue of error.problem?.errors ?? []) {
-    const match = /^changes\[(\d+)\]/.exec(issue.field);
-    const op = match ? origins[Number(match[1])] : undefined;
-    if (op) return op;
-  }
-  return null;
+  const index = error.problem?.change_index;
+  return (typeof index === 'number' ? origins[index] : undefined) ?? null;
 }
 
 function registrationOf(agentName: string, fields: AgentFields): AgentRegistrationBody {

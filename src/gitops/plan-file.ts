@@ -1,7 +1,7 @@
 /** The saved plan (`plan --out FILE`): the operations plus the fingerprint of the server state. */
 import { z } from 'zod';
 import type { Plan } from './plan.js';
-import { summarise, type Operation } from './plan.js';
+import { inPlanOrder, summarise, type Operation } from './plan.js';
 
 export const PLAN_FILE_VERSION = 1;
 
@@ -58,6 +58,8 @@ export function parsePlanFile(text: string): { ok: true; file: PlanFile } | { ok
   return { ok: true, file: parsed.data as unknown as PlanFile };
 }
 
+/** The saved plan as a Plan; a hand-edited file's operations are put back in plan order. */
 export function planOfFile(file: PlanFile): Plan {
-  return { managed_by: file.managed_by, operations: file.operations, conflicts: [], summary: summarise(file.operations, []) };
+  const operations = inPlanOrder(file.operations);
+  return { managed_by: file.managed_by, operations, conflicts: [], summary: summarise(operations, []) };
 }

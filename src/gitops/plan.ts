@@ -58,6 +58,7 @@ export interface PlanSummary {
 export interface Plan {
   /** The owner label written to `managed_by`, for example `gitops:default`. */
   managed_by: string;
+  /** In the order they must run (OPERATION_ORDER): whoever executes a plan keeps it. */
   operations: Operation[];
   conflicts: Conflict[];
   summary: PlanSummary;
@@ -70,11 +71,21 @@ export interface PlanOptions {
   force?: boolean;
   /** Owner id; `managed_by` becomes `gitops:<owner>`. Default `default`. */
   owner?: string;
+  /**
+   * The owner label itself, for an owner that is not a GitOps run (hot reload plans as
+   * `watch:<dir>`); it wins over `owner`. Controls carrying it are this plan's own.
+   */
+  managedBy?: string;
+  /**
+   * Also update a control whose data is unchanged but whose document moved (its `source`
+   * differs), so that messages about it name the right file. Hot reload asks for it.
+   */
+  followSources?: boolean;
 }
 
 export const DEFAULT_OWNER = 'default';
 
-/** The order apply runs operations in; the plan lists them in the same order. */
+/** The order the plan lists operations in, the order apply runs them: controls before links, unlinks before deletes. */
 export const OPERATION_ORDER: readonly OperationKind[] = [
   'create_control',
   'update_control',
@@ -90,7 +101,7 @@ export function ownerLabel(owner = DEFAULT_OWNER): string {
 }
 
 export function plan(desired: DesiredState, actual: ActualState, options: PlanOptions = {}): Plan {
-  const managedBy = ownerLabel(options.owner);
+  const managedBy = options.managedBy ?? ownerLabel(options.owner);
   const operations: Operation[] = [];
   const conflicts: Conflict[] = [];
   const actualControls = new Map(actual.controls.map((c) => [c.name, c]));
@@ -113,6 +124,9 @@ export function plan(desired: DesiredState, actual: ActualState, options: PlanOp
         continue;
       }
       changes.push({ path: 'managed_by', before: have.managed_by, after: managedBy });
+    }
+    if (changes.length === 0 && options.followSources && have.source !== want.source) {
+      changes.push({ path: 'source', before: have.source, after: want.source });
     }
     if (changes.length > 0) {
       operations.push({ op: 'update_control', name: want.name, changes, data: want.data, managed_by: managedBy, source: want.source });
@@ -146,11 +160,12 @@ export function plan(desired: DesiredState, actual: ActualState, options: PlanOp
     }
   }
 
-  const ordered = sortOperations(operations);
+  const ordered = inPlanOrder(operations);
   return { managed_by: managedBy, operations: ordered, conflicts, summary: summarise(ordered, conflicts) };
 }
 
-export function sortOperations(operations: readonly Operation[]): Operation[] {
+/** OPERATION_ORDER, then by name: the one place operations are ordered (a plan read from a file comes through it too). */
+export function inPlanOrder(operations: readonly Operation[]): Operation[] {
   const rank = (o: Operation) => OPERATION_ORDER.indexOf(o.op);
   const key = (o: Operation) => ('name' in o ? o.name : `${o.agent_name}\u0000${'control_name' in o ? o.control_name : ''}`);
   return [...operations].sort((a, b) => rank(a) - rank(b) || (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));

@@ -8,3 +8,4 @@ export * from './stream.js';
 export * from './test-case.js';
 export * from './history.js';
 export * from './shadow.js';
+export * from './change.js';

@@ -5,7 +5,7 @@
  */
 export type { ObservabilityConfig } from './config.js';
 export { OBSERVABILITY_DEFAULTS } from './config.js';
-export type { RecordEvaluationInput, Observability, ObservabilityLogger } from './observability.js';
+export type { RecordEvaluationInput, Observability, ObservabilityLogger, CreateObservabilityOptions } from './observability.js';
 export { createObservability } from './observability.js';
 export type { GuardMetrics } from './metrics.js';
 export { createMetrics } from './metrics.js';

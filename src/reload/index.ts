@@ -13,7 +13,6 @@ export { watchDirectory, isIgnoredPath } from './watch.js';
 export type { DirectoryWatcher, WatchOptions } from './watch.js';
 export { planReload, watchLabel } from './plan-reload.js';
 export { readStoreState } from './store-state.js';
-export { StoreTarget } from './store-target.js';
 
 /** What the status route reads; null while nothing is watched. */
 export interface ReloadStatusSource {

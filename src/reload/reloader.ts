@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { relative, resolve, sep } from 'node:path';
-import { applyOperations } from '../gitops/apply.js';
+import { changesOf } from '../gitops/changes.js';
 import { desiredStateOf } from '../gitops/desired-state.js';
 import type { Diagnostic } from '../gitops/diagnostics.js';
 import { loadDirectory, type LoadedDirectory } from '../gitops/directory.js';
@@ -16,7 +16,6 @@ import type { ReloadNotice } from '../model/index.js';
 import type { Store } from '../store/types.js';
 import { planReload, watchLabel } from './plan-reload.js';
 import { readStoreState } from './store-state.js';
-import { StoreTarget } from './store-target.js';
 
 export interface ReloadLogger {
   info(obj: object, msg: string): void;
@@ -121,12 +120,10 @@ export function createReloader(deps: ReloaderDeps): Reloader {
       if (ops.length === 0 && status.state === 'ok' && revision === status.last_good_revision) {
         return { result: 'unchanged', revision, operations: 0, touched_agents: [], diagnostics: warnings };
       }
-      const target = new StoreTarget(store, actual, managedBy);
-      // The target only collects, so this cannot fail half-way; commit() is the one write.
-      const collected = await applyOperations(ops, target);
-      if (collected.failed) throw new Error(collected.failed.error);
-      touched = await target.commit();
-      operations = target.changes.length;
+      // The whole reload is one transaction: all of it or none of it.
+      const changes = changesOf(ops, actual);
+      if (changes.length > 0) ({ touched_agents: touched } = await store.applyChanges(changes));
+      operations = changes.length;
     } catch (error) {
       return fail(revision, [directoryProblem(dir, 'apply_failed', `applying the directory failed: ${errorMessage(error)}`, 'fix the cause above; the server keeps the last good controls')]);
     }

@@ -157,7 +157,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
 /** Every error leaves as problem+json; anything unexpected says only "internal error". */
 export function problemOfError(error: FastifyError | Error): Problem {
-  if (error instanceof HttpProblem) return problemOf(error.status, error.errorCode, error.detail, error.errors);
+  if (error instanceof HttpProblem) return { ...problemOf(error.status, error.errorCode, error.detail, error.errors), ...error.extensions };
   if (error instanceof StoreError) return problemOfStoreError(error);
   const code = (error as FastifyError).code;
   switch (code) {

@@ -23,6 +23,8 @@ export interface Problem {
   detail: string;
   error_code: ErrorCode;
   errors?: FieldIssue[];
+  /** `POST /changes`: the 0-based index of the change that made the batch fail. */
+  change_index?: number;
 }
 
 const TITLES: Record<number, string> = {
@@ -48,6 +50,8 @@ export class HttpProblem extends Error {
     readonly errorCode: ErrorCode,
     readonly detail: string,
     readonly errors?: FieldIssue[],
+    /** Members the problem body carries besides the standard ones. */
+    readonly extensions?: Pick<Problem, 'change_index'>,
   ) {
     super(detail);
     this.name = 'HttpProblem';

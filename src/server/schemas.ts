@@ -4,31 +4,22 @@
  * them, and the OpenAPI document is generated from both.
  */
 import { z } from 'zod';
-import { AgentNameSchema, AgentPatchSchema, ControlDataSchema, ControlNameSchema } from '../model/index.js';
+import { changeSchemasOf, ControlDataSchema, ControlNameSchema, OwnerLabelSchema, ownerFieldsOf } from '../model/index.js';
 
 /** Only watch mode may own a control as `watch:<dir>`; it writes through the store, never the API. */
 export const WATCH_PREFIX_MESSAGE = 'managed_by values starting with "watch:" are reserved for guardctl serve --watch';
 
 /** A client-supplied owner label (`watch:` is reserved, see WATCH_PREFIX_MESSAGE). */
-const ManagedBySchema = z
-  .string()
-  .min(1)
-  .max(256)
-  .refine((v) => !v.startsWith('watch:'), WATCH_PREFIX_MESSAGE);
+const ManagedBySchema = OwnerLabelSchema.refine((v) => !v.startsWith('watch:'), WATCH_PREFIX_MESSAGE);
 
-const ownerFields = {
-  /** Owner label: null when made by hand; `gitops:<owner>` when owned (`watch:<dir>` is watch mode's own). */
-  managed_by: ManagedBySchema.nullable().optional(),
-  /** Where the control is defined when it is owned, for example `controls/sql.yaml:3`. */
-  source: z.string().min(1).max(1024).nullable().optional(),
-};
+/**
+ * Owner label (null when made by hand; `gitops:<owner>` when owned; `watch:<dir>` is watch
+ * mode's own) and where an owned control is defined, for example `controls/sql.yaml:3`.
+ */
+const ownerFields = ownerFieldsOf(ManagedBySchema);
 
-/** `PUT /controls`: create with a name, and optionally the data in the same call. */
-export const CreateControlBodySchema = z.strictObject({
-  name: ControlNameSchema,
-  data: ControlDataSchema.nullable().optional(),
-  ...ownerFields,
-});
+/** `PUT /controls`: create with a name, and optionally the data in the same call (a create_control change's control). */
+export const CreateControlBodySchema = changeSchemasOf(ControlDataSchema, ManagedBySchema).control;
 
 /** `PATCH /controls/{id}`: at least one field. */
 export const ControlPatchBodySchema = z
@@ -65,31 +56,14 @@ export const ListControlsQuerySchema = z.strictObject({
 export const MAX_CHANGES_PER_REQUEST = 500;
 
 /**
- * `POST /changes`: the store's StoreChange list as JSON. `data` is a parameter so the
- * route can leave it open (the engine's `validateControlData` checks it) while the
- * OpenAPI document shows the ControlData schema.
+ * `POST /changes`: the model's change list as JSON, with client owner labels. `data` is a
+ * parameter so the route can leave it open (the engine's `validateControlData` checks it)
+ * while the OpenAPI document shows the ControlData schema.
  */
 function changesBodySchema(data: z.ZodType) {
-  const control = z.strictObject({ name: ControlNameSchema, data: data.nullable().optional(), ...ownerFields });
-  const patch = z.strictObject({
-    name: ControlNameSchema.optional(),
-    enabled: z.boolean().optional(),
-    data: data.nullable().optional(),
-    ...ownerFields,
-  });
-  const agent = AgentPatchSchema.extend({ agent_name: AgentNameSchema, managed_by: ownerFields.managed_by });
-  const linkFields = { agent_name: AgentNameSchema, control_name: ControlNameSchema };
-  const change = z.discriminatedUnion('op', [
-    z.strictObject({ op: z.literal('create_control'), control }),
-    z.strictObject({ op: z.literal('update_control'), name: ControlNameSchema, patch }),
-    z.strictObject({ op: z.literal('delete_control'), name: ControlNameSchema }),
-    z.strictObject({ op: z.literal('upsert_agent'), agent }),
-    z.strictObject({ op: z.literal('link'), ...linkFields }),
-    z.strictObject({ op: z.literal('unlink'), ...linkFields }),
-  ]);
   return z.strictObject({
     changes: z
-      .array(change)
+      .array(changeSchemasOf(data, ManagedBySchema).change)
       .min(1, 'give at least one change')
       .max(MAX_CHANGES_PER_REQUEST, `at most ${MAX_CHANGES_PER_REQUEST} changes per request`),
   });

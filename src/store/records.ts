@@ -1,10 +1,10 @@
 /**
- * Helpers both stores share: how a record's `enabled` column and its data meet, how a
- * failing change is named, how an event's outcome is classified and how stats rows are
- * assembled. Pure: no database here.
+ * Helpers both stores share: how a record's `enabled` column and its data meet, how rows
+ * become records, how an event's outcome is classified and how stats rows are assembled.
+ * Pure: no database here.
  */
-import type { ControlData, ObservabilityEvent } from '../model/index.js';
-import { StoreError, type ControlStatsRow, type EventRollup, type StoreChange } from './types.js';
+import type { AgentRecord, ControlData, ControlRecord, ObservabilityEvent } from '../model/index.js';
+import type { ControlStatsRow, EventRollup } from './types.js';
 
 /**
  * The stored form of control data: without `enabled`, which lives only in the record's
@@ -28,6 +28,100 @@ export function dataWithEnabled(stored: unknown, enabled: boolean): ControlData 
   return parsed;
 }
 
+/** The columns of a control that both dialects return as they are. */
+type ControlColumns = Pick<ControlRecord, 'name' | 'managed_by' | 'source'>;
+/** The columns each dialect converts its own way (ids, booleans, times, JSON). */
+type ControlConverted = Pick<ControlRecord, 'control_id' | 'enabled' | 'created_at' | 'updated_at'> & { data: unknown };
+
+/** A control record from a row: the shared columns as they are, the converted ones given. */
+export function controlRecordOf(row: ControlColumns, own: ControlConverted): ControlRecord {
+  return {
+    control_id: own.control_id,
+    name: row.name,
+    enabled: own.enabled,
+    data: dataWithEnabled(own.data, own.enabled),
+    managed_by: row.managed_by,
+    source: row.source,
+    created_at: own.created_at,
+    updated_at: own.updated_at,
+  };
+}
+
+type AgentColumns = Pick<AgentRecord, 'agent_name' | 'agent_description' | 'agent_version' | 'managed_by'>;
+type AgentConverted = Pick<AgentRecord, 'steps' | 'metadata' | 'created_at' | 'updated_at'>;
+
+export function agentRecordOf(row: AgentColumns, own: AgentConverted): AgentRecord {
+  return {
+    agent_name: row.agent_name,
+    agent_description: row.agent_description,
+    agent_version: row.agent_version,
+    steps: own.steps,
+    metadata: own.metadata,
+    managed_by: row.managed_by,
+    created_at: own.created_at,
+    updated_at: own.updated_at,
+  };
+}
+
+type EventConverted = Pick<ObservabilityEvent, 'control_id' | 'matched' | 'timestamp' | 'metadata'>;
+type EventColumns = Omit<ObservabilityEvent, keyof EventConverted | 'check_stage' | 'applies_to' | 'action'> & {
+  check_stage: string;
+  applies_to: string;
+  action: string;
+};
+
+/** An event from a row; the stage, step type and action columns hold what was stored from an event. */
+export function eventRecordOf(row: EventColumns, own: EventConverted): ObservabilityEvent {
+  return {
+    control_execution_id: row.control_execution_id,
+    trace_id: row.trace_id,
+    span_id: row.span_id,
+    agent_name: row.agent_name,
+    control_id: own.control_id,
+    control_name: row.control_name,
+    check_stage: row.check_stage as ObservabilityEvent['check_stage'],
+    applies_to: row.applies_to as ObservabilityEvent['applies_to'],
+    action: row.action as ObservabilityEvent['action'],
+    matched: own.matched,
+    confidence: row.confidence,
+    timestamp: own.timestamp,
+    execution_duration_ms: row.execution_duration_ms,
+    evaluator_name: row.evaluator_name,
+    selector_path: row.selector_path,
+    error_message: row.error_message,
+    metadata: own.metadata,
+  };
+}
+
+/** The columns of an event row, in the order both dialects insert them. */
+export const EVENT_COLUMNS = `control_execution_id, trace_id, span_id, agent_name, control_id, control_name,
+  check_stage, applies_to, action, matched, outcome, confidence, ts, execution_duration_ms,
+  evaluator_name, selector_path, error_message, metadata`;
+
+/** An event's values in EVENT_COLUMNS order; each dialect gives `matched` and the time in its own types. */
+export function eventValuesOf(e: ObservabilityEvent, own: { matched: unknown; ts: unknown }): unknown[] {
+  return [
+    e.control_execution_id,
+    e.trace_id,
+    e.span_id,
+    e.agent_name,
+    e.control_id,
+    e.control_name,
+    e.check_stage,
+    e.applies_to,
+    e.action,
+    own.matched,
+    outcomeOf(e),
+    e.confidence,
+    own.ts,
+    e.execution_duration_ms,
+    e.evaluator_name,
+    e.selector_path,
+    e.error_message,
+    e.metadata === null ? null : JSON.stringify(e.metadata),
+  ];
+}
+
 /**
  * The `enabled` a control write leaves in the column: an explicit `enabled` wins, then
  * the data's own `enabled`, then what the record had.
@@ -39,35 +133,6 @@ export function enabledAfter(
   if (patch.enabled !== undefined) return patch.enabled;
   if (patch.data) return patch.data.enabled;
   return current;
-}
-
-/** A short human name of a change, for messages that say which change of a batch failed. */
-export function describeChange(change: StoreChange, index: number): string {
-  const what = (() => {
-    switch (change.op) {
-      case 'create_control':
-        return `create_control "${change.control.name}"`;
-      case 'update_control':
-        return `update_control "${change.name}"`;
-      case 'delete_control':
-        return `delete_control "${change.name}"`;
-      case 'upsert_agent':
-        return `upsert_agent "${change.agent.agent_name}"`;
-      case 'link':
-        return `link "${change.agent_name}" -> "${change.control_name}"`;
-      case 'unlink':
-        return `unlink "${change.agent_name}" -> "${change.control_name}"`;
-    }
-  })();
-  return `change ${index + 1} (${what})`;
-}
-
-/** Rethrows a failure inside a batch as a StoreError that names the change, keeping its kind. */
-export function batchError(error: unknown, change: StoreChange, index: number): StoreError {
-  const where = describeChange(change, index);
-  if (error instanceof StoreError) return new StoreError(error.kind, `${where}: ${error.message}`);
-  const message = error instanceof Error ? error.message : String(error);
-  return new StoreError('unavailable', `${where}: ${message}`);
 }
 
 /**
@@ -129,6 +194,16 @@ export function statsRowsOf(parts: StatsPart[], nameOf: (controlId: number) => s
     }));
 }
 
+/** A recorded_steps row; each driver returns the id, the time and the step in its own types. */
+export interface RecordedStepColumns<Id, Time, Step> {
+  id: Id;
+  ts: Time;
+  agent_name: string;
+  stage: 'pre' | 'post';
+  step: Step;
+  decision: string;
+}
+
 export const MINUTE_MS = 60_000;
 
 /** A rollup ready to store: its minute as epoch ms, the evaluator as '' when unknown. */
@@ -173,6 +248,11 @@ export function epochMsOf(iso: string, field: string): number {
   const ms = Date.parse(iso);
   if (Number.isNaN(ms)) throw new TypeError(`${field} is not an ISO time: ${iso}`);
   return ms;
+}
+
+/** An ISO time given to a query or a write, in the one form PostgreSQL is sent. */
+export function isoOf(iso: string, field: string): string {
+  return new Date(epochMsOf(iso, field)).toISOString();
 }
 
 export function nowIso(): string {

@@ -1,28 +1,16 @@
 import type {
   AgentPatch,
   AgentRecord,
-  AgentRegistration,
-  ControlData,
   ControlMode,
+  ControlPatch,
   ControlRecord,
+  NewAgent,
+  NewControl,
   ObservabilityEvent,
+  StoreChange,
 } from '../model/index.js';
 
-export interface NewControl {
-  name: string;
-  data?: ControlData | null;
-  managed_by?: string | null;
-  source?: string | null;
-}
-
-export interface ControlPatch {
-  name?: string;
-  enabled?: boolean;
-  /** Replaces the data; its `enabled` becomes the record's `enabled`. */
-  data?: ControlData | null;
-  managed_by?: string | null;
-  source?: string | null;
-}
+export type { ControlPatch, NewAgent, NewControl, StoreChange } from '../model/index.js';
 
 export interface ControlPage {
   controls: ControlRecord[];
@@ -31,28 +19,10 @@ export interface ControlPage {
   total: number;
 }
 
-export interface NewAgent {
-  agent_name: string;
-  agent_description?: string | null;
-  agent_version?: string | null;
-  steps?: AgentRegistration['steps'];
-  metadata?: Record<string, unknown> | null;
-  managed_by?: string | null;
-}
-
 export interface Link {
   agent_name: string;
   control_id: number;
 }
-
-/** One write of a batch applied in a single transaction (GitOps apply, hot reload). */
-export type StoreChange =
-  | { op: 'create_control'; control: NewControl }
-  | { op: 'update_control'; name: string; patch: ControlPatch }
-  | { op: 'delete_control'; name: string }
-  | { op: 'upsert_agent'; agent: NewAgent }
-  | { op: 'link'; agent_name: string; control_name: string }
-  | { op: 'unlink'; agent_name: string; control_name: string };
 
 export interface EventQuery {
   agent_name?: string;
@@ -161,11 +131,20 @@ export interface ChangeInfo {
   revision?: number;
 }
 
+/** Which change of a batch failed, and why (the store's message without the change named). */
+export interface FailedChange {
+  /** 0-based position of the change in the batch. */
+  index: number;
+  reason: string;
+}
+
 /** Raised by stores; the server maps each kind to its HTTP status. */
 export class StoreError extends Error {
   constructor(
     readonly kind: 'conflict' | 'not_found' | 'unavailable',
     message: string,
+    /** Set when a change of an `applyChanges` batch failed: the batch was rolled back. */
+    readonly failedChange?: FailedChange,
   ) {
     super(message);
     this.name = 'StoreError';
@@ -173,14 +152,12 @@ export class StoreError extends Error {
 }
 
 /**
- * Persistence for controls, agents, links and events. Asynchronous so that SQLite and
- * PostgreSQL share it. Every method that changes several rows does so in one transaction.
- * Unique name conflicts raise StoreError('conflict'); writes to unknown ids or agents
- * raise StoreError('not_found').
+ * Controls, agents and the links between them: what evaluation reads and GitOps, hot
+ * reload and the API write. Every method that changes several rows does so in one
+ * transaction. Unique name conflicts raise StoreError('conflict'); writes to unknown ids
+ * or agents raise StoreError('not_found').
  */
-export interface Store {
-  readonly kind: 'sqlite' | 'postgres';
-
+export interface ControlStore {
   createControl(control: NewControl): Promise<ControlRecord>;
   getControl(id: number): Promise<ControlRecord | null>;
   getControlByName(name: string): Promise<ControlRecord | null>;
@@ -205,7 +182,10 @@ export interface Store {
   agentsOfControl(controlId: number): Promise<string[]>;
   listLinks(): Promise<Link[]>;
 
-  /** Applies every change in one transaction: all of them or none. Returns the agents touched. */
+  /**
+   * Applies every change in one transaction: all of them or none. Returns the agents
+   * touched. A refused change raises a StoreError whose `failedChange` names it.
+   */
   applyChanges(changes: StoreChange[]): Promise<{ touched_agents: string[] }>;
 
   /**
@@ -213,7 +193,10 @@ export interface Store {
    * to notice writes they were not told about.
    */
   revision(): Promise<number>;
+}
 
+/** Observability's rows: per-control events, per-minute non-match rollups and the stats read from both. */
+export interface EventStore {
   /** Stores event rows as given (matches, errors and sampled non-matches). */
   insertEvents(events: ObservabilityEvent[]): Promise<void>;
   /** Adds rollups to the stored ones: a row of the same minute and key grows by count and duration. */
@@ -223,13 +206,24 @@ export interface Store {
   controlStats(query: StatsQuery): Promise<ControlStatsRow[]>;
   /** Deletes events and rollups older than `before` (ISO time); returns how many rows. */
   pruneEvents(before: string): Promise<number>;
+}
 
+/** Evaluated steps recorded for replay (src/recording, src/replay). */
+export interface RecordingStore {
   /** Stores a batch of recorded steps in one transaction. */
   insertRecordedSteps(steps: NewRecordedStep[]): Promise<void>;
   /** Oldest first, by id; `next_cursor` is null on the last page. */
   queryRecordedSteps(query: RecordedStepQuery): Promise<RecordedStepPage>;
   /** Deletes recorded steps older than `before` (ISO time); returns how many. */
   pruneRecordedSteps(before: string): Promise<number>;
+}
+
+/**
+ * Persistence for everything the server keeps, one database behind all three concerns.
+ * Asynchronous so that SQLite and PostgreSQL share it.
+ */
+export interface Store extends ControlStore, EventStore, RecordingStore {
+  readonly kind: 'sqlite' | 'postgres';
 
   /**
    * Present on stores shared by several server replicas (PostgreSQL): calls `listener`

@@ -2,14 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import type { EvaluatorDefinition } from '../../src/evaluators/types.js';
 import { ControlDataSchema, type ControlDataInput } from '../../src/model/index.js';
-import {
-  createObservability,
-  type CreateObservabilityOptions,
-  type Observability,
-} from '../../src/observability/observability.js';
-import { buildApp } from '../../src/server/app.js';
+import type { CreateObservabilityOptions, Observability } from '../../src/observability/observability.js';
+import { assembleServer } from '../../src/server/assemble.js';
 import { loadConfig, type ServerConfig } from '../../src/server/config.js';
-import { SqliteStore } from '../../src/store/sqlite/index.js';
 import type { Store } from '../../src/store/types.js';
 
 export interface TestApp {
@@ -25,22 +20,10 @@ export async function makeApp(
   overrides: Partial<ServerConfig> = {},
   opts: { stream?: CreateObservabilityOptions['stream']; evaluators?: EvaluatorDefinition[] } = {},
 ): Promise<TestApp> {
-  const config = loadConfig({}, { flushIntervalSeconds: 3600, ...overrides });
-  const store = new SqliteStore(':memory:');
-  const observability = createObservability({ store, config, processMetrics: false, stream: opts.stream });
+  const config = loadConfig({}, { databaseUrl: ':memory:', flushIntervalSeconds: 3600, ...overrides });
   const registry = createDefaultRegistry({ extra: opts.evaluators ?? [] });
-  const app = await buildApp({ store, config, registry, observability });
-  return {
-    app,
-    store,
-    config,
-    observability,
-    async close() {
-      await app.close();
-      await observability.close();
-      await store.close();
-    },
-  };
+  const server = await assembleServer(config, { registry, observability: { processMetrics: false, stream: opts.stream } });
+  return { app: server.app, store: server.store, config, observability: server.observability!, close: server.close };
 }
 
 /** Stores a control linked to `agent` and returns its id. */

@@ -4,11 +4,9 @@ import { dirname, join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import type { ReloadNotice } from '../../src/model/index.js';
-import { createObservability, type Observability } from '../../src/observability/index.js';
-import { startHotReload, type HotReload, type ReloadStatus } from '../../src/reload/index.js';
-import { buildApp } from '../../src/server/app.js';
+import type { HotReload, ReloadStatus } from '../../src/reload/index.js';
+import { assembleServer, type AssembledServer } from '../../src/server/assemble.js';
 import { loadConfig } from '../../src/server/config.js';
-import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/types.js';
 
 export interface WatchedServer {
@@ -39,41 +37,31 @@ export function writeIn(dir: string, file: string, text: string): void {
 /** Real app, real SQLite file, real watcher on a real temp directory. */
 export async function startWatchedServer(files: Record<string, string>): Promise<WatchedServer> {
   const { root, dir } = tempControlsDir(files);
-  const store = await openStore(join(root, 'guard.db'));
-  const config = loadConfig({ OBSERVABILITY_ENABLED: 'false' }, { watchDir: dir });
-  const registry = createDefaultRegistry();
-  const observability: Observability = createObservability({ store, config, processMetrics: false });
-  const notices: ReloadNotice[] = [];
-  const recording = {
-    publishReload(notice: ReloadNotice) {
-      notices.push(notice);
-      observability.publishReload(notice);
-    },
-  };
-  let hot: HotReload | undefined;
-  const app = await buildApp({ store, config, registry, observability, reload: { status: () => hot?.reloader.status() ?? null } });
+  const config = loadConfig({ OBSERVABILITY_ENABLED: 'false' }, { watchDir: dir, databaseUrl: join(root, 'guard.db') });
+  let server: AssembledServer;
   try {
-    hot = await startHotReload({ dir, store, controlSets: app.controlSets, registry, observability: recording, watch: { debounceMs: 30 } });
+    server = await assembleServer(config, { registry: createDefaultRegistry(), observability: { processMetrics: false }, watch: { debounceMs: 30 } });
   } catch (error) {
-    await app.close();
-    await observability.close();
-    await store.close();
     rmSync(root, { recursive: true, force: true });
     throw error;
   }
-  const started = hot;
+  // Hot reload publishes each reload through observability (the live stream and metrics): keep a copy.
+  const notices: ReloadNotice[] = [];
+  const observability = server.observability!;
+  const publish = observability.publishReload.bind(observability);
+  observability.publishReload = (notice) => {
+    notices.push(notice);
+    publish(notice);
+  };
   return {
     dir,
-    app,
-    store,
-    hot: started,
+    app: server.app,
+    store: server.store,
+    hot: server.hotReload!,
     notices,
     write: (file, text) => writeIn(dir, file, text),
     async close() {
-      await started.close();
-      await app.close();
-      await observability.close();
-      await store.close();
+      await server.close();
       rmSync(root, { recursive: true, force: true });
     },
   };

@@ -6,6 +6,7 @@ import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import { startHotReload } from '../../src/reload/index.js';
 import { openStore } from '../../src/store/open-store.js';
 import { buildApp } from '../../src/server/app.js';
+import { assembleServer } from '../../src/server/assemble.js';
 import { loadConfig } from '../../src/server/config.js';
 import {
   agentDoc,
@@ -214,15 +215,13 @@ describe('watch mode at start', () => {
   });
 
   it('answers 404 at the status endpoint when not watching', async () => {
-    const store = await openStore(':memory:');
-    const app = await buildApp({ store, config: loadConfig({}), registry: createDefaultRegistry() });
+    const { app, close } = await assembleServer(loadConfig({}, { databaseUrl: ':memory:' }), { registry: createDefaultRegistry(), observability: false });
     try {
       const res = await app.inject({ method: 'GET', url: '/api/v1/reload/status' });
       expect(res.statusCode).toBe(404);
       expect(JSON.parse(res.body)).toMatchObject({ status: 404, error_code: 'not_found' });
     } finally {
-      await app.close();
-      await store.close();
+      await close();
     }
   });
 });

@@ -1,9 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
-import { createObservability, type Observability } from '../../src/observability/index.js';
-import { buildApp } from '../../src/server/app.js';
+import type { Observability } from '../../src/observability/index.js';
+import { assembleServer } from '../../src/server/assemble.js';
 import { loadConfig } from '../../src/server/config.js';
-import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/types.js';
 
 export interface PgApp {
@@ -16,20 +15,13 @@ export interface PgApp {
 /** A real app on a real PostgreSQL store, built the way start.ts builds it. */
 export async function startPgApp(databaseUrl: string, env: Record<string, string> = {}): Promise<PgApp> {
   const config = loadConfig({ DATABASE_URL: databaseUrl, OBSERVABILITY_FLUSH_INTERVAL_SECONDS: '3600', ...env });
-  // Short timeouts and retries, so a cut connection is noticed quickly.
-  const store = await openStore(config.databaseUrl, { postgres: { connectionTimeoutMs: 1000, listenerRetryMs: 100 } });
-  const observability = createObservability({ store, config, processMetrics: false });
-  const app = await buildApp({ store, config, registry: createDefaultRegistry(), observability });
-  return {
-    app,
-    store,
-    observability,
-    async close() {
-      await app.close();
-      await observability.close();
-      await store.close();
-    },
-  };
+  const server = await assembleServer(config, {
+    // Short timeouts and retries, so a cut connection is noticed quickly.
+    storeOptions: { postgres: { connectionTimeoutMs: 1000, listenerRetryMs: 100 } },
+    registry: createDefaultRegistry(),
+    observability: { processMetrics: false },
+  });
+  return { app: server.app, store: server.store, observability: server.observability!, close: server.close };
 }
 
 export const denyDrop = {

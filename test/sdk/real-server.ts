@@ -4,14 +4,11 @@
  * the SDK become queryable quickly.
  */
 import type { AddressInfo } from 'node:net';
-import type { FastifyInstance } from 'fastify';
 import { GuardClient } from '../../src/client/index.js';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import type { ControlDataInput } from '../../src/model/index.js';
-import { createObservability, type Observability } from '../../src/observability/index.js';
-import { buildApp } from '../../src/server/app.js';
+import { assembleServer } from '../../src/server/assemble.js';
 import { loadConfig } from '../../src/server/config.js';
-import { SqliteStore } from '../../src/store/sqlite/index.js';
 
 export interface RunningServer {
   url: string;
@@ -22,24 +19,12 @@ export interface RunningServer {
 
 export async function startRealServer(): Promise<RunningServer> {
   const config = loadConfig({}, { host: '127.0.0.1', port: 0, databaseUrl: ':memory:', flushIntervalSeconds: 0.05 });
-  const store = new SqliteStore(':memory:');
-  const observability: Observability = createObservability({ store, config, processMetrics: false });
-  const app: FastifyInstance = await buildApp({ store, config, registry: createDefaultRegistry(), observability });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  observability.start();
-  const { port } = app.server.address() as AddressInfo;
+  const server = await assembleServer(config, { registry: createDefaultRegistry(), observability: { processMetrics: false } });
+  await server.app.listen({ host: '127.0.0.1', port: 0 });
+  server.observability!.start();
+  const { port } = server.app.server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
-  let closing: Promise<void> | null = null;
-  return {
-    url,
-    client: new GuardClient({ serverUrl: url }),
-    close: () =>
-      (closing ??= (async () => {
-        await app.close();
-        await observability.close();
-        await store.close();
-      })()),
-  };
+  return { url, client: new GuardClient({ serverUrl: url }), close: server.close };
 }
 
 /** Creates a control with data and links it to the agent; returns its id. */

@@ -2,8 +2,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import type { EvaluatorDefinition } from '../../src/evaluators/types.js';
 import type { ControlDataInput } from '../../src/model/index.js';
-import { createObservability } from '../../src/observability/index.js';
-import { buildApp } from '../../src/server/app.js';
+import { assembleServer } from '../../src/server/assemble.js';
 import { loadConfig } from '../../src/server/config.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/types.js';
@@ -28,19 +27,12 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const real = await openStore(':memory:');
   const store = options.wrapStore ? options.wrapStore(real) : real;
   const config = loadConfig({ OBSERVABILITY_ENABLED: 'false', ...options.env });
-  const observability = options.observability
-    ? createObservability({ store, config, processMetrics: false })
-    : undefined;
-  const app = await buildApp({ store, config, registry: createDefaultRegistry({ extra: options.evaluators ?? [] }), observability });
-  return {
-    app,
+  const server = await assembleServer(config, {
     store,
-    async close() {
-      await app.close();
-      await observability?.close();
-      await real.close();
-    },
-  };
+    registry: createDefaultRegistry({ extra: options.evaluators ?? [] }),
+    observability: options.observability ? { processMetrics: false } : false,
+  });
+  return { app: server.app, store, close: server.close };
 }
 
 export function sqlControl(overrides: Partial<ControlDataInput> = {}): ControlDataInput {

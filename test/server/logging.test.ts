@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
-import { buildApp } from '../../src/server/app.js';
+import { assembleServer } from '../../src/server/assemble.js';
 import { loadConfig } from '../../src/server/config.js';
 import { serverLoggerOptions } from '../../src/server/start.js';
 import { openStore } from '../../src/store/open-store.js';
@@ -25,8 +25,8 @@ async function loggedApp(debug: boolean) {
   });
   const config = loadConfig({ OBSERVABILITY_ENABLED: 'false', ...(debug ? { DEBUG: 'true' } : {}) });
   const options = serverLoggerOptions(config) as Record<string, unknown>;
-  const app = await buildApp({ store, config, registry: createDefaultRegistry(), logger: { ...options, stream } });
-  return { app, lines, close: async () => { await app.close(); await real.close(); } };
+  const { app, close } = await assembleServer(config, { store, registry: createDefaultRegistry(), observability: false, logger: { ...options, stream } });
+  return { app, lines, close };
 }
 
 describe('request logging', () => {

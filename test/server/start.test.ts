@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { eventWriterPathOf } from '../../src/server/start.js';
+import { eventWriterPathOf } from '../../src/server/assemble.js';
 
 describe('eventWriterPathOf', () => {
   it.each([

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { validateControlData } from '../../engine/index.js';
 import type { EvaluatorRegistry } from '../../evaluators/registry.js';
-import type { ControlData, ControlRecord, FieldIssue } from '../../model/index.js';
+import { controlNameOf, fieldIssuesOf, type ControlData, type ControlRecord, type FieldIssue } from '../../model/index.js';
 import { StoreError, type Store, type StoreChange } from '../../store/types.js';
-import { apiOrigin, isWatchManaged, parseOr422, type ServerContext } from '../context.js';
-import { HttpProblem, invalid } from '../problem.js';
+import { apiOrigin, isWatchManaged, type ServerContext } from '../context.js';
+import { HttpProblem } from '../problem.js';
 import { ChangesEnvelopeSchema, type ChangesEnvelope } from '../schemas.js';
 import { readOnly } from './controls.js';
 
@@ -24,8 +24,11 @@ export const changeRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) 
   const { store, registry, controlSets } = ctx;
 
   app.post('/changes', { config: { access: 'admin' } }, async (request) => {
-    const body = parseOr422(ChangesEnvelopeSchema, request.body, 'request body');
-    const changes = storeChangesOf(body.changes, registry);
+    const parsed = ChangesEnvelopeSchema.safeParse(request.body);
+    if (!parsed.success) {
+      throw invalidChanges(fieldIssuesOf(parsed.error), parsed.error.issues.map((issue) => changeIndexOf(issue.path)));
+    }
+    const changes = storeChangesOf(parsed.data.changes, registry);
     await refuseWatched(store, changes);
     let touched: string[];
     try {
@@ -45,22 +48,24 @@ export const changeRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) 
  */
 function storeChangesOf(bodies: ChangeBody[], registry: EvaluatorRegistry): StoreChange[] {
   const issues: FieldIssue[] = [];
-  const checkData = (data: unknown, path: string): ControlData | null | undefined => {
+  const failing: number[] = [];
+  const checkData = (data: unknown, index: number, path: string): ControlData | null | undefined => {
     if (data === undefined || data === null) return data;
     const outcome = validateControlData(data, registry);
     if (outcome.ok) return outcome.data;
-    issues.push(...outcome.issues.map((issue) => prefixed(issue, path)));
+    issues.push(...outcome.issues.map((issue) => prefixed(issue, `changes[${index}].${path}`)));
+    failing.push(index);
     return undefined;
   };
   const changes = bodies.map((change, i): StoreChange => {
     switch (change.op) {
       case 'create_control': {
-        const data = checkData(change.control.data, `changes[${i}].control.data`);
+        const data = checkData(change.control.data, i, 'control.data');
         return { op: 'create_control', control: { ...change.control, data: data ?? null } };
       }
       case 'update_control': {
         const { data: raw, ...rest } = change.patch;
-        const data = checkData(raw, `changes[${i}].patch.data`);
+        const data = checkData(raw, i, 'patch.data');
         return { op: 'update_control', name: change.name, patch: data === undefined ? rest : { ...rest, data } };
       }
       case 'upsert_agent':
@@ -71,28 +76,24 @@ function storeChangesOf(bodies: ChangeBody[], registry: EvaluatorRegistry): Stor
         return change;
     }
   });
-  if (issues.length > 0) throw invalid('the request body is not valid', issues);
+  if (issues.length > 0) throw invalidChanges(issues, failing);
   return changes;
+}
+
+/** A 422 naming every invalid field; `change_index` is the first change with one. */
+function invalidChanges(issues: FieldIssue[], changeIndexes: ReadonlyArray<number | null>): HttpProblem {
+  const first = changeIndexes.find((index) => index !== null);
+  return new HttpProblem(422, 'validation_failed', 'the request body is not valid', issues, first === undefined ? undefined : { change_index: first });
+}
+
+/** The change a zod issue path points into (`changes`, N, ...), or null for the envelope itself. */
+function changeIndexOf(path: readonly PropertyKey[]): number | null {
+  return path[0] === 'changes' && typeof path[1] === 'number' ? path[1] : null;
 }
 
 function prefixed(issue: FieldIssue, path: string): FieldIssue {
   const field = issue.field === '' ? path : issue.field.startsWith('[') ? `${path}${issue.field}` : `${path}.${issue.field}`;
   return { ...issue, field };
-}
-
-function controlNameOf(change: StoreChange): string | null {
-  switch (change.op) {
-    case 'create_control':
-      return change.control.name;
-    case 'update_control':
-    case 'delete_control':
-      return change.name;
-    case 'link':
-    case 'unlink':
-      return change.control_name;
-    case 'upsert_agent':
-      return null;
-  }
 }
 
 /** Watched controls are edited in their files: a batch naming one is refused whole. */
@@ -110,18 +111,22 @@ async function refuseWatched(store: Store, changes: StoreChange[]): Promise<void
   if (!watched) return;
   const index = changes.findIndex((c) => controlNameOf(c) === watched.name);
   const problem = readOnly(watched);
-  throw new HttpProblem(problem.status, problem.errorCode, `change ${index + 1}: ${problem.detail}`, [
-    { field: `changes[${index}]`, code: 'read_only', message: problem.detail },
-  ]);
+  throw new HttpProblem(
+    problem.status,
+    problem.errorCode,
+    `change ${index + 1}: ${problem.detail}`,
+    [{ field: `changes[${index}]`, code: 'read_only', message: problem.detail }],
+    { change_index: index },
+  );
 }
 
-/** The store says "change N (...)" in its message; the problem also names it as a field path. */
+/** A change the store refused: the problem names it by its index, as a field path and as `change_index`. */
 function problemNamingChange(error: StoreError): Error {
-  const match = /^change (\d+) \(.*?\): /.exec(error.message);
-  if (!match || error.kind === 'unavailable') return error;
+  const failed = error.failedChange;
+  if (!failed || error.kind === 'unavailable') return error;
   const status = error.kind === 'conflict' ? 409 : 404;
   const code = error.kind === 'conflict' ? 'conflict' : 'not_found';
-  return new HttpProblem(status, code, error.message, [
-    { field: `changes[${Number(match[1]) - 1}]`, code, message: error.message.slice(match[0].length) },
-  ]);
+  return new HttpProblem(status, code, error.message, [{ field: `changes[${failed.index}]`, code, message: failed.reason }], {
+    change_index: failed.index,
+  });
 }

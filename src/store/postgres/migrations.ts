@@ -3,7 +3,7 @@
  * append-only like the SQLite list. Event stats read only the covering indexes (INCLUDE),
  * so they never touch the table once autovacuum has marked the pages all-visible.
  */
-import type { Migration } from '../sqlite/migrations.js';
+import type { Migration } from '../migrations.js';
 
 export const postgresMigrations: readonly Migration[] = [
   {

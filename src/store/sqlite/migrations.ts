@@ -4,11 +4,7 @@
  * range scans compare integers; `outcome` (0 non-match, 1 match, 2 error) is stored so
  * the stats indexes can cover the stats query completely.
  */
-export interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-}
+import type { Migration } from '../migrations.js';
 
 export const sqliteMigrations: readonly Migration[] = [
   {

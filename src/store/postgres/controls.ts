@@ -1,0 +1,329 @@
+/**
+ * Controls, agents, links and the store revision in PostgreSQL. Writes lock the rows
+ * they read (FOR UPDATE) and tell the transaction which agents they touched, so the
+ * NOTIFY sent on commit names them.
+ */
+import type { AgentPatch, AgentRecord, ControlRecord } from '../../model/index.js';
+import { applyChangesAsync } from '../apply-changes.js';
+import { agentRecordOf, controlRecordOf, enabledAfter, nowIso, storedDataOf } from '../records.js';
+import { StoreError, type ControlPage, type ControlStore, type Link } from '../types.js';
+import type { ControlPatch, NewAgent, NewControl, StoreChange } from '../types.js';
+import type { PostgresDatabase, WriteTx } from './database.js';
+import { mapPgError } from './errors.js';
+
+interface ControlRow {
+  control_id: string;
+  name: string;
+  enabled: boolean;
+  data: unknown;
+  managed_by: string | null;
+  source: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+interface AgentRow {
+  agent_name: string;
+  agent_description: string | null;
+  agent_version: string | null;
+  steps: AgentRecord['steps'];
+  metadata: Record<string, unknown> | null;
+  managed_by: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function controlOf(row: ControlRow): ControlRecord {
+  return controlRecordOf(row, {
+    control_id: Number(row.control_id),
+    enabled: row.enabled,
+    data: row.data,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  });
+}
+
+function agentOf(row: AgentRow): AgentRecord {
+  return agentRecordOf(row, {
+    steps: row.steps,
+    metadata: row.metadata,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  });
+}
+
+export class PostgresControls implements ControlStore {
+  constructor(private readonly database: PostgresDatabase) {}
+
+  private async controlRowTx(tx: WriteTx, id: number): Promise<ControlRow> {
+    const [row] = await this.database.rows<ControlRow>(tx, 'SELECT * FROM controls WHERE control_id = $1 FOR UPDATE', [id]);
+    if (!row) throw new StoreError('not_found', `control ${id} does not exist`);
+    return row;
+  }
+
+  private async controlRowByNameTx(tx: WriteTx, name: string): Promise<ControlRow> {
+    const [row] = await this.database.rows<ControlRow>(tx, 'SELECT * FROM controls WHERE name = $1 FOR UPDATE', [name]);
+    if (!row) throw new StoreError('not_found', `control "${name}" does not exist`);
+    return row;
+  }
+
+  private async agentsOfControlTx(tx: WriteTx, controlId: number | string): Promise<string[]> {
+    const rows = await this.database.rows<{ agent_name: string }>(
+      tx,
+      'SELECT agent_name FROM control_links WHERE control_id = $1 ORDER BY agent_name',
+      [controlId],
+    );
+    return rows.map((r) => r.agent_name);
+  }
+
+  private async createControlTx(tx: WriteTx, control: NewControl): Promise<ControlRecord> {
+    const now = nowIso();
+    // ON CONFLICT DO NOTHING keeps the transaction usable, so a batch can name the failing change.
+    const [row] = await this.database.rows<ControlRow>(
+      tx,
+      `INSERT INTO controls (name, enabled, data, managed_by, source, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (name) DO NOTHING RETURNING *`,
+      [control.name, control.data?.enabled ?? true, storedDataOf(control.data), control.managed_by ?? null, control.source ?? null, now],
+    );
+    if (!row) throw new StoreError('conflict', `a control named "${control.name}" already exists`);
+    tx.changed = true;
+    return controlOf(row);
+  }
+
+  private async updateControlTx(tx: WriteTx, current: ControlRow, patch: ControlPatch): Promise<ControlRecord> {
+    if (patch.name !== undefined && patch.name !== current.name) {
+      const taken = await this.database.rows(tx, 'SELECT 1 FROM controls WHERE name = $1', [patch.name]);
+      if (taken.length > 0) throw new StoreError('conflict', `a control named "${patch.name}" already exists`);
+    }
+    const enabled = enabledAfter(current.enabled, patch);
+    const data = patch.data !== undefined ? storedDataOf(patch.data) : current.data === null ? null : JSON.stringify(current.data);
+    const [row] = await this.database.rows<ControlRow>(
+      tx,
+      `UPDATE controls SET name = $2, enabled = $3, data = $4, managed_by = $5, source = $6, updated_at = $7
+       WHERE control_id = $1 RETURNING *`,
+      [
+        current.control_id,
+        patch.name ?? current.name,
+        enabled,
+        data,
+        patch.managed_by !== undefined ? patch.managed_by : current.managed_by,
+        patch.source !== undefined ? patch.source : current.source,
+        nowIso(),
+      ],
+    );
+    tx.changed = true;
+    for (const agent of await this.agentsOfControlTx(tx, current.control_id)) tx.agents.add(agent);
+    return controlOf(row!);
+  }
+
+  private async deleteControlTx(tx: WriteTx, id: number | string): Promise<string[]> {
+    const agents = await this.agentsOfControlTx(tx, id);
+    await tx.client.query('DELETE FROM controls WHERE control_id = $1', [id]);
+    tx.changed = true;
+    for (const agent of agents) tx.agents.add(agent);
+    return agents;
+  }
+
+  private async upsertAgentTx(tx: WriteTx, agent: NewAgent): Promise<{ agent: AgentRecord; created: boolean }> {
+    const now = nowIso();
+    // xmax = 0 only for a freshly inserted row: the one-statement way to tell insert from update.
+    const [row] = await this.database.rows<AgentRow & { inserted: boolean }>(
+      tx,
+      `INSERT INTO agents AS a (agent_name, agent_description, agent_version, steps, metadata, managed_by, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
+       ON CONFLICT (agent_name) DO UPDATE SET agent_description = EXCLUDED.agent_description,
+         agent_version = EXCLUDED.agent_version, steps = EXCLUDED.steps, metadata = EXCLUDED.metadata,
+         managed_by = CASE WHEN $8 THEN EXCLUDED.managed_by ELSE a.managed_by END, updated_at = EXCLUDED.updated_at
+       RETURNING *, (xmax = 0) AS inserted`,
+      [
+        agent.agent_name,
+        agent.agent_description ?? null,
+        agent.agent_version ?? null,
+        JSON.stringify(agent.steps ?? []),
+        agent.metadata == null ? null : JSON.stringify(agent.metadata),
+        agent.managed_by ?? null,
+        now,
+        // A registration that does not say who owns the agent keeps the owner it had.
+        agent.managed_by !== undefined,
+      ],
+    );
+    tx.changed = true;
+    tx.agents.add(agent.agent_name);
+    const { inserted, ...stored } = row!;
+    return { agent: agentOf(stored), created: inserted };
+  }
+
+  private async linkTx(tx: WriteTx, agentName: string, controlId: number | string): Promise<boolean> {
+    const agent = await this.database.rows(tx, 'SELECT 1 FROM agents WHERE agent_name = $1', [agentName]);
+    if (agent.length === 0) throw new StoreError('not_found', `agent "${agentName}" does not exist`);
+    const control = await this.database.rows(tx, 'SELECT 1 FROM controls WHERE control_id = $1', [controlId]);
+    if (control.length === 0) throw new StoreError('not_found', `control ${controlId} does not exist`);
+    const result = await tx.client.query(
+      'INSERT INTO control_links (agent_name, control_id) VALUES ($1, $2) ON CONFLICT DO NOTHING',
+      [agentName, controlId],
+    );
+    return this.noteLinkChange(tx, agentName, (result.rowCount ?? 0) > 0);
+  }
+
+  private async unlinkTx(tx: WriteTx, agentName: string, controlId: number | string): Promise<boolean> {
+    const result = await tx.client.query('DELETE FROM control_links WHERE agent_name = $1 AND control_id = $2', [
+      agentName,
+      controlId,
+    ]);
+    return this.noteLinkChange(tx, agentName, (result.rowCount ?? 0) > 0);
+  }
+
+  /** A link made or removed changes the revision and the agent's controls. */
+  private noteLinkChange(tx: WriteTx, agentName: string, changed: boolean): boolean {
+    if (changed) {
+      tx.changed = true;
+      tx.agents.add(agentName);
+    }
+    return changed;
+  }
+
+  async createControl(control: NewControl): Promise<ControlRecord> {
+    return this.database.write((tx) => this.createControlTx(tx, control));
+  }
+
+  async getControl(id: number): Promise<ControlRecord | null> {
+    const [row] = await this.database.query<ControlRow>('SELECT * FROM controls WHERE control_id = $1', [id]);
+    return row ? controlOf(row) : null;
+  }
+
+  async getControlByName(name: string): Promise<ControlRecord | null> {
+    const [row] = await this.database.query<ControlRow>('SELECT * FROM controls WHERE name = $1', [name]);
+    return row ? controlOf(row) : null;
+  }
+
+  async listControls(page: { cursor?: number | undefined; limit: number }): Promise<ControlPage> {
+    const limit = Math.max(1, Math.floor(page.limit));
+    const [rows, count] = await Promise.all([
+      this.database.query<ControlRow>('SELECT * FROM controls WHERE control_id > $1 ORDER BY control_id LIMIT $2', [
+        page.cursor ?? 0,
+        limit + 1,
+      ]),
+      this.database.query<{ total: string }>('SELECT count(*) AS total FROM controls'),
+    ]);
+    const has_more = rows.length > limit;
+    const controls = rows.slice(0, limit).map(controlOf);
+    return {
+      controls,
+      has_more,
+      next_cursor: has_more ? (controls.at(-1)?.control_id ?? null) : null,
+      total: Number(count[0]?.total ?? 0),
+    };
+  }
+
+  async listAllControls(): Promise<ControlRecord[]> {
+    return (await this.database.query<ControlRow>('SELECT * FROM controls ORDER BY control_id')).map(controlOf);
+  }
+
+  async updateControl(id: number, patch: ControlPatch): Promise<ControlRecord> {
+    return this.database.write(async (tx) => this.updateControlTx(tx, await this.controlRowTx(tx, id), patch));
+  }
+
+  async deleteControl(id: number): Promise<{ unlinked_agents: string[] }> {
+    return this.database.write(async (tx) => {
+      await this.controlRowTx(tx, id);
+      return { unlinked_agents: await this.deleteControlTx(tx, id) };
+    });
+  }
+
+  async getAgent(name: string): Promise<AgentRecord | null> {
+    const [row] = await this.database.query<AgentRow>('SELECT * FROM agents WHERE agent_name = $1', [name]);
+    return row ? agentOf(row) : null;
+  }
+
+  async listAgents(): Promise<AgentRecord[]> {
+    return (await this.database.query<AgentRow>('SELECT * FROM agents ORDER BY agent_name')).map(agentOf);
+  }
+
+  async upsertAgent(agent: NewAgent): Promise<{ agent: AgentRecord; created: boolean }> {
+    return this.database.write((tx) => this.upsertAgentTx(tx, agent));
+  }
+
+  async patchAgent(name: string, patch: AgentPatch): Promise<AgentRecord> {
+    return this.database.write(async (tx) => {
+      const [current] = await this.database.rows<AgentRow>(tx, 'SELECT * FROM agents WHERE agent_name = $1 FOR UPDATE', [name]);
+      if (!current) throw new StoreError('not_found', `agent "${name}" does not exist`);
+      const metadata = patch.metadata !== undefined ? patch.metadata : current.metadata;
+      const [row] = await this.database.rows<AgentRow>(
+        tx,
+        `UPDATE agents SET agent_description = $2, agent_version = $3, steps = $4, metadata = $5, updated_at = $6
+         WHERE agent_name = $1 RETURNING *`,
+        [
+          name,
+          patch.agent_description !== undefined ? patch.agent_description : current.agent_description,
+          patch.agent_version !== undefined ? patch.agent_version : current.agent_version,
+          JSON.stringify(patch.steps ?? current.steps),
+          metadata === null ? null : JSON.stringify(metadata),
+          nowIso(),
+        ],
+      );
+      tx.changed = true;
+      tx.agents.add(name);
+      return agentOf(row!);
+    });
+  }
+
+  async linkControl(agentName: string, controlId: number): Promise<boolean> {
+    return this.database.write((tx) => this.linkTx(tx, agentName, controlId));
+  }
+
+  async unlinkControl(agentName: string, controlId: number): Promise<boolean> {
+    return this.database.write((tx) => this.unlinkTx(tx, agentName, controlId));
+  }
+
+  async listAgentControls(agentName: string): Promise<ControlRecord[]> {
+    const rows = await this.database.query<ControlRow>(
+      `SELECT c.* FROM control_links l JOIN controls c ON c.control_id = l.control_id
+       WHERE l.agent_name = $1 ORDER BY c.control_id`,
+      [agentName],
+    );
+    return rows.map(controlOf);
+  }
+
+  async agentsOfControl(controlId: number): Promise<string[]> {
+    const rows = await this.database.query<{ agent_name: string }>(
+      'SELECT agent_name FROM control_links WHERE control_id = $1 ORDER BY agent_name',
+      [controlId],
+    );
+    return rows.map((r) => r.agent_name);
+  }
+
+  async listLinks(): Promise<Link[]> {
+    const rows = await this.database.query<{ agent_name: string; control_id: string }>(
+      'SELECT agent_name, control_id FROM control_links ORDER BY agent_name, control_id',
+    );
+    return rows.map((r) => ({ agent_name: r.agent_name, control_id: Number(r.control_id) }));
+  }
+
+  async applyChanges(changes: StoreChange[]): Promise<{ touched_agents: string[] }> {
+    const touched_agents = await this.database.write((tx) => {
+      const byName = (name: string) => this.controlRowByNameTx(tx, name);
+      return applyChangesAsync(
+        changes,
+        {
+          createControl: (control) => this.createControlTx(tx, control),
+          updateControl: async (name, patch) => {
+            const row = await byName(name);
+            await this.updateControlTx(tx, row, patch);
+            return this.agentsOfControlTx(tx, row.control_id);
+          },
+          deleteControl: async (name) => this.deleteControlTx(tx, (await byName(name)).control_id),
+          upsertAgent: (agent) => this.upsertAgentTx(tx, agent),
+          link: async (agentName, controlName) => this.linkTx(tx, agentName, (await byName(controlName)).control_id),
+          unlink: async (agentName, controlName) => this.unlinkTx(tx, agentName, (await byName(controlName)).control_id),
+        },
+        mapPgError,
+      );
+    });
+    return { touched_agents };
+  }
+
+  async revision(): Promise<number> {
+    const [row] = await this.database.query<{ value: string }>('SELECT value FROM store_revision WHERE id = 1');
+    return Number(row?.value ?? 0);
+  }
+}

@@ -1,0 +1,188 @@
+/**
+ * The PostgreSQL pool as the store's concerns share it: connected, migrated under an
+ * advisory lock, and wrapped so that every write is one BEGIN/COMMIT on one client which
+ * bumps the revision and sends NOTIFY inside the transaction (delivered on commit).
+ */
+import pg from 'pg';
+import { inVersionOrder, type Migration } from '../migrations.js';
+import { uniqueSorted } from '../records.js';
+import { CHANGE_CHANNEL } from './change-listener.js';
+import { mapPgError } from './errors.js';
+import { postgresMigrations } from './migrations.js';
+
+export interface PostgresStoreOptions {
+  /** The schema holding guardctl's tables; created when missing. Default: the server's search_path. */
+  schema?: string;
+  /** Most connections the pool opens. */
+  maxConnections?: number;
+  connectionTimeoutMs?: number;
+  /** Rows deleted per statement when pruning. */
+  pruneBatchSize?: number;
+  /** Events per INSERT statement. */
+  insertBatchSize?: number;
+  /** Wait before the change listener reconnects after losing its connection. */
+  listenerRetryMs?: number;
+}
+
+/** NOTIFY payloads are limited to 8000 bytes; beyond a safe size we say "any agent". */
+const MAX_NOTIFY_PAYLOAD = 7000;
+const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/** One write transaction: its client, and what it changed (for the revision and NOTIFY). */
+export interface WriteTx {
+  client: pg.PoolClient;
+  changed: boolean;
+  agents: Set<string>;
+}
+
+/** Applies pending migrations under an advisory lock, so replicas starting together take turns. */
+export async function migratePostgres(
+  client: pg.ClientBase,
+  schema: string | undefined,
+  migrations: readonly Migration[] = postgresMigrations,
+): Promise<number[]> {
+  const lockKey = `guardctl:migrations:${schema ?? ''}`;
+  await client.query('SELECT pg_advisory_lock(hashtext($1))', [lockKey]);
+  const done: number[] = [];
+  try {
+    if (schema) await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`);
+    const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations');
+    const applied = new Set(rows.map((r) => r.version));
+    for (const migration of inVersionOrder(migrations)) {
+      if (applied.has(migration.version)) continue;
+      await client.query('BEGIN');
+      try {
+        await client.query(migration.sql);
+        await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
+          migration.version,
+          migration.name,
+        ]);
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      }
+      done.push(migration.version);
+    }
+  } finally {
+    await client.query('SELECT pg_advisory_unlock(hashtext($1))', [lockKey]).catch(() => undefined);
+  }
+  return done;
+}
+
+export class PostgresDatabase {
+  readonly pruneBatchSize: number;
+  readonly insertBatchSize: number;
+
+  private constructor(
+    readonly pool: pg.Pool,
+    /** How the pool's clients connect; the change listener opens its own session with it. */
+    readonly clientConfig: pg.ClientConfig,
+    options: PostgresStoreOptions,
+  ) {
+    this.pruneBatchSize = options.pruneBatchSize ?? 10_000;
+    this.insertBatchSize = options.insertBatchSize ?? 5_000;
+  }
+
+  /** Connects and migrates under the advisory lock. */
+  static async open(url: string, options: PostgresStoreOptions): Promise<PostgresDatabase> {
+    const schema = options.schema;
+    if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
+      throw new TypeError(`schema must be a plain identifier (letters, digits, _): ${schema}`);
+    }
+    const clientConfig: pg.ClientConfig = {
+      connectionString: url,
+      connectionTimeoutMillis: options.connectionTimeoutMs ?? 5000,
+      // Every session sees only this store's schema, so queries need no qualified names.
+      ...(schema ? { options: `-c search_path="${schema}"` } : {}),
+    };
+    const pool = new pg.Pool({ ...clientConfig, max: options.maxConnections ?? 10, application_name: 'guardctl' });
+    // An idle client losing its connection must not crash the process; the next query reports it.
+    pool.on('error', () => undefined);
+    try {
+      const client = await pool.connect();
+      try {
+        await migratePostgres(client, schema);
+      } finally {
+        client.release();
+      }
+    } catch (error) {
+      await pool.end().catch(() => undefined);
+      throw mapPgError(error);
+    }
+    return new PostgresDatabase(pool, clientConfig, options);
+  }
+
+  async query<R extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<R[]> {
+    try {
+      return (await this.pool.query<R>(sql, params)).rows;
+    } catch (error) {
+      throw mapPgError(error);
+    }
+  }
+
+  /** A query on the transaction's client (errors are mapped when the transaction fails). */
+  async rows<R extends pg.QueryResultRow>(tx: WriteTx, sql: string, params: unknown[] = []): Promise<R[]> {
+    return (await tx.client.query<R>(sql, params)).rows;
+  }
+
+  /**
+   * Runs `fn` in one transaction on one client. When it changed controls, agents or
+   * links, the revision grows and NOTIFY is queued before COMMIT (delivered on commit).
+   */
+  async write<T>(fn: (tx: WriteTx) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      throw mapPgError(error);
+    }
+    const tx: WriteTx = { client, changed: false, agents: new Set() };
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      const value = await fn(tx);
+      if (tx.changed) {
+        const bumped = await client.query<{ value: string }>('UPDATE store_revision SET value = value + 1 WHERE id = 1 RETURNING value');
+        const revision = Number(bumped.rows[0]?.value);
+        let agents: string[] | '*' = uniqueSorted(tx.agents);
+        if (JSON.stringify(agents).length > MAX_NOTIFY_PAYLOAD) agents = '*';
+        await client.query('SELECT pg_notify($1, $2)', [CHANGE_CHANNEL, JSON.stringify({ revision, agents })]);
+      }
+      await client.query('COMMIT');
+      return value;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {
+        broken = true;
+      });
+      throw mapPgError(error);
+    } finally {
+      // A client whose ROLLBACK failed is in an unknown state; destroy it instead of reusing it.
+      client.release(broken);
+    }
+  }
+
+  /**
+   * Runs a `DELETE ... WHERE id IN (SELECT id ... LIMIT $2) RETURNING 1` statement, given
+   * as its CTE, until a batch deletes fewer than `pruneBatchSize` rows. Batches keep each
+   * transaction (and the locks and WAL it holds) small.
+   */
+  async pruneInBatches(deleteReturning: string, cutoff: string): Promise<number> {
+    let deleted = 0;
+    for (;;) {
+      const rows = await this.query<{ n: string }>(`WITH gone AS (${deleteReturning}) SELECT count(*) AS n FROM gone`, [
+        cutoff,
+        this.pruneBatchSize,
+      ]);
+      const n = Number(rows[0]?.n ?? 0);
+      deleted += n;
+      if (n < this.pruneBatchSize) return deleted;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end().catch(() => undefined);
+  }
+}

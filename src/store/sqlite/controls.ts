@@ -1,0 +1,316 @@
+/**
+ * Controls, agents, links and the store revision in SQLite. Every statement is prepared
+ * once; every write runs in one IMMEDIATE transaction and bumps the revision.
+ */
+import type { AgentPatch, AgentRecord, ControlRecord } from '../../model/index.js';
+import { applyChangesSync } from '../apply-changes.js';
+import { agentRecordOf, controlRecordOf, enabledAfter, nowIso, storedDataOf } from '../records.js';
+import { StoreError, type ControlPage, type ControlStore, type Link } from '../types.js';
+import type { ControlPatch, NewAgent, NewControl, StoreChange } from '../types.js';
+import { mapSqliteError, type SqliteDatabase } from './database.js';
+
+interface ControlRow {
+  control_id: number;
+  name: string;
+  enabled: number;
+  data: string | null;
+  managed_by: string | null;
+  source: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+interface AgentRow {
+  agent_name: string;
+  agent_description: string | null;
+  agent_version: string | null;
+  steps: string;
+  metadata: string | null;
+  managed_by: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+function controlOf(row: ControlRow): ControlRecord {
+  return controlRecordOf(row, {
+    control_id: row.control_id,
+    enabled: row.enabled === 1,
+    data: row.data,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  });
+}
+
+function agentOf(row: AgentRow): AgentRecord {
+  return agentRecordOf(row, {
+    steps: JSON.parse(row.steps) as AgentRecord['steps'],
+    metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Record<string, unknown>),
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  });
+}
+
+function prepare(db: SqliteDatabase['db']) {
+  return {
+    bump: db.prepare('UPDATE store_revision SET value = value + 1 WHERE id = 1'),
+    revision: db.prepare('SELECT value FROM store_revision WHERE id = 1').pluck(),
+    insertControl: db.prepare(
+      `INSERT INTO controls (name, enabled, data, managed_by, source, created_at, updated_at)
+       VALUES (@name, @enabled, @data, @managed_by, @source, @now, @now) RETURNING *`,
+    ),
+    controlById: db.prepare('SELECT * FROM controls WHERE control_id = ?'),
+    controlByName: db.prepare('SELECT * FROM controls WHERE name = ?'),
+    controlsAfter: db.prepare('SELECT * FROM controls WHERE control_id > ? ORDER BY control_id LIMIT ?'),
+    allControls: db.prepare('SELECT * FROM controls ORDER BY control_id'),
+    countControls: db.prepare('SELECT count(*) FROM controls').pluck(),
+    updateControl: db.prepare(
+      `UPDATE controls SET name = @name, enabled = @enabled, data = @data, managed_by = @managed_by,
+       source = @source, updated_at = @now WHERE control_id = @control_id RETURNING *`,
+    ),
+    deleteControl: db.prepare('DELETE FROM controls WHERE control_id = ?'),
+    agent: db.prepare('SELECT * FROM agents WHERE agent_name = ?'),
+    allAgents: db.prepare('SELECT * FROM agents ORDER BY agent_name'),
+    insertAgent: db.prepare(
+      `INSERT INTO agents (agent_name, agent_description, agent_version, steps, metadata, managed_by, created_at, updated_at)
+       VALUES (@agent_name, @agent_description, @agent_version, @steps, @metadata, @managed_by, @now, @now) RETURNING *`,
+    ),
+    updateAgent: db.prepare(
+      `UPDATE agents SET agent_description = @agent_description, agent_version = @agent_version, steps = @steps,
+       metadata = @metadata, managed_by = @managed_by, updated_at = @now WHERE agent_name = @agent_name RETURNING *`,
+    ),
+    link: db.prepare('INSERT OR IGNORE INTO control_links (agent_name, control_id) VALUES (?, ?)'),
+    unlink: db.prepare('DELETE FROM control_links WHERE agent_name = ? AND control_id = ?'),
+    agentControls: db.prepare(
+      `SELECT c.* FROM control_links l JOIN controls c ON c.control_id = l.control_id
+       WHERE l.agent_name = ? ORDER BY c.control_id`,
+    ),
+    agentsOfControl: db.prepare('SELECT agent_name FROM control_links WHERE control_id = ? ORDER BY agent_name').pluck(),
+    allLinks: db.prepare('SELECT agent_name, control_id FROM control_links ORDER BY agent_name, control_id'),
+  };
+}
+
+export class SqliteControls implements ControlStore {
+  private readonly s: ReturnType<typeof prepare>;
+
+  constructor(private readonly database: SqliteDatabase) {
+    this.s = prepare(database.db);
+  }
+
+  private controlRow(id: number): ControlRow {
+    const row = this.s.controlById.get(id) as ControlRow | undefined;
+    if (!row) throw new StoreError('not_found', `control ${id} does not exist`);
+    return row;
+  }
+
+  private controlRowByName(name: string): ControlRow {
+    const row = this.s.controlByName.get(name) as ControlRow | undefined;
+    if (!row) throw new StoreError('not_found', `control "${name}" does not exist`);
+    return row;
+  }
+
+  private agentsOf(controlId: number): string[] {
+    return this.s.agentsOfControl.all(controlId) as string[];
+  }
+
+  // The *Tx methods run inside a transaction the caller opened; applyChanges reuses them.
+
+  private createControlTx(control: NewControl): ControlRecord {
+    if (this.s.controlByName.get(control.name) !== undefined) {
+      throw new StoreError('conflict', `a control named "${control.name}" already exists`);
+    }
+    const row = this.s.insertControl.get({
+      name: control.name,
+      enabled: (control.data?.enabled ?? true) ? 1 : 0,
+      data: storedDataOf(control.data),
+      managed_by: control.managed_by ?? null,
+      source: control.source ?? null,
+      now: nowIso(),
+    }) as ControlRow;
+    this.s.bump.run();
+    return controlOf(row);
+  }
+
+  private updateControlTx(current: ControlRow, patch: ControlPatch): ControlRecord {
+    if (patch.name !== undefined && patch.name !== current.name) {
+      const other = this.s.controlByName.get(patch.name) as ControlRow | undefined;
+      if (other) throw new StoreError('conflict', `a control named "${patch.name}" already exists`);
+    }
+    const enabled = enabledAfter(current.enabled === 1, patch);
+    let data = current.data;
+    if (patch.data !== undefined) data = storedDataOf(patch.data);
+    const row = this.s.updateControl.get({
+      control_id: current.control_id,
+      name: patch.name ?? current.name,
+      enabled: enabled ? 1 : 0,
+      data,
+      managed_by: patch.managed_by !== undefined ? patch.managed_by : current.managed_by,
+      source: patch.source !== undefined ? patch.source : current.source,
+      now: nowIso(),
+    }) as ControlRow;
+    this.s.bump.run();
+    return controlOf(row);
+  }
+
+  private deleteControlTx(id: number): string[] {
+    const agents = this.agentsOf(id);
+    this.s.deleteControl.run(id);
+    this.s.bump.run();
+    return agents;
+  }
+
+  private upsertAgentTx(agent: NewAgent): { agent: AgentRecord; created: boolean } {
+    const existing = this.s.agent.get(agent.agent_name) as AgentRow | undefined;
+    const values = {
+      agent_name: agent.agent_name,
+      agent_description: agent.agent_description ?? null,
+      agent_version: agent.agent_version ?? null,
+      steps: JSON.stringify(agent.steps ?? []),
+      metadata: agent.metadata == null ? null : JSON.stringify(agent.metadata),
+      // A registration that does not say who owns the agent keeps the owner it had.
+      managed_by: agent.managed_by !== undefined ? agent.managed_by : (existing?.managed_by ?? null),
+      now: nowIso(),
+    };
+    const row = (existing ? this.s.updateAgent.get(values) : this.s.insertAgent.get(values)) as AgentRow;
+    this.s.bump.run();
+    return { agent: agentOf(row), created: !existing };
+  }
+
+  private linkTx(agentName: string, controlId: number): boolean {
+    if (this.s.agent.get(agentName) === undefined) {
+      throw new StoreError('not_found', `agent "${agentName}" does not exist`);
+    }
+    this.controlRow(controlId);
+    const changed = this.s.link.run(agentName, controlId).changes > 0;
+    if (changed) this.s.bump.run();
+    return changed;
+  }
+
+  private unlinkTx(agentName: string, controlId: number): boolean {
+    const changed = this.s.unlink.run(agentName, controlId).changes > 0;
+    if (changed) this.s.bump.run();
+    return changed;
+  }
+
+  async createControl(control: NewControl): Promise<ControlRecord> {
+    return this.database.write(() => this.createControlTx(control));
+  }
+
+  async getControl(id: number): Promise<ControlRecord | null> {
+    const row = this.database.read(() => this.s.controlById.get(id) as ControlRow | undefined);
+    return row ? controlOf(row) : null;
+  }
+
+  async getControlByName(name: string): Promise<ControlRecord | null> {
+    const row = this.database.read(() => this.s.controlByName.get(name) as ControlRow | undefined);
+    return row ? controlOf(row) : null;
+  }
+
+  async listControls(page: { cursor?: number | undefined; limit: number }): Promise<ControlPage> {
+    return this.database.read(() => {
+      const limit = Math.max(1, Math.floor(page.limit));
+      // One row more than asked tells whether another page exists without a second count.
+      const rows = this.s.controlsAfter.all(page.cursor ?? 0, limit + 1) as ControlRow[];
+      const has_more = rows.length > limit;
+      const controls = rows.slice(0, limit).map(controlOf);
+      const total = this.s.countControls.get() as number;
+      return { controls, has_more, next_cursor: has_more ? (controls.at(-1)?.control_id ?? null) : null, total };
+    });
+  }
+
+  async listAllControls(): Promise<ControlRecord[]> {
+    return this.database.read(() => (this.s.allControls.all() as ControlRow[]).map(controlOf));
+  }
+
+  async updateControl(id: number, patch: ControlPatch): Promise<ControlRecord> {
+    return this.database.write(() => this.updateControlTx(this.controlRow(id), patch));
+  }
+
+  async deleteControl(id: number): Promise<{ unlinked_agents: string[] }> {
+    return this.database.write(() => {
+      this.controlRow(id);
+      return { unlinked_agents: this.deleteControlTx(id) };
+    });
+  }
+
+  async getAgent(name: string): Promise<AgentRecord | null> {
+    const row = this.database.read(() => this.s.agent.get(name) as AgentRow | undefined);
+    return row ? agentOf(row) : null;
+  }
+
+  async listAgents(): Promise<AgentRecord[]> {
+    return this.database.read(() => (this.s.allAgents.all() as AgentRow[]).map(agentOf));
+  }
+
+  async upsertAgent(agent: NewAgent): Promise<{ agent: AgentRecord; created: boolean }> {
+    return this.database.write(() => this.upsertAgentTx(agent));
+  }
+
+  async patchAgent(name: string, patch: AgentPatch): Promise<AgentRecord> {
+    return this.database.write(() => {
+      const current = this.s.agent.get(name) as AgentRow | undefined;
+      if (!current) throw new StoreError('not_found', `agent "${name}" does not exist`);
+      const row = this.s.updateAgent.get({
+        agent_name: name,
+        agent_description: patch.agent_description !== undefined ? patch.agent_description : current.agent_description,
+        agent_version: patch.agent_version !== undefined ? patch.agent_version : current.agent_version,
+        steps: patch.steps !== undefined ? JSON.stringify(patch.steps) : current.steps,
+        metadata:
+          patch.metadata !== undefined
+            ? patch.metadata === null
+              ? null
+              : JSON.stringify(patch.metadata)
+            : current.metadata,
+        managed_by: current.managed_by,
+        now: nowIso(),
+      }) as AgentRow;
+      this.s.bump.run();
+      return agentOf(row);
+    });
+  }
+
+  async linkControl(agentName: string, controlId: number): Promise<boolean> {
+    return this.database.write(() => this.linkTx(agentName, controlId));
+  }
+
+  async unlinkControl(agentName: string, controlId: number): Promise<boolean> {
+    return this.database.write(() => this.unlinkTx(agentName, controlId));
+  }
+
+  async listAgentControls(agentName: string): Promise<ControlRecord[]> {
+    return this.database.read(() => (this.s.agentControls.all(agentName) as ControlRow[]).map(controlOf));
+  }
+
+  async agentsOfControl(controlId: number): Promise<string[]> {
+    return this.database.read(() => this.agentsOf(controlId));
+  }
+
+  async listLinks(): Promise<Link[]> {
+    return this.database.read(() => this.s.allLinks.all() as Link[]);
+  }
+
+  async applyChanges(changes: StoreChange[]): Promise<{ touched_agents: string[] }> {
+    const touched_agents = this.database.write(() =>
+      applyChangesSync(
+        changes,
+        {
+          createControl: (control) => this.createControlTx(control),
+          updateControl: (name, patch) => {
+            const row = this.controlRowByName(name);
+            this.updateControlTx(row, patch);
+            return this.agentsOf(row.control_id);
+          },
+          deleteControl: (name) => this.deleteControlTx(this.controlRowByName(name).control_id),
+          upsertAgent: (agent) => this.upsertAgentTx(agent),
+          link: (agentName, controlName) => this.linkTx(agentName, this.controlRowByName(controlName).control_id),
+          unlink: (agentName, controlName) => this.unlinkTx(agentName, this.controlRowByName(controlName).control_id),
+        },
+        mapSqliteError,
+      ),
+    );
+    return { touched_agents };
+  }
+
+  async revision(): Promise<number> {
+    return this.database.read(() => this.s.revision.get() as number);
+  }
+}
