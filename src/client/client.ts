@@ -117,6 +117,7 @@ export interface EventQueryBody {
   matched?: boolean;
   stages?: string[];
   trace_id?: string;
+  mode?: 'enforce' | 'shadow';
   start_time?: string;
   end_time?: string;
   limit?: number;

@@ -40,7 +40,21 @@ function totalsOf(rows: readonly ControlStatsRow[]): StatsTotals {
 }
 
 function emptyRow(control_id: number, control_name: string): ControlStatsRow {
-  return { control_id, control_name, executions: 0, matches: 0, non_matches: 0, errors: 0, actions: {}, avg_duration_ms: 0 };
+  return {
+    control_id,
+    control_name,
+    executions: 0,
+    matches: 0,
+    non_matches: 0,
+    errors: 0,
+    actions: {},
+    avg_duration_ms: 0,
+    shadow_executions: 0,
+    shadow_matches: 0,
+    shadow_errors: 0,
+    would_deny: 0,
+    would_steer: 0,
+  };
 }
 
 /**
@@ -71,7 +85,9 @@ export const observabilityRoutes: FastifyPluginAsync<ObservabilityRoutesOptions>
       ...q,
       agent_name: q.agent_name === undefined ? undefined : normaliseAgentName(q.agent_name),
     });
-    return { events: page.events, total: page.total, limit: q.limit, offset: q.offset };
+    // The shadow-report example stays out of the event schema (GET /shadow-report shows it).
+    const events = page.events.map(({ example: _example, ...event }) => event);
+    return { events, total: page.total, limit: q.limit, offset: q.offset };
   });
 
   app.get('/observability/stats', { config: { access: 'read' } }, async (request, reply) => {

@@ -4,6 +4,7 @@
  * writes themselves happen inside each store's own transactions, next to the change
  * they describe, so a failed write leaves neither.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type {
   AgentRecord,
   ChangeEntry,
@@ -102,6 +103,11 @@ export function agentEntry(op: 'create' | 'update', agentName: string, before: o
   return { kind: 'agent', op, control_id: null, control_name: null, agent_name: agentName, before, after, note: null };
 }
 
+/** Whether two snapshots hold the same control (key order aside). */
+export function sameSnapshot(a: ControlSnapshot, b: ControlSnapshot): boolean {
+  return isDeepStrictEqual(a, b);
+}
+
 /** The entries of one control that say what the control itself looked like (not its links). */
 const CONTROL_WRITES: ReadonlySet<ChangeOp> = new Set(['create', 'update', 'delete', 'restore']);
 
@@ -177,19 +183,12 @@ export function originOf(origin: WriteOrigin | undefined): WriteOrigin {
 }
 
 /**
- * History and audit: every write to a control, an agent or a link, stored in the same
- * transaction as the write (the stores' write methods take its WriteOrigin).
+ * History and audit, read side: every write to a control, an agent or a link, stored by
+ * the ControlStore's writes in the same transaction as the write.
  */
 export interface HistoryStore {
   /** A control's entries (its own writes and its links), newest first; kept after it is deleted. */
   controlHistory(controlId: number, page: ChangePageQuery): Promise<ChangePage>;
   /** Every entry, newest first. */
   auditLog(query: AuditQuery): Promise<ChangePage>;
-  /** Puts a hand-managed control back as it was right after `revision` (recreating it when deleted), in one transaction. */
-  restoreControl(controlId: number, revision: number, origin: WriteOrigin): Promise<RestoreOutcome>;
-  /**
-   * An agent's controls and the store revision they were read at, from one snapshot (the
-   * revision events name as `set_revision`); null when the agent does not exist.
-   */
-  agentControlSet(agentName: string): Promise<{ controls: ControlRecord[]; revision: number } | null>;
 }

@@ -3,7 +3,7 @@
  * become records, how an event's outcome is classified and how stats rows are assembled.
  * Pure: no database here.
  */
-import type { AgentRecord, ControlData, ControlRecord, ObservabilityEvent } from '../model/index.js';
+import type { AgentRecord, ControlData, ControlMode, ControlRecord, ObservabilityEvent, StoredEvent } from '../model/index.js';
 import type { ControlStatsRow, EventRollup } from './types.js';
 
 /**
@@ -63,15 +63,17 @@ export function agentRecordOf(row: AgentColumns, own: AgentConverted): AgentReco
   };
 }
 
-type EventConverted = Pick<ObservabilityEvent, 'control_id' | 'matched' | 'timestamp' | 'metadata'>;
-type EventColumns = Omit<ObservabilityEvent, keyof EventConverted | 'check_stage' | 'applies_to' | 'action'> & {
+type EventConverted = Pick<ObservabilityEvent, 'control_id' | 'matched' | 'timestamp' | 'metadata'> & { set_revision: number | null };
+type EventColumns = Omit<ObservabilityEvent, keyof EventConverted | 'check_stage' | 'applies_to' | 'action' | 'mode'> & {
   check_stage: string;
   applies_to: string;
   action: string;
+  mode: string;
+  example: string | null;
 };
 
-/** An event from a row; the stage, step type and action columns hold what was stored from an event. */
-export function eventRecordOf(row: EventColumns, own: EventConverted): ObservabilityEvent {
+/** An event from a row; the stage, step type, action and mode columns hold what was stored from an event. */
+export function eventRecordOf(row: EventColumns, own: EventConverted): StoredEvent {
   return {
     control_execution_id: row.control_execution_id,
     trace_id: row.trace_id,
@@ -90,16 +92,19 @@ export function eventRecordOf(row: EventColumns, own: EventConverted): Observabi
     selector_path: row.selector_path,
     error_message: row.error_message,
     metadata: own.metadata,
+    mode: row.mode as ControlMode,
+    set_revision: own.set_revision,
+    example: row.example,
   };
 }
 
 /** The columns of an event row, in the order both dialects insert them. */
 export const EVENT_COLUMNS = `control_execution_id, trace_id, span_id, agent_name, control_id, control_name,
   check_stage, applies_to, action, matched, outcome, confidence, ts, execution_duration_ms,
-  evaluator_name, selector_path, error_message, metadata`;
+  evaluator_name, selector_path, error_message, metadata, mode, set_revision, example`;
 
 /** An event's values in EVENT_COLUMNS order; each dialect gives `matched` and the time in its own types. */
-export function eventValuesOf(e: ObservabilityEvent, own: { matched: unknown; ts: unknown }): unknown[] {
+export function eventValuesOf(e: StoredEvent, own: { matched: unknown; ts: unknown }): unknown[] {
   return [
     e.control_execution_id,
     e.trace_id,
@@ -119,6 +124,9 @@ export function eventValuesOf(e: ObservabilityEvent, own: { matched: unknown; ts
     e.selector_path,
     e.error_message,
     e.metadata === null ? null : JSON.stringify(e.metadata),
+    e.mode ?? 'enforce',
+    e.set_revision ?? null,
+    e.example ?? null,
   ];
 }
 
@@ -137,15 +145,25 @@ export function enabledAfter(
 
 /**
  * How an event counts in stats. An error is neither a match nor a non-match, so
- * executions = matches + non_matches + errors holds by construction.
+ * executions = matches + non_matches + errors holds by construction. A shadow control's
+ * outcome is the same plus SHADOW_OUTCOME, so the stats indexes (which end in outcome
+ * and action) count would-deny and would-steer without another index.
  */
 export const OUTCOME_NON_MATCH = 0;
 export const OUTCOME_MATCH = 1;
 export const OUTCOME_ERROR = 2;
+export const SHADOW_OUTCOME = 3;
+/** The outcomes stats read from event rows (non-matches come from the rollups), both modes. */
+export const ROW_OUTCOMES: readonly number[] = [OUTCOME_MATCH, OUTCOME_ERROR, SHADOW_OUTCOME + OUTCOME_MATCH, SHADOW_OUTCOME + OUTCOME_ERROR];
 
-export function outcomeOf(event: Pick<ObservabilityEvent, 'matched' | 'error_message'>): number {
-  if (event.error_message !== null) return OUTCOME_ERROR;
-  return event.matched ? OUTCOME_MATCH : OUTCOME_NON_MATCH;
+export function outcomeOf(event: Pick<ObservabilityEvent, 'matched' | 'error_message' | 'mode'>): number {
+  const base = event.error_message !== null ? OUTCOME_ERROR : event.matched ? OUTCOME_MATCH : OUTCOME_NON_MATCH;
+  return event.mode === 'shadow' ? base + SHADOW_OUTCOME : base;
+}
+
+/** The outcome of a rollup's non-matches in `mode` (rollups hold non-matches only). */
+export function rollupOutcomeOf(mode: string): number {
+  return mode === 'shadow' ? SHADOW_OUTCOME + OUTCOME_NON_MATCH : OUTCOME_NON_MATCH;
 }
 
 /** One aggregate from a store: how many events of one control had one outcome and action. */
@@ -173,16 +191,31 @@ export function statsRowsOf(parts: StatsPart[], nameOf: (controlId: number) => s
         errors: 0,
         actions: {},
         avg_duration_ms: 0,
+        shadow_executions: 0,
+        shadow_matches: 0,
+        shadow_errors: 0,
+        would_deny: 0,
+        would_steer: 0,
         duration_sum: 0,
       };
       rows.set(part.control_id, row);
     }
+    const shadow = part.outcome >= SHADOW_OUTCOME;
+    const outcome = shadow ? part.outcome - SHADOW_OUTCOME : part.outcome;
     row.executions += part.count;
     row.duration_sum += part.duration_sum;
-    if (part.outcome === OUTCOME_ERROR) row.errors += part.count;
-    else if (part.outcome === OUTCOME_MATCH) {
+    if (shadow) row.shadow_executions += part.count;
+    if (outcome === OUTCOME_ERROR) {
+      row.errors += part.count;
+      if (shadow) row.shadow_errors += part.count;
+    } else if (outcome === OUTCOME_MATCH) {
       row.matches += part.count;
       row.actions[part.action] = (row.actions[part.action] ?? 0) + part.count;
+      if (shadow) {
+        row.shadow_matches += part.count;
+        if (part.action === 'deny') row.would_deny += part.count;
+        else if (part.action === 'steer') row.would_steer += part.count;
+      }
     } else row.non_matches += part.count;
   }
   return [...rows.values()]
@@ -206,10 +239,11 @@ export interface RecordedStepColumns<Id, Time, Step> {
 
 export const MINUTE_MS = 60_000;
 
-/** A rollup ready to store: its minute as epoch ms, the evaluator as '' when unknown. */
-export interface StoredRollup extends Omit<EventRollup, 'bucket' | 'evaluator_name'> {
+/** A rollup ready to store: its minute as epoch ms, the evaluator as '' when unknown, its mode always set. */
+export interface StoredRollup extends Omit<EventRollup, 'bucket' | 'evaluator_name' | 'mode'> {
   bucket_ms: number;
   evaluator_name: string;
+  mode: ControlMode;
 }
 
 /**
@@ -221,7 +255,8 @@ export function mergedRollups(rollups: readonly EventRollup[]): StoredRollup[] {
   for (const r of rollups) {
     const bucket_ms = Math.floor(epochMsOf(r.bucket, 'bucket') / MINUTE_MS) * MINUTE_MS;
     const evaluator_name = r.evaluator_name ?? '';
-    const key = JSON.stringify([bucket_ms, r.agent_name, r.control_id, r.control_name, r.check_stage, r.applies_to, evaluator_name]);
+    const mode = r.mode ?? 'enforce';
+    const key = JSON.stringify([bucket_ms, r.agent_name, r.control_id, r.control_name, r.check_stage, r.applies_to, evaluator_name, mode]);
     const found = byKey.get(key);
     if (found) {
       found.count += r.count;
@@ -235,6 +270,7 @@ export function mergedRollups(rollups: readonly EventRollup[]): StoredRollup[] {
         check_stage: r.check_stage,
         applies_to: r.applies_to,
         evaluator_name,
+        mode,
         count: r.count,
         total_duration_ms: r.total_duration_ms,
       });
