@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import type { ChangePage, RestoreRefusal } from '../../store/history.js';
-import { controlIdOf, parseOr422, type ServerContext } from '../context.js';
+import { controlIdOf, isWatchManaged, parseOr422, type ServerContext } from '../context.js';
 import { HttpProblem, notFound } from '../problem.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../schemas.js';
 
@@ -94,7 +94,8 @@ function refusalProblem(id: number, revision: number, refusal: RestoreRefusal): 
       return notFound(`control ${id} has no revision ${revision}; GET /api/v1/controls/${id}/history lists its revisions`);
     case 'managed': {
       const where = refusal.source ? refusal.source.replace(/:\d+$/, '') : null;
-      const file = where ? `revert the change to ${where} in git and apply it again` : 'revert the change in the directory it is applied from and apply it again';
+      const then = isWatchManaged(refusal.managed_by) ? 'the watched directory reloads it' : 'apply it again';
+      const file = where ? `revert the change to ${where} in git; ${then}` : `revert the change in the directory that owns it; ${then}`;
       return new HttpProblem(
         409,
         'read_only',
