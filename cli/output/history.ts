@@ -3,7 +3,8 @@
  * diffs in plan's notation (`+ create`, `~ update`, `- delete`), and a stable JSON shape.
  */
 import type { ChangeEntry, ControlData } from '../../src/model/index.js';
-import { diffValues } from '../../src/gitops/plan.js';
+import { isPlainObject } from '../../src/gitops/canonical.js';
+import { diffValues, type Change } from '../../src/gitops/plan.js';
 import type { Colors } from './color.js';
 import { colors as makeColors } from './color.js';
 import { changeLines, describeData } from './plan.js';
@@ -38,11 +39,28 @@ export function entryLines(entry: ChangeEntry, c: Colors = plain): string[] {
     case 'update':
     case 'restore': {
       const head = entry.op === 'restore' ? c.yellow(`~ restore${entry.note ? ` (${entry.note})` : ''}`) : c.yellow('~ update');
-      const changes = diffValues('', before, after);
+      const changes = entry.kind === 'control' ? controlChanges(before, after) : diffValues('', before, after);
       return [head, ...(changes.length === 0 ? ['    (no field changed)'] : changeLines(changes))];
     }
   }
 }
+
+/**
+ * A control revision's changes with plan's paths: the data's fields by their own path
+ * (`mode`, `action.decision`), the record's name, owner and file beside them. `enabled`
+ * is in both the record and its data; it is shown once.
+ */
+function controlChanges(before: Record<string, unknown>, after: Record<string, unknown>): Change[] {
+  const { data: dataBefore, ...recordBefore } = before;
+  const { data: dataAfter, ...recordAfter } = after;
+  const record = diffValues('', recordBefore, recordAfter);
+  const bothData = isPlainObject(dataBefore) && isPlainObject(dataAfter);
+  const data = bothData
+    ? diffValues('', dataBefore, dataAfter).filter((ch) => ch.path !== 'enabled')
+    : diffValues('data', dataBefore ?? null, dataAfter ?? null);
+  return [...record, ...data];
+}
+
 
 export function renderHistoryText(entries: readonly ChangeEntry[], ctx: HistoryContext, c: Colors): string {
   const out = [c.dim(`History of control "${ctx.name}" (id ${ctx.control_id}) on ${ctx.server}, newest first`), ''];
