@@ -35,7 +35,7 @@ describe('history output', () => {
     expect(entryLines(entry({ op: 'delete', after: null, note: 'unlinked from bot' }))).toEqual(['- delete', '    unlinked from bot']);
     expect(entryLines(entry({ kind: 'link', op: 'unlink', agent_name: 'bot' }))).toEqual(['- unlink agent "bot"']);
     expect(entryLines(entry({ op: 'create', before: null, after: record({ data: null }) }))).toEqual(['+ create (no data yet)']);
-    expect(entryLines(entry({ op: 'update', after: record({ data: null }) }))[1]).toMatch(/^    data: \{"enabled":true,.*… -> null$/);
+    expect(entryLines(entry({ op: 'update', after: record({ data: null }) }))[1]).toMatch(/^ {4}data: \{"enabled":true,.*… -> null$/);
     expect(entryLines(entry({ op: 'update', before: record(), after: record() }))).toEqual(['~ update', '    (no field changed)']);
   });
 
