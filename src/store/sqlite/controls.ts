@@ -116,8 +116,11 @@ export class SqliteControls implements ControlStore {
     this.s = prepare(database.db);
   }
 
-  /** Bumps the revision and stores the write's history entry under it (inside the open transaction). */
-  private bumpWith(origin: WriteOrigin, entry: NewChangeEntry): void {
+  /**
+   * Bumps the revision and stores the write's history entry under it (inside the open
+   * transaction). The entry is built only when history is kept.
+   */
+  private bumpWith(origin: WriteOrigin, entry: () => NewChangeEntry): void {
     this.history.record(this.s.bump.get() as number, origin, entry);
   }
 
@@ -152,7 +155,7 @@ export class SqliteControls implements ControlStore {
       now: nowIso(),
     }) as ControlRow;
     const record = controlOf(row);
-    this.bumpWith(origin, controlEntry('create', record.control_id, record.name, null, controlSnapshot(record)));
+    this.bumpWith(origin, () => controlEntry('create', record.control_id, record.name, null, controlSnapshot(record)));
     return record;
   }
 
@@ -174,7 +177,7 @@ export class SqliteControls implements ControlStore {
       now: nowIso(),
     }) as ControlRow;
     const record = controlOf(row);
-    this.bumpWith(origin, controlEntry('update', record.control_id, record.name, controlSnapshot(controlOf(current)), controlSnapshot(record)));
+    this.bumpWith(origin, () => controlEntry('update', record.control_id, record.name, controlSnapshot(controlOf(current)), controlSnapshot(record)));
     return record;
   }
 
@@ -182,7 +185,7 @@ export class SqliteControls implements ControlStore {
     const agents = this.agentsOf(current.control_id);
     this.s.deleteControl.run(current.control_id);
     const note = agents.length > 0 ? `unlinked from ${agents.join(', ')}` : null;
-    this.bumpWith(origin, controlEntry('delete', current.control_id, current.name, controlSnapshot(controlOf(current)), null, note));
+    this.bumpWith(origin, () => controlEntry('delete', current.control_id, current.name, controlSnapshot(controlOf(current)), null, note));
     return agents;
   }
 
@@ -200,8 +203,9 @@ export class SqliteControls implements ControlStore {
     };
     const row = (existing ? this.s.updateAgent.get(values) : this.s.insertAgent.get(values)) as AgentRow;
     const record = agentOf(row);
-    const before = existing ? agentSnapshot(agentOf(existing)) : null;
-    this.bumpWith(origin, agentEntry(existing ? 'update' : 'create', record.agent_name, before, agentSnapshot(record)));
+    this.bumpWith(origin, () =>
+      agentEntry(existing ? 'update' : 'create', record.agent_name, existing ? agentSnapshot(agentOf(existing)) : null, agentSnapshot(record)),
+    );
     return { agent: record, created: !existing };
   }
 
@@ -210,13 +214,13 @@ export class SqliteControls implements ControlStore {
       throw new StoreError('not_found', `agent "${agentName}" does not exist`);
     }
     const changed = this.s.link.run(agentName, control.control_id).changes > 0;
-    if (changed) this.bumpWith(origin, linkEntry('link', agentName, control.control_id, control.name));
+    if (changed) this.bumpWith(origin, () => linkEntry('link', agentName, control.control_id, control.name));
     return changed;
   }
 
   private unlinkTx(agentName: string, control: ControlRow, origin: WriteOrigin): boolean {
     const changed = this.s.unlink.run(agentName, control.control_id).changes > 0;
-    if (changed) this.bumpWith(origin, linkEntry('unlink', agentName, control.control_id, control.name));
+    if (changed) this.bumpWith(origin, () => linkEntry('unlink', agentName, control.control_id, control.name));
     return changed;
   }
 
@@ -290,7 +294,7 @@ export class SqliteControls implements ControlStore {
         now: nowIso(),
       }) as AgentRow;
       const record = agentOf(row);
-      this.bumpWith(origin, agentEntry('update', name, agentSnapshot(agentOf(current)), agentSnapshot(record)));
+      this.bumpWith(origin, () => agentEntry('update', name, agentSnapshot(agentOf(current)), agentSnapshot(record)));
       return record;
     });
   }
@@ -379,7 +383,7 @@ export class SqliteControls implements ControlStore {
         now: nowIso(),
       };
       const restored = controlOf((row ? this.s.updateControl.get(values) : this.s.insertControlWithId.get(values)) as ControlRow);
-      this.bumpWith(origin, controlEntry('restore', controlId, restored.name, current ? controlSnapshot(current) : null, controlSnapshot(restored), note));
+      this.bumpWith(origin, () => controlEntry('restore', controlId, restored.name, current ? controlSnapshot(current) : null, controlSnapshot(restored), note));
       return { ok: true, control: restored, changed: true, recreated: row === undefined };
     });
   }

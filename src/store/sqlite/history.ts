@@ -30,7 +30,11 @@ export class SqliteHistory implements HistoryStore {
   private readonly insert;
   private readonly ofControl;
 
-  constructor(private readonly database: SqliteDatabase) {
+  constructor(
+    private readonly database: SqliteDatabase,
+    /** SqliteStoreOptions.history: false only when measuring what history costs. */
+    private readonly enabled = true,
+  ) {
     this.insert = database.db.prepare(
       `INSERT INTO change_log (revision, ts, actor, source, kind, op, control_id, control_name, agent_name, before, after, note)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -38,8 +42,10 @@ export class SqliteHistory implements HistoryStore {
     this.ofControl = database.db.prepare('SELECT * FROM change_log WHERE control_id = ? ORDER BY id');
   }
 
-  /** Stores one entry; call inside the transaction that made the write. */
-  record(revision: number, origin: WriteOrigin, entry: NewChangeEntry): void {
+  /** Stores one entry (built only now, so that measuring without history skips building it); call inside the write's transaction. */
+  record(revision: number, origin: WriteOrigin, build: () => NewChangeEntry): void {
+    if (!this.enabled) return;
+    const entry = build();
     this.insert.run(
       revision,
       Date.now(),

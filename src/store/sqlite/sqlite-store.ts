@@ -19,7 +19,7 @@ export class SqliteStore extends ComposedStore {
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     const database = new SqliteDatabase(path, options);
-    const history = new SqliteHistory(database);
+    const history = new SqliteHistory(database, options.history !== false);
     super(new SqliteControls(database, history), new SqliteEvents(database), new SqliteRecordings(database), history);
     this.database = database;
   }
