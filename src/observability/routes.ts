@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { fieldIssuesOf, normaliseAgentName } from '../model/index.js';
 import type { ControlStatsRow, Store } from '../store/types.js';
+import { emptyStatsRow } from '../store/records.js';
 import { controlIdOf } from '../server/context.js';
 import type { ObservabilityConfig } from './config.js';
 import type { Observability } from './observability.js';
@@ -37,24 +38,6 @@ function totalsOf(rows: readonly ControlStatsRow[]): StatsTotals {
     for (const [action, n] of Object.entries(row.actions)) totals.actions[action] = (totals.actions[action] ?? 0) + n;
   }
   return totals;
-}
-
-function emptyRow(control_id: number, control_name: string): ControlStatsRow {
-  return {
-    control_id,
-    control_name,
-    executions: 0,
-    matches: 0,
-    non_matches: 0,
-    errors: 0,
-    actions: {},
-    avg_duration_ms: 0,
-    shadow_executions: 0,
-    shadow_matches: 0,
-    shadow_errors: 0,
-    would_deny: 0,
-    would_steer: 0,
-  };
 }
 
 /**
@@ -112,7 +95,7 @@ export const observabilityRoutes: FastifyPluginAsync<ObservabilityRoutesOptions>
     const agent_name = parsed.data.agent_name === undefined ? null : normaliseAgentName(parsed.data.agent_name);
     const since = new Date(Date.now() - timeRangeMs(time_range)).toISOString();
     const rows = await store.controlStats({ since, control_id, ...(agent_name === null ? {} : { agent_name }) });
-    const stats = rows.find((r) => r.control_id === control_id) ?? emptyRow(control_id, control.name);
+    const stats = rows.find((r) => r.control_id === control_id) ?? emptyStatsRow(control_id, control.name);
     return { control_id, control_name: control.name, agent_name, time_range, stats };
   });
 

@@ -175,6 +175,25 @@ export interface StatsPart {
   duration_sum: number;
 }
 
+/** The stats row of a control that did nothing in the window. */
+export function emptyStatsRow(control_id: number, control_name: string): ControlStatsRow {
+  return {
+    control_id,
+    control_name,
+    executions: 0,
+    matches: 0,
+    non_matches: 0,
+    errors: 0,
+    actions: {},
+    avg_duration_ms: 0,
+    shadow_executions: 0,
+    shadow_matches: 0,
+    shadow_errors: 0,
+    would_deny: 0,
+    would_steer: 0,
+  };
+}
+
 /** Folds (control, outcome, action) aggregates into one row per control, ordered by id. */
 export function statsRowsOf(parts: StatsPart[], nameOf: (controlId: number) => string): ControlStatsRow[] {
   const rows = new Map<number, ControlStatsRow & { duration_sum: number }>();
@@ -182,22 +201,7 @@ export function statsRowsOf(parts: StatsPart[], nameOf: (controlId: number) => s
     if (part.count === 0) continue;
     let row = rows.get(part.control_id);
     if (!row) {
-      row = {
-        control_id: part.control_id,
-        control_name: '',
-        executions: 0,
-        matches: 0,
-        non_matches: 0,
-        errors: 0,
-        actions: {},
-        avg_duration_ms: 0,
-        shadow_executions: 0,
-        shadow_matches: 0,
-        shadow_errors: 0,
-        would_deny: 0,
-        would_steer: 0,
-        duration_sum: 0,
-      };
+      row = { ...emptyStatsRow(part.control_id, ''), duration_sum: 0 };
       rows.set(part.control_id, row);
     }
     const shadow = part.outcome >= SHADOW_OUTCOME;
