@@ -118,6 +118,14 @@ describe('shadow-first rollout with the built binary', () => {
     const unknown = await cli(['history', 'no-such-control']);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('no control is named "no-such-control"');
+
+    // Deleted (by hand), its history is still read by id, under the name it had.
+    const id = historyJson.control_id as number;
+    expect((await send(server.url, 'DELETE', `/api/v1/controls/${id}`, undefined, { 'x-api-key': ADMIN })).status).toBe(200);
+    const gone = await cli(['history', String(id)]);
+    expect(gone.code, gone.stderr).toBe(0);
+    expect(gone.stdout).toMatch(new RegExp(`^History of control "block-ssn-in-output" \\(id ${id}\\)`));
+    expect(gone.stdout).toMatch(new RegExp(`r\\d+ .* api {2}admin:${fingerprint}\\n {2}- delete\\n {6}unlinked from support-bot`));
   });
 
   it('refuses a mode other than enforce and shadow with a file:line:col diagnostic', { timeout: 60_000 }, async () => {
