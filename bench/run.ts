@@ -5,6 +5,7 @@ import type { Benchmark, BenchRow } from './harness.js';
 const modules: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
   () => import('./server.js'),
   () => import('./engine.js'),
+  () => import('./regex-cost.js'),
   () => import('./observability.js'),
   () => import('./tui.js'),
   () => import('./gitops.js'),

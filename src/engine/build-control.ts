@@ -32,6 +32,8 @@ export interface CompiledLeaf {
   readonly evaluatorName: string;
   /** The leaf's own `on_error`; undefined falls back to the control's. */
   readonly onError: OnError | undefined;
+  /** The control's reveal_match: what the leaf found is shown in full (engine/present.ts). */
+  readonly reveal: boolean;
 }
 
 export type CompiledNode =
@@ -60,6 +62,8 @@ export interface CompiledControl {
   readonly selectorPath: string;
   /** Every selector path the control reads (all leaves), to mask what it looked at. */
   readonly selectorPaths: readonly string[];
+  /** reveal_match: messages and excerpts show what was matched in full, not masked. */
+  readonly revealMatch: boolean;
   /**
    * This control's record for an ordinary non-match (no score, message or metadata), which
    * says the same thing every time: most of an answer is non-matches, and one frozen
@@ -91,6 +95,7 @@ export function buildControl(
 ): BuildResult {
   const issues: FieldIssue[] = [];
   const scope = data.scope ?? {};
+  const reveal = data.reveal_match === true;
 
   let nameRegex: CompiledPattern | null = null;
   if (scope.step_name_regex !== undefined) {
@@ -110,10 +115,10 @@ export function buildControl(
         message: `condition is nested ${depth} levels deep; the limit is ${MAX_CONDITION_DEPTH}`,
       });
     } else {
-      node = buildNode(data.condition, 'condition', registry, issues, parts);
+      node = buildNode(data.condition, 'condition', reveal, registry, issues, parts);
     }
   } else if (data.selector && data.evaluator) {
-    node = buildLeaf(data.selector.path, data.evaluator.name, data.evaluator.config ?? {}, '', registry, issues, parts);
+    node = buildLeaf(data.selector.path, data.evaluator.name, data.evaluator.config ?? {}, '', reveal, registry, issues, parts);
   } else {
     issues.push({ field: 'selector', code: 'invalid_type', message: 'a control needs selector+evaluator or a condition' });
   }
@@ -141,6 +146,7 @@ export function buildControl(
     evaluatorName: first.evaluatorName,
     selectorPath: first.selector.path,
     selectorPaths: Object.freeze([...new Set(leavesOf(node).map((leaf) => leaf.selector.path))]),
+    revealMatch: reveal,
     plainNonMatch: Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH }),
   });
   return { ok: true, control };
@@ -149,6 +155,7 @@ export function buildControl(
 function buildNode(
   cond: Condition,
   at: string,
+  reveal: boolean,
   registry: EvaluatorRegistry,
   issues: FieldIssue[],
   parts: CompileCache | undefined,
@@ -161,7 +168,7 @@ function buildNode(
       issues.push({ field: `${at}.${key}`, code: 'too_small', message: `${key} needs at least one condition` });
       return null;
     }
-    const children = list.map((c, i) => buildNode(c, `${at}.${key}[${i}]`, registry, issues, parts));
+    const children = list.map((c, i) => buildNode(c, `${at}.${key}[${i}]`, reveal, registry, issues, parts));
     if (children.some((c) => c === null)) return null;
     return Object.freeze({
       kind: isAnd ? NodeKind.And : NodeKind.Or,
@@ -169,10 +176,10 @@ function buildNode(
     });
   }
   if ('not' in cond) {
-    const child = buildNode(cond.not, `${at}.not`, registry, issues, parts);
+    const child = buildNode(cond.not, `${at}.not`, reveal, registry, issues, parts);
     return child === null ? null : Object.freeze({ kind: NodeKind.Not, child });
   }
-  return buildLeaf(cond.selector.path, cond.evaluator.name, cond.evaluator.config ?? {}, `${at}.`, registry, issues, parts);
+  return buildLeaf(cond.selector.path, cond.evaluator.name, cond.evaluator.config ?? {}, `${at}.`, reveal, registry, issues, parts);
 }
 
 function buildLeaf(
@@ -180,6 +187,7 @@ function buildLeaf(
   evaluatorName: string,
   config: unknown,
   prefix: string,
+  reveal: boolean,
   registry: EvaluatorRegistry,
   issues: FieldIssue[],
   parts: CompileCache | undefined,
@@ -199,6 +207,7 @@ function buildLeaf(
     check: compiled.compiled.check,
     evaluatorName,
     onError: compiled.compiled.onError,
+    reveal,
   });
 }
 

@@ -5,17 +5,17 @@
  */
 import type { ControlMatch, ControlResult, EvaluationResult, Stage, Step } from '../model/index.js';
 import type { OnError } from '../model/index.js';
-import type { EvaluatorOutcome } from '../evaluators/types.js';
+import type { EvaluatorOutcome, ValueMemo } from '../evaluators/types.js';
 import { textOf, truncate } from '../evaluators/text.js';
 import type { ControlExecution, EvaluateOptions, EvaluationOutcome } from './api.js';
 import { NodeKind, type CompiledControl, type CompiledLeaf, type CompiledNode } from './build-control.js';
 import type { CompiledControlSet } from './compile.js';
 import { clearedByScan, scanGroupsOf, type Clock } from './scan-groups.js';
 import { selectValue, StepView } from './select.js';
+import { excerptOf, presentOutcome } from './present.js';
 // The global `performance` is a lazy getter in Node: reading it on every clock read costs.
 import { performance } from 'node:perf_hooks';
 
-const EXCERPT_MAX = 200;
 /**
  * HOT_ARRAYS: arrays read on every step (candidate lists, scan groups, selector segments,
  * prefilter literals) are readonly by type but not frozen. V8 as in Node 20 does not
@@ -127,7 +127,7 @@ function runControl(c: CompiledControl, view: StepView): Pending<ControlMatch> {
   if (node.kind === NodeKind.Leaf) {
     const value = selectValue(node.selector, view);
     // An evaluator given nothing does not match (and is not asked).
-    if (value === undefined) return matchOf(c, NOTHING);
+    if (value === undefined) return c.plainNonMatch;
     let out: Pending<EvaluatorOutcome>;
     try {
       out = node.check(value, view.memo);
@@ -136,11 +136,11 @@ function runControl(c: CompiledControl, view: StepView): Pending<ControlMatch> {
     }
     if (isThenable(out)) {
       return out.then(
-        (o) => matchOf(c, o),
+        (o) => matchOf(c, o, value, view.memo),
         (err: unknown) => errorOf(c, c.onError, err),
       );
     }
-    return matchOf(c, out);
+    return matchOf(c, out, value, view.memo);
   }
   const v = runTree(c, view);
   return isThenable(v) ? v.then((d) => d.match) : v.match;
@@ -149,6 +149,8 @@ function runControl(c: CompiledControl, view: StepView): Pending<ControlMatch> {
 interface Detailed {
   match: ControlMatch;
   value: unknown;
+  /** What the evaluators reported finding, for the excerpt. */
+  found?: readonly string[] | null | undefined;
 }
 
 function runTree(c: CompiledControl, view: StepView): Pending<Detailed> {
@@ -158,13 +160,14 @@ function runTree(c: CompiledControl, view: StepView): Pending<Detailed> {
   } catch (err) {
     return { match: errorOf(c, onErrorOf(c, err), err), value: undefined };
   }
+  // Tree outcomes are made of leaf outcomes already presented (evalLeaf).
   if (isThenable(v)) {
     return v.then(
-      (d) => ({ match: matchOf(c, d.outcome), value: d.value }),
+      (d) => ({ match: matchOf(c, d.outcome, d.value, null), value: d.value, found: d.outcome.found }),
       (err: unknown) => ({ match: errorOf(c, onErrorOf(c, err), err), value: undefined }),
     );
   }
-  return { match: matchOf(c, v.outcome), value: v.value };
+  return { match: matchOf(c, v.outcome, v.value, null), value: v.value, found: v.outcome.found };
 }
 
 /** The observability path: also the selected value's excerpt and the time taken. */
@@ -188,9 +191,9 @@ function runDetailed(
     } catch (err) {
       return finishDetailed(c, errorOf(c, c.onError, err), undefined, executions, slot, start, clock);
     }
-    if (!isThenable(out)) return finishDetailed(c, matchOf(c, out), value, executions, slot, start, clock);
+    if (!isThenable(out)) return finishDetailed(c, matchOf(c, out, value, view.memo), value, executions, slot, start, clock, out.found);
     d = out.then(
-      (o) => ({ match: matchOf(c, o), value }),
+      (o) => ({ match: matchOf(c, o, value, view.memo), value, found: o.found }),
       (err: unknown) => ({ match: errorOf(c, c.onError, err), value: undefined }),
     );
   } else {
@@ -200,11 +203,11 @@ function runDetailed(
     // Timed until it settles; the next control starts now, not when this one ends.
     clock.last = performance.now();
     return d.then((done) => {
-      executions[slot] = executionOf(c, done.match, done.value, performance.now() - start);
+      executions[slot] = executionOf(c, done.match, done.value, performance.now() - start, done.found);
       return done.match;
     });
   }
-  return finishDetailed(c, d.match, d.value, executions, slot, start, clock);
+  return finishDetailed(c, d.match, d.value, executions, slot, start, clock, d.found);
 }
 
 function finishDetailed(
@@ -215,14 +218,21 @@ function finishDetailed(
   slot: number,
   start: number,
   clock: Clock,
+  found?: readonly string[] | null,
 ): ControlMatch {
   const end = performance.now();
   clock.last = end;
-  executions[slot] = executionOf(c, match, value, end - start);
+  executions[slot] = executionOf(c, match, value, end - start, found);
   return match;
 }
 
-function executionOf(c: CompiledControl, m: ControlMatch, value: unknown, duration: number): ControlExecution {
+function executionOf(
+  c: CompiledControl,
+  m: ControlMatch,
+  value: unknown,
+  duration: number,
+  found?: readonly string[] | null,
+): ControlExecution {
   const text = m.result.matched ? textOf(value) : undefined;
   return {
     control_id: c.control_id,
@@ -237,7 +247,7 @@ function executionOf(c: CompiledControl, m: ControlMatch, value: unknown, durati
     duration_ms: duration,
     mode: c.shadow ? 'shadow' : 'enforce',
     message: m.result.message,
-    excerpt: text === undefined ? null : truncate(text, EXCERPT_MAX),
+    excerpt: text === undefined ? null : excerptOf(text, found, c.revealMatch),
   };
 }
 
@@ -245,7 +255,8 @@ function evalLeaf(leaf: CompiledLeaf, view: StepView): Pending<Verdict> {
   const value = selectValue(leaf.selector, view);
   if (value === undefined) return { outcome: NOTHING, value };
   const out = leaf.check(value, view.memo);
-  return isThenable(out) ? out.then((o) => ({ outcome: o, value })) : { outcome: out, value };
+  const shown = (o: EvaluatorOutcome): Verdict => ({ outcome: isPlain(o) ? o : presentOutcome(o, view.memo.text(value), leaf.reveal), value });
+  return isThenable(out) ? out.then(shown) : shown(out);
 }
 
 /** Condition trees: and/or short-circuit in order, not inverts. Leaf errors abort the tree. */
@@ -306,12 +317,14 @@ function settle(isAnd: boolean, v: Verdict, matched: Verdict[]): Verdict | undef
 function finish(isAnd: boolean, matched: Verdict[]): Verdict {
   if (!isAnd) return { outcome: NOTHING, value: undefined };
   const messages = matched.map((m) => m.outcome.message).filter((m): m is string => typeof m === 'string' && m !== '');
+  const found = matched.flatMap((m) => m.outcome.found ?? []);
   return {
     outcome: {
       matched: true,
       confidence: Math.min(...matched.map((m) => m.outcome.confidence)),
       message: messages.length > 0 ? messages.join('; ') : null,
       metadata: null,
+      found: found.length > 0 ? found : null,
     },
     value: matched[0]?.value,
   };
@@ -335,8 +348,9 @@ function onErrorOf(c: CompiledControl, err: unknown): OnError {
 
 function resultOf(o: EvaluatorOutcome): ControlResult {
   const conf = o.confidence;
-  // Outcomes already in result shape (the built-ins' shared non-match) are used as they are.
-  if (o.message !== undefined && o.metadata !== undefined && conf >= 0 && conf <= 1 && typeof o.matched === 'boolean') {
+  // Outcomes already in result shape (the built-ins' shared non-match) are used as they are;
+  // one with `found` never is, so that what was found reaches the answer only as presented.
+  if (o.found === undefined && o.message !== undefined && o.metadata !== undefined && conf >= 0 && conf <= 1 && typeof o.matched === 'boolean') {
     return o as ControlResult;
   }
   return {
@@ -347,9 +361,20 @@ function resultOf(o: EvaluatorOutcome): ControlResult {
   };
 }
 
-function matchOf(c: CompiledControl, o: EvaluatorOutcome): ControlMatch {
-  if (o.matched !== true && o.confidence === 1 && o.message == null && o.metadata == null) return c.plainNonMatch;
-  const m: ControlMatch = { control_id: c.control_id, control_name: c.name, action: c.decision, result: resultOf(o) };
+/** An outcome that says nothing beyond "no match": shown as the control's plain non-match. */
+function isPlain(o: EvaluatorOutcome): boolean {
+  return o.matched !== true && o.confidence === 1 && o.message == null && o.metadata == null;
+}
+
+/**
+ * `memo` is the step's memo when the outcome comes straight from an evaluator, which is
+ * then presented (present.ts: what the answer may show of what it matched); null when it
+ * is a condition tree's, built from leaves already presented.
+ */
+function matchOf(c: CompiledControl, o: EvaluatorOutcome, value: unknown, memo: ValueMemo | null): ControlMatch {
+  if (isPlain(o)) return c.plainNonMatch;
+  const shown = memo === null ? o : presentOutcome(o, memo.text(value), c.revealMatch);
+  const m: ControlMatch = { control_id: c.control_id, control_name: c.name, action: c.decision, result: resultOf(shown) };
   if (c.steering_context !== null && m.result.matched) m.steering_context = c.steering_context;
   return m;
 }

@@ -7,8 +7,16 @@ export interface EvaluatorOutcome {
   matched: boolean;
   /** 0..1; 1 for deterministic evaluators. */
   confidence: number;
+  /** What the evaluator concluded, without the text it matched (that goes in `found`). */
   message?: string | null;
   metadata?: JsonObject | null;
+  /**
+   * The text the evaluator matched, as it appears in the value (a regex's match, the list
+   * entries found). Never put it in `message` or `metadata`: the engine adds it to the
+   * message masked (`4111…1111`), masks it in the metadata and the excerpt, and shows it
+   * in full only for a control with reveal_match (engine/present.ts, docs/security.md).
+   */
+  found?: readonly string[] | null;
 }
 
 /**

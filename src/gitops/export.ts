@@ -55,6 +55,7 @@ function controlDocument(name: string, data: ControlData): Record<string, unknow
   if (data.description !== undefined) doc.description = data.description;
   doc.enabled = data.enabled;
   if (data.execution !== 'server') doc.execution = data.execution;
+  if (data.reveal_match !== undefined) doc.reveal_match = data.reveal_match;
   if (Object.keys(data.scope).length > 0) doc.scope = data.scope;
   if (data.selector) doc.selector = data.selector;
   if (data.evaluator) doc.evaluator = data.evaluator;

@@ -40,6 +40,9 @@ export function hintFor(code: string, field: string, message = '', context: Hint
     case 'unknown_evaluator':
       return unknownEvaluatorHint(message, context.evaluators ?? []);
     case 'invalid_pattern':
+      if (/^pattern too (long|large)/.test(message)) {
+        return 'shorten the pattern or lower its counted repetitions ({n,m}); docs/security.md gives the limits and why';
+      }
       return 'fix the regular expression; patterns use RE2 syntax (no look-around or back-references; (?i) works)';
     case 'invalid_config':
       return "make the config match the evaluator's schema (GET /api/v1/evaluators shows it)";

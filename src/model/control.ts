@@ -10,13 +10,30 @@ import {
 /** How deep `and`/`or`/`not` trees may nest; deeper trees are rejected when saved. */
 export const MAX_CONDITION_DEPTH = 8;
 
+/**
+ * How long a regular expression a control supplies (an evaluator pattern, step_name_regex)
+ * may be; with the program size limit (evaluators/regex/re2.ts) it bounds what one search
+ * costs per byte of text (docs/security.md).
+ */
+export const MAX_PATTERN_LENGTH = 1000;
+
+export function patternTooLong(length: number): string {
+  return `pattern too long: ${length} characters; the limit is ${MAX_PATTERN_LENGTH} (see docs/security.md)`;
+}
+
+/** A string holding a regular expression: not empty, at most MAX_PATTERN_LENGTH characters. */
+export const PatternTextSchema = z
+  .string()
+  .min(1, 'pattern must not be empty')
+  .max(MAX_PATTERN_LENGTH, { error: (issue) => patternTooLong(typeof issue.input === 'string' ? issue.input.length : MAX_PATTERN_LENGTH + 1) });
+
 const nonEmpty = <T extends z.ZodType>(item: T, what: string) =>
   z.array(item).min(1, `${what} must not be an empty list; leave it out to mean "all"`);
 
 export const ScopeSchema = z.strictObject({
   step_types: nonEmpty(StepTypeSchema, 'step_types').nullable().optional(),
   step_names: nonEmpty(z.string().min(1), 'step_names').optional(),
-  step_name_regex: z.string().min(1).max(4096).optional(),
+  step_name_regex: PatternTextSchema.optional(),
   stages: nonEmpty(StageSchema, 'stages').optional(),
 });
 export type Scope = z.infer<typeof ScopeSchema>;
@@ -127,6 +144,13 @@ const controlBodyShape = {
   /** Absent means `enforce`: data stored before modes existed reads the same. */
   mode: ControlModeSchema.optional(),
   execution: z.enum(['server', 'sdk']).default('server'),
+  reveal_match: z
+    .boolean()
+    .optional()
+    .describe(
+      'Show the text this control matched in full in answers, events and excerpts. By default it is masked ' +
+        '(4111…1111): set true only for rules whose matches are not sensitive (docs/security.md).',
+    ),
   scope: ScopeSchema.default({}),
   selector: SelectorSchema.optional(),
   evaluator: EvaluatorSpecSchema.optional(),

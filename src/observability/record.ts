@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ControlExecution } from '../engine/api.js';
+import { maskMatch } from '../evaluators/mask.js';
 import type { TraceIds } from './trace.js';
 import type {
   ControlMatch,
@@ -148,12 +149,14 @@ export function summaryOf(
   const { result } = input.outcome;
   const byId = new Map<number, ControlExecution>();
   for (const x of executions) byId.set(x.control_id, x);
-  // The engine sets the excerpt; executions rebuilt from a result (or built by hand) fall
-  // back to walking the selector path here.
+  // The engine sets the excerpt, masked as the control says (engine/present.ts); executions
+  // rebuilt from a result (or built by hand) fall back to walking the selector path here,
+  // and since what matched is then unknown, the excerpt is masked whole.
   const excerptFor = (id: number): string | null => {
     const x = byId.get(id);
     if (x?.excerpt !== undefined) return x.excerpt;
-    return excerptOf(selectForExcerpt(input.step, x?.selector_path ?? ''));
+    const text = excerptOf(selectForExcerpt(input.step, x?.selector_path ?? ''));
+    return text === null ? null : maskMatch(text);
   };
   const summaryMatch = (m: ControlMatch): SummaryMatch => ({
     control_id: m.control_id,

@@ -1,3 +1,3 @@
 export { StepRecorder, type RecorderOptions, type RecorderStats, type RecordInput } from './recorder.js';
-export { createRedactor, DEFAULT_REDACT_NAMES, REDACTED, type Redactor } from './redact.js';
+export { createRedactor, isSecretName, REDACTED, SECRET_WORD_PAIRS, SECRET_WORDS, type Redactor, type RedactorOptions } from './redact.js';
 export { recorderFromConfig } from './from-config.js';

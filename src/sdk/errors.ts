@@ -19,7 +19,7 @@ export class ControlViolationError extends GuardError {
   constructor(
     readonly controlId: number,
     readonly controlName: string,
-    /** The evaluator's message, for example `pattern matched "DROP TABLE"`. */
+    /** The evaluator's message, for example `pattern matched "D…E"` (what matched is masked unless the control sets reveal_match). */
     readonly detail: string | null,
     /** The control's `action.metadata` (reason, severity, ...), or null. */
     readonly metadata: JsonObject | null,

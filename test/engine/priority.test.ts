@@ -64,7 +64,8 @@ describe('decision priority', () => {
     ]);
     expect(result.matches[0]!.steering_context).toEqual({ message: 'fix from s' });
     expect(result.matches[1]!.steering_context).toBeUndefined();
-    expect(result.matches[0]!.result).toEqual({ matched: true, confidence: 1, message: 'list matched "go"', metadata: null });
+    // What matched is masked by default (two characters: nothing of it is shown).
+    expect(result.matches[0]!.result).toEqual({ matched: true, confidence: 1, message: 'list matched "…"', metadata: null });
     expect(result.non_matches.map((m) => m.control_name)).toEqual(['n']);
     expect(result.confidence).toBe(1);
   });
@@ -84,7 +85,7 @@ describe('decision priority', () => {
       control_name: 'hit',
       action: 'deny',
       matched: true,
-      excerpt: 'go',
+      excerpt: '…',
       evaluator_name: 'list',
       selector_path: 'input',
       error_message: null,

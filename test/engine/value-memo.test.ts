@@ -39,8 +39,14 @@ describe('text shared between the checks of one step', () => {
   });
 
   it('quotes the matched text exactly after non-ASCII characters (byte offsets on the shared UTF-8)', () => {
+    // reveal_match: the message quotes the match in full, so its ends can be checked.
+    const revealing = compileControls([regexControl('regex-on-input', '(?i)drop\\s+table', { reveal_match: true })], registry);
     const step = toolStep('run_sql', { query: 'Ä ö 😀 — DROP   TABLE users' });
-    const match = sync(evaluateStep(set, step, 'pre')).result.matches.find((m) => m.control_name === 'regex-on-input');
+    const match = sync(evaluateStep(revealing, step, 'pre')).result.matches[0];
     expect(match?.result.message).toBe('pattern matched "DROP   TABLE"');
+    // Masked by default, from the same offsets.
+    expect(sync(evaluateStep(set, step, 'pre')).result.matches.find((m) => m.control_name === 'regex-on-input')?.result.message).toBe(
+      'pattern matched "D…E"',
+    );
   });
 });

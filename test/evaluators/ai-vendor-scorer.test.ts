@@ -61,8 +61,9 @@ afterAll(async () => {
   await new Promise<void>((resolve) => server.close(() => resolve()));
 });
 
+/** The operator's endpoint, plus the failing ones the tests pick with `url`. */
 function scorer() {
-  return createAiVendorScorer({ apiKey: 'test-key', defaultUrl: `${base}/score` });
+  return createAiVendorScorer({ apiKey: 'test-key', url: `${base}/score`, allowedUrls: ['/slow', '/html', '/500', '/noscore'].map((p) => `${base}${p}`) });
 }
 
 describe('ai_vendor.scorer', () => {
@@ -117,11 +118,11 @@ describe('ai_vendor.scorer', () => {
     await expect(check('x')).rejects.toThrow(error);
   });
 
-  it('needs a URL and the config schema', () => {
+  it('needs the server to configure an endpoint, and the config schema', () => {
     const def = createAiVendorScorer({ apiKey: 'k' });
     const registry = createDefaultRegistry({ extra: [def] });
     expect(registry.validateConfig('ai_vendor.scorer', { metric: 'm', operator: 'gt', target_value: 1 })).toEqual([
-      expect.objectContaining({ field: 'evaluator.config.url' }),
+      expect.objectContaining({ field: 'evaluator.config.url', message: expect.stringContaining('GUARD_AI_VENDOR_URL') }),
     ]);
     expect(registry.validateConfig('ai_vendor.scorer', { metric: 'm', operator: 'above', target_value: '1' }).map((i) => i.field)).toEqual([
       'evaluator.config.operator',
@@ -132,8 +133,67 @@ describe('ai_vendor.scorer', () => {
     );
   });
 
+  describe('the endpoint belongs to the operator', () => {
+    const registry = () => createDefaultRegistry({ extra: [scorer()] });
+    const config = (url?: string) => ({ metric: 'm', operator: 'gt', target_value: 0.5, ...(url === undefined ? {} : { url }) });
+
+    it('refuses a control url the operator did not allow, naming the field, and never calls it', async () => {
+      seen.length = 0;
+      for (const url of ['http://169.254.169.254/latest/meta-data', `${base}/elsewhere`, 'http://127.0.0.1:5432/', 'file:///etc/passwd', 'not a url']) {
+        expect(registry().validateConfig('ai_vendor.scorer', config(url)), url).toEqual([
+          expect.objectContaining({ field: 'evaluator.config.url', message: expect.stringMatching(/is not a scoring endpoint this server allows/) }),
+        ]);
+      }
+      // A control that does not validate never compiles, so nothing was sent.
+      const set = compileControls(
+        [control('probe', { selector: { path: 'input' }, evaluator: { name: 'ai_vendor.scorer', config: config(`${base}/elsewhere`) }, action: { decision: 'deny' } })],
+        registry(),
+      );
+      expect(set.skipped.map((s) => s.issues[0]!.field)).toEqual(['evaluator.config.url']);
+      expect(seen).toHaveLength(0);
+    });
+
+    it('accepts the server endpoint (by default or named) and the allowed ones, compared as URLs', () => {
+      expect(registry().validateConfig('ai_vendor.scorer', config())).toEqual([]);
+      expect(registry().validateConfig('ai_vendor.scorer', config(`${base}/score`))).toEqual([]);
+      expect(registry().validateConfig('ai_vendor.scorer', config(`${base}/./html`))).toEqual([]);
+    });
+
+    it('reads the endpoint and the allowed list from the environment; a bad one stops startup', async () => {
+      const { default: plugin } = await import('../../src/evaluators/ai-vendor-scorer/index.js');
+      const [def] = plugin({ env: { VENDOR_API_KEY: 'k', GUARD_AI_VENDOR_URL: `${base}/score`, GUARD_AI_VENDOR_ALLOWED_URLS: ` ${base}/500 , ` } });
+      const check = def!.compile(config());
+      seen.length = 0;
+      await check('score=0.9');
+      expect(seen.map((s) => s.path)).toEqual(['/score']);
+      expect(() => def!.compile(config(`${base}/500`))).not.toThrow();
+      expect(() => plugin({ env: { VENDOR_API_KEY: 'k', GUARD_AI_VENDOR_URL: 'ftp://x/' } })).toThrow(/GUARD_AI_VENDOR_URL: "ftp:\/\/x\/" is not an http\(s\) URL/);
+      expect(() => plugin({ env: { VENDOR_API_KEY: 'k', GUARD_AI_VENDOR_ALLOWED_URLS: 'nope' } })).toThrow(/GUARD_AI_VENDOR_ALLOWED_URLS/);
+    });
+
+    it('does not follow a redirect from the endpoint', async () => {
+      const redirecting = createServer((_req, res) => {
+        res.statusCode = 307;
+        res.setHeader('location', `${base}/score`);
+        res.end();
+      });
+      await new Promise<void>((resolve) => redirecting.listen(0, '127.0.0.1', resolve));
+      try {
+        const url = `http://127.0.0.1:${(redirecting.address() as AddressInfo).port}/`;
+        seen.length = 0;
+        const check = createAiVendorScorer({ apiKey: 'k', url }).compile(config());
+        await expect(check('score=0.9')).rejects.toThrow(/scorer unreachable/);
+        expect(seen).toHaveLength(0);
+      } finally {
+        redirecting.closeAllConnections();
+        await new Promise<void>((resolve) => redirecting.close(() => resolve()));
+      }
+    });
+  });
+
   describe('in the engine', () => {
-    const registry = createDefaultRegistry({ extra: [createAiVendorScorer({ apiKey: 'k', defaultUrl: '' })] });
+    // Built per test: the endpoints are known once the scoring server listens.
+    const registry = () => createDefaultRegistry({ extra: [scorer()] });
     const ctl = (path: string, onError?: OnError) =>
       control(`toxic${path}`, {
         selector: { path: 'input' },
@@ -145,7 +205,7 @@ describe('ai_vendor.scorer', () => {
       });
 
     it('denies a high score, allows a low one', async () => {
-      const set = compileControls([ctl('/score')], registry);
+      const set = compileControls([ctl('/score')], registry());
       expect(set.skipped).toEqual([]);
       const high = await evaluateStep(set, toolStep('t', 'score=0.95'), 'pre');
       expect(high.result).toMatchObject({ decision: 'deny', confidence: 0.95, is_safe: false });
@@ -162,7 +222,7 @@ describe('ai_vendor.scorer', () => {
       ['/html', 'deny', 'deny'],
     ];
     it.each(onErrorCases)('%s with on_error=%s -> %s', async (path, onError, decision) => {
-      const set = compileControls([ctl(path, onError)], registry);
+      const set = compileControls([ctl(path, onError)], registry());
       const { result } = await evaluateStep(set, toolStep('t', 'score=0.1'), 'pre');
       expect(result.decision).toBe(decision);
       const failed = decision === 'deny' ? result.matches[0] : result.errors[0];

@@ -66,7 +66,12 @@ describe('list evaluator', () => {
 
   it('names what matched', () => {
     const out = listEvaluator.compile({ values: ['rm -rf'], match_mode: 'contains' })('sudo rm -rf /') as EvaluatorOutcome;
-    expect(out.message).toBe('list matched "rm -rf"');
+    // What matched is reported apart from the message, as the value has it: the engine masks it.
+    expect(out).toMatchObject({ message: 'list matched', found: ['rm -rf'] });
+    const cased = listEvaluator.compile({ values: ['rm -rf'], match_mode: 'starts_with' })('RM -RF /tmp') as EvaluatorOutcome;
+    expect(cased.found).toEqual(['RM -RF']);
+    const exact = listEvaluator.compile({ values: ['prod', 'eu'], logic: 'all', match_mode: 'contains' })(['PROD-1', 'x-EU']) as EvaluatorOutcome;
+    expect(exact.found).toEqual(['PROD', 'EU']);
   });
 
   it('serves a JSON Schema where only values is required', () => {

@@ -79,11 +79,11 @@ describe('eventsOf', () => {
 });
 
 describe('summaryOf', () => {
-  it('builds a valid stream summary with an excerpt of the selected value', () => {
+  it('builds a valid stream summary with an excerpt of the selected value, masked whole when the engine gave none', () => {
     const summary = summaryOf(input, input.trace(), executions, 5.03, '2026-01-01T00:00:00.000Z');
     expect(EvaluationSummarySchema.safeParse(summary).success).toBe(true);
     expect(summary).toMatchObject({ decision: 'deny', evaluated: 3, step_name: 'run_sql', agent_name: 'support-bot' });
-    expect(summary.matches[0]).toMatchObject({ control_id: 1, message: 'matched DROP', excerpt: 'DROP TABLE users' });
+    expect(summary.matches[0]).toMatchObject({ control_id: 1, message: 'matched DROP', excerpt: 'DROP…sers' });
     expect(summary.errors).toEqual([{ control_id: 3, control_name: 'scorer', message: 'timeout' }]);
   });
 });

@@ -100,7 +100,9 @@ describe('GET /api/v1/observability/events/stream', () => {
     const data = JSON.parse(m[2]!) as EvaluationSummary;
     expect(data.id).toBe(m[1]);
     expect(data).toMatchObject({ agent_name: 'support-bot', decision: 'deny', step_name: 'run_sql', evaluated: 1 });
-    expect(data.matches[0]).toMatchObject({ control_name: 'block-sql', action: 'deny', excerpt: 'DROP TABLE users' });
+    // What the control matched is masked in the excerpt and the message.
+    expect(data.matches[0]).toMatchObject({ control_name: 'block-sql', action: 'deny', excerpt: 'D…E users' });
+    expect(data.matches[0]!.message).not.toContain('DROP TABLE');
     // The allowed step came first and was filtered out.
     expect(client.text().match(/event: evaluation/g)).toHaveLength(1);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createRedactor, REDACTED } from '../../src/recording/index.js';
+import { createRedactor, isSecretName, REDACTED } from '../../src/recording/index.js';
 
 describe('createRedactor', () => {
   it('redacts the built-in secret names at any depth, in arrays too, case- and dash-insensitively', () => {
@@ -18,11 +18,11 @@ describe('createRedactor', () => {
   });
 
   it('adds configured names and exact paths; a path redacts only that field', () => {
-    const r = createRedactor(['ssn', 'input.card_number']);
-    const step = { input: { card_number: '4111', ssn: '1', deep: { card_number: 'kept', ssn: '2' } }, output: { card_number: 'kept' } };
+    const r = createRedactor(['ssn', 'input.account_ref']);
+    const step = { input: { account_ref: 'A1', ssn: '1', deep: { account_ref: 'kept', ssn: '2' } }, output: { account_ref: 'kept' } };
     expect(r.redact(step)).toEqual({
-      input: { card_number: REDACTED, ssn: REDACTED, deep: { card_number: 'kept', ssn: REDACTED } },
-      output: { card_number: 'kept' },
+      input: { account_ref: REDACTED, ssn: REDACTED, deep: { account_ref: 'kept', ssn: REDACTED } },
+      output: { account_ref: 'kept' },
     });
   });
 
@@ -37,5 +37,71 @@ describe('createRedactor', () => {
     const r = createRedactor([]);
     expect(r.redact('password=1')).toBe('password=1');
     expect(r.redact(null)).toBeNull();
+  });
+
+  it.each([
+    'db_password',
+    'aws_secret_access_key',
+    'x-api-key',
+    'secretKey',
+    'bearer_token',
+    'credentials',
+    'pass',
+    'DB-PASSWORD',
+    'X_Api_Key',
+    'APIKey',
+    'password2',
+    'aws_access_key_id',
+    'sessionId',
+    'Set-Cookie',
+    'basic.auth',
+  ])('reads %j as a secret name', (name) => {
+    expect(isSecretName(name)).toBe(true);
+  });
+
+  it.each(['passenger', 'author', 'max_tokens', 'keyboard', 'primary_key', 'passage', 'user_name', 'monkey'])(
+    'leaves %j alone',
+    (name) => {
+      expect(isSecretName(name)).toBe(false);
+    },
+  );
+
+  it('redacts the fields of the review by pattern, nested and in arrays', () => {
+    const step = {
+      input: {
+        db_password: 'p1',
+        aws_secret_access_key: 'wJalrXUtnFEMI',
+        headers: { 'x-api-key': 'k1', Accept: 'json' },
+        config: { secretKey: 's1', bearer_token: 't1' },
+        credentials: { user: 'ann', pass: 'p2' },
+        list: [{ 'DB-Password': 'p3', id: 7 }],
+      },
+    };
+    expect(createRedactor([]).redact(step)).toEqual({
+      input: {
+        db_password: REDACTED,
+        aws_secret_access_key: REDACTED,
+        headers: { 'x-api-key': REDACTED, Accept: 'json' },
+        config: { secretKey: REDACTED, bearer_token: REDACTED },
+        credentials: REDACTED,
+        list: [{ 'DB-Password': REDACTED, id: 7 }],
+      },
+    });
+    // credentials.pass on its own, under a name that says nothing.
+    expect(createRedactor([]).redact({ login: { user: 'ann', pass: 'p2' } })).toEqual({ login: { user: 'ann', pass: REDACTED } });
+  });
+
+  it('compares configured rules by words too', () => {
+    const r = createRedactor(['accountNumber', 'input.billing-info.iban']);
+    expect(r.redact({ input: { 'account-number': '1', billing_info: { IBAN: 'DE89', bic: 'x' } } })).toEqual({
+      input: { 'account-number': REDACTED, billing_info: { IBAN: REDACTED, bic: 'x' } },
+    });
+  });
+
+  it('takes a value check that redacts strings whatever their field', () => {
+    const r = createRedactor([], { sensitiveValue: (v) => v.startsWith('AKIA') });
+    expect(r.redact({ input: { note: 'AKIAIOSFODNN7EXAMPLE', other: 'fine', list: ['AKIA0', 3] } })).toEqual({
+      input: { note: REDACTED, other: 'fine', list: [REDACTED, 3] },
+    });
   });
 });

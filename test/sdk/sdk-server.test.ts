@@ -88,7 +88,9 @@ describe('decisions through control()', () => {
     expect(violation.controlName).toBe('block-drop');
     expect(violation.controlId).toBe(ids['block-drop']);
     expect(violation.metadata).toEqual({ severity: 'high' });
-    expect(violation.detail).toContain('DROP TABLE');
+    // What matched is masked in the message the agent sees, as everywhere else.
+    expect(violation.detail).toContain('pattern matched "D…E"');
+    expect(violation.detail).not.toContain('DROP TABLE');
     expect(violation.result.decision).toBe('deny');
     expect(runSql).not.toHaveBeenCalled();
   });

@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import type { CompiledCheck, EvaluatorDefinition, EvaluatorOutcome, ScanHint, ValueMemo } from '../types.js';
-import { truncate } from '../text.js';
 
 export const ListConfigSchema = z.strictObject({
   values: z.array(z.string()).min(1, 'values must hold at least one entry'),
@@ -60,9 +59,25 @@ function hintOf(entries: readonly string[], caseSensitive: boolean): ScanHint {
   return { scanPrefilter: Object.freeze({ literals: distinct, folded: !caseSensitive }) };
 }
 
-function found(entries: string[]): EvaluatorOutcome {
-  const shown = entries.slice(0, 5).map((e) => `"${truncate(e, 60)}"`).join(', ');
-  return { matched: true, confidence: 1, message: `list matched ${shown}${entries.length > 5 ? ', …' : ''}`, metadata: null };
+/**
+ * A match: what was found goes in `found`, as it appears in the value, never in the message
+ * (the engine shows it masked unless the control reveals it: engine/present.ts).
+ */
+function matchedOf(found: string[]): EvaluatorOutcome {
+  return { matched: true, confidence: 1, message: 'list matched', metadata: null, found };
+}
+
+/**
+ * Where `entry` was hit in `raw`, as `raw` has it: `normed` is `raw` normalised (lowercased
+ * or not), and where normalising changed the length the entry itself stands in.
+ */
+function hitIn(raw: string, normed: string, entry: string, hit: Hit): string {
+  if (raw.length !== normed.length) return entry;
+  if (hit === HITS.contains) {
+    const at = normed.indexOf(entry);
+    return raw.slice(at, at + entry.length);
+  }
+  return hit === HITS.starts_with ? raw.slice(0, entry.length) : raw;
 }
 
 export const listEvaluator: EvaluatorDefinition = {
@@ -102,13 +117,13 @@ function anyExact(exact: ReadonlySet<string>, norm: Norm): CompiledCheck {
   return (value, memo) => {
     if (typeof value === 'string') {
       const s = norm(value, memo);
-      return exact.has(s) ? found([s]) : NO_MATCH;
+      return exact.has(s) ? matchedOf([value]) : NO_MATCH;
     }
     const strings = stringsOf(value, memo);
     if (strings === undefined) return NO_MATCH;
     for (const raw of strings) {
       const s = norm(raw, memo);
-      if (exact.has(s)) return found([s]);
+      if (exact.has(s)) return matchedOf([raw]);
     }
     return NO_MATCH;
   };
@@ -120,7 +135,7 @@ function anyHit(entries: readonly string[], norm: Norm, hit: Hit): CompiledCheck
     if (strings === undefined) return NO_MATCH;
     for (const raw of strings) {
       const s = norm(raw, memo);
-      for (const e of entries) if (hit(s, e)) return found([e]);
+      for (const e of entries) if (hit(s, e)) return matchedOf([hitIn(raw, s, e, hit)]);
     }
     return NO_MATCH;
   };
@@ -132,16 +147,12 @@ function allHit(entries: string[], norm: Norm, hit: Hit): CompiledCheck {
     const strings = stringsOf(value, memo);
     if (strings === undefined || strings.length === 0) return NO_MATCH;
     const normed = strings.map((s) => norm(s, memo));
+    const hits: string[] = [];
     for (const e of entries) {
-      let ok = false;
-      for (const s of normed) {
-        if (hit(s, e)) {
-          ok = true;
-          break;
-        }
-      }
-      if (!ok) return NO_MATCH;
+      const i = normed.findIndex((s) => hit(s, e));
+      if (i < 0) return NO_MATCH;
+      hits.push(hitIn(strings[i]!, normed[i]!, e, hit));
     }
-    return found(entries);
+    return matchedOf(hits);
   };
 }

@@ -1,20 +1,18 @@
 import { z } from 'zod';
+import { PatternTextSchema } from '../../model/index.js';
 import { ConfigError, type CompiledCheck, type EvaluatorDefinition, type EvaluatorOutcome, type ScanHint } from '../types.js';
-import { textOf, truncate } from '../text.js';
+import { textOf } from '../text.js';
 import { mayMatch, prefilterOf } from './literals.js';
 import { compilePattern, stickyTwin, type CompiledPattern } from './re2.js';
 
 export const RegexConfigSchema = z.strictObject({
-  pattern: z
-    .string()
-    .min(1, 'pattern must not be empty')
-    .max(16_384)
-    .describe('Regular expression in RE2 syntax; inline flags such as (?i) are supported'),
+  pattern: PatternTextSchema.describe('Regular expression in RE2 syntax; inline flags such as (?i) are supported'),
 });
 export type RegexConfig = z.infer<typeof RegexConfigSchema>;
 
 // Outcomes without a message are shared: a non-match allocates nothing.
 const NO_MATCH: EvaluatorOutcome = Object.freeze({ matched: false, confidence: 1, message: null, metadata: null });
+const EMPTY_MATCH: EvaluatorOutcome = Object.freeze({ matched: true, confidence: 1, message: 'pattern matched an empty string', metadata: null });
 
 export const regexEvaluator: EvaluatorDefinition = {
   name: 'regex',
@@ -59,7 +57,10 @@ function checkOf(pattern: string): CompiledCheck {
     sticky.lastIndex = at;
     const to = sticky.test(subject) ? sticky.lastIndex : at;
     const found = typeof subject === 'string' ? subject.slice(at, to) : subject.toString('utf8', at, to);
-    return { matched: true, confidence: 1, message: `pattern matched "${truncate(found, 80)}"`, metadata: null };
+    // What matched goes in `found`, never in the message: the engine shows it masked
+    // unless the control reveals it (engine/present.ts).
+    if (found === '') return EMPTY_MATCH;
+    return { matched: true, confidence: 1, message: 'pattern matched', metadata: null, found: [found] };
   };
   // The check matches exactly when the pattern does, on the memo's text: the engine may
   // scan it together with the other regex checks of the same field (evaluate.ts).

@@ -29,6 +29,14 @@ const MAX_SET = 16;
 const MAX_LITERAL = 64;
 /** A required string shorter than this is found in most texts: no prefilter. */
 const MIN_USEFUL = 3;
+/**
+ * Texts longer than this skip the prefilter and go to RE2. A substring search costs up to
+ * about 10 ns per byte on a text of near misses (`xx…x` searched for `xxy`), once per
+ * literal: on a long text, 16 literals would cost a hundred times RE2's one linear pass.
+ * Below this length the search is bounded (under a millisecond) and usually far cheaper
+ * than a call into RE2.
+ */
+export const PREFILTER_MAX_TEXT = 4096;
 
 /** What one part of a pattern tells about its matches. */
 interface Info {
@@ -66,6 +74,7 @@ export function prefilterOf(pattern: string, minLength = MIN_USEFUL): Prefilter 
 
 /** False only when `text` cannot match the pattern the prefilter was built from. */
 export function mayMatch(prefilter: Prefilter, text: string, memo?: ValueMemo): boolean {
+  if (text.length > PREFILTER_MAX_TEXT) return true;
   let hay = text;
   if (prefilter.folded) {
     hay = memo ? memo.lower(text) : text.toLowerCase();
@@ -79,6 +88,7 @@ export function mayMatch(prefilter: Prefilter, text: string, memo?: ValueMemo): 
 
 /** False only when `text` can match none of the patterns the prefilters were built from. */
 export function mayMatchAny(prefilters: readonly Prefilter[], text: string, memo?: ValueMemo): boolean {
+  if (text.length > PREFILTER_MAX_TEXT) return true;
   for (let i = 0; i < prefilters.length; i++) if (mayMatch(prefilters[i]!, text, memo)) return true;
   return false;
 }

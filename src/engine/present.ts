@@ -1,0 +1,55 @@
+/**
+ * What a control's answer shows of what it matched: the one place every evaluator's outcome
+ * goes through on its way into a match, an event or an excerpt (docs/security.md). By
+ * default the text an evaluator found is masked (`4111…1111`) in the message, the metadata
+ * and the excerpt; a control with `reveal_match: true` shows it in full. Pure.
+ */
+import { maskEchoesInJson, maskFoundIn, maskFoundInJson, maskMatch, maskQuotedEchoes } from '../evaluators/mask.js';
+import { truncate } from '../evaluators/text.js';
+import type { EvaluatorOutcome } from '../evaluators/types.js';
+import type { JsonObject } from '../model/index.js';
+
+/** Found texts listed in a message at most; the rest are counted as "…". */
+const MAX_LISTED = 5;
+/** A revealed found text is cut to this many characters in a message. */
+const REVEALED_MAX = 80;
+/** Excerpts are at most this long. */
+export const EXCERPT_MAX = 200;
+
+/**
+ * The outcome as an answer shows it: the found texts listed after the message (masked
+ * unless `reveal`), and, unless `reveal`, masked wherever they occur in the metadata. As a
+ * net under evaluators that echo the value without reporting it as found, parts of the
+ * value (`text`, as the evaluator saw it) quoted in the message, and metadata strings of 8
+ * characters or more that occur in it, are masked too. `found` is kept for the excerpt.
+ */
+export function presentOutcome(o: EvaluatorOutcome, text: string | undefined, reveal: boolean): EvaluatorOutcome {
+  const found = o.found ?? null;
+  let message = o.message ?? null;
+  let metadata = o.metadata ?? null;
+  if (!reveal && text !== undefined) {
+    if (message !== null) message = maskQuotedEchoes(message, text);
+    if (metadata !== null) metadata = maskEchoesInJson(metadata, text) as JsonObject;
+  }
+  if (found !== null && found.length > 0) {
+    const listed = found.slice(0, MAX_LISTED).map((f) => `"${reveal ? truncate(f, REVEALED_MAX) : maskMatch(f)}"`);
+    const list = `${listed.join(', ')}${found.length > MAX_LISTED ? ', …' : ''}`;
+    message = message === null || message === '' ? `matched ${list}` : `${message} ${list}`;
+    if (!reveal && metadata !== null) metadata = maskFoundInJson(metadata, found) as JsonObject;
+  }
+  return { matched: o.matched, confidence: o.confidence, message, metadata, found };
+}
+
+/**
+ * The excerpt of a matched value (its text, at most EXCERPT_MAX characters). Unless
+ * `reveal`, the found texts are masked in it, and when the evaluator reported none the
+ * whole text is masked: what it matched on is not known, so nothing of it is shown.
+ */
+export function excerptOf(text: string, found: readonly string[] | null | undefined, reveal: boolean): string {
+  if (reveal) return truncate(text, EXCERPT_MAX);
+  const known = found?.filter((f) => f !== '') ?? [];
+  if (known.length === 0) return maskMatch(text);
+  // Only the start is shown: mask a window that holds every found text starting in it.
+  const longest = Math.max(...known.map((f) => f.length));
+  return truncate(maskFoundIn(text.slice(0, EXCERPT_MAX + longest), known), EXCERPT_MAX);
+}
