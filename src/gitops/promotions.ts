@@ -63,7 +63,9 @@ export async function withPromotionFigures(client: Pick<GuardClient, 'controlSta
       answer = await client.controlStats(promotion.control_id, { time_range: PROMOTION_TIME_RANGE });
     } catch (error) {
       if (error instanceof ApiError && error.status === 404) {
-        return { ...promotion, unavailable: 'the server keeps no observability data (OBSERVABILITY_ENABLED is off)' };
+        // No such route: observability is off. Otherwise the control went away since the plan read it.
+        const noRoute = error.problem?.detail?.startsWith('no route') ?? true;
+        return { ...promotion, unavailable: noRoute ? 'the server keeps no observability data (OBSERVABILITY_ENABLED is off)' : 'the server no longer has this control' };
       }
       throw error;
     }

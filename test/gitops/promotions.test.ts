@@ -74,8 +74,10 @@ describe('withPromotionFigures', () => {
   });
 
   it('says why there are no figures: no observability (404), or a server without shadow counts', async () => {
-    const missing = { controlStats: async () => Promise.reject(new ApiError(404, null, 'GET', 'http://s')) };
+    const missing = { controlStats: async () => Promise.reject(new ApiError(404, { detail: 'no route GET /api/v1/observability/stats/controls/3' }, 'GET', 'http://s')) };
     expect((await withPromotionFigures(missing, [base]))[0]?.unavailable).toMatch(/no observability data/);
+    const gone = { controlStats: async () => Promise.reject(new ApiError(404, { detail: 'no control has id "3"' }, 'GET', 'http://s')) };
+    expect((await withPromotionFigures(gone, [base]))[0]?.unavailable).toBe('the server no longer has this control');
     const old = { controlStats: async () => ({ control_id: 3, control_name: 'p', agent_name: null, time_range: '24h', stats: row }) };
     expect((await withPromotionFigures(old, [base]))[0]?.unavailable).toMatch(/does not report shadow figures/);
   });
