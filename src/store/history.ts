@@ -12,9 +12,7 @@ import type {
   ChangeOp,
   ControlRecord,
   ControlSnapshot,
-  WriteOrigin,
 } from '../model/index.js';
-import { SYSTEM_ORIGIN } from '../model/index.js';
 
 /** One entry to store; the store adds id, revision and time. */
 export interface NewChangeEntry {
@@ -142,7 +140,7 @@ export function planRestore(
   return { ok: true, target };
 }
 
-/** Audit `since` and history time filters compare ISO text; stores keep entry times as ISO. */
+/** An entry from a change_log row; each dialect gives its time as ISO text or a Date, its JSON as text or parsed. */
 export function entryOf(row: {
   id: number | string;
   revision: number | string;
@@ -177,10 +175,6 @@ export function entryOf(row: {
   };
 }
 
-/** The origin stamped on an entry when the caller named none. */
-export function originOf(origin: WriteOrigin | undefined): WriteOrigin {
-  return origin ?? SYSTEM_ORIGIN;
-}
 
 /**
  * History and audit, read side: every write to a control, an agent or a link, stored by
