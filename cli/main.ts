@@ -1,15 +1,26 @@
 #!/usr/bin/env node
 // The one place that turns errors into output and an exit code (STYLE.md habit 3).
+import type { Command } from 'commander';
 import { ApiError, UserError } from '../src/errors.js';
 import { buildProgram } from './program.js';
 
 async function main(argv: string[]): Promise<number> {
   const program = buildProgram();
+  let running: Command | undefined;
+  program.hook('preAction', (_root, action) => {
+    running = action;
+  });
   try {
     await program.parseAsync(argv);
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (error) {
-    return reportFailure(error);
+    const code = reportFailure(error);
+    // A machine that asked for JSON gets the failure as JSON on stdout too, even when the
+    // command stopped before writing anything (nothing changed): `version` and `error`.
+    if (running?.opts<{ format?: string }>().format === 'json' && !isCommanderExit(error)) {
+      process.stdout.write(`${JSON.stringify({ version: 1, error: jsonErrorOf(error, code) }, null, 2)}\n`);
+    }
+    return code;
   }
 }
 
@@ -32,6 +43,17 @@ function reportFailure(error: unknown): number {
   if (isCommanderExit(error)) return error.exitCode;
   process.stderr.write(`internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   return 70;
+}
+
+/** The JSON form of a failure: what, the hint, the exit code, and the details some errors carry. */
+function jsonErrorOf(error: unknown, exitCode: number): Record<string, unknown> {
+  if (error instanceof UserError) {
+    return { message: error.message, hint: error.hint ?? null, exit_code: exitCode, ...error.details };
+  }
+  if (error instanceof ApiError) {
+    return { message: error.message, hint: hintForStatus(error.status), exit_code: exitCode, status: error.status, problem: error.problem };
+  }
+  return { message: `internal error: ${error instanceof Error ? error.message : String(error)}`, hint: null, exit_code: exitCode };
 }
 
 function hintForStatus(status: number): string | null {

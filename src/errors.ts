@@ -5,6 +5,9 @@
 
 /** Something the user can fix: a message, a hint, no stack trace. */
 export class UserError extends Error {
+  /** Data a machine reading `--format json` gets beside the message (for example why apply refused). */
+  details?: Record<string, unknown>;
+
   constructor(
     message: string,
     readonly hint?: string,

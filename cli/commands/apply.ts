@@ -4,18 +4,25 @@ import { ApiError, UserError } from '../../src/errors.js';
 import { fetchActualState } from '../../src/gitops/fetch-state.js';
 import { fingerprintOf } from '../../src/gitops/fingerprint.js';
 import { parsePlanFile, planOfFile } from '../../src/gitops/plan-file.js';
+import { withPromotionFigures } from '../../src/gitops/promotions.js';
 import { applyToServer, planAgainstServer, type ServerPlan } from '../../src/gitops/sync.js';
 import { addConnectionOptions, clientOf, connectionOf, explainServerError, formatOption, withServer, type Connection, type ConnectionFlags } from '../options.js';
 import { renderApplyJson, renderApplyText, progressPrinter } from '../output/apply.js';
+import { withExamples } from '../help.js';
 import { colors, shouldColor } from '../output/color.js';
 import { loadValidDirectory } from '../output/directory.js';
-import { addPlanOptions } from './plan.js';
+import { refusalOf } from '../../src/gitops/refusal.js';
+import { refusalGroupLines, renderPlanText } from '../output/plan.js';
+import { confirm, shouldAsk, type PromptIo } from '../confirm.js';
+import { addPlanOptions, planOptionsOf } from './plan.js';
 
 export interface ApplyCommandOptions extends ConnectionFlags {
   format: 'text' | 'json';
   prune?: boolean;
   force?: boolean;
   owner: string;
+  adopt?: string[];
+  autoApprove?: boolean;
 }
 
 export function registerApply(program: Command): void {
@@ -23,17 +30,35 @@ export function registerApply(program: Command): void {
     .command('apply')
     .description('Make the server match the directory (or execute a plan saved with plan --out)')
     .argument('[target]', 'the controls directory or a saved plan file', 'controls')
-    .addOption(formatOption(['text', 'json']));
+    .addOption(formatOption(['text', 'json']))
+    .option('--auto-approve', 'do not ask before applying (apply asks only when stdin is a terminal and CI is unset)');
   addConnectionOptions(addPlanOptions(command)).action(async (target: string, options: ApplyCommandOptions) => {
     process.exitCode = await runApply(target, options);
   });
+  withExamples(command, [
+    ['make the server match ./controls (in a terminal it shows the plan and asks first)', 'guardctl apply controls'],
+    ['in CI, as the repository, deleting what it no longer defines (no terminal: it does not ask)', 'guardctl apply controls --prune --owner "$GITHUB_REPOSITORY"'],
+    ['apply exactly a saved plan', 'guardctl apply plan.json'],
+    ['take over the controls a first apply without --owner made', 'guardctl apply controls --owner acme/guards --adopt default --auto-approve'],
+  ]);
 }
 
-export async function runApply(target: string, options: ApplyCommandOptions): Promise<number> {
+export async function runApply(target: string, options: ApplyCommandOptions, io: PromptIo = { input: process.stdin, output: process.stderr }): Promise<number> {
   const connection = connectionOf(options);
   const client = clientOf(connection);
   const isFile = await stat(target).then((s) => s.isFile() && !/\.ya?ml$/i.test(target), () => false);
   const serverPlan = isFile ? await savedPlan(target, connection) : await freshPlan(target, options, connection);
+  // A saved plan was the reviewed step; a fresh one is shown and confirmed by a person.
+  if (!isFile && serverPlan.plan.operations.length > 0 && shouldAsk(options.autoApprove, io)) {
+    // The figures of controls promoted from shadow mode are asked for only when a person reads the plan.
+    const promotions = await withServer(connection, () => withPromotionFigures(client, serverPlan.promotions));
+    const ctx = { directory: target, server: connection.serverUrl, fingerprint: serverPlan.fingerprint, promotions };
+    io.output.write(renderPlanText(serverPlan.plan, ctx, colors(shouldColor(io.output as { isTTY?: boolean }))));
+    const n = serverPlan.plan.operations.length;
+    if (!(await confirm(`\nApply ${n === 1 ? 'this change' : `these ${n} changes`} to ${connection.serverUrl}? Only "yes" applies: `, io))) {
+      throw new UserError('apply cancelled: nothing was changed', 'answer "yes" to apply, or pass --auto-approve');
+    }
+  }
   const c = colors(shouldColor(process.stdout));
   const progress = options.format === 'json' ? undefined : progressPrinter(process.stderr, colors(shouldColor(process.stderr)));
   const result = await withServer(connection, () => applyToServer(client, serverPlan, progress));
@@ -51,16 +76,15 @@ export async function runApply(target: string, options: ApplyCommandOptions): Pr
 }
 
 async function freshPlan(dir: string, options: ApplyCommandOptions, connection: Connection): Promise<ServerPlan> {
-  const loaded = await loadValidDirectory(dir, options.format);
-  const result = await withServer(connection, () =>
-    planAgainstServer(clientOf(connection), loaded, { prune: Boolean(options.prune), force: Boolean(options.force), owner: options.owner }, { figures: false }),
-  );
-  if (result.plan.conflicts.length > 0) {
-    const names = result.plan.conflicts.map((c) => `"${c.name}" (${c.managed_by ?? 'made by hand'})`).join(', ');
-    throw new UserError(
-      `${result.plan.conflicts.length} control(s) of the same name exist on the server and are not owned by ${result.plan.managed_by}: ${names}; nothing was changed`,
-      'rename them in the directory, or run again with --force to take them over',
-    );
+  const loaded = await loadValidDirectory(dir);
+  const result = await withServer(connection, () => planAgainstServer(clientOf(connection), loaded, planOptionsOf(options), { figures: false }));
+  const refusal = refusalOf(result.plan, { directory: dir, owner: options.owner, server: connection.explicit ? connection.serverUrl : null });
+  if (refusal) {
+    // Under `hint: `, each group's lines keep their indentation relative to one another.
+    const hint = refusalGroupLines(refusal).map((line) => line.slice(2)).join('\n      ');
+    const refused = new UserError(`apply refused: ${refusal.message}; nothing was changed`, hint);
+    refused.details = { refusal };
+    throw refused;
   }
   return result;
 }

@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { UserError } from '../../src/errors.js';
 import { exportState } from '../../src/gitops/export.js';
 import { fetchActualState } from '../../src/gitops/fetch-state.js';
+import { withExamples } from '../help.js';
 import { addConnectionOptions, clientOf, connectionOf, formatOption, withServer, type ConnectionFlags } from '../options.js';
 
 export interface ExportOptions extends ConnectionFlags {
@@ -21,6 +22,10 @@ export function registerExport(program: Command): void {
   addConnectionOptions(command).action(async (dir: string, options: ExportOptions) => {
     process.exitCode = await runExport(dir, options);
   });
+  withExamples(command, [
+    ["write the server's controls and links into ./exported (then plan exported shows no changes)", 'guardctl export exported'],
+    ['refresh a directory that already holds YAML files', 'guardctl export controls --overwrite'],
+  ]);
 }
 
 export async function runExport(dir: string, options: ExportOptions): Promise<number> {
@@ -42,7 +47,8 @@ export async function runExport(dir: string, options: ExportOptions): Promise<nu
       `${JSON.stringify({ version: 1, directory: dir, server: connection.serverUrl, files: result.files.map((f) => join(dir, f.path)), controls, agents: state.agents.length, skipped: result.skipped }, null, 2)}\n`,
     );
   } else {
-    process.stdout.write(`Exported ${controls} control(s) and ${state.agents.length} agent(s) to ${dir}/\n`);
+    // `export exported/` names the directory as typed, not as exported//.
+    process.stdout.write(`Exported ${controls} control(s) and ${state.agents.length} agent(s) to ${dir.endsWith('/') ? dir : `${dir}/`}\n`);
     for (const name of result.skipped) process.stdout.write(`  skipped "${name}": it has no data yet\n`);
   }
   return 0;

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { GuardClient } from '../../src/client/index.js';
 import { UserError } from '../../src/errors.js';
 import type { ChangeEntry, ControlSnapshot } from '../../src/model/index.js';
+import { withExamples } from '../help.js';
 import { addConnectionOptions, clientOf, connectionOf, formatOption, withServer, type ConnectionFlags } from '../options.js';
 import { colors, shouldColor } from '../output/color.js';
 import { renderHistoryJson, renderHistoryText } from '../output/history.js';
@@ -24,6 +25,10 @@ export function registerHistory(program: Command): void {
   addConnectionOptions(command).action(async (control: string, options: HistoryOptions) => {
     process.exitCode = await runHistory(control, options);
   });
+  withExamples(command, [
+    ["a control's last 20 revisions: who changed what, when, through the API, apply or watch mode", 'guardctl history block-destructive-sql'],
+    ['a deleted control, by its id, all of its revisions', 'guardctl history 12 --limit 1000'],
+  ]);
 }
 
 export function parseLimit(text: string): number {

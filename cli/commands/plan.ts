@@ -3,13 +3,15 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { UserError } from '../../src/errors.js';
 import { planFileOf } from '../../src/gitops/plan-file.js';
-import { hasChanges } from '../../src/gitops/plan.js';
+import { hasChanges, type PlanOptions } from '../../src/gitops/plan.js';
+import { refusalOf } from '../../src/gitops/refusal.js';
 import { planAgainstServer } from '../../src/gitops/sync.js';
 import { addConnectionOptions, clientOf, connectionOf, formatOption, withServer, type ConnectionFlags } from '../options.js';
+import { withExamples } from '../help.js';
 import { colors, shouldColor } from '../output/color.js';
 import { loadValidDirectory } from '../output/directory.js';
 import { renderPlanJson, renderPlanMarkdown, renderPlanText } from '../output/plan.js';
-import { renderReplayMarkdown, renderReplayText } from '../output/replay.js';
+import { renderReplayMarkdown, renderReplayText, replayHeadline } from '../output/replay.js';
 import { DEFAULT_REPLAY_LIMIT, replayPlan } from '../../src/replay/index.js';
 import { createRegistryFromEnv } from '../../src/evaluators/registry.js';
 
@@ -18,6 +20,7 @@ export interface PlanCommandOptions extends ConnectionFlags {
   prune?: boolean;
   force?: boolean;
   owner: string;
+  adopt?: string[];
   detailedExitcode?: boolean;
   out?: string;
   /** `true` for the server's recordings, or a JSON-lines file (docs/testing.md). */
@@ -29,7 +32,17 @@ export function addPlanOptions(command: Command): Command {
   return command
     .option('--prune', 'delete controls this directory owns but no longer defines')
     .option('--force', 'take over controls of the same name that someone else made')
-    .option('--owner <id>', 'owner id written to managed_by as gitops:<id>', parseOwner, 'default');
+    .option('--owner <id>', 'owner id written to managed_by as gitops:<id>', parseOwner, 'default')
+    .option('--adopt <id>', 'take over the controls of the same name owned by gitops:<id> (repeatable), e.g. --adopt default after a first apply without --owner', collectOwner, []);
+}
+
+function collectOwner(value: string, previous: string[]): string[] {
+  return [...previous, parseOwner(value)];
+}
+
+/** Plan options from the flags plan and apply share. */
+export function planOptionsOf(options: Pick<PlanCommandOptions, 'prune' | 'force' | 'owner' | 'adopt'>): PlanOptions {
+  return { prune: Boolean(options.prune), force: Boolean(options.force), owner: options.owner, adopt: options.adopt ?? [] };
 }
 
 /** Owner ids end up in managed_by and in messages: keep them short and printable. */
@@ -53,17 +66,24 @@ export function registerPlan(program: Command): void {
   addConnectionOptions(addPlanOptions(command)).action(async (dir: string, options: PlanCommandOptions) => {
     process.exitCode = await runPlan(dir, options);
   });
+  withExamples(command, [
+    ['what apply would change: + create, ~ update (field by field), - delete', 'guardctl plan controls'],
+    ['a pull-request comment', 'guardctl plan controls --format markdown > plan.md'],
+    ['in CI: exit 0 no changes, 2 changes, 1 an error or a plan apply would refuse', 'guardctl plan controls --owner "$GITHUB_REPOSITORY" --detailed-exitcode'],
+    ['save it for "guardctl apply plan.json" (refused if the server changes meanwhile)', 'guardctl plan controls --out plan.json'],
+    ["what the change would have done to the server's recorded steps", 'guardctl plan controls --replay'],
+  ]);
 }
 
 export async function runPlan(dir: string, options: PlanCommandOptions): Promise<number> {
-  const loaded = await loadValidDirectory(dir, options.format);
+  const loaded = await loadValidDirectory(dir);
   const connection = connectionOf(options);
   const client = clientOf(connection);
-  const result = await withServer(connection, () =>
-    planAgainstServer(client, loaded, { prune: Boolean(options.prune), force: Boolean(options.force), owner: options.owner }),
-  );
-  const ctx = { directory: dir, server: connection.serverUrl, fingerprint: result.fingerprint, promotions: result.promotions };
-  if (options.out) {
+  const result = await withServer(connection, () => planAgainstServer(client, loaded, planOptionsOf(options)));
+  const refusal = refusalOf(result.plan, { directory: dir, owner: options.owner, server: connection.explicit ? connection.serverUrl : null });
+  const ctx = { directory: dir, server: connection.serverUrl, fingerprint: result.fingerprint, refusal, promotions: result.promotions };
+  // A saved plan is applied as it is: one that leaves conflicts out must not be saved.
+  if (options.out && !refusal) {
     const file = planFileOf(result.plan, { server: connection.serverUrl, fingerprint: result.fingerprint, directory: dir });
     await writeFile(resolve(options.out), `${JSON.stringify(file, null, 2)}\n`);
   }
@@ -79,12 +99,18 @@ export async function runPlan(dir: string, options: PlanCommandOptions): Promise
   if (replayed) {
     out =
       options.format === 'json'
-        ? `${JSON.stringify({ ...(JSON.parse(out) as object), replay: replayed }, null, 2)}\n`
+        ? `${JSON.stringify({ ...(JSON.parse(out) as object), replay: { ...replayed, headline: replayHeadline(replayed) } }, null, 2)}\n`
         : options.format === 'markdown'
           ? `${out.trimEnd()}\n${renderReplayMarkdown(replayed)}`
           : `${out}${renderReplayText(replayed, colors(shouldColor(process.stdout)))}`;
   }
   process.stdout.write(out);
+  if (refusal) {
+    // The plan above says why and how to adopt; this line is for logs that keep stderr only.
+    const n = result.plan.conflicts.length;
+    process.stderr.write(`error: apply would refuse this plan: ${n} conflict${n === 1 ? '' : 's'} (the plan above says why and the command that adopts them)${options.out ? `; nothing was saved to ${options.out}` : ''}\n`);
+    return 1;
+  }
   if (options.out && options.format === 'text') process.stdout.write(`Saved the plan to ${options.out}; run "guardctl apply ${options.out}" to apply exactly this.\n`);
   return options.detailedExitcode && hasChanges(result.plan) ? 2 : 0;
 }

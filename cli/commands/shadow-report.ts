@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { UserError } from '../../src/errors.js';
 import { ApiError } from '../../src/client/index.js';
+import { withExamples } from '../help.js';
 import { addConnectionOptions, clientOf, connectionOf, formatOption, withServer, type ConnectionFlags } from '../options.js';
 import { colors, shouldColor } from '../output/color.js';
 import { renderShadowReportJson, renderShadowReportText } from '../output/shadow-report.js';
@@ -21,6 +22,10 @@ export function registerShadowReport(program: Command): void {
   addConnectionOptions(command).action(async (options: ShadowReportOptions) => {
     process.exitCode = await runShadowReport(options);
   });
+  withExamples(command, [
+    ['what every shadow control would have done in the last 24 hours', 'guardctl shadow-report'],
+    ["one agent's shadow controls over a week, for a script", 'guardctl shadow-report --since 7d --agent support-bot --format json'],
+  ]);
 }
 
 const DURATION = /^\d{1,6}(m|h|d)$/;

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { UserError } from '../../src/errors.js';
 import { runTests, reportPassed, type TestRunReport } from '../../src/testing/index.js';
+import { withExamples } from '../help.js';
 import { formatOption } from '../options.js';
 import { colors, shouldColor } from '../output/color.js';
 import { loadValidDirectory } from '../output/directory.js';
@@ -17,7 +18,7 @@ export interface TestCommandOptions {
 }
 
 export function registerTest(program: Command): void {
-  program
+  const command = program
     .command('test')
     .description('Run the decision tests (kind: Test documents) kept beside the controls, offline')
     .argument('[dir]', 'the controls directory', 'controls')
@@ -25,17 +26,22 @@ export function registerTest(program: Command): void {
     .action(async (dir: string, options: TestCommandOptions) => {
       process.exitCode = await runTestCommand(dir, options);
     });
+  withExamples(command, [
+    ['run the decision tests kept beside the controls (offline, no server)', 'guardctl test controls'],
+    ['a JUnit report for CI', 'guardctl test controls --format junit > junit.xml'],
+    ['in a GitHub workflow: annotations on the failing cases', 'guardctl test controls --format github'],
+  ]);
 }
 
 /** Exit code: 0 when every case ran and passed, 1 otherwise. */
 export async function runTestCommand(dir: string, options: TestCommandOptions, write: (text: string) => void = (t) => process.stdout.write(t)): Promise<number> {
-  const report = await testDirectory(dir, options.format);
+  const report = await testDirectory(dir);
   write(renderTestReport(report, options.format, new Map()));
   return reportPassed(report) ? 0 : 1;
 }
 
-export async function testDirectory(dir: string, format: string): Promise<TestRunReport & { sources?: Map<string, string> }> {
-  const loaded = await loadValidDirectory(dir, format);
+export async function testDirectory(dir: string): Promise<TestRunReport & { sources?: Map<string, string> }> {
+  const loaded = await loadValidDirectory(dir);
   if (loaded.tests.length === 0) {
     throw new UserError(`${dir} holds no kind: Test documents`, 'add a file with "kind: Test" beside the controls (docs/testing.md shows one)');
   }

@@ -1,6 +1,8 @@
 /** `guardctl tui`: the live dashboard, or event lines when there is no terminal. */
 import { Option, type Command } from 'commander';
 import { UserError } from '../../src/errors.js';
+import { isCi } from '../confirm.js';
+import { withExamples } from '../help.js';
 import type { StreamState } from '../../src/client/event-stream.js';
 
 export interface TuiOptions {
@@ -41,7 +43,7 @@ export function parseTuiOptions(raw: RawTuiOptions, env: NodeJS.ProcessEnv = pro
 }
 
 export function registerTui(program: Command): void {
-  program
+  const command = program
     .command('tui')
     .description('Live terminal dashboard of evaluations (one line per event when stdout is not a terminal)')
     .option('--server <url>', 'server base URL (env GUARD_URL, default http://127.0.0.1:8000)')
@@ -60,6 +62,12 @@ export function registerTui(program: Command): void {
         );
       }
     });
+  withExamples(command, [
+    ['follow the server at GUARD_URL (default http://127.0.0.1:8000)', 'guardctl tui'],
+    ['only one agent\'s denials (filtered by the server)', 'guardctl tui --agent support-bot --decision deny'],
+    ['start with a / filter', "guardctl tui --filter 'control=~sql !stage=post'"],
+    ['without a terminal: one JSON line per evaluation', 'guardctl tui --format json | jq -r .decision'],
+  ]);
 }
 
 /** Interactive only with a terminal on both ends and no machine format asked for. */
@@ -75,6 +83,10 @@ export async function runTui(options: TuiOptions): Promise<StreamState> {
     // React's development build redraws several times slower; load the production one
     // unless the user asked otherwise (this must happen before React is first imported).
     process.env.NODE_ENV ??= 'production';
+    // Ink's chalk reads --no-color from argv when first imported and then drops every style,
+    // inverse and bold too (the selected row would vanish). The dashboard leaves out colours
+    // itself (NO_COLOR, which --no-color set; ui/palette.ts), so chalk must not see the flag.
+    process.argv = process.argv.filter((arg) => arg !== '--no-color');
     const { runInteractive } = await import('../ui/run.js');
     return runInteractive({ ...stream, ...(options.filter ? { filter: options.filter } : {}) });
   }
@@ -93,6 +105,3 @@ export async function runTui(options: TuiOptions): Promise<StreamState> {
   }
 }
 
-function isCi(env: NodeJS.ProcessEnv): boolean {
-  return ['CI', 'CONTINUOUS_INTEGRATION'].some((k) => env[k] !== undefined && env[k] !== '0' && env[k] !== 'false');
-}

@@ -3,6 +3,7 @@ import { countBySeverity, sortDiagnostics } from '../../src/gitops/diagnostics.j
 import { checkWithServer, loadDirectory } from '../../src/gitops/directory.js';
 import { createRegistryFromEnv } from '../../src/evaluators/registry.js';
 import { addConnectionOptions, clientOf, connectionOf, formatOption, withServer, type ConnectionFlags } from '../options.js';
+import { withExamples } from '../help.js';
 import { colors, shouldColor } from '../output/color.js';
 import { renderDiagnosticsGithub, renderDiagnosticsJson, renderDiagnosticsText } from '../output/diagnostics.js';
 
@@ -21,6 +22,11 @@ export function registerValidate(program: Command): void {
   addConnectionOptions(command).action(async (dir: string, options: ValidateOptions) => {
     process.exitCode = await runValidate(dir, options);
   });
+  withExamples(command, [
+    ['check ./controls offline: code frames with file:line:column and a hint', 'guardctl validate controls'],
+    ['in a GitHub workflow: annotations on the changed lines', 'guardctl validate controls --format github'],
+    ['also ask the server (evaluator plugins it has, links to controls it holds)', 'guardctl validate controls --server http://127.0.0.1:8000'],
+  ]);
 }
 
 /** Exit code: 0 valid (warnings allowed), 1 invalid. */

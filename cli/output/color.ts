@@ -17,5 +17,6 @@ export function colors(enabled: boolean): Colors {
 }
 
 export function shouldColor(stream: { isTTY?: boolean }, env: Record<string, string | undefined> = process.env): boolean {
-  return Boolean(stream.isTTY) && env.NO_COLOR === undefined && env.TERM !== 'dumb';
+  // no-color.org: NO_COLOR set to anything but the empty string turns colour off.
+  return Boolean(stream.isTTY) && !env.NO_COLOR && env.TERM !== 'dumb';
 }

@@ -5,6 +5,7 @@
 import type { Change, Conflict, Operation, Plan } from '../../src/gitops/plan.js';
 import { hasChanges } from '../../src/gitops/plan.js';
 import { promotionEffect, promotionLine, type Promotion } from '../../src/gitops/promotions.js';
+import type { Refusal } from '../../src/gitops/refusal.js';
 import type { Colors } from './color.js';
 import { colors as makeColors } from './color.js';
 
@@ -18,6 +19,8 @@ export interface PlanContext {
   fingerprint: string;
   /** Controls the plan moves from shadow to enforce, with the server's figures. */
   promotions?: readonly Promotion[];
+  /** Why apply would refuse this plan (conflicts), with the commands that get past it. */
+  refusal?: Refusal | null;
 }
 
 const plain = makeColors(false);
@@ -75,7 +78,7 @@ function short(value: unknown, max = 120): string {
 function conflictLines(conflict: Conflict, c: Colors): string[] {
   const owner = conflict.managed_by === null ? 'made by hand' : `owned by ${conflict.managed_by}`;
   return [
-    c.red(`! conflict: control "${conflict.name}" exists on the server, ${owner}; it is left alone (--force takes it over)`),
+    c.red(`! conflict: control "${conflict.name}" exists on the server, ${owner}; it is left alone`),
     ...changeLines(conflict.changes),
   ];
 }
@@ -104,7 +107,23 @@ export function renderPlanText(p: Plan, ctx: PlanContext, c: Colors): string {
   for (const conflict of p.conflicts) out.push(...conflictLines(conflict, c).map((l) => `  ${l}`));
   if (p.operations.length > 0 || p.conflicts.length > 0) out.push('');
   out.push(c.bold(summaryText(p)));
+  if (ctx.refusal) out.push('', c.red(`Apply would refuse this plan: ${ctx.refusal.message}.`), ...refusalGroupLines(ctx.refusal, c));
   return `${out.join('\n')}\n`;
+}
+
+/** The refusal for people: per owner, who the controls belong to and the command that takes them over. */
+export function refusalGroupLines(refusal: Refusal, c: Colors = plain): string[] {
+  const out: string[] = [];
+  for (const group of refusal.groups) {
+    out.push(`  ${group.names.map((n) => `"${n}"`).join(', ')} (${group.managed_by ?? 'no owner'}): ${group.why}.`);
+    if (group.command) out.push(`    ${c.cyan(group.command)}`, `    ${c.dim(`(${group.advice})`)}`);
+    else out.push(`    ${group.advice}.`);
+  }
+  return out;
+}
+
+function capitalised(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 export function renderPlanJson(p: Plan, ctx: PlanContext): string {
@@ -119,6 +138,7 @@ export function renderPlanJson(p: Plan, ctx: PlanContext): string {
       summary: p.summary,
       operations: p.operations,
       conflicts: p.conflicts,
+      refusal: ctx.refusal ?? null,
       promotions: ctx.promotions ?? [],
     },
     null,
@@ -141,6 +161,7 @@ export function renderPlanMarkdown(p: Plan, ctx: PlanContext, limit = MARKDOWN_L
     // Outside the collapsed details: turning a rule on is what a reviewer must see.
     ...promotionBlock(ctx.promotions ?? []),
   ];
+  if (ctx.refusal) head.push(...refusalMarkdown(ctx.refusal), '');
   const tail = ['', `<sub>directory \`${ctx.directory}\`, owner \`${p.managed_by}\`, server state \`${ctx.fingerprint.slice(0, 19)}\`</sub>`, ''];
   if (!hasChanges(p)) return [...head, ...tail].join('\n');
 
@@ -173,4 +194,15 @@ export function renderPlanMarkdown(p: Plan, ctx: PlanContext, limit = MARKDOWN_L
 function promotionBlock(promotions: readonly Promotion[]): string[] {
   if (promotions.length === 0) return [];
   return [`**Shadow to enforce** (${promotions.length}):`, '', '```diff', ...promotions.map((p) => promotionLine(p).replace(/```/g, "'''")), '```', ''];
+}
+
+/** The refusal in a pull-request comment: a warning line, then each owner's command in a code block. */
+function refusalMarkdown(refusal: Refusal): string[] {
+  const out = [`> **Apply would refuse this plan**: ${refusal.message}.`];
+  for (const group of refusal.groups) {
+    out.push('>', `> ${group.names.map((n) => `\`${n.replace(/`/g, "'")}\``).join(', ')} (${group.managed_by ?? 'no owner'}): ${group.why}.`);
+    if (group.command) out.push('>', '> ```sh', `> ${group.command}`, '> ```', `> ${capitalised(group.advice)}.`);
+    else out.push(`> ${capitalised(group.advice)}.`);
+  }
+  return out;
 }

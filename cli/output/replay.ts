@@ -6,10 +6,21 @@ import { describeChange, type ReplayReport } from '../../src/replay/index.js';
 import type { Colors } from './color.js';
 
 export function replayHeadline(r: ReplayReport): string {
+  if (r.total === 0) return `Replay: nothing to replay: ${whyNothing(r)}`;
+  if (r.evaluated === 0) return `Replay: none of the ${r.total.toLocaleString('en-US')} records could be replayed (each was skipped: see the warnings).`;
   const of = `${r.evaluated.toLocaleString('en-US')} recorded step${r.evaluated === 1 ? '' : 's'}`;
   if (r.changes.length === 0) return `Replay: no decision changes on ${of}.`;
   const changed = r.changes.reduce((n, c) => n + c.count, 0);
   return `Replay: ${changed.toLocaleString('en-US')} of ${of} would be decided differently.`;
+}
+
+/** Why a replay read no records, and what to do: "0 recorded steps" would hide it. */
+function whyNothing(r: ReplayReport): string {
+  if (r.recording === undefined) return `${r.source} holds no steps.`;
+  const server = r.source.replace(/\/api\/v1\/recordings$/, '');
+  return r.recording
+    ? `the server at ${server} records steps but has none yet (or none within GUARD_RECORD_RETENTION_DAYS); send it some traffic first.`
+    : `the server at ${server} records no steps (GUARD_RECORD_STEPS is off there); turn it on, or replay a file of steps (--replay steps.jsonl).`;
 }
 
 function topControls(controls: Record<string, number>, max = 5): string {

@@ -12,9 +12,10 @@ import { ControlPane } from './control-pane.js';
 import { DetailView } from './detail-view.js';
 import { EventTable } from './event-table.js';
 import { Footer } from './footer.js';
-import { Header } from './header.js';
+import { filterLine, Header } from './header.js';
 import { HelpView } from './help-view.js';
 import { keyToAction, splitKeys } from './keys.js';
+import { ColorContext } from './palette.js';
 import { controlRanking, initialState, reduce, selectedIndex, selectedRow, visibleRows, type DashboardState } from './state.js';
 
 /** What a live source (the SSE client, or a test) pushes into the dashboard. */
@@ -37,7 +38,11 @@ export interface DashboardProps {
   width?: number;
   height?: number;
   throttleMs?: number;
+  /** What the server filters the stream by (--agent, --decision), in / filter terms, for the header. */
+  serverFilter?: string;
   onQuit?: () => void;
+  /** Colours (default on); NO_COLOR and --no-color turn them off. */
+  color?: boolean;
 }
 
 const PANE_WIDTH = 32;
@@ -96,7 +101,8 @@ export function Dashboard(props: DashboardProps) {
   const width = Math.max(10, size.width);
   // One line short of the terminal: a full-height frame makes Ink clear the screen each time.
   const height = Math.max(5, size.height - 1);
-  const bodyHeight = height - 3;
+  const headerHeight = filterLine(state, props.serverFilter) === null ? 2 : 3;
+  const bodyHeight = height - headerHeight - 1;
   const ranking = controlRanking(state);
   const paneSide = width >= PANE_SIDE_MIN_WIDTH;
   const paneBelow = !paneSide && bodyHeight >= 14 ? Math.min(6, Math.max(2, ranking.length + 1)) : 0;
@@ -118,19 +124,21 @@ export function Dashboard(props: DashboardProps) {
   }
 
   return (
-    <Box flexDirection="column" width={width} height={height}>
-      <Header server={props.server} state={state} now={now} width={width} />
-      <Box flexDirection="row" height={mainHeight}>
-        {main}
-        {paneSide ? (
-          <Box borderStyle="single" borderTop={false} borderBottom={false} borderRight={false} borderDimColor paddingLeft={1} marginLeft={1}>
-            <ControlPane controls={ranking} width={PANE_WIDTH} height={mainHeight} />
-          </Box>
-        ) : null}
+    <ColorContext.Provider value={props.color ?? true}>
+      <Box flexDirection="column" width={width} height={height}>
+        <Header server={props.server} serverFilter={props.serverFilter} state={state} now={now} width={width} />
+        <Box flexDirection="row" height={mainHeight}>
+          {main}
+          {paneSide ? (
+            <Box borderStyle="single" borderTop={false} borderBottom={false} borderRight={false} borderDimColor paddingLeft={1} marginLeft={1}>
+              <ControlPane controls={ranking} width={PANE_WIDTH} height={mainHeight} />
+            </Box>
+          ) : null}
+        </Box>
+        {paneBelow > 0 ? <ControlPane controls={ranking} width={width} height={paneBelow} /> : null}
+        <Footer state={state} width={width} />
       </Box>
-      {paneBelow > 0 ? <ControlPane controls={ranking} width={width} height={paneBelow} /> : null}
-      <Footer state={state} width={width} />
-    </Box>
+    </ColorContext.Provider>
   );
 }
 

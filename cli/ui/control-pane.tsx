@@ -1,5 +1,6 @@
 import { Box, Text } from 'ink';
 import { fit, SHADOW_MARK } from './format.js';
+import { useTint } from './palette.js';
 import type { ControlCount } from './state.js';
 
 /**
@@ -8,6 +9,7 @@ import type { ControlCount } from './state.js';
  */
 export function ControlPane(props: { controls: ControlCount[]; width: number; height: number }) {
   const { width } = props;
+  const tint = useTint();
   const countWidth = 7;
   const nameWidth = Math.max(1, width - countWidth - 1);
   const body = Math.max(0, props.height - 1);
@@ -23,7 +25,7 @@ export function ControlPane(props: { controls: ControlCount[]; width: number; he
           key={c.name}
           wrap="truncate"
           dimColor={c.matches === 0}
-          color={c.deny > 0 ? 'red' : c.steer > 0 ? 'yellow' : undefined}
+          color={tint(c.deny > 0 ? 'red' : c.steer > 0 ? 'yellow' : undefined)}
         >
           {i === shown.length - 1 && hidden > 0
             ? fit(`… ${hidden + 1} more`, width)

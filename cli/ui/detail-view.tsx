@@ -1,6 +1,7 @@
 import { Box, Text } from 'ink';
 import type { EvaluationSummary } from '../../src/model/stream.js';
 import { fit, formatDuration, SHADOW_MARK } from './format.js';
+import { useTint } from './palette.js';
 
 interface Line {
   text: string;
@@ -46,13 +47,14 @@ export function detailLines(summary: EvaluationSummary): Line[] {
 }
 
 export function DetailView(props: { summary: EvaluationSummary | null; width: number; height: number }) {
+  const tint = useTint();
   const all = props.summary ? detailLines(props.summary) : [{ text: 'Nothing selected (enter/esc: back)' }];
   // Cut to the screen; the last line says how much did not fit rather than wrapping.
   const shown = all.length > props.height ? [...all.slice(0, Math.max(0, props.height - 1)), { text: `… ${all.length - props.height + 1} more lines` }] : all;
   return (
     <Box flexDirection="column" width={props.width} height={props.height}>
       {shown.map((line, i) => (
-        <Text key={i} wrap="truncate" color={line.color} bold={line.bold}>
+        <Text key={i} wrap="truncate" color={tint(line.color)} bold={line.bold}>
           {fit(line.text, props.width).trimEnd() || ' '}
         </Text>
       ))}

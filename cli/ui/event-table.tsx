@@ -1,6 +1,7 @@
 import { Box, Text } from 'ink';
 import type { EvaluationSummary } from '../../src/model/stream.js';
 import { cellText, fit, formatHeaderRow, layoutColumns } from './format.js';
+import { useTint } from './palette.js';
 
 const decisionColor: Record<EvaluationSummary['decision'], string> = { allow: 'green', deny: 'red', steer: 'yellow' };
 
@@ -9,6 +10,7 @@ const decisionColor: Record<EvaluationSummary['decision'], string> = { allow: 'g
  * the screen never changes height and never scrolls.
  */
 export function EventTable(props: { rows: EvaluationSummary[]; selected: number; width: number; height: number; empty: string }) {
+  const tint = useTint();
   const columns = layoutColumns(props.width);
   const bodyHeight = Math.max(0, props.height - 1);
   // Scroll just enough to keep the selected row on screen.
@@ -24,7 +26,7 @@ export function EventTable(props: { rows: EvaluationSummary[]; selected: number;
     return (
       <Text key={row.id} wrap="truncate" inverse={selected}>
         {before ? `${before} ` : ''}
-        <Text color={decisionColor[row.decision]} bold={row.decision !== 'allow'}>
+        <Text color={tint(decisionColor[row.decision])} bold={row.decision !== 'allow'}>
           {cells[decisionAt] ?? ''}
         </Text>
         {after ? ` ${after}` : ''}

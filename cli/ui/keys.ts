@@ -27,7 +27,7 @@ export const HELP_LINES: Array<[string, string]> = [
   ['PgUp PgDn', 'move ten rows'],
   ['enter', 'details of the selected evaluation; enter or esc goes back'],
   ['/', 'filter: agent=NAME control=~REGEX decision=deny step=NAME stage=pre, or a bare REGEX; ! inverts a term; empty clears'],
-  ['p', 'pause the table (totals keep counting, the missed count shows)'],
+  ['p', 'pause the table (totals keep counting; what arrives meanwhile shows on resume)'],
   ['c', 'clear rows and counts'],
   ['?', 'this help'],
   ['q', 'quit'],

@@ -29,8 +29,13 @@ export async function runInteractive(options: InteractiveOptions): Promise<Strea
     return () => controller.abort();
   };
   const initial = initialState({ ...(options.capacity ? { capacity: options.capacity } : {}), ...(options.filter ? { filter: options.filter } : {}) });
+  // The server's filters in / filter terms, so the header says them the way the user would type them.
+  const serverFilter = [options.agentName ? `agent=${options.agentName}` : '', options.decision ? `decision=${options.decision}` : ''].filter(Boolean).join(' ');
   // Our batcher already limits redraws to 20 per second; Ink's cap matches it.
-  const app = render(<Dashboard server={options.server} source={source} initial={initial} />, { maxFps: 20, exitOnCtrlC: true });
+  const app = render(
+    <Dashboard server={options.server} source={source} initial={initial} color={!process.env.NO_COLOR} {...(serverFilter ? { serverFilter } : {})} />,
+    { maxFps: 20, exitOnCtrlC: true },
+  );
   await app.waitUntilExit();
   return final;
 }

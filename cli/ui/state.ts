@@ -54,8 +54,10 @@ export interface DashboardState {
   filterDraft: string | null;
   filterError: string | null;
   paused: boolean;
-  /** Events that arrived while paused and were not added to the table. */
-  missed: number;
+  /** Events that arrived while paused, held for the table until resuming (the newest `capacity`). */
+  held: EvaluationSummary[];
+  /** How many arrived while paused (held or, past the capacity, only counted). */
+  arrivedWhilePaused: number;
   /** Events the server dropped because this client fell behind (`event: lagged`). */
   lagged: number;
   invalid: number;
@@ -100,7 +102,8 @@ export function initialState(options: { capacity?: number; filter?: string } = {
     filterDraft: null,
     filterError: null,
     paused: false,
-    missed: 0,
+    held: [],
+    arrivedWhilePaused: 0,
     lagged: 0,
     invalid: 0,
     connection: { kind: 'connecting', attempt: 0 },
@@ -138,8 +141,10 @@ export function reduce(state: DashboardState, action: Action): DashboardState {
     case 'view/back':
       return { ...state, view: 'table' };
     case 'pause/toggle':
-      // Resuming forgets the missed count: those rows are gone, the totals kept them.
-      return { ...state, paused: !state.paused, missed: state.paused ? 0 : state.missed };
+      // Resuming adds what arrived meanwhile, in arrival order, as if it had never stopped.
+      return state.paused
+        ? { ...state, paused: false, rows: appendBounded(state.rows, state.held, state.capacity), held: [], arrivedWhilePaused: 0 }
+        : { ...state, paused: true };
     case 'clear':
       return {
         ...state,
@@ -148,7 +153,8 @@ export function reduce(state: DashboardState, action: Action): DashboardState {
         controls: {},
         selectedId: null,
         view: state.view === 'detail' ? 'table' : state.view,
-        missed: 0,
+        held: [],
+        arrivedWhilePaused: 0,
         lagged: 0,
         invalid: 0,
         rate: emptyRate(),
@@ -199,7 +205,9 @@ function receive(state: DashboardState, events: EvaluationSummary[], now: number
     }
   }
   const rate = rollRate(state.rate, events.length, now);
-  if (state.paused) return { ...state, totals, controls, rate, missed: state.missed + events.length };
+  if (state.paused) {
+    return { ...state, totals, controls, rate, held: appendBounded(state.held, events, state.capacity), arrivedWhilePaused: state.arrivedWhilePaused + events.length };
+  }
   return { ...state, totals, controls, rate, rows: appendBounded(state.rows, events, state.capacity) };
 }
 

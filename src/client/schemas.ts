@@ -156,6 +156,8 @@ export type ControlStatsResult = z.infer<typeof ControlStatsSchema>;
 export const RecordingPageSchema = z.object({
   steps: z.array(z.object({ id: z.number(), timestamp: z.string(), agent_name: z.string(), stage: z.string(), step: z.unknown(), decision: z.string() })),
   next_cursor: z.number().nullable(),
+  /** Whether the server records steps (GUARD_RECORD_STEPS). */
+  recording: z.boolean().optional(),
 });
 export type RecordingPage = z.infer<typeof RecordingPageSchema>;
 

@@ -14,7 +14,7 @@
  */
 import type { ScanHint } from '../evaluators/types.js';
 import { mayMatchAny, mergePrefilters, type Prefilter } from '../evaluators/regex/literals.js';
-import { compilePatternSet, type CompiledPatternSet } from '../evaluators/regex/re2.js';
+import { compilePatternSet, OFFLOAD_MIN_BYTES, type CompiledPatternSet } from '../evaluators/regex/re2.js';
 import { NodeKind, type CompiledControl } from './build-control.js';
 import { selectValue, type CompiledSelector, type StepView } from './select.js';
 // Imported rather than the global: see evaluate.ts.
@@ -158,6 +158,8 @@ function ruledOutBy(g: ScanGroup, view: StepView): readonly number[] | null {
     const memo = view.memo;
     const text = memo.text(value);
     if (text === undefined) return g.members;
+    // A long text is left to the members, which search it off the event loop.
+    if (text.length >= OFFLOAD_MIN_BYTES) return null;
     if (g.prefilters !== null && !mayMatchAny(g.prefilters, text, memo)) return g.members;
     if (g.set !== null && !g.set.test(memo.utf8(text))) return g.setMembers;
     return null;

@@ -8,6 +8,7 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { UserError } from '../errors.js';
 import type { EvaluatorRegistry } from './registry.js';
 import type { EvaluatorDefinition } from './types.js';
 
@@ -16,6 +17,18 @@ const BUNDLED: Record<string, () => Promise<unknown>> = {
   'ai_vendor.scorer': () => import('./ai-vendor-scorer/index.js'),
   'ai-vendor-scorer': () => import('./ai-vendor-scorer/index.js'),
 };
+
+/**
+ * A plugin that cannot be used: the user's to fix (the path in GUARD_EVALUATORS, or the
+ * module), so one line saying so rather than a stack trace.
+ */
+export class PluginLoadError extends UserError {
+  constructor(problem: string, options?: { cause: unknown }) {
+    super(`${problem}: fix the module, or remove it from GUARD_EVALUATORS`);
+    if (options) this.cause = options.cause;
+    this.name = 'PluginLoadError';
+  }
+}
 
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
@@ -54,17 +67,15 @@ export async function loadEvaluatorPlugins(
     try {
       mod = await importSpec(spec, baseDir);
     } catch (err) {
-      throw new Error(`cannot load evaluator plugin ${where}: ${err instanceof Error ? err.message : String(err)}`, {
-        cause: err,
-      });
+      throw new PluginLoadError(`cannot load evaluator plugin ${where} (GUARD_EVALUATORS): ${importFailure(err)}`, { cause: err });
     }
     const defs = await definitionsOf(mod, where, context);
     for (const [i, def] of defs.entries()) {
       const problem = problemOf(def);
-      if (problem) throw new Error(`evaluator plugin ${where}: definition [${i}] ${problem}`);
+      if (problem) throw new PluginLoadError(`evaluator plugin ${where}: definition [${i}] ${problem}`);
       const valid = def as EvaluatorDefinition;
       if (registry.has(valid.name)) {
-        throw new Error(`evaluator plugin ${where}: evaluator "${valid.name}" is already registered`);
+        throw new PluginLoadError(`evaluator plugin ${where}: evaluator "${valid.name}" is already registered`);
       }
       registry.register(valid);
       added.push(valid.name);
@@ -76,6 +87,12 @@ export async function loadEvaluatorPlugins(
 function describeSpec(spec: string, baseDir: string): string {
   if (spec in BUNDLED) return `"${spec}" (bundled)`;
   return isPath(spec) ? `"${spec}" (${resolve(baseDir, spec)})` : `"${spec}"`;
+}
+
+/** Node's "Cannot find module X imported from <our file>": the second half is guardctl's, not the user's. */
+function importFailure(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return (err as { code?: unknown }).code === 'ERR_MODULE_NOT_FOUND' ? message.replace(/ imported from .*$/s, '') : message;
 }
 
 function isPath(spec: string): boolean {
@@ -94,11 +111,11 @@ async function definitionsOf(mod: unknown, where: string, context: PluginContext
   let exported = m.default ?? m.evaluators;
   if (typeof exported === 'function') exported = await (exported as (c: PluginContext) => unknown)(context);
   if (exported === undefined) {
-    throw new Error(`evaluator plugin ${where}: exports no evaluators (expected "export default [...]" or "export const evaluators = [...]")`);
+    throw new PluginLoadError(`evaluator plugin ${where}: exports no evaluators (expected "export default [...]" or "export const evaluators = [...]")`);
   }
   if (!Array.isArray(exported)) {
     if (typeof exported === 'object' && exported !== null) return [exported];
-    throw new Error(`evaluator plugin ${where}: the export must be an array of evaluator definitions`);
+    throw new PluginLoadError(`evaluator plugin ${where}: the export must be an array of evaluator definitions`);
   }
   return exported;
 }

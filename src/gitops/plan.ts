@@ -69,6 +69,11 @@ export interface PlanOptions {
   prune?: boolean;
   /** Take over controls of the same name that another owner (or a person) made. */
   force?: boolean;
+  /**
+   * Owner ids whose controls of the same name this plan takes over (`--adopt default`):
+   * the narrow --force, for a directory that was applied under another owner before.
+   */
+  adopt?: readonly string[];
   /** Owner id; `managed_by` becomes `gitops:<owner>`. Default `default`. */
   owner?: string;
   /**
@@ -106,6 +111,8 @@ export function plan(desired: DesiredState, actual: ActualState, options: PlanOp
   const conflicts: Conflict[] = [];
   const actualControls = new Map(actual.controls.map((c) => [c.name, c]));
   const desiredNames = new Set(desired.controls.map((c) => c.name));
+  const adopted = new Set((options.adopt ?? []).map((owner) => ownerLabel(owner)));
+  const takesOver = (have: ActualControl) => Boolean(options.force) || (have.managed_by !== null && adopted.has(have.managed_by));
 
   for (const want of desired.controls) {
     const have = actualControls.get(want.name);
@@ -117,9 +124,9 @@ export function plan(desired: DesiredState, actual: ActualState, options: PlanOp
     const owned = have.managed_by === managedBy;
     if (!owned) {
       // Identical content needs no write, so there is nothing to conflict about; --force
-      // still takes ownership so that prune may later delete it.
-      if (changes.length === 0 && !options.force) continue;
-      if (!options.force) {
+      // and --adopt still take ownership so that prune may later delete it.
+      if (changes.length === 0 && !takesOver(have)) continue;
+      if (!takesOver(have)) {
         conflicts.push({ name: want.name, managed_by: have.managed_by, changes });
         continue;
       }

@@ -57,7 +57,13 @@ export function createMetrics(opts: MetricsOptions): GuardMetrics {
   const prefix = sanitisePrefix(opts.prefix);
   const registry = new Registry();
   const name = (n: string) => `${prefix}_${n}`;
-  if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry, prefix: `${prefix}_` });
+  if (opts.processMetrics !== false) {
+    collectDefaultMetrics({ register: registry, prefix: `${prefix}_` });
+    // prom-client also reports nodejs_active_{handles,requests,resources}_total: gauges
+    // named like counters, which promtool (and rate()) get wrong. The same numbers are the
+    // sum of the per-type gauges beside them, sum(<prefix>_nodejs_active_handles).
+    for (const kind of ['handles', 'requests', 'resources']) registry.removeSingleMetric(name(`nodejs_active_${kind}_total`));
+  }
 
   const cacheMs = opts.controlsCacheMs ?? 5000;
   let cachedCount: { value: number; at: number } | null = null;

@@ -25,10 +25,16 @@ export function timeRangeMs(range: TimeRange): number {
   return RANGE_MS[range];
 }
 
+/** An event as clients send it: `error_message` and `metadata` may be left out (null). */
+export const IngestEventSchema = ObservabilityEventSchema.extend({
+  error_message: ObservabilityEventSchema.shape.error_message.default(null),
+  metadata: ObservabilityEventSchema.shape.metadata.default(null),
+});
+
 /** `POST /observability/events`: 1 to 1000 events; one bad event rejects the batch. */
 export const IngestBodySchema = z.strictObject({
   events: z
-    .array(ObservabilityEventSchema)
+    .array(IngestEventSchema)
     .min(1, 'send at least one event')
     .max(MAX_INGEST_BATCH, `send at most ${MAX_INGEST_BATCH} events per request`),
 });

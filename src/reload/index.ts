@@ -61,7 +61,12 @@ export async function startHotReload(deps: ReloaderDeps & { watch?: WatchOptions
   });
   const initial = await reloader.reloadNow();
   live = true;
-  if (initial.result === 'failure') throw new InvalidWatchDirectoryError(deps.dir, initial.diagnostics);
+  if (initial.result === 'failure') {
+    if (initial.diagnostics.some((d) => d.code === 'missing_directory')) {
+      throw new UserError(`--watch ${deps.dir}: no such directory: create it, or point --watch at the directory that holds your *.yaml control files`);
+    }
+    throw new InvalidWatchDirectoryError(deps.dir, initial.diagnostics);
+  }
 
   const pending = new Set<Promise<unknown>>();
   const trigger = () => {

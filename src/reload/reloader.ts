@@ -5,6 +5,7 @@
  * on disk is always the last one applied.
  */
 import { createHash } from 'node:crypto';
+import { stat } from 'node:fs/promises';
 import { relative, resolve, sep } from 'node:path';
 import { changesOf } from '../gitops/changes.js';
 import { desiredStateOf } from '../gitops/desired-state.js';
@@ -136,11 +137,15 @@ export function createReloader(deps: ReloaderDeps): Reloader {
       logger.error({ err: error, agents: touched }, 'hot reload: compiling the new control sets failed');
     }
     const at = now().toISOString();
+    const recovered = status.state === 'error';
     Object.assign(status, { state: 'ok', last_good_revision: revision, last_reload_at: at, last_success_at: at, errors: [] });
     status.reloads.success++;
     deps.observability?.publishReload({ timestamp: at, result: 'success', revision, errors: [] });
-    logger.info({ dir, revision, operations, agents: touched }, 'hot reload applied');
-    for (const warning of warnings) logger.info({ dir }, `hot reload warning: ${lineOf(warning)}`);
+    const what = `revision ${revision} (${operations} change${operations === 1 ? '' : 's'})`;
+    logger.info(
+      { dir, revision, operations, agents: touched, ...(warnings.length > 0 ? { warnings: warnings.map(lineOf) } : {}) },
+      recovered ? `hot reload recovered: ${what}; the directory is valid again` : `hot reload applied: ${what}`,
+    );
     return { result: 'success', revision, operations, touched_agents: touched, diagnostics: warnings };
   }
 
@@ -151,7 +156,10 @@ export function createReloader(deps: ReloaderDeps): Reloader {
       try {
         loaded = await loadDirectory(dir, registry);
       } catch (error) {
-        return { diagnostics: [directoryProblem(dir, 'missing_directory', errorMessage(error), 'create the directory again or restart without --watch')] };
+        // The diagnostic names the directory already: the message must not say it again.
+        const gone = (await stat(dir).catch(() => null)) === null;
+        const message = gone ? 'no such directory (removed or renamed?)' : errorMessage(error);
+        return { diagnostics: [directoryProblem(dir, 'missing_directory', message, 'create the directory again or restart without --watch')] };
       }
       // A file deleted between listing and reading (an editor's save in progress): look again once.
       const vanished = loaded.diagnostics.some((d) => d.code === 'unreadable_file' && d.message.includes('ENOENT'));
@@ -165,8 +173,11 @@ export function createReloader(deps: ReloaderDeps): Reloader {
     status.reloads.failure++;
     const lines = errors.map(lineOf);
     deps.observability?.publishReload({ timestamp: at, result: 'failure', revision, errors: lines });
-    logger.warn({ dir, errors: errors.length }, `hot reload failed; still serving revision ${status.last_good_revision ?? '(none)'}`);
-    for (const line of lines) logger.warn({ dir }, line);
+    // One entry: the problems are its `errors` (the human log format prints one per line).
+    logger.warn(
+      { dir, errors: lines },
+      `hot reload failed (${errors.length} error${errors.length === 1 ? '' : 's'}); still serving revision ${status.last_good_revision ?? '(none)'}`,
+    );
     return { result: 'failure', revision, operations: 0, touched_agents: [], diagnostics: errors };
   }
 
@@ -178,8 +189,12 @@ export function createReloader(deps: ReloaderDeps): Reloader {
   };
 }
 
-/** `file:line:col field: message`, the form logs and the live stream carry. */
+/** Problems of the whole directory, where a line and column would mean nothing. */
+const DIRECTORY_PROBLEMS = new Set(['missing_directory', 'apply_failed']);
+
+/** `file:line:col field: message` (`dir: message` for the directory), the form logs and the live stream carry. */
 export function lineOf(d: Diagnostic): string {
+  if (DIRECTORY_PROBLEMS.has(d.code)) return `${d.file}: ${d.message}`;
   return `${d.file}:${d.line}:${d.column}${d.field ? ` ${d.field}` : ''}: ${d.message}`;
 }
 

@@ -43,6 +43,7 @@ export async function replayPlan(request: ReplayRequest): Promise<ReplayReport> 
     source: request.source === true ? `${request.client.serverUrl}/api/v1/recordings` : request.source,
     sourceSkipped: read.skipped,
   });
+  if (read.recording !== undefined) report.recording = read.recording;
   if (read.truncated) report.warnings.push(`stopped at --replay-limit ${limit}; older or later steps were not replayed`);
   return report;
 }

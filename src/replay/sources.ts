@@ -13,6 +13,8 @@ export interface SourceRead {
   skipped: { count: number; warnings: string[] };
   /** True when the limit stopped the read before the end. */
   truncated: boolean;
+  /** From the server: whether it records steps at all (GUARD_RECORD_STEPS). */
+  recording?: boolean;
 }
 
 const MAX_WARNINGS = 20;
@@ -69,6 +71,7 @@ export async function fetchRecordings(
       limit: Math.min(pageSize, options.limit - out.records.length),
       cursor,
     });
+    if (page.recording !== undefined) out.recording = page.recording;
     for (const r of page.steps) {
       out.records.push({ label: `recording ${r.id}`, value: { agent_name: r.agent_name, stage: r.stage, step: r.step } });
     }

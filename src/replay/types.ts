@@ -48,4 +48,6 @@ export interface ReplayReport {
   unchanged: Record<ReplayDecision, number>;
   /** Where the steps came from (`server` or a file path). */
   source: string;
+  /** For the server's recordings: whether it records steps at all; absent for a file. */
+  recording?: boolean;
 }

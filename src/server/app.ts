@@ -57,11 +57,11 @@ declare module 'fastify' {
 }
 
 /**
- * Fastify logs a line when a request arrives and when it is answered, at info. Below info
- * (the default level is warn, see start.ts) those lines never print, yet a Fastify given a
- * logger still does the work for them on every request: a child logger carrying the
- * request's id, then 'finish' and 'error' listeners on the response and two clock reads,
- * only to learn that request logging is off. Together about a tenth of an evaluation's
+ * Fastify logs a line when a request arrives and when it is answered, at info. guardctl
+ * wants those lines only with DEBUG (level debug, see logging.ts), and a Fastify given a
+ * logger does the work for them on every request whatever the level: a child logger
+ * carrying the request's id, then 'finish' and 'error' listeners on the response and two
+ * clock reads. Together about a tenth of an evaluation's
  * CPU. So a quiet server's Fastify gets no logger: the app logs through a pino logger of
  * its own, set as `app.log`, and routes log through `app.log` rather than `request.log`
  * (which is then silent); a 5xx log line names the method and route instead of an id.
@@ -69,7 +69,7 @@ declare module 'fastify' {
 function quietLogger(logger: FastifyServerOptions['logger']): Logger | null {
   if (logger === undefined || logger === false || logger === true || typeof logger !== 'object' || logger === null) return null;
   const { level, stream, ...options } = logger as LoggerOptions & { stream?: DestinationStream };
-  if (level === undefined || level === 'info' || level === 'debug' || level === 'trace') return null;
+  if (level === undefined || level === 'debug' || level === 'trace') return null;
   return pino({ ...options, level }, stream);
 }
 

@@ -1,10 +1,13 @@
 import { UserError } from '../errors.js';
+import { LOG_FORMATS, type LogFormat } from './logging.js';
 
 /** Everything the server reads from its environment, parsed once and frozen. */
 export interface ServerConfig {
   readonly host: string;
   readonly port: number;
   readonly debug: boolean;
+  /** `human` lines (default) or pino's JSON lines (GUARD_LOG_FORMAT, `serve --log-format`). */
+  readonly logFormat: LogFormat;
   /** DATABASE_URL ?? DB_URL; undefined means the default SQLite file under `.guardctl/`. */
   readonly databaseUrl: string | undefined;
   readonly apiKeyEnabled: boolean;
@@ -41,15 +44,40 @@ export interface ServerConfig {
 type Env = Record<string, string | undefined>;
 
 /**
+ * A setting the server cannot use. `setting` names where the value came from (the
+ * variable); `guardctl serve` renames it to the flag when a flag gave the value.
+ */
+export class ConfigError extends UserError {
+  constructor(
+    readonly setting: string,
+    readonly problem: string,
+    /** What to do, when the problem does not say it already; the same line, after a colon. */
+    readonly todo?: string,
+  ) {
+    super(`${setting} ${problem}${todo ? `: ${todo}` : ''}`);
+    this.name = 'ConfigError';
+  }
+
+  /** The same problem, blamed on another name (a flag instead of its variable). */
+  renamed(setting: string): ConfigError {
+    return new ConfigError(setting, this.problem, this.todo);
+  }
+}
+
+/** URL schemes a database setting may use; anything else with `://` is a mistake worth stopping for. */
+const DATABASE_SCHEMES = /^(postgres|postgresql|sqlite)$/i;
+
+/**
  * Reads the server configuration (SPEC section 1) from `env`. Invalid values throw a
  * UserError naming the variable, so a typo fails at start rather than at first use.
  */
 export function loadConfig(env: Env = process.env, overrides: Partial<ServerConfig> = {}): ServerConfig {
   const config: ServerConfig = {
-    host: str(env, 'HOST') ?? '0.0.0.0',
+    host: str(env, 'HOST') ?? '127.0.0.1',
     port: int(env, 'PORT', 8000, 0, 65535),
     debug: bool(env, 'DEBUG', false),
-    databaseUrl: str(env, 'DATABASE_URL') ?? str(env, 'DB_URL'),
+    logFormat: oneOf(env, 'GUARD_LOG_FORMAT', LOG_FORMATS, 'human'),
+    databaseUrl: databaseUrl(env),
     apiKeyEnabled: bool(env, 'GUARD_API_KEY_ENABLED', false),
     apiKeys: list(env, 'GUARD_API_KEYS'),
     adminApiKeys: list(env, 'GUARD_ADMIN_API_KEYS'),
@@ -85,9 +113,10 @@ export function loadConfig(env: Env = process.env, overrides: Partial<ServerConf
 /** Auth on with no keys would lock everyone out; we ship no default keys, so refuse. */
 function checkAuth(config: ServerConfig): void {
   if (config.apiKeyEnabled && config.apiKeys.length === 0 && config.adminApiKeys.length === 0) {
-    throw new UserError(
-      'GUARD_API_KEY_ENABLED is true but neither GUARD_API_KEYS nor GUARD_ADMIN_API_KEYS lists a key',
-      'set GUARD_ADMIN_API_KEYS (and GUARD_API_KEYS for read-only clients) to comma-separated secrets, or set GUARD_API_KEY_ENABLED=false for local development',
+    throw new ConfigError(
+      'GUARD_API_KEY_ENABLED',
+      'is true but neither GUARD_API_KEYS nor GUARD_ADMIN_API_KEYS lists a key',
+      'set GUARD_ADMIN_API_KEYS (and GUARD_API_KEYS for read-only clients) to comma-separated secrets, or GUARD_API_KEY_ENABLED=false for local development',
     );
   }
 }
@@ -101,12 +130,35 @@ function str(env: Env, name: string): string | undefined {
   return value === undefined || value === '' ? undefined : value;
 }
 
+/** DATABASE_URL, else DB_URL; a scheme guardctl cannot open (mysql://, ...) stops the start here. */
+function databaseUrl(env: Env): string | undefined {
+  const name = str(env, 'DATABASE_URL') !== undefined ? 'DATABASE_URL' : 'DB_URL';
+  const value = str(env, name);
+  const scheme = value === undefined ? undefined : /^([a-z][a-z0-9+.-]*):\/\//i.exec(value)?.[1];
+  if (scheme !== undefined && !DATABASE_SCHEMES.test(scheme)) {
+    // Only the scheme is shown: the rest of a URL may hold a password.
+    throw new ConfigError(
+      name,
+      `names a ${scheme}:// database, which guardctl cannot use`,
+      'use a SQLite file path (or sqlite:<path>, :memory:) or a postgres:// URL (docs/deployment.md)',
+    );
+  }
+  return value;
+}
+
+function oneOf<T extends string>(env: Env, name: string, choices: readonly T[], fallback: T): T {
+  const value = str(env, name)?.toLowerCase();
+  if (value === undefined) return fallback;
+  if (!(choices as readonly string[]).includes(value)) throw new ConfigError(name, `must be one of ${choices.join(', ')}, got "${env[name]}"`);
+  return value as T;
+}
+
 function bool(env: Env, name: string, fallback: boolean): boolean {
   const value = str(env, name)?.toLowerCase();
   if (value === undefined) return fallback;
   if (['1', 'true', 'yes', 'on'].includes(value)) return true;
   if (['0', 'false', 'no', 'off'].includes(value)) return false;
-  throw new UserError(`${name} must be true or false, got "${env[name]}"`);
+  throw new ConfigError(name, `must be true or false, got "${env[name]}"`);
 }
 
 function num(env: Env, name: string, fallback: number, min: number): number {
@@ -114,7 +166,7 @@ function num(env: Env, name: string, fallback: number, min: number): number {
   if (value === undefined) return fallback;
   const parsed = Number(value);
   if (!Number.isFinite(parsed) || parsed < min) {
-    throw new UserError(`${name} must be a number of at least ${min}, got "${value}"`);
+    throw new ConfigError(name, `must be a number of at least ${min}, got "${value}"`);
   }
   return parsed;
 }
@@ -124,7 +176,7 @@ function fraction(env: Env, name: string, fallback: number): number {
   if (value === undefined) return fallback;
   const parsed = Number(value);
   if (!Number.isFinite(parsed) || parsed < 0 || parsed > 1) {
-    throw new UserError(`${name} must be a number from 0 to 1, got "${value}"`);
+    throw new ConfigError(name, `must be a number from 0 to 1, got "${value}"`);
   }
   return parsed;
 }
@@ -133,7 +185,7 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
   const value = str(env, name);
   if (value === undefined) return fallback;
   if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
-    throw new UserError(`${name} must be a whole number from ${min} to ${max}, got "${value}"`);
+    throw new ConfigError(name, `must be a whole number from ${min} to ${max}, got "${value}"`);
   }
   return Number(value);
 }
@@ -149,7 +201,7 @@ function prefix(env: Env, name: string, fallback: string): string {
   const value = str(env, name);
   if (value === undefined) return fallback;
   if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(value)) {
-    throw new UserError(`${name} must be a valid Prometheus metric name prefix, got "${value}"`);
+    throw new ConfigError(name, `must be a valid Prometheus metric name prefix, got "${value}"`);
   }
   return value;
 }

@@ -3,15 +3,16 @@ import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { Reloader } from '../reload/index.js';
 import { assembleServer } from './assemble.js';
 import type { ServerConfig } from './config.js';
+import { serverLoggerOptions, startLinePrinter } from './logging.js';
 
 export interface StartOptions {
   /** Environment for evaluator plugins (GUARD_AI_VENDOR_ENABLED, VENDOR_API_KEY, ...). */
   env?: Record<string, string | undefined>;
-  /** Fastify logger options; by default JSON logs to stdout at info (debug with DEBUG). */
+  /** Fastify logger options; by default serverLoggerOptions: stdout, info (debug with DEBUG), in config.logFormat. */
   logger?: FastifyServerOptions['logger'];
   /** Install SIGTERM/SIGINT handlers (default true; tests starting several servers turn it off). */
   handleSignals?: boolean;
-  /** Where the one "listening" line goes (stdout by default). */
+  /** Where the one "listening" line goes (stdout, in the log's format, by default). */
   print?: (line: string) => void;
 }
 
@@ -42,7 +43,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
 
   const { port } = app.server.address() as AddressInfo;
   const url = `http://${urlHost(config.host)}:${port}`;
-  (options.print ?? ((line) => process.stdout.write(`${line}\n`)))(
+  (options.print ?? startLinePrinter(config.logFormat))(
     `guardctl listening on ${url} (database: ${describeDatabase(config.databaseUrl)})` +
       (hotReload ? `, watching ${config.watchDir} (revision ${hotReload.reloader.status().last_good_revision})` : ''),
   );
@@ -81,12 +82,4 @@ export function describeDatabase(url: string | undefined): string {
   return url;
 }
 
-/** The logger `guardctl serve` runs with unless told otherwise (the benchmarks use it too). */
-export function serverLoggerOptions(config: Pick<ServerConfig, 'debug'>): FastifyServerOptions['logger'] {
-  return {
-    // Per-request lines are info; outside DEBUG only warnings and errors are logged.
-    level: config.debug ? 'debug' : 'warn',
-    // Keys must never reach a log line, whatever serializer a future change adds.
-    redact: ['req.headers["x-api-key"]', 'req.headers.authorization'],
-  };
-}
+export { serverLoggerOptions } from './logging.js';

@@ -1,5 +1,5 @@
 // The built binary against a real server on a free port: the whole GitOps loop.
-import { cpSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -91,6 +91,8 @@ describe('guardctl gitops, end to end', () => {
     expect(planExport.stdout).toContain('No changes');
     expect(planExport.code).toBe(0);
     expect((await cli(['export', 'exported'], at())).code).toBe(1);
+    const slashed = await cli(['export', 'exported-again/'], at());
+    expect(slashed.stdout).toMatch(/^Exported \d+ control\(s\) and 2 agent\(s\) to exported-again\/\n$/);
 
     unlinkSync(file);
     const agents = join(controls, 'agents.yaml');
@@ -122,6 +124,63 @@ describe('guardctl gitops, end to end', () => {
     const ok = await cli(['apply', 'plan.json'], at());
     expect(ok.code).toBe(0);
     expect((await cli(['plan', 'controls', '--detailed-exitcode'], at())).code).toBe(0);
+  });
+
+  it('the owner trap: a plan apply would refuse exits 1 and says why in every format; its command adopts the controls', { timeout: 120_000 }, async () => {
+    const own = await startServer({});
+    const trap = join(work, 'trap');
+    cpSync(join(repo, 'controls'), trap, { recursive: true });
+    const env = { GUARD_URL: own.url };
+    try {
+      // The first, local apply runs without --owner ("default"); then a file changes and CI plans as the repository.
+      expect((await cli(['apply', 'trap'], env)).code).toBe(0);
+      const file = join(trap, 'deployments.yaml');
+      writeFileSync(file, readFileSync(file, 'utf8').replace('decision: warn', 'decision: deny'));
+      const ci = ['--owner', 'acme/guards'];
+      const adopt = 'guardctl apply trap --server ' + own.url + ' --owner acme/guards --adopt default';
+
+      const text = await cli(['plan', 'trap', ...ci, '--detailed-exitcode'], env);
+      expect(text.code).toBe(1);
+      expect(text.stdout).toContain('! conflict: control "warn-shell-rm-rf" exists on the server, owned by gitops:default');
+      expect(text.stdout).toContain('Apply would refuse this plan: 1 control of the same name exists on the server under another owner than gitops:acme/guards.');
+      expect(text.stdout).toContain('applied without --owner (owner "default"), for example by a first local guardctl apply; this plan runs with --owner acme/guards, as a CI workflow does with --owner $GITHUB_REPOSITORY');
+      expect(text.stdout).toContain(`    ${adopt}\n`);
+      expect(text.stderr).toMatch(/^error: apply would refuse this plan: 1 conflict/);
+
+      const json = await cli(['plan', 'trap', ...ci, '--format', 'json'], env);
+      expect(json.code).toBe(1);
+      const refusal = (JSON.parse(json.stdout) as { refusal: { groups: Array<{ command: string; names: string[] }> } }).refusal;
+      expect(refusal.groups).toEqual([expect.objectContaining({ managed_by: 'gitops:default', names: ['warn-shell-rm-rf'], command: adopt })]);
+
+      const markdown = await cli(['plan', 'trap', ...ci, '--format', 'markdown'], env);
+      expect(markdown.code).toBe(1);
+      expect(markdown.stdout).toContain('> **Apply would refuse this plan**: 1 control of the same name exists');
+      expect(markdown.stdout).toContain(`> \`\`\`sh\n> ${adopt}\n> \`\`\``);
+
+      // Saved, such a plan would apply without the conflicting control: it is not saved.
+      const saved = await cli(['plan', 'trap', ...ci, '--out', 'trap-plan.json'], env);
+      expect(saved.code).toBe(1);
+      expect(saved.stderr).toContain('nothing was saved to trap-plan.json');
+      expect(existsSync(join(work, 'trap-plan.json'))).toBe(false);
+
+      const before = await (await fetch(`${own.url}/api/v1/controls?limit=100`)).text();
+      const refused = await cli(['apply', 'trap', ...ci], env);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain('error: apply refused: 1 control of the same name exists on the server under another owner than gitops:acme/guards; nothing was changed');
+      expect(refused.stderr).toContain(adopt);
+      expect(await (await fetch(`${own.url}/api/v1/controls?limit=100`)).text()).toBe(before);
+
+      // The command as printed, word for word.
+      const adopted = await cli(adopt.split(' ').slice(1), {});
+      expect(adopted.code).toBe(0);
+      const settled = await cli(['plan', 'trap', ...ci, '--prune', '--detailed-exitcode'], env);
+      expect(settled.stdout).toContain('No changes');
+      expect(settled.code).toBe(0);
+      const list = (await (await fetch(`${own.url}/api/v1/controls?limit=100`)).json()) as { controls: Array<{ managed_by: string }> };
+      expect(new Set(list.controls.map((c) => c.managed_by))).toEqual(new Set(['gitops:acme/guards']));
+    } finally {
+      await own.stop();
+    }
   });
 
   it('rejects a broken directory with diagnostics and sends nothing to the server', async () => {

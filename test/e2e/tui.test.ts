@@ -125,6 +125,38 @@ describe('guardctl tui under tmux against a real server', () => {
     await vi.waitFor(() => expect(tmux('has-session', '-t', 'tui').status).not.toBe(0), { timeout: 10_000, interval: 100 });
   });
 
+  it('at 80 columns: filters in the header, help that fits, no colour with --no-color, paused events shown on resume', async () => {
+    const command = `exec env TERM=xterm-256color ${JSON.stringify(process.execPath)} ${JSON.stringify(MAIN)} tui --no-color --server ${baseUrl} --api-key e2e-reader --decision deny --filter 'step=run_sql'`;
+    const started = spawnSync('tmux', ['-L', SOCKET, '-f', '/dev/null', 'new-session', '-d', '-x', '80', '-y', '24', '-s', 'tui', command], { env: cleanEnv(), encoding: 'utf8' });
+    expect(started.status, started.stderr).toBe(0);
+    const first = await untilScreen((s) => s.includes('● live'));
+    expect(first.split('\n')[2]).toBe('filter: step=run_sql  ·  from the server: decision=deny');
+
+    await traffic(3);
+    await untilScreen((s) => s.includes('total 1'));
+    tmux('send-keys', '-t', 'tui', 'p');
+    await untilScreen((s) => s.includes('PAUSED 0 new'));
+    await traffic(6);
+    const paused = await untilScreen((s) => s.includes('PAUSED 2 new') && s.includes('total 3'));
+    expect(paused.split('\n').filter((l) => l.includes('e2e-bot'))).toHaveLength(1);
+    tmux('send-keys', '-t', 'tui', 'p');
+    await untilScreen((s) => !s.includes('PAUSED') && s.split('\n').filter((l) => l.includes('e2e-bot')).length === 3);
+
+    // With escapes: the selected row is still shown inverse (7), but no colour is set.
+    const styled = tmux('capture-pane', '-p', '-e', '-t', 'tui').stdout;
+    const esc = String.fromCharCode(27);
+    expect(styled).toMatch(new RegExp(`${esc}\\[[0-9;]*7m`));
+    expect(styled).not.toMatch(new RegExp(`${esc}\\[(?:[0-9;]*;)?(3[0-7]|9[0-7])(;[0-9;]*)?m`));
+
+    tmux('send-keys', '-t', 'tui', '?');
+    const help = await untilScreen((s) => s.includes('Keys (? or esc: back)'));
+    expect(help).toContain('or a bare REGEX; ! inverts a term; empty clears');
+    expect(help).not.toContain('…');
+    for (const line of help.split('\n')) expect(line.length).toBeLessThanOrEqual(80);
+    tmux('send-keys', '-t', 'tui', 'q');
+    await vi.waitFor(() => expect(tmux('has-session', '-t', 'tui').status).not.toBe(0), { timeout: 10_000, interval: 100 });
+  });
+
   it('prints one line per event, or JSON lines, when stdout is not a terminal', async () => {
     for (const format of ['text', 'json'] as const) {
       const child = spawn(process.execPath, [MAIN, 'tui', '--server', baseUrl, '--api-key', 'e2e-reader', '--format', format, '--decision', 'deny'], {

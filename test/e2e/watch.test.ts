@@ -75,6 +75,36 @@ describe('guardctl serve --watch (built binary, real HTTP, real watcher)', () =>
     writeFileSync(join(dir, 'sql.yaml'), control('deny'));
     await expect.poll(async () => (await status()).state, { timeout: 10_000, interval: 20 }).toBe('ok');
     expect(await decision()).toBe('deny');
+
+    // The log, in human lines: the start, each reload, the failure with its problem
+    // below it (the path said once), and the recovery.
+    await expect.poll(() => server.output(), { timeout: 5000 }).toContain('hot reload recovered');
+    const time = '\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z';
+    const lines = server.output().trimEnd().split('\n');
+    expect(lines[0]).toMatch(new RegExp(`^${time} INFO  guardctl listening on http://127\\.0\\.0\\.1:\\d+ \\(database: .*\\), watching ${dir} \\(revision [0-9a-f]{12}\\)$`));
+    const failed = lines.findIndex((l) => l.includes('hot reload failed'));
+    expect(lines[failed]).toMatch(new RegExp(`^${time} WARN  hot reload failed \\(\\d+ errors?\\); still serving revision [0-9a-f]{12}  dir=`));
+    expect(lines[failed + 1]).toMatch(new RegExp(`^    ${join(dir, 'sql.yaml')}:\\d+:\\d+`));
+    expect(lines.at(-1)).toMatch(new RegExp(`^${time} INFO  hot reload recovered: revision [0-9a-f]{12} \\(1 change\\); the directory is valid again`));
+    expect(lines.every((l) => !l.startsWith('{'))).toBe(true);
+  });
+
+  it('logs JSON lines, every one, with --log-format json', async () => {
+    const jsonDir = join(root, 'json');
+    mkdirSync(jsonDir);
+    writeFileSync(join(jsonDir, 'sql.yaml'), control('deny'));
+    const json = await startServeProcess({ args: ['--db', ':memory:', '--watch', jsonDir, '--log-format', 'json'], env });
+    try {
+      writeFileSync(join(jsonDir, 'sql.yaml'), 'kind: Control\nname: block-drop\nscope: [oops\n');
+      await expect.poll(() => json.output(), { timeout: 10_000 }).toContain('hot reload failed');
+      const records = json.output().trimEnd().split('\n').map((l) => JSON.parse(l) as { level: number; msg: string; errors?: string[] });
+      expect(records[0]).toMatchObject({ level: 30, msg: expect.stringMatching(/^guardctl listening on http:/) });
+      const failed = records.find((r) => r.msg.startsWith('hot reload failed'))!;
+      expect(failed.level).toBe(40);
+      expect(failed.errors?.[0]).toMatch(new RegExp(`^${join(jsonDir, 'sql.yaml')}:\\d+:\\d+`));
+    } finally {
+      await json.stop();
+    }
   });
 
   it('refuses to start on an invalid directory, printing file:line:column and exiting 1', async () => {

@@ -132,6 +132,30 @@ const cases: Case[] = [
     conflicts: ['a'],
   },
   {
+    name: 'adopt takes over the controls of the named owner only, identical ones included',
+    desired: {
+      controls: [
+        { name: 'a', data: data('new'), source: null },
+        { name: 'b', data: data('same'), source: null },
+        { name: 'c', data: data('new'), source: null },
+        { name: 'd', data: data('new'), source: null },
+      ],
+      agents: [],
+    },
+    actual: {
+      controls: [
+        actualControl('a', data('old'), 'gitops:default'),
+        actualControl('b', data('same'), 'gitops:default'),
+        actualControl('c', data('old'), null),
+        actualControl('d', data('old'), 'gitops:someone-else'),
+      ],
+      agents: [],
+    },
+    options: { owner: 'acme/guards', adopt: ['default'] },
+    ops: ['update_control a evaluator.config.pattern,managed_by', 'update_control b managed_by'],
+    conflicts: ['c', 'd'],
+  },
+  {
     name: 'agent fields the directory sets are compared; the ones it leaves out are not',
     desired: { controls: [], agents: [{ agent_name: 'bot', fields: { agent_version: '2' }, controls: [] }] },
     actual: { controls: [], agents: [agent('bot', [], { agent_version: '1', agent_description: 'kept' })] },

@@ -47,6 +47,21 @@ describe('POST /observability/events', () => {
     expect((await t.store.queryEvents({ limit: 10, offset: 0 })).total).toBe(0);
   });
 
+  it('takes events without error_message and metadata, storing them as null', async () => {
+    t = await makeApp();
+    const { error_message: _e, metadata: _m, ...bare } = makeEvent(2);
+    const res = await ingest(t.app, [bare]);
+    expect(res.statusCode).toBe(202);
+    expect(res.json()).toEqual({ received: 1, enqueued: 1, dropped: 0 });
+    await t.observability.flush();
+    const [stored] = (await t.store.queryEvents({ limit: 10, offset: 0 })).events;
+    expect(stored).toMatchObject({ control_execution_id: 'exec-2', error_message: null, metadata: null });
+    // Present but of the wrong type is still refused.
+    const wrong = await ingest(t.app, [{ ...makeEvent(2), metadata: 'not an object' }]);
+    expect(wrong.statusCode).toBe(422);
+    expect(wrong.json().errors[0].field).toBe('events[0].metadata');
+  });
+
   it('takes 1 to 1000 events per request', async () => {
     t = await makeApp();
     expect((await ingest(t.app, [])).statusCode).toBe(422);

@@ -15,6 +15,18 @@ describe('createMetrics', () => {
     expect(text).not.toMatch(/^# TYPE guard_/m);
   });
 
+  it('follows the naming rules promtool checks: counters end in _total, nothing else does', async () => {
+    const metrics = createMetrics({ prefix: 'guard', maxLabelValues: 10, countControls: async () => 1, bufferedEvents: () => 0 });
+    const types = [...(await metrics.registry.metrics()).matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => ({ name: m[1]!, type: m[2]! }));
+    expect(types.length).toBeGreaterThan(20);
+    for (const { name, type } of types) {
+      if (type === 'counter') expect(name, `${name} is a counter`).toMatch(/_total$/);
+      else expect(name, `${name} is a ${type}`).not.toMatch(/_total$/);
+    }
+    // The per-type gauges stay: their sum is the total the _total gauges would have said.
+    expect(types.map((t) => t.name)).toEqual(expect.arrayContaining(['guard_nodejs_active_handles', 'guard_nodejs_active_requests']));
+  });
+
   it('keeps two apps apart: each has its own registry', async () => {
     const a = createMetrics({ prefix: 'guard', maxLabelValues: 10, processMetrics: false });
     const b = createMetrics({ prefix: 'guard', maxLabelValues: 10, processMetrics: false });

@@ -79,3 +79,43 @@ describe('reloader (no watcher: reloadNow called directly)', () => {
     expect(reloader.status()).toMatchObject({ state: 'error', reloads: { success: 1, failure: 1 } });
   });
 });
+
+describe('reloader logs', () => {
+  /** Every log call, in order: `level msg` and the fields. */
+  function collectingLogger() {
+    const lines: string[] = [];
+    const fields: Array<Record<string, unknown>> = [];
+    const at = (level: string) => (obj: object, msg: string) => {
+      lines.push(`${level} ${msg}`);
+      fields.push(obj as Record<string, unknown>);
+    };
+    return { lines, fields, logger: { info: at('info'), warn: at('warn'), error: at('error') } };
+  }
+
+  it('logs a failure as one entry listing each problem, and the recovery when the directory is fixed', async () => {
+    const { dir, store, registry, cache } = await setup({ 'a.yaml': `${sqlControl('c1', 'drop')}---\n${agentDoc('bot', ['c1'])}` });
+    const { lines, fields, logger } = collectingLogger();
+    const reloader = createReloader({ dir, store, controlSets: cache, registry, logger });
+    const first = await reloader.reloadNow();
+    writeIn(dir, 'a.yaml', `${sqlControl('c1', '(unclosed')}---\n${agentDoc('bot', ['c1'])}`);
+    await reloader.reloadNow();
+    writeIn(dir, 'a.yaml', `${sqlControl('c1', 'truncate')}---\n${agentDoc('bot', ['c1'])}`);
+    const fixed = await reloader.reloadNow();
+    expect(lines).toEqual([
+      `info hot reload applied: revision ${first.revision} (3 changes)`,
+      `warn hot reload failed (1 error); still serving revision ${first.revision}`,
+      `info hot reload recovered: revision ${fixed.revision} (1 change); the directory is valid again`,
+    ]);
+    expect(fields[1]!.errors).toEqual([expect.stringMatching(new RegExp(`^${join(dir, 'a.yaml')}:\\d+:\\d+ evaluator\\.config\\.pattern: `))]);
+  });
+
+  it('names a removed directory once, without repeating its path', async () => {
+    const { dir, store, registry, cache } = await setup({ 'a.yaml': `${sqlControl('c1', 'drop')}---\n${agentDoc('bot', ['c1'])}` });
+    const { fields, logger } = collectingLogger();
+    const reloader = createReloader({ dir, store, controlSets: cache, registry, logger });
+    await reloader.reloadNow();
+    rmSync(dir, { recursive: true, force: true });
+    await reloader.reloadNow();
+    expect(fields[1]!.errors).toEqual([`${dir}: no such directory (removed or renamed?)`]);
+  });
+});

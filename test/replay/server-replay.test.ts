@@ -120,4 +120,23 @@ describe('guardctl plan --replay', () => {
     expect(body.replay.warnings[0]).toMatch(/^line 2: skipped/);
     expect(body.replay.changes[0]!.count).toBe(1);
   });
+
+  it('says so when there is nothing to replay: a server that records nothing, one that has recorded nothing yet, an empty file', async () => {
+    const quiet = await startTestServer({});
+    const recordingButEmpty = await startTestServer({ GUARD_RECORD_STEPS: 'true' });
+    try {
+      const off = await plan({ format: 'text', replay: true, server: quiet.url });
+      expect(off.out).toContain(`Replay: nothing to replay: the server at ${quiet.url} records no steps (GUARD_RECORD_STEPS is off there); turn it on, or replay a file of steps (--replay steps.jsonl).`);
+      expect(off.out).not.toContain('0 recorded steps');
+      const none = await plan({ format: 'markdown', replay: true, server: recordingButEmpty.url });
+      expect(none.out).toContain(`Replay: nothing to replay: the server at ${recordingButEmpty.url} records steps but has none yet`);
+      const file = join(dir, 'empty.jsonl');
+      writeFileSync(file, '\n');
+      const empty = await plan({ format: 'json', replay: file, server: quiet.url });
+      expect((JSON.parse(empty.out) as { replay: { headline: string } }).replay.headline).toBe(`Replay: nothing to replay: ${file} holds no steps.`);
+    } finally {
+      await quiet.close();
+      await recordingButEmpty.close();
+    }
+  });
 });

@@ -7,7 +7,7 @@ describe('loadConfig', () => {
   it('has the documented defaults', () => {
     const config = loadConfig({});
     expect(config).toMatchObject({
-      host: '0.0.0.0', port: 8000, debug: false, databaseUrl: undefined, apiKeyEnabled: false,
+      host: '127.0.0.1', port: 8000, debug: false, logFormat: 'human', databaseUrl: undefined, apiKeyEnabled: false,
       apiKeys: [], adminApiKeys: [], observabilityEnabled: true, flushIntervalSeconds: 10,
       metricsPrefix: 'guard', bodyLimitBytes: 1_048_576, evaluatorPlugins: [], eventRetentionDays: 30,
       eventBufferSize: 10_000, watchDir: null,
@@ -53,7 +53,27 @@ describe('guardctl serve options', () => {
     expect(config).toMatchObject({ host: '127.0.0.1', port: 9000, databaseUrl: ':memory:', watchDir: 'controls' });
   });
 
-  it('reports a bad --port through the PORT check', () => {
-    expect(() => serveConfigOf({ port: 'eighty' }, {})).toThrow(/PORT/);
+  it('blames a bad value on what the user typed: the flag, or the variable', () => {
+    expect(() => serveConfigOf({ port: 'eighty' }, { PORT: '9000' })).toThrow(/^--port must be a whole number from 0 to 65535, got "eighty"$/);
+    expect(() => serveConfigOf({}, { PORT: 'eighty' })).toThrow(/^PORT must be a whole number/);
+    expect(() => serveConfigOf({ logFormat: 'xml' }, {})).toThrow(/^--log-format must be one of human, json, got "xml"$/);
+  });
+
+  it('refuses a database it cannot open by scheme, without echoing the URL (a password may be in it)', () => {
+    const refuse = (options: { db?: string }, env: Record<string, string>) => {
+      try {
+        serveConfigOf(options, env);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return 'accepted';
+    };
+    expect(refuse({ db: 'mysql://app:s3cret@db/app' }, {})).toMatch(/^--db names a mysql:\/\/ database, which guardctl cannot use: use a SQLite file path/);
+    expect(refuse({ db: 'mysql://app:s3cret@db/app' }, {})).not.toContain('s3cret');
+    expect(refuse({}, { DATABASE_URL: 'mysql://app:s3cret@db/app' })).toMatch(/^DATABASE_URL names a mysql:\/\/ database/);
+    expect(refuse({}, { DB_URL: 'mongodb://app:s3cret@db/app' })).toMatch(/^DB_URL names a mongodb:\/\/ database/);
+    for (const fine of ['postgres://u@h/db', 'postgresql://u@h/db', 'sqlite:///tmp/x.db', 'data/guard.db', ':memory:']) {
+      expect(refuse({ db: fine }, {})).toBe('accepted');
+    }
   });
 });

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import { assembleServer } from '../../src/server/assemble.js';
 import { loadConfig } from '../../src/server/config.js';
-import { serverLoggerOptions } from '../../src/server/start.js';
+import { humanLogLine, serverLoggerOptions } from '../../src/server/logging.js';
 import { openStore } from '../../src/store/open-store.js';
 
 /** The app with `guardctl serve`'s logger (DEBUG on or off), its lines collected. */
@@ -59,6 +59,45 @@ describe('request logging', () => {
       expect(failed!.reqId).toBeDefined();
     } finally {
       await close();
+    }
+  });
+});
+
+describe('log formats', () => {
+  it('a human line: time, level, message, fields; listed problems and an error stack below', () => {
+    const time = Date.UTC(2026, 0, 1, 10, 0, 5, 120);
+    expect(humanLogLine({ level: 40, time, pid: 1, hostname: 'h', dir: 'controls', errors: ['controls/a.yaml:4:1: bad', 'controls/b.yaml:1:1: worse'], msg: 'hot reload failed (2 errors)' })).toBe(
+      '2026-01-01T10:00:05.120Z WARN  hot reload failed (2 errors)  dir=controls\n    controls/a.yaml:4:1: bad\n    controls/b.yaml:1:1: worse\n',
+    );
+    expect(humanLogLine({ level: 30, time, msg: 'shutting down', signal: 'SIGTERM', note: 'two words', n: 3 })).toBe(
+      '2026-01-01T10:00:05.120Z INFO  shutting down  signal=SIGTERM note="two words" n=3\n',
+    );
+    const failed = humanLogLine({ level: 50, time, method: 'GET', err: { type: 'Error', message: 'disk on fire', stack: 'Error: disk on fire\n    at read (store.js:1:1)' }, msg: 'request failed' });
+    expect(failed).toBe('2026-01-01T10:00:05.120Z ERROR request failed  method=GET error="disk on fire"\n    at read (store.js:1:1)\n');
+  });
+
+  it('guardctl serve logs human lines by default and JSON lines when asked, the same records either way', async () => {
+    for (const format of ['human', 'json'] as const) {
+      let text = '';
+      const out = { write: (chunk: string) => (text += chunk) };
+      const config = loadConfig({ OBSERVABILITY_ENABLED: 'false', GUARD_LOG_FORMAT: format });
+      const options = serverLoggerOptions(config, out) as Record<string, unknown>;
+      const real = await openStore(':memory:');
+      const store = new Proxy(real, {
+        get: (target, prop, receiver) => (prop === 'listAgents' ? async () => { throw new Error('disk on fire'); } : Reflect.get(target, prop, receiver)),
+      });
+      const { app, close } = await assembleServer(config, { store, registry: createDefaultRegistry(), observability: false, logger: options.stream ? options : { ...options, stream: out } });
+      await app.listen({ host: '127.0.0.1', port: 0 });
+      await app.inject({ url: '/api/v1/agents' });
+      await close();
+      // Fastify's own "Server listening at" line is left to the server's start line.
+      expect(text).not.toContain('Server listening');
+      const lines = text.trimEnd().split('\n');
+      if (format === 'human') {
+        expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z ERROR request failed {2}error="disk on fire" method=GET url=\/api\/v1\/agents$/);
+      } else {
+        expect(JSON.parse(lines[0]!)).toMatchObject({ level: 50, msg: 'request failed', method: 'GET', err: { message: 'disk on fire' } });
+      }
     }
   });
 });

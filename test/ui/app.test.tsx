@@ -148,18 +148,18 @@ describe('Dashboard', () => {
     await until((f) => f.includes('filter: !decision=deny') && f.includes('billing') && !f.includes('support-bot'));
   });
 
-  it('pauses: totals keep counting, missed shows, rows stay', async () => {
+  it('pauses: the table holds still while totals count, and resuming shows what arrived meanwhile', async () => {
     const { live, app, frame, until } = show();
     live.sink.evaluation(makeSummary({ step_name: 'before_pause' }));
     await until((f) => f.includes('before_pause'));
     await press(app, 'p');
-    await until((f) => f.includes('PAUSED 0 missed'));
+    await until((f) => f.includes('PAUSED 0 new'));
     live.sink.evaluation(makeSummary({ step_name: 'during_pause' }));
     live.sink.evaluation(makeSummary({ step_name: 'during_pause' }));
-    await until((f) => f.includes('PAUSED 2 missed') && f.includes('total 3'));
+    await until((f) => f.includes('PAUSED 2 new') && f.includes('total 3'));
     expect(frame()).not.toContain('during_pause');
     await press(app, 'p');
-    await until((f) => !f.includes('PAUSED'));
+    await until((f) => !f.includes('PAUSED') && f.split('during_pause').length === 3);
     live.sink.evaluation(makeSummary({ step_name: 'after_pause' }));
     await until((f) => f.includes('after_pause'));
   });
@@ -198,5 +198,32 @@ describe('Dashboard', () => {
     await vi.waitFor(() => expect(app.lastFrame()).toContain('total 2'));
     expect(app.lastFrame()).toContain('kept');
     expect(app.lastFrame()).not.toContain('hidden');
+  });
+
+  it('shows every filter in the header, the server\'s (--agent, --decision) and the / one, within 80 columns', async () => {
+    const live = manualSource();
+    const app = render(
+      <Dashboard server="http://127.0.0.1:8000" serverFilter="agent=data-analyst decision=deny" source={live.source} initial={initialState({ filter: 'control=~sql' })} width={80} height={24} throttleMs={5} />,
+    );
+    unmount = app.unmount;
+    live.sink.evaluation(makeSummary({ agent_name: 'data-analyst', decision: 'deny' }));
+    await vi.waitFor(() => expect(app.lastFrame()).toContain('total 1'));
+    const lines = (app.lastFrame() ?? '').split('\n');
+    expect(lines[2]).toBe('filter: control=~sql  ·  from the server: agent=data-analyst decision=deny');
+    expect(lines[3]).toMatch(/^TIME /);
+    expect(lines).toHaveLength(23);
+    expect(Math.max(...lines.map((l) => l.length))).toBeLessThanOrEqual(80);
+  });
+
+  it('fits every help line at 80 columns, wrapping long ones under their key', async () => {
+    const live = manualSource();
+    const app = render(<Dashboard server="s" source={live.source} width={80} height={24} throttleMs={5} />);
+    unmount = app.unmount;
+    await press(app, '?');
+    await vi.waitFor(() => expect(app.lastFrame()).toContain('Keys (? or esc: back)'));
+    const frame = app.lastFrame() ?? '';
+    expect(frame).not.toContain('…');
+    expect(frame).toContain('empty clears');
+    expect(Math.max(...frame.split('\n').map((l) => l.length))).toBeLessThanOrEqual(80);
   });
 });

@@ -68,17 +68,28 @@ describe('events and the ring', () => {
 });
 
 describe('pause', () => {
-  it('counts missed events and totals while paused, adds no rows, and resets missed on resume', () => {
+  it('holds events that arrive while paused, counts them and the totals, and shows them on resume in order', () => {
     let state = run(initialState(), receive([makeSummary({ id: 'before' })]), { type: 'pause/toggle' });
-    state = run(state, receive([makeSummary({ decision: 'deny' }), makeSummary()]), receive([makeSummary()]));
+    state = run(state, receive([makeSummary({ id: 'p1', decision: 'deny' }), makeSummary({ id: 'p2' })]), receive([makeSummary({ id: 'p3' })]));
     expect(state.paused).toBe(true);
-    expect(state.missed).toBe(3);
+    expect(state.held).toHaveLength(3);
     expect(state.totals.events).toBe(4);
     expect(state.totals.deny).toBe(1);
     expect(state.rows.map((r) => r.id)).toEqual(['before']);
     state = run(state, { type: 'pause/toggle' }, receive([makeSummary({ id: 'after' })]));
-    expect(state.missed).toBe(0);
-    expect(state.rows.map((r) => r.id)).toEqual(['before', 'after']);
+    expect(state.held).toEqual([]);
+    expect(state.rows.map((r) => r.id)).toEqual(['before', 'p1', 'p2', 'p3', 'after']);
+  });
+
+  it('holds at most the ring capacity while paused, the newest kept, and clear drops them', () => {
+    let state = run(initialState({ capacity: 3 }), { type: 'pause/toggle' });
+    state = run(state, receive(['a', 'b', 'c', 'd', 'e'].map((id) => makeSummary({ id }))));
+    expect(state.held.map((r) => r.id)).toEqual(['c', 'd', 'e']);
+    expect(state.totals.events).toBe(5);
+    state = run(state, { type: 'clear' });
+    expect(state.held).toEqual([]);
+    state = run(state, receive([makeSummary({ id: 'f' })]), { type: 'pause/toggle' });
+    expect(state.rows.map((r) => r.id)).toEqual(['f']);
   });
 });
 

@@ -3,7 +3,8 @@ import { PatternTextSchema } from '../../model/index.js';
 import { ConfigError, type CompiledCheck, type EvaluatorDefinition, type EvaluatorOutcome, type ScanHint } from '../types.js';
 import { textOf } from '../text.js';
 import { mayMatch, prefilterOf } from './literals.js';
-import { compilePattern, stickyTwin, type CompiledPattern } from './re2.js';
+import { compilePattern, OFFLOAD_MIN_BYTES, stickyTwin, type CompiledPattern } from './re2.js';
+import { searchPool } from './search-pool.js';
 
 export const RegexConfigSchema = z.strictObject({
   pattern: PatternTextSchema.describe('Regular expression in RE2 syntax; inline flags such as (?i) are supported'),
@@ -51,18 +52,31 @@ function checkOf(pattern: string): CompiledCheck {
     // With a memo, the step's regex controls share the text as UTF-8 bytes (offsets are
     // then in bytes); RE2 accepts either form.
     const subject = memo ? memo.utf8(text) : text;
+    // A long text is searched on a thread of its own, so that it cannot hold the event
+    // loop (search-pool.ts); the answer is then a promise.
+    if (subject.length >= OFFLOAD_MIN_BYTES) return searchAway(pattern, typeof subject === 'string' ? Buffer.from(subject, 'utf8') : subject);
     const at = re.search(subject);
     if (at < 0) return NO_MATCH;
     sticky ??= stickyTwin(re);
     sticky.lastIndex = at;
     const to = sticky.test(subject) ? sticky.lastIndex : at;
-    const found = typeof subject === 'string' ? subject.slice(at, to) : subject.toString('utf8', at, to);
-    // What matched goes in `found`, never in the message: the engine shows it masked
-    // unless the control reveals it (engine/present.ts).
-    if (found === '') return EMPTY_MATCH;
-    return { matched: true, confidence: 1, message: 'pattern matched', metadata: null, found: [found] };
+    return matchOf(typeof subject === 'string' ? subject.slice(at, to) : subject.toString('utf8', at, to));
   };
   // The check matches exactly when the pattern does, on the memo's text: the engine may
   // scan it together with the other regex checks of the same field (evaluate.ts).
   return Object.assign(check, { scanPattern: pattern, scanPrefilter: prefilter });
+}
+
+/**
+ * What matched goes in `found`, never in the message: the engine shows it masked unless
+ * the control reveals it (engine/present.ts).
+ */
+function matchOf(found: string): EvaluatorOutcome {
+  if (found === '') return EMPTY_MATCH;
+  return { matched: true, confidence: 1, message: 'pattern matched', metadata: null, found: [found] };
+}
+
+async function searchAway(pattern: string, bytes: Buffer): Promise<EvaluatorOutcome> {
+  const hit = await searchPool().search(pattern, bytes);
+  return hit === null ? NO_MATCH : matchOf(bytes.toString('utf8', hit.at, hit.to));
 }

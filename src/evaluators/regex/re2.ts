@@ -14,6 +14,13 @@ export type CompiledPattern = RE2;
 export const MAX_PROGRAM_SIZE = 200;
 
 /**
+ * Texts (as UTF-8 bytes) from this size on are searched on a worker thread, off the event
+ * loop (search-pool.ts): below it a search costs microseconds, above it the worst pattern
+ * allowed could hold the loop for tens of milliseconds.
+ */
+export const OFFLOAD_MIN_BYTES = 16 * 1024;
+
+/**
  * Builds a linear-time (RE2) regular expression from a pattern a control supplies. Inline
  * flags such as `(?i)`, `(?s)` and `(?m)` are RE2 syntax and work as written; constructs a
  * backtracking engine would need (look-behind, back-references) are rejected here, when

@@ -45,7 +45,7 @@ describe('plan renderers', () => {
 
   it('json: a stable shape', () => {
     const json = JSON.parse(renderPlanJson(p, ctx));
-    expect(Object.keys(json)).toEqual(['version', 'changes', 'directory', 'server', 'fingerprint', 'managed_by', 'summary', 'operations', 'conflicts', 'promotions']);
+    expect(Object.keys(json)).toEqual(['version', 'changes', 'directory', 'server', 'fingerprint', 'managed_by', 'summary', 'operations', 'conflicts', 'refusal', 'promotions']);
     expect(json.summary).toMatchObject({ create_control: 1, update_control: 1, delete_control: 1, link: 1, unlink: 1, conflicts: 1, total: 5 });
   });
 

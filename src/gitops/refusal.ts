@@ -1,0 +1,96 @@
+/**
+ * PURE: why apply would refuse a plan, and the command that gets past it. A plan with
+ * conflicts (controls of the directory's names that another owner manages) is one apply
+ * refuses, so plan says so and exits 1 rather than letting CI find out at apply time.
+ *
+ * The common case is the owner trap: a first local `guardctl apply` runs as owner
+ * `default`, the CI workflow as `--owner $GITHUB_REPOSITORY`, and CI's plan then finds
+ * every changed control owned by someone else. `--adopt default` is its exact fix.
+ */
+import { DEFAULT_OWNER, type Plan } from './plan.js';
+
+/** Conflicting controls of one owner, why they are not this plan's, and what takes them over. */
+export interface ConflictGroup {
+  /** Their `managed_by`: `gitops:<id>`, `watch:<dir>`, or null (made outside guardctl apply). */
+  managed_by: string | null;
+  names: string[];
+  why: string;
+  /** The command that takes them over, or null when taking over is not the fix (a watched directory). */
+  command: string | null;
+  /** What the command does, or what to do instead. */
+  advice: string;
+}
+
+export interface Refusal {
+  /** The reason, for example `2 controls of the same name exist on the server under another owner than gitops:ci`. */
+  message: string;
+  groups: ConflictGroup[];
+}
+
+/** How the plan was asked for, to repeat it in the commands. */
+export interface PlanInvocation {
+  directory: string;
+  owner: string;
+  /** Given when the server was named (flag or GUARD_URL); the default is left out of commands. */
+  server?: string | null;
+}
+
+export function refusalOf(plan: Pick<Plan, 'conflicts' | 'managed_by'>, invocation: PlanInvocation): Refusal | null {
+  if (plan.conflicts.length === 0) return null;
+  const byOwner = new Map<string | null, string[]>();
+  for (const conflict of plan.conflicts) byOwner.set(conflict.managed_by, [...(byOwner.get(conflict.managed_by) ?? []), conflict.name]);
+  const groups = [...byOwner].map(([owner, names]) => groupOf(owner, names, invocation));
+  const n = plan.conflicts.length;
+  return {
+    message: `${n} control${n === 1 ? '' : 's'} of the same name ${n === 1 ? 'exists' : 'exist'} on the server under another owner than ${plan.managed_by}`,
+    groups,
+  };
+}
+
+function groupOf(managedBy: string | null, names: string[], invocation: PlanInvocation): ConflictGroup {
+  const { owner } = invocation;
+  if (managedBy === null) {
+    return {
+      managed_by: null,
+      names,
+      why: 'made outside guardctl apply (through the API, the SDK or by hand)',
+      command: applyCommand(invocation, ['--force']),
+      advice: 'takes over every conflicting control; or rename the controls in the directory',
+    };
+  }
+  if (managedBy.startsWith('watch:')) {
+    const dir = managedBy.slice('watch:'.length);
+    return {
+      managed_by: managedBy,
+      names,
+      why: `kept by the hot reload of ${dir} (guardctl serve --watch), which would take them back`,
+      command: null,
+      advice: `edit them in ${dir}, or rename them in this directory`,
+    };
+  }
+  if (managedBy.startsWith('gitops:')) {
+    const other = managedBy.slice('gitops:'.length);
+    return { managed_by: managedBy, names, why: ownerTrap(other, owner), command: applyCommand(invocation, ['--adopt', other]), advice: `makes them gitops:${owner}, so this directory manages them from now on` };
+  }
+  return { managed_by: managedBy, names, why: `owned by ${managedBy}`, command: applyCommand(invocation, ['--force']), advice: 'takes over every conflicting control; or rename the controls in the directory' };
+}
+
+/** Why another gitops owner holds them, said in terms of the flags that made it so. */
+function ownerTrap(other: string, owner: string): string {
+  const ci = 'as a CI workflow does with --owner $GITHUB_REPOSITORY';
+  if (other === DEFAULT_OWNER) return `applied without --owner (owner "${DEFAULT_OWNER}"), for example by a first local guardctl apply; this plan runs with --owner ${owner}, ${ci}`;
+  if (owner === DEFAULT_OWNER) return `applied with --owner ${other}, ${ci}; this plan runs without --owner (owner "${DEFAULT_OWNER}")`;
+  return `applied with --owner ${other}; this plan runs with --owner ${owner}`;
+}
+
+function applyCommand(invocation: PlanInvocation, extra: string[]): string {
+  const words = ['guardctl', 'apply', shellWord(invocation.directory)];
+  if (invocation.server) words.push('--server', shellWord(invocation.server));
+  if (invocation.owner !== DEFAULT_OWNER) words.push('--owner', shellWord(invocation.owner));
+  return [...words, ...extra.map(shellWord)].join(' ');
+}
+
+/** A word as a POSIX shell reads it back: bare when safe, else single-quoted. */
+export function shellWord(word: string): string {
+  return /^[A-Za-z0-9._/:@%+=,-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
