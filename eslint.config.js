@@ -9,7 +9,7 @@ const ioModules = [
 ];
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'schema/**', 'examples/**/*.js', 'scripts/**', 'scratch/**'] },
+  { ignores: ['dist/**', 'packages/*/dist/**', 'node_modules/**', 'coverage/**', 'schema/**', 'examples/**/*.js', 'scripts/**', 'scratch/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -10,6 +10,8 @@ const modules: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
   () => import('./tui.js'),
   () => import('./gitops.js'),
   () => import('./sdk.js'),
+  () => import('./mcp.js'),
+  () => import('./sdk-install.js'),
   () => import('./store.js'),
   () => import('./reload.js'),
   () => import('./postgres.js'),

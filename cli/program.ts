@@ -12,6 +12,7 @@ import { registerShadowReport } from './commands/shadow-report.js';
 import { registerHistory } from './commands/history.js';
 import { registerCompletion } from './commands/completion.js';
 import { withExamples } from './help.js';
+import { registerMcpProxy } from './commands/mcp-proxy.js';
 
 /** Every command, registered explicitly in one readable list. */
 const commands: Array<(program: Command) => void> = [
@@ -26,6 +27,7 @@ const commands: Array<(program: Command) => void> = [
   registerShadowReport,
   registerHistory,
   registerCompletion,
+  registerMcpProxy,
 ];
 
 export function buildProgram(): Command {

@@ -18,4 +18,18 @@ describe('package entry points', () => {
     );
     expect(out.trim()).toBe('function function function');
   });
+
+  it('resolves each adapter subpath', () => {
+    const out = execFileSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        "const a = await import('guardctl/ai-sdk'); const l = await import('guardctl/langchain'); const o = await import('guardctl/openai-agents'); const m = await import('guardctl/mcp');" +
+          'console.log(typeof a.guardTools, typeof a.guardModel, typeof l.guardTool, typeof l.guardTools, typeof o.guardrailsFor, typeof m.startMcpProxy)',
+      ],
+      { cwd: new URL('..', import.meta.url), encoding: 'utf8' },
+    );
+    expect(out.trim()).toBe('function function function function function function');
+  });
 });

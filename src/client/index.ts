@@ -28,4 +28,5 @@ export type {
   Health,
   IngestResult,
   InitAgentResult,
+  RecordingPage,
 } from './schemas.js';

@@ -117,6 +117,8 @@ const ControlStatsRowSchema = z.looseObject({
   matches: z.number(),
   non_matches: z.number(),
   errors: z.number(),
+  /** Absent from servers that predate it. */
+  selector_missing: z.number().optional(),
   actions: z.record(z.string(), z.number()),
   avg_duration_ms: z.number(),
   // Shadow figures; absent from servers without shadow mode.
@@ -136,6 +138,7 @@ export const AgentStatsSchema = z.looseObject({
     matches: z.number(),
     non_matches: z.number(),
     errors: z.number(),
+    selector_missing: z.number().optional(),
     actions: z.record(z.string(), z.number()),
   }),
   controls: z.array(ControlStatsRowSchema),

@@ -35,6 +35,8 @@ export interface ControlExecution {
    * Always set by the engine (optional only so that hand-built executions stay valid).
    */
   excerpt?: string | null;
+  /** True when the control's selector found nothing in the step (see ControlMatch.selector_missing). */
+  selector_missing?: boolean;
 }
 
 export interface EvaluateOptions {

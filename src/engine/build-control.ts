@@ -71,6 +71,8 @@ export interface CompiledControl {
    * its JSON text.
    */
   readonly plainNonMatch: ControlMatch;
+  /** The same non-match when the control's selector found nothing to look at (frozen too). */
+  readonly missingNonMatch: ControlMatch;
 }
 
 const PLAIN_NON_MATCH: ControlResult = Object.freeze({ matched: false, confidence: 1, message: null, metadata: null });
@@ -148,6 +150,7 @@ export function buildControl(
     selectorPaths: Object.freeze([...new Set(leavesOf(node).map((leaf) => leaf.selector.path))]),
     revealMatch: reveal,
     plainNonMatch: Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH }),
+    missingNonMatch: Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH, selector_missing: true as const }),
   });
   return { ok: true, control };
 }

@@ -10,8 +10,8 @@ import { textOf, truncate } from '../evaluators/text.js';
 import type { ControlExecution, EvaluateOptions, EvaluationOutcome } from './api.js';
 import { NodeKind, type CompiledControl, type CompiledLeaf, type CompiledNode } from './build-control.js';
 import type { CompiledControlSet } from './compile.js';
-import { clearedByScan, scanGroupsOf, type Clock } from './scan-groups.js';
-import { selectValue, StepView } from './select.js';
+import { CLEARED_MISSING, clearedByScan, NOT_CLEARED, scanGroupsOf, type Clock } from './scan-groups.js';
+import { countsAsMissing, selectValue, StepView, type CompiledSelector } from './select.js';
 import { excerptOf, presentOutcome } from './present.js';
 // The global `performance` is a lazy getter in Node: reading it on every clock read costs.
 import { performance } from 'node:perf_hooks';
@@ -52,7 +52,7 @@ export function evaluateStep(
 ): Pending<EvaluationOutcome> {
   const candidates = candidatesOf(set, stage, step);
   const only = options?.execution;
-  const view = new StepView(step);
+  const view = new StepView(step, stage);
   const records: Array<Pending<ControlMatch>> = [];
   let waiting = false;
   // Regex controls of one field scanned together (scan-groups.ts); 1 = known non-match.
@@ -69,8 +69,8 @@ export function evaluateStep(
     for (let i = 0; i < candidates.length; i++) {
       const c = candidates[i]!;
       if (only !== undefined && c.execution !== only) continue;
-      if (cleared !== null && cleared[i] === 1) {
-        const m = c.plainNonMatch;
+      if (cleared !== null && cleared[i] !== NOT_CLEARED) {
+        const m = cleared[i] === CLEARED_MISSING ? c.missingNonMatch : c.plainNonMatch;
         executions[records.length] = executionOf(c, m, undefined, shares![i]!);
         records.push(m);
         continue;
@@ -87,8 +87,8 @@ export function evaluateStep(
   for (let i = 0; i < candidates.length; i++) {
     const c = candidates[i]!;
     if (only !== undefined && c.execution !== only) continue;
-    if (cleared !== null && cleared[i] === 1) {
-      records.push(c.plainNonMatch);
+    if (cleared !== null && cleared[i] !== NOT_CLEARED) {
+      records.push(cleared[i] === CLEARED_MISSING ? c.missingNonMatch : c.plainNonMatch);
       continue;
     }
     const r = runControl(c, view);
@@ -127,7 +127,7 @@ function runControl(c: CompiledControl, view: StepView): Pending<ControlMatch> {
   if (node.kind === NodeKind.Leaf) {
     const value = selectValue(node.selector, view);
     // An evaluator given nothing does not match (and is not asked).
-    if (value === undefined) return c.plainNonMatch;
+    if (value === undefined) return nothingSelected(c, node.selector, view);
     let out: Pending<EvaluatorOutcome>;
     try {
       out = node.check(value, view.memo);
@@ -163,11 +163,38 @@ function runTree(c: CompiledControl, view: StepView): Pending<Detailed> {
   // Tree outcomes are made of leaf outcomes already presented (evalLeaf).
   if (isThenable(v)) {
     return v.then(
-      (d) => ({ match: matchOf(c, d.outcome, d.value, null), value: d.value, found: d.outcome.found }),
+      (d) => ({ match: treeMatchOf(c, d.outcome, d.value, view), value: d.value, found: d.outcome.found }),
       (err: unknown) => ({ match: errorOf(c, onErrorOf(c, err), err), value: undefined }),
     );
   }
-  return { match: matchOf(c, v.outcome, v.value, null), value: v.value, found: v.outcome.found };
+  return { match: treeMatchOf(c, v.outcome, v.value, view), value: v.value, found: v.outcome.found };
+}
+
+/** The non-match of a control whose selector found nothing: marked missing unless that is by design. */
+function nothingSelected(c: CompiledControl, selector: CompiledSelector, view: StepView): ControlMatch {
+  return countsAsMissing(selector, view) ? c.missingNonMatch : c.plainNonMatch;
+}
+
+/**
+ * A condition tree's match. A tree that did not match is missing its fields only when not
+ * one of its leaves found anything: a leaf that finds nothing in one branch is how `or`
+ * trees cover tools with different arguments.
+ */
+function treeMatchOf(c: CompiledControl, o: EvaluatorOutcome, value: unknown, view: StepView): ControlMatch {
+  const m = matchOf(c, o, value, null);
+  return m === c.plainNonMatch && selectsNothing(c.node, view) ? c.missingNonMatch : m;
+}
+
+function selectsNothing(node: CompiledNode, view: StepView): boolean {
+  switch (node.kind) {
+    case NodeKind.Leaf:
+      return selectValue(node.selector, view) === undefined && countsAsMissing(node.selector, view);
+    case NodeKind.Not:
+      return selectsNothing(node.child, view);
+    case NodeKind.And:
+    case NodeKind.Or:
+      return node.children.every((child) => selectsNothing(child, view));
+  }
 }
 
 /** The observability path: also the selected value's excerpt and the time taken. */
@@ -191,6 +218,7 @@ function runDetailed(
     } catch (err) {
       return finishDetailed(c, errorOf(c, c.onError, err), undefined, executions, slot, start, clock);
     }
+    if (value === undefined) return finishDetailed(c, nothingSelected(c, node.selector, view), value, executions, slot, start, clock);
     if (!isThenable(out)) return finishDetailed(c, matchOf(c, out, value, view.memo), value, executions, slot, start, clock, out.found);
     d = out.then(
       (o) => ({ match: matchOf(c, o, value, view.memo), value, found: o.found }),
@@ -248,6 +276,7 @@ function executionOf(
     mode: c.shadow ? 'shadow' : 'enforce',
     message: m.result.message,
     excerpt: text === undefined ? null : excerptOf(text, found, c.revealMatch),
+    selector_missing: m.selector_missing === true,
   };
 }
 

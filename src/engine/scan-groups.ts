@@ -16,7 +16,7 @@ import type { ScanHint } from '../evaluators/types.js';
 import { mayMatchAny, mergePrefilters, type Prefilter } from '../evaluators/regex/literals.js';
 import { compilePatternSet, OFFLOAD_MIN_BYTES, type CompiledPatternSet } from '../evaluators/regex/re2.js';
 import { NodeKind, type CompiledControl } from './build-control.js';
-import { selectValue, type CompiledSelector, type StepView } from './select.js';
+import { countsAsMissing, selectValue, type CompiledSelector, type StepView } from './select.js';
 // Imported rather than the global: see evaluate.ts.
 import { performance } from 'node:perf_hooks';
 
@@ -125,9 +125,15 @@ export interface ScanTiming {
   clock: Clock;
 }
 
+/** clearedByScan's marks: not ruled out, ruled out, ruled out because the field is not there. */
+export const NOT_CLEARED = 0;
+export const CLEARED = 1;
+export const CLEARED_MISSING = 2;
+
 /**
- * Scans each group once. Returns, by candidate position, 1 for a control known not to
- * match (a scan of its group ruled it out), else 0. With `timing`, the time of each group's
+ * Scans each group once. Returns, by candidate position, CLEARED for a control known not to
+ * match (a scan of its group ruled it out), CLEARED_MISSING when that is because its
+ * selector found nothing, else NOT_CLEARED. With `timing`, the time of each group's
  * scan is shared equally by the members it ruled out; the others are timed when they run,
  * and a scan that rules out none is charged to no control.
  */
@@ -136,12 +142,17 @@ export function clearedByScan(groups: readonly ScanGroup[], size: number, view: 
   for (let g = 0; g < groups.length; g++) {
     const group = groups[g]!;
     const ruledOut = ruledOutBy(group, view);
-    if (ruledOut !== null) for (let k = 0; k < ruledOut.length; k++) cleared[ruledOut[k]!] = 1;
+    if (ruledOut !== null) {
+      const mark = ruledOut === MISSING ? missingMark(group, view) : CLEARED;
+      const members = ruledOut === MISSING ? group.members : ruledOut;
+      for (let k = 0; k < members.length; k++) cleared[members[k]!] = mark;
+    }
     if (timing) {
       const end = performance.now();
       if (ruledOut !== null) {
-        const each = (end - timing.clock.last) / ruledOut.length;
-        for (let k = 0; k < ruledOut.length; k++) timing.shares[ruledOut[k]!] = each;
+        const members = ruledOut === MISSING ? group.members : ruledOut;
+        const each = (end - timing.clock.last) / members.length;
+        for (let k = 0; k < members.length; k++) timing.shares[members[k]!] = each;
       }
       timing.clock.last = end;
     }
@@ -149,12 +160,19 @@ export function clearedByScan(groups: readonly ScanGroup[], size: number, view: 
   return cleared;
 }
 
-/** The members the group's scan rules out, or null when it rules out none. */
+/** ruledOutBy's answer when the group's field is not in the step. */
+const MISSING: readonly number[] = [];
+
+function missingMark(g: ScanGroup, view: StepView): number {
+  return countsAsMissing(g.selector, view) ? CLEARED_MISSING : CLEARED;
+}
+
+/** The members the group's scan rules out (MISSING: all, as their field is not there), or null when it rules out none. */
 function ruledOutBy(g: ScanGroup, view: StepView): readonly number[] | null {
   try {
     const value = selectValue(g.selector, view);
     // Nothing selected: the members would not be asked, and do not match.
-    if (value === undefined) return g.members;
+    if (value === undefined) return MISSING;
     const memo = view.memo;
     const text = memo.text(value);
     if (text === undefined) return g.members;

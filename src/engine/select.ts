@@ -3,7 +3,7 @@
  * `input.messages[0].content` and `input.messages.0.content` parse to the same walk.
  */
 import { TextMemo } from '../evaluators/text.js';
-import type { Step } from '../model/index.js';
+import type { Stage, Step } from '../model/index.js';
 
 export const Root = { Whole: 0, Name: 1, Input: 2, Output: 3, Context: 4 } as const;
 export type Root = (typeof Root)[keyof typeof Root];
@@ -51,7 +51,10 @@ export function parseSelector(path: string): CompiledSelector | string {
 export class StepView {
   #whole: Record<string, unknown> | undefined;
   #memo: TextMemo | undefined;
-  constructor(readonly step: Step) {}
+  constructor(
+    readonly step: Step,
+    readonly stage: Stage,
+  ) {}
 
   /** Text of selected values, shared by this step's checks (created on first use). */
   get memo(): TextMemo {
@@ -95,4 +98,12 @@ export function selectValue(selector: CompiledSelector, view: StepView): unknown
     cur = (cur as Record<string | number, unknown>)[key];
   }
   return cur;
+}
+
+/**
+ * Whether a selector that selected nothing counts as missing: a step has no output before
+ * it runs, so an `output` selector finds nothing at `pre` by design, not by mistake.
+ */
+export function countsAsMissing(selector: CompiledSelector, view: StepView): boolean {
+  return !(selector.root === Root.Output && view.stage === 'pre');
 }

@@ -23,6 +23,11 @@ export const ObservabilityEventSchema = z.strictObject({
   error_message: z.string().max(8192).nullable(),
   metadata: JsonObjectSchema.nullable(),
   /**
+   * A non-match whose selector found nothing in the step (ControlMatch.selector_missing):
+   * stored as a row rather than rolled up, and counted as `selector_missing` in stats.
+   */
+  selector_missing: z.boolean().optional(),
+  /**
    * The control's mode when it ran: a `shadow` match did not take part in the decision.
    * Absent means `enforce` (clients that predate modes); stores always return it.
    */

@@ -43,6 +43,12 @@ export const ControlMatchSchema = z.strictObject({
   steering_context: SteeringContextSchema.optional(),
   /** Set when the evaluator failed; on_error decided whether the action fired. */
   error: z.string().optional(),
+  /**
+   * Set on a non-match whose selector found nothing in a step the control is scoped to
+   * (a misnamed field, for instance): the control could not look, which is not the same
+   * as looking and finding nothing wrong.
+   */
+  selector_missing: z.literal(true).optional(),
 });
 export type ControlMatch = z.infer<typeof ControlMatchSchema>;
 

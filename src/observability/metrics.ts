@@ -15,6 +15,8 @@ export interface GuardMetrics {
   readonly shadowMatches: CounterFamily;
   readonly evaluationDuration: HistogramFamily;
   readonly evaluatorErrors: CounterFamily;
+  /** Steps a control was scoped to but whose selector found nothing, by agent and control. */
+  readonly selectorMissing: CounterFamily;
   readonly controls: Gauge;
   readonly eventsBuffered: Gauge;
   readonly eventsWritten: Counter;
@@ -136,6 +138,12 @@ export function createMetrics(opts: MetricsOptions): GuardMetrics {
       name: name('evaluator_errors_total'),
       help: 'Evaluator failures by evaluator name',
       labelNames: ['evaluator'],
+      registry,
+    }),
+    selectorMissing: new CounterFamily({
+      name: name('selector_missing_total'),
+      help: 'Steps in a control\'s scope whose selector found nothing to check, by agent and control',
+      labelNames: ['agent', 'control'],
       registry,
     }),
     controls: new Gauge({

@@ -8,6 +8,7 @@ import { createEventHub, type EventHub } from './event-hub.js';
 import { defaultWorkerUrl, inlineWriter, workerWriter, type EventWriter } from './event-writer.js';
 import { createMetrics, type GuardMetrics } from './metrics.js';
 import { NonMatchRollups } from './non-match-rollups.js';
+import { SelectorMissingReporter } from './selector-missing.js';
 import { eventOf, executionsOf, isNonMatch, metadataByControl, summaryOf, type RecordEvaluationInput } from './record.js';
 import { createExampleTaker } from './shadow-examples.js';
 import type { TraceIds } from './trace.js';
@@ -176,6 +177,7 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
   };
 
   const examples = createExampleTaker(opts.exampleRedact);
+  const missing = new SelectorMissingReporter(metrics, logger);
 
   // Unlabelled: one handle for the life of the app.
   const evaluationSeconds = metrics.evaluationDuration.child();
@@ -190,6 +192,7 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
     for (const x of executions) {
       durationMs += x.duration_ms;
       if (x.error_message !== null) metrics.evaluatorErrors.child(metrics.evaluatorLabels.value(x.evaluator_name || 'unknown')).inc();
+      else if (x.selector_missing === true) missing.report({ ...x, agent_name: input.agent_name, step_name: input.step.name });
     }
     evaluationSeconds.observe(durationMs / 1000);
     if (!enabled && hub.size === 0) return;
@@ -259,6 +262,9 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
     },
     settle,
     ingest(batch) {
+      for (const e of batch) {
+        if (e.selector_missing === true) missing.report({ ...e, step_name: stepNameOf(e) });
+      }
       if (!enabled) {
         metrics.eventsDropped.inc({ reason: 'disabled' }, batch.length);
         return { received: batch.length, enqueued: 0, dropped: batch.length };
@@ -323,6 +329,12 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
     flush: flushAll,
     prune,
   };
+}
+
+/** The SDK names the step in its events' metadata; other clients may not. */
+function stepNameOf(e: ObservabilityEvent): string {
+  const name = e.metadata?.step_name;
+  return typeof name === 'string' ? name : 'unknown';
 }
 
 function chooseWriter(opts: CreateObservabilityOptions): EventWriter {

@@ -47,6 +47,7 @@ export function executionsOf(input: RecordEvaluationInput): ControlExecution[] {
       selector_path: '',
       duration_ms: 0,
       mode,
+      selector_missing: m.selector_missing === true,
     });
   for (const m of result.matches) add(m, true);
   for (const m of result.shadow_matches) add(m, true, 'shadow');
@@ -107,12 +108,16 @@ export function eventOf(
     metadata: metadata?.get(x.control_id) ?? null,
     mode: x.mode ?? 'enforce',
     set_revision: input.set_revision ?? null,
+    ...(x.selector_missing === true && { selector_missing: true }),
   };
 }
 
-/** A non-match is rolled up instead of stored as a row (unless sampled). */
-export function isNonMatch(x: { matched: boolean; error_message: string | null }): boolean {
-  return !x.matched && x.error_message === null;
+/**
+ * A non-match is rolled up instead of stored as a row (unless sampled). One whose selector
+ * found nothing is kept as a row, like an error: it is a misconfiguration to fix.
+ */
+export function isNonMatch(x: { matched: boolean; error_message: string | null; selector_missing?: boolean | undefined }): boolean {
+  return !x.matched && x.error_message === null && x.selector_missing !== true;
 }
 
 /** Walks a selector path (`input.a.b[0]`, `name`, `*`) for the stream's excerpt. */

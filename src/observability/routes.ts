@@ -25,16 +25,18 @@ interface StatsTotals {
   matches: number;
   non_matches: number;
   errors: number;
+  selector_missing: number;
   actions: Record<string, number>;
 }
 
 function totalsOf(rows: readonly ControlStatsRow[]): StatsTotals {
-  const totals: StatsTotals = { executions: 0, matches: 0, non_matches: 0, errors: 0, actions: {} };
+  const totals: StatsTotals = { executions: 0, matches: 0, non_matches: 0, errors: 0, selector_missing: 0, actions: {} };
   for (const row of rows) {
     totals.executions += row.executions;
     totals.matches += row.matches;
     totals.non_matches += row.non_matches;
     totals.errors += row.errors;
+    totals.selector_missing += row.selector_missing;
     for (const [action, n] of Object.entries(row.actions)) totals.actions[action] = (totals.actions[action] ?? 0) + n;
   }
   return totals;

@@ -20,6 +20,8 @@ import { buildControlSet, type AgentControlSet } from './control-set.js';
 import { ControlSteerError, ControlViolationError, GuardUnavailableError } from './errors.js';
 import { EventBatcher, eventsOf } from './events.js';
 import { decidingMatch, emptyResult, mergeResults } from './merge.js';
+import { MissingSelectorWarnings } from './missing-selectors.js';
+import { DISCLOSURES, unavailableVerdict, verdictOf, type Disclosure, type Verdict } from './verdict.js';
 
 export type FailMode = 'closed' | 'open';
 
@@ -58,6 +60,11 @@ export interface GuardAgentOptions {
    * GuardUnavailableError, `open` logs a warning and lets the step go on.
    */
   failMode?: FailMode | undefined;
+  /**
+   * How much of the deciding control the text a model reads may reveal (error messages,
+   * verdict.message): `minimal` (default), `name` or `full`. See verdict.ts.
+   */
+  disclosure?: Disclosure | undefined;
   /** Send events of in-process evaluations to the server. Default true. */
   events?: boolean | undefined;
   /** Send when this many events wait. Default 100. */
@@ -72,10 +79,16 @@ export interface GuardAgentOptions {
   fetch?: typeof fetch | undefined;
 }
 
-export interface ControlOptions {
+export interface ControlOptions<A extends unknown[] = unknown[]> {
   /** The step name controls are scoped to; defaults to the function's name. */
   stepName?: string;
   type: StepType;
+  /**
+   * The step's input, picked out of the call's arguments. Default: the first argument,
+   * so that what frameworks pass after it (a tool call id, the whole conversation) is
+   * neither checked in its place nor sent to the server.
+   */
+  input?: (...args: A) => unknown;
   /** Context metadata for `context.<field>` selectors (a user id, a tenant, ...). */
   context?: JsonObject | (() => JsonObject);
 }
@@ -89,10 +102,12 @@ export class GuardAgent {
   readonly agentName: string;
   readonly client: GuardClient;
   readonly failMode: FailMode;
+  readonly disclosure: Disclosure;
   readonly #registry: EvaluatorRegistry;
   readonly #logger: GuardLogger;
   readonly #refreshMs: number;
   readonly #events: EventBatcher | null;
+  readonly #missing: MissingSelectorWarnings;
   #set: AgentControlSet;
   #refreshTimer: NodeJS.Timeout | null = null;
   #closed = false;
@@ -111,8 +126,13 @@ export class GuardAgent {
       fetch: options.fetch,
     });
     this.failMode = options.failMode ?? 'closed';
+    this.disclosure = options.disclosure ?? 'minimal';
+    if (!DISCLOSURES.includes(this.disclosure)) {
+      throw new TypeError(`disclosure must be one of ${DISCLOSURES.join(', ')}, not ${JSON.stringify(options.disclosure)}`);
+    }
     this.#registry = options.registry ?? createDefaultRegistry();
     this.#logger = options.logger ?? consoleLogger;
+    this.#missing = new MissingSelectorWarnings(this.#logger);
     this.#refreshMs = Math.max(0, (options.refreshIntervalSeconds ?? 60) * 1000);
     this.#set = this.#build(records);
     this.#events =
@@ -243,13 +263,36 @@ export class GuardAgent {
         this.#unavailable(`server check of step "${step.name}" (${stage}) failed: ${error.message}`, error);
       }
     }
-    return mergeResults(local, remote);
+    const result = mergeResults(local, remote);
+    this.#missing.note(result, step.name, stage, set.records);
+    return result;
+  }
+
+  /**
+   * Checks a step at a stage and says what to do, without raising on deny, steer or an
+   * unreachable server: adapters answer the model with `message` instead of throwing
+   * through the framework. When the step could not be checked, failMode `closed` gives a
+   * deny verdict with `unavailable: true` (`open` logs and allows). warn and log matches
+   * are logged. Raises only on invalid arguments.
+   */
+  async verdict(step: StepInput, stage: Stage): Promise<Verdict> {
+    let result: EvaluationResult;
+    try {
+      result = await this.evaluate(step, stage);
+    } catch (error) {
+      if (!(error instanceof GuardUnavailableError)) throw error;
+      const verdict = unavailableVerdict(stage);
+      verdict.error = new GuardUnavailableError(verdict.message!, { cause: error });
+      return verdict;
+    }
+    this.#logMatches(result, step, stage);
+    return this.#verdictOf(result, stage);
   }
 
   /**
    * Checks a step at a stage: returns the result when the step may go on, raises
-   * ControlViolationError on deny and ControlSteerError on steer. warn and log matches
-   * are logged.
+   * ControlViolationError on deny and ControlSteerError on steer (their messages are the
+   * verdict's model text). warn and log matches are logged.
    */
   async check(step: StepInput, stage: Stage): Promise<EvaluationResult> {
     const result = await this.evaluate(step, stage);
@@ -259,19 +302,20 @@ export class GuardAgent {
 
   /**
    * Wraps an async function as a checked step: `pre` on its input before it runs, `post`
-   * on its output after. The input is the single argument, or the argument list when
-   * there are several. The function receives its arguments unchanged.
+   * on its output after. The input is the first argument unless `options.input` picks it
+   * out of the arguments. The function receives its arguments unchanged.
    */
   control<A extends unknown[], R>(
     fn: (...args: A) => Promise<R> | R,
-    options: ControlOptions,
+    options: ControlOptions<A>,
   ): (...args: A) => Promise<R> {
     const name = options.stepName ?? fn.name;
     if (!name) throw new TypeError('control(): give options.stepName (the function has no name)');
     const type = options.type;
     const contextOf = options.context;
+    const inputOf = options.input ?? ((...args: A): unknown => args[0]);
     return async (...args: A): Promise<R> => {
-      const input = args.length === 1 ? args[0] : args;
+      const input = inputOf(...args);
       const context = typeof contextOf === 'function' ? contextOf() : contextOf;
       const step: StepInput = context ? { type, name, input, context } : { type, name, input };
       await this.check(step, 'pre');
@@ -302,7 +346,7 @@ export class GuardAgent {
     this.#logger.warn(`${message}; failMode is open, so the step goes on`);
   }
 
-  #enforce(result: EvaluationResult, step: StepInput, stage: Stage): void {
+  #logMatches(result: EvaluationResult, step: StepInput, stage: Stage): void {
     for (const m of result.matches) {
       if (m.action === 'warn' || m.action === 'log') {
         const text = `control "${m.control_name}" matched step "${step.name}" (${stage})${m.result.message ? `: ${m.result.message}` : ''}`;
@@ -310,21 +354,26 @@ export class GuardAgent {
         else this.#logger.info(text);
       }
     }
+  }
+
+  #enforce(result: EvaluationResult, step: StepInput, stage: Stage): void {
+    this.#logMatches(result, step, stage);
+    const { error } = this.#verdictOf(result, stage);
+    if (error) throw error;
+  }
+
+  /** The verdict of a result, with the error `check` raises for it. */
+  #verdictOf(result: EvaluationResult, stage: Stage): Verdict {
+    const verdict = verdictOf(result, stage, this.disclosure);
+    if (verdict.decision === 'allow') return verdict;
     const decider = decidingMatch(result);
     const metadata = decider ? (this.#set.actionMetadata.get(decider.control_id) ?? null) : null;
-    if (result.decision === 'deny') {
-      throw new ControlViolationError(
-        decider?.control_id ?? -1,
-        decider?.control_name ?? 'unknown',
-        decider?.result.message ?? decider?.error ?? null,
-        metadata,
-        result,
-      );
-    }
-    if (result.decision === 'steer') {
-      const context = result.steering_context ?? decider?.steering_context ?? { message: 'steer control matched' };
-      throw new ControlSteerError(decider?.control_id ?? null, decider?.control_name ?? null, context, metadata, result);
-    }
+    const text = verdict.message!;
+    verdict.error =
+      verdict.decision === 'deny'
+        ? new ControlViolationError(decider?.control_id ?? -1, verdict.control_name ?? 'unknown', verdict.detail, metadata, result, text)
+        : new ControlSteerError(decider?.control_id ?? null, verdict.control_name, verdict.steering_context!, metadata, result, text);
+    return verdict;
   }
 }
 

@@ -14,7 +14,11 @@ export class GuardError extends Error {
   }
 }
 
-/** A deny control matched: the step must not run (pre) or its output must not be used (post). */
+/**
+ * A deny control matched: the step must not run (pre) or its output must not be used (post).
+ * The message is written for the model a framework shows it to, within the guard's
+ * disclosure (verdict.ts); the properties tell the application everything.
+ */
 export class ControlViolationError extends GuardError {
   constructor(
     readonly controlId: number,
@@ -24,13 +28,19 @@ export class ControlViolationError extends GuardError {
     /** The control's `action.metadata` (reason, severity, ...), or null. */
     readonly metadata: JsonObject | null,
     readonly result: EvaluationResult,
+    /** What the model may read (verdict.ts modelTextOf). */
+    message: string,
   ) {
-    super(`blocked by control "${controlName}"${detail ? `: ${detail}` : ''}`);
+    super(message);
     this.name = 'ControlViolationError';
   }
 }
 
-/** A steer control matched (and no deny): correct the step as the steering context says, then retry. */
+/**
+ * A steer control matched (and no deny): correct the step as the steering context says,
+ * then retry. The message holds the steering message and every required action, so a
+ * model that reads only the error text still knows what to do.
+ */
 export class ControlSteerError extends GuardError {
   constructor(
     readonly controlId: number | null,
@@ -38,8 +48,10 @@ export class ControlSteerError extends GuardError {
     readonly steeringContext: SteeringContext,
     readonly metadata: JsonObject | null,
     readonly result: EvaluationResult,
+    /** What the model may read (verdict.ts modelTextOf): the steering message and the required actions. */
+    message: string,
   ) {
-    super(`steered by control "${controlName ?? 'unknown'}": ${steeringContext.message}`);
+    super(message);
     this.name = 'ControlSteerError';
   }
 

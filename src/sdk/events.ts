@@ -135,5 +135,6 @@ export function eventsOf(executions: readonly ControlExecution[], ctx: EventCont
     metadata: { source: 'sdk', step_name: ctx.step.name },
     mode: e.mode ?? 'enforce',
     set_revision: ctx.setRevision,
+    ...(e.selector_missing === true && { selector_missing: true }),
   }));
 }

@@ -12,10 +12,52 @@ import { GuardAgent, type ControlOptions, type GuardAgentOptions, type StepInput
 
 export { GuardAgent } from './agent.js';
 export type { ControlOptions, FailMode, GuardAgentOptions, GuardLogger, StepInput } from './agent.js';
+export { DISCLOSURES, type Disclosure, type Verdict } from './verdict.js';
 export { ControlSteerError, ControlViolationError, GuardError, GuardUnavailableError } from './errors.js';
-export { ApiError } from '../errors.js';
-export { ConnectionError, GuardClient, ResponseShapeError, type GuardClientOptions } from '../client/index.js';
-export type { EvaluationResult, SteeringContext, StepDecl } from '../model/index.js';
+export { ApiError, UserError, type ProblemBody } from '../errors.js';
+// Evaluators for `execution: sdk` controls (the `registry` option), with the plugin interface.
+export {
+  createDefaultRegistry,
+  EvaluatorRegistry,
+  type CompiledEvaluator,
+  type CompileResult,
+  type DefaultRegistryOptions,
+  type EvaluatorInfo as RegisteredEvaluator,
+} from '../evaluators/registry.js';
+export { ConfigError } from '../evaluators/types.js';
+export type {
+  CompiledCheck,
+  EvaluatorDefinition,
+  EvaluatorOutcome,
+  EvaluatorPlugin,
+  PartCache,
+  PartCaches,
+  ValueMemo,
+} from '../evaluators/types.js';
+// Every type a public signature above names, so that callers (and adapters) can name it too.
+export * from '../client/index.js';
+export type {
+  FieldIssue,
+  OnError,
+  AgentPatch,
+  AgentRecord,
+  ControlData,
+  ControlDataInput,
+  ControlMatch,
+  ControlRecord,
+  ControlResult,
+  Decision,
+  EvaluationRequest,
+  EvaluationResult,
+  JsonObject,
+  ObservabilityEvent,
+  ShadowReport,
+  Stage,
+  SteeringContext,
+  Step,
+  StepDecl,
+  StepType,
+} from '../model/index.js';
 
 export type InitOptions = GuardAgentOptions;
 
@@ -51,7 +93,7 @@ function current(): GuardAgent {
 /** `agent.control` of the most recent init. */
 export function control<A extends unknown[], R>(
   fn: (...args: A) => Promise<R> | R,
-  options: ControlOptions,
+  options: ControlOptions<A>,
 ): (...args: A) => Promise<R> {
   // Resolved per call so that wrapping may happen before init at module load.
   return (...args: A) => current().control(fn, options)(...args);

@@ -106,6 +106,7 @@ function entryJson(m: ControlMatch): string {
   ];
   if (m.steering_context !== undefined) parts.push(`,"steering_context":${steeringJson(m.steering_context)}`);
   if (m.error !== undefined) parts.push(`,"error":${JSON.stringify(m.error)}`);
+  if (m.selector_missing === true) parts.push(',"selector_missing":true');
   parts.push('}');
   // join makes one flat string: a cached text built with + would stay a tree of pieces,
   // several times its size, for as long as its control is compiled.

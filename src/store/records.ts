@@ -64,10 +64,11 @@ export function agentRecordOf(row: AgentColumns, own: AgentConverted): AgentReco
 }
 
 type EventConverted = Pick<ObservabilityEvent, 'control_id' | 'matched' | 'timestamp' | 'metadata'> & { set_revision: number | null };
-type EventColumns = Omit<ObservabilityEvent, keyof EventConverted | 'check_stage' | 'applies_to' | 'action' | 'mode'> & {
+type EventColumns = Omit<ObservabilityEvent, keyof EventConverted | 'check_stage' | 'applies_to' | 'action' | 'mode' | 'selector_missing'> & {
   check_stage: string;
   applies_to: string;
   action: string;
+  outcome: number;
   mode: string;
   example: string | null;
 };
@@ -92,6 +93,7 @@ export function eventRecordOf(row: EventColumns, own: EventConverted): StoredEve
     selector_path: row.selector_path,
     error_message: row.error_message,
     metadata: own.metadata,
+    ...selectorMissingOf(row.outcome),
     mode: row.mode as ControlMode,
     set_revision: own.set_revision,
     example: row.example,
@@ -145,20 +147,36 @@ export function enabledAfter(
 
 /**
  * How an event counts in stats. An error is neither a match nor a non-match, so
- * executions = matches + non_matches + errors holds by construction. A shadow control's
- * outcome is the same plus SHADOW_OUTCOME, so the stats indexes (which end in outcome
- * and action) count would-deny and would-steer without another index.
+ * executions = matches + non_matches + errors holds by construction. A non-match whose
+ * selector found nothing is stored as a row of its own outcome, counted both as a
+ * non-match and as `selector_missing`. A shadow control's outcome is the same plus
+ * SHADOW_OUTCOME, so the stats indexes (which end in outcome and action) count
+ * would-deny and would-steer without another index.
  */
 export const OUTCOME_NON_MATCH = 0;
 export const OUTCOME_MATCH = 1;
 export const OUTCOME_ERROR = 2;
-export const SHADOW_OUTCOME = 3;
+export const OUTCOME_SELECTOR_MISSING = 3;
+/** Added to a shadow control's outcome (so 4 to 7 are the shadow outcomes). */
+export const SHADOW_OUTCOME = 4;
 /** The outcomes stats read from event rows (non-matches come from the rollups), both modes. */
-export const ROW_OUTCOMES: readonly number[] = [OUTCOME_MATCH, OUTCOME_ERROR, SHADOW_OUTCOME + OUTCOME_MATCH, SHADOW_OUTCOME + OUTCOME_ERROR];
+export const ROW_OUTCOMES: readonly number[] = [OUTCOME_MATCH, OUTCOME_ERROR, OUTCOME_SELECTOR_MISSING].flatMap((o) => [o, o + SHADOW_OUTCOME]);
 
-export function outcomeOf(event: Pick<ObservabilityEvent, 'matched' | 'error_message' | 'mode'>): number {
-  const base = event.error_message !== null ? OUTCOME_ERROR : event.matched ? OUTCOME_MATCH : OUTCOME_NON_MATCH;
+export function outcomeOf(event: Pick<ObservabilityEvent, 'matched' | 'error_message' | 'selector_missing' | 'mode'>): number {
+  const base =
+    event.error_message !== null
+      ? OUTCOME_ERROR
+      : event.matched
+        ? OUTCOME_MATCH
+        : event.selector_missing === true
+          ? OUTCOME_SELECTOR_MISSING
+          : OUTCOME_NON_MATCH;
   return event.mode === 'shadow' ? base + SHADOW_OUTCOME : base;
+}
+
+/** The event's selector_missing field as a stored row's outcome gives it back (either mode). */
+export function selectorMissingOf(outcome: number): { selector_missing?: true } {
+  return outcome % SHADOW_OUTCOME === OUTCOME_SELECTOR_MISSING ? { selector_missing: true } : {};
 }
 
 /** The outcome of a rollup's non-matches in `mode` (rollups hold non-matches only). */
@@ -184,6 +202,7 @@ export function emptyStatsRow(control_id: number, control_name: string): Control
     matches: 0,
     non_matches: 0,
     errors: 0,
+    selector_missing: 0,
     actions: {},
     avg_duration_ms: 0,
     shadow_executions: 0,
@@ -220,7 +239,10 @@ export function statsRowsOf(parts: StatsPart[], nameOf: (controlId: number) => s
         if (part.action === 'deny') row.would_deny += part.count;
         else if (part.action === 'steer') row.would_steer += part.count;
       }
-    } else row.non_matches += part.count;
+    } else {
+      row.non_matches += part.count;
+      if (outcome === OUTCOME_SELECTOR_MISSING) row.selector_missing += part.count;
+    }
   }
   return [...rows.values()]
     .sort((a, b) => a.control_id - b.control_id)

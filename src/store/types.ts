@@ -57,6 +57,8 @@ export interface ControlStatsRow {
   matches: number;
   non_matches: number;
   errors: number;
+  /** Non-matches whose selector found nothing in the step (included in non_matches). */
+  selector_missing: number;
   /** Matches by action. */
   actions: Record<string, number>;
   avg_duration_ms: number;

@@ -43,6 +43,7 @@ export const METRIC_NAMES = [
   'control_matches_total',
   'evaluation_duration_seconds',
   'evaluator_errors_total',
+  'selector_missing_total',
   'controls',
   'events_buffered',
   'events_written_total',

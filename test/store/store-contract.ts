@@ -412,6 +412,7 @@ export function defineStoreContract(name: string, open: () => Promise<Store>): v
             matches: 2,
             non_matches: 1,
             errors: 1,
+            selector_missing: 0,
             actions: { deny: 2 },
             avg_duration_ms: 5,
             ...NO_SHADOW,
@@ -423,6 +424,7 @@ export function defineStoreContract(name: string, open: () => Promise<Store>): v
             matches: 1,
             non_matches: 0,
             errors: 0,
+            selector_missing: 0,
             actions: { log: 1 },
             avg_duration_ms: 1,
             ...NO_SHADOW,
@@ -454,10 +456,29 @@ export function defineStoreContract(name: string, open: () => Promise<Store>): v
           matches: 0,
           non_matches: 12,
           errors: 0,
+          selector_missing: 0,
           actions: {},
           avg_duration_ms: 8 / 12,
           ...NO_SHADOW,
         });
+      });
+
+      it('keeps a non-match whose selector found nothing as a row: queried back, counted in non_matches and selector_missing', async () => {
+        const t = '2025-01-01T12:05:00.000Z';
+        await store.insertEvents([
+          event({ control_id: 1, agent_name: 'a', timestamp: t, matched: false, selector_missing: true }),
+          event({ control_id: 1, agent_name: 'a', timestamp: t, matched: false, selector_missing: true }),
+          event({ control_id: 1, agent_name: 'a', timestamp: t, matched: true, action: 'deny' }),
+        ]);
+        await store.insertRollups([rollup({ control_id: 1, agent_name: 'a', bucket: t, count: 3, total_duration_ms: 0 })]);
+        for (const query of [{}, { agent_name: 'a' }, { control_id: 1 }]) {
+          const [row] = await store.controlStats({ since: '2025-01-01T12:00:00.000Z', ...query });
+          expect(row).toMatchObject({ executions: 6, matches: 1, non_matches: 5, errors: 0, selector_missing: 2 });
+        }
+        const page = await store.queryEvents({ matched: false, limit: 10, offset: 0 });
+        expect(page.events.map((e) => e.selector_missing)).toEqual([true, true]);
+        const matched = await store.queryEvents({ matched: true, limit: 10, offset: 0 });
+        expect(matched.events[0]).not.toHaveProperty('selector_missing');
       });
 
       it('stats hold executions = matches + non_matches + errors over rows and rollups, by agent and control', async () => {

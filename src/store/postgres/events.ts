@@ -21,6 +21,7 @@ interface EventRow {
   applies_to: string;
   action: string;
   matched: boolean;
+  outcome: number;
   confidence: number;
   ts: Date;
   execution_duration_ms: number;

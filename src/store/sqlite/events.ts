@@ -5,7 +5,18 @@
  */
 import type Database from 'better-sqlite3';
 import type { StoredEvent } from '../../model/index.js';
-import { EVENT_COLUMNS, epochMsOf, eventRecordOf, eventValuesOf, mergedRollups, rollupOutcomeOf, ROW_OUTCOMES, SHADOW_OUTCOME, statsRowsOf, type StatsPart } from '../records.js';
+import {
+  EVENT_COLUMNS,
+  epochMsOf,
+  eventRecordOf,
+  eventValuesOf,
+  mergedRollups,
+  rollupOutcomeOf,
+  ROW_OUTCOMES,
+  SHADOW_OUTCOME,
+  statsRowsOf,
+  type StatsPart,
+} from '../records.js';
 import type { ControlStatsRow, EventPage, EventQuery, EventRollup, EventStore, StatsQuery } from '../types.js';
 import type { SqliteDatabase } from './database.js';
 
@@ -20,6 +31,7 @@ interface EventRow {
   applies_to: string;
   action: string;
   matched: number;
+  outcome: number;
   confidence: number;
   ts: number;
   execution_duration_ms: number;

@@ -1,0 +1,89 @@
+/**
+ * The MCP gateway's added latency: the same `tools/call` made by the MCP SDK's Client over
+ * stdio, once straight to the MCP server (examples/mcp/server.ts, built) and once through
+ * `guardctl mcp-proxy` with 20 `execution: sdk` controls on the tool (10 checked on the
+ * arguments, 10 on the result, all in the proxy's process), in the same run. Each call is
+ * timed on its own: median and p99 of both, and what the proxy adds.
+ */
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { GuardClient } from '../src/client/index.js';
+import { loadConfig } from '../src/server/config.js';
+import { startServer } from '../src/server/start.js';
+import { median, type Benchmark, type BenchRow } from './harness.js';
+
+const CONTROLS = 20;
+const WARMUP = 300;
+const CALLS = 2000;
+const dist = join(import.meta.dirname, '..');
+const server = join(dist, 'examples/mcp/server.js');
+const cli = join(dist, 'cli/main.js');
+
+function p99(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))]!;
+}
+
+/** Microseconds of each of CALLS tools/call round trips, after WARMUP untimed ones. */
+async function timeCalls(command: string, args: string[]): Promise<number[]> {
+  const client = new Client({ name: 'bench', version: '1.0.0' });
+  await client.connect(new StdioClientTransport({ command, args, stderr: 'ignore' }));
+  const call = () => client.callTool({ name: 'run_sql', arguments: { query: 'SELECT id, status FROM orders WHERE customer_id = 42' } }, CallToolResultSchema);
+  try {
+    for (let i = 0; i < WARMUP; i++) await call();
+    const micros: number[] = [];
+    for (let i = 0; i < CALLS; i++) {
+      const start = performance.now();
+      const result = await call();
+      micros.push((performance.now() - start) * 1000);
+      if (result.isError) throw new Error('the benchmark call was refused: the controls must allow it');
+    }
+    return micros;
+  } finally {
+    await client.close();
+  }
+}
+
+async function run(): Promise<BenchRow[]> {
+  const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', DATABASE_URL: ':memory:', OBSERVABILITY_ENABLED: 'false' });
+  const guard = await startServer(config, { handleSignals: false, logger: false, print: () => {}, env: {} });
+  try {
+    const api = new GuardClient({ serverUrl: guard.url });
+    await api.initAgent({ agent_name: 'bench-mcp' });
+    for (let i = 1; i <= CONTROLS; i++) {
+      const pre = i <= CONTROLS / 2;
+      const { control_id } = await api.createControl({
+        name: `mcp-bench-${i}`,
+        data: {
+          execution: 'sdk',
+          scope: { step_types: ['tool'], step_names: ['run_sql'], stages: [pre ? 'pre' : 'post'] },
+          selector: { path: pre ? 'input.query' : 'output' },
+          evaluator:
+            i % 2 === 0
+              ? { name: 'regex', config: { pattern: `(?i)\\b(drop|truncate|grant${i})\\s+table\\b` } }
+              : { name: 'list', config: { values: [`forbidden-${i}`, 'rm -rf', 'shutdown'], match_mode: 'contains' } },
+          action: { decision: 'deny' },
+        },
+      });
+      await api.link('bench-mcp', control_id);
+    }
+    const direct = await timeCalls(process.execPath, [server]);
+    const proxied = await timeCalls(process.execPath, [cli, 'mcp-proxy', '--agent', 'bench-mcp', '--server', guard.url, '--', process.execPath, server]);
+    const [dMed, pMed, dP99, pP99] = [median(direct), median(proxied), p99(direct), p99(proxied)];
+    const note = `${CALLS} sequential calls each, ${CONTROLS} sdk controls in the proxy`;
+    return [
+      { name: 'tools/call straight to the MCP server, median', value: dMed, unit: 'µs' },
+      { name: 'tools/call straight to the MCP server, p99', value: dP99, unit: 'µs' },
+      { name: 'tools/call through mcp-proxy, median', value: pMed, unit: 'µs' },
+      { name: 'tools/call through mcp-proxy, p99', value: pP99, unit: 'µs' },
+      { name: 'mcp-proxy added latency, median', value: pMed - dMed, unit: 'µs', note: `${(pMed / dMed).toFixed(2)}× the direct call; ${note}` },
+      { name: 'mcp-proxy added latency, p99', value: pP99 - dP99, unit: 'µs', note: `${(pP99 / dP99).toFixed(2)}× the direct call` },
+    ];
+  } finally {
+    await guard.close();
+  }
+}
+
+export const benchmarks: Benchmark[] = [{ name: 'mcp proxy latency', run }];

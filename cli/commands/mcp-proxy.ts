@@ -1,0 +1,148 @@
+import type { Command } from 'commander';
+import type { McpUpstream } from '../../src/adapters/mcp.js';
+import { UserError } from '../../src/errors.js';
+import { init, type GuardAgent, type GuardLogger } from '../../src/sdk/index.js';
+import { DISCLOSURES, type Disclosure } from '../../src/sdk/verdict.js';
+import { withExamples } from '../help.js';
+import { addConnectionOptions, connectionOf, parseDuration, type ConnectionFlags } from '../options.js';
+
+export interface McpProxyFlags extends ConnectionFlags {
+  agent?: string;
+  upstreamUrl?: string;
+  header?: string[];
+  mcpServerName?: string;
+  requestTimeout?: string;
+  disclosure?: string;
+  failOpen?: boolean;
+}
+
+export interface McpProxyPlan {
+  agentName: string;
+  upstream: McpUpstream;
+  serverName: string | undefined;
+  requestTimeoutMs: number;
+  disclosure: Disclosure;
+  failOpen: boolean;
+}
+
+export function registerMcpProxy(program: Command): void {
+  const command = addConnectionOptions(
+    program
+      .command('mcp-proxy')
+      .description('Guard an MCP server: speak MCP on stdin/stdout, check every tools/call against the agent\'s controls')
+      .usage('--agent <name> [options] -- <command> [args...]  |  --agent <name> --upstream-url <url>')
+      .argument('[command...]', 'the MCP server to start (after --), spoken to over stdio')
+      .requiredOption('--agent <name>', 'the agent whose controls apply (registered at start)')
+      .option('--upstream-url <url>', 'a streamable-HTTP MCP server instead of a command')
+      .option('--header <name:value>', 'an HTTP header for --upstream-url (repeatable)', (v: string, all: string[] = []) => [...all, v])
+      .option('--mcp-server-name <name>', "context.mcp_server of each step (default: the server's own name)")
+      .option('--request-timeout <duration>', 'answer a request the MCP server has not answered after this long with an error; 0: never (default 120s)')
+      .option('--disclosure <level>', `how much of the deciding control the model reads: ${DISCLOSURES.join(', ')} (default minimal)`)
+      .option('--fail-open', 'let calls through when the guard server cannot be reached (default: refuse them)'),
+  ).action(async (args: string[], flags: McpProxyFlags) => {
+    process.exitCode = await runMcpProxy(args, flags);
+  });
+  withExamples(command, [
+    ['guard an MCP server started over stdio (what an MCP client config runs in its place)', 'guardctl mcp-proxy --agent desktop-assistant -- node warehouse-server.js'],
+    ['guard a streamable-HTTP MCP server, with its bearer token', 'guardctl mcp-proxy --agent desktop-assistant --upstream-url http://127.0.0.1:3000/mcp --header "Authorization: Bearer $TOKEN"'],
+    ['against another guard server, showing the model the deciding control\'s name', 'GUARD_URL=http://guard:8000 guardctl mcp-proxy --agent ide --disclosure name -- npx some-mcp-server'],
+  ]);
+}
+
+/** Checks the flags; pure, so that every refusal is testable without starting anything. */
+export function planMcpProxy(command: string[], flags: McpProxyFlags): McpProxyPlan {
+  const agentName = flags.agent?.trim() ?? '';
+  if (agentName === '') throw new UserError('--agent needs a name', 'the agent whose controls the proxy applies, for example --agent desktop-assistant');
+  if (flags.upstreamUrl !== undefined && command.length > 0) {
+    throw new UserError('give either a command after -- or --upstream-url, not both');
+  }
+  let upstream: McpUpstream;
+  if (flags.upstreamUrl !== undefined) {
+    if (!/^https?:\/\//i.test(flags.upstreamUrl)) throw new UserError(`--upstream-url "${flags.upstreamUrl}" is not an http(s) URL`);
+    upstream = { url: flags.upstreamUrl, headers: headersOf(flags.header ?? []) };
+  } else {
+    const [executable, ...args] = command;
+    if (executable === undefined) {
+      throw new UserError('no MCP server to guard', 'give its command after --, for example: guardctl mcp-proxy --agent a -- npx some-mcp-server');
+    }
+    upstream = { command: executable, args };
+  }
+  const disclosure = (flags.disclosure ?? 'minimal') as Disclosure;
+  if (!DISCLOSURES.includes(disclosure)) throw new UserError(`--disclosure must be one of ${DISCLOSURES.join(', ')}`);
+  return {
+    agentName,
+    upstream,
+    serverName: flags.mcpServerName,
+    requestTimeoutMs: requestTimeoutOf(flags.requestTimeout),
+    disclosure,
+    failOpen: flags.failOpen === true,
+  };
+}
+
+function requestTimeoutOf(text: string | undefined): number {
+  if (text === undefined) return 120_000;
+  if (text.trim() === '0') return 0;
+  try {
+    return parseDuration(text);
+  } catch {
+    throw new UserError(`--request-timeout "${text}" is not a duration`, 'write it as 120s, 500ms or 2m (0: never)');
+  }
+}
+
+function headersOf(pairs: string[]): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const pair of pairs) {
+    const at = pair.indexOf(':');
+    if (at <= 0) throw new UserError(`--header "${pair}" is not name:value`);
+    headers[pair.slice(0, at).trim()] = pair.slice(at + 1).trim();
+  }
+  return headers;
+}
+
+/** stdout carries MCP: everything the proxy says goes to stderr. */
+const stderrLogger: GuardLogger = {
+  info: (m) => void process.stderr.write(`[guardctl mcp-proxy] ${m}\n`),
+  warn: (m) => void process.stderr.write(`[guardctl mcp-proxy] warning: ${m}\n`),
+};
+
+/** Exit code: 0 when the client closed, 1 when the MCP server went away. */
+export async function runMcpProxy(command: string[], flags: McpProxyFlags): Promise<number> {
+  const plan = planMcpProxy(command, flags);
+  const connection = connectionOf(flags);
+  let guard: GuardAgent;
+  try {
+    guard = await init({
+      agentName: plan.agentName,
+      serverUrl: connection.serverUrl,
+      apiKey: connection.apiKey,
+      timeoutMs: connection.timeoutMs,
+      failMode: plan.failOpen ? 'open' : 'closed',
+      disclosure: plan.disclosure,
+      agentDescription: 'MCP gateway (guardctl mcp-proxy)',
+      logger: stderrLogger,
+    });
+  } catch (error) {
+    // Without its controls the proxy would pass every call unchecked: it does not start.
+    throw new UserError(
+      `could not load the controls of agent "${plan.agentName}" from ${connection.serverUrl}: ${error instanceof Error ? error.message : String(error)}`,
+      'start the guard server (guardctl serve) or point --server / GUARD_URL at it; the proxy never runs unguarded',
+    );
+  }
+  try {
+    // Loaded here: the MCP SDK is needed by this command only, not at every CLI start.
+    const { startMcpProxy } = await import('../../src/adapters/mcp.js');
+    const proxy = await startMcpProxy({
+      guard,
+      upstream: plan.upstream,
+      requestTimeoutMs: plan.requestTimeoutMs,
+      ...(plan.serverName !== undefined && { serverName: plan.serverName }),
+    }).catch((error: unknown) => {
+      throw new UserError(error instanceof Error ? error.message : String(error), 'check the command after -- (or --upstream-url)');
+    });
+    const exit = await proxy.done;
+    if (exit.code !== 0) process.stderr.write(`[guardctl mcp-proxy] stopping: ${exit.reason}\n`);
+    return exit.code;
+  } finally {
+    await guard.shutdown();
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * `guardctl/ai-sdk`: the Vercel AI SDK (`ai`, v6).
+ *
+ *   const tools = guardTools(guard, { run_sql: tool({ ... }) });
+ *   const model = wrapLanguageModel({ model: openai('gpt-4o'), middleware: guardModel(guard) });
+ *
+ * A tool's `execute` is checked before it runs (`pre`, the tool's key as the step name,
+ * its input as the step input) and its output after (`post`). A deny or steer is thrown
+ * as ControlViolationError or ControlSteerError: the AI SDK hands the error's message to
+ * the model as the tool's error and keeps the error itself in the result's steps
+ * (`tool-error` parts), and `onDecision` sees every verdict. Model calls are `llm` steps
+ * checked by the middleware; a deny or steer there rejects the call.
+ */
+import type { LanguageModelMiddleware, ToolExecutionOptions, ToolSet } from 'ai';
+import type { GuardAgent, StepInput } from '../sdk/agent.js';
+import { enforce, parseJsonText, type AdapterOptions } from './decisions.js';
+
+export type { AdapterOptions, GuardDecision } from './decisions.js';
+
+export type GuardToolsOptions = AdapterOptions;
+
+type Execute = (input: unknown, options: ToolExecutionOptions) => unknown;
+
+/**
+ * The same tools, each `execute` checked pre and post. Tools without `execute` (run by
+ * the client, not here) are returned unchanged: there is nothing here to guard.
+ */
+export function guardTools<TOOLS extends ToolSet>(guard: GuardAgent, tools: TOOLS, options: GuardToolsOptions = {}): TOOLS {
+  const guarded: Record<string, unknown> = {};
+  for (const [name, original] of Object.entries(tools)) {
+    const execute = original.execute as Execute | undefined;
+    if (typeof execute !== 'function') {
+      guarded[name] = original;
+      continue;
+    }
+    // The AI SDK tells a streaming tool by what execute returns at once (an async
+    // iterable), so an async generator stays one.
+    const checked = isAsyncGeneratorFunction(execute)
+      ? async function* (input: unknown, callOptions: ToolExecutionOptions): AsyncGenerator<unknown> {
+          const step: StepInput = { type: 'tool', name, input };
+          await enforce(guard, step, 'pre', options);
+          yield* checkedStream(guard, step, execute(input, callOptions) as AsyncIterable<unknown>, options);
+        }
+      : async (input: unknown, callOptions: ToolExecutionOptions): Promise<unknown> => {
+          const step: StepInput = { type: 'tool', name, input };
+          await enforce(guard, step, 'pre', options);
+          let output: unknown = await execute(input, callOptions);
+          // An iterable from a plain function cannot stream through here: its last output is the result.
+          if (isAsyncIterable(output)) output = (await collect(output)).at(-1);
+          await enforce(guard, { ...step, output }, 'post', options);
+          return output;
+        };
+    guarded[name] = { ...original, execute: checked };
+  }
+  return guarded as TOOLS;
+}
+
+/**
+ * A streaming tool (an `execute` that yields preliminary outputs) is held back until its
+ * last output, the tool's result, has passed the post check: what a deny withholds must
+ * not have been shown as a preliminary result.
+ */
+async function* checkedStream(guard: GuardAgent, step: StepInput, stream: AsyncIterable<unknown>, options: AdapterOptions): AsyncGenerator<unknown> {
+  const outputs = await collect(stream);
+  await enforce(guard, { ...step, output: outputs.at(-1) }, 'post', options);
+  yield* outputs;
+}
+
+async function collect(stream: AsyncIterable<unknown>): Promise<unknown[]> {
+  const outputs: unknown[] = [];
+  for await (const output of stream) outputs.push(output);
+  return outputs;
+}
+
+function isAsyncGeneratorFunction(fn: unknown): boolean {
+  return Object.prototype.toString.call(fn) === '[object AsyncGeneratorFunction]';
+}
+
+export interface GuardModelOptions extends AdapterOptions {
+  /** The step name of the model's calls; default: the model's id (`gpt-4o`, ...). */
+  stepName?: string;
+}
+
+type Prompt = Parameters<NonNullable<LanguageModelMiddleware['wrapGenerate']>>[0]['params']['prompt'];
+type GenerateResult = Awaited<ReturnType<NonNullable<LanguageModelMiddleware['wrapGenerate']>>>;
+type Content = GenerateResult['content'];
+
+/**
+ * A language-model middleware that checks each model call: `pre` with the prompt as the
+ * input (the AI SDK's message list), `post` with `{text, tool_calls}` as the output. A
+ * streamed answer is buffered until the post check passes, so a denied answer is never
+ * partly shown.
+ */
+export function guardModel(guard: GuardAgent, options: GuardModelOptions = {}): LanguageModelMiddleware {
+  const stepOf = (modelId: string, prompt: Prompt): StepInput => ({ type: 'llm', name: options.stepName ?? modelId, input: prompt });
+  return {
+    specificationVersion: 'v3',
+    async wrapGenerate({ doGenerate, params, model }) {
+      const step = stepOf(model.modelId, params.prompt);
+      await enforce(guard, step, 'pre', options);
+      const result = await doGenerate();
+      await enforce(guard, { ...step, output: outputOf(result.content) }, 'post', options);
+      return result;
+    },
+    async wrapStream({ doStream, params, model }) {
+      const step = stepOf(model.modelId, params.prompt);
+      await enforce(guard, step, 'pre', options);
+      const { stream, ...rest } = await doStream();
+      const parts: unknown[] = [];
+      const reader = stream.getReader();
+      for (let next = await reader.read(); !next.done; next = await reader.read()) parts.push(next.value);
+      await enforce(guard, { ...step, output: outputOf(streamedContent(parts)) }, 'post', options);
+      return { ...rest, stream: replay(parts) as typeof stream };
+    },
+  };
+}
+
+/** What a post check sees of a model's answer: its text and the tools it asked for. */
+function outputOf(content: Content): { text: string; tool_calls: Array<{ name: string; input: unknown }> } {
+  let text = '';
+  const toolCalls: Array<{ name: string; input: unknown }> = [];
+  for (const part of content) {
+    if (part.type === 'text') text += part.text;
+    else if (part.type === 'tool-call') toolCalls.push({ name: part.toolName, input: parseJsonText(part.input) });
+  }
+  return { text, tool_calls: toolCalls };
+}
+
+/** The content parts a stream amounts to (text deltas joined, tool calls as they end). */
+function streamedContent(parts: readonly unknown[]): Content {
+  const content: Array<Content[number]> = [];
+  let text = '';
+  for (const part of parts as Array<{ type: string; delta?: string }>) {
+    if (part.type === 'text-delta') text += part.delta ?? '';
+    else if (part.type === 'tool-call') content.push(part as Content[number]);
+  }
+  content.unshift({ type: 'text', text });
+  return content;
+}
+
+function replay(parts: readonly unknown[]): ReadableStream<unknown> {
+  return new ReadableStream({
+    start(controller) {
+      for (const part of parts) controller.enqueue(part);
+      controller.close();
+    },
+  });
+}
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return typeof value === 'object' && value !== null && typeof (value as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function';
+}

@@ -1,0 +1,149 @@
+/**
+ * `guardctl/mcp`: a guarding MCP gateway (what `guardctl mcp-proxy` runs).
+ *
+ *   const proxy = await startMcpProxy({ guard, upstream: { command: 'node', args: ['server.js'] } });
+ *   process.exitCode = (await proxy.done).code;
+ *
+ * It speaks MCP to a client over this process's stdin and stdout (or any transport) and
+ * to one MCP server: a process it starts (stdio) or a streamable-HTTP URL. Every
+ * `tools/call` is a step `{type: 'tool', name, input: arguments, context: {mcp_server}}`
+ * checked `pre`, and its result is checked `post`; everything else passes through
+ * untouched (mcp-relay.ts). `execution: sdk` controls run in this process.
+ */
+import { basename } from 'node:path';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ErrorCode, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { GuardAgent } from '../sdk/agent.js';
+import type { AdapterOptions } from './decisions.js';
+import { McpRelay } from './mcp-relay.js';
+
+export type { McpRelay, RelayOptions } from './mcp-relay.js';
+
+export type { AdapterOptions, GuardDecision } from './decisions.js';
+export type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+
+/** The MCP server behind the proxy: a command to start (stdio) or a streamable-HTTP URL. */
+export type McpUpstream =
+  | { command: string; args?: string[]; cwd?: string; env?: Record<string, string> }
+  | { url: string; headers?: Record<string, string> };
+
+export interface McpProxyOptions extends AdapterOptions {
+  guard: GuardAgent;
+  upstream: McpUpstream;
+  /** The client's side; default: this process's stdin and stdout. */
+  client?: Transport;
+  /**
+   * `context.mcp_server` of every step. Default: the server's own name (serverInfo.name of
+   * its initialize answer), and until then the command's file name or the URL's host.
+   */
+  serverName?: string;
+  /** A request the server has not answered after this long is answered with an error. Default 120000; 0: never. */
+  requestTimeoutMs?: number;
+  /** Largest message read from either side, in bytes. Default 64 MiB (results of 10 MB and more pass). */
+  maxMessageBytes?: number;
+  /** Where the proxy reports problems (a line each); default: stderr, as stdout carries MCP. */
+  report?: (line: string) => void;
+}
+
+/** Why the proxy stopped, and the exit code that says it. */
+export interface McpProxyExit {
+  code: number;
+  reason: string;
+}
+
+export interface McpProxy {
+  /** Settles when either side goes away: the client (code 0) or the server (code 1). */
+  readonly done: Promise<McpProxyExit>;
+  readonly relay: McpRelay;
+  /** Stops both sides (the server process is ended). */
+  close(): Promise<void>;
+}
+
+const DEFAULT_TIMEOUT_MS = 120_000;
+const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+
+export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
+  const report = options.report ?? ((line: string) => void process.stderr.write(`[guardctl mcp-proxy] ${line}\n`));
+  const maxBufferSize = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+  const upstream = options.upstream;
+  const isHttp = 'url' in upstream;
+  const server: Transport = isHttp
+    ? new StreamableHTTPClientTransport(new URL(upstream.url), { requestInit: { headers: upstream.headers ?? {} } })
+    : new StdioClientTransport({
+        command: upstream.command,
+        args: upstream.args ?? [],
+        // The server runs as it would without the proxy: with this process's environment.
+        env: { ...definedEnv(process.env), ...upstream.env },
+        ...(upstream.cwd !== undefined && { cwd: upstream.cwd }),
+        stderr: 'inherit',
+        maxBufferSize,
+      });
+  const client = options.client ?? new StdioServerTransport(process.stdin, process.stdout, { maxBufferSize });
+
+  let finish!: (exit: McpProxyExit) => void;
+  const done = new Promise<McpProxyExit>((resolve) => (finish = resolve));
+  let stopping = false;
+
+  const relay = new McpRelay({
+    guard: options.guard,
+    client,
+    server,
+    serverName: options.serverName ?? (isHttp ? new URL(upstream.url).host : basename(upstream.command)),
+    serverNameFixed: options.serverName !== undefined,
+    requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS,
+    report,
+    onDecision: options.onDecision,
+    onProtocolVersion: (version) => (server as Partial<StreamableHTTPClientTransport>).setProtocolVersion?.(version),
+  });
+
+  const stop = async (exit: McpProxyExit): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    relay.close();
+    await Promise.allSettled([server.close(), client.close()]);
+    finish(exit);
+  };
+
+  server.onmessage = (message: JSONRPCMessage) => relay.fromServer(message);
+  server.onerror = (error) => {
+    // A line that is not JSON-RPC (the SDK's reader names the parse error); other
+    // transport errors (an HTTP request that failed) are answered where they happen.
+    if (isParseError(error)) relay.serverGarbled(error);
+    else report(`MCP server: ${error.message}`);
+  };
+  server.onclose = () => {
+    if (stopping) return;
+    const reason = `the MCP server ${isHttp ? 'connection closed' : 'exited'}`;
+    report(`${reason}; answering ${relay.pendingCount} pending request(s) with an error`);
+    relay.failAll(ErrorCode.ConnectionClosed, `${reason} before answering`);
+    void stop({ code: 1, reason });
+  };
+  client.onmessage = (message: JSONRPCMessage) => relay.fromClient(message);
+  client.onerror = (error) => report(`client: ${error.message}`);
+  client.onclose = () => void stop({ code: 0, reason: 'the client closed the connection' });
+
+  try {
+    await server.start();
+  } catch (error) {
+    const what = isHttp ? upstream.url : upstream.command;
+    throw new Error(`could not start the MCP server ${JSON.stringify(what)}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+  await client.start();
+  // The SDK's stdio server transport does not report the end of its input: the client is gone then.
+  if (options.client === undefined) process.stdin.once('end', () => void stop({ code: 0, reason: 'the client closed stdin' }));
+
+  return { done, relay, close: () => stop({ code: 0, reason: 'closed' }) };
+}
+
+function isParseError(error: Error): boolean {
+  return error instanceof SyntaxError || error.name === 'ZodError' || /JSON|Unexpected token|invalid_/i.test(error.message);
+}
+
+function definedEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) if (value !== undefined) out[key] = value;
+  return out;
+}

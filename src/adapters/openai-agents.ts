@@ -1,0 +1,70 @@
+/**
+ * `guardctl/openai-agents`: tool guardrails for the OpenAI Agents SDK (`@openai/agents`).
+ *
+ *   const guardrails = guardrailsFor(guard);
+ *   const runSql = tool({ name: 'run_sql', parameters, execute, ...guardrails });
+ *
+ * The input guardrail checks a call before the tool runs (`pre`, the tool's name and its
+ * parsed arguments); the output guardrail checks its result (`post`). A deny or steer is
+ * the SDK's reject behaviour: the tool does not run (or its result is replaced) and the
+ * model reads the verdict's text as the tool's output. With `deny: 'throw'` a deny ends
+ * the run instead (the SDK's tripwire exception). The verdict is also in the guardrail
+ * result's `outputInfo` and goes to `onDecision`.
+ */
+import type {
+  ToolGuardrailFunctionOutput,
+  ToolInputGuardrailDefinition,
+  ToolOutputGuardrailDefinition,
+} from '@openai/agents';
+import type { GuardAgent, StepInput } from '../sdk/agent.js';
+import type { Verdict } from '../sdk/verdict.js';
+import { decide, parseJsonText, type AdapterOptions } from './decisions.js';
+
+export type { AdapterOptions, GuardDecision } from './decisions.js';
+
+export interface GuardrailsOptions extends AdapterOptions {
+  /** What a deny does: `reject` (default) answers the model, `throw` ends the run. Steers always reject. */
+  deny?: 'reject' | 'throw';
+}
+
+export interface GuardToolGuardrails {
+  inputGuardrails: ToolInputGuardrailDefinition[];
+  outputGuardrails: ToolOutputGuardrailDefinition[];
+}
+
+/** What the application finds in a guardrail result's outputInfo. */
+export interface GuardrailInfo {
+  decision: Verdict['decision'];
+  control_name: string | null;
+  unavailable: boolean;
+}
+
+/** Guardrails for `tool({...})`: spread them into the tool's options. */
+export function guardrailsFor(guard: GuardAgent, options: GuardrailsOptions = {}): GuardToolGuardrails {
+  const behaviour = (verdict: Verdict): ToolGuardrailFunctionOutput => {
+    const outputInfo: GuardrailInfo = { decision: verdict.decision, control_name: verdict.control_name, unavailable: verdict.unavailable };
+    if (verdict.decision === 'allow') return { behavior: { type: 'allow' }, outputInfo };
+    if (verdict.decision === 'deny' && options.deny === 'throw') return { behavior: { type: 'throwException' }, outputInfo };
+    return { behavior: { type: 'rejectContent', message: verdict.message! }, outputInfo };
+  };
+  return {
+    inputGuardrails: [
+      {
+        type: 'tool_input',
+        name: 'guardctl',
+        run: async ({ toolCall }) => behaviour(await decide(guard, stepOf(toolCall), 'pre', options)),
+      },
+    ],
+    outputGuardrails: [
+      {
+        type: 'tool_output',
+        name: 'guardctl',
+        run: async ({ toolCall, output }) => behaviour(await decide(guard, { ...stepOf(toolCall), output }, 'post', options)),
+      },
+    ],
+  };
+}
+
+function stepOf(toolCall: { name: string; arguments: string }): StepInput {
+  return { type: 'tool', name: toolCall.name, input: parseJsonText(toolCall.arguments) };
+}

@@ -1,0 +1,70 @@
+/**
+ * The controls every adapter test runs against, on a real server: a deny that runs in
+ * the SDK, a steer and a post-stage deny that run on the server, and a steer on model
+ * calls. Tests drive a framework's own mock model into calling tools that hit each.
+ */
+import type { ControlDataInput } from '../../src/model/index.js';
+import { init, type GuardAgent, type GuardLogger } from '../../src/sdk/index.js';
+import { addControl, startRealServer, type RunningServer } from '../sdk/real-server.js';
+
+export const AGENT = 'framework-bot';
+
+export interface GuardedSetup {
+  server: RunningServer;
+  guard: GuardAgent;
+  close(): Promise<void>;
+}
+
+export const quietLogger: GuardLogger = { info: () => undefined, warn: () => undefined };
+
+/** Denies DROP TABLE in run_sql's query, in the agent's process. */
+export const blockDrop: ControlDataInput = {
+  execution: 'sdk',
+  scope: { step_types: ['tool'], step_names: ['run_sql'], stages: ['pre'] },
+  selector: { path: 'input.query' },
+  evaluator: { name: 'regex', config: { pattern: '(?i)\\bdrop\\s+table\\b' } },
+  action: { decision: 'deny' },
+};
+
+/** Denies any tool output holding an AWS access key id. */
+export function denySecretOutput(execution: 'sdk' | 'server'): ControlDataInput {
+  return {
+    execution,
+    scope: { step_types: ['tool'], stages: ['post'] },
+    selector: { path: 'output' },
+    evaluator: { name: 'regex', config: { pattern: 'AKIA[0-9A-Z]{16}' } },
+    action: { decision: 'deny' },
+  };
+}
+
+export async function startGuarded(): Promise<GuardedSetup> {
+  const server = await startRealServer();
+  const { client } = server;
+  await client.initAgent({ agent_name: AGENT });
+  await addControl(client, AGENT, 'block-drop', blockDrop);
+  await addControl(client, AGENT, 'steer-production-deploy', {
+    scope: { step_types: ['tool'], step_names: ['deploy'], stages: ['pre'] },
+    selector: { path: 'input.environment' },
+    evaluator: { name: 'list', config: { values: ['production'] } },
+    action: {
+      decision: 'steer',
+      steering_context: { message: 'Production deploys need a dry run first.', required_actions: ['call deploy with dry_run=true'] },
+    },
+  });
+  await addControl(client, AGENT, 'deny-secret-output', denySecretOutput('server'));
+  await addControl(client, AGENT, 'steer-ssn-in-prompt', {
+    scope: { step_types: ['llm'], stages: ['pre'] },
+    selector: { path: 'input' },
+    evaluator: { name: 'regex', config: { pattern: '\\b\\d{3}-\\d{2}-\\d{4}\\b' } },
+    action: { decision: 'steer', steering_context: { message: 'Remove the social security number from the prompt.' } },
+  });
+  const guard = await init({ agentName: AGENT, serverUrl: server.url, refreshIntervalSeconds: 0, logger: quietLogger, disclosure: 'name' });
+  return {
+    server,
+    guard,
+    async close() {
+      await guard.shutdown();
+      await server.close();
+    },
+  };
+}
