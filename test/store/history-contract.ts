@@ -280,6 +280,20 @@ export function defineHistoryContract(name: string, open: () => Promise<Store>):
         expect(enforcedOnly).toMatchObject({ shadow_executions: 13, would_deny: 2 });
       });
 
+      it('counts a shadow control’s selector-missing rows as shadow non-matches, and gives them back as such', async () => {
+        await store.insertEvents([
+          event({ control_execution_id: 'm1', timestamp: t, matched: false, selector_missing: true, mode: 'shadow' }),
+          event({ control_execution_id: 'm2', timestamp: t, matched: false, selector_missing: true }),
+        ]);
+        const [row] = await store.controlStats({ since: '2025-01-01T12:00:00.000Z' });
+        expect(row).toMatchObject({ executions: 2, non_matches: 2, selector_missing: 2, shadow_executions: 1, shadow_matches: 0, would_deny: 0 });
+        const events = (await store.queryEvents({ limit: 10, offset: 0 })).events;
+        expect(events.map((e) => [e.control_execution_id, e.mode, e.selector_missing]).sort()).toEqual([
+          ['m1', 'shadow', true],
+          ['m2', 'enforce', true],
+        ]);
+      });
+
       it('keeps shadow and enforced non-matches of the same minute apart', async () => {
         await store.insertRollups([rollup({ bucket: t, count: 2 }), rollup({ bucket: t, count: 3, mode: 'shadow' })]);
         await store.insertRollups([rollup({ bucket: t, count: 1, mode: 'shadow' })]);
