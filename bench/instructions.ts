@@ -4,7 +4,7 @@
  * `npm run bench:instructions [-- <warm> <measured>]`; needs valgrind on the PATH.
  *
  * Each benchmark server (bench/server-child.ts: the bare baseline, guardctl with 10
- * controls in scope, the same with observability on) runs under callgrind with counting
+ * controls in scope, the same with observability on, and those 10 in shadow mode) runs under callgrind with counting
  * off. This process sends the warm-up requests, then counts the measured ones over the
  * same keep-alive connections: a new client's connections make V8 re-optimise parts of
  * Node's HTTP code for a while, which would be counted as the server's work. V8's hash and
@@ -29,6 +29,7 @@ const SERVERS: Array<{ label: string; spec: ServerSpec }> = [
   { label: 'bare Fastify route (baseline)', spec: { kind: 'bare' } },
   { label: 'POST /api/v1/evaluation, 10 controls in scope', spec: { kind: 'guard', controls: 10, observability: false } },
   { label: 'the same, observability on', spec: { kind: 'guard', controls: 10, observability: true } },
+  { label: 'the same 10 in shadow mode, observability on', spec: { kind: 'guard', controls: 10, observability: true, mode: 'shadow' } },
 ];
 
 /** Starts a benchmark server under callgrind, counting off; resolves with its URL. */

@@ -16,6 +16,7 @@ const modules: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
   () => import('./reload.js'),
   () => import('./postgres.js'),
   () => import('./replay.js'),
+  () => import('./shadow.js'),
 ];
 
 async function main(): Promise<void> {

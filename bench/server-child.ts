@@ -70,7 +70,7 @@ if (spec.kind === 'bare') {
     observability: spec.observability ? { processMetrics: true } : false,
   });
   ({ app, store, observability } = server);
-  await (spec.controls === 1 ? seedOneControl(store) : seedBenchAgent(store));
+  await (spec.controls === 1 ? seedOneControl(store) : seedBenchAgent(store, spec.mode));
   url = `${await app.listen({ host: '127.0.0.1', port: 0 })}/api/v1/evaluation`;
   observability?.start();
 }

@@ -10,6 +10,8 @@ export interface ServerSpec {
   observability?: boolean;
   /** OBSERVABILITY_NON_MATCH_SAMPLE_RATE; 1 stores every non-match as a row too. */
   sampleRate?: number;
+  /** The benchmark controls in shadow mode (bench/shadow.ts); enforced by default. */
+  mode?: 'shadow';
 }
 
 export type ChildRequest = { id: number; op: 'stats' | 'flush' | 'close' };

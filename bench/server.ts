@@ -87,12 +87,12 @@ export interface RoundResult extends LoadResult {
 export async function measuredRun(
   server: ServerProcess,
   seconds: number,
-  opts: { connections?: number; headers?: Record<string, string> } = {},
+  opts: { connections?: number; headers?: Record<string, string>; body?: string } = {},
 ): Promise<RoundResult> {
   let cpuBefore: number | undefined;
   const r = await runLoad({
     url: server.url,
-    body: EVALUATION_BODY,
+    body: opts.body ?? EVALUATION_BODY,
     headers: opts.headers ?? {},
     connections: opts.connections ?? LOAD.connections,
     duration: seconds,
@@ -114,8 +114,9 @@ export async function pairedRounds(
   baseline: ServerProcess,
   server: ServerProcess,
   headers: Record<string, string> = {},
+  body: string = EVALUATION_BODY,
 ): Promise<{ bare: RoundResult; real: RoundResult; ratios: number[] }> {
-  const run = (target: ServerProcess, seconds: number) => measuredRun(target, seconds, { headers });
+  const run = (target: ServerProcess, seconds: number) => measuredRun(target, seconds, { headers, body });
   await run(baseline, LOAD.warmup);
   await run(server, LOAD.warmup);
   const bare: RoundResult[] = [await run(baseline, ROUNDS.seconds)];
@@ -173,13 +174,13 @@ export function benchControls(): Array<{ name: string; data: ControlDataInput }>
   return controls;
 }
 
-/** Creates `bench-bot` with the 50 benchmark controls linked. */
-export async function seedBenchAgent(store: Store): Promise<void> {
+/** Creates `bench-bot` with the 50 benchmark controls linked, all of them in `mode` (default: enforce). */
+export async function seedBenchAgent(store: Store, mode?: 'shadow'): Promise<void> {
   await store.upsertAgent({ agent_name: 'bench-bot' });
   const registry = createDefaultRegistry();
   const { validateControlData } = await import('../src/engine/index.js');
   for (const { name, data } of benchControls()) {
-    const outcome = validateControlData(data, registry);
+    const outcome = validateControlData(mode ? { ...data, mode } : data, registry);
     if (!outcome.ok) throw new Error(`bench control ${name}: ${JSON.stringify(outcome.issues)}`);
     const control = await store.createControl({ name, data: outcome.data });
     await store.linkControl('bench-bot', control.control_id);

@@ -43,6 +43,7 @@ function summaryAt(i: number): EvaluationSummary {
               excerpt: 'DROP TABLE users',
             },
           ],
+    shadow_matches: [],
     errors: [],
   };
 }

@@ -8,6 +8,8 @@ import { registerApply } from './commands/apply.js';
 import { registerExport } from './commands/export.js';
 import { registerSchema } from './commands/schema.js';
 import { registerTest } from './commands/test.js';
+import { registerShadowReport } from './commands/shadow-report.js';
+import { registerHistory } from './commands/history.js';
 import { registerCompletion } from './commands/completion.js';
 import { withExamples } from './help.js';
 import { registerMcpProxy } from './commands/mcp-proxy.js';
@@ -22,6 +24,8 @@ const commands: Array<(program: Command) => void> = [
   registerExport,
   registerSchema,
   registerTest,
+  registerShadowReport,
+  registerHistory,
   registerCompletion,
   registerMcpProxy,
 ];

@@ -4,6 +4,7 @@ import { ApiError, UserError } from '../../src/errors.js';
 import { fetchActualState } from '../../src/gitops/fetch-state.js';
 import { fingerprintOf } from '../../src/gitops/fingerprint.js';
 import { parsePlanFile, planOfFile } from '../../src/gitops/plan-file.js';
+import { withPromotionFigures } from '../../src/gitops/promotions.js';
 import { applyToServer, planAgainstServer, type ServerPlan } from '../../src/gitops/sync.js';
 import { addConnectionOptions, clientOf, connectionOf, explainServerError, formatOption, withServer, type Connection, type ConnectionFlags } from '../options.js';
 import { renderApplyJson, renderApplyText, progressPrinter } from '../output/apply.js';
@@ -49,7 +50,9 @@ export async function runApply(target: string, options: ApplyCommandOptions, io:
   const serverPlan = isFile ? await savedPlan(target, connection) : await freshPlan(target, options, connection);
   // A saved plan was the reviewed step; a fresh one is shown and confirmed by a person.
   if (!isFile && serverPlan.plan.operations.length > 0 && shouldAsk(options.autoApprove, io)) {
-    const ctx = { directory: target, server: connection.serverUrl, fingerprint: serverPlan.fingerprint };
+    // The figures of controls promoted from shadow mode are asked for only when a person reads the plan.
+    const promotions = await withServer(connection, () => withPromotionFigures(client, serverPlan.promotions));
+    const ctx = { directory: target, server: connection.serverUrl, fingerprint: serverPlan.fingerprint, promotions };
     io.output.write(renderPlanText(serverPlan.plan, ctx, colors(shouldColor(io.output as { isTTY?: boolean }))));
     const n = serverPlan.plan.operations.length;
     if (!(await confirm(`\nApply ${n === 1 ? 'this change' : `these ${n} changes`} to ${connection.serverUrl}? Only "yes" applies: `, io))) {
@@ -74,7 +77,7 @@ export async function runApply(target: string, options: ApplyCommandOptions, io:
 
 async function freshPlan(dir: string, options: ApplyCommandOptions, connection: Connection): Promise<ServerPlan> {
   const loaded = await loadValidDirectory(dir);
-  const result = await withServer(connection, () => planAgainstServer(clientOf(connection), loaded, planOptionsOf(options)));
+  const result = await withServer(connection, () => planAgainstServer(clientOf(connection), loaded, planOptionsOf(options), { figures: false }));
   const refusal = refusalOf(result.plan, { directory: dir, owner: options.owner, server: connection.explicit ? connection.serverUrl : null });
   if (refusal) {
     // Under `hint: `, each group's lines keep their indentation relative to one another.
@@ -98,5 +101,5 @@ async function savedPlan(path: string, connection: Connection): Promise<ServerPl
       `make a new plan: guardctl plan ${parsed.file.directory} --out ${path}`,
     );
   }
-  return { plan: planOfFile(parsed.file), actual, fingerprint: now };
+  return { plan: planOfFile(parsed.file), actual, fingerprint: now, promotions: [] };
 }

@@ -81,7 +81,7 @@ export async function runPlan(dir: string, options: PlanCommandOptions): Promise
   const client = clientOf(connection);
   const result = await withServer(connection, () => planAgainstServer(client, loaded, planOptionsOf(options)));
   const refusal = refusalOf(result.plan, { directory: dir, owner: options.owner, server: connection.explicit ? connection.serverUrl : null });
-  const ctx = { directory: dir, server: connection.serverUrl, fingerprint: result.fingerprint, refusal };
+  const ctx = { directory: dir, server: connection.serverUrl, fingerprint: result.fingerprint, refusal, promotions: result.promotions };
   // A saved plan is applied as it is: one that leaves conflicts out must not be saved.
   if (options.out && !refusal) {
     const file = planFileOf(result.plan, { server: connection.serverUrl, fingerprint: result.fingerprint, directory: dir });

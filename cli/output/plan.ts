@@ -4,6 +4,7 @@
  */
 import type { Change, Conflict, Operation, Plan } from '../../src/gitops/plan.js';
 import { hasChanges } from '../../src/gitops/plan.js';
+import { promotionEffect, promotionLine, type Promotion } from '../../src/gitops/promotions.js';
 import type { Refusal } from '../../src/gitops/refusal.js';
 import type { Colors } from './color.js';
 import { colors as makeColors } from './color.js';
@@ -16,6 +17,8 @@ export interface PlanContext {
   directory: string;
   server: string;
   fingerprint: string;
+  /** Controls the plan moves from shadow to enforce, with the server's figures. */
+  promotions?: readonly Promotion[];
   /** Why apply would refuse this plan (conflicts), with the commands that get past it. */
   refusal?: Refusal | null;
 }
@@ -42,7 +45,7 @@ export function operationLine(o: Operation, c: Colors = plain): string {
   }
 }
 
-function describeData(data: Extract<Operation, { op: 'create_control' }>['data']): string {
+export function describeData(data: Extract<Operation, { op: 'create_control' }>['data']): string {
   const check = data.condition ? 'condition tree' : `${data.evaluator?.name ?? '?'} on ${data.selector?.path ?? '?'}`;
   return `${data.action.decision}, ${check}${data.enabled ? '' : ', disabled'}`;
 }
@@ -53,6 +56,18 @@ export function changeLines(changes: readonly Change[], indent = '    '): string
     if (!('after' in ch) || ch.after === undefined) return `${indent}${ch.path}: ${short(ch.before)} -> (unset)`;
     return `${indent}${ch.path}: ${short(ch.before)} -> ${short(ch.after)}`;
   });
+}
+
+/**
+ * The field diff of an update; a promotion's mode line says what the control would have
+ * done while it ran in shadow mode.
+ */
+function updateLines(o: Extract<Operation, { op: 'update_control' | 'update_agent' }>, ctx: PlanContext, indent: string): string[] {
+  const promotion = o.op === 'update_control' ? ctx.promotions?.find((p) => p.name === o.name) : undefined;
+  if (!promotion) return changeLines(o.changes, indent);
+  return o.changes.flatMap((ch) =>
+    ch.path === 'mode' ? [`${indent}mode: shadow -> enforce (${promotionEffect(promotion)})`] : changeLines([ch], indent),
+  );
 }
 
 function short(value: unknown, max = 120): string {
@@ -87,7 +102,7 @@ export function renderPlanText(p: Plan, ctx: PlanContext, c: Colors): string {
   const out = [c.dim(`guardctl plan: ${ctx.directory} -> ${ctx.server} (owner ${p.managed_by})`), ''];
   for (const o of p.operations) {
     out.push(`  ${operationLine(o, c)}`);
-    if (o.op === 'update_control' || o.op === 'update_agent') out.push(...changeLines(o.changes, '      '));
+    if (o.op === 'update_control' || o.op === 'update_agent') out.push(...updateLines(o, ctx, '      '));
   }
   for (const conflict of p.conflicts) out.push(...conflictLines(conflict, c).map((l) => `  ${l}`));
   if (p.operations.length > 0 || p.conflicts.length > 0) out.push('');
@@ -124,6 +139,7 @@ export function renderPlanJson(p: Plan, ctx: PlanContext): string {
       operations: p.operations,
       conflicts: p.conflicts,
       refusal: ctx.refusal ?? null,
+      promotions: ctx.promotions ?? [],
     },
     null,
     2,
@@ -142,6 +158,8 @@ export function renderPlanMarkdown(p: Plan, ctx: PlanContext, limit = MARKDOWN_L
     `| controls | ${s.create_control} | ${s.update_control} | ${s.delete_control} | | | ${s.conflicts} |`,
     `| agents | ${s.create_agent} | ${s.update_agent} | | ${s.link} | ${s.unlink} | |`,
     '',
+    // Outside the collapsed details: turning a rule on is what a reviewer must see.
+    ...promotionBlock(ctx.promotions ?? []),
   ];
   if (ctx.refusal) head.push(...refusalMarkdown(ctx.refusal), '');
   const tail = ['', `<sub>directory \`${ctx.directory}\`, owner \`${p.managed_by}\`, server state \`${ctx.fingerprint.slice(0, 19)}\`</sub>`, ''];
@@ -150,7 +168,7 @@ export function renderPlanMarkdown(p: Plan, ctx: PlanContext, limit = MARKDOWN_L
   const detail: string[] = [];
   for (const o of p.operations) {
     detail.push(operationLine(o));
-    if (o.op === 'update_control' || o.op === 'update_agent') detail.push(...changeLines(o.changes));
+    if (o.op === 'update_control' || o.op === 'update_agent') detail.push(...updateLines(o, ctx, '    '));
   }
   for (const conflict of p.conflicts) detail.push(...conflictLines(conflict, plain));
 
@@ -171,6 +189,11 @@ export function renderPlanMarkdown(p: Plan, ctx: PlanContext, limit = MARKDOWN_L
     body.push('', `> Truncated: ${detail.length - kept.length} of ${detail.length} lines left out to stay under ${limit} characters. Run \`guardctl plan\` for the full plan.`);
   }
   return [...body, ...tail].join('\n');
+}
+
+function promotionBlock(promotions: readonly Promotion[]): string[] {
+  if (promotions.length === 0) return [];
+  return [`**Shadow to enforce** (${promotions.length}):`, '', '```diff', ...promotions.map((p) => promotionLine(p).replace(/```/g, "'''")), '```', ''];
 }
 
 /** The refusal in a pull-request comment: a warning line, then each owner's command in a code block. */

@@ -1,6 +1,6 @@
 import { Box, Text } from 'ink';
 import type { EvaluationSummary } from '../../src/model/stream.js';
-import { fit, formatDuration } from './format.js';
+import { fit, formatDuration, SHADOW_MARK } from './format.js';
 import { useTint } from './palette.js';
 
 interface Line {
@@ -30,6 +30,14 @@ export function detailLines(summary: EvaluationSummary): Line[] {
       for (const required of match.steering_context.required_actions ?? []) lines.push({ text: `      - ${required}`, color: 'yellow' });
     }
     if (match.excerpt !== null) lines.push({ text: `    data:     ${JSON.stringify(match.excerpt)}` });
+  }
+  if (summary.shadow_matches.length > 0) {
+    lines.push({ text: '' }, { text: `Shadow matches (${summary.shadow_matches.length}): would have acted, took no part in the decision`, bold: true });
+    for (const match of summary.shadow_matches) {
+      lines.push({ text: `  ${SHADOW_MARK}${match.control_name}  [would ${match.action}]  #${match.control_id}`, color: 'magenta' });
+      if (match.message) lines.push({ text: `    message:  ${match.message}` });
+      if (match.excerpt !== null) lines.push({ text: `    data:     ${JSON.stringify(match.excerpt)}` });
+    }
   }
   if (summary.errors.length > 0) {
     lines.push({ text: '' }, { text: `Evaluator errors (${summary.errors.length}):`, bold: true, color: 'red' });

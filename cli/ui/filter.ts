@@ -71,7 +71,7 @@ function valuesOf(summary: EvaluationSummary, field: FilterField): string[] {
     case 'agent':
       return [summary.agent_name];
     case 'control':
-      return summary.matches.map((m) => m.control_name);
+      return [...summary.matches, ...summary.shadow_matches].map((m) => m.control_name);
     case 'decision':
       return [summary.decision];
     case 'step':
@@ -79,7 +79,7 @@ function valuesOf(summary: EvaluationSummary, field: FilterField): string[] {
     case 'stage':
       return [summary.stage];
     case 'any':
-      return [summary.agent_name, summary.step_name, summary.decision, summary.stage, ...summary.matches.map((m) => m.control_name)];
+      return [summary.agent_name, summary.step_name, summary.decision, summary.stage, ...summary.matches.map((m) => m.control_name), ...summary.shadow_matches.map((m) => m.control_name)];
   }
 }
 

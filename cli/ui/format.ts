@@ -88,10 +88,14 @@ export function formatDuration(ms: number): string {
   return `${(ms / 1000).toFixed(2)}s`;
 }
 
+/** Marks a shadow control wherever the dashboard names one: it would have acted, it did not. */
+export const SHADOW_MARK = 'shadow:';
+
 export function controlLabel(summary: EvaluationSummary): string {
   const control = decidingControl(summary);
   if (!control) return '-';
-  return control.more > 0 ? `${control.name} +${control.more}` : control.name;
+  const name = control.shadow ? `${SHADOW_MARK}${control.name}` : control.name;
+  return control.more > 0 ? `${name} +${control.more}` : name;
 }
 
 export function cellText(summary: EvaluationSummary, key: ColumnKey): string {
@@ -144,7 +148,9 @@ export function describeConnection(state: StreamState, now: number): string {
 /** One log line per event for pipes and CI logs: TIME AGENT STEP STAGE DECISION CONTROL DURATION. */
 export function formatPlainLine(summary: EvaluationSummary): string {
   const decider = decidingControl(summary);
-  const control = decider ? `${word(decider.name)}${decider.more > 0 ? `,+${decider.more}` : ''}` : '-';
+  const control = decider
+    ? `${decider.shadow ? SHADOW_MARK : ''}${word(decider.name)}${decider.more > 0 ? `,+${decider.more}` : ''}`
+    : '-';
   return [
     summary.timestamp,
     word(summary.agent_name),

@@ -21,6 +21,8 @@ export interface ControlCount {
   /** Of those, the ones whose overall decision was deny or steer. */
   deny: number;
   steer: number;
+  /** Matches as a shadow control: what it would have done, never part of a decision. */
+  shadow: number;
 }
 
 export interface Totals {
@@ -190,10 +192,16 @@ function receive(state: DashboardState, events: EvaluationSummary[], now: number
       const prev = controls[match.control_name];
       const next: ControlCount = prev
         ? { ...prev, matches: prev.matches + 1 }
-        : { name: match.control_name, matches: 1, deny: 0, steer: 0 };
+        : { name: match.control_name, matches: 1, deny: 0, steer: 0, shadow: 0 };
       if (event.decision === 'deny' && match.action === 'deny') next.deny++;
       if (event.decision === 'steer' && match.action === 'steer') next.steer++;
       controls[match.control_name] = next;
+    }
+    for (const match of event.shadow_matches) {
+      const prev = controls[match.control_name];
+      controls[match.control_name] = prev
+        ? { ...prev, shadow: prev.shadow + 1 }
+        : { name: match.control_name, matches: 0, deny: 0, steer: 0, shadow: 1 };
     }
   }
   const rate = rollRate(state.rate, events.length, now);
@@ -267,14 +275,21 @@ function moveSelection(state: DashboardState, delta: number): DashboardState {
   return { ...state, selectedId: index === 0 ? null : rows[index]!.id };
 }
 
-/** The control a row is best described by: the one that decided, else the first match. */
-export function decidingControl(summary: EvaluationSummary): { name: string; more: number } | null {
-  if (summary.matches.length === 0) return null;
+/**
+ * The control a row is best described by: the one that decided, else the first match,
+ * else the first shadow match (marked `shadow`: it did not take part in the decision).
+ */
+export function decidingControl(summary: EvaluationSummary): { name: string; more: number; shadow: boolean } | null {
+  if (summary.matches.length === 0) {
+    const first = summary.shadow_matches[0];
+    return first ? { name: first.control_name, more: summary.shadow_matches.length - 1, shadow: true } : null;
+  }
   const decider = summary.matches.find((m) => m.action === summary.decision) ?? summary.matches[0]!;
-  return { name: decider.control_name, more: summary.matches.length - 1 };
+  return { name: decider.control_name, more: summary.matches.length - 1, shadow: false };
 }
 
-/** Per-control counts, most matched first. */
+/** Per-control counts, most matched first (shadow matches count too). */
 export function controlRanking(state: DashboardState): ControlCount[] {
-  return Object.values(state.controls).sort((a, b) => b.matches - a.matches || a.name.localeCompare(b.name));
+  const total = (c: ControlCount) => c.matches + c.shadow;
+  return Object.values(state.controls).sort((a, b) => total(b) - total(a) || a.name.localeCompare(b.name));
 }

@@ -17,11 +17,22 @@ import {
   type EvaluationResult,
   type ObservabilityEvent,
   type Stage,
+  type ShadowReport,
   type Step,
   AgentRecordSchema,
 } from '../model/index.js';
 import { ResponseShapeError } from './errors.js';
-import { RecordingPageSchema, type RecordingPage } from './schemas.js';
+import {
+  AuditPageSchema,
+  ControlHistorySchema,
+  RecordingPageSchema,
+  RestoreResultSchema,
+  ShadowReportSchema,
+  type AuditPage,
+  type ControlHistory,
+  type RecordingPage,
+  type RestoreResult,
+} from './schemas.js';
 import { Transport, type GuardClientOptions, type RequestSpec } from './transport.js';
 import {
   AckSchema,
@@ -92,6 +103,7 @@ export interface EventQueryBody {
   matched?: boolean;
   stages?: string[];
   trace_id?: string;
+  mode?: 'enforce' | 'shadow';
   start_time?: string;
   end_time?: string;
   limit?: number;
@@ -312,6 +324,40 @@ export class GuardClient {
       method: 'GET', path: `${API}/observability/stats/controls/${controlId}`,
       endpoint: 'GET /observability/stats/controls/{control_id}', schema: ControlStatsSchema,
       query: { agent_name: params.agent_name, time_range: params.time_range },
+    });
+  }
+
+  // ---- history and audit ----
+
+  /** One page of a control's revisions, newest first; `cursor` is the previous page's `next_cursor`. */
+  controlHistory(id: number, page: { cursor?: number | null; limit?: number } = {}): Promise<ControlHistory> {
+    return this.#request({
+      method: 'GET', path: `${API}/controls/${id}/history`, endpoint: 'GET /controls/{control_id}/history',
+      schema: ControlHistorySchema, query: { cursor: page.cursor ?? undefined, limit: page.limit },
+    });
+  }
+
+  /** Puts a hand-managed control back as it was at `revision` (admin). */
+  restoreControl(id: number, revision: number): Promise<RestoreResult> {
+    return this.#request({
+      method: 'POST', path: `${API}/controls/${id}/restore`, endpoint: 'POST /controls/{control_id}/restore',
+      schema: RestoreResultSchema, body: { revision },
+    });
+  }
+
+  /** One page of the audit log (admin), newest first. `since` is an ISO time or a duration such as 24h. */
+  audit(query: { since?: string; actor?: string; cursor?: number | null; limit?: number } = {}): Promise<AuditPage> {
+    return this.#request({
+      method: 'GET', path: `${API}/audit`, endpoint: 'GET /audit', schema: AuditPageSchema,
+      query: { since: query.since, actor: query.actor, cursor: query.cursor ?? undefined, limit: query.limit },
+    });
+  }
+
+  /** Every control in shadow mode with its figures; `since` is an ISO time or a duration such as 24h. */
+  shadowReport(query: { since?: string; agent_name?: string } = {}): Promise<ShadowReport> {
+    return this.#request({
+      method: 'GET', path: `${API}/shadow-report`, endpoint: 'GET /shadow-report', schema: ShadowReportSchema,
+      query: { since: query.since, agent_name: query.agent_name },
     });
   }
 

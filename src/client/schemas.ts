@@ -8,11 +8,13 @@
 import { z } from 'zod';
 import {
   AgentRecordSchema,
+  ChangeEntrySchema,
   ControlDataSchema,
   ControlRecordSchema,
   EvaluationResultSchema,
   JsonObjectSchema,
   ObservabilityEventSchema,
+  ShadowReportSchema,
 } from '../model/index.js';
 
 export const HealthSchema = z.looseObject({ status: z.string(), version: z.string() });
@@ -85,6 +87,8 @@ export type InitAgentResult = z.infer<typeof InitAgentResultSchema>;
 export const AgentControlsSchema = z.looseObject({
   agent_name: z.string(),
   controls: z.array(ControlRecordSchema),
+  /** The store revision these controls were read at; absent from servers that predate it. */
+  set_revision: z.number().int().nullable().optional(),
 });
 export type AgentControls = z.infer<typeof AgentControlsSchema>;
 
@@ -117,6 +121,11 @@ const ControlStatsRowSchema = z.looseObject({
   selector_missing: z.number().optional(),
   actions: z.record(z.string(), z.number()),
   avg_duration_ms: z.number(),
+  // Shadow figures; absent from servers without shadow mode.
+  shadow_executions: z.number().optional(),
+  shadow_matches: z.number().optional(),
+  would_deny: z.number().optional(),
+  would_steer: z.number().optional(),
 });
 export type ControlStats = z.infer<typeof ControlStatsRowSchema>;
 
@@ -154,3 +163,35 @@ export const RecordingPageSchema = z.object({
   recording: z.boolean().optional(),
 });
 export type RecordingPage = z.infer<typeof RecordingPageSchema>;
+
+const ChangePaginationSchema = z.looseObject({
+  limit: z.number().int(),
+  next_cursor: z.number().int().nullable(),
+  has_more: z.boolean(),
+});
+
+/** `GET /controls/{id}/history`: the control's revisions, newest first. */
+export const ControlHistorySchema = z.looseObject({
+  control_id: z.number().int(),
+  entries: z.array(ChangeEntrySchema),
+  pagination: ChangePaginationSchema,
+});
+export type ControlHistory = z.infer<typeof ControlHistorySchema>;
+
+/** `GET /audit`: every write, newest first. */
+export const AuditPageSchema = z.looseObject({
+  entries: z.array(ChangeEntrySchema),
+  pagination: ChangePaginationSchema,
+});
+export type AuditPage = z.infer<typeof AuditPageSchema>;
+
+/** `POST /controls/{id}/restore`. */
+export const RestoreResultSchema = z.looseObject({
+  restored: z.boolean(),
+  recreated: z.boolean(),
+  revision: z.number().int(),
+  control: ControlRecordSchema,
+});
+export type RestoreResult = z.infer<typeof RestoreResultSchema>;
+
+export { ShadowReportSchema };

@@ -2,7 +2,7 @@
  * The engine's public contract. Implementation lives beside this file; everything here
  * is pure (no I/O) so that the server, the SDK, `guardctl test` and replay share it.
  */
-import type { ControlData, EvaluationResult, FieldIssue } from '../model/index.js';
+import type { ControlData, ControlMode, EvaluationResult, FieldIssue } from '../model/index.js';
 
 /** What the engine needs of a control: its id, name and (validated) data. */
 export interface ControlInput {
@@ -23,7 +23,11 @@ export interface ControlExecution {
   /** First leaf's evaluator and selector for condition trees. */
   evaluator_name: string;
   selector_path: string;
+  /** Every selector path the control reads; set by the engine (masking shadow examples). */
+  selector_paths?: readonly string[];
   duration_ms: number;
+  /** Absent means `enforce`; the engine sets it. */
+  mode?: ControlMode;
   /** The evaluator's message (or the error text). Always set by the engine. */
   message?: string | null;
   /**

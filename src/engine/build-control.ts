@@ -85,6 +85,7 @@ export function buildControl(
     name,
     decision,
     steering_context: data.action.steering_context ?? null,
+    shadow: data.mode === 'shadow',
     execution: data.execution ?? 'server',
     stages: scope.stages ? stagesOf(scope.stages) : BOTH_STAGES,
     stepTypes: scope.step_types ? stepTypesOf(scope.step_types) : BOTH_STEP_TYPES,
@@ -94,6 +95,7 @@ export function buildControl(
     onError,
     evaluatorName: first.evaluatorName,
     selectorPath: first.selector.path,
+    selectorPaths: Object.freeze([...new Set(leavesOf(node).map((leaf) => leaf.selector.path))]),
     revealMatch: reveal,
     plainNonMatch: Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH }),
     missingNonMatch: Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH, selector_missing: true as const }),
@@ -186,6 +188,18 @@ function stepNamesOf(names: readonly string[], parts: CompileCache | undefined):
   if (!parts) return new Set(names);
   const key = stepNamesKey(names);
   return parts.stepNames.find(key) ?? parts.stepNames.keep(key, new Set(names));
+}
+
+function leavesOf(node: CompiledNode): CompiledLeaf[] {
+  switch (node.kind) {
+    case NodeKind.Leaf:
+      return [node];
+    case NodeKind.Not:
+      return leavesOf(node.child);
+    case NodeKind.And:
+    case NodeKind.Or:
+      return node.children.flatMap(leavesOf);
+  }
 }
 
 function firstLeaf(node: CompiledNode): CompiledLeaf {

@@ -29,6 +29,10 @@ export interface CompiledControlSet {
   readonly skipped: readonly SkippedControl[];
   /** Controls left out because they are disabled or have no data. */
   readonly inactive: number;
+  /** Ids of the `mode: shadow` controls; null when there are none (the common case). */
+  readonly shadowIds: ReadonlySet<number> | null;
+  /** The store revision the controls were read at (CompileOptions.revision); null when not known. */
+  readonly revision: number | null;
 }
 
 export interface CompileOptions {
@@ -37,6 +41,8 @@ export interface CompileOptions {
    * same cache: a control linked to many agents is compiled once (see CompileCache).
    */
   cache?: CompileCache;
+  /** The store revision the controls were read at, carried on the set for events (`set_revision`). */
+  revision?: number | null;
 }
 
 export function compileControls(
@@ -71,15 +77,16 @@ export function compileControls(
     else skipped.push({ control_id: input.control_id, name: input.name, issues: built.issues });
   }
 
-  return freezeSet(compiled, skipped, inactive);
+  return freezeSet(compiled, skipped, inactive, options.revision ?? null);
 }
 
 const NO_CONTROLS: readonly CompiledControl[] = Object.freeze([]);
 
-function freezeSet(compiled: CompiledControl[], skipped: SkippedControl[], inactive: number): CompiledControlSet {
+function freezeSet(compiled: CompiledControl[], skipped: SkippedControl[], inactive: number, revision: number | null): CompiledControlSet {
   // Arrays grown by push or filter keep spare capacity (17 slots at first); a set lives
   // as long as its agent's controls do not change, so it keeps exact-size copies.
   const exact = <T>(list: T[]): readonly T[] => Object.freeze(list.slice());
+  const shadow = compiled.filter((c) => c.shadow);
   const bucket = (stage: Stage, type: StepType) => {
     const list = compiled.filter((c) => c.stages.includes(stage) && c.stepTypes.includes(type));
     return list.length === 0 ? NO_CONTROLS : exact(list);
@@ -96,10 +103,12 @@ function freezeSet(compiled: CompiledControl[], skipped: SkippedControl[], inact
     }),
     skipped: skipped.length === 0 ? NO_SKIPPED : exact(skipped),
     inactive,
+    shadowIds: shadow.length === 0 ? null : new Set(shadow.map((c) => c.control_id)),
+    revision,
   });
 }
 
 const NO_SKIPPED: readonly SkippedControl[] = Object.freeze([]);
 
 /** An empty set, for agents without controls. */
-export const EMPTY_CONTROL_SET: CompiledControlSet = freezeSet([], [], 0);
+export const EMPTY_CONTROL_SET: CompiledControlSet = freezeSet([], [], 0, null);

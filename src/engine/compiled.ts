@@ -31,6 +31,8 @@ export interface CompiledControl {
   readonly name: string;
   readonly decision: ControlData['action']['decision'];
   readonly steering_context: SteeringContext | null;
+  /** `mode: shadow`: evaluated and reported, never part of the decision. */
+  readonly shadow: boolean;
   readonly execution: 'server' | 'sdk';
   readonly stages: ReadonlyArray<'pre' | 'post'>;
   readonly stepTypes: ReadonlyArray<'tool' | 'llm'>;
@@ -43,6 +45,8 @@ export interface CompiledControl {
   /** First leaf's evaluator and selector, for observability. */
   readonly evaluatorName: string;
   readonly selectorPath: string;
+  /** Every selector path the control reads (all leaves), to mask what it looked at. */
+  readonly selectorPaths: readonly string[];
   /** reveal_match: messages and excerpts show what was matched in full, not masked. */
   readonly revealMatch: boolean;
   /**

@@ -61,8 +61,8 @@ export function evaluateStep(
       if (isThenable(r)) waiting = true;
       records.push(r);
     }
-    if (!waiting) return { result: decide(records as ControlMatch[]), executions };
-    return Promise.all(records.map(settled)).then((done) => ({ result: decide(done), executions }));
+    if (!waiting) return { result: decide(records as ControlMatch[], set.shadowIds), executions };
+    return Promise.all(records.map(settled)).then((done) => ({ result: decide(done, set.shadowIds), executions }));
   }
 
   const cleared = groups ? clearedByScan(groups, candidates.length, view) : null;
@@ -77,8 +77,8 @@ export function evaluateStep(
     if (isThenable(r)) waiting = true;
     records.push(r);
   }
-  if (!waiting) return { result: decide(records as ControlMatch[]), executions: null };
-  return Promise.all(records.map(settled)).then((done) => ({ result: decide(done), executions: null }));
+  if (!waiting) return { result: decide(records as ControlMatch[], set.shadowIds), executions: null };
+  return Promise.all(records.map(settled)).then((done) => ({ result: decide(done, set.shadowIds), executions: null }));
 }
 
 /** Agents have few step names, so scope is resolved once per name, not per step. */
@@ -253,7 +253,9 @@ function executionOf(
     error_message: m.error ?? null,
     evaluator_name: c.evaluatorName,
     selector_path: c.selectorPath,
+    selector_paths: c.selectorPaths,
     duration_ms: duration,
+    mode: c.shadow ? 'shadow' : 'enforce',
     message: m.result.message,
     excerpt: text === undefined ? null : excerptOf(text, found, c.revealMatch),
     selector_missing: m.selector_missing === true,
@@ -308,17 +310,25 @@ function errorOf(c: CompiledControl, onError: OnError, err: unknown): ControlMat
   return m;
 }
 
-/** SPEC section 1: deny wins, then steer; allow, warn and log never block. */
-function decide(records: ControlMatch[]): EvaluationResult {
+/**
+ * SPEC section 1: deny wins, then steer; allow, warn and log never block. Matches of
+ * shadow controls (`shadowIds`) go to `shadow_matches` and take no part in the decision.
+ */
+function decide(records: ControlMatch[], shadowIds: ReadonlySet<number> | null): EvaluationResult {
   const matches: ControlMatch[] = [];
   const nonMatches: ControlMatch[] = [];
   const errors: ControlMatch[] = [];
+  const shadowMatches: ControlMatch[] = [];
   let firstDeny: ControlMatch | null = null;
   let firstSteer: ControlMatch | null = null;
   for (let i = 0; i < records.length; i++) {
     const m = records[i]!;
     // Each control lands in exactly one list: fail-closed errors count as matches.
     if (m.result.matched) {
+      if (shadowIds !== null && shadowIds.has(m.control_id)) {
+        shadowMatches.push(m);
+        continue;
+      }
       matches.push(m);
       if (m.action === 'deny') firstDeny ??= m;
       else if (m.action === 'steer') firstSteer ??= m;
@@ -329,7 +339,16 @@ function decide(records: ControlMatch[]): EvaluationResult {
     }
   }
   if (firstDeny !== null) {
-    return { is_safe: false, decision: 'deny', confidence: firstDeny.result.confidence, steering_context: null, matches, errors, non_matches: nonMatches };
+    return {
+      is_safe: false,
+      decision: 'deny',
+      confidence: firstDeny.result.confidence,
+      steering_context: null,
+      matches,
+      errors,
+      non_matches: nonMatches,
+      shadow_matches: shadowMatches,
+    };
   }
   if (firstSteer !== null) {
     return {
@@ -340,9 +359,10 @@ function decide(records: ControlMatch[]): EvaluationResult {
       matches,
       errors,
       non_matches: nonMatches,
+      shadow_matches: shadowMatches,
     };
   }
-  return { is_safe: true, decision: 'allow', confidence: 1, steering_context: null, matches, errors, non_matches: nonMatches };
+  return { is_safe: true, decision: 'allow', confidence: 1, steering_context: null, matches, errors, non_matches: nonMatches, shadow_matches: shadowMatches };
 }
 
 /** Records as promises, for Promise.all once some evaluator went asynchronous. */

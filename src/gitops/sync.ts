@@ -7,6 +7,7 @@ import { fingerprintOf } from './fingerprint.js';
 import { HttpTarget } from './http-target.js';
 import type { LoadResult } from './load.js';
 import { plan, type Plan, type PlanOptions } from './plan.js';
+import { promotionsOf, withPromotionFigures, type Promotion } from './promotions.js';
 
 /** Requests in flight during apply: hides round trips without crowding the server. */
 export const APPLY_CONCURRENCY = 8;
@@ -15,11 +16,22 @@ export interface ServerPlan {
   plan: Plan;
   actual: ActualState;
   fingerprint: string;
+  /** Controls the plan moves from shadow to enforce, with the server's figures. */
+  promotions: Promotion[];
 }
 
-export async function planAgainstServer(client: GuardClient, loaded: Pick<LoadResult, 'controls' | 'agents'>, options: PlanOptions): Promise<ServerPlan> {
+/** `figures: false` (apply) skips asking for the promotions' shadow figures. */
+export async function planAgainstServer(
+  client: GuardClient,
+  loaded: Pick<LoadResult, 'controls' | 'agents'>,
+  options: PlanOptions,
+  { figures = true }: { figures?: boolean } = {},
+): Promise<ServerPlan> {
   const actual = await fetchActualState(client);
-  return { plan: plan(desiredStateOf(loaded), actual, options), actual, fingerprint: fingerprintOf(actual) };
+  const made = plan(desiredStateOf(loaded), actual, options);
+  const found = promotionsOf(made, actual);
+  const promotions = figures ? await withPromotionFigures(client, found) : found;
+  return { plan: made, actual, fingerprint: fingerprintOf(actual), promotions };
 }
 
 export async function applyToServer(

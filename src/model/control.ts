@@ -122,10 +122,27 @@ export function conditionDepth(condition: Condition): number {
   return 1;
 }
 
+/**
+ * `enforce`: a match takes part in the decision. `shadow`: the control is evaluated and
+ * its matches are reported (`shadow_matches`, events with mode shadow, stats) but never
+ * change the decision, so a rule's effect on live traffic is measured before it blocks.
+ */
+export const ControlModeSchema = z.enum(['enforce', 'shadow'], {
+  error: () => 'mode must be "enforce" or "shadow"',
+});
+export type ControlMode = z.infer<typeof ControlModeSchema>;
+
+/** A control's mode; data without one is enforced. */
+export function modeOf(data: { mode?: ControlMode | undefined }): ControlMode {
+  return data.mode ?? 'enforce';
+}
+
 /** Fields shared by the stored control data and the YAML control document. */
 const controlBodyShape = {
   description: z.string().max(4096).optional(),
   enabled: z.boolean().default(true),
+  /** Absent means `enforce`: data stored before modes existed reads the same. */
+  mode: ControlModeSchema.optional(),
   execution: z.enum(['server', 'sdk']).default('server'),
   reveal_match: z
     .boolean()

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DecisionSchema, JsonObjectSchema, StageSchema, StepTypeSchema } from './common.js';
+import { ControlModeSchema } from './control.js';
 
 /** One control evaluated against one step: the unit of observability. */
 export const ObservabilityEventSchema = z.strictObject({
@@ -26,5 +27,23 @@ export const ObservabilityEventSchema = z.strictObject({
    * stored as a row rather than rolled up, and counted as `selector_missing` in stats.
    */
   selector_missing: z.boolean().optional(),
+  /**
+   * The control's mode when it ran: a `shadow` match did not take part in the decision.
+   * Absent means `enforce` (clients that predate modes); stores always return it.
+   */
+  mode: ControlModeSchema.optional(),
+  /**
+   * The store revision of the agent's control set that was evaluated (the audit log's
+   * revision numbers): the rules in force are the controls as of that revision. Null when
+   * unknown; absent from events of clients that do not send it.
+   */
+  set_revision: z.number().int().nonnegative().nullable().optional(),
 });
 export type ObservabilityEvent = z.infer<typeof ObservabilityEventSchema>;
+
+/**
+ * An event as the server stores it: a shadow match the server evaluated may carry an
+ * example of the step (masked and redacted, see src/observability/shadow-examples.ts).
+ * Not part of the API's event schema: clients cannot send one.
+ */
+export type StoredEvent = ObservabilityEvent & { example?: string | null };

@@ -6,4 +6,6 @@ export * from './event.js';
 export * from './issues.js';
 export * from './stream.js';
 export * from './test-case.js';
+export * from './history.js';
+export * from './shadow.js';
 export * from './change.js';

@@ -61,5 +61,11 @@ export const EvaluationResultSchema = z.strictObject({
   matches: z.array(ControlMatchSchema),
   errors: z.array(ControlMatchSchema),
   non_matches: z.array(ControlMatchSchema),
+  /**
+   * Matches of `mode: shadow` controls: what they would have done. They never change
+   * `decision`, `is_safe` or `steering_context`. Absent in answers of servers without
+   * shadow mode, so it defaults to empty.
+   */
+  shadow_matches: z.array(ControlMatchSchema).default([]),
 });
 export type EvaluationResult = z.infer<typeof EvaluationResultSchema>;

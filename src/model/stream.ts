@@ -2,6 +2,18 @@ import { z } from 'zod';
 import { StageSchema, StepTypeSchema } from './common.js';
 import { SteeringContextSchema } from './control.js';
 
+/** One matched control in a stream summary. */
+const SummaryMatchSchema = z.strictObject({
+  control_id: z.number().int(),
+  control_name: z.string(),
+  action: z.enum(['allow', 'deny', 'steer', 'warn', 'log']),
+  message: z.string().nullable(),
+  steering_context: SteeringContextSchema.nullable(),
+  /** The selected value the control looked at, truncated to 200 characters. */
+  excerpt: z.string().nullable(),
+});
+export type SummaryMatch = z.infer<typeof SummaryMatchSchema>;
+
 /**
  * What the live stream (`GET /api/v1/observability/events/stream`, Server-Sent Events)
  * sends for each evaluated step: `event: evaluation` with this object as `data`.
@@ -21,17 +33,9 @@ export const EvaluationSummarySchema = z.strictObject({
   duration_ms: z.number(),
   /** How many controls were evaluated. */
   evaluated: z.number().int(),
-  matches: z.array(
-    z.strictObject({
-      control_id: z.number().int(),
-      control_name: z.string(),
-      action: z.enum(['allow', 'deny', 'steer', 'warn', 'log']),
-      message: z.string().nullable(),
-      steering_context: SteeringContextSchema.nullable(),
-      /** The selected value the control looked at, truncated to 200 characters. */
-      excerpt: z.string().nullable(),
-    }),
-  ),
+  matches: z.array(SummaryMatchSchema),
+  /** Matches of shadow controls: shown marked, never part of the decision. */
+  shadow_matches: z.array(SummaryMatchSchema).default([]),
   errors: z.array(z.strictObject({ control_id: z.number().int(), control_name: z.string(), message: z.string() })),
 });
 export type EvaluationSummary = z.infer<typeof EvaluationSummarySchema>;

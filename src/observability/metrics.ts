@@ -11,6 +11,8 @@ export interface GuardMetrics {
   readonly httpDuration: HistogramFamily;
   readonly evaluations: CounterFamily;
   readonly controlMatches: CounterFamily;
+  /** Matches of shadow controls: what they would have done, apart from the real matches. */
+  readonly shadowMatches: CounterFamily;
   readonly evaluationDuration: HistogramFamily;
   readonly evaluatorErrors: CounterFamily;
   /** Steps a control was scoped to but whose selector found nothing, by agent and control. */
@@ -117,6 +119,12 @@ export function createMetrics(opts: MetricsOptions): GuardMetrics {
     controlMatches: new CounterFamily({
       name: name('control_matches_total'),
       help: 'Control matches by control name and action',
+      labelNames: ['control', 'action'],
+      registry,
+    }),
+    shadowMatches: new CounterFamily({
+      name: name('shadow_matches_total'),
+      help: 'Matches of shadow controls (never part of a decision) by control name and action',
       labelNames: ['control', 'action'],
       registry,
     }),

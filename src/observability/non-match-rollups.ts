@@ -1,3 +1,4 @@
+import type { ControlMode } from '../model/index.js';
 import type { EventRollup } from '../store/types.js';
 
 const MINUTE_MS = 60_000;
@@ -38,6 +39,8 @@ export interface RolledExecution {
   control_name: string;
   evaluator_name: string | null;
   duration_ms: number;
+  /** Absent means `enforce`. */
+  mode?: ControlMode | undefined;
 }
 
 /** The entries of one (minute, agent, stage, step type), by control id (usually one entry each). */
@@ -99,9 +102,10 @@ export class NonMatchRollups {
   addExecution(group: Group, x: RolledExecution, count = 1): boolean {
     let list = group.entries.get(x.control_id);
     const evaluator = x.evaluator_name || null;
+    const mode = x.mode ?? 'enforce';
     if (list) {
       for (const entry of list) {
-        if (entry.control_name === x.control_name && entry.evaluator_name === evaluator) {
+        if (entry.control_name === x.control_name && entry.evaluator_name === evaluator && entry.mode === mode) {
           entry.count += count;
           entry.total_duration_ms += x.duration_ms;
           return true;
@@ -124,6 +128,7 @@ export class NonMatchRollups {
       check_stage: group.check_stage,
       applies_to: group.applies_to,
       evaluator_name: evaluator,
+      mode,
       count,
       total_duration_ms: x.duration_ms,
     });
@@ -133,7 +138,7 @@ export class NonMatchRollups {
 
   /** Counts one non-match (or `count` of them); false when it was dropped at the cap. */
   add(timeMs: number, key: RollupKey, durationMs: number, count = 1): boolean {
-    const x = { control_id: key.control_id, control_name: key.control_name, evaluator_name: key.evaluator_name, duration_ms: durationMs };
+    const x = { control_id: key.control_id, control_name: key.control_name, evaluator_name: key.evaluator_name, duration_ms: durationMs, mode: key.mode };
     return this.addExecution(this.group(timeMs, key.agent_name, key.check_stage, key.applies_to), x, count);
   }
 
@@ -165,6 +170,7 @@ export class NonMatchRollups {
         check_stage: e.check_stage,
         applies_to: e.applies_to,
         evaluator_name: e.evaluator_name,
+        mode: e.mode ?? 'enforce',
         count: e.count,
         total_duration_ms: e.total_duration_ms,
       });

@@ -1,4 +1,4 @@
-import type { ObservabilityEvent, ReloadNotice } from '../model/index.js';
+import type { ObservabilityEvent, ReloadNotice, StoredEvent } from '../model/index.js';
 import { StoreError, type Store } from '../store/types.js';
 import { OBSERVABILITY_DEFAULTS, type ObservabilityConfig } from './config.js';
 import { EventBuffer } from './event-buffer.js';
@@ -8,6 +8,7 @@ import { createMetrics, type GuardMetrics } from './metrics.js';
 import { NonMatchRollups } from './non-match-rollups.js';
 import { SelectorMissingReporter } from './selector-missing.js';
 import { eventOf, executionsOf, isNonMatch, metadataByControl, summaryOf, type RecordEvaluationInput } from './record.js';
+import { createExampleTaker } from './shadow-examples.js';
 import type { TraceIds } from './trace.js';
 
 export type { RecordEvaluationInput } from './record.js';
@@ -63,6 +64,8 @@ export interface CreateObservabilityOptions {
   sqlitePath?: string;
   /** The compiled worker module; defaults to the one beside this file when it exists. */
   workerUrl?: URL | null;
+  /** Redaction rules for shadow-report examples beyond the built-in ones (GUARD_RECORD_REDACT). */
+  exampleRedact?: readonly string[];
   /** Live stream tuning, mostly for tests. */
   stream?: { queueSize?: number; stallMs?: number; heartbeatMs?: number; maxSubscribers?: number };
 }
@@ -157,6 +160,7 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
     prune().catch((err: unknown) => logger?.warn({ err }, 'observability: pruning old events failed'));
   };
 
+  const examples = createExampleTaker(opts.exampleRedact);
   const missing = new SelectorMissingReporter(metrics, logger);
 
   // Unlabelled: one handle for the life of the app.
@@ -167,6 +171,7 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
     const { result } = input.outcome;
     metrics.evaluations.child(metrics.agentLabels.value(input.agent_name), result.decision).inc();
     for (const m of result.matches) metrics.controlMatches.child(metrics.controlLabels.value(m.control_name), m.action).inc();
+    for (const m of result.shadow_matches) metrics.shadowMatches.child(metrics.controlLabels.value(m.control_name), m.action).inc();
     let durationMs = 0;
     for (const x of executions) {
       durationMs += x.duration_ms;
@@ -190,7 +195,9 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
         }
         if (metadata === undefined) metadata = metadataByControl(result);
         ids ??= input.trace();
-        (rows ??= []).push(eventOf(input, ids, x, (timestamp ??= new Date(now).toISOString()), metadata));
+        const event: StoredEvent = eventOf(input, ids, x, (timestamp ??= new Date(now).toISOString()), metadata);
+        if (x.mode === 'shadow' && x.matched) event.example = examples.take(x.control_id, input.step, x.selector_paths ?? [x.selector_path], now);
+        (rows ??= []).push(event);
       }
       if (rows) events.push(rows);
     }

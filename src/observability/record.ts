@@ -9,6 +9,7 @@ import type {
   ObservabilityEvent,
   Stage,
   Step,
+  SummaryMatch,
 } from '../model/index.js';
 
 export interface RecordEvaluationInput {
@@ -17,6 +18,8 @@ export interface RecordEvaluationInput {
   step: Step;
   /** From the engine; `executions` is set when it was asked to collect them. */
   outcome: { result: EvaluationResult; executions: ControlExecution[] | null };
+  /** The store revision of the control set that decided it (see ObservabilityEvent.set_revision). */
+  set_revision?: number | null;
   /**
    * The request's trace and span ids, asked for only when a stored row or a stream
    * summary needs them: most evaluations only add to rollups, and reading the headers
@@ -32,7 +35,7 @@ export function executionsOf(input: RecordEvaluationInput): ControlExecution[] {
   if (input.outcome.executions) return input.outcome.executions;
   const { result } = input.outcome;
   const out: ControlExecution[] = [];
-  const add = (m: ControlMatch, matched: boolean) =>
+  const add = (m: ControlMatch, matched: boolean, mode: 'enforce' | 'shadow' = 'enforce') =>
     out.push({
       control_id: m.control_id,
       control_name: m.control_name,
@@ -43,9 +46,11 @@ export function executionsOf(input: RecordEvaluationInput): ControlExecution[] {
       evaluator_name: '',
       selector_path: '',
       duration_ms: 0,
+      mode,
       selector_missing: m.selector_missing === true,
     });
   for (const m of result.matches) add(m, true);
+  for (const m of result.shadow_matches) add(m, true, 'shadow');
   for (const m of result.errors) add(m, m.result.matched);
   for (const m of result.non_matches) add(m, false);
   return out;
@@ -54,7 +59,7 @@ export function executionsOf(input: RecordEvaluationInput): ControlExecution[] {
 /** The result metadata of each control that reported some, by control id. */
 export function metadataByControl(result: EvaluationResult): Map<number, Record<string, unknown>> | null {
   let map: Map<number, Record<string, unknown>> | null = null;
-  for (const list of [result.matches, result.errors, result.non_matches]) {
+  for (const list of [result.matches, result.errors, result.non_matches, result.shadow_matches]) {
     for (const m of list) {
       if (m.result.metadata) (map ??= new Map()).set(m.control_id, m.result.metadata);
     }
@@ -101,6 +106,8 @@ export function eventOf(
     selector_path: x.selector_path || null,
     error_message: x.error_message,
     metadata: metadata?.get(x.control_id) ?? null,
+    mode: x.mode ?? 'enforce',
+    set_revision: input.set_revision ?? null,
     ...(x.selector_missing === true && { selector_missing: true }),
   };
 }
@@ -156,6 +163,14 @@ export function summaryOf(
     const text = excerptOf(selectForExcerpt(input.step, x?.selector_path ?? ''));
     return text === null ? null : maskMatch(text);
   };
+  const summaryMatch = (m: ControlMatch): SummaryMatch => ({
+    control_id: m.control_id,
+    control_name: m.control_name,
+    action: m.action,
+    message: m.result.message,
+    steering_context: m.steering_context ?? null,
+    excerpt: excerptFor(m.control_id),
+  });
   return {
     id: randomUUID(),
     timestamp,
@@ -167,14 +182,8 @@ export function summaryOf(
     decision: result.decision,
     duration_ms: durationMs,
     evaluated: executions.length,
-    matches: result.matches.map((m) => ({
-      control_id: m.control_id,
-      control_name: m.control_name,
-      action: m.action,
-      message: m.result.message,
-      steering_context: m.steering_context ?? null,
-      excerpt: excerptFor(m.control_id),
-    })),
+    matches: result.matches.map(summaryMatch),
+    shadow_matches: result.shadow_matches.map(summaryMatch),
     errors: result.errors.map((m) => ({
       control_id: m.control_id,
       control_name: m.control_name,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DecisionSchema, ObservabilityEventSchema, StageSchema } from '../model/index.js';
+import { ControlModeSchema, DecisionSchema, ObservabilityEventSchema, StageSchema } from '../model/index.js';
 
 export const MAX_INGEST_BATCH = 1000;
 export const DEFAULT_QUERY_LIMIT = 100;
@@ -50,6 +50,8 @@ export const EventQueryBodySchema = z
     matched: z.boolean().optional(),
     stages: z.array(StageSchema).min(1).optional(),
     trace_id: z.string().min(1).max(128).optional(),
+    /** Only events of controls in this mode (`shadow`: what shadow controls would have done). */
+    mode: ControlModeSchema.optional(),
     /** Inclusive. */
     start_time: isoTime.optional(),
     /** Exclusive. */

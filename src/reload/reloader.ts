@@ -123,7 +123,8 @@ export function createReloader(deps: ReloaderDeps): Reloader {
       }
       // The whole reload is one transaction: all of it or none of it.
       const changes = changesOf(ops, actual);
-      if (changes.length > 0) ({ touched_agents: touched } = await store.applyChanges(changes));
+      // History names the watched directory (its owner label, `watch:<absolute dir>`) as the actor.
+      if (changes.length > 0) ({ touched_agents: touched } = await store.applyChanges(changes, { actor: managedBy, source: 'watch' }));
       operations = changes.length;
     } catch (error) {
       return fail(revision, [directoryProblem(dir, 'apply_failed', `applying the directory failed: ${errorMessage(error)}`, 'fix the cause above; the server keeps the last good controls')]);

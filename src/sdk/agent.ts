@@ -168,8 +168,8 @@ export class GuardAgent {
    */
   async refresh(): Promise<readonly ControlRecord[]> {
     try {
-      const { controls } = await this.client.getAgentControls(this.agentName);
-      this.setControls(controls);
+      const { controls, set_revision } = await this.client.getAgentControls(this.agentName);
+      this.setControls(controls, set_revision ?? null);
       this.#lastRefreshError = null;
       return controls;
     } catch (error) {
@@ -178,13 +178,16 @@ export class GuardAgent {
     }
   }
 
-  /** Replaces the control set with records already in hand. */
-  setControls(records: readonly ControlRecord[]): void {
-    this.#set = this.#build(records);
+  /**
+   * Replaces the control set with records already in hand; `setRevision` is the store
+   * revision they were read at, sent with the events of in-process evaluations.
+   */
+  setControls(records: readonly ControlRecord[], setRevision: number | null = null): void {
+    this.#set = this.#build(records, setRevision);
   }
 
-  #build(records: readonly ControlRecord[]): AgentControlSet {
-    const set = buildControlSet(records, this.#registry);
+  #build(records: readonly ControlRecord[], setRevision: number | null = null): AgentControlSet {
+    const set = buildControlSet(records, this.#registry, setRevision);
     for (const b of set.broken) {
       this.#logger.warn(`control "${b.name}" (execution: sdk) cannot run in this process: ${b.reason}`);
     }
@@ -238,6 +241,7 @@ export class GuardAgent {
         this.#events?.push(
           eventsOf(outcome.executions, {
             agentName: this.agentName, step, stage, ...(ids = traceIds()), timestamp: new Date().toISOString(),
+            setRevision: set.setRevision,
           }),
         );
       }

@@ -24,9 +24,15 @@ export interface AgentControlSet {
   /** Whether any enabled `execution: sdk` control compiled (else the engine is not called at all). */
   readonly hasLocal: boolean;
   readonly actionMetadata: ReadonlyMap<number, JsonObject | null>;
+  /** The store revision the records were read at (sent with events); null when not known. */
+  readonly setRevision: number | null;
 }
 
-export function buildControlSet(records: readonly ControlRecord[], registry: EvaluatorRegistry): AgentControlSet {
+export function buildControlSet(
+  records: readonly ControlRecord[],
+  registry: EvaluatorRegistry,
+  setRevision: number | null = null,
+): AgentControlSet {
   const live = records.filter((r) => r.enabled && r.data !== null && r.data.enabled);
   const compiled = compileControls(
     live.map((r) => ({ control_id: r.control_id, name: r.name, data: r.data })),
@@ -51,5 +57,5 @@ export function buildControlSet(records: readonly ControlRecord[], registry: Eva
       else hasLocal = true;
     }
   }
-  return Object.freeze({ records, compiled, server, broken, hasLocal, actionMetadata });
+  return Object.freeze({ records, compiled, server, broken, hasLocal, actionMetadata, setRevision });
 }

@@ -109,6 +109,8 @@ export interface EventContext {
   traceId: string;
   spanId: string;
   timestamp: string;
+  /** The store revision of the control set evaluated, when the server said (GET /agents/{name}/controls). */
+  setRevision: number | null;
 }
 
 /** One event per control the engine ran in-process for this step. */
@@ -131,6 +133,8 @@ export function eventsOf(executions: readonly ControlExecution[], ctx: EventCont
     selector_path: e.selector_path || null,
     error_message: e.error_message,
     metadata: { source: 'sdk', step_name: ctx.step.name },
+    mode: e.mode ?? 'enforce',
+    set_revision: ctx.setRevision,
     ...(e.selector_missing === true && { selector_missing: true }),
   }));
 }

@@ -51,6 +51,7 @@ export type {
   EvaluationResult,
   JsonObject,
   ObservabilityEvent,
+  ShadowReport,
   Stage,
   SteeringContext,
   Step,

@@ -7,7 +7,7 @@ import type { ControlMatch, EvaluationResult } from '../model/index.js';
 
 /** The result when no control ran; fresh each time because callers own what they get. */
 export function emptyResult(): EvaluationResult {
-  return { is_safe: true, decision: 'allow', confidence: 1, steering_context: null, matches: [], errors: [], non_matches: [] };
+  return { is_safe: true, decision: 'allow', confidence: 1, steering_context: null, matches: [], errors: [], non_matches: [], shadow_matches: [] };
 }
 
 const rank = { allow: 0, steer: 1, deny: 2 } as const;
@@ -32,6 +32,7 @@ export function mergeResults(local: EvaluationResult, remote: EvaluationResult |
     matches,
     errors: byControlOrder([...local.errors, ...remote.errors]),
     non_matches: byControlOrder([...local.non_matches, ...remote.non_matches]),
+    shadow_matches: byControlOrder([...local.shadow_matches, ...remote.shadow_matches]),
   };
 }
 

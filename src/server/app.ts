@@ -5,7 +5,7 @@ import type { EvaluatorRegistry } from '../evaluators/registry.js';
 import type { Observability } from '../observability/index.js';
 import type { ReloadStatusSource } from '../reload/index.js';
 import { StoreError, type Store } from '../store/types.js';
-import { createAuthHook, defaultAccess, type Access } from './auth.js';
+import { createActorOf, createAuthHook, defaultAccess, type Access } from './auth.js';
 import type { ServerConfig } from './config.js';
 import type { ServerContext } from './context.js';
 import { ControlSetCache } from './control-sets.js';
@@ -17,6 +17,8 @@ import { startReplicaSync } from './replica-sync.js';
 import { agentRoutes } from './routes/agents.js';
 import { changeRoutes } from './routes/changes.js';
 import { controlRoutes } from './routes/controls.js';
+import { historyRoutes } from './routes/history.js';
+import { shadowReportRoutes } from './routes/shadow-report.js';
 import { evaluationRoutes } from './routes/evaluation.js';
 import { recordingRoutes } from './routes/recordings.js';
 import { recorderFromConfig } from '../recording/from-config.js';
@@ -92,11 +94,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   // One cache for all agents: a control linked to many agents is compiled (and held) once.
   const compileCache = new CompileCache();
-  const controlSets = new ControlSetCache<CompiledControlSet>(store, (controls) =>
+  const controlSets = new ControlSetCache<CompiledControlSet>(store, (controls, revision) =>
     compileControls(
       controls.map((c) => ({ control_id: c.control_id, name: c.name, data: c.data })),
       registry,
-      { cache: compileCache },
+      { cache: compileCache, revision },
     ),
   );
   // A store shared by replicas (it offers change notifications) keeps the sets in step
@@ -135,18 +137,20 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   const recorder = recorderFromConfig(store, config, (error) => app.log.warn({ err: error }, 'recording steps failed'));
   if (recorder) app.addHook('onClose', async () => recorder.close());
-  const ctx: ServerContext = { store, config, registry, controlSets, observability, recorder };
+  const ctx: ServerContext = { store, config, registry, controlSets, observability, recorder, actorOf: createActorOf(config) };
   // One plugin per resource, in one readable list.
   await app.register(systemRoutes, { ...ctx, health: new HealthMonitor(store) });
   await app.register(agentRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(controlRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(changeRoutes, { ...ctx, prefix: '/api/v1' });
+  await app.register(historyRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(evaluationRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(recordingRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(reloadRoutes, { reload: deps.reload, prefix: '/api/v1' });
   if (observability) {
     await app.register(observabilityRoutes, { observability, store, config, prefix: '/api/v1' });
     await app.register(metricsRoutes, { observability });
+    await app.register(shadowReportRoutes, { store, prefix: '/api/v1' });
   }
   await app.ready();
   return app;

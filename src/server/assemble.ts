@@ -88,6 +88,7 @@ export async function assembleServer(config: ServerConfig, options: AssembleOpti
         store,
         config,
         logger: { warn: (o, m) => late()?.warn(o, m), error: (o, m) => late()?.error(o, m) },
+        exampleRedact: config.recordRedact,
         ...tuning,
         ...(writerPath !== undefined ? { sqlitePath: writerPath } : {}),
       });

@@ -26,25 +26,14 @@ export function defaultAccess(method: string): Access {
  * neither the key's length nor its first differing byte shows in response times.
  */
 export function createAuthHook(config: ServerConfig) {
-  const admin = config.adminApiKeys.map(digest);
-  const regular = config.apiKeys.map(digest);
-
-  function classify(key: string): KeyClass {
-    const given = digest(key);
-    let isAdmin = false;
-    let isRegular = false;
-    for (const d of admin) isAdmin = timingSafeEqual(d, given) || isAdmin;
-    for (const d of regular) isRegular = timingSafeEqual(d, given) || isRegular;
-    return isAdmin ? 'admin' : isRegular ? 'regular' : null;
-  }
+  const classify = keyClassifier(config);
 
   // Answering from an async hook: send, then return the reply so Fastify stops here.
   return async function authHook(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     if (!config.apiKeyEnabled) return undefined;
     const access = request.routeOptions.config?.access ?? defaultAccess(request.method);
     if (access === 'public') return undefined;
-    const header = request.headers['x-api-key'];
-    const key = Array.isArray(header) ? header[0] : header;
+    const key = keyOf(request);
     const keyClass = key ? classify(key) : null;
     if (keyClass === null) {
       reply.header('WWW-Authenticate', 'ApiKey');
@@ -60,6 +49,45 @@ export function createAuthHook(config: ServerConfig) {
   };
 }
 
+/** The key's class, compared in constant time against every configured key. */
+function keyClassifier(config: ServerConfig): (key: string) => KeyClass {
+  const admin = config.adminApiKeys.map(digest);
+  const regular = config.apiKeys.map(digest);
+  return (key) => {
+    const given = digest(key);
+    let isAdmin = false;
+    let isRegular = false;
+    for (const d of admin) isAdmin = timingSafeEqual(d, given) || isAdmin;
+    for (const d of regular) isRegular = timingSafeEqual(d, given) || isRegular;
+    return isAdmin ? 'admin' : isRegular ? 'regular' : null;
+  };
+}
+
+function keyOf(request: FastifyRequest): string | undefined {
+  const header = request.headers['x-api-key'];
+  return Array.isArray(header) ? header[0] : header;
+}
+
 function digest(key: string): Buffer {
   return createHash('sha256').update(key, 'utf8').digest();
+}
+
+/** Hex characters of the key's SHA-256 that name it in history and audit: enough to tell keys apart, useless to guess one. */
+const FINGERPRINT_LENGTH = 8;
+
+/**
+ * Who a write request is, for history and the audit log: `admin:3f9a1c2b` (the key's
+ * class and the first hex characters of its SHA-256, never the key itself), or
+ * `anonymous` when authentication is off. Only write routes ask, so evaluation never pays.
+ */
+export function createActorOf(config: ServerConfig): (request: FastifyRequest) => string {
+  if (!config.apiKeyEnabled) return () => 'anonymous';
+  const classify = keyClassifier(config);
+  return (request) => {
+    const key = keyOf(request);
+    // The auth hook already refused requests without a known key; this is a safeguard.
+    const keyClass = key ? classify(key) : null;
+    if (!key || keyClass === null) return 'unknown';
+    return `${keyClass}:${digest(key).toString('hex').slice(0, FINGERPRINT_LENGTH)}`;
+  };
 }

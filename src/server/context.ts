@@ -1,7 +1,8 @@
+import type { FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { CompiledControlSet } from '../engine/index.js';
 import type { EvaluatorRegistry } from '../evaluators/registry.js';
-import { fieldIssuesOf } from '../model/index.js';
+import { fieldIssuesOf, type WriteOrigin, type WriteSource } from '../model/index.js';
 import type { Observability } from '../observability/index.js';
 import type { StepRecorder } from '../recording/recorder.js';
 import type { Store } from '../store/types.js';
@@ -18,6 +19,13 @@ export interface ServerContext {
   observability: Observability | undefined;
   /** Records evaluated steps for replay; absent when GUARD_RECORD_STEPS is off. */
   recorder?: StepRecorder | null;
+  /** Who a write request is, for history and audit (auth.ts createActorOf). */
+  actorOf: (request: FastifyRequest) => string;
+}
+
+/** The origin of a write made through the API by `request`. */
+export function apiOrigin(ctx: Pick<ServerContext, 'actorOf'>, request: FastifyRequest, source: WriteSource = 'api'): WriteOrigin {
+  return { actor: ctx.actorOf(request), source };
 }
 
 /** Parses a body or query with a model schema; failures become 422 with exact field paths. */

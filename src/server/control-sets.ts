@@ -2,8 +2,11 @@ import { normaliseAgentName, type ControlRecord } from '../model/index.js';
 import { StoreError, type Store } from '../store/types.js';
 import { notFound } from './problem.js';
 
-/** Turns an agent's linked controls into whatever the evaluator runs (the engine's compiled set). */
-export type CompileFn<S> = (controls: ControlRecord[]) => S;
+/**
+ * Turns an agent's linked controls into whatever the evaluator runs (the engine's
+ * compiled set); `revision` is the store revision they were read at (events name it).
+ */
+export type CompileFn<S> = (controls: ControlRecord[], revision: number) => S;
 
 export interface ControlSetCacheOptions {
   /**
@@ -54,7 +57,7 @@ export class ControlSetCache<S> {
   private readonly now: () => number;
 
   constructor(
-    private readonly store: Pick<Store, 'getAgent' | 'listAgentControls'>,
+    private readonly store: Pick<Store, 'agentControlSet'>,
     private readonly compile: CompileFn<S>,
     options: ControlSetCacheOptions = {},
   ) {
@@ -125,8 +128,8 @@ export class ControlSetCache<S> {
     const built = new Map<string, S | null>();
     try {
       for (const name of names) {
-        const agent = await this.store.getAgent(name);
-        built.set(name, agent ? this.compile(await this.store.listAgentControls(name)) : null);
+        const read = await this.store.agentControlSet(name);
+        built.set(name, read ? this.compile(read.controls, read.revision) : null);
       }
     } catch (error) {
       this.invalidate(names);
@@ -175,10 +178,9 @@ export class ControlSetCache<S> {
     const isCurrent = () => this.epoch === startEpoch && (this.generations.get(name) ?? 0) === startGeneration;
     const isOurs = () => this.entries.get(name) === entry && entry.pending !== undefined;
     try {
-      const agent = await this.store.getAgent(name);
-      if (!agent) throw notFound(`agent "${name}" is not registered; register it with POST /api/v1/agents/initAgent`);
-      const controls = await this.store.listAgentControls(name);
-      const set = this.compile(controls);
+      const read = await this.store.agentControlSet(name);
+      if (!read) throw notFound(`agent "${name}" is not registered; register it with POST /api/v1/agents/initAgent`);
+      const set = this.compile(read.controls, read.revision);
       if (isOurs()) {
         // A set built from rows read before a later write is kept only as a fallback.
         entry.set = set;

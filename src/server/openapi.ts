@@ -8,11 +8,13 @@ import {
   AgentPatchSchema,
   AgentRecordSchema,
   AgentRegistrationSchema,
+  ChangeEntrySchema,
   ConditionSchema,
   ControlDataSchema,
   ControlRecordSchema,
   EvaluationRequestSchema,
   EvaluationResultSchema,
+  ShadowReportSchema,
 } from '../model/index.js';
 import type { Access } from './auth.js';
 import {
@@ -21,6 +23,7 @@ import {
   ControlPatchBodySchema,
   CreateControlBodySchema,
 } from './schemas.js';
+import { RestoreBodySchema } from './routes/history.js';
 
 interface RouteDoc {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -48,6 +51,9 @@ const SCHEMAS: Record<string, z.ZodType> = {
   AgentRecord: AgentRecordSchema,
   EvaluationRequest: EvaluationRequestSchema,
   EvaluationResult: EvaluationResultSchema,
+  ChangeEntry: ChangeEntrySchema,
+  RestoreBody: RestoreBodySchema,
+  ShadowReport: ShadowReportSchema,
 };
 
 /** Every route the server registers, with the access level auth.ts enforces. */
@@ -78,6 +84,30 @@ export const ROUTES: readonly RouteDoc[] = [
   { method: 'delete', path: '/api/v1/controls/{control_id}', summary: 'Delete a control and unlink it from every agent', access: 'admin' },
   { method: 'get', path: '/api/v1/controls/{control_id}/data', summary: 'The control data', access: 'read' },
   { method: 'put', path: '/api/v1/controls/{control_id}/data', summary: 'Replace the control data', access: 'admin', body: 'ControlDataBody' },
+  {
+    method: 'get', path: '/api/v1/controls/{control_id}/history', summary: 'The control’s revisions, newest first (ChangeEntry items; kept after it is deleted; cursor-based)', access: 'read',
+    query: [
+      { name: 'cursor', type: 'integer', description: 'next_cursor of the previous page' },
+      { name: 'limit', type: 'integer', description: 'page size, 1..100, default 20' },
+    ],
+  },
+  { method: 'post', path: '/api/v1/controls/{control_id}/restore', summary: 'Put a hand-managed control back as it was at a revision (409 for controls managed by apply or watch)', access: 'admin', body: 'RestoreBody' },
+  {
+    method: 'get', path: '/api/v1/audit', summary: 'Every write to controls, agents and links, newest first (ChangeEntry items; cursor-based)', access: 'admin',
+    query: [
+      { name: 'since', type: 'string', description: 'ISO time or a duration back from now (30m, 24h, 7d)' },
+      { name: 'actor', type: 'string', description: 'only this actor (admin:<fingerprint>, watch:<dir>, ...)' },
+      { name: 'cursor', type: 'integer', description: 'next_cursor of the previous page' },
+      { name: 'limit', type: 'integer', description: 'page size, 1..100, default 20' },
+    ],
+  },
+  {
+    method: 'get', path: '/api/v1/shadow-report', summary: 'Each control in shadow mode: steps evaluated, would-deny, would-steer, masked example steps', access: 'read', response: 'ShadowReport',
+    query: [
+      { name: 'since', type: 'string', description: 'ISO time or a duration back from now (default 24h)' },
+      { name: 'agent_name', type: 'string', description: 'only this agent’s controls and steps' },
+    ],
+  },
   { method: 'post', path: '/api/v1/changes', summary: 'Apply 1 to 500 changes (controls, agents, links) in one transaction, all or none', access: 'admin', body: 'ChangesBody' },
   { method: 'post', path: '/api/v1/evaluation', summary: 'Evaluate a step against the agent’s controls', access: 'read', body: 'EvaluationRequest', response: 'EvaluationResult' },
   {

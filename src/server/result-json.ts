@@ -32,7 +32,8 @@ export class AnswerWriter {
       `,"steering_context":${result.steering_context ? steeringJson(result.steering_context) : 'null'}` +
       `,"matches":${this.#listJson(result.matches)}` +
       `,"errors":${this.#listJson(result.errors)}` +
-      `,"non_matches":${this.#listJson(result.non_matches)}}`
+      `,"non_matches":${this.#listJson(result.non_matches)}` +
+      `,"shadow_matches":${result.shadow_matches.length === 0 ? '[]' : `[${result.shadow_matches.map((m) => this.#entryJson(m)).join(',')}]`}}`
     );
   }
 
@@ -44,7 +45,8 @@ export class AnswerWriter {
    * for ten controls in scope.
    */
   answer(result: EvaluationResult): Buffer {
-    const repeatable = result.matches.length === 0 && result.errors.length === 0 && result.steering_context === null;
+    const repeatable =
+      result.matches.length === 0 && result.errors.length === 0 && result.shadow_matches.length === 0 && result.steering_context === null;
     const last = this.#lastAnswer;
     if (
       repeatable &&

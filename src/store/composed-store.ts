@@ -1,9 +1,11 @@
 /**
- * A Store made of its three concerns: each dialect writes controls, events and recorded
- * steps in their own modules, and its store class hands every call to the right one.
+ * A Store made of its four concerns: each dialect writes controls, events, recorded steps
+ * and reads history in their own modules, and its store class hands every call to the
+ * right one.
  * The forwarding is written here once, for both dialects.
  */
-import type { AgentPatch, ObservabilityEvent } from '../model/index.js';
+import type { AgentPatch, StoredEvent, WriteOrigin } from '../model/index.js';
+import type { AuditQuery, ChangePageQuery, HistoryStore } from './history.js';
 import type {
   ControlPatch,
   ControlStore,
@@ -27,13 +29,14 @@ export abstract class ComposedStore implements Store {
     private readonly controls: ControlStore,
     private readonly events: EventStore,
     private readonly recordings: RecordingStore,
+    private readonly history: HistoryStore,
   ) {}
 
   abstract close(): Promise<void>;
 
   // ---- controls, agents, links ----
-  createControl(control: NewControl) {
-    return this.controls.createControl(control);
+  createControl(control: NewControl, origin?: WriteOrigin) {
+    return this.controls.createControl(control, origin);
   }
   getControl(id: number) {
     return this.controls.getControl(id);
@@ -47,11 +50,11 @@ export abstract class ComposedStore implements Store {
   listAllControls() {
     return this.controls.listAllControls();
   }
-  updateControl(id: number, patch: ControlPatch) {
-    return this.controls.updateControl(id, patch);
+  updateControl(id: number, patch: ControlPatch, origin?: WriteOrigin) {
+    return this.controls.updateControl(id, patch, origin);
   }
-  deleteControl(id: number) {
-    return this.controls.deleteControl(id);
+  deleteControl(id: number, origin?: WriteOrigin) {
+    return this.controls.deleteControl(id, origin);
   }
   getAgent(name: string) {
     return this.controls.getAgent(name);
@@ -59,17 +62,17 @@ export abstract class ComposedStore implements Store {
   listAgents() {
     return this.controls.listAgents();
   }
-  upsertAgent(agent: NewAgent) {
-    return this.controls.upsertAgent(agent);
+  upsertAgent(agent: NewAgent, origin?: WriteOrigin) {
+    return this.controls.upsertAgent(agent, origin);
   }
-  patchAgent(name: string, patch: AgentPatch) {
-    return this.controls.patchAgent(name, patch);
+  patchAgent(name: string, patch: AgentPatch, origin?: WriteOrigin) {
+    return this.controls.patchAgent(name, patch, origin);
   }
-  linkControl(agentName: string, controlId: number) {
-    return this.controls.linkControl(agentName, controlId);
+  linkControl(agentName: string, controlId: number, origin?: WriteOrigin) {
+    return this.controls.linkControl(agentName, controlId, origin);
   }
-  unlinkControl(agentName: string, controlId: number) {
-    return this.controls.unlinkControl(agentName, controlId);
+  unlinkControl(agentName: string, controlId: number, origin?: WriteOrigin) {
+    return this.controls.unlinkControl(agentName, controlId, origin);
   }
   listAgentControls(agentName: string) {
     return this.controls.listAgentControls(agentName);
@@ -80,15 +83,29 @@ export abstract class ComposedStore implements Store {
   listLinks() {
     return this.controls.listLinks();
   }
-  applyChanges(changes: StoreChange[]) {
-    return this.controls.applyChanges(changes);
+  applyChanges(changes: StoreChange[], origin?: WriteOrigin) {
+    return this.controls.applyChanges(changes, origin);
   }
   revision() {
     return this.controls.revision();
   }
+  agentControlSet(agentName: string) {
+    return this.controls.agentControlSet(agentName);
+  }
+  restoreControl(controlId: number, revision: number, origin: WriteOrigin) {
+    return this.controls.restoreControl(controlId, revision, origin);
+  }
+
+  // ---- history and audit ----
+  controlHistory(controlId: number, page: ChangePageQuery) {
+    return this.history.controlHistory(controlId, page);
+  }
+  auditLog(query: AuditQuery) {
+    return this.history.auditLog(query);
+  }
 
   // ---- events, rollups, stats ----
-  insertEvents(events: ObservabilityEvent[]) {
+  insertEvents(events: StoredEvent[]) {
     return this.events.insertEvents(events);
   }
   insertRollups(rollups: EventRollup[]) {

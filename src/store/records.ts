@@ -3,7 +3,7 @@
  * become records, how an event's outcome is classified and how stats rows are assembled.
  * Pure: no database here.
  */
-import type { AgentRecord, ControlData, ControlRecord, ObservabilityEvent } from '../model/index.js';
+import type { AgentRecord, ControlData, ControlMode, ControlRecord, ObservabilityEvent, StoredEvent } from '../model/index.js';
 import type { ControlStatsRow, EventRollup } from './types.js';
 
 /**
@@ -63,16 +63,18 @@ export function agentRecordOf(row: AgentColumns, own: AgentConverted): AgentReco
   };
 }
 
-type EventConverted = Pick<ObservabilityEvent, 'control_id' | 'matched' | 'timestamp' | 'metadata'>;
-type EventColumns = Omit<ObservabilityEvent, keyof EventConverted | 'check_stage' | 'applies_to' | 'action' | 'selector_missing'> & {
+type EventConverted = Pick<ObservabilityEvent, 'control_id' | 'matched' | 'timestamp' | 'metadata'> & { set_revision: number | null };
+type EventColumns = Omit<ObservabilityEvent, keyof EventConverted | 'check_stage' | 'applies_to' | 'action' | 'mode' | 'selector_missing'> & {
   check_stage: string;
   applies_to: string;
   action: string;
   outcome: number;
+  mode: string;
+  example: string | null;
 };
 
-/** An event from a row; the stage, step type and action columns hold what was stored from an event. */
-export function eventRecordOf(row: EventColumns, own: EventConverted): ObservabilityEvent {
+/** An event from a row; the stage, step type, action and mode columns hold what was stored from an event. */
+export function eventRecordOf(row: EventColumns, own: EventConverted): StoredEvent {
   return {
     control_execution_id: row.control_execution_id,
     trace_id: row.trace_id,
@@ -92,16 +94,19 @@ export function eventRecordOf(row: EventColumns, own: EventConverted): Observabi
     error_message: row.error_message,
     metadata: own.metadata,
     ...selectorMissingOf(row.outcome),
+    mode: row.mode as ControlMode,
+    set_revision: own.set_revision,
+    example: row.example,
   };
 }
 
 /** The columns of an event row, in the order both dialects insert them. */
 export const EVENT_COLUMNS = `control_execution_id, trace_id, span_id, agent_name, control_id, control_name,
   check_stage, applies_to, action, matched, outcome, confidence, ts, execution_duration_ms,
-  evaluator_name, selector_path, error_message, metadata`;
+  evaluator_name, selector_path, error_message, metadata, mode, set_revision, example`;
 
 /** An event's values in EVENT_COLUMNS order; each dialect gives `matched` and the time in its own types. */
-export function eventValuesOf(e: ObservabilityEvent, own: { matched: unknown; ts: unknown }): unknown[] {
+export function eventValuesOf(e: StoredEvent, own: { matched: unknown; ts: unknown }): unknown[] {
   return [
     e.control_execution_id,
     e.trace_id,
@@ -121,6 +126,9 @@ export function eventValuesOf(e: ObservabilityEvent, own: { matched: unknown; ts
     e.selector_path,
     e.error_message,
     e.metadata === null ? null : JSON.stringify(e.metadata),
+    e.mode ?? 'enforce',
+    e.set_revision ?? null,
+    e.example ?? null,
   ];
 }
 
@@ -141,22 +149,39 @@ export function enabledAfter(
  * How an event counts in stats. An error is neither a match nor a non-match, so
  * executions = matches + non_matches + errors holds by construction. A non-match whose
  * selector found nothing is stored as a row of its own outcome, counted both as a
- * non-match and as `selector_missing`.
+ * non-match and as `selector_missing`. A shadow control's outcome is the same plus
+ * SHADOW_OUTCOME, so the stats indexes (which end in outcome and action) count
+ * would-deny and would-steer without another index.
  */
 export const OUTCOME_NON_MATCH = 0;
 export const OUTCOME_MATCH = 1;
 export const OUTCOME_ERROR = 2;
 export const OUTCOME_SELECTOR_MISSING = 3;
+/** Added to a shadow control's outcome (so 4 to 7 are the shadow outcomes). */
+export const SHADOW_OUTCOME = 4;
+/** The outcomes stats read from event rows (non-matches come from the rollups), both modes. */
+export const ROW_OUTCOMES: readonly number[] = [OUTCOME_MATCH, OUTCOME_ERROR, OUTCOME_SELECTOR_MISSING].flatMap((o) => [o, o + SHADOW_OUTCOME]);
 
-export function outcomeOf(event: Pick<ObservabilityEvent, 'matched' | 'error_message' | 'selector_missing'>): number {
-  if (event.error_message !== null) return OUTCOME_ERROR;
-  if (event.matched) return OUTCOME_MATCH;
-  return event.selector_missing === true ? OUTCOME_SELECTOR_MISSING : OUTCOME_NON_MATCH;
+export function outcomeOf(event: Pick<ObservabilityEvent, 'matched' | 'error_message' | 'selector_missing' | 'mode'>): number {
+  const base =
+    event.error_message !== null
+      ? OUTCOME_ERROR
+      : event.matched
+        ? OUTCOME_MATCH
+        : event.selector_missing === true
+          ? OUTCOME_SELECTOR_MISSING
+          : OUTCOME_NON_MATCH;
+  return event.mode === 'shadow' ? base + SHADOW_OUTCOME : base;
 }
 
-/** The event's selector_missing field as a stored row's outcome gives it back. */
+/** The event's selector_missing field as a stored row's outcome gives it back (either mode). */
 export function selectorMissingOf(outcome: number): { selector_missing?: true } {
-  return outcome === OUTCOME_SELECTOR_MISSING ? { selector_missing: true } : {};
+  return outcome % SHADOW_OUTCOME === OUTCOME_SELECTOR_MISSING ? { selector_missing: true } : {};
+}
+
+/** The outcome of a rollup's non-matches in `mode` (rollups hold non-matches only). */
+export function rollupOutcomeOf(mode: string): number {
+  return mode === 'shadow' ? SHADOW_OUTCOME + OUTCOME_NON_MATCH : OUTCOME_NON_MATCH;
 }
 
 /** One aggregate from a store: how many events of one control had one outcome and action. */
@@ -168,6 +193,26 @@ export interface StatsPart {
   duration_sum: number;
 }
 
+/** The stats row of a control that did nothing in the window. */
+export function emptyStatsRow(control_id: number, control_name: string): ControlStatsRow {
+  return {
+    control_id,
+    control_name,
+    executions: 0,
+    matches: 0,
+    non_matches: 0,
+    errors: 0,
+    selector_missing: 0,
+    actions: {},
+    avg_duration_ms: 0,
+    shadow_executions: 0,
+    shadow_matches: 0,
+    shadow_errors: 0,
+    would_deny: 0,
+    would_steer: 0,
+  };
+}
+
 /** Folds (control, outcome, action) aggregates into one row per control, ordered by id. */
 export function statsRowsOf(parts: StatsPart[], nameOf: (controlId: number) => string): ControlStatsRow[] {
   const rows = new Map<number, ControlStatsRow & { duration_sum: number }>();
@@ -175,29 +220,28 @@ export function statsRowsOf(parts: StatsPart[], nameOf: (controlId: number) => s
     if (part.count === 0) continue;
     let row = rows.get(part.control_id);
     if (!row) {
-      row = {
-        control_id: part.control_id,
-        control_name: '',
-        executions: 0,
-        matches: 0,
-        non_matches: 0,
-        errors: 0,
-        selector_missing: 0,
-        actions: {},
-        avg_duration_ms: 0,
-        duration_sum: 0,
-      };
+      row = { ...emptyStatsRow(part.control_id, ''), duration_sum: 0 };
       rows.set(part.control_id, row);
     }
+    const shadow = part.outcome >= SHADOW_OUTCOME;
+    const outcome = shadow ? part.outcome - SHADOW_OUTCOME : part.outcome;
     row.executions += part.count;
     row.duration_sum += part.duration_sum;
-    if (part.outcome === OUTCOME_ERROR) row.errors += part.count;
-    else if (part.outcome === OUTCOME_MATCH) {
+    if (shadow) row.shadow_executions += part.count;
+    if (outcome === OUTCOME_ERROR) {
+      row.errors += part.count;
+      if (shadow) row.shadow_errors += part.count;
+    } else if (outcome === OUTCOME_MATCH) {
       row.matches += part.count;
       row.actions[part.action] = (row.actions[part.action] ?? 0) + part.count;
+      if (shadow) {
+        row.shadow_matches += part.count;
+        if (part.action === 'deny') row.would_deny += part.count;
+        else if (part.action === 'steer') row.would_steer += part.count;
+      }
     } else {
       row.non_matches += part.count;
-      if (part.outcome === OUTCOME_SELECTOR_MISSING) row.selector_missing += part.count;
+      if (outcome === OUTCOME_SELECTOR_MISSING) row.selector_missing += part.count;
     }
   }
   return [...rows.values()]
@@ -221,10 +265,11 @@ export interface RecordedStepColumns<Id, Time, Step> {
 
 export const MINUTE_MS = 60_000;
 
-/** A rollup ready to store: its minute as epoch ms, the evaluator as '' when unknown. */
-export interface StoredRollup extends Omit<EventRollup, 'bucket' | 'evaluator_name'> {
+/** A rollup ready to store: its minute as epoch ms, the evaluator as '' when unknown, its mode always set. */
+export interface StoredRollup extends Omit<EventRollup, 'bucket' | 'evaluator_name' | 'mode'> {
   bucket_ms: number;
   evaluator_name: string;
+  mode: ControlMode;
 }
 
 /**
@@ -236,7 +281,8 @@ export function mergedRollups(rollups: readonly EventRollup[]): StoredRollup[] {
   for (const r of rollups) {
     const bucket_ms = Math.floor(epochMsOf(r.bucket, 'bucket') / MINUTE_MS) * MINUTE_MS;
     const evaluator_name = r.evaluator_name ?? '';
-    const key = JSON.stringify([bucket_ms, r.agent_name, r.control_id, r.control_name, r.check_stage, r.applies_to, evaluator_name]);
+    const mode = r.mode ?? 'enforce';
+    const key = JSON.stringify([bucket_ms, r.agent_name, r.control_id, r.control_name, r.check_stage, r.applies_to, evaluator_name, mode]);
     const found = byKey.get(key);
     if (found) {
       found.count += r.count;
@@ -250,6 +296,7 @@ export function mergedRollups(rollups: readonly EventRollup[]): StoredRollup[] {
         check_stage: r.check_stage,
         applies_to: r.applies_to,
         evaluator_name,
+        mode,
         count: r.count,
         total_duration_ms: r.total_duration_ms,
       });

@@ -1,13 +1,16 @@
 import type {
   AgentPatch,
   AgentRecord,
+  ControlMode,
   ControlPatch,
   ControlRecord,
   NewAgent,
   NewControl,
-  ObservabilityEvent,
   StoreChange,
+  StoredEvent,
+  WriteOrigin,
 } from '../model/index.js';
+import type { HistoryStore, RestoreOutcome } from './history.js';
 
 export type { ControlPatch, NewAgent, NewControl, StoreChange } from '../model/index.js';
 
@@ -30,6 +33,10 @@ export interface EventQuery {
   matched?: boolean;
   stages?: string[];
   trace_id?: string;
+  /** Only events of controls in this mode. */
+  mode?: ControlMode;
+  /** Only events that carry a shadow-report example. */
+  with_example?: boolean;
   /** ISO times, inclusive start, exclusive end. */
   start_time?: string;
   end_time?: string;
@@ -38,7 +45,8 @@ export interface EventQuery {
 }
 
 export interface EventPage {
-  events: ObservabilityEvent[];
+  /** As stored: `mode` and `set_revision` always set, `example` on the shadow matches that kept one. */
+  events: StoredEvent[];
   total: number;
 }
 
@@ -54,6 +62,16 @@ export interface ControlStatsRow {
   /** Matches by action. */
   actions: Record<string, number>;
   avg_duration_ms: number;
+  /**
+   * Of the counts above, what the control did in shadow mode: evaluations, matches and
+   * errors, and the matches by what they would have done (deny, steer). A control that
+   * went from shadow to enforce within the window has both.
+   */
+  shadow_executions: number;
+  shadow_matches: number;
+  shadow_errors: number;
+  would_deny: number;
+  would_steer: number;
 }
 
 /**
@@ -70,6 +88,8 @@ export interface EventRollup {
   check_stage: string;
   applies_to: string;
   evaluator_name: string | null;
+  /** The control's mode; absent means `enforce`. Shadow non-matches are counted apart. */
+  mode?: ControlMode | undefined;
   count: number;
   total_duration_ms: number;
 }
@@ -154,29 +174,30 @@ export class StoreError extends Error {
  * Controls, agents and the links between them: what evaluation reads and GitOps, hot
  * reload and the API write. Every method that changes several rows does so in one
  * transaction. Unique name conflicts raise StoreError('conflict'); writes to unknown ids
- * or agents raise StoreError('not_found').
+ * or agents raise StoreError('not_found'). Every write also stores its history entry
+ * (history.ts) in the same transaction, stamped with `origin` (SYSTEM_ORIGIN when absent).
  */
 export interface ControlStore {
-  createControl(control: NewControl): Promise<ControlRecord>;
+  createControl(control: NewControl, origin?: WriteOrigin): Promise<ControlRecord>;
   getControl(id: number): Promise<ControlRecord | null>;
   getControlByName(name: string): Promise<ControlRecord | null>;
   /** Ordered by control_id; `cursor` is the last id of the previous page. */
   listControls(page: { cursor?: number | undefined; limit: number }): Promise<ControlPage>;
   listAllControls(): Promise<ControlRecord[]>;
-  updateControl(id: number, patch: ControlPatch): Promise<ControlRecord>;
+  updateControl(id: number, patch: ControlPatch, origin?: WriteOrigin): Promise<ControlRecord>;
   /** Deletes the control and its links; returns the agents it was linked to. */
-  deleteControl(id: number): Promise<{ unlinked_agents: string[] }>;
+  deleteControl(id: number, origin?: WriteOrigin): Promise<{ unlinked_agents: string[] }>;
 
   getAgent(name: string): Promise<AgentRecord | null>;
   listAgents(): Promise<AgentRecord[]>;
   /** Inserts or replaces the agent; returns the stored record and whether it existed. */
-  upsertAgent(agent: NewAgent): Promise<{ agent: AgentRecord; created: boolean }>;
-  patchAgent(name: string, patch: AgentPatch): Promise<AgentRecord>;
+  upsertAgent(agent: NewAgent, origin?: WriteOrigin): Promise<{ agent: AgentRecord; created: boolean }>;
+  patchAgent(name: string, patch: AgentPatch, origin?: WriteOrigin): Promise<AgentRecord>;
 
   /** Idempotent: true when a new link was made. */
-  linkControl(agentName: string, controlId: number): Promise<boolean>;
+  linkControl(agentName: string, controlId: number, origin?: WriteOrigin): Promise<boolean>;
   /** Idempotent: true when a link was removed. */
-  unlinkControl(agentName: string, controlId: number): Promise<boolean>;
+  unlinkControl(agentName: string, controlId: number, origin?: WriteOrigin): Promise<boolean>;
   listAgentControls(agentName: string): Promise<ControlRecord[]>;
   agentsOfControl(controlId: number): Promise<string[]>;
   listLinks(): Promise<Link[]>;
@@ -185,19 +206,31 @@ export interface ControlStore {
    * Applies every change in one transaction: all of them or none. Returns the agents
    * touched. A refused change raises a StoreError whose `failedChange` names it.
    */
-  applyChanges(changes: StoreChange[]): Promise<{ touched_agents: string[] }>;
+  applyChanges(changes: StoreChange[], origin?: WriteOrigin): Promise<{ touched_agents: string[] }>;
 
   /**
    * A number that grows with every write to controls, agents or links. Replicas compare it
    * to notice writes they were not told about.
    */
   revision(): Promise<number>;
+
+  /**
+   * An agent's controls and the store revision they were read at, from one snapshot (the
+   * revision evaluation events name as `set_revision`); null when the agent does not exist.
+   */
+  agentControlSet(agentName: string): Promise<{ controls: ControlRecord[]; revision: number } | null>;
+
+  /**
+   * Puts a hand-managed control back as it was right after `revision`, recreating it
+   * under its id when it was deleted; one transaction, with its own history entry.
+   */
+  restoreControl(controlId: number, revision: number, origin: WriteOrigin): Promise<RestoreOutcome>;
 }
 
 /** Observability's rows: per-control events, per-minute non-match rollups and the stats read from both. */
 export interface EventStore {
   /** Stores event rows as given (matches, errors and sampled non-matches). */
-  insertEvents(events: ObservabilityEvent[]): Promise<void>;
+  insertEvents(events: StoredEvent[]): Promise<void>;
   /** Adds rollups to the stored ones: a row of the same minute and key grows by count and duration. */
   insertRollups(rollups: EventRollup[]): Promise<void>;
   queryEvents(query: EventQuery): Promise<EventPage>;
@@ -218,10 +251,10 @@ export interface RecordingStore {
 }
 
 /**
- * Persistence for everything the server keeps, one database behind all three concerns.
+ * Persistence for everything the server keeps, one database behind all four concerns.
  * Asynchronous so that SQLite and PostgreSQL share it.
  */
-export interface Store extends ControlStore, EventStore, RecordingStore {
+export interface Store extends ControlStore, EventStore, RecordingStore, HistoryStore {
   readonly kind: 'sqlite' | 'postgres';
 
   /**

@@ -28,6 +28,7 @@ const result: EvaluationResult = {
   non_matches: [
     { control_id: 2, control_name: 'pii', action: 'warn', result: { matched: false, confidence: 1, message: null, metadata: null } },
   ],
+  shadow_matches: [],
 };
 
 const executions: ControlExecution[] = [

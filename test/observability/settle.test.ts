@@ -14,7 +14,7 @@ function evaluated(agent: string): RecordEvaluationInput {
     stage: 'pre',
     step: { type: 'tool', name: 'run_sql', input: {} },
     outcome: {
-      result: { is_safe: true, decision: 'allow', confidence: 1, steering_context: null, matches: [], errors: [], non_matches: [nonMatch] },
+      result: { is_safe: true, decision: 'allow', confidence: 1, steering_context: null, matches: [], errors: [], non_matches: [nonMatch], shadow_matches: [] },
       executions: [
         { control_id: 1, control_name: 'block-sql', action: 'deny', matched: false, confidence: 1, error_message: null, evaluator_name: 'regex', selector_path: 'input', duration_ms: 0.01 },
       ],

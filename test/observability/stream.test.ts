@@ -78,6 +78,7 @@ function summary(i: number, padding = ''): EvaluationSummary {
     duration_ms: 0.1,
     evaluated: 1,
     matches: [],
+    shadow_matches: [],
     errors: [],
   };
 }

@@ -67,6 +67,27 @@ describe('watch mode (real directory, real watcher, real SQLite)', () => {
     expect(s.notices.at(-1)).toMatchObject({ result: 'success', revision: after.last_good_revision, errors: [] });
   });
 
+  it('stores each reload’s writes in history as the watched directory, and refuses restore naming the file (409)', async () => {
+    const s = await start();
+    const before = await statusOf(s.app);
+    s.write('sql.yaml', sqlControl('block-drop', TRUNCATE));
+    await waitForReload(s.app, before, 'success');
+    const control = (await controlNamed(s, 'block-drop'))!;
+    const { entries } = await s.store.controlHistory(control.control_id, { limit: 10 });
+    expect(entries.map((e) => [e.op, e.source, e.actor])).toEqual([
+      ['update', 'watch', s.hot.reloader.managedBy],
+      ['link', 'watch', s.hot.reloader.managedBy],
+      ['create', 'watch', s.hot.reloader.managedBy],
+    ]);
+    expect(entries[0]!.actor).toBe(`watch:${s.dir}`);
+    const restore = await s.app.inject({ method: 'POST', url: `/api/v1/controls/${control.control_id}/restore`, payload: { revision: entries[2]!.revision } });
+    expect(restore.statusCode).toBe(409);
+    expect(JSON.parse(restore.body).detail).toBe(
+      `control "block-drop" is managed by watch:${s.dir} (defined in ${s.dir}/sql.yaml:1): revert the change to ${s.dir}/sql.yaml in git; the watched directory reloads it`,
+    );
+    expect(await decide(s.app, 'sql-bot', 'TRUNCATE users')).toBe('deny');
+  });
+
   it('applies a new file with a new control and its link', async () => {
     const s = await start();
     const before = await statusOf(s.app);

@@ -21,14 +21,10 @@ function switchable(real: Store) {
     state.reads++;
     if (state.down) throw new StoreError('unavailable', 'database unavailable: connect ECONNREFUSED');
   };
-  const wrapped: Pick<Store, 'getAgent' | 'listAgentControls'> = {
-    async getAgent(name) {
+  const wrapped: Pick<Store, 'agentControlSet'> = {
+    async agentControlSet(name) {
       fail();
-      return real.getAgent(name);
-    },
-    async listAgentControls(name) {
-      fail();
-      return real.listAgentControls(name);
+      return real.agentControlSet(name);
     },
   };
   return { wrapped, state };

@@ -22,6 +22,7 @@ function result(decision: EvaluationResult['decision'], matches: ControlMatch[])
     matches,
     errors: [],
     non_matches: [],
+    shadow_matches: [],
   };
 }
 

@@ -315,3 +315,53 @@ describe('events', () => {
     expect(logger.lines.some((l) => l.includes('could not send events (2 kept for retry)'))).toBe(true);
   });
 });
+
+describe('shadow controls', () => {
+  it('never raises for a shadow control, in-process or on the server, and returns what it would have done', async () => {
+    // Both halves in shadow mode: an in-process deny and a server-side steer.
+    const shadowSdk = await addControl(server.client, 'support-bot', 'shadow-no-delete', {
+      mode: 'shadow',
+      execution: 'sdk',
+      scope: { step_types: ['tool'], step_names: ['run_sql'], stages: ['pre'] },
+      selector: { path: 'input.query' },
+      evaluator: { name: 'regex', config: { pattern: '(?i)\\bdelete\\s+from\\b' } },
+      action: { decision: 'deny' },
+    });
+    await addControl(server.client, 'support-bot', 'shadow-steer-delete', {
+      mode: 'shadow',
+      scope: { step_types: ['tool'], step_names: ['run_sql'], stages: ['pre'] },
+      selector: { path: 'input.query' },
+      evaluator: { name: 'regex', config: { pattern: '(?i)\\bdelete\\b' } },
+      action: { decision: 'steer', steering_context: { message: 'archive instead' } },
+    });
+    const logger = recordingLogger();
+    const agent = await start({ eventFlushIntervalSeconds: 60, logger });
+    const runSql = vi.fn(async (_a: { query: string }) => 'deleted');
+    const guarded = agent.control(runSql, { stepName: 'run_sql', type: 'tool' });
+    await expect(guarded({ query: 'DELETE FROM orders' })).resolves.toBe('deleted');
+    expect(runSql).toHaveBeenCalledOnce();
+
+    const result = await agent.check({ type: 'tool', name: 'run_sql', input: { query: 'DELETE FROM orders' } }, 'pre');
+    expect(result).toMatchObject({ decision: 'allow', is_safe: true, steering_context: null });
+    expect(result.matches).toEqual([]);
+    expect(result.shadow_matches.map((m) => [m.control_name, m.action])).toEqual([
+      ['shadow-no-delete', 'deny'],
+      ['shadow-steer-delete', 'steer'],
+    ]);
+    // A real deny next to the shadow ones still raises.
+    await expect(guarded({ query: 'DELETE FROM orders; DROP TABLE orders' })).rejects.toBeInstanceOf(ControlViolationError);
+    expect(logger.lines.filter((l) => l.startsWith('warn'))).toEqual([]);
+
+    // The in-process shadow control reports through events, marked shadow, with its set revision.
+    await agent.shutdown();
+    await vi.waitFor(async () => {
+      const { stats } = await server.client.controlStats(shadowSdk, { time_range: '1h' });
+      expect(stats).toMatchObject({ shadow_executions: 3, would_deny: 3 });
+    }, { timeout: 5000 });
+    const { events } = await server.client.queryEvents({ control_ids: [shadowSdk], matched: true, limit: 100 });
+    expect(events).toHaveLength(3);
+    const revision = (await server.client.getAgentControls('support-bot')).set_revision;
+    expect(revision).toBeGreaterThan(0);
+    expect(events.every((e) => e.mode === 'shadow' && e.action === 'deny' && e.set_revision === revision)).toBe(true);
+  });
+});

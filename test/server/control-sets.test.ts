@@ -12,21 +12,20 @@ afterEach(async () => {
   await store.close();
 });
 
-/** The real store, with listAgentControls held until the test releases it. */
+/** The real store, with the read of an agent's controls held until the test releases it. */
 function gatedStore(real: Store) {
   let release: () => void = () => undefined;
   const gate = new Promise<void>((resolve) => (release = resolve));
   let reads = 0;
   let markRead: () => void = () => undefined;
   const readDone = new Promise<void>((resolve) => (markRead = resolve));
-  const gated: Pick<Store, 'getAgent' | 'listAgentControls'> = {
-    getAgent: (name) => real.getAgent(name),
-    async listAgentControls(name) {
+  const gated: Pick<Store, 'agentControlSet'> = {
+    async agentControlSet(name) {
       reads++;
-      const rows = await real.listAgentControls(name);
+      const read = await real.agentControlSet(name);
       markRead();
       await gate;
-      return rows;
+      return read;
     },
   };
   return {

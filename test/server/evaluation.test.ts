@@ -152,9 +152,9 @@ describe('POST /api/v1/evaluation', () => {
     await call(server.app, 'PATCH', '/api/v1/agents/support-bot', { agent_version: '2' });
     const id = json(await call(server.app, 'PUT', '/api/v1/controls', { name: 'second', data: sqlControl() })).control_id;
     await call(server.app, 'POST', `/api/v1/agents/support-bot/controls/${id}`);
-    const afterWrite = counts.get('listAgentControls') ?? 0;
+    const afterWrite = counts.get('agentControlSet') ?? 0;
     for (let i = 0; i < 5; i++) await call(server.app, 'POST', '/api/v1/evaluation', step('select 1'));
-    expect(counts.get('listAgentControls')).toBe(afterWrite + 1);
+    expect(counts.get('agentControlSet')).toBe(afterWrite + 1);
   });
 
   it('hands the outcome to observability with trace ids from traceparent', async () => {

@@ -2,6 +2,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import type { EvaluatorDefinition } from '../../src/evaluators/types.js';
 import type { ControlDataInput } from '../../src/model/index.js';
+import type { Observability } from '../../src/observability/index.js';
 import { assembleServer } from '../../src/server/assemble.js';
 import { loadConfig } from '../../src/server/config.js';
 import { openStore } from '../../src/store/open-store.js';
@@ -10,6 +11,8 @@ import type { Store } from '../../src/store/types.js';
 export interface TestServer {
   app: FastifyInstance;
   store: Store;
+  /** Present when started with `observability: true`. */
+  observability?: Observability | undefined;
   close(): Promise<void>;
 }
 
@@ -32,7 +35,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     registry: createDefaultRegistry({ extra: options.evaluators ?? [] }),
     observability: options.observability ? { processMetrics: false } : false,
   });
-  return { app: server.app, store, close: server.close };
+  return { app: server.app, store, observability: server.observability, close: server.close };
 }
 
 export function sqlControl(overrides: Partial<ControlDataInput> = {}): ControlDataInput {

@@ -11,7 +11,7 @@ const plain = (id: number): ControlMatch =>
   Object.freeze({ control_id: id, control_name: `c-${id}`, action: 'deny', result: Object.freeze({ matched: false, confidence: 1, message: null, metadata: null }) });
 
 function result(over: Partial<EvaluationResult>): EvaluationResult {
-  return { is_safe: true, decision: 'allow', confidence: 1, steering_context: null, matches: [], errors: [], non_matches: [], ...over };
+  return { is_safe: true, decision: 'allow', confidence: 1, steering_context: null, matches: [], errors: [], non_matches: [], shadow_matches: [], ...over };
 }
 
 describe('evaluationResultJson', () => {
@@ -54,6 +54,13 @@ describe('evaluationResultJson', () => {
     }
   });
 
+  it('writes shadow matches in their own list, after the non-matches', () => {
+    const shadow: ControlMatch = { control_id: 7, control_name: 'pii-shadow', action: 'deny', result: { matched: true, confidence: 1, message: 'card number', metadata: null } };
+    const r = result({ non_matches: [a], shadow_matches: [shadow] });
+    expect(evaluationResultJson(r)).toBe(JSON.stringify(r));
+    expect(JSON.parse(evaluationResultJson(r)).shadow_matches).toEqual([shadow]);
+  });
+
   it('writes null for a confidence that is not a finite number', () => {
     expect(JSON.parse(evaluationResultJson(result({ confidence: Number.NaN }))).confidence).toBeNull();
   });
@@ -94,5 +101,14 @@ describe('evaluationAnswer', () => {
     expect(text(o)).toBe(JSON.stringify(o));
     open.result.message = 'two';
     expect(text(o)).toBe(JSON.stringify(o));
+  });
+
+  it('never repeats an allow answer that carries shadow matches', () => {
+    const quiet = result({ non_matches: [a, b] });
+    expect(text(quiet)).toBe(JSON.stringify(quiet));
+    const shadow: ControlMatch = { control_id: 13, control_name: 'c-13', action: 'deny', result: { matched: true, confidence: 1, message: null, metadata: null } };
+    const withShadow = result({ non_matches: [a, b], shadow_matches: [shadow] });
+    expect(text(withShadow)).toBe(JSON.stringify(withShadow));
+    expect(text(quiet)).toBe(JSON.stringify(quiet));
   });
 });

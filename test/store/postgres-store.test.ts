@@ -12,6 +12,7 @@ import type { ChangeInfo } from '../../src/store/types.js';
 import { StoreError } from '../../src/store/types.js';
 import { dropSchemas, pgRequired as required, pgUnreachable, pgUrl as url, skipReasonOf } from '../replicas/pg.js';
 import { controlData, defineStoreContract } from './store-contract.js';
+import { defineHistoryContract } from './history-contract.js';
 
 const unreachable = await pgUnreachable();
 const skipReason = skipReasonOf(unreachable);
@@ -45,6 +46,7 @@ describe('PostgreSQL availability', () => {
 
 describe.skipIf(unreachable !== null)(unreachable ? skipReason : 'PostgreSQL store', () => {
   defineStoreContract('postgres', () => PostgresStore.open(url, { schema: freshSchema() }));
+  defineHistoryContract('postgres', () => PostgresStore.open(url, { schema: freshSchema() }));
 
   function collect(store: PostgresStore): ChangeInfo[] {
     const seen: ChangeInfo[] = [];

@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { SqliteStore, migrateSqlite } from '../../src/store/sqlite/sqlite-store.js';
 import { sqliteMigrations } from '../../src/store/sqlite/migrations.js';
 import { defineStoreContract, event } from './store-contract.js';
+import { defineHistoryContract } from './history-contract.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'guardctl-store-'));
 let n = 0;
@@ -15,6 +16,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 defineStoreContract('sqlite file', async () => new SqliteStore(join(dir, `contract-${++n}`, 'guard.db')));
 defineStoreContract('sqlite :memory:', async () => new SqliteStore(':memory:'));
+defineHistoryContract('sqlite file', async () => new SqliteStore(join(dir, `history-${++n}`, 'guard.db')));
 
 describe('SqliteStore specifics', () => {
   it('creates the parent directory and sets WAL, foreign keys and busy_timeout', async () => {

@@ -43,6 +43,14 @@ export function event(overrides: Partial<ObservabilityEvent> = {}): Observabilit
   };
 }
 
+/** The shadow counts of a stats row for a control that never ran in shadow mode. */
+export const NO_SHADOW = { shadow_executions: 0, shadow_matches: 0, shadow_errors: 0, would_deny: 0, would_steer: 0 };
+
+/** An event as a store returns it: mode and set revision always set, an example only when one was kept. */
+export function stored(e: ObservabilityEvent): ObservabilityEvent & { example: string | null } {
+  return { mode: 'enforce', set_revision: null, example: null, ...e };
+}
+
 export function rollup(overrides: Partial<EventRollup> = {}): EventRollup {
   return {
     bucket: '2025-01-01T12:00:00.000Z',
@@ -340,7 +348,7 @@ export function defineStoreContract(name: string, open: () => Promise<Store>): v
           execution_duration_ms: 1.5,
         });
         await store.insertEvents([e]);
-        expect(await store.queryEvents({ limit: 10, offset: 0 })).toEqual({ events: [e], total: 1 });
+        expect(await store.queryEvents({ limit: 10, offset: 0 })).toEqual({ events: [stored(e)], total: 1 });
       });
 
       it('normalises timestamps with an offset to UTC', async () => {
@@ -407,6 +415,7 @@ export function defineStoreContract(name: string, open: () => Promise<Store>): v
             selector_missing: 0,
             actions: { deny: 2 },
             avg_duration_ms: 5,
+            ...NO_SHADOW,
           },
           {
             control_id: 999,
@@ -418,6 +427,7 @@ export function defineStoreContract(name: string, open: () => Promise<Store>): v
             selector_missing: 0,
             actions: { log: 1 },
             avg_duration_ms: 1,
+            ...NO_SHADOW,
           },
         ]);
         for (const row of rows) expect(row.executions).toBe(row.matches + row.non_matches + row.errors);
@@ -449,6 +459,7 @@ export function defineStoreContract(name: string, open: () => Promise<Store>): v
           selector_missing: 0,
           actions: {},
           avg_duration_ms: 8 / 12,
+          ...NO_SHADOW,
         });
       });
 

@@ -107,6 +107,21 @@ describe('Dashboard', () => {
     expect(frame()).toContain('No control matched.');
   });
 
+  it('marks shadow controls in the table, the control pane and the details', async () => {
+    const { live, app, frame, until } = show();
+    const shadow = { control_id: 9, control_name: 'pii-shadow', action: 'deny' as const, message: 'card number', steering_context: null, excerpt: null };
+    live.sink.evaluation(makeSummary({ shadow_matches: [shadow] }));
+    await until((f) => f.includes('total 1'));
+    const lines = frame().split('\n');
+    // The row is an allow, named after the shadow control with its mark.
+    expect(lines.find((l) => l.includes('run_sql'))).toMatch(/allow\s+shadow:pii/);
+    expect(frame()).toMatch(/shadow:pii-shadow\s+1/);
+    await press(app, ENTER);
+    await until((f) => f.includes('Shadow matches (1)'));
+    expect(frame()).toContain('shadow:pii-shadow  [would deny]  #9');
+    expect(frame()).toContain('No control matched.');
+  });
+
   it('shows the steering context in details', async () => {
     const { live, app, until } = show();
     live.sink.evaluation(makeSummary({ decision: 'steer' }));

@@ -47,6 +47,13 @@ describe('fit and plain lines', () => {
     expect(line).toBe('2025-01-02T03:04:05.678Z support-bot run_sql pre deny "no drop",+1 0.42ms');
     expect(formatPlainLine(makeSummary())).toMatch(/ allow - 0\.42ms$/);
   });
+
+  it('names a shadow control with its mark when nothing enforced matched', () => {
+    const shadow = { control_id: 3, control_name: 'pii-shadow', action: 'deny' as const, message: null, steering_context: null, excerpt: null };
+    expect(formatPlainLine(makeSummary({ shadow_matches: [shadow] }))).toMatch(/ allow shadow:pii-shadow 0\.42ms$/);
+    // An enforced match describes the row; the shadow one stays in the details.
+    expect(formatPlainLine(makeSummary({ decision: 'deny', shadow_matches: [shadow] }))).toMatch(/ deny block-sql 0\.42ms$/);
+  });
 });
 
 describe('keyToAction', () => {

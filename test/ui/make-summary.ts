@@ -33,6 +33,7 @@ export function makeSummary(over: Partial<EvaluationSummary> = {}): EvaluationSu
     duration_ms: 0.42,
     evaluated: 3,
     errors: [],
+    shadow_matches: [],
     ...over,
     decision,
     matches,

@@ -40,8 +40,21 @@ describe('events and the ring', () => {
     );
     expect(state.totals).toEqual({ events: 4, allow: 1, deny: 2, steer: 1 });
     expect(controlRanking(state)).toEqual([
-      { name: 'block-sql', matches: 2, deny: 2, steer: 0 },
-      { name: 'steer-pii', matches: 1, deny: 0, steer: 1 },
+      { name: 'block-sql', matches: 2, deny: 2, steer: 0, shadow: 0 },
+      { name: 'steer-pii', matches: 1, deny: 0, steer: 1, shadow: 0 },
+    ]);
+  });
+
+  it('counts shadow matches apart: they never add to deny or steer', () => {
+    const shadow = { control_id: 9, control_name: 'pii-shadow', action: 'deny' as const, message: null, steering_context: null, excerpt: null };
+    const state = run(
+      initialState(),
+      receive([makeSummary({ shadow_matches: [shadow] }), makeSummary({ decision: 'deny', shadow_matches: [shadow] })]),
+    );
+    expect(state.totals).toEqual({ events: 2, allow: 1, deny: 1, steer: 0 });
+    expect(controlRanking(state)).toEqual([
+      { name: 'pii-shadow', matches: 0, deny: 0, steer: 0, shadow: 2 },
+      { name: 'block-sql', matches: 1, deny: 1, steer: 0, shadow: 0 },
     ]);
   });
 

@@ -7,7 +7,7 @@ import {
   type AgentRecord,
   type AgentRegistration,
 } from '../../model/index.js';
-import { controlIdOf, isWatchManaged, parseOr422, type ServerContext } from '../context.js';
+import { apiOrigin, controlIdOf, isWatchManaged, parseOr422, type ServerContext } from '../context.js';
 import { HttpProblem, invalid, notFound } from '../problem.js';
 import { readOnly } from './controls.js';
 
@@ -50,11 +50,10 @@ export const agentRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) =
       );
     }
     const next = registeredFields(before, registration);
-    const { agent, created } = await store.upsertAgent({
-      agent_name: registration.agent_name,
-      ...next,
-      managed_by: before?.managed_by ?? null,
-    });
+    const { agent, created } = await store.upsertAgent(
+      { agent_name: registration.agent_name, ...next, managed_by: before?.managed_by ?? null },
+      apiOrigin(ctx, request),
+    );
     controlSets.invalidate([agent.agent_name]);
     return reply.code(created ? 201 : 200).send({ agent, created, changes });
   });
@@ -73,26 +72,28 @@ export const agentRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) =
       ]);
     }
     const agent = await existingAgent(request.params.name);
-    return store.patchAgent(agent.agent_name, patch);
+    return store.patchAgent(agent.agent_name, patch, apiOrigin(ctx, request));
   });
 
-  // What a client evaluates locally: full definitions, only controls that have data.
+  // What a client evaluates locally: full definitions, only controls that have data, and
+  // the store revision they were read at (the SDK's events name it as set_revision).
   app.get<{ Params: Params }>('/agents/:name/controls', { config: { access: 'read' } }, async (request) => {
-    const agent = await existingAgent(request.params.name);
-    const controls = await store.listAgentControls(agent.agent_name);
-    return { agent_name: agent.agent_name, controls: controls.filter((c) => c.data !== null) };
+    const name = normaliseAgentName(request.params.name);
+    const set = await store.agentControlSet(name);
+    if (!set) throw notFound(`agent "${name}" is not registered; register it with POST /api/v1/agents/initAgent`);
+    return { agent_name: name, controls: set.controls.filter((c) => c.data !== null), set_revision: set.revision };
   });
 
   app.post<{ Params: LinkParams }>('/agents/:name/controls/:control_id', { config: { access: 'admin' } }, async (request) => {
     const { agent, controlId } = await linkTarget(request.params);
-    const linked = await store.linkControl(agent.agent_name, controlId);
+    const linked = await store.linkControl(agent.agent_name, controlId, apiOrigin(ctx, request));
     controlSets.invalidate([agent.agent_name]);
     return { linked };
   });
 
   app.delete<{ Params: LinkParams }>('/agents/:name/controls/:control_id', { config: { access: 'admin' } }, async (request) => {
     const { agent, controlId } = await linkTarget(request.params);
-    const unlinked = await store.unlinkControl(agent.agent_name, controlId);
+    const unlinked = await store.unlinkControl(agent.agent_name, controlId, apiOrigin(ctx, request));
     controlSets.invalidate([agent.agent_name]);
     return { unlinked };
   });

@@ -3,7 +3,7 @@ import { validateControlData } from '../../engine/index.js';
 import type { EvaluatorRegistry } from '../../evaluators/registry.js';
 import { controlNameOf, fieldIssuesOf, type ControlData, type ControlRecord, type FieldIssue } from '../../model/index.js';
 import { StoreError, type Store, type StoreChange } from '../../store/types.js';
-import { isWatchManaged, type ServerContext } from '../context.js';
+import { apiOrigin, isWatchManaged, type ServerContext } from '../context.js';
 import { HttpProblem } from '../problem.js';
 import { ChangesEnvelopeSchema, type ChangesEnvelope } from '../schemas.js';
 import { readOnly } from './controls.js';
@@ -32,7 +32,8 @@ export const changeRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) 
     await refuseWatched(store, changes);
     let touched: string[];
     try {
-      ({ touched_agents: touched } = await store.applyChanges(changes));
+      // This endpoint is how GitOps apply writes (docs/gitops.md): its writes are `apply` in history.
+      ({ touched_agents: touched } = await store.applyChanges(changes, apiOrigin(ctx, request, 'apply')));
     } catch (error) {
       throw error instanceof StoreError ? problemNamingChange(error) : error;
     }

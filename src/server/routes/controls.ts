@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { validateControlData } from '../../engine/index.js';
 import type { ControlData, ControlRecord, FieldIssue } from '../../model/index.js';
-import { controlIdOf, isWatchManaged, parseOr422, type ServerContext } from '../context.js';
+import { apiOrigin, controlIdOf, isWatchManaged, parseOr422, type ServerContext } from '../context.js';
 import { HttpProblem, invalid, notFound } from '../problem.js';
 import {
   ControlDataEnvelopeSchema,
@@ -41,12 +41,10 @@ export const controlRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx)
   app.put('/controls', { config: { access: 'admin' } }, async (request, reply) => {
     const body = parseOr422(CreateControlEnvelopeSchema, request.body, 'request body');
     const data = body.data === undefined || body.data === null ? null : checkData(body.data);
-    const control = await store.createControl({
-      name: body.name,
-      data,
-      managed_by: body.managed_by ?? null,
-      source: body.source ?? null,
-    });
+    const control = await store.createControl(
+      { name: body.name, data, managed_by: body.managed_by ?? null, source: body.source ?? null },
+      apiOrigin(ctx, request),
+    );
     return reply.code(201).send(control);
   });
 
@@ -80,7 +78,7 @@ export const controlRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx)
     const id = controlIdOf(request.params.id);
     const patch = parseOr422(ControlPatchBodySchema, request.body, 'request body');
     await writable(id);
-    const control = await store.updateControl(id, patch);
+    const control = await store.updateControl(id, patch, apiOrigin(ctx, request));
     await invalidateAgentsOf(id);
     return control;
   });
@@ -88,7 +86,7 @@ export const controlRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx)
   app.delete<{ Params: { id: string } }>('/controls/:id', { config: { access: 'admin' } }, async (request) => {
     const id = controlIdOf(request.params.id);
     await writable(id);
-    const { unlinked_agents } = await store.deleteControl(id);
+    const { unlinked_agents } = await store.deleteControl(id, apiOrigin(ctx, request));
     controlSets.invalidate(unlinked_agents);
     return { deleted: true, unlinked_agents };
   });
@@ -106,7 +104,7 @@ export const controlRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx)
     const body = parseOr422(ControlDataEnvelopeSchema, request.body, 'request body');
     const data = checkData(body.data);
     await writable(id);
-    const control = await store.updateControl(id, { data });
+    const control = await store.updateControl(id, { data }, apiOrigin(ctx, request));
     await invalidateAgentsOf(id);
     return { success: true, control_id: id, data: control.data };
   });

@@ -43,6 +43,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
           stage: body.stage,
           step: body.step,
           outcome,
+          set_revision: set.revision,
           trace: () => traceIdsFromHeaders(request.headers),
         });
       } catch (error) {

@@ -8,6 +8,7 @@ import {
   StreamQuerySchema,
   timeRangeMs,
 } from '../../observability/schemas.js';
+import { emptyStatsRow } from '../../store/records.js';
 import type { ControlStatsRow, EventStore, Store } from '../../store/types.js';
 import { controlIdOf } from '../context.js';
 import { sendError, sendValidationProblem } from '../problem.js';
@@ -40,10 +41,6 @@ function totalsOf(rows: readonly ControlStatsRow[]): StatsTotals {
   return totals;
 }
 
-function emptyRow(control_id: number, control_name: string): ControlStatsRow {
-  return { control_id, control_name, executions: 0, matches: 0, non_matches: 0, errors: 0, selector_missing: 0, actions: {}, avg_duration_ms: 0 };
-}
-
 /**
  * The observability endpoints, registered under `/api/v1`: ingest, query, stats and the
  * live stream. Bodies and query strings are checked with strict schemas; every 422 names
@@ -72,7 +69,9 @@ export const observabilityRoutes: FastifyPluginAsync<ObservabilityRoutesOptions>
       ...q,
       agent_name: q.agent_name === undefined ? undefined : normaliseAgentName(q.agent_name),
     });
-    return { events: page.events, total: page.total, limit: q.limit, offset: q.offset };
+    // The shadow-report example stays out of the event schema (GET /shadow-report shows it).
+    const events = page.events.map(({ example: _example, ...event }) => event);
+    return { events, total: page.total, limit: q.limit, offset: q.offset };
   });
 
   app.get('/observability/stats', { config: { access: 'read' } }, async (request, reply) => {
@@ -97,7 +96,7 @@ export const observabilityRoutes: FastifyPluginAsync<ObservabilityRoutesOptions>
     const agent_name = parsed.data.agent_name === undefined ? null : normaliseAgentName(parsed.data.agent_name);
     const since = new Date(Date.now() - timeRangeMs(time_range)).toISOString();
     const rows = await store.controlStats({ since, control_id, ...(agent_name === null ? {} : { agent_name }) });
-    const stats = rows.find((r) => r.control_id === control_id) ?? emptyRow(control_id, control.name);
+    const stats = rows.find((r) => r.control_id === control_id) ?? emptyStatsRow(control_id, control.name);
     return { control_id, control_name: control.name, agent_name, time_range, stats };
   });
 

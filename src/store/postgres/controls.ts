@@ -3,57 +3,23 @@
  * they read (FOR UPDATE) and tell the transaction which agents they touched, so the
  * NOTIFY sent on commit names them.
  */
-import type { AgentPatch, AgentRecord, ControlRecord } from '../../model/index.js';
+import { SYSTEM_ORIGIN, type AgentPatch, type AgentRecord, type ControlData, type ControlRecord, type WriteOrigin } from '../../model/index.js';
 import { applyChangesAsync } from '../apply-changes.js';
-import { agentRecordOf, controlRecordOf, enabledAfter, nowIso, storedDataOf } from '../records.js';
+import { agentEntry, agentSnapshot, controlEntry, controlSnapshot, linkEntry, planRestore, sameSnapshot } from '../history.js';
+import type { RestoreOutcome } from '../history.js';
+import { enabledAfter, nowIso, storedDataOf } from '../records.js';
 import { StoreError, type ControlPage, type ControlStore, type Link } from '../types.js';
 import type { ControlPatch, NewAgent, NewControl, StoreChange } from '../types.js';
 import type { PostgresDatabase, WriteTx } from './database.js';
+import { agentOf, controlOf, type AgentRow, type ControlRow } from './control-rows.js';
 import { mapPgError } from './errors.js';
-
-interface ControlRow {
-  control_id: string;
-  name: string;
-  enabled: boolean;
-  data: unknown;
-  managed_by: string | null;
-  source: string | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-interface AgentRow {
-  agent_name: string;
-  agent_description: string | null;
-  agent_version: string | null;
-  steps: AgentRecord['steps'];
-  metadata: Record<string, unknown> | null;
-  managed_by: string | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-function controlOf(row: ControlRow): ControlRecord {
-  return controlRecordOf(row, {
-    control_id: Number(row.control_id),
-    enabled: row.enabled,
-    data: row.data,
-    created_at: row.created_at.toISOString(),
-    updated_at: row.updated_at.toISOString(),
-  });
-}
-
-function agentOf(row: AgentRow): AgentRecord {
-  return agentRecordOf(row, {
-    steps: row.steps,
-    metadata: row.metadata,
-    created_at: row.created_at.toISOString(),
-    updated_at: row.updated_at.toISOString(),
-  });
-}
+import type { PostgresHistory } from './history.js';
 
 export class PostgresControls implements ControlStore {
-  constructor(private readonly database: PostgresDatabase) {}
+  constructor(
+    private readonly database: PostgresDatabase,
+    private readonly history: PostgresHistory,
+  ) {}
 
   private async controlRowTx(tx: WriteTx, id: number): Promise<ControlRow> {
     const [row] = await this.database.rows<ControlRow>(tx, 'SELECT * FROM controls WHERE control_id = $1 FOR UPDATE', [id]);
@@ -87,7 +53,9 @@ export class PostgresControls implements ControlStore {
     );
     if (!row) throw new StoreError('conflict', `a control named "${control.name}" already exists`);
     tx.changed = true;
-    return controlOf(row);
+    const record = controlOf(row);
+    tx.entries.push(controlEntry('create', record.control_id, record.name, null, controlSnapshot(record)));
+    return record;
   }
 
   private async updateControlTx(tx: WriteTx, current: ControlRow, patch: ControlPatch): Promise<ControlRecord> {
@@ -113,19 +81,24 @@ export class PostgresControls implements ControlStore {
     );
     tx.changed = true;
     for (const agent of await this.agentsOfControlTx(tx, current.control_id)) tx.agents.add(agent);
-    return controlOf(row!);
+    const record = controlOf(row!);
+    tx.entries.push(controlEntry('update', record.control_id, record.name, controlSnapshot(controlOf(current)), controlSnapshot(record)));
+    return record;
   }
 
-  private async deleteControlTx(tx: WriteTx, id: number | string): Promise<string[]> {
-    const agents = await this.agentsOfControlTx(tx, id);
-    await tx.client.query('DELETE FROM controls WHERE control_id = $1', [id]);
+  private async deleteControlTx(tx: WriteTx, current: ControlRow): Promise<string[]> {
+    const agents = await this.agentsOfControlTx(tx, current.control_id);
+    await tx.client.query('DELETE FROM controls WHERE control_id = $1', [current.control_id]);
     tx.changed = true;
     for (const agent of agents) tx.agents.add(agent);
+    const note = agents.length > 0 ? `unlinked from ${agents.join(', ')}` : null;
+    tx.entries.push(controlEntry('delete', Number(current.control_id), current.name, controlSnapshot(controlOf(current)), null, note));
     return agents;
   }
 
   private async upsertAgentTx(tx: WriteTx, agent: NewAgent): Promise<{ agent: AgentRecord; created: boolean }> {
     const now = nowIso();
+    const [existing] = await this.database.rows<AgentRow>(tx, 'SELECT * FROM agents WHERE agent_name = $1 FOR UPDATE', [agent.agent_name]);
     // xmax = 0 only for a freshly inserted row: the one-statement way to tell insert from update.
     const [row] = await this.database.rows<AgentRow & { inserted: boolean }>(
       tx,
@@ -150,40 +123,47 @@ export class PostgresControls implements ControlStore {
     tx.changed = true;
     tx.agents.add(agent.agent_name);
     const { inserted, ...stored } = row!;
-    return { agent: agentOf(stored), created: inserted };
+    const record = agentOf(stored);
+    const before = existing ? agentSnapshot(agentOf(existing)) : null;
+    tx.entries.push(agentEntry(existing ? 'update' : 'create', record.agent_name, before, agentSnapshot(record)));
+    return { agent: record, created: inserted };
   }
 
   private async linkTx(tx: WriteTx, agentName: string, controlId: number | string): Promise<boolean> {
     const agent = await this.database.rows(tx, 'SELECT 1 FROM agents WHERE agent_name = $1', [agentName]);
     if (agent.length === 0) throw new StoreError('not_found', `agent "${agentName}" does not exist`);
-    const control = await this.database.rows(tx, 'SELECT 1 FROM controls WHERE control_id = $1', [controlId]);
-    if (control.length === 0) throw new StoreError('not_found', `control ${controlId} does not exist`);
+    const [control] = await this.database.rows<{ name: string }>(tx, 'SELECT name FROM controls WHERE control_id = $1', [controlId]);
+    if (!control) throw new StoreError('not_found', `control ${controlId} does not exist`);
     const result = await tx.client.query(
       'INSERT INTO control_links (agent_name, control_id) VALUES ($1, $2) ON CONFLICT DO NOTHING',
       [agentName, controlId],
     );
-    return this.noteLinkChange(tx, agentName, (result.rowCount ?? 0) > 0);
+    return this.noteLinkChange(tx, 'link', agentName, Number(controlId), control.name, (result.rowCount ?? 0) > 0);
   }
 
   private async unlinkTx(tx: WriteTx, agentName: string, controlId: number | string): Promise<boolean> {
+    const [control] = await this.database.rows<{ name: string }>(tx, 'SELECT name FROM controls WHERE control_id = $1', [controlId]);
+    // Unlinking a control that does not exist changes nothing.
+    if (!control) return false;
     const result = await tx.client.query('DELETE FROM control_links WHERE agent_name = $1 AND control_id = $2', [
       agentName,
       controlId,
     ]);
-    return this.noteLinkChange(tx, agentName, (result.rowCount ?? 0) > 0);
+    return this.noteLinkChange(tx, 'unlink', agentName, Number(controlId), control.name, (result.rowCount ?? 0) > 0);
   }
 
-  /** A link made or removed changes the revision and the agent's controls. */
-  private noteLinkChange(tx: WriteTx, agentName: string, changed: boolean): boolean {
+  /** A link made or removed changes the revision and the agent's controls, and is a history entry. */
+  private noteLinkChange(tx: WriteTx, op: 'link' | 'unlink', agentName: string, controlId: number, controlName: string, changed: boolean): boolean {
     if (changed) {
       tx.changed = true;
       tx.agents.add(agentName);
+      tx.entries.push(linkEntry(op, agentName, controlId, controlName));
     }
     return changed;
   }
 
-  async createControl(control: NewControl): Promise<ControlRecord> {
-    return this.database.write((tx) => this.createControlTx(tx, control));
+  async createControl(control: NewControl, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<ControlRecord> {
+    return this.database.write((tx) => this.createControlTx(tx, control), origin);
   }
 
   async getControl(id: number): Promise<ControlRecord | null> {
@@ -219,15 +199,12 @@ export class PostgresControls implements ControlStore {
     return (await this.database.query<ControlRow>('SELECT * FROM controls ORDER BY control_id')).map(controlOf);
   }
 
-  async updateControl(id: number, patch: ControlPatch): Promise<ControlRecord> {
-    return this.database.write(async (tx) => this.updateControlTx(tx, await this.controlRowTx(tx, id), patch));
+  async updateControl(id: number, patch: ControlPatch, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<ControlRecord> {
+    return this.database.write(async (tx) => this.updateControlTx(tx, await this.controlRowTx(tx, id), patch), origin);
   }
 
-  async deleteControl(id: number): Promise<{ unlinked_agents: string[] }> {
-    return this.database.write(async (tx) => {
-      await this.controlRowTx(tx, id);
-      return { unlinked_agents: await this.deleteControlTx(tx, id) };
-    });
+  async deleteControl(id: number, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<{ unlinked_agents: string[] }> {
+    return this.database.write(async (tx) => ({ unlinked_agents: await this.deleteControlTx(tx, await this.controlRowTx(tx, id)) }), origin);
   }
 
   async getAgent(name: string): Promise<AgentRecord | null> {
@@ -239,11 +216,11 @@ export class PostgresControls implements ControlStore {
     return (await this.database.query<AgentRow>('SELECT * FROM agents ORDER BY agent_name')).map(agentOf);
   }
 
-  async upsertAgent(agent: NewAgent): Promise<{ agent: AgentRecord; created: boolean }> {
-    return this.database.write((tx) => this.upsertAgentTx(tx, agent));
+  async upsertAgent(agent: NewAgent, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<{ agent: AgentRecord; created: boolean }> {
+    return this.database.write((tx) => this.upsertAgentTx(tx, agent), origin);
   }
 
-  async patchAgent(name: string, patch: AgentPatch): Promise<AgentRecord> {
+  async patchAgent(name: string, patch: AgentPatch, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<AgentRecord> {
     return this.database.write(async (tx) => {
       const [current] = await this.database.rows<AgentRow>(tx, 'SELECT * FROM agents WHERE agent_name = $1 FOR UPDATE', [name]);
       if (!current) throw new StoreError('not_found', `agent "${name}" does not exist`);
@@ -263,16 +240,18 @@ export class PostgresControls implements ControlStore {
       );
       tx.changed = true;
       tx.agents.add(name);
-      return agentOf(row!);
-    });
+      const record = agentOf(row!);
+      tx.entries.push(agentEntry('update', name, agentSnapshot(agentOf(current)), agentSnapshot(record)));
+      return record;
+    }, origin);
   }
 
-  async linkControl(agentName: string, controlId: number): Promise<boolean> {
-    return this.database.write((tx) => this.linkTx(tx, agentName, controlId));
+  async linkControl(agentName: string, controlId: number, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<boolean> {
+    return this.database.write((tx) => this.linkTx(tx, agentName, controlId), origin);
   }
 
-  async unlinkControl(agentName: string, controlId: number): Promise<boolean> {
-    return this.database.write((tx) => this.unlinkTx(tx, agentName, controlId));
+  async unlinkControl(agentName: string, controlId: number, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<boolean> {
+    return this.database.write((tx) => this.unlinkTx(tx, agentName, controlId), origin);
   }
 
   async listAgentControls(agentName: string): Promise<ControlRecord[]> {
@@ -299,7 +278,7 @@ export class PostgresControls implements ControlStore {
     return rows.map((r) => ({ agent_name: r.agent_name, control_id: Number(r.control_id) }));
   }
 
-  async applyChanges(changes: StoreChange[]): Promise<{ touched_agents: string[] }> {
+  async applyChanges(changes: StoreChange[], origin: WriteOrigin = SYSTEM_ORIGIN): Promise<{ touched_agents: string[] }> {
     const touched_agents = await this.database.write((tx) => {
       const byName = (name: string) => this.controlRowByNameTx(tx, name);
       return applyChangesAsync(
@@ -311,19 +290,69 @@ export class PostgresControls implements ControlStore {
             await this.updateControlTx(tx, row, patch);
             return this.agentsOfControlTx(tx, row.control_id);
           },
-          deleteControl: async (name) => this.deleteControlTx(tx, (await byName(name)).control_id),
+          deleteControl: async (name) => this.deleteControlTx(tx, await byName(name)),
           upsertAgent: (agent) => this.upsertAgentTx(tx, agent),
           link: async (agentName, controlName) => this.linkTx(tx, agentName, (await byName(controlName)).control_id),
           unlink: async (agentName, controlName) => this.unlinkTx(tx, agentName, (await byName(controlName)).control_id),
         },
         mapPgError,
       );
-    });
+    }, origin);
     return { touched_agents };
   }
 
   async revision(): Promise<number> {
     const [row] = await this.database.query<{ value: string }>('SELECT value FROM store_revision WHERE id = 1');
     return Number(row?.value ?? 0);
+  }
+
+  async agentControlSet(agentName: string): Promise<{ controls: ControlRecord[]; revision: number } | null> {
+    // One statement, one snapshot: the controls and the revision they are at.
+    const rows = await this.database.query<Partial<ControlRow> & { set_revision: string; agent_exists: boolean }>(
+      `SELECT r.value AS set_revision, EXISTS (SELECT 1 FROM agents WHERE agent_name = $1) AS agent_exists, c.*
+       FROM store_revision r
+       LEFT JOIN control_links l ON l.agent_name = $1
+       LEFT JOIN controls c ON c.control_id = l.control_id
+       WHERE r.id = 1 ORDER BY c.control_id`,
+      [agentName],
+    );
+    const first = rows[0];
+    if (!first?.agent_exists) return null;
+    const controls = rows.filter((r) => r.control_id !== undefined && r.control_id !== null).map((r) => controlOf(r as ControlRow));
+    return { controls, revision: Number(first.set_revision) };
+  }
+
+  async restoreControl(controlId: number, revision: number, origin: WriteOrigin): Promise<RestoreOutcome> {
+    return this.database.write(async (tx): Promise<RestoreOutcome> => {
+      const [row] = await this.database.rows<ControlRow>(tx, 'SELECT * FROM controls WHERE control_id = $1 FOR UPDATE', [controlId]);
+      const current = row ? controlOf(row) : null;
+      const plan = planRestore(await this.history.entriesOf(tx.client, controlId), current, revision);
+      if (!plan.ok) return plan;
+      const target = plan.target;
+      if (current && sameSnapshot(controlSnapshot(current), target)) return { ok: true, control: current, changed: false, recreated: false };
+      const [holder] = await this.database.rows<{ control_id: string }>(tx, 'SELECT control_id FROM controls WHERE name = $1', [target.name]);
+      if (holder && Number(holder.control_id) !== controlId) return { ok: false, reason: 'name_taken', name: target.name };
+      const values = [controlId, target.name, target.enabled, storedDataOf(target.data as ControlData | null), target.managed_by, target.source, nowIso()];
+      const [written] = row
+        ? await this.database.rows<ControlRow>(
+            tx,
+            `UPDATE controls SET name = $2, enabled = $3, data = $4, managed_by = $5, source = $6, updated_at = $7
+             WHERE control_id = $1 RETURNING *`,
+            values,
+          )
+        : await this.database.rows<ControlRow>(
+            tx,
+            `INSERT INTO controls (control_id, name, enabled, data, managed_by, source, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING *`,
+            values,
+          );
+      const restored = controlOf(written!);
+      tx.changed = true;
+      for (const agent of await this.agentsOfControlTx(tx, controlId)) tx.agents.add(agent);
+      tx.entries.push(
+        controlEntry('restore', controlId, restored.name, current ? controlSnapshot(current) : null, controlSnapshot(restored), `restored revision ${revision}`),
+      );
+      return { ok: true, control: restored, changed: true, recreated: row === undefined };
+    }, origin);
   }
 }

@@ -9,6 +9,9 @@ import { uniqueSorted } from '../records.js';
 import { CHANGE_CHANNEL } from './change-listener.js';
 import { mapPgError } from './errors.js';
 import { postgresMigrations } from './migrations.js';
+import { SYSTEM_ORIGIN, type WriteOrigin } from '../../model/index.js';
+import type { NewChangeEntry } from '../history.js';
+import { insertEntries } from './history.js';
 
 export interface PostgresStoreOptions {
   /** The schema holding guardctl's tables; created when missing. Default: the server's search_path. */
@@ -28,11 +31,13 @@ export interface PostgresStoreOptions {
 const MAX_NOTIFY_PAYLOAD = 7000;
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
-/** One write transaction: its client, and what it changed (for the revision and NOTIFY). */
+/** One write transaction: its client, and what it changed (for the revision, history and NOTIFY). */
 export interface WriteTx {
   client: pg.PoolClient;
   changed: boolean;
   agents: Set<string>;
+  /** History entries of the writes, stored under the revision the transaction bumps. */
+  entries: NewChangeEntry[];
 }
 
 /** Applies pending migrations under an advisory lock, so replicas starting together take turns. */
@@ -130,16 +135,17 @@ export class PostgresDatabase {
 
   /**
    * Runs `fn` in one transaction on one client. When it changed controls, agents or
-   * links, the revision grows and NOTIFY is queued before COMMIT (delivered on commit).
+   * links, the revision grows, the history entries are stored under it (stamped with
+   * `origin`) and NOTIFY is queued before COMMIT (delivered on commit).
    */
-  async write<T>(fn: (tx: WriteTx) => Promise<T>): Promise<T> {
+  async write<T>(fn: (tx: WriteTx) => Promise<T>, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<T> {
     let client: pg.PoolClient;
     try {
       client = await this.pool.connect();
     } catch (error) {
       throw mapPgError(error);
     }
-    const tx: WriteTx = { client, changed: false, agents: new Set() };
+    const tx: WriteTx = { client, changed: false, agents: new Set(), entries: [] };
     let broken = false;
     try {
       await client.query('BEGIN');
@@ -147,6 +153,7 @@ export class PostgresDatabase {
       if (tx.changed) {
         const bumped = await client.query<{ value: string }>('UPDATE store_revision SET value = value + 1 WHERE id = 1 RETURNING value');
         const revision = Number(bumped.rows[0]?.value);
+        await insertEntries(client, revision, origin, tx.entries);
         let agents: string[] | '*' = uniqueSorted(tx.agents);
         if (JSON.stringify(agents).length > MAX_NOTIFY_PAYLOAD) agents = '*';
         await client.query('SELECT pg_notify($1, $2)', [CHANGE_CHANNEL, JSON.stringify({ revision, agents })]);

@@ -4,8 +4,8 @@
  * stats group over covering indexes.
  */
 import type pg from 'pg';
-import type { ObservabilityEvent } from '../../model/index.js';
-import { EVENT_COLUMNS, eventRecordOf, eventValuesOf, isoOf, mergedRollups, OUTCOME_NON_MATCH, statsRowsOf, type StatsPart } from '../records.js';
+import type { StoredEvent } from '../../model/index.js';
+import { EVENT_COLUMNS, eventRecordOf, eventValuesOf, isoOf, mergedRollups, OUTCOME_NON_MATCH, rollupOutcomeOf, SHADOW_OUTCOME, statsRowsOf, type StatsPart } from '../records.js';
 import type { ControlStatsRow, EventPage, EventQuery, EventRollup, EventStore, StatsQuery } from '../types.js';
 import type { PostgresDatabase } from './database.js';
 import { mapPgError } from './errors.js';
@@ -29,26 +29,30 @@ interface EventRow {
   selector_path: string | null;
   error_message: string | null;
   metadata: Record<string, unknown> | null;
+  mode: string;
+  set_revision: string | null;
+  example: string | null;
 }
 
-function eventOf(row: EventRow): ObservabilityEvent {
+function eventOf(row: EventRow): StoredEvent {
   return eventRecordOf(row, {
     control_id: Number(row.control_id),
     matched: row.matched,
     timestamp: row.ts.toISOString(),
     metadata: row.metadata,
+    set_revision: row.set_revision === null ? null : Number(row.set_revision),
   });
 }
 
 /** One statement per batch: each column travels as one array parameter, unnested server-side. */
-async function insertBatch(client: pg.Pool | pg.PoolClient, batch: readonly ObservabilityEvent[]): Promise<void> {
-  const columns: unknown[][] = Array.from({ length: 18 }, () => new Array<unknown>(batch.length));
+async function insertBatch(client: pg.Pool | pg.PoolClient, batch: readonly StoredEvent[]): Promise<void> {
+  const columns: unknown[][] = Array.from({ length: 21 }, () => new Array<unknown>(batch.length));
   batch.forEach((e, i) => eventValuesOf(e, { matched: e.matched, ts: isoOf(e.timestamp, 'timestamp') }).forEach((v, c) => (columns[c]![i] = v)));
   await client.query(
     `INSERT INTO events (${EVENT_COLUMNS})
      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[],
        $8::text[], $9::text[], $10::boolean[], $11::smallint[], $12::float8[], $13::timestamptz[], $14::float8[],
-       $15::text[], $16::text[], $17::text[], $18::jsonb[])`,
+       $15::text[], $16::text[], $17::text[], $18::jsonb[], $19::text[], $20::bigint[], $21::text[])`,
     columns,
   );
 }
@@ -61,7 +65,7 @@ function cmp(a: string, b: string): number {
 export class PostgresEvents implements EventStore {
   constructor(private readonly database: PostgresDatabase) {}
 
-  async insertEvents(events: ObservabilityEvent[]): Promise<void> {
+  async insertEvents(events: StoredEvent[]): Promise<void> {
     if (events.length === 0) return;
     const size = this.database.insertBatchSize;
     if (events.length <= size) {
@@ -89,14 +93,15 @@ export class PostgresEvents implements EventStore {
         cmp(a.control_name, b.control_name) ||
         cmp(a.check_stage, b.check_stage) ||
         cmp(a.applies_to, b.applies_to) ||
-        cmp(a.evaluator_name, b.evaluator_name),
+        cmp(a.evaluator_name, b.evaluator_name) ||
+        cmp(a.mode, b.mode),
     );
     await this.database.query(
       `INSERT INTO event_rollups AS r (bucket, agent_name, control_id, control_name, check_stage, applies_to,
-         evaluator_name, count, total_duration_ms)
+         evaluator_name, mode, count, total_duration_ms)
        SELECT * FROM unnest($1::timestamptz[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[],
-         $7::text[], $8::bigint[], $9::float8[])
-       ON CONFLICT (bucket, agent_name, control_id, control_name, check_stage, applies_to, evaluator_name)
+         $7::text[], $8::text[], $9::bigint[], $10::float8[])
+       ON CONFLICT (bucket, agent_name, control_id, control_name, check_stage, applies_to, evaluator_name, mode)
        DO UPDATE SET count = r.count + excluded.count, total_duration_ms = r.total_duration_ms + excluded.total_duration_ms`,
       [
         rows.map((r) => new Date(r.bucket_ms).toISOString()),
@@ -106,6 +111,7 @@ export class PostgresEvents implements EventStore {
         rows.map((r) => r.check_stage),
         rows.map((r) => r.applies_to),
         rows.map((r) => r.evaluator_name),
+        rows.map((r) => r.mode),
         rows.map((r) => r.count),
         rows.map((r) => r.total_duration_ms),
       ],
@@ -125,6 +131,8 @@ export class PostgresEvents implements EventStore {
     if (query.stages !== undefined) add((n) => `check_stage = ANY(${n}::text[])`, query.stages);
     if (query.matched !== undefined) add((n) => `matched = ${n}`, query.matched);
     if (query.trace_id !== undefined) add((n) => `trace_id = ${n}`, query.trace_id);
+    if (query.mode !== undefined) add((n) => `mode = ${n}`, query.mode);
+    if (query.with_example === true) where.push('example IS NOT NULL');
     if (query.start_time !== undefined) add((n) => `ts >= ${n}`, isoOf(query.start_time, 'start_time'));
     if (query.end_time !== undefined) add((n) => `ts < ${n}`, isoOf(query.end_time, 'end_time'));
     const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
@@ -158,18 +166,25 @@ export class PostgresEvents implements EventStore {
     const [parts, rollups] = await Promise.all([
       this.database.query<{ control_id: string; outcome: number; action: string; count: string; duration_sum: number }>(
         `SELECT control_id, outcome, action, count(*) AS count, sum(execution_duration_ms) AS duration_sum
-         FROM events WHERE ts >= $1 AND outcome <> ${OUTCOME_NON_MATCH}${filter} GROUP BY control_id, outcome, action`,
+         FROM events WHERE ts >= $1 AND outcome NOT IN (${OUTCOME_NON_MATCH}, ${SHADOW_OUTCOME + OUTCOME_NON_MATCH})${filter}
+         GROUP BY control_id, outcome, action`,
         params,
       ),
-      this.database.query<{ control_id: string; count: string; duration_sum: number }>(
-        `SELECT control_id, sum(count) AS count, sum(total_duration_ms) AS duration_sum
-         FROM event_rollups WHERE bucket >= $1${filter} GROUP BY control_id`,
+      this.database.query<{ control_id: string; mode: string; count: string; duration_sum: number }>(
+        `SELECT control_id, mode, sum(count) AS count, sum(total_duration_ms) AS duration_sum
+         FROM event_rollups WHERE bucket >= $1${filter} GROUP BY control_id, mode`,
         params,
       ),
     ]);
     const all: StatsPart[] = [
       ...parts.map((p) => ({ ...p, control_id: Number(p.control_id), count: Number(p.count) })),
-      ...rollups.map((r) => ({ ...r, control_id: Number(r.control_id), outcome: OUTCOME_NON_MATCH, action: '', count: Number(r.count) })),
+      ...rollups.map((r) => ({
+        control_id: Number(r.control_id),
+        outcome: rollupOutcomeOf(r.mode),
+        action: '',
+        count: Number(r.count),
+        duration_sum: r.duration_sum,
+      })),
     ];
     const names = await this.controlNames([...new Set(all.map((p) => p.control_id))]);
     return statsRowsOf(all, (id) => names.get(id) ?? '');

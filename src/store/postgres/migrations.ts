@@ -110,4 +110,47 @@ export const postgresMigrations: readonly Migration[] = [
         GROUP BY 1, 2, 3, 4, 5, 6, 7;
     `,
   },
+  {
+    version: 4,
+    name: 'history and audit; shadow mode in events and rollups; set_revision',
+    // See the SQLite migration 4. Adding columns with a constant default rewrites nothing.
+    sql: `
+      CREATE TABLE change_log (
+        id BIGSERIAL PRIMARY KEY,
+        revision BIGINT NOT NULL,
+        ts TIMESTAMPTZ NOT NULL,
+        actor TEXT NOT NULL,
+        source TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        op TEXT NOT NULL,
+        control_id BIGINT,
+        control_name TEXT,
+        agent_name TEXT,
+        before JSONB,
+        after JSONB,
+        note TEXT
+      );
+      CREATE INDEX change_log_control ON change_log (control_id, id);
+      CREATE INDEX change_log_ts ON change_log (ts);
+      CREATE INDEX change_log_actor ON change_log (actor, id);
+      INSERT INTO change_log (revision, ts, actor, source, kind, op, control_id, control_name, agent_name, before, after, note)
+        SELECT (SELECT value FROM store_revision WHERE id = 1), now(), 'upgrade',
+          CASE WHEN managed_by LIKE 'watch:%' THEN 'watch' WHEN managed_by IS NOT NULL THEN 'apply' ELSE 'api' END,
+          'control', 'create', control_id, name, NULL, NULL,
+          jsonb_build_object('name', name, 'enabled', enabled,
+            'data', CASE WHEN data IS NULL THEN NULL ELSE data || jsonb_build_object('enabled', enabled) END,
+            'managed_by', managed_by, 'source', source),
+          'the control as it was when its history began (upgrade)'
+        FROM controls ORDER BY control_id;
+      ALTER TABLE events ADD COLUMN mode TEXT NOT NULL DEFAULT 'enforce',
+        ADD COLUMN set_revision BIGINT, ADD COLUMN example TEXT;
+      ALTER TABLE event_rollups ADD COLUMN mode TEXT NOT NULL DEFAULT 'enforce';
+      ALTER TABLE event_rollups DROP CONSTRAINT event_rollups_pkey;
+      ALTER TABLE event_rollups ADD PRIMARY KEY (bucket, agent_name, control_id, control_name, check_stage, applies_to, evaluator_name, mode);
+      DROP INDEX event_rollups_control;
+      DROP INDEX event_rollups_agent;
+      CREATE INDEX event_rollups_control ON event_rollups (control_id, bucket) INCLUDE (mode, count, total_duration_ms);
+      CREATE INDEX event_rollups_agent ON event_rollups (agent_name, bucket) INCLUDE (control_id, mode, count, total_duration_ms);
+    `,
+  },
 ];

@@ -1,6 +1,6 @@
 /**
  * The shared store for several server replicas: PostgreSQL through a pg Pool, one pool
- * shared by its three concerns (controls.ts, events.ts, recordings.ts). Every write
+ * shared by its four concerns (controls.ts, events.ts, recordings.ts, history.ts). Every write
  * transaction bumps the revision and sends NOTIFY inside the transaction, so replicas
  * hear of it on commit (change-listener.ts).
  */
@@ -10,6 +10,7 @@ import { ChangeListener } from './change-listener.js';
 import { PostgresControls } from './controls.js';
 import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
 import { PostgresEvents } from './events.js';
+import { PostgresHistory } from './history.js';
 import { PostgresRecordings } from './recordings.js';
 
 export { migratePostgres, type PostgresStoreOptions } from './database.js';
@@ -22,7 +23,8 @@ export class PostgresStore extends ComposedStore {
     private readonly database: PostgresDatabase,
     options: PostgresStoreOptions,
   ) {
-    super(new PostgresControls(database), new PostgresEvents(database), new PostgresRecordings(database));
+    const history = new PostgresHistory(database);
+    super(new PostgresControls(database, history), new PostgresEvents(database), new PostgresRecordings(database), history);
     this.listener = new ChangeListener(
       { ...database.clientConfig, application_name: 'guardctl-listener' },
       options.listenerRetryMs ?? 1000,

@@ -2,61 +2,29 @@
  * Controls, agents, links and the store revision in SQLite. Every statement is prepared
  * once; every write runs in one IMMEDIATE transaction and bumps the revision.
  */
-import type { AgentPatch, AgentRecord, ControlRecord } from '../../model/index.js';
+import { SYSTEM_ORIGIN, type AgentPatch, type AgentRecord, type ControlData, type ControlRecord, type WriteOrigin } from '../../model/index.js';
 import { applyChangesSync } from '../apply-changes.js';
-import { agentRecordOf, controlRecordOf, enabledAfter, nowIso, storedDataOf } from '../records.js';
+import { agentEntry, agentSnapshot, controlEntry, controlSnapshot, linkEntry, planRestore, sameSnapshot } from '../history.js';
+import type { NewChangeEntry, RestoreOutcome } from '../history.js';
+import { enabledAfter, nowIso, storedDataOf } from '../records.js';
 import { StoreError, type ControlPage, type ControlStore, type Link } from '../types.js';
 import type { ControlPatch, NewAgent, NewControl, StoreChange } from '../types.js';
+import { agentOf, controlOf, type AgentRow, type ControlRow } from './control-rows.js';
 import { mapSqliteError, type SqliteDatabase } from './database.js';
-
-interface ControlRow {
-  control_id: number;
-  name: string;
-  enabled: number;
-  data: string | null;
-  managed_by: string | null;
-  source: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-interface AgentRow {
-  agent_name: string;
-  agent_description: string | null;
-  agent_version: string | null;
-  steps: string;
-  metadata: string | null;
-  managed_by: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-function controlOf(row: ControlRow): ControlRecord {
-  return controlRecordOf(row, {
-    control_id: row.control_id,
-    enabled: row.enabled === 1,
-    data: row.data,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  });
-}
-
-function agentOf(row: AgentRow): AgentRecord {
-  return agentRecordOf(row, {
-    steps: JSON.parse(row.steps) as AgentRecord['steps'],
-    metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Record<string, unknown>),
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  });
-}
+import type { SqliteHistory } from './history.js';
 
 function prepare(db: SqliteDatabase['db']) {
   return {
-    bump: db.prepare('UPDATE store_revision SET value = value + 1 WHERE id = 1'),
+    bump: db.prepare('UPDATE store_revision SET value = value + 1 WHERE id = 1 RETURNING value').pluck(),
     revision: db.prepare('SELECT value FROM store_revision WHERE id = 1').pluck(),
     insertControl: db.prepare(
       `INSERT INTO controls (name, enabled, data, managed_by, source, created_at, updated_at)
        VALUES (@name, @enabled, @data, @managed_by, @source, @now, @now) RETURNING *`,
+    ),
+    // A restore of a deleted control brings it back under its own id.
+    insertControlWithId: db.prepare(
+      `INSERT INTO controls (control_id, name, enabled, data, managed_by, source, created_at, updated_at)
+       VALUES (@control_id, @name, @enabled, @data, @managed_by, @source, @now, @now) RETURNING *`,
     ),
     controlById: db.prepare('SELECT * FROM controls WHERE control_id = ?'),
     controlByName: db.prepare('SELECT * FROM controls WHERE name = ?'),
@@ -92,8 +60,19 @@ function prepare(db: SqliteDatabase['db']) {
 export class SqliteControls implements ControlStore {
   private readonly s: ReturnType<typeof prepare>;
 
-  constructor(private readonly database: SqliteDatabase) {
+  constructor(
+    private readonly database: SqliteDatabase,
+    private readonly history: SqliteHistory,
+  ) {
     this.s = prepare(database.db);
+  }
+
+  /**
+   * Bumps the revision and stores the write's history entry under it (inside the open
+   * transaction). The entry is built only when history is kept.
+   */
+  private bumpWith(origin: WriteOrigin, entry: () => NewChangeEntry): void {
+    this.history.record(this.s.bump.get() as number, origin, entry);
   }
 
   private controlRow(id: number): ControlRow {
@@ -114,7 +93,7 @@ export class SqliteControls implements ControlStore {
 
   // The *Tx methods run inside a transaction the caller opened; applyChanges reuses them.
 
-  private createControlTx(control: NewControl): ControlRecord {
+  private createControlTx(control: NewControl, origin: WriteOrigin): ControlRecord {
     if (this.s.controlByName.get(control.name) !== undefined) {
       throw new StoreError('conflict', `a control named "${control.name}" already exists`);
     }
@@ -126,11 +105,12 @@ export class SqliteControls implements ControlStore {
       source: control.source ?? null,
       now: nowIso(),
     }) as ControlRow;
-    this.s.bump.run();
-    return controlOf(row);
+    const record = controlOf(row);
+    this.bumpWith(origin, () => controlEntry('create', record.control_id, record.name, null, controlSnapshot(record)));
+    return record;
   }
 
-  private updateControlTx(current: ControlRow, patch: ControlPatch): ControlRecord {
+  private updateControlTx(current: ControlRow, patch: ControlPatch, origin: WriteOrigin): ControlRecord {
     if (patch.name !== undefined && patch.name !== current.name) {
       const other = this.s.controlByName.get(patch.name) as ControlRow | undefined;
       if (other) throw new StoreError('conflict', `a control named "${patch.name}" already exists`);
@@ -147,18 +127,20 @@ export class SqliteControls implements ControlStore {
       source: patch.source !== undefined ? patch.source : current.source,
       now: nowIso(),
     }) as ControlRow;
-    this.s.bump.run();
-    return controlOf(row);
+    const record = controlOf(row);
+    this.bumpWith(origin, () => controlEntry('update', record.control_id, record.name, controlSnapshot(controlOf(current)), controlSnapshot(record)));
+    return record;
   }
 
-  private deleteControlTx(id: number): string[] {
-    const agents = this.agentsOf(id);
-    this.s.deleteControl.run(id);
-    this.s.bump.run();
+  private deleteControlTx(current: ControlRow, origin: WriteOrigin): string[] {
+    const agents = this.agentsOf(current.control_id);
+    this.s.deleteControl.run(current.control_id);
+    const note = agents.length > 0 ? `unlinked from ${agents.join(', ')}` : null;
+    this.bumpWith(origin, () => controlEntry('delete', current.control_id, current.name, controlSnapshot(controlOf(current)), null, note));
     return agents;
   }
 
-  private upsertAgentTx(agent: NewAgent): { agent: AgentRecord; created: boolean } {
+  private upsertAgentTx(agent: NewAgent, origin: WriteOrigin): { agent: AgentRecord; created: boolean } {
     const existing = this.s.agent.get(agent.agent_name) as AgentRow | undefined;
     const values = {
       agent_name: agent.agent_name,
@@ -171,28 +153,30 @@ export class SqliteControls implements ControlStore {
       now: nowIso(),
     };
     const row = (existing ? this.s.updateAgent.get(values) : this.s.insertAgent.get(values)) as AgentRow;
-    this.s.bump.run();
-    return { agent: agentOf(row), created: !existing };
+    const record = agentOf(row);
+    this.bumpWith(origin, () =>
+      agentEntry(existing ? 'update' : 'create', record.agent_name, existing ? agentSnapshot(agentOf(existing)) : null, agentSnapshot(record)),
+    );
+    return { agent: record, created: !existing };
   }
 
-  private linkTx(agentName: string, controlId: number): boolean {
+  private linkTx(agentName: string, control: ControlRow, origin: WriteOrigin): boolean {
     if (this.s.agent.get(agentName) === undefined) {
       throw new StoreError('not_found', `agent "${agentName}" does not exist`);
     }
-    this.controlRow(controlId);
-    const changed = this.s.link.run(agentName, controlId).changes > 0;
-    if (changed) this.s.bump.run();
+    const changed = this.s.link.run(agentName, control.control_id).changes > 0;
+    if (changed) this.bumpWith(origin, () => linkEntry('link', agentName, control.control_id, control.name));
     return changed;
   }
 
-  private unlinkTx(agentName: string, controlId: number): boolean {
-    const changed = this.s.unlink.run(agentName, controlId).changes > 0;
-    if (changed) this.s.bump.run();
+  private unlinkTx(agentName: string, control: ControlRow, origin: WriteOrigin): boolean {
+    const changed = this.s.unlink.run(agentName, control.control_id).changes > 0;
+    if (changed) this.bumpWith(origin, () => linkEntry('unlink', agentName, control.control_id, control.name));
     return changed;
   }
 
-  async createControl(control: NewControl): Promise<ControlRecord> {
-    return this.database.write(() => this.createControlTx(control));
+  async createControl(control: NewControl, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<ControlRecord> {
+    return this.database.write(() => this.createControlTx(control, origin));
   }
 
   async getControl(id: number): Promise<ControlRecord | null> {
@@ -221,15 +205,12 @@ export class SqliteControls implements ControlStore {
     return this.database.read(() => (this.s.allControls.all() as ControlRow[]).map(controlOf));
   }
 
-  async updateControl(id: number, patch: ControlPatch): Promise<ControlRecord> {
-    return this.database.write(() => this.updateControlTx(this.controlRow(id), patch));
+  async updateControl(id: number, patch: ControlPatch, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<ControlRecord> {
+    return this.database.write(() => this.updateControlTx(this.controlRow(id), patch, origin));
   }
 
-  async deleteControl(id: number): Promise<{ unlinked_agents: string[] }> {
-    return this.database.write(() => {
-      this.controlRow(id);
-      return { unlinked_agents: this.deleteControlTx(id) };
-    });
+  async deleteControl(id: number, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<{ unlinked_agents: string[] }> {
+    return this.database.write(() => ({ unlinked_agents: this.deleteControlTx(this.controlRow(id), origin) }));
   }
 
   async getAgent(name: string): Promise<AgentRecord | null> {
@@ -241,11 +222,11 @@ export class SqliteControls implements ControlStore {
     return this.database.read(() => (this.s.allAgents.all() as AgentRow[]).map(agentOf));
   }
 
-  async upsertAgent(agent: NewAgent): Promise<{ agent: AgentRecord; created: boolean }> {
-    return this.database.write(() => this.upsertAgentTx(agent));
+  async upsertAgent(agent: NewAgent, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<{ agent: AgentRecord; created: boolean }> {
+    return this.database.write(() => this.upsertAgentTx(agent, origin));
   }
 
-  async patchAgent(name: string, patch: AgentPatch): Promise<AgentRecord> {
+  async patchAgent(name: string, patch: AgentPatch, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<AgentRecord> {
     return this.database.write(() => {
       const current = this.s.agent.get(name) as AgentRow | undefined;
       if (!current) throw new StoreError('not_found', `agent "${name}" does not exist`);
@@ -263,17 +244,26 @@ export class SqliteControls implements ControlStore {
         managed_by: current.managed_by,
         now: nowIso(),
       }) as AgentRow;
-      this.s.bump.run();
-      return agentOf(row);
+      const record = agentOf(row);
+      this.bumpWith(origin, () => agentEntry('update', name, agentSnapshot(agentOf(current)), agentSnapshot(record)));
+      return record;
     });
   }
 
-  async linkControl(agentName: string, controlId: number): Promise<boolean> {
-    return this.database.write(() => this.linkTx(agentName, controlId));
+  async linkControl(agentName: string, controlId: number, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<boolean> {
+    return this.database.write(() => {
+      // The agent is checked before the control, so an unknown agent is what a bad pair reports.
+      if (this.s.agent.get(agentName) === undefined) throw new StoreError('not_found', `agent "${agentName}" does not exist`);
+      return this.linkTx(agentName, this.controlRow(controlId), origin);
+    });
   }
 
-  async unlinkControl(agentName: string, controlId: number): Promise<boolean> {
-    return this.database.write(() => this.unlinkTx(agentName, controlId));
+  async unlinkControl(agentName: string, controlId: number, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<boolean> {
+    return this.database.write(() => {
+      // Unlinking a control that does not exist changes nothing, as before.
+      const control = this.s.controlById.get(controlId) as ControlRow | undefined;
+      return control ? this.unlinkTx(agentName, control, origin) : false;
+    });
   }
 
   async listAgentControls(agentName: string): Promise<ControlRecord[]> {
@@ -288,21 +278,21 @@ export class SqliteControls implements ControlStore {
     return this.database.read(() => this.s.allLinks.all() as Link[]);
   }
 
-  async applyChanges(changes: StoreChange[]): Promise<{ touched_agents: string[] }> {
+  async applyChanges(changes: StoreChange[], origin: WriteOrigin = SYSTEM_ORIGIN): Promise<{ touched_agents: string[] }> {
     const touched_agents = this.database.write(() =>
       applyChangesSync(
         changes,
         {
-          createControl: (control) => this.createControlTx(control),
+          createControl: (control) => this.createControlTx(control, origin),
           updateControl: (name, patch) => {
             const row = this.controlRowByName(name);
-            this.updateControlTx(row, patch);
+            this.updateControlTx(row, patch, origin);
             return this.agentsOf(row.control_id);
           },
-          deleteControl: (name) => this.deleteControlTx(this.controlRowByName(name).control_id),
-          upsertAgent: (agent) => this.upsertAgentTx(agent),
-          link: (agentName, controlName) => this.linkTx(agentName, this.controlRowByName(controlName).control_id),
-          unlink: (agentName, controlName) => this.unlinkTx(agentName, this.controlRowByName(controlName).control_id),
+          deleteControl: (name) => this.deleteControlTx(this.controlRowByName(name), origin),
+          upsertAgent: (agent) => this.upsertAgentTx(agent, origin),
+          link: (agentName, controlName) => this.linkTx(agentName, this.controlRowByName(controlName), origin),
+          unlink: (agentName, controlName) => this.unlinkTx(agentName, this.controlRowByName(controlName), origin),
         },
         mapSqliteError,
       ),
@@ -312,5 +302,40 @@ export class SqliteControls implements ControlStore {
 
   async revision(): Promise<number> {
     return this.database.read(() => this.s.revision.get() as number);
+  }
+
+  async agentControlSet(agentName: string): Promise<{ controls: ControlRecord[]; revision: number } | null> {
+    // One connection, synchronous reads: nothing can commit between these statements.
+    return this.database.read(() => {
+      if (this.s.agent.get(agentName) === undefined) return null;
+      const controls = (this.s.agentControls.all(agentName) as ControlRow[]).map(controlOf);
+      return { controls, revision: this.s.revision.get() as number };
+    });
+  }
+
+  async restoreControl(controlId: number, revision: number, origin: WriteOrigin): Promise<RestoreOutcome> {
+    return this.database.write((): RestoreOutcome => {
+      const row = this.s.controlById.get(controlId) as ControlRow | undefined;
+      const current = row ? controlOf(row) : null;
+      const plan = planRestore(this.history.entriesOf(controlId), current, revision);
+      if (!plan.ok) return plan;
+      const target = plan.target;
+      const note = `restored revision ${revision}`;
+      if (current && sameSnapshot(controlSnapshot(current), target)) return { ok: true, control: current, changed: false, recreated: false };
+      const holder = this.s.controlByName.get(target.name) as ControlRow | undefined;
+      if (holder && holder.control_id !== controlId) return { ok: false, reason: 'name_taken', name: target.name };
+      const values = {
+        control_id: controlId,
+        name: target.name,
+        enabled: target.enabled ? 1 : 0,
+        data: storedDataOf(target.data as ControlData | null),
+        managed_by: target.managed_by,
+        source: target.source,
+        now: nowIso(),
+      };
+      const restored = controlOf((row ? this.s.updateControl.get(values) : this.s.insertControlWithId.get(values)) as ControlRow);
+      this.bumpWith(origin, () => controlEntry('restore', controlId, restored.name, current ? controlSnapshot(current) : null, controlSnapshot(restored), note));
+      return { ok: true, control: restored, changed: true, recreated: row === undefined };
+    });
   }
 }

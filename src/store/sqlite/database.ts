@@ -20,6 +20,11 @@ export interface SqliteStoreOptions {
   cacheSizeKib?: number;
   /** Bytes of the file read through mmap (default 256 MiB; 0 turns it off). */
   mmapSizeBytes?: number;
+  /**
+   * `false` stores no history entries: only for measuring what history costs (bench/shadow.ts).
+   * A server always keeps history.
+   */
+  history?: boolean;
 }
 
 /** Maps SQLite failures to the store's error kinds; anything else passes through. */

@@ -4,17 +4,16 @@
  * table itself.
  */
 import type Database from 'better-sqlite3';
-import type { ObservabilityEvent } from '../../model/index.js';
+import type { StoredEvent } from '../../model/index.js';
 import {
   EVENT_COLUMNS,
   epochMsOf,
   eventRecordOf,
   eventValuesOf,
   mergedRollups,
-  OUTCOME_ERROR,
-  OUTCOME_MATCH,
-  OUTCOME_NON_MATCH,
-  OUTCOME_SELECTOR_MISSING,
+  rollupOutcomeOf,
+  ROW_OUTCOMES,
+  SHADOW_OUTCOME,
   statsRowsOf,
   type StatsPart,
 } from '../records.js';
@@ -40,22 +39,24 @@ interface EventRow {
   selector_path: string | null;
   error_message: string | null;
   metadata: string | null;
+  mode: string;
+  set_revision: number | null;
+  example: string | null;
 }
 
-function eventOf(row: EventRow): ObservabilityEvent {
+function eventOf(row: EventRow): StoredEvent {
   return eventRecordOf(row, {
     control_id: row.control_id,
     matched: row.matched === 1,
     timestamp: new Date(row.ts).toISOString(),
     metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Record<string, unknown>),
+    set_revision: row.set_revision,
   });
 }
 
 const ACTIONS = ['allow', 'deny', 'steer', 'warn', 'log'] as const;
-/** Outcomes stats read from event rows; other non-matches come from the rollups. */
-const ROW_OUTCOMES = [OUTCOME_MATCH, OUTCOME_ERROR, OUTCOME_SELECTOR_MISSING] as const;
 
-type RollupPart = { control_id: number; count: number; duration_sum: number };
+type RollupPart = { control_id: number; mode: string; count: number; duration_sum: number };
 
 /** Each step of a loose index scan jumps to the next distinct control id of `table`'s index. */
 function controlIdsOf(db: Database.Database, table: 'events' | 'event_rollups'): Database.Statement {
@@ -74,7 +75,7 @@ function prepare(db: Database.Database) {
   return {
     insertEvent: db.prepare(
       `INSERT INTO events (${EVENT_COLUMNS})
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     statsControlIds: controlIdsOf(db, 'events'),
     statsPart: db.prepare(
@@ -83,24 +84,24 @@ function prepare(db: Database.Database) {
     ),
     statsAgentParts: db.prepare(
       `SELECT control_id, outcome, action, count(*) AS count, total(execution_duration_ms) AS duration_sum
-       FROM events INDEXED BY events_agent_ts WHERE agent_name = ? AND ts >= ? AND outcome <> 0
+       FROM events INDEXED BY events_agent_ts WHERE agent_name = ? AND ts >= ? AND outcome NOT IN (0, ${SHADOW_OUTCOME})
        GROUP BY control_id, outcome, action`,
     ),
     upsertRollup: db.prepare(
       `INSERT INTO event_rollups (bucket, agent_name, control_id, control_name, check_stage, applies_to,
-         evaluator_name, count, total_duration_ms)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (bucket, agent_name, control_id, control_name, check_stage, applies_to, evaluator_name)
+         evaluator_name, mode, count, total_duration_ms)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (bucket, agent_name, control_id, control_name, check_stage, applies_to, evaluator_name, mode)
        DO UPDATE SET count = count + excluded.count, total_duration_ms = total_duration_ms + excluded.total_duration_ms`,
     ),
     rollupControlIds: controlIdsOf(db, 'event_rollups'),
     rollupControlParts: db.prepare(
-      `SELECT control_id, sum(count) AS count, total(total_duration_ms) AS duration_sum
-       FROM event_rollups INDEXED BY event_rollups_control WHERE control_id = ? AND bucket >= ? GROUP BY control_id`,
+      `SELECT control_id, mode, sum(count) AS count, total(total_duration_ms) AS duration_sum
+       FROM event_rollups INDEXED BY event_rollups_control WHERE control_id = ? AND bucket >= ? GROUP BY control_id, mode`,
     ),
     rollupAgentParts: db.prepare(
-      `SELECT control_id, sum(count) AS count, total(total_duration_ms) AS duration_sum
-       FROM event_rollups INDEXED BY event_rollups_agent WHERE agent_name = ? AND bucket >= ? GROUP BY control_id`,
+      `SELECT control_id, mode, sum(count) AS count, total(total_duration_ms) AS duration_sum
+       FROM event_rollups INDEXED BY event_rollups_agent WHERE agent_name = ? AND bucket >= ? GROUP BY control_id, mode`,
     ),
     rollupControlName: db
       .prepare('SELECT control_name FROM event_rollups INDEXED BY event_rollups_control WHERE control_id = ? LIMIT 1')
@@ -123,7 +124,7 @@ export class SqliteEvents implements EventStore {
     this.s = prepare(database.db);
   }
 
-  async insertEvents(events: ObservabilityEvent[]): Promise<void> {
+  async insertEvents(events: StoredEvent[]): Promise<void> {
     if (events.length === 0) return;
     const insert = this.s.insertEvent;
     this.database.write(() => {
@@ -140,7 +141,7 @@ export class SqliteEvents implements EventStore {
     this.database.write(() => {
       for (const r of rows) {
         upsert.run(r.bucket_ms, r.agent_name, r.control_id, r.control_name, r.check_stage, r.applies_to,
-          r.evaluator_name, r.count, r.total_duration_ms);
+          r.evaluator_name, r.mode, r.count, r.total_duration_ms);
       }
     });
   }
@@ -160,6 +161,8 @@ export class SqliteEvents implements EventStore {
     if (query.stages !== undefined) add('check_stage IN (SELECT value FROM json_each(?))', JSON.stringify(query.stages));
     if (query.matched !== undefined) add('matched = ?', query.matched ? 1 : 0);
     if (query.trace_id !== undefined) add('trace_id = ?', query.trace_id);
+    if (query.mode !== undefined) add('mode = ?', query.mode);
+    if (query.with_example === true) where.push('example IS NOT NULL');
     if (query.start_time !== undefined) add('ts >= ?', epochMsOf(query.start_time, 'start_time'));
     if (query.end_time !== undefined) add('ts < ?', epochMsOf(query.end_time, 'end_time'));
     const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
@@ -176,7 +179,7 @@ export class SqliteEvents implements EventStore {
     const since = epochMsOf(query.since, 'since');
     return this.database.read(() => {
       const { parts, rollups } = query.agent_name !== undefined ? this.agentParts(query.agent_name, since, query.control_id) : this.controlParts(since, query.control_id);
-      for (const r of rollups) parts.push({ control_id: r.control_id, outcome: OUTCOME_NON_MATCH, action: '', count: r.count, duration_sum: r.duration_sum });
+      for (const r of rollups) parts.push({ control_id: r.control_id, outcome: rollupOutcomeOf(r.mode), action: '', count: r.count, duration_sum: r.duration_sum });
       return statsRowsOf(parts, (id) => {
         const name = (this.s.controlName.get(id) ?? this.s.rollupControlName.get(id) ?? this.s.eventControlName.get(id)) as
           | string

@@ -120,4 +120,66 @@ export const sqliteMigrations: readonly Migration[] = [
         GROUP BY 1, 2, 3, 4, 5, 6, 7;
     `,
   },
+  {
+    version: 4,
+    name: 'history and audit; shadow mode in events and rollups; set_revision',
+    // Every write to a control, agent or link is an entry of change_log, in the write's own
+    // transaction. The controls an upgraded database already holds get one entry each, so
+    // their history starts from what they are. Events gain the control's mode (also in
+    // `outcome`: + 3 for shadow, see records.ts), the set revision and the shadow-report
+    // example; rollups gain the mode in their key, so the table is rebuilt with it.
+    sql: `
+      CREATE TABLE change_log (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        revision INTEGER NOT NULL,
+        ts INTEGER NOT NULL,
+        actor TEXT NOT NULL,
+        source TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        op TEXT NOT NULL,
+        control_id INTEGER,
+        control_name TEXT,
+        agent_name TEXT,
+        before TEXT,
+        after TEXT,
+        note TEXT
+      );
+      CREATE INDEX change_log_control ON change_log (control_id, id);
+      CREATE INDEX change_log_ts ON change_log (ts);
+      CREATE INDEX change_log_actor ON change_log (actor, id);
+      INSERT INTO change_log (revision, ts, actor, source, kind, op, control_id, control_name, agent_name, before, after, note)
+        SELECT (SELECT value FROM store_revision WHERE id = 1),
+          CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER), 'upgrade',
+          CASE WHEN managed_by LIKE 'watch:%' THEN 'watch' WHEN managed_by IS NOT NULL THEN 'apply' ELSE 'api' END,
+          'control', 'create', control_id, name, NULL, NULL,
+          json_object('name', name, 'enabled', json(CASE enabled WHEN 1 THEN 'true' ELSE 'false' END),
+            'data', CASE WHEN data IS NULL THEN NULL ELSE json_set(data, '$.enabled', json(CASE enabled WHEN 1 THEN 'true' ELSE 'false' END)) END,
+            'managed_by', managed_by, 'source', source),
+          'the control as it was when its history began (upgrade)'
+        FROM controls ORDER BY control_id;
+      ALTER TABLE events ADD COLUMN mode TEXT NOT NULL DEFAULT 'enforce';
+      ALTER TABLE events ADD COLUMN set_revision INTEGER;
+      ALTER TABLE events ADD COLUMN example TEXT;
+      CREATE TABLE event_rollups_by_mode (
+        bucket INTEGER NOT NULL,
+        agent_name TEXT NOT NULL,
+        control_id INTEGER NOT NULL,
+        control_name TEXT NOT NULL,
+        check_stage TEXT NOT NULL,
+        applies_to TEXT NOT NULL,
+        evaluator_name TEXT NOT NULL,
+        mode TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        total_duration_ms REAL NOT NULL,
+        PRIMARY KEY (bucket, agent_name, control_id, control_name, check_stage, applies_to, evaluator_name, mode)
+      ) WITHOUT ROWID;
+      INSERT INTO event_rollups_by_mode
+        SELECT bucket, agent_name, control_id, control_name, check_stage, applies_to, evaluator_name, 'enforce', count, total_duration_ms
+        FROM event_rollups;
+      DROP TABLE event_rollups;
+      ALTER TABLE event_rollups_by_mode RENAME TO event_rollups;
+      CREATE INDEX event_rollups_control ON event_rollups (control_id, bucket, mode, count, total_duration_ms);
+      CREATE INDEX event_rollups_agent ON event_rollups (agent_name, bucket, control_id, mode, count, total_duration_ms);
+    `,
+  },
 ];

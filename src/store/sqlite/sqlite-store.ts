@@ -1,6 +1,6 @@
 /**
  * The embedded store: one SQLite file (or `:memory:`) through better-sqlite3, one
- * connection shared by its three concerns (controls.ts, events.ts, recordings.ts).
+ * connection shared by its four concerns (controls.ts, events.ts, recordings.ts, history.ts).
  * Every statement is prepared once; every multi-row change runs inside one
  * transaction, so a failure rolls the whole change back.
  */
@@ -8,6 +8,7 @@ import { ComposedStore } from '../composed-store.js';
 import { SqliteControls } from './controls.js';
 import { SqliteDatabase, type SqliteStoreOptions } from './database.js';
 import { SqliteEvents } from './events.js';
+import { SqliteHistory } from './history.js';
 import { SqliteRecordings } from './recordings.js';
 
 export { migrateSqlite, type SqliteStoreOptions } from './database.js';
@@ -18,7 +19,8 @@ export class SqliteStore extends ComposedStore {
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     const database = new SqliteDatabase(path, options);
-    super(new SqliteControls(database), new SqliteEvents(database), new SqliteRecordings(database));
+    const history = new SqliteHistory(database, options.history !== false);
+    super(new SqliteControls(database, history), new SqliteEvents(database), new SqliteRecordings(database), history);
     this.database = database;
   }
 

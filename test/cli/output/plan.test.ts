@@ -45,7 +45,7 @@ describe('plan renderers', () => {
 
   it('json: a stable shape', () => {
     const json = JSON.parse(renderPlanJson(p, ctx));
-    expect(Object.keys(json)).toEqual(['version', 'changes', 'directory', 'server', 'fingerprint', 'managed_by', 'summary', 'operations', 'conflicts', 'refusal']);
+    expect(Object.keys(json)).toEqual(['version', 'changes', 'directory', 'server', 'fingerprint', 'managed_by', 'summary', 'operations', 'conflicts', 'refusal', 'promotions']);
     expect(json.summary).toMatchObject({ create_control: 1, update_control: 1, delete_control: 1, link: 1, unlink: 1, conflicts: 1, total: 5 });
   });
 
@@ -67,5 +67,40 @@ describe('plan renderers', () => {
     expect(md.length).toBeLessThan(MARKDOWN_LIMIT);
     expect(md).toMatch(/Truncated: \d+ of 3000 lines left out/);
     expect(md.indexOf('</details>')).toBeGreaterThan(0);
+  });
+
+  describe('a control promoted from shadow to enforce', () => {
+    const shadowData = ControlDataSchema.parse({ ...data('x'), mode: 'shadow' });
+    const promoted = plan(
+      { controls: [{ name: 'block-pii-in-output', data: data('x'), source: null }], agents: [] },
+      { controls: [{ control_id: 4, name: 'block-pii-in-output', enabled: true, data: shadowData, managed_by: 'gitops:default', source: null }], agents: [] },
+    );
+    const promotions = [
+      { name: 'block-pii-in-output', control_id: 4, decision: 'deny' as const, figures: { time_range: '24h' as const, evaluated: 10_412, matched: 37, would_deny: 37, would_steer: 0 } },
+    ];
+    const withFigures = { ...ctx, promotions };
+    const line = 'would have denied 37 of 10,412 steps in the last 24 h';
+
+    it('text: the mode line carries the server figures', () => {
+      const lines = renderPlanText(promoted, withFigures, colors(false)).split('\n');
+      expect(lines).toContain('  ~ update control "block-pii-in-output"');
+      expect(lines).toContain(`      mode: shadow -> enforce (${line})`);
+    });
+
+    it('json: the promotions with their figures', () => {
+      expect(JSON.parse(renderPlanJson(promoted, withFigures)).promotions).toEqual(promotions);
+    });
+
+    it('markdown: the promotion line outside the collapsed details, and in them', () => {
+      const md = renderPlanMarkdown(promoted, withFigures);
+      const outside = md.indexOf(`~ block-pii-in-output: mode shadow -> enforce (${line})`);
+      expect(outside).toBeGreaterThan(0);
+      expect(outside).toBeLessThan(md.indexOf('<details>'));
+      expect(md).toContain(`    mode: shadow -> enforce (${line})`);
+    });
+
+    it('without promotions the mode change is an ordinary field diff', () => {
+      expect(renderPlanText(promoted, ctx, colors(false))).toContain('      mode: "shadow" -> (unset)');
+    });
   });
 });
