@@ -11,6 +11,7 @@ import {
   ControlDocumentSchema,
   controlDataOf,
   fieldIssuesOf,
+  textIssuesOf,
   type AgentDocument,
   type ControlData,
   type FieldIssue,
@@ -230,7 +231,9 @@ function loadControl(
   let issues: FieldIssue[];
   try {
     const outcome = options.validateControl(value);
-    issues = outcome.ok ? [] : outcome.issues;
+    // Text no store can keep (NUL, lone surrogates: YAML's "\0" and "\ud800" escapes) is
+    // refused here as the server would refuse it, so `validate` and `apply` agree.
+    issues = [...textIssuesOf(value), ...(outcome.ok ? [] : outcome.issues)];
   } catch (error) {
     // The validator must not throw; if it does, the control is reported, not the run aborted.
     issues = [{ field: '', code: 'custom', message: `validation failed: ${error instanceof Error ? error.message : String(error)}` }];
@@ -260,6 +263,9 @@ function loadControl(
 }
 
 function loadAgent(ctx: DocContext, value: Record<string, unknown>, out: Diagnostic[]): LoadedAgent | null {
+  const text = textIssuesOf(value);
+  for (const issue of text) out.push(issueDiagnostic(ctx, issue, AgentDocumentSchema, []));
+  if (text.length > 0) return null;
   const parsed = AgentDocumentSchema.safeParse(value);
   if (!parsed.success) {
     for (const issue of fieldIssuesOf(parsed.error)) out.push(issueDiagnostic(ctx, issue, AgentDocumentSchema, []));

@@ -26,7 +26,8 @@ export const ControlNameSchema = z
     'name may hold letters, digits, spaces and . _ : / - and must start with a letter or digit',
   );
 
-const AGENT_NAME_MAX = 128;
+/** The one limit on agent names: the model, the routes (Fastify's maxParamLength), YAML validation. */
+export const AGENT_NAME_MAX = 128;
 const AGENT_NAME_CHARS = /^[a-z0-9][a-z0-9._:-]*$/;
 
 /** Agent names are normalised (trimmed, lowercased) before they are checked. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DecisionSchema, JsonObjectSchema, StageSchema, StepTypeSchema } from './common.js';
+import { AGENT_NAME_MAX, DecisionSchema, JsonObjectSchema, StageSchema, StepTypeSchema } from './common.js';
 import { ControlModeSchema } from './control.js';
 
 /** One control evaluated against one step: the unit of observability. */
@@ -7,7 +7,7 @@ export const ObservabilityEventSchema = z.strictObject({
   control_execution_id: z.string().min(1).max(128),
   trace_id: z.string().min(1).max(128),
   span_id: z.string().min(1).max(128),
-  agent_name: z.string().min(1).max(128),
+  agent_name: z.string().min(1).max(AGENT_NAME_MAX),
   control_id: z.number().int(),
   control_name: z.string().max(256),
   check_stage: StageSchema,

@@ -9,3 +9,4 @@ export * from './test-case.js';
 export * from './history.js';
 export * from './shadow.js';
 export * from './change.js';
+export * from './text.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ControlModeSchema, DecisionSchema, ObservabilityEventSchema, StageSchema } from '../model/index.js';
+import { AGENT_NAME_MAX, ControlModeSchema, DecisionSchema, ObservabilityEventSchema, StageSchema } from '../model/index.js';
 
 export const MAX_INGEST_BATCH = 1000;
 export const DEFAULT_QUERY_LIMIT = 100;
@@ -44,7 +44,7 @@ const isoTime = z.iso.datetime({ offset: true });
 /** `POST /observability/events/query`. */
 export const EventQueryBodySchema = z
   .strictObject({
-    agent_name: z.string().min(1).max(128).optional(),
+    agent_name: z.string().min(1).max(AGENT_NAME_MAX).optional(),
     control_ids: z.array(z.number().int()).min(1).max(1000).optional(),
     actions: z.array(DecisionSchema).min(1).optional(),
     matched: z.boolean().optional(),
@@ -82,7 +82,7 @@ const timeRange = z.enum(TIME_RANGES, {
 
 /** Query string of `GET /observability/stats` and `/stats/controls/{id}`. */
 export const StatsQuerySchema = z.strictObject({
-  agent_name: z.string().min(1).max(128).optional(),
+  agent_name: z.string().min(1).max(AGENT_NAME_MAX).optional(),
   time_range: timeRange.default('24h'),
 });
 
@@ -93,6 +93,6 @@ const decisionList = z
 
 /** Query string of `GET /observability/events/stream`. */
 export const StreamQuerySchema = z.strictObject({
-  agent_name: z.string().min(1).max(128).optional(),
+  agent_name: z.string().min(1).max(AGENT_NAME_MAX).optional(),
   decision: decisionList.optional(),
 });

@@ -4,7 +4,7 @@
  * writes the queue to the store in batches. The queue is bounded: when the store falls behind, new steps are dropped and
  * counted rather than held in memory. Retention runs on its own slower timer.
  */
-import type { Stage, Step } from '../model/index.js';
+import { storableJsonText, type Stage, type Step } from '../model/index.js';
 import type { NewRecordedStep, Store } from '../store/types.js';
 import { createRedactor, type Redactor } from './redact.js';
 
@@ -139,7 +139,8 @@ export class StepRecorder {
     for (const e of entries) {
       let step_json: string;
       try {
-        step_json = JSON.stringify(this.#redactor.redact(e.step));
+        // Storable on both stores: NUL and lone surrogates become U+FFFD (model/text.ts).
+        step_json = storableJsonText(JSON.stringify(this.#redactor.redact(e.step)));
       } catch (error) {
         this.#options.onError?.(error);
         continue;

@@ -1,6 +1,7 @@
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import { CompileCache, compileControls, type CompiledControlSet } from '../engine/index.js';
+import { AGENT_NAME_MAX } from '../model/index.js';
 import type { EvaluatorRegistry } from '../evaluators/registry.js';
 import type { Observability } from '../observability/index.js';
 import type { ReloadStatusSource } from '../reload/index.js';
@@ -12,6 +13,7 @@ import { ControlSetCache } from './control-sets.js';
 import { HealthMonitor } from './health.js';
 import { installHttpMetrics } from './http-metrics.js';
 import { installJsonParser } from './json-body.js';
+import { installTextGuard } from './text-guard.js';
 import { HttpProblem, problemOf, problemOfStoreError, sendProblem, type Problem } from './problem.js';
 import { startReplicaSync } from './replica-sync.js';
 import { agentRoutes } from './routes/agents.js';
@@ -74,6 +76,13 @@ function quietLogger(logger: FastifyServerOptions['logger']): Logger | null {
   return pino({ ...options, level }, stream);
 }
 
+/**
+ * The longest path parameter routed: an agent name of AGENT_NAME_MAX characters with every
+ * character percent-encoded (3 each), and room for the spaces normalisation trims. Longer
+ * parameters answer 414; shorter ones reach the route, which names what is wrong (422).
+ */
+export const MAX_PATH_PARAM_LENGTH = AGENT_NAME_MAX * 3 + 128;
+
 /** Builds the server without listening (tests use inject; start.ts listens). */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { store, config, registry, observability } = deps;
@@ -82,6 +91,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     logger: quiet ? false : (deps.logger ?? false),
     bodyLimit: config.bodyLimitBytes,
     exposeHeadRoutes: false,
+    // Every name the model accepts must route, however a client percent-encodes it
+    // (Fastify's default of 100 answered 414 to valid names of 101 to 128 characters).
+    maxParamLength: MAX_PATH_PARAM_LENGTH,
     // Ids are generated per request only for logs; keep them short.
     requestIdHeader: false,
     // Body schemas are only a fast pre-check (the evaluation route): they must never
@@ -118,6 +130,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   installJsonParser(app);
+  installTextGuard(app);
   // First, so that requests refused by authentication are timed and counted too.
   if (observability) installHttpMetrics(app, observability.metrics);
   // With authentication off there is nothing to check: no hook, nothing on the hot path.

@@ -3,7 +3,7 @@
  * become records, how an event's outcome is classified and how stats rows are assembled.
  * Pure: no database here.
  */
-import type { AgentRecord, ControlData, ControlMode, ControlRecord, ObservabilityEvent, StoredEvent } from '../model/index.js';
+import { storableJsonText, storableText, type AgentRecord, type ControlData, type ControlMode, type ControlRecord, type ObservabilityEvent, type StoredEvent } from '../model/index.js';
 import type { ControlStatsRow, EventRollup } from './types.js';
 
 /**
@@ -105,15 +105,20 @@ export const EVENT_COLUMNS = `control_execution_id, trace_id, span_id, agent_nam
   check_stage, applies_to, action, matched, outcome, confidence, ts, execution_duration_ms,
   evaluator_name, selector_path, error_message, metadata, mode, set_revision, example`;
 
-/** An event's values in EVENT_COLUMNS order; each dialect gives `matched` and the time in its own types. */
+/**
+ * An event's values in EVENT_COLUMNS order; each dialect gives `matched` and the time in
+ * its own types. Text reaches both stores storable (model/text.ts): events come from
+ * agents' steps and clients, and one NUL must neither fail PostgreSQL's batch nor be kept
+ * by SQLite alone.
+ */
 export function eventValuesOf(e: StoredEvent, own: { matched: unknown; ts: unknown }): unknown[] {
   return [
-    e.control_execution_id,
-    e.trace_id,
-    e.span_id,
-    e.agent_name,
+    storableText(e.control_execution_id),
+    storableText(e.trace_id),
+    storableText(e.span_id),
+    storableText(e.agent_name),
     e.control_id,
-    e.control_name,
+    storableText(e.control_name),
     e.check_stage,
     e.applies_to,
     e.action,
@@ -122,14 +127,18 @@ export function eventValuesOf(e: StoredEvent, own: { matched: unknown; ts: unkno
     e.confidence,
     own.ts,
     e.execution_duration_ms,
-    e.evaluator_name,
-    e.selector_path,
-    e.error_message,
-    e.metadata === null ? null : JSON.stringify(e.metadata),
+    nullableText(e.evaluator_name),
+    nullableText(e.selector_path),
+    nullableText(e.error_message),
+    e.metadata === null ? null : storableJsonText(JSON.stringify(e.metadata)),
     e.mode ?? 'enforce',
     e.set_revision ?? null,
-    e.example ?? null,
+    e.example === undefined || e.example === null ? null : storableJsonText(e.example),
   ];
+}
+
+function nullableText(text: string | null): string | null {
+  return text === null ? null : storableText(text);
 }
 
 /**
@@ -280,7 +289,7 @@ export function mergedRollups(rollups: readonly EventRollup[]): StoredRollup[] {
   const byKey = new Map<string, StoredRollup>();
   for (const r of rollups) {
     const bucket_ms = Math.floor(epochMsOf(r.bucket, 'bucket') / MINUTE_MS) * MINUTE_MS;
-    const evaluator_name = r.evaluator_name ?? '';
+    const evaluator_name = storableText(r.evaluator_name ?? '');
     const mode = r.mode ?? 'enforce';
     const key = JSON.stringify([bucket_ms, r.agent_name, r.control_id, r.control_name, r.check_stage, r.applies_to, evaluator_name, mode]);
     const found = byKey.get(key);
@@ -290,9 +299,9 @@ export function mergedRollups(rollups: readonly EventRollup[]): StoredRollup[] {
     } else {
       byKey.set(key, {
         bucket_ms,
-        agent_name: r.agent_name,
+        agent_name: storableText(r.agent_name),
         control_id: r.control_id,
-        control_name: r.control_name,
+        control_name: storableText(r.control_name),
         check_stage: r.check_stage,
         applies_to: r.applies_to,
         evaluator_name,

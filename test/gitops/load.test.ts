@@ -84,3 +84,26 @@ describe('decodeText', () => {
     expect(decodeText(Buffer.from([0x6b, 0xff, 0xfe]))).toBeNull();
   });
 });
+
+describe('text no store can keep', () => {
+  it('refuses NUL and lone surrogate escapes with the field and its line, as the server would', () => {
+    const result = load([
+      { path: 'a.yaml', text: `${control('one', 'description: "bad\\0text"\n')}---\nkind: Agent\nagent_name: bot\nagent_description: "x\\ud800"\n` },
+    ]);
+    const errors = result.diagnostics.filter((d) => d.severity === 'error');
+    expect(errors.map((d) => [d.file, d.line, d.field])).toEqual([
+      ['a.yaml', 6, 'description'],
+      ['a.yaml', 10, 'agent_description'],
+    ]);
+    expect(errors[0]!.message).toContain('NUL');
+    expect(result.controls).toEqual([]);
+    expect(result.agents).toEqual([]);
+  });
+
+  it('accepts agent names up to the limit the server routes, and names the field above it', () => {
+    const ok = load([{ path: 'a.yaml', text: `kind: Agent\nagent_name: ${'a'.repeat(128)}\n` }]);
+    expect(ok.diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
+    const long = load([{ path: 'a.yaml', text: `kind: Agent\nagent_name: ${'a'.repeat(129)}\n` }]);
+    expect(long.diagnostics.map((d) => d.message)).toEqual([expect.stringContaining('at most 128 characters')]);
+  });
+});

@@ -1,9 +1,10 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
 import {
+  AgentNameSchema,
   AgentPatchSchema,
   AgentRegistrationSchema,
-  normaliseAgentName,
   type AgentRecord,
   type AgentRegistration,
 } from '../../model/index.js';
@@ -28,7 +29,7 @@ export const agentRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) =
   const { store, controlSets } = ctx;
 
   async function existingAgent(rawName: string): Promise<AgentRecord> {
-    const name = normaliseAgentName(rawName);
+    const name = agentNameOfPath(rawName);
     const agent = await store.getAgent(name);
     if (!agent) throw notFound(`agent "${name}" is not registered; register it with POST /api/v1/agents/initAgent`);
     return agent;
@@ -78,7 +79,7 @@ export const agentRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) =
   // What a client evaluates locally: full definitions, only controls that have data, and
   // the store revision they were read at (the SDK's events name it as set_revision).
   app.get<{ Params: Params }>('/agents/:name/controls', { config: { access: 'read' } }, async (request) => {
-    const name = normaliseAgentName(request.params.name);
+    const name = agentNameOfPath(request.params.name);
     const set = await store.agentControlSet(name);
     if (!set) throw notFound(`agent "${name}" is not registered; register it with POST /api/v1/agents/initAgent`);
     return { agent_name: name, controls: set.controls.filter((c) => c.data !== null), set_revision: set.revision };
@@ -108,7 +109,17 @@ export const agentRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) =
   }
 };
 
-/** What a registration would change in the stored agent; every given field when it is new. */
+/**
+ * The agent a path names, normalised. A name the model refuses (too long, characters
+ * agent names never hold) cannot name an agent: 422 naming `agent_name`, the same on both
+ * stores, instead of a lookup.
+ */
+function agentNameOfPath(raw: string): string {
+  return parseOr422(PathNameSchema, { agent_name: raw }, 'path').agent_name;
+}
+
+const PathNameSchema = z.strictObject({ agent_name: AgentNameSchema });
+
 /** The registration applied over what is stored: a field left out keeps its stored value. */
 function registeredFields(before: AgentRecord | null, registration: AgentRegistration) {
   return {
@@ -119,6 +130,7 @@ function registeredFields(before: AgentRecord | null, registration: AgentRegistr
   };
 }
 
+/** What a registration would change in the stored agent; every given field when it is new. */
 export function diffRegistration(before: AgentRecord | null, registration: AgentRegistration): AgentChange[] {
   const after = registeredFields(before, registration);
   const changes: AgentChange[] = [];

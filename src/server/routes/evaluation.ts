@@ -30,7 +30,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
   // No response schema: the answer is written by the AnswerWriter (result-json.ts).
   const schema = { body: requestSchema };
 
-  app.post('/evaluation', { config: { access: 'read' }, schema, attachValidation: true }, async (request, reply) => {
+  app.post('/evaluation', { config: { access: 'read', bodyText: 'unchecked' }, schema, attachValidation: true }, async (request, reply) => {
     const body = requestOf(request.body, request.validationError === undefined, validAgentName);
     const set = controlSets.peek(body.agent_name) ?? (await controlSets.get(body.agent_name));
     const pending = evaluateStep(set, body.step, body.stage, options);

@@ -55,7 +55,7 @@ export const observabilityRoutes: FastifyPluginAsync<ObservabilityRoutesOptions>
     done();
   });
 
-  app.post('/observability/events', { config: { access: 'read' } }, async (request, reply) => {
+  app.post('/observability/events', { config: { access: 'read', bodyText: 'unchecked' } }, async (request, reply) => {
     const parsed = IngestBodySchema.safeParse(request.body);
     if (!parsed.success) return sendValidationProblem(reply, 'events batch', fieldIssuesOf(parsed.error));
     return reply.code(202).send(observability.ingest(parsed.data.events));
