@@ -65,7 +65,7 @@ export function eventWriterPathOf(config: Pick<ServerConfig, 'databaseUrl' | 'ob
  * was built and rethrows; an invalid watched directory throws its diagnostics.
  */
 export async function assembleServer(config: ServerConfig, options: AssembleOptions = {}): Promise<AssembledServer> {
-  const store = options.store ?? (await openStore(config.databaseUrl, options.storeOptions));
+  const store = options.store ?? (await openStore(config.databaseUrl, storeOptionsOf(config, options.storeOptions)));
   let app: FastifyInstance | undefined;
   let observability: Observability | undefined;
   let hotReload: HotReload | undefined;
@@ -133,6 +133,19 @@ export async function assembleServer(config: ServerConfig, options: AssembleOpti
     await store.close();
     throw error;
   }
+}
+
+/** The config's PostgreSQL timeouts, under what the caller set explicitly. */
+function storeOptionsOf(config: ServerConfig, given: OpenStoreOptions = {}): OpenStoreOptions {
+  return {
+    ...given,
+    postgres: {
+      statementTimeoutMs: config.pgStatementTimeoutMs,
+      queryTimeoutMs: config.pgQueryTimeoutMs,
+      connectionTimeoutMs: config.pgConnectTimeoutMs,
+      ...given.postgres,
+    },
+  };
 }
 
 async function defaultRegistry(config: ServerConfig, env: Record<string, string | undefined>): Promise<EvaluatorRegistry> {

@@ -30,6 +30,12 @@ export interface ServerConfig {
   readonly watchDir: string | null;
   /** Replicas compare the store revision this often, a fallback for lost change notifications (GUARD_SYNC_INTERVAL_MS). */
   readonly syncIntervalMs: number;
+  /** PostgreSQL: the server cancels a statement running longer (GUARD_PG_STATEMENT_TIMEOUT_MS). */
+  readonly pgStatementTimeoutMs: number;
+  /** PostgreSQL: a query without an answer this long fails, even from a database that hangs (GUARD_PG_QUERY_TIMEOUT_MS). */
+  readonly pgQueryTimeoutMs: number;
+  /** PostgreSQL: connecting, or waiting for a free pool connection, fails after this long (GUARD_PG_CONNECT_TIMEOUT_MS). */
+  readonly pgConnectTimeoutMs: number;
   /** Step recording for `plan --replay` (docs/testing.md): GUARD_RECORD_STEPS, off by default. */
   readonly recordSteps: boolean;
   /** Share of evaluated steps recorded, 0..1 (GUARD_RECORD_SAMPLE_RATE). */
@@ -64,6 +70,14 @@ export class ConfigError extends UserError {
   }
 }
 
+/**
+ * PostgreSQL timeouts (docs/storage.md). The query timeout is the client's own clock, so
+ * it also ends waits on a database that answers nothing at all; it is longer than the
+ * statement timeout so that a merely slow statement is cancelled by the server first,
+ * which keeps its connection usable.
+ */
+export const PG_TIMEOUT_DEFAULTS = { statementMs: 10_000, queryMs: 15_000, connectMs: 5_000 } as const;
+
 /** URL schemes a database setting may use; anything else with `://` is a mistake worth stopping for. */
 const DATABASE_SCHEMES = /^(postgres|postgresql|sqlite)$/i;
 
@@ -93,6 +107,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<ServerConf
     metricsMaxLabelValues: int(env, 'GUARD_METRICS_MAX_LABEL_VALUES', 1000, 1, 1_000_000),
     watchDir: null,
     syncIntervalMs: int(env, 'GUARD_SYNC_INTERVAL_MS', 2000, 10, 3_600_000),
+    pgStatementTimeoutMs: int(env, 'GUARD_PG_STATEMENT_TIMEOUT_MS', PG_TIMEOUT_DEFAULTS.statementMs, 1, 3_600_000),
+    pgQueryTimeoutMs: int(env, 'GUARD_PG_QUERY_TIMEOUT_MS', PG_TIMEOUT_DEFAULTS.queryMs, 1, 3_600_000),
+    pgConnectTimeoutMs: int(env, 'GUARD_PG_CONNECT_TIMEOUT_MS', PG_TIMEOUT_DEFAULTS.connectMs, 1, 3_600_000),
     recordSteps: bool(env, 'GUARD_RECORD_STEPS', false),
     recordSampleRate: fraction(env, 'GUARD_RECORD_SAMPLE_RATE', 1),
     recordMaxStepBytes: int(env, 'GUARD_RECORD_MAX_STEP_BYTES', 16_384, 64, 64 * 1024 * 1024),

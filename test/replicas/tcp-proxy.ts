@@ -1,7 +1,9 @@
 /**
  * A TCP forwarder for outage tests: clients connect to 127.0.0.1:<port> and reach the
  * target. `cut()` destroys every open connection and stops accepting (the database
- * "disappears"); `restore()` listens again on the same port.
+ * "disappears"); `restore()` listens again on the same port. `freeze()` keeps every
+ * connection open and accepts new ones but forwards nothing (a database that hangs:
+ * stopped, swapping, behind a dead link); `thaw()` delivers what was held and forwards again.
  */
 import net from 'node:net';
 
@@ -9,11 +11,24 @@ export interface TcpProxy {
   readonly port: number;
   cut(): Promise<void>;
   restore(): Promise<void>;
+  freeze(): void;
+  thaw(): void;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
+  let frozen = false;
+  /** Writes held while frozen, in arrival order. */
+  let held: Array<() => void> = [];
+  const forward = (from: net.Socket, to: net.Socket) =>
+    from.on('data', (chunk) => {
+      const write = () => {
+        if (!to.destroyed) to.write(chunk);
+      };
+      if (frozen) held.push(write);
+      else write();
+    });
   const track = (socket: net.Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -23,8 +38,8 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     track(client);
     const upstream = net.connect(target.port, target.host);
     track(upstream);
-    client.pipe(upstream);
-    upstream.pipe(client);
+    forward(client, upstream);
+    forward(upstream, client);
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
   };
@@ -47,6 +62,15 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   return {
     port,
     cut: stop,
+    freeze() {
+      frozen = true;
+    },
+    thaw() {
+      frozen = false;
+      const pending = held;
+      held = [];
+      for (const write of pending) write();
+    },
     async restore() {
       if (server.listening) return;
       server = net.createServer(onConnection);

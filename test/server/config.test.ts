@@ -33,6 +33,14 @@ describe('loadConfig', () => {
     expect(loadConfig({ DB_URL: 'b.db' }).databaseUrl).toBe('b.db');
   });
 
+  it('reads the PostgreSQL timeouts, with their documented defaults', () => {
+    expect(loadConfig({})).toMatchObject({ pgStatementTimeoutMs: 10_000, pgQueryTimeoutMs: 15_000, pgConnectTimeoutMs: 5_000 });
+    expect(
+      loadConfig({ GUARD_PG_STATEMENT_TIMEOUT_MS: '100', GUARD_PG_QUERY_TIMEOUT_MS: '200', GUARD_PG_CONNECT_TIMEOUT_MS: '300' }),
+    ).toMatchObject({ pgStatementTimeoutMs: 100, pgQueryTimeoutMs: 200, pgConnectTimeoutMs: 300 });
+    expect(() => loadConfig({ GUARD_PG_QUERY_TIMEOUT_MS: '0' })).toThrow(/GUARD_PG_QUERY_TIMEOUT_MS must be a whole number from 1/);
+  });
+
   it.each([
     ['PORT', 'abc'], ['PORT', '70000'], ['DEBUG', 'sometimes'], ['GUARD_BODY_LIMIT_BYTES', '-1'],
     ['OBSERVABILITY_FLUSH_INTERVAL_SECONDS', 'x'], ['PROMETHEUS_METRICS_PREFIX', 'has space'],

@@ -7,7 +7,7 @@ import pg from 'pg';
 import { inVersionOrder, type Migration } from '../migrations.js';
 import { uniqueSorted } from '../records.js';
 import { CHANGE_CHANNEL } from './change-listener.js';
-import { mapPgError } from './errors.js';
+import { isClientTimeout, mapPgError } from './errors.js';
 import { postgresMigrations } from './migrations.js';
 import { SYSTEM_ORIGIN, type WriteOrigin } from '../../model/index.js';
 import type { NewChangeEntry } from '../history.js';
@@ -18,7 +18,16 @@ export interface PostgresStoreOptions {
   schema?: string;
   /** Most connections the pool opens. */
   maxConnections?: number;
+  /** Connecting, or waiting for a free pool connection, fails after this long. Default 5,000 ms. */
   connectionTimeoutMs?: number;
+  /** The server cancels a statement running longer (`statement_timeout`). Default 10,000 ms. */
+  statementTimeoutMs?: number;
+  /**
+   * A query with no answer this long fails on the client's own clock, so a database that
+   * hangs (stopped, behind a dead link) cannot hold a request without bound; its
+   * connection is then discarded. Default 15,000 ms.
+   */
+  queryTimeoutMs?: number;
   /** Rows deleted per statement when pruning. */
   pruneBatchSize?: number;
   /** Events per INSERT statement. */
@@ -103,15 +112,24 @@ export class PostgresDatabase {
       // Every session sees only this store's schema, so queries need no qualified names.
       ...(schema ? { options: `-c search_path="${schema}"` } : {}),
     };
-    const pool = new pg.Pool({ ...clientConfig, max: options.maxConnections ?? 10, application_name: 'guardctl' });
+    const pool = new pg.Pool({
+      ...clientConfig,
+      statement_timeout: options.statementTimeoutMs ?? 10_000,
+      query_timeout: options.queryTimeoutMs ?? 15_000,
+      max: options.maxConnections ?? 10,
+      application_name: 'guardctl',
+    });
     // An idle client losing its connection must not crash the process; the next query reports it.
     pool.on('error', () => undefined);
     try {
-      const client = await pool.connect();
+      // Migrations run without the request timeouts: rebuilding a large table may take
+      // longer than any request should, and replicas wait their turn on the lock.
+      const client = new pg.Client({ ...clientConfig, application_name: 'guardctl-migrate' });
+      await client.connect();
       try {
         await migratePostgres(client, schema);
       } finally {
-        client.release();
+        await client.end().catch(() => undefined);
       }
     } catch (error) {
       await pool.end().catch(() => undefined);
@@ -161,9 +179,14 @@ export class PostgresDatabase {
       await client.query('COMMIT');
       return value;
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => {
-        broken = true;
-      });
+      // A query that timed out on the client's clock still runs on its connection: a
+      // ROLLBACK would only queue behind it. Such a connection is discarded instead.
+      if (isClientTimeout(error)) broken = true;
+      else {
+        await client.query('ROLLBACK').catch(() => {
+          broken = true;
+        });
+      }
       throw mapPgError(error);
     } finally {
       // A client whose ROLLBACK failed is in an unknown state; destroy it instead of reusing it.

@@ -2,8 +2,17 @@ import { StoreError } from '../types.js';
 
 /** Socket-level failures: the database cannot be reached right now. */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'EPIPE', 'EAI_AGAIN']);
-/** Server states that mean "try again later": shutting down, starting up, too many clients. */
-const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '53400']);
+/**
+ * Server states that mean "try again later": shutting down, starting up, too many clients,
+ * and a statement cancelled by `statement_timeout` (57014: the database is too slow to
+ * answer within the time a request may take).
+ */
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '53400', '57014']);
+
+/** pg's own timeout of a query with no answer (`query_timeout`). */
+export function isClientTimeout(error: unknown): boolean {
+  return error instanceof Error && /^Query read timeout$/.test(error.message);
+}
 
 /** Maps pg failures to the store's error kinds; anything else passes through unchanged. */
 export function mapPgError(error: unknown): unknown {
@@ -15,7 +24,7 @@ export function mapPgError(error: unknown): unknown {
   if (typeof code === 'string' && (NETWORK_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || code.startsWith('08'))) {
     return new StoreError('unavailable', `database unavailable: ${message}`);
   }
-  if (/Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message)) {
+  if (isClientTimeout(error) || /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message)) {
     return new StoreError('unavailable', `database unavailable: ${message}`);
   }
   return error;
