@@ -5,6 +5,16 @@ const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resol
 /** The store accepts at most this many events per insert. */
 export const WRITE_BATCH_SIZE = 1000;
 
+/**
+ * A batch the store refused is written again one event at a time. After this many refusals
+ * in a row with none written the store is taken to be broken rather than the rows bad, and
+ * the batch is dropped as write_failed instead of tried one by one to its end (so is a
+ * batch none of whose events the store took).
+ */
+export const MAX_REFUSALS_IN_A_ROW = 10;
+
+export type DropReason = 'buffer_full' | 'write_failed' | 'rejected';
+
 export interface EventBufferOptions {
   /** Events held in memory at most, counting those being written. */
   capacity: number;
@@ -12,8 +22,11 @@ export interface EventBufferOptions {
   /** A flush starts by itself once this many events wait (default: half the capacity). */
   flushThreshold?: number;
   onWritten?(count: number): void;
-  onDropped?(count: number, reason: 'buffer_full' | 'write_failed'): void;
+  onDropped?(count: number, reason: DropReason): void;
+  /** A batch failed and was dropped (write_failed): the store refused it and its events one by one. */
   onWriteError?(error: unknown, count: number): void;
+  /** A batch failed; written again one event at a time, `rejected` of its `count` events were refused and dropped. */
+  onRowsRejected?(error: unknown, rejected: number, count: number): void;
   /**
    * A failed write for which this answers true (the database is unreachable) keeps its
    * events in the buffer for the next flush instead of dropping them; new events that do
@@ -28,10 +41,12 @@ export interface EventBufferOptions {
  * A bounded queue of events between evaluations and the store. `push` never waits and
  * never grows memory past `capacity`: what does not fit is dropped and counted. A flush
  * swaps the pending array out and writes it in batches; one flush runs at a time.
- * A failed write drops that batch (counted as write_failed) instead of retrying, so a
- * broken store cannot pin memory or stall later flushes, except failures `retryable`
- * accepts (an unreachable database): those events stay buffered for the next timed flush,
- * still within `capacity`.
+ * A failed write is tried again one event at a time, so one event the store refuses
+ * (counted as rejected) does not take the rest of its batch with it; a store that refuses
+ * every event drops the batch (write_failed) rather than being retried, so a broken store
+ * cannot pin memory or stall later flushes. Failures `retryable` accepts (an unreachable
+ * database) are different: those events stay buffered for the next timed flush, still
+ * within `capacity`.
  */
 export class EventBuffer {
   private pending: ObservabilityEvent[] = [];
@@ -89,18 +104,17 @@ export class EventBuffer {
           await this.opts.write(chunk);
           this.opts.onWritten?.(chunk.length);
         } catch (error) {
-          if (this.opts.retryable?.(error)) {
+          const rest = this.opts.retryable?.(error) ? 0 : await this.writeOneByOne(chunk, error);
+          if (rest !== null) {
             // Put the unwritten rest back in front; capacity already counted it.
-            const rest = batch.slice(start);
-            this.pending = rest.concat(this.pending);
+            const unwritten = batch.slice(start + rest);
+            this.pending = unwritten.concat(this.pending);
             this.inFlight = 0;
             this.deferred = true;
             this.again = false;
-            this.opts.onWriteDeferred?.(error, rest.length);
+            this.opts.onWriteDeferred?.(error, unwritten.length);
             return;
           }
-          this.opts.onWriteError?.(error, chunk.length);
-          this.opts.onDropped?.(chunk.length, 'write_failed');
         }
         this.inFlight -= chunk.length;
         // SQLite writes are synchronous: let waiting requests run between batches.
@@ -108,5 +122,53 @@ export class EventBuffer {
       }
       this.inFlight = 0;
     } while (this.again || this.pending.length >= this.threshold);
+  }
+
+  /**
+   * Writes a refused batch one event at a time; drops what the store refuses. Returns
+   * null when done, or the index of the first event not written when the database became
+   * unreachable meanwhile (those stay buffered).
+   */
+  private async writeOneByOne(chunk: ObservabilityEvent[], batchError: unknown): Promise<number | null> {
+    let rejected = 0;
+    let written = 0;
+    let inARow = 0;
+    let firstError: unknown = batchError;
+    for (let i = 0; i < chunk.length; i++) {
+      if (inARow >= MAX_REFUSALS_IN_A_ROW && written === 0) {
+        const rest = chunk.length - i + rejected;
+        this.opts.onWriteError?.(firstError, rest);
+        this.opts.onDropped?.(rest, 'write_failed');
+        return null;
+      }
+      try {
+        await this.opts.write([chunk[i]!]);
+        written++;
+        inARow = 0;
+        this.opts.onWritten?.(1);
+      } catch (error) {
+        if (this.opts.retryable?.(error)) {
+          this.report(rejected, chunk.length, firstError);
+          return i;
+        }
+        if (rejected === 0) firstError = error;
+        rejected++;
+        inARow++;
+      }
+    }
+    if (written === 0) {
+      // Refused whole and one by one: the store is failing, not these events.
+      this.opts.onWriteError?.(firstError, chunk.length);
+      this.opts.onDropped?.(chunk.length, 'write_failed');
+      return null;
+    }
+    this.report(rejected, chunk.length, firstError);
+    return null;
+  }
+
+  private report(rejected: number, count: number, error: unknown): void {
+    if (rejected === 0) return;
+    this.opts.onRowsRejected?.(error, rejected, count);
+    this.opts.onDropped?.(rejected, 'rejected');
   }
 }

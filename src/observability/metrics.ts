@@ -179,7 +179,7 @@ export function createMetrics(opts: MetricsOptions): GuardMetrics {
     }),
     eventsDropped: new Counter({
       name: name('events_dropped_total'),
-      help: 'Observability events dropped: buffer_full, write_failed or disabled',
+      help: 'Observability events dropped: buffer_full, rejected (the store refused the event alone), write_failed (the store refused a whole batch) or disabled',
       labelNames: ['reason'] as const,
       registers: [registry],
     }),

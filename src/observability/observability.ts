@@ -103,6 +103,11 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
     onWritten: (n) => metrics.eventsWritten.inc(n),
     onDropped: (n, reason) => metrics.eventsDropped.inc({ reason }, n),
     onWriteError: (err, n) => logger?.error({ err, events: n }, 'observability: writing events failed; the batch was dropped'),
+    onRowsRejected: (err, rejected, n) =>
+      logger?.error(
+        { err, events: n, rejected },
+        `observability: the store refused ${rejected} of ${n} events written one by one; those were dropped (reason rejected), the rest written`,
+      ),
     // A database outage keeps events in memory (bounded by the capacity) until it returns.
     retryable: (err) => err instanceof StoreError && err.kind === 'unavailable',
     onWriteDeferred: (err, n) =>

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ObservabilityEvent } from '../../src/model/index.js';
-import { EventBuffer, WRITE_BATCH_SIZE } from '../../src/observability/event-buffer.js';
+import { EventBuffer, MAX_REFUSALS_IN_A_ROW, WRITE_BATCH_SIZE } from '../../src/observability/event-buffer.js';
 import { makeEvent } from './fixtures.js';
 
 function collector() {
@@ -109,5 +109,46 @@ describe('EventBuffer', () => {
     buffer.push([makeEvent(3)]);
     await buffer.flush();
     expect(written).toEqual([1, -1]);
+  });
+});
+
+describe('EventBuffer: a batch the store refuses', () => {
+  function refusing(bad: (id: string) => boolean) {
+    const written: string[] = [];
+    const drops: Array<[number, string]> = [];
+    const rejections: Array<[number, number]> = [];
+    let writes = 0;
+    const buffer = new EventBuffer({
+      capacity: 5000,
+      flushThreshold: 5000,
+      write: async (batch) => {
+        writes++;
+        if (batch.some((e) => bad(e.control_execution_id))) throw new Error('refused');
+        written.push(...batch.map((e) => e.control_execution_id));
+      },
+      onDropped: (n, reason) => drops.push([n, reason]),
+      onRowsRejected: (_e, rejected, n) => rejections.push([rejected, n]),
+    });
+    return { buffer, written, drops, rejections, writes: () => writes };
+  }
+
+  it('writes it again one event at a time and drops only the events refused alone', async () => {
+    const t = refusing((id) => id === 'exec-50' || id === 'exec-70');
+    t.buffer.push(Array.from({ length: 101 }, (_, i) => makeEvent(i)));
+    await t.buffer.flush();
+    expect(t.written).toHaveLength(99);
+    expect(t.written).not.toContain('exec-50');
+    expect(t.drops).toEqual([[2, 'rejected']]);
+    expect(t.rejections).toEqual([[2, 101]]);
+    expect(t.buffer.size).toBe(0);
+  });
+
+  it('drops the batch as write_failed when the store refuses its first events one by one too', async () => {
+    const t = refusing(() => true);
+    t.buffer.push(Array.from({ length: 500 }, (_, i) => makeEvent(i)));
+    await t.buffer.flush();
+    expect(t.drops).toEqual([[500, 'write_failed']]);
+    // The batch, then MAX_REFUSALS_IN_A_ROW single events: not 500 futile writes.
+    expect(t.writes()).toBe(1 + MAX_REFUSALS_IN_A_ROW);
   });
 });
