@@ -93,7 +93,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     exposeHeadRoutes: false,
     // Every name the model accepts must route, however a client percent-encodes it
     // (Fastify's default of 100 answered 414 to valid names of 101 to 128 characters).
-    maxParamLength: MAX_PATH_PARAM_LENGTH,
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
     // Ids are generated per request only for logs; keep them short.
     requestIdHeader: false,
     // Body schemas are only a fast pre-check (the evaluation route): they must never
