@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { CompiledCheck, EvaluatorDefinition, EvaluatorOutcome, Prefilter, ScanHint, ValueMemo } from '../types.js';
 import { textOf } from '../text.js';
+import { digitRunsOf, type DigitRuns } from './digit-runs.js';
 import { scanEmails, scanIps } from './network.js';
 import { scanCards, scanIbans, scanSsns, type Report } from './numbers.js';
 import { isSupportedCountry, scanPhones, type CountryCode, type PhoneScan } from './phone.js';
@@ -33,7 +34,9 @@ export const MAX_FINDINGS = 100;
 
 const NO_MATCH: EvaluatorOutcome = Object.freeze({ matched: false, confidence: 1, message: null, metadata: null });
 
-type Scanner = (text: string, report: Report, phones: PhoneScan) => boolean;
+type Scanner = (text: string, runs: DigitRuns, report: Report, phones: PhoneScan) => boolean;
+
+const NO_RUNS: DigitRuns = Object.freeze({ starts: [], ends: [] });
 
 const DIGITS = ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'];
 
@@ -56,17 +59,17 @@ export const piiEvaluator: EvaluatorDefinition = {
 function scannerOf(kind: PiiKind, region: CountryCode | undefined): Scanner {
   switch (kind) {
     case 'email':
-      return (text, report) => scanEmails(text, report);
+      return (text, _runs, report) => scanEmails(text, report);
     case 'phone':
-      return (text, report, phones) => scanPhones(text, region, report, phones);
+      return (text, runs, report, phones) => scanPhones(text, runs, region, report, phones);
     case 'credit_card':
-      return (text, report) => scanCards(text, report);
+      return scanCards;
     case 'iban':
-      return (text, report) => scanIbans(text, report);
+      return scanIbans;
     case 'us_ssn':
-      return (text, report) => scanSsns(text, report);
+      return scanSsns;
     case 'ip_address':
-      return (text, report) => scanIps(text, report);
+      return scanIps;
   }
 }
 
@@ -85,16 +88,20 @@ function hintOf(kinds: readonly PiiKind[]): ScanHint {
 
 function checkOf(scanners: ReadonlyArray<readonly [PiiKind, Scanner]>, minCount: number): CompiledCheck {
   const literals = hintOf(scanners.map(([k]) => k)).scanPrefilter!.literals;
+  const numbers = scanners.some(([k]) => k !== 'email');
   return (value: unknown, memo?: ValueMemo) => {
     const text = memo ? memo.text(value) : textOf(value);
     if (text === undefined || !literals.some((l) => text.includes(l))) return NO_MATCH;
     const found: string[] = [];
     const counts: Partial<Record<PiiKind, number>> = {};
     const phones: PhoneScan = { unchecked: 0 };
+    // The digit runs every number kind starts from, found in one pass for all of them.
+    const runs = numbers ? digitRunsOf(text) : NO_RUNS;
     for (const [kind, scan] of scanners) {
       if (found.length >= MAX_FINDINGS) break;
       scan(
         text,
+        runs,
         (f) => {
           found.push(f);
           counts[kind] = (counts[kind] ?? 0) + 1;

@@ -3,6 +3,7 @@
  * (no node:net: the addresses are parsed here). Each looks at every character a bounded
  * number of times, so the scans are linear in the text whatever it holds.
  */
+import { joined, type DigitRuns } from './digit-runs.js';
 import { isAlnum, type Report } from './numbers.js';
 
 const isDigit = (c: number) => c >= 48 && c <= 57;
@@ -66,45 +67,68 @@ function validDomain(domain: string): boolean {
 }
 
 /**
- * IPv4 addresses in dotted-quad form (`192.0.2.1`: four numbers 0-255, no leading zeros)
- * and IPv6 addresses (RFC 4291 text forms: eight groups, `::` once, an IPv4 tail). A
- * candidate is a maximal run of the characters an address is written with; runs longer
- * than the longest address are skipped whole, so each character is read a bounded number
- * of times.
+ * IPv4 addresses in dotted-quad form (`192.0.2.1`: four numbers 0-255, no leading zeros,
+ * also before a port) and IPv6 addresses (RFC 4291 text forms: eight groups, `::` once, an
+ * IPv4 tail). IPv4 candidates are four digit runs joined by dots; IPv6 candidates are read
+ * around each ':' (at most the longest address either way), and the scan resumes after
+ * each, so each character is read a bounded number of times.
  */
-export function scanIps(text: string, report: Report): boolean {
+export function scanIps(text: string, runs: DigitRuns, report: Report): boolean {
+  return scanIpv4(text, runs, report) && scanIpv6(text, report);
+}
+
+const isDot = (c: number) => c === 46;
+
+function scanIpv4(text: string, runs: DigitRuns, report: Report): boolean {
+  const { starts, ends } = runs;
+  for (let k = 0; k + 3 < starts.length; k++) {
+    if (!joined(text, runs, k, isDot) || !joined(text, runs, k + 1, isDot) || !joined(text, runs, k + 2, isDot)) continue;
+    const at = starts[k]!;
+    const end = ends[k + 3]!;
+    // Part of a longer dotted number (`1.2.3.4.5`, `v1.2.3.4`) or an IPv6 address's tail
+    // (`::ffff:192.0.2.1`, which the IPv6 scan reports); `addr:192.0.2.1` is one.
+    const before = at > 0 ? text.charCodeAt(at - 1) : 32;
+    if (isWordChar(before) || before === 46) continue;
+    if (before === 58 && at > 1 && isV6Char(text.charCodeAt(at - 2))) continue;
+    const after = end < text.length ? text.charCodeAt(end) : 32;
+    if (isWordChar(after) || (after === 46 && isDigit(text.charCodeAt(end + 1)))) continue;
+    const address = text.slice(at, end);
+    if (!isIpv4(address)) continue;
+    if (!report(address)) return false;
+    k += 3;
+  }
+  return true;
+}
+
+const isV6Char = (c: number) => isHex(c) || c === 58 || c === 46;
+
+function scanIpv6(text: string, report: Report): boolean {
   const n = text.length;
-  let i = 0;
-  while (i < n) {
-    const c = text.charCodeAt(i);
-    if (!isHex(c) && c !== 58) {
-      i++;
+  let done = 0;
+  let colon = text.indexOf(':');
+  while (colon >= 0) {
+    let start = colon;
+    while (start > done && colon - start < IPV6_MAX && isV6Char(text.charCodeAt(start - 1))) start--;
+    let i = colon;
+    while (i < n && i - start <= IPV6_MAX && isV6Char(text.charCodeAt(i))) i++;
+    if (i - start > IPV6_MAX) {
+      // Longer than any address: walk it whole once and go on after it.
+      while (i < n && isV6Char(text.charCodeAt(i))) i++;
+      done = i;
+      colon = text.indexOf(':', i);
       continue;
     }
-    const start = i;
-    let colons = 0;
-    let dots = 0;
-    while (i < n) {
-      const d = text.charCodeAt(i);
-      if (d === 58) colons++;
-      else if (d === 46) dots++;
-      else if (!isHex(d)) break;
-      i++;
-    }
-    // Neither three dots (IPv4) nor two colons (IPv6): no address, and nothing to slice.
-    if (colons < 2 && dots < 3) continue;
     let end = i;
     // A full stop after an address ends the sentence.
     while (end > start && text.charCodeAt(end - 1) === 46) end--;
-    if (end - start > IPV6_MAX) continue;
-    // A run inside a word (`std::vector`, `Foo::Bar`) is no address.
-    if (start > 0 && isWordChar(text.charCodeAt(start - 1))) continue;
-    if (end < n && end === i && isWordChar(text.charCodeAt(end))) continue;
-    const run = text.slice(start, end);
-    // `192.0.2.1:8080`: an IPv4 address and its port.
-    const address = colons === 1 ? run.slice(0, run.indexOf(':')) : run;
-    const valid = colons >= 2 ? isIpv6(run) : isIpv4(address);
-    if (valid && !report(address)) return false;
+    done = i;
+    // Inside a word (`std::vector`, `Foo::Bar`), or cut short by the bound: no address.
+    const inWord = (start > 0 && (isWordChar(text.charCodeAt(start - 1)) || isV6Char(text.charCodeAt(start - 1)))) || (end === i && i < n && isWordChar(text.charCodeAt(i)));
+    if (!inWord) {
+      const run = text.slice(start, end);
+      if (isIpv6(run) && !report(run)) return false;
+    }
+    colon = text.indexOf(':', i);
   }
   return true;
 }

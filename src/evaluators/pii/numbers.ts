@@ -1,10 +1,12 @@
 /**
  * Scanners for the pii evaluator's number kinds: payment cards, US social security numbers
- * and IBANs. PURE. Each walks the text once, left to right, looking at every character a
- * bounded number of times (linear in the text, whatever it holds); a candidate is counted
- * only when its check passes (Luhn and the card networks' prefixes and lengths, the SSA's
- * excluded areas, groups and serials, the IBAN's mod-97 and its country's length).
+ * and IBANs. PURE. Each starts from the text's digit runs (digit-runs.ts) and reads a
+ * bounded number of characters around each, so it is linear in the text whatever it holds;
+ * a candidate is counted only when its check passes (Luhn and the card networks' prefixes
+ * and lengths, the SSA's excluded areas, groups and serials, the IBAN's mod-97 and its
+ * country's length).
  */
+import { joined, type DigitRuns } from './digit-runs.js';
 
 /** Where a scanner found something: the text as written (separators included). */
 export type Report = (found: string) => boolean;
@@ -17,58 +19,61 @@ export const isAlnum = (c: number) => isDigit(c) || isUpper(c) || isLower(c);
 /** Cards have 12 to 19 digits; a run of more is some other number. */
 const CARD_MIN = 12;
 const CARD_MAX = 19;
+/** Numbers redaction masks by the Luhn check alone have 13 to 19 digits. */
+const LUHN_MIN = 13;
+
+const isCardSeparator = (c: number) => c === 32 || c === 45;
 
 /**
- * Card numbers: runs of digits where single spaces or dashes may separate groups of digits
- * (`4111 1111 1111 1111`, `4111-1111-1111-1111`, `4111111111111111`), not touching another
- * digit. In a run of separated groups (`qty 2 4111 1111 1111 1111`), every span of whole
- * consecutive groups holding 12 to 19 digits is a candidate; a run written without
- * separators is one candidate. Each group starts at most 19 digits of spans, so the scan is
- * linear. Returns false when `report` asked to stop.
+ * Card numbers: groups of digits joined by single spaces or dashes (`4111 1111 1111 1111`,
+ * `4111-1111-1111-1111`, `4111111111111111`), not touching another digit. In a row of
+ * joined groups (`qty 2 4111 1111 1111 1111`), every span of whole consecutive groups
+ * holding 12 to 19 digits is a candidate; a number written without separators is one.
+ * Each group starts at most 19 digits of spans, so the scan is linear. Returns false when
+ * `report` asked to stop.
  */
-export function scanCards(text: string, report: Report): boolean {
-  const n = text.length;
-  let i = 0;
-  // Where each group of the current run starts and ends, reused from run to run.
-  const starts: number[] = [];
-  const ends: number[] = [];
-  while (i < n) {
-    if (!isDigit(text.charCodeAt(i))) {
-      i++;
-      continue;
-    }
-    starts.length = 0;
-    ends.length = 0;
-    starts.push(i);
-    while (i < n) {
-      const c = text.charCodeAt(i);
-      if (isDigit(c)) i++;
-      else if ((c === 32 || c === 45) && i + 1 < n && isDigit(text.charCodeAt(i + 1))) {
-        ends.push(i);
-        starts.push(++i);
-      } else break;
-    }
-    ends.push(i);
-    if (!cardsInRun(text, starts, ends, report)) return false;
+export function scanCards(text: string, runs: DigitRuns, report: Report): boolean {
+  return scanJoinedNumbers(text, runs, report, true);
+}
+
+/**
+ * Numbers of 13 to 19 digits, grouped as cards are, that pass the Luhn check whatever their
+ * prefix: what step recording masks by value (cards of networks not listed here too).
+ */
+export function scanLuhnNumbers(text: string, runs: DigitRuns, report: Report): boolean {
+  return scanJoinedNumbers(text, runs, report, false);
+}
+
+function scanJoinedNumbers(text: string, runs: DigitRuns, report: Report, cards: boolean): boolean {
+  const count = runs.starts.length;
+  let k = 0;
+  while (k < count) {
+    let last = k;
+    while (last + 1 < count && joined(text, runs, last, isCardSeparator)) last++;
+    if (!numbersInGroups(text, runs, k, last, report, cards)) return false;
+    k = last + 1;
   }
   return true;
 }
 
 /**
- * The spans of whole groups that are card numbers, reported left to right without overlap.
- * Spans are tried only from a group whose first digit some network starts with (2 to 6).
+ * The spans of whole groups (runs `from` to `to`) that pass, reported left to right without
+ * overlap. For cards, spans are tried only from a group whose first digit some network
+ * starts with (2 to 6).
  */
-function cardsInRun(text: string, starts: readonly number[], ends: readonly number[], report: Report): boolean {
-  for (let g = 0; g < starts.length; g++) {
+function numbersInGroups(text: string, runs: DigitRuns, from: number, to: number, report: Report, cards: boolean): boolean {
+  const { starts, ends } = runs;
+  for (let g = from; g <= to; g++) {
     const first = text.charCodeAt(starts[g]!);
-    if (first < 50 || first > 54) continue;
+    if (cards && (first < 50 || first > 54)) continue;
     let length = 0;
-    for (let h = g; h < starts.length; h++) {
+    for (let h = g; h <= to; h++) {
       length += ends[h]! - starts[h]!;
       if (length > CARD_MAX) break;
-      if (length < CARD_MIN) continue;
+      if (length < (cards ? CARD_MIN : LUHN_MIN)) continue;
       // Luhn on the text as written first: it rules out nine spans in ten without a copy.
-      if (!luhnValid(text, starts[g], ends[h]) || !isCardNumber(text.slice(starts[g], ends[h]).replace(SEPARATORS, ''))) continue;
+      if (!luhnValid(text, starts[g], ends[h])) continue;
+      if (cards && !isCardNumber(text.slice(starts[g], ends[h]).replace(SEPARATORS, ''))) continue;
       if (!report(text.slice(starts[g], ends[h]))) return false;
       g = h;
       break;
@@ -134,25 +139,22 @@ export function isCardNumber(digits: string): boolean {
  * not counted: too many other numbers (order ids, ZIP+4 codes) look like that. Invalid by
  * the SSA's rules: area 000, 666 or 900-999, group 00, serial 0000.
  */
-export function scanSsns(text: string, report: Report): boolean {
-  const n = text.length;
-  for (let i = 0; i + 11 <= n; i++) {
-    const sep = text.charCodeAt(i + 3);
-    if (sep !== 45 && sep !== 32) continue;
-    if (text.charCodeAt(i + 6) !== sep) continue;
-    if (!allDigits(text, i, 3) || !allDigits(text, i + 4, 2) || !allDigits(text, i + 7, 4)) continue;
-    if (touchesNumber(text, i - 1, -1) || touchesNumber(text, i + 11, 1)) continue;
-    const area = Number(text.slice(i, i + 3));
+export function scanSsns(text: string, runs: DigitRuns, report: Report): boolean {
+  const { starts, ends } = runs;
+  for (let k = 0; k + 2 < starts.length; k++) {
+    const at = starts[k]!;
+    if (ends[k]! - at !== 3 || ends[k + 1]! - starts[k + 1]! !== 2 || ends[k + 2]! - starts[k + 2]! !== 4) continue;
+    const sep = text.charCodeAt(ends[k]!);
+    const same = (c: number) => c === sep && isCardSeparator(c);
+    if (!joined(text, runs, k, same) || !joined(text, runs, k + 1, same)) continue;
+    const end = ends[k + 2]!;
+    if (touchesNumber(text, at - 1, -1) || touchesNumber(text, end, 1)) continue;
+    const area = Number(text.slice(at, at + 3));
     if (area === 0 || area === 666 || area >= 900) continue;
-    if (text.slice(i + 4, i + 6) === '00' || text.slice(i + 7, i + 11) === '0000') continue;
-    if (!report(text.slice(i, i + 11))) return false;
-    i += 10;
+    if (text.slice(at + 4, at + 6) === '00' || text.slice(at + 7, at + 11) === '0000') continue;
+    if (!report(text.slice(at, end))) return false;
+    k += 2;
   }
-  return true;
-}
-
-function allDigits(text: string, at: number, count: number): boolean {
-  for (let k = at; k < at + count; k++) if (!isDigit(text.charCodeAt(k))) return false;
   return true;
 }
 
@@ -161,7 +163,7 @@ function touchesNumber(text: string, at: number, step: 1 | -1): boolean {
   if (at < 0 || at >= text.length) return false;
   const c = text.charCodeAt(at);
   if (isDigit(c)) return true;
-  if (c !== 45 && c !== 32) return false;
+  if (!isCardSeparator(c)) return false;
   const next = at + step;
   return next >= 0 && next < text.length && isDigit(text.charCodeAt(next));
 }
@@ -180,23 +182,24 @@ const IBAN_LENGTHS: Readonly<Record<string, number>> = {
 /**
  * IBANs, upper or lower case, written together or in groups separated by single spaces
  * (`DE89 3704 0044 0532 0130 00`): a known country code, two check digits, exactly the
- * country's length, and the mod-97 check (ISO 13616). Each position is tried once and a
- * candidate reads at most 34 characters plus its spaces, so the scan stays linear.
+ * country's length, and the mod-97 check (ISO 13616). A candidate starts two letters before
+ * a digit run and reads at most 34 characters plus its spaces, so the scan stays linear.
  */
-export function scanIbans(text: string, report: Report): boolean {
-  const n = text.length;
-  for (let i = 0; i + 4 <= n; i++) {
+export function scanIbans(text: string, runs: DigitRuns, report: Report): boolean {
+  const { starts, ends } = runs;
+  let next = 0;
+  for (let k = 0; k < starts.length; k++) {
+    const i = starts[k]! - 2;
+    if (i < next || ends[k]! - starts[k]! < 2) continue;
     if (!isLetter(text.charCodeAt(i)) || !isLetter(text.charCodeAt(i + 1))) continue;
-    if (!isDigit(text.charCodeAt(i + 2)) || !isDigit(text.charCodeAt(i + 3))) continue;
     if (i > 0 && isAlnum(text.charCodeAt(i - 1))) continue;
     const length = IBAN_LENGTHS[text.slice(i, i + 2).toUpperCase()];
     if (length === undefined) continue;
     const end = ibanEnd(text, i, length);
     if (end < 0) continue;
-    const compact = text.slice(i, end).replaceAll(' ', '').toUpperCase();
-    if (!mod97Valid(compact)) continue;
+    if (!mod97Valid(text.slice(i, end).replaceAll(' ', '').toUpperCase())) continue;
     if (!report(text.slice(i, end))) return false;
-    i = end - 1;
+    next = end;
   }
   return true;
 }

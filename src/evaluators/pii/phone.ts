@@ -7,6 +7,7 @@
  * validated per value; the outcome says when more were left unchecked.
  */
 import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
+import type { DigitRuns } from './digit-runs.js';
 import type { Report } from './numbers.js';
 
 export { isSupportedCountry } from 'libphonenumber-js/max';
@@ -31,33 +32,34 @@ export interface PhoneScan {
 /**
  * Phone numbers written internationally (`+1 415 555 2671`, `+44 20 7946 0958`) and, when
  * `region` is given, nationally as that region writes them (`(415) 555-2671` for US).
- * A candidate starts at `+` (or, with a region, at a digit or `(` not inside a word or
- * number), runs over digit groups joined by one separator (space, dash, dot, slash) or
- * parentheses, and holds 7 to 15 digits. Each character belongs to at most one candidate.
+ * A candidate starts at a digit run, or at the `+` or `(` just before it (without a region,
+ * only at a `+`), not inside a word or number; it runs over digit groups joined by one
+ * separator (space, dash, dot, slash) or parentheses, and holds 7 to 15 digits. Each
+ * character belongs to at most one candidate.
  */
-export function scanPhones(text: string, region: CountryCode | undefined, report: Report, scan: PhoneScan): boolean {
+export function scanPhones(text: string, runs: DigitRuns, region: CountryCode | undefined, report: Report, scan: PhoneScan): boolean {
   const n = text.length;
   let checks = 0;
-  let i = 0;
-  while (i < n) {
-    const c = text.charCodeAt(i);
-    const opens = c === 43 ? i + 1 < n && isDigit(text.charCodeAt(i + 1)) : region !== undefined && (isDigit(c) || c === 40);
-    if (!opens || (i > 0 && isWordChar(text.charCodeAt(i - 1))) || (i > 0 && text.charCodeAt(i - 1) === 43)) {
-      i++;
-      continue;
-    }
-    const { end, digits } = candidateAt(text, i);
-    const start = i;
-    i = Math.max(end, i + 1);
+  let next = 0;
+  for (let k = 0; k < runs.starts.length; k++) {
+    let start = runs.starts[k]!;
+    if (start < next) continue;
+    if (start > 0 && text.charCodeAt(start - 1) === 40) start--;
+    const plus = start > 0 && text.charCodeAt(start - 1) === 43;
+    if (plus) start--;
+    else if (region === undefined) continue;
+    if (start > 0 && (isWordChar(text.charCodeAt(start - 1)) || text.charCodeAt(start - 1) === 43)) continue;
+    const { end, digits } = candidateAt(text, start);
+    next = end;
     if (digits < MIN_DIGITS || digits > MAX_DIGITS) continue;
     // A number glued to a word or to more digits is something else (an id, a hash).
     if (end < n && isWordChar(text.charCodeAt(end))) continue;
-    const candidate = text.slice(start, end);
     if (checks >= MAX_PHONE_CHECKS) {
       scan.unchecked++;
       continue;
     }
     checks++;
+    const candidate = text.slice(start, end);
     if (!isValidPhone(candidate, region)) continue;
     if (!report(candidate)) return false;
   }
