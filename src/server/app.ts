@@ -10,8 +10,9 @@ import type { ServerConfig } from './config.js';
 import type { ServerContext } from './context.js';
 import { ControlSetCache } from './control-sets.js';
 import { HealthMonitor } from './health.js';
+import { handleClientError, sendFrameworkError } from './client-errors.js';
 import { installHttpMetrics } from './http-metrics.js';
-import { installJsonParser } from './json-body.js';
+import { installJsonParser, requireJsonWrites } from './json-body.js';
 import { HttpProblem, problemOf, problemOfStoreError, sendProblem, type Problem } from './problem.js';
 import { startReplicaSync } from './replica-sync.js';
 import { agentRoutes } from './routes/agents.js';
@@ -84,6 +85,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     exposeHeadRoutes: false,
     // Ids are generated per request only for logs; keep them short.
     requestIdHeader: false,
+    // Answers given before any route runs are problem bodies too (client-errors.ts).
+    frameworkErrors: sendFrameworkError,
+    clientErrorHandler: handleClientError,
     // Body schemas are only a fast pre-check (the evaluation route): they must never
     // coerce, fill defaults or strip unknown keys, or they would accept what zod rejects.
     ajv: { customOptions: { coerceTypes: false, useDefaults: false, removeAdditional: false, allErrors: false } },
@@ -122,6 +126,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (observability) installHttpMetrics(app, observability.metrics);
   // With authentication off there is nothing to check: no hook, nothing on the hot path.
   if (config.apiKeyEnabled) app.addHook('onRequest', createAuthHook(config));
+  // After authentication: a request without a key learns nothing more than its 401.
+  app.addHook('onRequest', requireJsonWrites);
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const problem = problemOfError(error);
     if (problem.status >= 500) {
