@@ -35,6 +35,8 @@ export interface ServeOptions {
   /** Added to the clean environment. */
   env?: Record<string, string>;
   cwd?: string;
+  /** `--host` to pass; null passes none (HOST or the default decides). Default 127.0.0.1. */
+  host?: string | null;
 }
 
 export interface ServeProcess {
@@ -51,7 +53,7 @@ export interface ServeProcess {
 /** Starts `guardctl serve` and resolves once it listens; rejects with its output if it exits first. */
 export async function startServeProcess(options: ServeOptions = {}): Promise<ServeProcess> {
   const env = cleanEnv({ ...(options.databaseUrl === undefined ? {} : { DATABASE_URL: options.databaseUrl }), ...options.env });
-  const child = spawn(process.execPath, [MAIN, 'serve', '--host', '127.0.0.1', '--port', '0', ...(options.args ?? [])], {
+  const child = spawn(process.execPath, [MAIN, 'serve', ...(options.host === null ? [] : ['--host', options.host ?? '127.0.0.1']), '--port', '0', ...(options.args ?? [])], {
     cwd: options.cwd,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
