@@ -95,11 +95,11 @@ export async function startServeProcess(options: ServeOptions = {}): Promise<Ser
   };
 }
 
-/** One JSON request; the body parsed (null when empty). */
+/** One JSON request (a write says JSON even without a body, as the server requires); the body parsed (null when empty). */
 export async function send(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(`${base}${path}`, {
     method,
-    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+    headers: body === undefined && method === 'GET' ? headers : { 'content-type': 'application/json', ...headers },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();

@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { addControl, denySql, evaluation, failingEvaluator, makeApp, warnEmail, type TestApp } from './app-helper.js';
 import { METRIC_NAMES } from './fixtures.js';
-import { loadConfig } from '../../src/server/config.js';
 
 let t: TestApp | undefined;
 afterEach(async () => {
@@ -54,8 +53,7 @@ describe('GET /metrics', () => {
   });
 
   it('with METRICS_REQUIRE_KEY=true needs a regular or admin key (401 without), and shows the same text', async () => {
-    const config = loadConfig({ GUARD_API_KEY_ENABLED: 'true', GUARD_API_KEYS: 'regular-key-0000001', METRICS_REQUIRE_KEY: 'true' });
-    t = await makeApp(config);
+    t = await makeApp({ apiKeyEnabled: true, apiKeys: ['regular-key-0000001'], metricsRequireKey: true });
     await addControl(t.store, 'support-bot', 'block-sql', denySql);
     await t.app.inject({ method: 'POST', url: '/api/v1/evaluation', headers: { 'x-api-key': 'regular-key-0000001' }, payload: evaluation('DROP TABLE users') });
     const anonymous = await t.app.inject({ url: '/metrics' });
