@@ -5,7 +5,7 @@
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { HealthMonitor } from '../../src/server/health.js';
-import { createSchema, dropSchemas, pgRequired, pgTarget, pgUnreachable, schemaUrl, skipReasonOf } from './pg.js';
+import { createSchema, dropSchemas, pgRequired, pgTarget, pgSuiteTitle, pgUnreachable, schemaUrl, skipReasonOf } from './pg.js';
 import { denyDrop, dropStep, startPgApp, until, type PgApp } from './pg-app.js';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 
@@ -21,7 +21,7 @@ afterAll(async () => {
   if (!unreachable) await dropSchemas(schemas);
 });
 
-describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(unreachable) : 'database outage', () => {
+describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('database outage', unreachable), () => {
   async function setup(): Promise<{ proxy: TcpProxy; app: PgApp; direct: PgApp }> {
     const schema = await createSchema(schemas);
     const proxy = await startTcpProxy(pgTarget());
@@ -44,7 +44,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(
     const created = await app.app.inject({ method: 'PUT', url: '/api/v1/controls', payload: { name: 'no-drop', data: denyDrop } });
     const id = (JSON.parse(created.body) as { control_id: number }).control_id;
     await app.app.inject({ method: 'POST', url: '/api/v1/agents/initAgent', payload: { agent_name: 'bot' } });
-    await app.app.inject({ method: 'POST', url: `/api/v1/agents/bot/controls/${id}` });
+    await app.app.inject({ method: 'POST', url: `/api/v1/agents/bot/controls/${id}`, headers: { 'content-type': 'application/json' } });
     expect((await evaluate(app, 'bot')).body.decision).toBe('deny');
     expect((await app.app.inject({ method: 'GET', url: '/health' })).json()).toMatchObject({ status: 'healthy' });
 
