@@ -23,17 +23,6 @@ const BUDGET_MS = 4000;
 /** Routes that never answer on their own (a live stream): not fuzzed. */
 const SKIPPED = new Set(['GET /api/v1/observability/events/stream']);
 
-/**
- * PENDING (issue #17, items 10 and 15, helper hardening2): URLs the router itself refuses
- * (a percent-escape that is not UTF-8: 400 FST_ERR_BAD_URL; a path parameter over 512
- * characters: 414) still get Fastify's own JSON body until that work lands on main. They
- * are still checked for "no 5xx"; only the problem-body check skips them. Delete this
- * function once every 4xx is a problem body.
- */
-function answeredByRouter(res: { statusCode: number; body: string }): boolean {
-  return res.statusCode === 414 || (res.statusCode === 400 && res.body.includes('"FST_ERR_BAD_URL"'));
-}
-
 async function storedState(store: Store) {
   const [controls, agents, links] = await Promise.all([store.listAllControls(), store.listAgents(), store.listLinks()]);
   return { controls, agents, links };
@@ -83,7 +72,7 @@ for (const target of storeKinds()) {
           const res = await app.inject(request);
           const where = `seed ${SEED} (GUARD_FUZZ_SEED=${SEED} to replay), request ${sent}: ${request.method} ${(request.url as string).slice(0, 200)} -> ${res.statusCode} ${res.body.slice(0, 300)}`;
           expect(res.statusCode, where).toBeLessThan(500);
-          if (res.statusCode >= 400 && !answeredByRouter(res)) {
+          if (res.statusCode >= 400) {
             expect(res.headers['content-type'], where).toContain('application/problem+json');
             expect(JSON.parse(res.body), where).toMatchObject({ status: res.statusCode, error_code: expect.any(String) });
           }
