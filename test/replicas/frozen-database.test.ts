@@ -26,7 +26,7 @@ afterAll(async () => {
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH';
 
 async function send(app: PgApp, method: Method, url: string, payload?: unknown) {
-  const res = await app.app.inject({ method, url, ...(payload === undefined ? {} : { payload: payload as never }) });
+  const res = await app.app.inject({ method, url, ...(payload === undefined ? (method === 'GET' ? {} : { headers: { 'content-type': 'application/json' } }) : { payload: payload as never }) });
   return { status: res.statusCode, type: String(res.headers['content-type']), body: JSON.parse(res.body) as Record<string, unknown> };
 }
 

@@ -47,7 +47,7 @@ for (const target of storeKinds()) {
     afterAll(() => target.cleanup());
 
     async function send(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, payload?: unknown) {
-      const res = await server!.app.inject({ method, url, ...(payload === undefined ? {} : { payload: payload as never }) });
+      const res = await server!.app.inject({ method, url, ...(payload === undefined ? (method === 'GET' ? {} : { headers: { 'content-type': 'application/json' } }) : { payload: payload as never }) });
       return { status: res.statusCode, type: String(res.headers['content-type']), body: res.body ? (JSON.parse(res.body) as Record<string, unknown>) : {} };
     }
 
