@@ -2,6 +2,8 @@ export * from './types.js';
 export * from './registry.js';
 export { regexEvaluator, RegexConfigSchema, type RegexConfig } from './regex/index.js';
 export { listEvaluator, ListConfigSchema, type ListConfig } from './list/index.js';
+export { jsonEvaluator, JsonConfigSchema, type JsonConfig } from './json/index.js';
+export { sqlEvaluator, SqlConfigSchema, type SqlConfig } from './sql/index.js';
 export { compilePattern, type CompiledPattern } from './regex/re2.js';
 export { validateJsonSchema } from './json-schema.js';
 export type { PluginContext } from './load-plugins.js';

@@ -117,6 +117,6 @@ describe('EvaluatorRegistry', () => {
       'evaluator.config.extra': 'unknown_field',
     });
     expect(issues.find((i) => i.field === 'evaluator.config.limits.max')?.message).toBe('must be <= 10');
-    expect(registry.validateConfig('acme.hook', {})).toEqual([{ field: 'evaluator.config.url', code: 'invalid_type', message: 'url is required' }]);
+    expect(registry.validateConfig('acme.hook', {})).toEqual([{ field: 'evaluator.config.url', code: 'invalid_type', message: 'is required' }]);
   });
 });
