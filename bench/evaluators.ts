@@ -23,8 +23,12 @@ export interface EvaluatorCase {
 
 const SQL_CONFIG = { blocked_operations: ['drop', 'truncate', 'alter'], require_where: ['delete', 'update'], blocked_tables: ['payments'] };
 const QUERY = "SELECT o.id, o.total, c.email FROM orders o JOIN customers c ON c.id = o.customer_id WHERE o.status = 'open' LIMIT 50";
-/** About 100 KB of one SELECT: a long column list. */
-const BIG_QUERY = `SELECT ${Array.from({ length: 14_500 }, (_, i) => `c${i}`).join(', ')} FROM t`;
+/** A SELECT of `columns` columns: about 7 characters each. */
+const wideQuery = (columns: number) => `SELECT ${Array.from({ length: columns }, (_, i) => `c${i}`).join(', ')} FROM t`;
+/** About 12 KB and 60 KB (under the sql evaluator's 64 KB limit), and 100 KB (over it). */
+const QUERY_12K = wideQuery(1_800);
+const QUERY_60K = wideQuery(8_800);
+const QUERY_100K = wideQuery(14_500);
 const TOOL_SCHEMA = {
   type: 'object',
   properties: {
@@ -45,7 +49,9 @@ const bigArgs = () => ({ tags: Array.from({ length: 2000 }, (_, i) => `tag-${Str
 export const CASES: EvaluatorCase[] = [
   { name: 'sql: 120-character query, uncached', evaluator: 'sql', config: SQL_CONFIG, input: (i) => `${QUERY} -- ${i}`, goalUs: 60, note: 'a new text each check: every check parses' },
   { name: 'sql: 120-character query, repeated', evaluator: 'sql', config: SQL_CONFIG, input: () => QUERY, note: 'the same text: answered from the parse cache' },
-  { name: 'sql: 100 KB query', evaluator: 'sql', config: SQL_CONFIG, input: (i) => `${BIG_QUERY} -- ${i}`, note: 'uncached' },
+  { name: 'sql: 12 KB query', evaluator: 'sql', config: SQL_CONFIG, input: (i) => `${QUERY_12K} -- ${i}`, note: 'uncached' },
+  { name: 'sql: 60 KB query', evaluator: 'sql', config: SQL_CONFIG, input: (i) => `${QUERY_60K} -- ${i}`, note: 'uncached' },
+  { name: 'sql: 100 KB query', evaluator: 'sql', config: SQL_CONFIG, input: (i) => `${QUERY_100K} -- ${i}`, note: 'over the 64 KB limit: an evaluator error, not parsed' },
   { name: 'json: 5-field tool arguments', evaluator: 'json', config: { schema: TOOL_SCHEMA }, input: toolArgs, goalUs: 3 },
   { name: 'json: 5-field arguments as a JSON string', evaluator: 'json', config: { schema: TOOL_SCHEMA }, input: (i) => JSON.stringify(toolArgs(i)), note: 'parsed per check' },
   { name: 'json: 100 KB arguments', evaluator: 'json', config: { schema: BIG_ARGS }, input: bigArgs },

@@ -45,10 +45,12 @@ export type SqlConfig = z.infer<typeof SqlConfigSchema>;
 
 /**
  * Texts longer than this are not parsed: an evaluator error, which the control's on_error
- * decides. Parsing is linear (about 0.2 µs a character), but a query this long is no
- * query an agent should send, and parsing it would hold the event loop.
+ * decides (a deny control fails closed). Parsing runs on the event loop and costs about
+ * 0.2 µs a character on a quiet machine, several times that on a busy one, so the bound
+ * is what keeps one check from holding every other request: a query agents send is a few
+ * hundred characters, a generated IN list a few KB.
  */
-export const MAX_SQL_LENGTH = 256 * 1024;
+export const MAX_SQL_LENGTH = 64 * 1024;
 
 const NO_MATCH: EvaluatorOutcome = Object.freeze({ matched: false, confidence: 1, message: null, metadata: null });
 
