@@ -1,118 +1,112 @@
 /**
- * What one check of each evaluator costs through the engine (one control, one step), on a
- * realistic input and on a 100 KB one, as µs per check and as a ratio to a regex control on
- * the same text measured in the same run. The cases are a table: an evaluator adds its
- * rows to CASES (pii and secrets included) and gets the same columns.
+ * What one check of each evaluator costs through the engine: one control, one step whose
+ * output is a 2 KB model answer, then 100 KB (the answer repeated). Reported in µs per check
+ * and as a ratio to the regex evaluator on the same text in the same run (the machine is
+ * shared: absolute figures move, ratios much less). For `pii` and `secrets` the baseline is
+ * the regex each replaces in controls/ (a 13-16 digit run; a few key prefixes). Linear
+ * growth shows as a 100 KB / 2 KB time ratio near 50.
  */
 import { compileControls, evaluateStep, type CompiledControlSet } from '../src/engine/index.js';
 import { createDefaultRegistry } from '../src/evaluators/index.js';
-import { ControlDataSchema, type Step } from '../src/model/index.js';
-import type { Benchmark, BenchRow } from './harness.js';
+import { ControlDataSchema, type JsonObject, type Step } from '../src/model/index.js';
+import { median, type Benchmark, type BenchRow } from './harness.js';
 
-export interface EvaluatorCase {
-  /** Row label, for example `sql: 120-character query`. */
-  name: string;
-  evaluator: string;
-  config: Record<string, unknown>;
-  /** The selected value for iteration `i`; vary it with `i` to defeat caches (say so in `note`). */
-  input: (i: number) => unknown;
-  /** The goal in µs per check, when the issue sets one. */
-  goalUs?: number;
-  note?: string;
+/** A 2 KB model answer: prose, a list, a URL, dates, prices and an order id, no personal data or secrets. */
+export function modelAnswer(bytes = 2048): string {
+  const paragraphs = [
+    'Thanks for reaching out about your order. I looked into it and here is what I found.',
+    'Your order #A-20931 was placed on 2026-03-14 and shipped on 2026-03-16 from our warehouse; the carrier lists it as in transit.',
+    'The total came to $184.50, including $12.00 shipping and a 10% loyalty discount applied at checkout.',
+    '- Step 1: open https://shop.example.com/orders and sign in.\n- Step 2: choose "Track package" next to the order.\n- Step 3: if the status has not changed in 5 days, reply here.',
+    'Refunds usually take 3-5 business days to appear, depending on your bank. Version 2.4.1 of our app also shows the status.',
+    'If you need anything else, let me know and I will be happy to help. Have a great day!',
+  ];
+  let out = '';
+  for (let i = 0; out.length < bytes; i++) out += `${paragraphs[i % paragraphs.length]}\n\n`;
+  return out.slice(0, bytes);
 }
 
-const SQL_CONFIG = { blocked_operations: ['drop', 'truncate', 'alter'], require_where: ['delete', 'update'], blocked_tables: ['payments'] };
-const QUERY = "SELECT o.id, o.total, c.email FROM orders o JOIN customers c ON c.id = o.customer_id WHERE o.status = 'open' LIMIT 50";
-/** A SELECT of `columns` columns: about 7 characters each. */
-const wideQuery = (columns: number) => `SELECT ${Array.from({ length: columns }, (_, i) => `c${i}`).join(', ')} FROM t`;
-/** About 12 KB and 60 KB (under the sql evaluator's 64 KB limit), and 100 KB (over it). */
-const QUERY_12K = wideQuery(1_800);
-const QUERY_60K = wideQuery(8_800);
-const QUERY_100K = wideQuery(14_500);
-const TOOL_SCHEMA = {
-  type: 'object',
-  properties: {
-    query: { type: 'string', maxLength: 200 },
-    limit: { type: 'integer', minimum: 1, maximum: 1000 },
-    order: { enum: ['asc', 'desc'] },
-    email: { type: 'string', format: 'email' },
-    tags: { type: 'array', items: { type: 'string' }, maxItems: 5 },
-  },
-  required: ['query', 'limit'],
-  additionalProperties: false,
-};
-const toolArgs = (i: number) => ({ query: 'open orders', limit: 1 + (i % 900), order: 'asc', email: 'ops@example.com', tags: ['eu', 'q3'] });
-/** About 100 KB of arguments: 2,000 tags of 50 characters. */
-const BIG_ARGS = { type: 'object', properties: { tags: { type: 'array', items: { type: 'string', maxLength: 64 } } } };
-const bigArgs = () => ({ tags: Array.from({ length: 2000 }, (_, i) => `tag-${String(i).padStart(45, '0')}`) });
+export interface EvaluatorCase {
+  /** Row label, for example `pii (all kinds)`. */
+  name: string;
+  evaluator: string;
+  config: JsonObject;
+  /** The regex the ratio is taken against. */
+  baseline: string;
+  /** The goal in µs per check on 2 KB, when there is one. */
+  goalUs2k?: number;
+}
 
-export const CASES: EvaluatorCase[] = [
-  { name: 'sql: 120-character query, uncached', evaluator: 'sql', config: SQL_CONFIG, input: (i) => `${QUERY} -- ${i}`, goalUs: 60, note: 'a new text each check: every check parses' },
-  { name: 'sql: 120-character query, repeated', evaluator: 'sql', config: SQL_CONFIG, input: () => QUERY, note: 'the same text: answered from the parse cache' },
-  { name: 'sql: 12 KB query', evaluator: 'sql', config: SQL_CONFIG, input: (i) => `${QUERY_12K} -- ${i}`, note: 'uncached' },
-  { name: 'sql: 60 KB query', evaluator: 'sql', config: SQL_CONFIG, input: (i) => `${QUERY_60K} -- ${i}`, note: 'uncached' },
-  { name: 'sql: 100 KB query', evaluator: 'sql', config: SQL_CONFIG, input: (i) => `${QUERY_100K} -- ${i}`, note: 'over the 64 KB limit: an evaluator error, not parsed' },
-  { name: 'json: 5-field tool arguments', evaluator: 'json', config: { schema: TOOL_SCHEMA }, input: toolArgs, goalUs: 3 },
-  { name: 'json: 5-field arguments as a JSON string', evaluator: 'json', config: { schema: TOOL_SCHEMA }, input: (i) => JSON.stringify(toolArgs(i)), note: 'parsed per check' },
-  { name: 'json: 100 KB arguments', evaluator: 'json', config: { schema: BIG_ARGS }, input: bigArgs },
+const CARD_REGEX = '\\b(?:\\d[ -]?){12,15}\\d\\b';
+const KEY_REGEX = '(AKIA[0-9A-Z]{16}|-----BEGIN [A-Z ]*PRIVATE KEY-----|(?i)bearer\\s+[a-z0-9._~+/-]{20,}|ghp_[A-Za-z0-9]{36})';
+
+/** The evaluators compared; other evaluators add their rows here. */
+export const cases: EvaluatorCase[] = [
+  { name: 'pii (all kinds)', evaluator: 'pii', config: {}, baseline: CARD_REGEX, goalUs2k: 25 },
+  { name: 'pii (credit_card, us_ssn)', evaluator: 'pii', config: { kinds: ['credit_card', 'us_ssn'] }, baseline: CARD_REGEX, goalUs2k: 25 },
+  { name: 'secrets (formats)', evaluator: 'secrets', config: {}, baseline: KEY_REGEX, goalUs2k: 25 },
+  { name: 'secrets (formats, min_entropy 3.5)', evaluator: 'secrets', config: { min_entropy: 3.5 }, baseline: KEY_REGEX, goalUs2k: 25 },
 ];
 
-function setOf(evaluator: string, config: Record<string, unknown>): CompiledControlSet {
-  const data = ControlDataSchema.parse({ selector: { path: 'input.value' }, evaluator: { name: evaluator, config }, action: { decision: 'deny' } });
+function setOf(evaluator: string, config: JsonObject): CompiledControlSet {
+  const data = ControlDataSchema.parse({ selector: { path: 'output' }, evaluator: { name: evaluator, config }, action: { decision: 'deny' } });
   const set = compileControls([{ control_id: 1, name: 'c', data }], createDefaultRegistry());
-  if (set.skipped.length > 0) throw new Error(`${evaluator}: ${set.skipped[0]!.issues[0]!.message}`);
+  if (set.skipped.length > 0) throw new Error(`${evaluator} refused: ${set.skipped[0]!.issues[0]!.message}`);
   return set;
 }
 
-/** µs per evaluated step, warmed up, over enough steps to take about `ms` milliseconds. */
-async function usPerCheck(set: CompiledControlSet, input: (i: number) => unknown, ms: number, warmMs = ms): Promise<number> {
-  const steps = (n: number, from: number) => Array.from({ length: n }, (_, k): Step => ({ type: 'tool', name: 't', input: { value: input(from + k) } }));
-  // V8 runs WebAssembly (the SQL parser) on a baseline compiler first and optimises hot
-  // functions on background threads; on a busy machine that takes seconds, so warm up long.
-  const warmUntil = performance.now() + warmMs;
-  for (let w = 0; performance.now() < warmUntil; w += 10) {
-    for (const step of steps(10, 1_000_000 + w)) {
-      const out = evaluateStep(set, step, 'pre');
-      if (out instanceof Promise) await out;
-    }
-  }
-  let n = 0;
-  let spent = 0;
-  let batch = 10;
-  while (spent < ms) {
-    const prepared = steps(batch, n);
+/** Median µs per evaluation of `step` over `rounds` rounds of `perRound` evaluations. */
+async function usPerCheck(set: CompiledControlSet, step: Step, perRound: number, rounds = 7): Promise<number> {
+  const times: number[] = [];
+  let sink = 0;
+  for (let r = 0; r < rounds; r++) {
     const t0 = performance.now();
-    for (const step of prepared) {
-      const out = evaluateStep(set, step, 'pre');
-      if (out instanceof Promise) await out;
+    for (let i = 0; i < perRound; i++) {
+      const out = await evaluateStep(set, step, 'post');
+      sink += out.result.matches.length;
     }
-    spent += performance.now() - t0;
-    n += batch;
-    batch = Math.min(batch * 2, 5000);
+    times.push(((performance.now() - t0) * 1000) / perRound);
   }
-  return (spent * 1000) / n;
+  if (sink < 0) throw new Error('unreachable');
+  return median(times);
 }
-
-/** The text a regex control would search for the same value. */
-const textOf = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
 
 export const benchmarks: Benchmark[] = [
   {
     name: 'evaluators',
-    async run(): Promise<BenchRow[]> {
+    async run() {
       const rows: BenchRow[] = [];
-      const regex = setOf('regex', { pattern: '(?i)\\b(drop|truncate)\\s+table\\b' });
-      for (const c of CASES) {
-        const us = await usPerCheck(setOf(c.evaluator, c.config), c.input, 1000, 4000);
-        const baseUs = await usPerCheck(regex, (i) => textOf(c.input(i)), 1000);
-        const ratio = us / baseUs;
-        rows.push({
-          name: `evaluator ${c.name}`,
-          value: us,
-          unit: 'µs/check',
-          ...(c.goalUs !== undefined ? { goal: `< ${c.goalUs} µs`, pass: us < c.goalUs } : {}),
-          note: `${ratio.toFixed(1)}x a regex control on the same text (${baseUs.toFixed(2)} µs)${c.note ? `; ${c.note}` : ''}`,
-        });
+      const small = modelAnswer();
+      const large = small.repeat(50);
+      const stepOf = (output: string): Step => ({ type: 'llm', name: 'answer', input: 'q', output });
+      for (const c of cases) {
+        const set = setOf(c.evaluator, c.config);
+        const base = setOf('regex', { pattern: c.baseline });
+        // Warm both up so the first rounds do not measure compilation.
+        await usPerCheck(set, stepOf(small), 200, 1);
+        await usPerCheck(base, stepOf(small), 200, 1);
+        const us2k = await usPerCheck(set, stepOf(small), 2000);
+        const base2k = await usPerCheck(base, stepOf(small), 2000);
+        const us100k = await usPerCheck(set, stepOf(large), 40);
+        const base100k = await usPerCheck(base, stepOf(large), 40);
+        const growth = us100k / us2k;
+        rows.push(
+          {
+            name: `${c.name}: 2 KB answer`,
+            value: us2k,
+            unit: 'µs',
+            ...(c.goalUs2k === undefined ? {} : { goal: `< ${c.goalUs2k} µs`, pass: us2k < c.goalUs2k }),
+            note: `${(us2k / base2k).toFixed(2)}x the regex baseline (${base2k.toFixed(1)} µs)`,
+          },
+          {
+            name: `${c.name}: 100 KB`,
+            value: us100k,
+            unit: 'µs',
+            goal: 'linear: <= 60x the 2 KB time',
+            pass: growth <= 60,
+            note: `${growth.toFixed(1)}x its 2 KB time; ${(us100k / base100k).toFixed(2)}x the regex baseline (${base100k.toFixed(0)} µs, searched on a thread)`,
+          },
+        );
       }
       return rows;
     },
