@@ -175,11 +175,69 @@ describe('decisions through check()', () => {
     expect((error as ControlViolationError).controlName).toBe('deny-grant');
   });
 
+  it('runs pii and secrets in the agent\'s process (execution: sdk), with the server gone', async () => {
+    await addControl(server.client, 'support-bot', 'sdk-pii', {
+      execution: 'sdk',
+      scope: { step_names: ['send_sms'], stages: ['pre'] },
+      selector: { path: 'input' },
+      evaluator: { name: 'pii', config: { kinds: ['phone', 'credit_card'], phone_region: 'US' } },
+      action: { decision: 'deny' },
+    });
+    await addControl(server.client, 'support-bot', 'sdk-secrets', {
+      execution: 'sdk',
+      scope: { step_names: ['send_sms'], stages: ['pre'] },
+      selector: { path: 'input' },
+      evaluator: { name: 'secrets', config: { kinds: ['aws_access_key'] } },
+      action: { decision: 'deny' },
+    });
+    const agent = await start();
+    await server.close();
+    const sms = (text: string) => agent.check({ type: 'tool', name: 'send_sms', input: { text } }, 'pre');
+    expect((await sms('order 1234 5678 9012 3456 ships today')).decision).toBe('allow');
+    const phone = await sms('call me at (415) 555-2671').catch((e: unknown) => e);
+    expect((phone as ControlViolationError).controlName).toBe('sdk-pii');
+    expect((phone as ControlViolationError).detail).toBe('found phone (1) "(…1"');
+    const key = await sms('key AKIAIOSFODNN7EXAMPLE').catch((e: unknown) => e);
+    expect((key as ControlViolationError).controlName).toBe('sdk-secrets');
+  });
+
   it('sends disabled controls nowhere', async () => {
     await server.client.patchControl(ids['block-drop']!, { enabled: false });
     const agent = await start();
     const result = await agent.check({ type: 'tool', name: 'run_sql', input: { query: 'drop table t' } }, 'pre');
     expect(result.decision).toBe('allow');
+  });
+});
+
+describe('json and sql controls with execution: sdk', () => {
+  it('run in the agent process: a hidden DROP and malformed arguments are denied before the call', async () => {
+    await addControl(server.client, 'support-bot', 'sdk-sql', {
+      execution: 'sdk',
+      scope: { step_names: ['query_db'], stages: ['pre'] },
+      selector: { path: 'input.sql' },
+      evaluator: { name: 'sql', config: { blocked_operations: ['drop', 'truncate'] } },
+      action: { decision: 'deny' },
+    });
+    await addControl(server.client, 'support-bot', 'sdk-json', {
+      execution: 'sdk',
+      scope: { step_names: ['query_db'], stages: ['pre'] },
+      selector: { path: 'input' },
+      evaluator: { name: 'json', config: { schema: { type: 'object', properties: { sql: { type: 'string' }, limit: { type: 'integer', maximum: 100 } }, additionalProperties: false } } },
+      action: { decision: 'deny' },
+    });
+    const agent = await start();
+    const queryDb = vi.fn(async (_args: { sql: string; limit?: number }) => 'rows');
+    const guarded = agent.control(queryDb, { stepName: 'query_db', type: 'tool' });
+    expect(await guarded({ sql: "SELECT 'DROP TABLE x'", limit: 10 })).toBe('rows');
+    const hidden = await guarded({ sql: 'SELECT 1; dRoP/**/TABLE users' }).catch((e: unknown) => e);
+    expect(hidden).toBeInstanceOf(ControlViolationError);
+    expect((hidden as ControlViolationError).controlName).toBe('sdk-sql');
+    expect((hidden as ControlViolationError).detail).toContain('statement 2: drop is blocked');
+    const malformed = await guarded({ sql: 'SELECT 1', limit: 5000 }).catch((e: unknown) => e);
+    expect(malformed).toBeInstanceOf(ControlViolationError);
+    expect((malformed as ControlViolationError).controlName).toBe('sdk-json');
+    expect((malformed as ControlViolationError).detail).toContain('limit: must be <= 100');
+    expect(queryDb).toHaveBeenCalledTimes(1);
   });
 });
 
