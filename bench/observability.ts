@@ -241,8 +241,7 @@ async function benchEvaluation(): Promise<BenchRow[]> {
           name: `best case: evaluation with observability / bare Fastify, ${controls} control(s) in scope`,
           value: onRatio,
           unit: 'x',
-          goal: '>= 0.6 of bare Fastify',
-          pass: onRatio >= 0.6,
+          // The >= 0.60 goal is the realistic workload's (bench/workload-throughput.ts).
           note: `${work}; median of rounds: ${onRatios.map((r) => r.toFixed(2)).join(', ')}`,
         },
       );
