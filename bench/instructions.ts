@@ -147,6 +147,8 @@ async function main(): Promise<void> {
     const perRequest = await count(spec, bodies, warm, measured);
     if (spec.kind === 'bare') baseline = perRequest;
     lines.push(`| ${title} | ${label} | ${Math.round(perRequest).toLocaleString('en-US')} | ${(baseline / perRequest).toFixed(3)} |`);
+    // Each count as it comes: a later failure does not lose the earlier ones.
+    process.stderr.write(`${lines.at(-1)!}\n`);
   }
   process.stdout.write(`${lines.join('\n')}\n`);
 }
