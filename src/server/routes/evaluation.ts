@@ -3,13 +3,24 @@ import { z } from 'zod';
 import { evaluateStep, type EvaluationOutcome } from '../../engine/index.js';
 import {
   EvaluationRequestSchema,
+  EvaluationResultSchema,
   isValidAgentName,
   normaliseAgentName,
   type EvaluationRequest,
 } from '../../model/index.js';
 import { traceIdsFromHeaders } from '../../observability/trace.js';
 import { parseOr422, type ServerContext } from '../context.js';
+import type { OperationDoc } from '../openapi.js';
 import { AnswerWriter } from '../result-json.js';
+
+const DOC = {
+  operationId: 'evaluateStep',
+  summary: 'Evaluate a step against the agent’s controls',
+  description: 'A deny or a steer is a result (200), not an error. An agent without controls (or not registered) is allowed.',
+  tag: 'evaluation',
+  body: EvaluationRequestSchema,
+  responses: { 200: EvaluationResultSchema },
+} satisfies OperationDoc;
 
 /**
  * `POST /api/v1/evaluation`: the hot path. The agent's compiled set comes from memory
@@ -30,7 +41,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
   // No response schema: the answer is written by the AnswerWriter (result-json.ts).
   const schema = { body: requestSchema };
 
-  app.post('/evaluation', { config: { access: 'read' }, schema, attachValidation: true }, async (request, reply) => {
+  app.post('/evaluation', { config: { access: 'read', openapi: DOC }, schema, attachValidation: true }, async (request, reply) => {
     const body = requestOf(request.body, request.validationError === undefined, validAgentName);
     const set = controlSets.peek(body.agent_name) ?? (await controlSets.get(body.agent_name));
     const pending = evaluateStep(set, body.step, body.stage, options);
