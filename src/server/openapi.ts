@@ -24,6 +24,7 @@ import {
 import type { Access } from './auth.js';
 import { ComponentSchemas, inlineSchema, type JsonSchema } from './openapi-components.js';
 import { ProblemSchema } from './problem.js';
+import { ControlDataBodySchema } from './schemas.js';
 
 /** The groups operations are listed under. */
 export const TAGS = {
@@ -97,6 +98,7 @@ const MODELS: ReadonlyArray<[string, z.ZodType]> = [
   ['AgentRegistration', AgentRegistrationSchema],
   ['AgentPatch', AgentPatchSchema],
   ['EvaluationRequest', EvaluationRequestSchema],
+  ['ControlDataBody', ControlDataBodySchema],
   ['EvaluationResult', EvaluationResultSchema],
   ['ObservabilityEvent', ObservabilityEventSchema],
   ['ShadowReport', ShadowReportSchema],
@@ -160,8 +162,10 @@ export function buildOpenApiDocument(routes: readonly DocumentedRoute[], version
     const Op = capitalised(doc.operationId);
     const parameters = [...pathParameters(route.url), ...queryParameters(doc.query)];
     const responses: Record<string, unknown> = {};
+    const [firstStatus] = Object.keys(doc.responses);
     for (const [status, response] of Object.entries<ResponseDoc>(doc.responses)) {
-      const suffix = status === '200' ? '' : status;
+      // A second success status with a schema of its own gets the status in its name.
+      const suffix = status === firstStatus ? '' : status;
       responses[status] = successResponse(response, REASONS[Number(status)] ?? 'Success', (schema) =>
         components.ref(schema, 'output', `${Op}Response${suffix}`),
       );

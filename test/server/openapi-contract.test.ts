@@ -11,6 +11,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import createClient from 'openapi-fetch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/server/config.js';
 import { startServer, type ServerHandle } from '../../src/server/start.js';
@@ -326,16 +327,48 @@ describe('the OpenAPI document against the real server', () => {
     expect(report.totals.errors).toBe(0);
   }, 60_000);
 
-  it('generates TypeScript types with openapi-typescript', async () => {
+  it('generates TypeScript types with openapi-typescript that type-check the client example of docs/server.md', async () => {
     const file = join(dir, 'openapi.json');
     writeFileSync(file, JSON.stringify(validator.doc));
-    const out = join(dir, 'api.d.ts');
-    const cli = join(ROOT, 'node_modules/openapi-typescript/bin/cli.js');
-    await run(process.execPath, [cli, file, '-o', out], { cwd: dir });
-    const types = readFileSync(out, 'utf8');
+    const types = join(dir, 'guardctl-api.d.ts');
+    await run(process.execPath, [join(ROOT, 'node_modules/openapi-typescript/bin/cli.js'), file, '-o', types], { cwd: dir });
+    const generated = readFileSync(types, 'utf8');
     for (const name of documentedOperations()) {
       const [method, path] = name.split(' ') as [string, string];
-      expect(types, name).toContain(`${String(validator.operation(path, method)!.operationId)}: {`);
+      expect(generated, name).toContain(`${String(validator.operation(path, method)!.operationId)}: {`);
     }
-  }, 60_000);
+    // The docs' example, compiled against the generated types (openapi-fetch from this repository).
+    const docs = readFileSync(join(ROOT, 'docs/server.md'), 'utf8');
+    const example = /#### Generating a client[\s\S]*?```ts\n([\s\S]*?)```/.exec(docs)?.[1];
+    expect(example, 'the ts example under "Generating a client" in docs/server.md').toBeDefined();
+    writeFileSync(join(dir, 'client.ts'), example!);
+    const tsconfig = {
+      compilerOptions: {
+        strict: true, noEmit: true, target: 'es2022', module: 'esnext', moduleResolution: 'bundler', skipLibCheck: true,
+        types: ['node'], typeRoots: [join(ROOT, 'node_modules/@types')],
+        paths: { 'openapi-fetch': [join(ROOT, 'node_modules/openapi-fetch')] },
+      },
+      files: ['client.ts'],
+    };
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(tsconfig));
+    const tsc = join(ROOT, 'node_modules/typescript/bin/tsc');
+    const compiled = await run(process.execPath, [tsc, '-p', join(dir, 'tsconfig.json')], { cwd: dir }).then(
+      () => '',
+      (error: { stdout?: string }) => error.stdout ?? 'tsc failed',
+    );
+    expect(compiled).toBe('');
+  }, 120_000);
+
+  it('serves a client generated from it (openapi-fetch): typed calls reach the right routes', async () => {
+    const guard = createClient<Loose>({ baseUrl: server.url, headers: { 'X-API-Key': ADMIN } });
+    const page = await guard.GET('/api/v1/controls', { params: { query: { limit: 1 } } });
+    expect(page.response.status).toBe(200);
+    expect(page.data.controls).toHaveLength(1);
+    const denied = await guard.POST('/api/v1/evaluation', {
+      body: { agent_name: 'contract-bot', stage: 'pre', step: { type: 'tool', name: 'run_sql', input: { query: 'drop table t' } } },
+    });
+    expect(denied.data.decision).toBe('deny');
+    const missing = await guard.GET('/api/v1/controls/{control_id}', { params: { path: { control_id: 999_999 } } });
+    expect(missing.error).toMatchObject({ status: 404, error_code: 'not_found' });
+  });
 });
