@@ -6,7 +6,7 @@
 import { fieldIssuesOf, OnErrorSchema, type FieldIssue, type JsonObject, type OnError } from '../model/index.js';
 import { listEvaluator } from './list/index.js';
 import { regexEvaluator } from './regex/index.js';
-import { validateJsonSchema } from './json-schema.js';
+import { jsonSchemaCheck, type JsonSchemaCheck } from './json-schema.js';
 import { evaluatorPluginSpecs, loadEvaluatorPlugins } from './load-plugins.js';
 import { ConfigError, type CompiledCheck, type EvaluatorDefinition, type PartCaches } from './types.js';
 
@@ -26,6 +26,8 @@ export type CompileResult = { ok: true; compiled: CompiledEvaluator } | { ok: fa
 
 export class EvaluatorRegistry {
   readonly #defs = new Map<string, EvaluatorDefinition>();
+  /** Plugins' config schemas, compiled with ajv on first use (built-ins check with zod). */
+  readonly #schemaChecks = new Map<string, JsonSchemaCheck>();
 
   /** Adds an evaluator; a second evaluator with a taken name is a mistake, not an override. */
   register(def: EvaluatorDefinition): this {
@@ -94,7 +96,12 @@ export class EvaluatorRegistry {
       const parsed = def.zodSchema.safeParse(rest);
       if (!parsed.success) issues.push(...fieldIssuesOf(parsed.error, [configPath]));
     } else {
-      issues.push(...validateJsonSchema(rest, def.configSchema, configPath));
+      let schemaCheck = this.#schemaChecks.get(def.name);
+      if (schemaCheck === undefined) {
+        schemaCheck = jsonSchemaCheck(def.configSchema);
+        this.#schemaChecks.set(def.name, schemaCheck);
+      }
+      issues.push(...schemaCheck(rest, configPath));
     }
     if (issues.length > 0) return { ok: false, issues };
     try {
