@@ -15,6 +15,8 @@ import { errorMessage } from '../gitops/errors.js';
 import type { EvaluatorRegistry } from '../evaluators/registry.js';
 import type { ReloadNotice } from '../model/index.js';
 import type { Store } from '../store/types.js';
+import { endReloadSpan, RELOAD_SPAN, type SpanStarter } from '../tracing/operation-spans.js';
+import { SPAN_KIND, SPAN_STATUS } from '../tracing/types.js';
 import { planReload, watchLabel } from './plan-reload.js';
 import { readStoreState } from './store-state.js';
 
@@ -59,6 +61,8 @@ export interface ReloaderDeps {
   /** Counts reloads in `<prefix>_reloads_total` and sends `event: reload` on the live stream. */
   observability?: { publishReload(notice: ReloadNotice): void } | undefined;
   logger?: ReloadLogger | undefined;
+  /** Each reload becomes a `guardctl.reload` span (the root of a trace of its own). */
+  tracer?: SpanStarter<never> | undefined;
   now?: () => Date;
 }
 
@@ -93,7 +97,7 @@ export function createReloader(deps: ReloaderDeps): Reloader {
 
   function reloadNow(): Promise<ReloadResult> {
     if (!running) {
-      running = reloadOnce().finally(() => {
+      running = tracedReload().finally(() => {
         running = null;
       });
       return running;
@@ -103,6 +107,23 @@ export function createReloader(deps: ReloaderDeps): Reloader {
       return reloadNow();
     });
     return queued;
+  }
+
+  async function tracedReload(): Promise<ReloadResult> {
+    const span = deps.tracer?.startSpan(RELOAD_SPAN, SPAN_KIND.internal, null);
+    if (!span) return reloadOnce();
+    try {
+      const r = await reloadOnce();
+      const wrote = r.result === 'success' && r.operations > 0 && span.isRecording();
+      const setRevision = wrote ? await store.revision().catch(() => null) : null;
+      const errors = r.result === 'failure' ? r.diagnostics.length : 0;
+      endReloadSpan(span, { dir, result: r.result, revision: r.revision, operations: r.operations, touchedAgents: r.touched_agents.length, errors, setRevision });
+      return r;
+    } catch (error) {
+      span.setStatus({ code: SPAN_STATUS.error, message: 'the reload crashed' });
+      span.end();
+      throw error;
+    }
   }
 
   async function reloadOnce(): Promise<ReloadResult> {

@@ -26,6 +26,8 @@ import { recorderFromConfig } from '../recording/from-config.js';
 import { reloadRoutes } from './routes/reload.js';
 import { metricsRoutes, observabilityRoutes } from './routes/observability.js';
 import { systemRoutes } from './routes/system.js';
+import { registerSpanDropsMetric } from './span-drops-metric.js';
+import type { Tracing } from '../tracing/start.js';
 
 export interface AppDeps {
   store: Store;
@@ -35,6 +37,8 @@ export interface AppDeps {
   observability?: Observability;
   /** Watch mode's state for GET /api/v1/reload/status (`serve --watch`); absent: 404. */
   reload?: ReloadStatusSource;
+  /** OpenTelemetry export (started by assemble.ts when OTEL_* configures it); absent: no spans. */
+  tracing?: Tracing;
   /** Fastify logger options (false by default, so tests stay quiet). */
   logger?: FastifyServerOptions['logger'];
 }
@@ -140,7 +144,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   const recorder = recorderFromConfig(store, config, (error) => app.log.warn({ err: error }, 'recording steps failed'));
   if (recorder) app.addHook('onClose', async () => recorder.close());
-  const ctx: ServerContext = { store, config, registry, controlSets, observability, recorder, actorOf: createActorOf(config) };
+  const ctx: ServerContext = { store, config, registry, controlSets, observability, recorder, tracing: deps.tracing, actorOf: createActorOf(config) };
+  if (observability && deps.tracing) registerSpanDropsMetric(observability.metrics, deps.tracing);
   // One plugin per resource, in one readable list.
   await app.register(systemRoutes, { ...ctx, health: new HealthMonitor(store) });
   await app.register(agentRoutes, { ...ctx, prefix: '/api/v1' });

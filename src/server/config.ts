@@ -1,4 +1,5 @@
 import { UserError } from '../errors.js';
+import { tracingConfigOf, type TracingConfig } from '../tracing/config.js';
 import { LOG_FORMATS, type LogFormat } from './logging.js';
 
 /** Everything the server reads from its environment, parsed once and frozen. */
@@ -39,6 +40,8 @@ export interface ServerConfig {
   readonly recordRetentionDays: number;
   /** Extra field names or paths to redact, beside the built-in ones (GUARD_RECORD_REDACT). */
   readonly recordRedact: readonly string[];
+  /** OpenTelemetry export (the standard OTEL_* variables); null when tracing is off. */
+  readonly tracing: TracingConfig | null;
 }
 
 type Env = Record<string, string | undefined>;
@@ -98,6 +101,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<ServerConf
     recordMaxStepBytes: int(env, 'GUARD_RECORD_MAX_STEP_BYTES', 16_384, 64, 64 * 1024 * 1024),
     recordRetentionDays: num(env, 'GUARD_RECORD_RETENTION_DAYS', 7, 0.001),
     recordRedact: list(env, 'GUARD_RECORD_REDACT'),
+    tracing: tracingConfigOf(env),
     ...dropUndefined(overrides),
   };
   checkAuth(config);
