@@ -112,15 +112,15 @@ const PATH_PARAMETERS: Record<string, { description: string; schema: JsonSchema 
 
 /** The shared problem answers, one per status, in `components.responses`. */
 const PROBLEM_RESPONSES: Record<ErrorStatus, [name: string, description: string]> = {
-  400: ['MalformedJson', 'The body is not JSON (malformed_json)'],
+  400: ['MalformedJson', 'The body is not JSON (malformed_json), or not UTF-8 (invalid_utf8)'],
   401: ['Unauthorized', 'Authentication is on and the X-API-Key header is missing or holds an unknown key (unauthorized)'],
   403: ['Forbidden', 'The operation needs an admin key (forbidden)'],
   404: ['NotFound', 'No such agent, control, revision or resource (not_found)'],
   409: ['Conflict', 'The write conflicts with what is stored (conflict), or the control is managed by GitOps or watch mode (read_only)'],
   413: ['PayloadTooLarge', 'The body is larger than GUARD_BODY_LIMIT_BYTES (payload_too_large)'],
-  415: ['UnsupportedMediaType', 'The body is not sent as application/json (unsupported_media_type)'],
+  415: ['UnsupportedMediaType', 'A write (POST, PUT, PATCH; DELETE when it names one) without content-type application/json in UTF-8, body or not (unsupported_media_type)'],
   422: ['ValidationFailed', 'The body or query string is not valid; errors[] names each field (validation_failed)'],
-  429: ['TooManyRequests', 'Too many requests; retry later (rate_limited)'],
+  429: ['TooManyRequests', 'Too many missing or unknown keys from this address (GUARD_AUTH_MAX_FAILURES a minute): every request needing a key is refused until Retry-After seconds pass (too_many_requests)'],
   503: ['Unavailable', 'The database, or another resource the operation needs, is unavailable; try again shortly (unavailable)'],
 };
 
@@ -129,14 +129,19 @@ export function errorStatuses(route: DocumentedRoute, doc: OperationDoc): ErrorS
   const statuses = new Set<ErrorStatus>(doc.errors ?? []);
   if (route.access !== 'public') {
     statuses.add(401);
+    statuses.add(429);
     if (!doc.storeless) statuses.add(503);
   }
   if (route.access === 'admin') statuses.add(403);
+  // Writes must say they are JSON, body or not (json-body.ts requireJsonWrites).
+  if (WRITE_METHODS.has(route.method.toUpperCase())) statuses.add(415);
   if (doc.body) for (const s of [400, 413, 415, 422] as const) statuses.add(s);
   if (doc.query) statuses.add(422);
   if (route.url.includes(':')) statuses.add(404);
   return [...statuses].sort((a, b) => a - b);
 }
+
+const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 const REASONS: Record<number, string> = { 200: 'OK', 201: 'Created', 202: 'Accepted' };
 
@@ -201,7 +206,16 @@ export function buildOpenApiDocument(routes: readonly DocumentedRoute[], version
     const [name, description] = PROBLEM_RESPONSES[status];
     problemResponses[name] = problemResponse(description, problemRef);
   }
-  problemResponses.InternalError = problemResponse('An unexpected failure (internal); details go to the server log only', problemRef);
+  if (problemResponses.TooManyRequests) {
+    (problemResponses.TooManyRequests as Record<string, unknown>).headers = {
+      'Retry-After': { description: 'Seconds until the address may try again', schema: { type: 'integer', minimum: 0 } },
+    };
+  }
+  problemResponses.InternalError = problemResponse(
+    'Any other problem: an unexpected failure (500 internal; details go to the server log only), or a request refused ' +
+      'before it reaches a route (408 request_timeout, 414 uri_too_long, 431 headers_too_large, 400 bad_request)',
+    problemRef,
+  );
 
   const { schemas, resolve } = components.build();
   return resolve({

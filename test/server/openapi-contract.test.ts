@@ -74,6 +74,9 @@ async function send(method: string, template: string, request: Request = {}): Pr
   } else if (request.body !== undefined) {
     body = JSON.stringify(request.body);
     headers['content-type'] = 'application/json';
+  } else if (method.toLowerCase() !== 'get') {
+    // Writes say they are JSON even without a body (a browser cannot send that unasked).
+    headers['content-type'] = 'application/json';
   }
   const abort = new AbortController();
   const res = await fetch(urlOf(template, request), { method: method.toUpperCase(), headers, body, signal: abort.signal });
@@ -144,6 +147,8 @@ beforeAll(async () => {
     GUARD_API_KEYS: REGULAR,
     GUARD_ADMIN_API_KEYS: ADMIN,
     GUARD_BODY_LIMIT_BYTES: String(BODY_LIMIT),
+    // The loops below send many requests without a key; the throttle has a test of its own.
+    GUARD_AUTH_MAX_FAILURES: '1000000',
     GUARD_RECORD_STEPS: 'true',
     OBSERVABILITY_ENABLED: 'true',
     OBSERVABILITY_FLUSH_INTERVAL_SECONDS: '0.05',
@@ -295,9 +300,9 @@ describe('the OpenAPI document against the real server', () => {
       if (op['x-access'] === 'admin') await refused(name, { params: known, key: 'regular' }, 403);
       // A valid body, so that the unknown name or id is what gets refused.
       if (path.includes('{')) await refused(name, { params: unknown, ...(op.requestBody ? { body: VALID_BODIES[name] } : {}) }, 404);
+      if (method !== 'GET') await refused(name, { params: known, raw: op.requestBody ? 'text' : '', contentType: 'text/plain' }, 415);
       if (op.requestBody) {
         await refused(name, { params: known, raw: '{"not json' }, 400);
-        await refused(name, { params: known, raw: '<xml/>', contentType: 'application/xml' }, 415);
         await refused(name, { params: known, raw: JSON.stringify({ padding: 'x'.repeat(BODY_LIMIT) }) }, 413);
         await refused(name, { params: known, body: [] }, 422);
       }
@@ -312,6 +317,25 @@ describe('the OpenAPI document against the real server', () => {
     await refused('POST /api/v1/changes', { body: { changes: [{ op: 'create_control', control: { name: 'problem-sql' } }] } }, 409);
     await refused('GET /api/v1/shadow-report', { query: { agent_name: 'nobody-here' } }, 404);
     expect(failures).toEqual([]);
+  });
+
+  it('declares 429 where too many missing keys get an address refused', async () => {
+    const throttled = await startServer(
+      loadConfig({ DATABASE_URL: join(dir, 'throttled.db'), HOST: '127.0.0.1', PORT: '0', GUARD_API_KEY_ENABLED: 'true', GUARD_ADMIN_API_KEYS: ADMIN, GUARD_AUTH_MAX_FAILURES: '1' }),
+      { env: {}, logger: false, handleSignals: false, print: () => undefined },
+    );
+    try {
+      const statuses: number[] = [];
+      for (const key of [undefined, ADMIN]) {
+        const res = await fetch(`${throttled.url}/api/v1/agents`, { headers: key ? { 'x-api-key': key } : {} });
+        statuses.push(res.status);
+        const answer = { status: res.status, contentType: res.headers.get('content-type') ?? '', text: await res.text() };
+        expect(validator.check('/api/v1/agents', 'get', answer)).toEqual([]);
+      }
+      expect(statuses).toEqual([401, 429]);
+    } finally {
+      await throttled.close();
+    }
   });
 
   it('passes redocly lint (recommended rules) with only the warnings docs/server.md lists', async () => {

@@ -27,6 +27,7 @@ export const ReloadStatusSchema = z.strictObject({
   last_success_at: z.string().nullable(),
   reloads: z.strictObject({ success: z.number().int(), failure: z.number().int() }),
   errors: z.array(DiagnosticSchema),
+  pending_removals: z.number().int().nonnegative().describe('Removals (control deletions, unlinks) planned but waiting for confirmation'),
 });
 
 const DOC = {
