@@ -15,6 +15,7 @@ import { handleClientError, sendFrameworkError } from './client-errors.js';
 import { installHttpMetrics } from './http-metrics.js';
 import { installJsonParser, requireJsonWrites } from './json-body.js';
 import { installTextGuard } from './text-guard.js';
+import type { OperationDoc } from './openapi.js';
 import { HttpProblem, problemOf, problemOfStoreError, sendProblem, type Problem } from './problem.js';
 import { startReplicaSync } from './replica-sync.js';
 import { agentRoutes } from './routes/agents.js';
@@ -49,6 +50,8 @@ export interface RegisteredRoute {
   method: string;
   url: string;
   access: Access;
+  /** The route's entry in the OpenAPI document (openapi.ts); absent, the document leaves it out. */
+  openapi?: OperationDoc | undefined;
 }
 
 declare module 'fastify' {
@@ -153,7 +156,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {
-      routes.push({ method, url: route.url, access: route.config?.access ?? defaultAccess(method) });
+      routes.push({ method, url: route.url, access: route.config?.access ?? defaultAccess(method), openapi: route.config?.openapi });
     }
   });
 
