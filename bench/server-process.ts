@@ -12,6 +12,8 @@ export interface ServerSpec {
   sampleRate?: number;
   /** The benchmark controls in shadow mode (bench/shadow.ts); enforced by default. */
   mode?: 'shadow';
+  /** OTEL_* variables: tracing on (bench/otel.ts). */
+  otel?: Record<string, string>;
 }
 
 export type ChildRequest = { id: number; op: 'stats' | 'flush' | 'close' };
@@ -24,6 +26,8 @@ export interface ChildStats {
   dropped: number;
   /** Event rows stored. */
   rows: number;
+  /** OpenTelemetry spans dropped (queue full or export failed), with tracing on. */
+  spansDropped: number;
 }
 
 export interface ServerProcess {
