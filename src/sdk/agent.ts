@@ -234,28 +234,28 @@ export class GuardAgent {
     if (typeof step.name !== 'string' || step.name === '') throw new TypeError('step.name must be a non-empty string');
     const set = this.#set;
     const tracing = this.#tracing;
-    const loading = tracing.ready();
-    if (loading) await loading;
-    // Inside the agent's own span, the check (its events, the server's span) joins that trace.
-    const trace = tracing.active();
-    let ids: TraceIds | null = trace;
-
     const broken = set.broken.find((c) => c.matches(step.type, step.name, stage));
     if (broken) this.#unavailable(`control "${broken.name}" applies to step "${step.name}" but cannot run here: ${broken.reason}`);
 
     let local = emptyResult();
-    if (set.hasLocal) {
-      const startTime = performance.timeOrigin + performance.now();
-      const pending = evaluateStep(set.compiled, step, stage, { execution: 'sdk', collectExecutions: this.#events !== null || tracing.tracing });
-      // Built-in evaluators answer synchronously; only async plugins hand back a promise.
-      const outcome = pending instanceof Promise ? await pending : pending;
-      local = outcome.result;
-      const { executions } = outcome;
-      const span = executions && executions.length > 0 ? tracing.localSpan(startTime) : null;
+    const startTime = performance.timeOrigin + performance.now();
+    // Started before anything is awaited. Built-in evaluators answer synchronously; only async plugins hand back a promise.
+    const pending = set.hasLocal ? evaluateStep(set.compiled, step, stage, { execution: 'sdk', collectExecutions: this.#events !== null || tracing.tracing }) : null;
+    const outcome = pending instanceof Promise ? await pending : pending;
+    // The first check waits for the optional @opentelemetry/api import. Inside the agent's
+    // own span, the check (its events, the server's span) joins that trace.
+    const loading = tracing.ready();
+    if (loading) await loading;
+    const trace = tracing.active();
+    let ids: TraceIds | null = trace;
+    const executions = outcome?.executions;
+    if (outcome) local = outcome.result;
+    if (executions && executions.length > 0) {
+      const span = tracing.localSpan(startTime);
       if (span) endEvaluationSpan(span, { agent: this.agentName, stage, step, result: local, executions, setRevision: set.setRevision, includeContent: tracing.includeContent });
-      if (outcome.executions && outcome.executions.length > 0 && !this.#closed) {
+      if (!this.#closed) {
         this.#events?.push(
-          eventsOf(outcome.executions, {
+          eventsOf(executions, {
             agentName: this.agentName, step, stage, ...(ids ??= freshTraceIds()), timestamp: new Date().toISOString(),
             setRevision: set.setRevision,
           }),

@@ -80,7 +80,7 @@ export class AgentTracing {
 
   /** Whether in-process evaluations make spans (then they collect the executions a span describes). */
   get tracing(): boolean {
-    return this.#tracer !== null;
+    return this.#tracer !== null || this.#loading !== null;
   }
 
   /**
