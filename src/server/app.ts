@@ -10,8 +10,9 @@ import type { ServerConfig } from './config.js';
 import type { ServerContext } from './context.js';
 import { ControlSetCache } from './control-sets.js';
 import { HealthMonitor } from './health.js';
+import { handleClientError, sendFrameworkError } from './client-errors.js';
 import { installHttpMetrics } from './http-metrics.js';
-import { installJsonParser } from './json-body.js';
+import { installJsonParser, requireJsonWrites } from './json-body.js';
 import { HttpProblem, problemOf, problemOfStoreError, sendProblem, type Problem } from './problem.js';
 import { startReplicaSync } from './replica-sync.js';
 import { agentRoutes } from './routes/agents.js';
@@ -78,6 +79,15 @@ function quietLogger(logger: FastifyServerOptions['logger']): Logger | null {
   return pino({ ...options, level }, stream);
 }
 
+/**
+ * How often Node looks for requests past their timeout (its default, 30 s, would let a
+ * slow request live up to 30 s longer than the timeout): a quarter of the shorter
+ * timeout, at most once a second. Each look walks the open connections, a few µs.
+ */
+export function checkingIntervalOf(config: Pick<ServerConfig, 'headersTimeoutMs' | 'requestTimeoutMs'>): number {
+  return Math.max(25, Math.min(1000, Math.floor(Math.min(config.headersTimeoutMs, config.requestTimeoutMs) / 4)));
+}
+
 /** Builds the server without listening (tests use inject; start.ts listens). */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { store, config, registry, observability } = deps;
@@ -88,10 +98,24 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     exposeHeadRoutes: false,
     // Ids are generated per request only for logs; keep them short.
     requestIdHeader: false,
+    // Answers given before any route runs are problem bodies too (client-errors.ts).
+    frameworkErrors: sendFrameworkError,
+    clientErrorHandler: handleClientError,
+    // A request must arrive in time, headers and body: a client trickling bytes cannot hold
+    // a connection open. Answers are not bounded (the live stream is one long answer).
+    requestTimeout: config.requestTimeoutMs,
+    http: {
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: checkingIntervalOf(config),
+    },
     // Body schemas are only a fast pre-check (the evaluation route): they must never
     // coerce, fill defaults or strip unknown keys, or they would accept what zod rejects.
     ajv: { customOptions: { coerceTypes: false, useDefaults: false, removeAdditional: false, allErrors: false } },
   });
+
+  // Connections past the cap are closed as they arrive.
+  app.server.maxConnections = config.maxConnections;
 
   // Plugins see the root's log through their prototype, so this reaches every route.
   if (quiet) app.log = quiet;
@@ -126,6 +150,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (observability) installHttpMetrics(app, observability.metrics);
   // With authentication off there is nothing to check: no hook, nothing on the hot path.
   if (config.apiKeyEnabled) app.addHook('onRequest', createAuthHook(config));
+  // After authentication: a request without a key learns nothing more than its 401.
+  app.addHook('onRequest', requireJsonWrites);
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const problem = problemOfError(error);
     if (problem.status >= 500) {
@@ -154,7 +180,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(reloadRoutes, { reload: deps.reload, prefix: '/api/v1' });
   if (observability) {
     await app.register(observabilityRoutes, { observability, store, config, prefix: '/api/v1' });
-    await app.register(metricsRoutes, { observability });
+    await app.register(metricsRoutes, { observability, access: config.metricsRequireKey ? 'read' : 'public' });
     await app.register(shadowReportRoutes, { store, prefix: '/api/v1' });
   }
   await app.ready();
