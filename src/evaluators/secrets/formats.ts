@@ -1,8 +1,9 @@
 /**
  * The documented formats of cloud and SaaS credentials, for the `secrets` evaluator and for
  * redaction by value (recording/). PURE. Every format starts with a literal prefix: a scan
- * finds each prefix with indexOf, reads the token after it (bounded, or walked to its end
- * once), and resumes after what it read, so it is linear in the text.
+ * finds each prefix (or a prefix several formats share) with indexOf, reads the token after
+ * it (bounded, or walked to its end once), and resumes after what it read, so it is linear
+ * in the text.
  */
 
 export const SECRET_KINDS = [
@@ -115,8 +116,15 @@ const readPem: Reader = (text, _at, after, scan) => {
     return { end, next: end };
 };
 
-/** The base64url alphabet's first characters of a JSON object: `{"`, `{ `, `{\n`, `{\r`, `{\t`. */
-const JWT_PREFIXES = ['eyJ', 'eyA', 'ewo', 'ew0', 'ewk'];
+/**
+ * How base64url writes the start of a JSON object: `{"` is `eyJ`, `{ ` is `eyA`, and `{`
+ * before a newline, a carriage return or a tab is `ewo`, `ew0`, `ewk`.
+ */
+const readJwtOrNot: Reader = (text, at, afterPrefix, scan) => {
+  const c = text.charCodeAt(afterPrefix);
+  if (afterPrefix - at === 2 && c !== 111 && c !== 48 && c !== 107) return { end: -1, next: afterPrefix };
+  return readJwt(text, at, afterPrefix, scan);
+};
 /** A JWT header longer than this is not decoded. */
 const JWT_HEADER_MAX = 2048;
 
@@ -146,19 +154,31 @@ function openAiReader(text: string, at: number, after: number, scan: ScanState):
   return text.startsWith('ant-', after) ? { end: -1, next: after } : openAiToken(text, at, after, scan);
 }
 
+/**
+ * A reader that first checks what follows the shared prefix it was found by: one search for
+ * `gh` serves the five GitHub prefixes, `xox` the five Slack ones, and so on (each search
+ * reads the text once). `rest` are the accepted continuations; the token is read after them.
+ */
+function after(rest: readonly string[], read: Reader): Reader {
+  return (text, at, afterPrefix, scan) => {
+    for (const r of rest) if (text.startsWith(r, afterPrefix)) return read(text, at, afterPrefix + r.length, scan);
+    return { end: -1, next: afterPrefix };
+  };
+}
+
 const FORMATS: readonly Format[] = Object.freeze([
     { kind: 'aws_access_key', prefixes: ['AKIA', 'ASIA'], boundary: true, read: exact(isUpperNum, 16, isAlnum) },
-    { kind: 'github_token', prefixes: ['ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_'], boundary: true, read: exact(isAlnum, 36) },
+    { kind: 'github_token', prefixes: ['gh'], boundary: true, read: after(['p_', 'o_', 'u_', 's_', 'r_'], exact(isAlnum, 36)) },
     { kind: 'github_token', prefixes: ['github_pat_'], boundary: true, read: token(isWord, 50, 255) },
     { kind: 'gitlab_token', prefixes: ['glpat-'], boundary: true, read: trimDots(token(isGitlabChar, 20, 255)) },
-    { kind: 'slack_token', prefixes: ['xoxb-', 'xoxa-', 'xoxp-', 'xoxr-', 'xoxs-'], boundary: true, read: token(isSlackChar, 10, 255) },
+    { kind: 'slack_token', prefixes: ['xox'], boundary: true, read: after(['b-', 'a-', 'p-', 'r-', 's-'], token(isSlackChar, 10, 255)) },
     { kind: 'slack_webhook', prefixes: ['hooks.slack.com/services/'], boundary: false, read: readWebhook },
-    { kind: 'stripe_key', prefixes: ['sk_live_', 'rk_live_', 'sk_test_', 'rk_test_'], boundary: true, read: token(isAlnum, 24, 247) },
+    { kind: 'stripe_key', prefixes: ['sk_', 'rk_'], boundary: true, read: after(['live_', 'test_'], token(isAlnum, 24, 247)) },
     { kind: 'anthropic_key', prefixes: ['sk-ant-'], boundary: true, read: token(isB64Url, 32) },
     { kind: 'openai_key', prefixes: ['sk-'], boundary: true, read: openAiReader },
     { kind: 'google_api_key', prefixes: ['AIza'], boundary: true, read: exact(isB64Url, 35, isB64Url) },
     { kind: 'npm_token', prefixes: ['npm_'], boundary: true, read: exact(isAlnum, 36) },
-    { kind: 'jwt', prefixes: JWT_PREFIXES, boundary: true, read: readJwt },
+    { kind: 'jwt', prefixes: ['eyJ', 'eyA', 'ew'], boundary: true, read: readJwtOrNot },
     { kind: 'private_key', prefixes: ['-----BEGIN '], boundary: false, read: readPem },
 ]);
 
