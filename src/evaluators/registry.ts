@@ -7,6 +7,8 @@ import { fieldIssuesOf, OnErrorSchema, type FieldIssue, type JsonObject, type On
 import { listEvaluator } from './list/index.js';
 import { piiEvaluator } from './pii/index.js';
 import { regexEvaluator } from './regex/index.js';
+import { jsonEvaluator } from './json/index.js';
+import { sqlEvaluator } from './sql/index.js';
 import { secretsEvaluator } from './secrets/index.js';
 import { jsonSchemaCheck, type JsonSchemaCheck } from './json-schema.js';
 import { evaluatorPluginSpecs, loadEvaluatorPlugins } from './load-plugins.js';
@@ -124,9 +126,10 @@ export interface DefaultRegistryOptions {
   extra?: EvaluatorDefinition[];
 }
 
-/** A registry holding the built-in evaluators `regex`, `list`, `pii` and `secrets`. */
+/** A registry holding the built-in evaluators `regex`, `list`, `json`, `sql`, `pii` and `secrets`. */
 export function createDefaultRegistry(options: DefaultRegistryOptions = {}): EvaluatorRegistry {
   const registry = new EvaluatorRegistry().register(regexEvaluator).register(listEvaluator);
+  registry.register(jsonEvaluator).register(sqlEvaluator);
   registry.register(piiEvaluator).register(secretsEvaluator);
   for (const def of options.extra ?? []) registry.register(def);
   return registry;
