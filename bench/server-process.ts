@@ -1,5 +1,7 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { WorkCounts } from './work-counter.js';
+import type { WorkloadName } from './workloads.js';
 
 /** Which server bench/server-child.ts starts. */
 export interface ServerSpec {
@@ -14,6 +16,12 @@ export interface ServerSpec {
   mode?: 'shadow';
   /** OTEL_* variables: tracing on (bench/otel.ts). */
   otel?: Record<string, string>;
+  /** The controls of one of bench/workloads.ts's workloads instead of bench/server.ts's 50. */
+  workload?: WorkloadName;
+  /** Count checks and RE2 calls (bench/work-counter.ts): for counting only, never timed. */
+  countWork?: boolean;
+  /** A PostgreSQL URL to run on instead of a SQLite file. */
+  databaseUrl?: string;
 }
 
 export type ChildRequest = { id: number; op: 'stats' | 'flush' | 'close' };
@@ -28,6 +36,8 @@ export interface ChildStats {
   rows: number;
   /** OpenTelemetry spans dropped (queue full or export failed), with tracing on. */
   spansDropped: number;
+  /** Checks and RE2 calls so far, when the server counts them (`countWork`). */
+  work: WorkCounts | null;
 }
 
 export interface ServerProcess {
