@@ -6,6 +6,8 @@
 import { fieldIssuesOf, OnErrorSchema, type FieldIssue, type JsonObject, type OnError } from '../model/index.js';
 import { listEvaluator } from './list/index.js';
 import { regexEvaluator } from './regex/index.js';
+import { rateEvaluator } from './rate/index.js';
+import { budgetEvaluator } from './budget/index.js';
 import { validateJsonSchema } from './json-schema.js';
 import { evaluatorPluginSpecs, loadEvaluatorPlugins } from './load-plugins.js';
 import { ConfigError, type CompiledCheck, type EvaluatorDefinition, type PartCaches } from './types.js';
@@ -20,6 +22,8 @@ export interface EvaluatorInfo {
 export interface CompiledEvaluator {
   check: CompiledCheck;
   onError: OnError | undefined;
+  /** Why the evaluator needs the server (EvaluatorDefinition.stateful); undefined for most. */
+  stateful: string | undefined;
 }
 
 export type CompileResult = { ok: true; compiled: CompiledEvaluator } | { ok: false; issues: FieldIssue[] };
@@ -69,7 +73,7 @@ export class EvaluatorRegistry {
    * validateConfig that also returns the compiled check when the config is valid. With
    * `parts`, the evaluator may share compiled parts with other controls (see PartCache).
    */
-  compile(name: string, config: unknown, at = 'evaluator', parts?: PartCaches): CompileResult {
+  compile(name: string, config: unknown, at = 'evaluator', parts?: PartCaches, controlId = 0): CompileResult {
     const def = this.#defs.get(name);
     if (!def) {
       const known = this.names().map((n) => `"${n}"`).join(', ');
@@ -98,7 +102,8 @@ export class EvaluatorRegistry {
     }
     if (issues.length > 0) return { ok: false, issues };
     try {
-      return { ok: true, compiled: { check: def.compile(rest, parts?.forEvaluator(def.name)), onError } };
+      const check = def.compile(rest, parts?.forEvaluator(def.name), { controlId, at });
+      return { ok: true, compiled: { check, onError, stateful: def.stateful } };
     } catch (err) {
       if (err instanceof ConfigError) {
         const field = err.field === '' ? configPath : `${configPath}.${err.field}`;
@@ -115,9 +120,10 @@ export interface DefaultRegistryOptions {
   extra?: EvaluatorDefinition[];
 }
 
-/** A registry holding the built-in evaluators `regex` and `list`. */
+/** A registry holding the built-in evaluators `regex`, `list`, `rate` and `budget`. */
 export function createDefaultRegistry(options: DefaultRegistryOptions = {}): EvaluatorRegistry {
   const registry = new EvaluatorRegistry().register(regexEvaluator).register(listEvaluator);
+  registry.register(rateEvaluator).register(budgetEvaluator);
   for (const def of options.extra ?? []) registry.register(def);
   return registry;
 }

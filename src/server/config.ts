@@ -30,6 +30,10 @@ export interface ServerConfig {
   readonly watchDir: string | null;
   /** Replicas compare the store revision this often, a fallback for lost change notifications (GUARD_SYNC_INTERVAL_MS). */
   readonly syncIntervalMs: number;
+  /** Keys rate and budget controls count at most (GUARD_COUNTER_MAX_KEYS): memory and table size stay bounded. */
+  readonly counterMaxKeys: number;
+  /** Longest wait for PostgreSQL to count a step before it is an evaluator error (GUARD_COUNTER_TIMEOUT_MS). */
+  readonly counterTimeoutMs: number;
   /** Step recording for `plan --replay` (docs/testing.md): GUARD_RECORD_STEPS, off by default. */
   readonly recordSteps: boolean;
   /** Share of evaluated steps recorded, 0..1 (GUARD_RECORD_SAMPLE_RATE). */
@@ -93,6 +97,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<ServerConf
     metricsMaxLabelValues: int(env, 'GUARD_METRICS_MAX_LABEL_VALUES', 1000, 1, 1_000_000),
     watchDir: null,
     syncIntervalMs: int(env, 'GUARD_SYNC_INTERVAL_MS', 2000, 10, 3_600_000),
+    counterMaxKeys: int(env, 'GUARD_COUNTER_MAX_KEYS', 100_000, 1, 100_000_000),
+    counterTimeoutMs: int(env, 'GUARD_COUNTER_TIMEOUT_MS', 2000, 10, 60_000),
     recordSteps: bool(env, 'GUARD_RECORD_STEPS', false),
     recordSampleRate: fraction(env, 'GUARD_RECORD_SAMPLE_RATE', 1),
     recordMaxStepBytes: int(env, 'GUARD_RECORD_MAX_STEP_BYTES', 16_384, 64, 64 * 1024 * 1024),

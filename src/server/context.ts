@@ -8,6 +8,7 @@ import type { StepRecorder } from '../recording/recorder.js';
 import type { Store } from '../store/types.js';
 import type { ServerConfig } from './config.js';
 import type { ControlSetCache } from './control-sets.js';
+import type { ServerCounters } from './counters.js';
 import { invalid, notFound } from './problem.js';
 
 /** What every route plugin receives: the app's own parts, never globals. */
@@ -17,6 +18,8 @@ export interface ServerContext {
   registry: EvaluatorRegistry;
   controlSets: ControlSetCache<CompiledControlSet>;
   observability: Observability | undefined;
+  /** Where rate and budget controls count (counters.ts). */
+  counters: ServerCounters;
   /** Records evaluated steps for replay; absent when GUARD_RECORD_STEPS is off. */
   recorder?: StepRecorder | null;
   /** Who a write request is, for history and audit (auth.ts createActorOf). */

@@ -17,7 +17,7 @@ import { AnswerWriter } from '../result-json.js';
  * result (200), not an error.
  */
 export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) => {
-  const { controlSets, observability, config } = ctx;
+  const { controlSets, observability, config, counters } = ctx;
   // This app's memos of the hot path: the answer writer's, and the last agent name checked.
   const answers = new AnswerWriter();
   const validAgentName = agentNameChecker();
@@ -33,7 +33,8 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
   app.post('/evaluation', { config: { access: 'read' }, schema, attachValidation: true }, async (request, reply) => {
     const body = requestOf(request.body, request.validationError === undefined, validAgentName);
     const set = controlSets.peek(body.agent_name) ?? (await controlSets.get(body.agent_name));
-    const pending = evaluateStep(set, body.step, body.stage, options);
+    // Only sets with rate or budget controls need the agent and the counters.
+    const pending = evaluateStep(set, body.step, body.stage, set.counting ? { ...options, agentName: body.agent_name, counters } : options);
     const outcome: EvaluationOutcome = pending instanceof Promise ? await pending : pending;
     if (observability) {
       // Recording must never fail or slow the answer; it is synchronous and buffered.

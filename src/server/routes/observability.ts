@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { fieldIssuesOf, normaliseAgentName } from '../../model/index.js';
-import type { Observability, ObservabilityConfig } from '../../observability/index.js';
+import { counterUseOf, type CounterUse, type CounterUseSource, type Observability, type ObservabilityConfig } from '../../observability/index.js';
 import {
   EventQueryBodySchema,
   IngestBodySchema,
@@ -17,6 +17,9 @@ export interface ObservabilityRoutesOptions {
   observability: Observability;
   store: EventStore & Pick<Store, 'getControl'>;
   config: ObservabilityConfig;
+  /** Rate and budget counters: their current use is part of the stats. */
+  counters?: CounterUseSource;
+  controlName?: (controlId: number) => Promise<string | undefined>;
 }
 
 interface StatsTotals {
@@ -48,6 +51,16 @@ function totalsOf(rows: readonly ControlStatsRow[]): StatsTotals {
  */
 export const observabilityRoutes: FastifyPluginAsync<ObservabilityRoutesOptions> = async (app, opts) => {
   const { observability, store } = opts;
+  /** The counters' current use (most used first), or null when they cannot be read (database away). */
+  const counterUse = async (filter: { control_id?: number } = {}): Promise<CounterUse[] | null> => {
+    if (!opts.counters || !opts.controlName) return [];
+    try {
+      return await counterUseOf(opts.counters, opts.controlName, filter);
+    } catch (error) {
+      app.log.warn({ err: error }, 'reading rate and budget counters failed');
+      return null;
+    }
+  };
 
   // Live streams never end on their own; end them before the server waits for its sockets.
   app.addHook('preClose', (done) => {
@@ -81,7 +94,7 @@ export const observabilityRoutes: FastifyPluginAsync<ObservabilityRoutesOptions>
     const agent_name = parsed.data.agent_name === undefined ? null : normaliseAgentName(parsed.data.agent_name);
     const since = new Date(Date.now() - timeRangeMs(time_range)).toISOString();
     const controls = await store.controlStats({ since, ...(agent_name === null ? {} : { agent_name }) });
-    return { agent_name, time_range, totals: totalsOf(controls), controls };
+    return { agent_name, time_range, totals: totalsOf(controls), controls, counters: await counterUse() };
   });
 
   app.get('/observability/stats/controls/:control_id', { config: { access: 'read' } }, async (request, reply) => {
@@ -97,7 +110,7 @@ export const observabilityRoutes: FastifyPluginAsync<ObservabilityRoutesOptions>
     const since = new Date(Date.now() - timeRangeMs(time_range)).toISOString();
     const rows = await store.controlStats({ since, control_id, ...(agent_name === null ? {} : { agent_name }) });
     const stats = rows.find((r) => r.control_id === control_id) ?? emptyStatsRow(control_id, control.name);
-    return { control_id, control_name: control.name, agent_name, time_range, stats };
+    return { control_id, control_name: control.name, agent_name, time_range, stats, counters: await counterUse({ control_id }) };
   });
 
   app.get('/observability/events/stream', { config: { access: 'read' } }, async (request, reply) => {
