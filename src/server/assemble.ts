@@ -65,7 +65,11 @@ export function eventWriterPathOf(config: Pick<ServerConfig, 'databaseUrl' | 'ob
  * was built and rethrows; an invalid watched directory throws its diagnostics.
  */
 export async function assembleServer(config: ServerConfig, options: AssembleOptions = {}): Promise<AssembledServer> {
-  const store = options.store ?? (await openStore(config.databaseUrl, options.storeOptions));
+  const storeOptions = {
+    ...options.storeOptions,
+    postgres: { counterTimeoutMs: config.counterTimeoutMs, ...options.storeOptions?.postgres },
+  };
+  const store = options.store ?? (await openStore(config.databaseUrl, storeOptions));
   let app: FastifyInstance | undefined;
   let observability: Observability | undefined;
   let hotReload: HotReload | undefined;

@@ -35,7 +35,7 @@ function clock(start = Date.UTC(2026, 0, 1, 12, 0, 0)) {
 function run(set: ReturnType<typeof compileControls>, counters: MemoryCounters, input: unknown = {}, agentName = 'bot', context?: Record<string, unknown>) {
   const out = evaluateStep(set, toolStep('search', input, context ? { context } : {}), 'pre', { agentName, counters });
   if (out instanceof Promise) throw new Error('memory counters answer synchronously');
-  return (out as EvaluationOutcome).result;
+  return (out).result;
 }
 
 describe('rate', () => {

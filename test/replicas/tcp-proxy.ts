@@ -8,6 +8,9 @@ import net from 'node:net';
 export interface TcpProxy {
   readonly port: number;
   cut(): Promise<void>;
+  /** The database stops answering: connections stay open, nothing passes (new ones wait too), until `thaw()`. */
+  freeze(): void;
+  thaw(): void;
   restore(): Promise<void>;
   close(): Promise<void>;
 }
@@ -19,12 +22,29 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     socket.on('close', () => sockets.delete(socket));
     socket.on('error', () => socket.destroy());
   };
+  let frozen = false;
+  const waiting: net.Socket[] = [];
+  const held: Array<() => void> = [];
   const onConnection = (client: net.Socket) => {
     track(client);
+    if (frozen) {
+      client.pause();
+      waiting.push(client);
+      return;
+    }
+    forward(client);
+  };
+  const forward = (client: net.Socket) => {
     const upstream = net.connect(target.port, target.host);
     track(upstream);
-    client.pipe(upstream);
-    upstream.pipe(client);
+    // Bytes are passed by hand rather than piped, so that a frozen proxy holds them.
+    const pass = (from: net.Socket, to: net.Socket) =>
+      from.on('data', (chunk: Buffer) => {
+        if (frozen) held.push(() => to.write(chunk));
+        else to.write(chunk);
+      });
+    pass(client, upstream);
+    pass(upstream, client);
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
   };
@@ -47,6 +67,17 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   return {
     port,
     cut: stop,
+    freeze() {
+      frozen = true;
+    },
+    thaw() {
+      frozen = false;
+      for (const write of held.splice(0)) write();
+      for (const client of waiting.splice(0)) {
+        client.resume();
+        if (!client.destroyed) forward(client);
+      }
+    },
     async restore() {
       if (server.listening) return;
       server = net.createServer(onConnection);
