@@ -17,6 +17,7 @@ const modules: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
   () => import('./postgres.js'),
   () => import('./replay.js'),
   () => import('./shadow.js'),
+  () => import('./budgets.js'),
 ];
 
 async function main(): Promise<void> {

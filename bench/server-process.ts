@@ -12,6 +12,12 @@ export interface ServerSpec {
   sampleRate?: number;
   /** The benchmark controls in shadow mode (bench/shadow.ts); enforced by default. */
   mode?: 'shadow';
+  /** Also a `rate` control in scope for the step with this limit (bench/budgets.ts). */
+  rateLimit?: number;
+  /** A PostgreSQL URL instead of a fresh SQLite file; the caller gives each server its own schema or seeds once (`seed: false`). */
+  databaseUrl?: string;
+  /** false: the database is seeded already (a second replica on the same schema). */
+  seed?: boolean;
 }
 
 export type ChildRequest = { id: number; op: 'stats' | 'flush' | 'close' };
