@@ -10,6 +10,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { UserError } from '../errors.js';
 import type { EvaluatorDefinition, PluginContext } from './types.js';
+import { compileJsonSchema } from './json-schema.js';
 
 export type { PluginContext } from './types.js';
 
@@ -138,6 +139,8 @@ function problemOf(def: unknown): string | null {
     return `${label} needs a "configSchema" object (JSON Schema of its config)`;
   }
   if ((schema as Record<string, unknown>).type !== 'object') return `${label}: configSchema.type must be "object"`;
+  const compiled = compileJsonSchema(schema);
+  if (typeof compiled === 'string') return `${label}: configSchema is ${compiled}`;
   if (typeof d.compile !== 'function') return `${label} needs a "compile(config)" function`;
   if (d.zodSchema !== undefined && typeof (d.zodSchema as { safeParse?: unknown }).safeParse !== 'function') {
     return `${label}: zodSchema, when given, must be a zod schema`;

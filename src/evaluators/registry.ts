@@ -8,7 +8,7 @@ import { listEvaluator } from './list/index.js';
 import { regexEvaluator } from './regex/index.js';
 import { rateEvaluator } from './rate/index.js';
 import { budgetEvaluator } from './budget/index.js';
-import { validateJsonSchema } from './json-schema.js';
+import { jsonSchemaCheck, type JsonSchemaCheck } from './json-schema.js';
 import { evaluatorPluginSpecs, loadEvaluatorPlugins } from './load-plugins.js';
 import { ConfigError, type CompiledCheck, type EvaluatorDefinition, type PartCaches } from './types.js';
 
@@ -30,6 +30,8 @@ export type CompileResult = { ok: true; compiled: CompiledEvaluator } | { ok: fa
 
 export class EvaluatorRegistry {
   readonly #defs = new Map<string, EvaluatorDefinition>();
+  /** Plugins' config schemas, compiled with ajv on first use (built-ins check with zod). */
+  readonly #schemaChecks = new Map<string, JsonSchemaCheck>();
 
   /** Adds an evaluator; a second evaluator with a taken name is a mistake, not an override. */
   register(def: EvaluatorDefinition): this {
@@ -98,7 +100,12 @@ export class EvaluatorRegistry {
       const parsed = def.zodSchema.safeParse(rest);
       if (!parsed.success) issues.push(...fieldIssuesOf(parsed.error, [configPath]));
     } else {
-      issues.push(...validateJsonSchema(rest, def.configSchema, configPath));
+      let schemaCheck = this.#schemaChecks.get(def.name);
+      if (schemaCheck === undefined) {
+        schemaCheck = jsonSchemaCheck(def.configSchema);
+        this.#schemaChecks.set(def.name, schemaCheck);
+      }
+      issues.push(...schemaCheck(rest, configPath));
     }
     if (issues.length > 0) return { ok: false, issues };
     try {

@@ -126,6 +126,38 @@ describe('guardctl gitops, end to end', () => {
     expect((await cli(['plan', 'controls', '--detailed-exitcode'], at())).code).toBe(0);
   });
 
+  it("refuses a saved plan after a control's data (not only enabled) changed by PUT: the fingerprint covers the data", { timeout: 60_000 }, async () => {
+    const file = join(controls, 'secrets.yaml');
+    writeFileSync(file, readFileSync(file, 'utf8').replace('description: Stop outputs', 'description: Halt outputs'));
+    expect((await cli(['plan', 'controls', '--out', 'plan.json'], at())).code).toBe(0);
+    const list = (await (await fetch(`${server.url}/api/v1/controls?limit=100`)).json()) as {
+      controls: Array<{ control_id: number; name: string; enabled: boolean }>;
+    };
+    const target = list.controls.find((c) => c.name === 'block-destructive-sql')!;
+    const { data } = (await (await fetch(`${server.url}/api/v1/controls/${target.control_id}/data`)).json()) as {
+      data: { evaluator: { config: { pattern: string } } };
+    };
+    // Only the pattern changes: enabled, name, owner and links stay as they were.
+    data.evaluator.config.pattern = `${data.evaluator.config.pattern}|\\bvacuum\\s+full\\b`;
+    const put = await fetch(`${server.url}/api/v1/controls/${target.control_id}/data`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ data }),
+    });
+    expect(put.status).toBe(200);
+    const after = (await (await fetch(`${server.url}/api/v1/controls?limit=100`)).json()) as typeof list;
+    expect(after.controls.find((c) => c.name === 'block-destructive-sql')!.enabled).toBe(target.enabled);
+
+    const refused = await cli(['apply', 'plan.json'], at());
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('the server changed since the plan');
+
+    // A new plan puts the file's pattern back.
+    expect((await cli(['plan', 'controls', '--out', 'plan.json'], at())).code).toBe(0);
+    expect((await cli(['apply', 'plan.json'], at())).code).toBe(0);
+    expect((await cli(['plan', 'controls', '--detailed-exitcode'], at())).code).toBe(0);
+  });
+
   it('the owner trap: a plan apply would refuse exits 1 and says why in every format; its command adopts the controls', { timeout: 120_000 }, async () => {
     const own = await startServer({});
     const trap = join(work, 'trap');

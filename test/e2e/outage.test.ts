@@ -4,7 +4,7 @@
  * restore, writes succeed, health is healthy and a write made meanwhile shows up.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { createSchema, dropSchemas, pgRequired, pgTarget, pgUnreachable, schemaUrl, skipReasonOf } from '../replicas/pg.js';
+import { createSchema, dropSchemas, pgRequired, pgTarget, pgSuiteTitle, pgUnreachable, schemaUrl, skipReasonOf } from '../replicas/pg.js';
 import { denyDrop, dropStep, until } from '../replicas/pg-app.js';
 import { send, startServeProcess, type ServeProcess } from './serve-process.js';
 import { startTcpProxy, type TcpProxy } from '../replicas/tcp-proxy.js';
@@ -21,7 +21,7 @@ afterAll(async () => {
   if (!unreachable) await dropSchemas(schemas);
 });
 
-describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(unreachable) : 'database outage (server process)', () => {
+describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('database outage (server process)', unreachable), () => {
   it('keeps evaluating, refuses writes, reports degraded, and recovers by itself', async () => {
     const schema = await createSchema(schemas);
     proxy = await startTcpProxy(pgTarget());

@@ -49,7 +49,7 @@ describe('@guardctl/sdk installed alone', () => {
     expect(installed).not.toContain('ai');
     expect(existsSync(join(project, 'node_modules/@langchain'))).toBe(false);
     expect(existsSync(join(project, 'node_modules/@modelcontextprotocol'))).toBe(false);
-    expect(installed).toEqual(expect.arrayContaining(['@guardctl', 'zod', 're2']));
+    expect(installed).toEqual(expect.arrayContaining(['@guardctl', 'zod', 're2', 'ajv', 'ajv-formats']));
   });
 
   it('loads the SDK with only its declared dependencies', async () => {

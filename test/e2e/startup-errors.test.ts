@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pgRequired, pgUnreachable, pgUrl, skipReasonOf } from '../replicas/pg.js';
+import { pgRequired, pgSuiteTitle, pgUnreachable, pgUrl, skipReasonOf } from '../replicas/pg.js';
 import { runCli } from './run-cli.js';
 import { requireBuiltBinary, startServeProcess } from './serve-process.js';
 
@@ -119,7 +119,8 @@ describe('guardctl serve start-up mistakes (built binary)', () => {
 });
 
 const unreachable = await pgUnreachable();
-describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(unreachable) : 'start-up mistakes with PostgreSQL', () => {
+if (unreachable && !pgRequired) console.warn(skipReasonOf(unreachable));
+describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('start-up mistakes with PostgreSQL', unreachable), () => {
   it('a database that does not exist on a running PostgreSQL', async () => {
     const url = new URL(pgUrl);
     url.pathname = '/no_such_guardctl_database';

@@ -67,6 +67,8 @@ describe('loadEvaluatorPlugins', () => {
     ['missing compile', `export default [{ name: 'a.b', description: 'd', configSchema: { type: 'object' } }];`, /"a\.b" needs a "compile\(config\)" function/],
     ['missing description', `export default [{ name: 'a.b', configSchema: { type: 'object' }, compile() {} }];`, /needs a "description"/],
     ['schema not an object schema', `export default [{ name: 'a.b', description: 'd', configSchema: { type: 'string' }, compile() {} }];`, /configSchema.type must be "object"/],
+    ['schema with a typo keyword', `export default [{ name: 'a.b', description: 'd', configSchema: { type: 'object', properties: { n: { type: 'integer', maximun: 3 } } }, compile() {} }];`, /"a\.b": configSchema is not a valid JSON Schema: .*maximun/],
+    ['schema pattern RE2 refuses', `export default [{ name: 'a.b', description: 'd', configSchema: { type: 'object', properties: { n: { type: 'string', pattern: '(a)\\\\1' } } }, compile() {} }];`, /"a\.b": configSchema is not a valid JSON Schema: .*invalid regular expression/],
     ['bad name', `export default [{ name: 'has space', description: 'd', configSchema: { type: 'object' }, compile() {} }];`, /needs a "name"/],
     ['name taken', `export default [{ name: 'regex', description: 'd', configSchema: { type: 'object' }, compile() {} }];`, /"regex" is already registered/],
     ['not an array', `export default 42;`, /must be an array/],

@@ -83,10 +83,40 @@ describe('EvaluatorRegistry', () => {
     if (result.ok) expect(result.compiled.onError).toBe('allow');
   });
 
-  it('checks built-in JSON Schemas with the subset validator the same way as zod', () => {
+  it('checks built-in JSON Schemas with ajv the same way as zod', () => {
     const registry = createDefaultRegistry();
     const schema = registry.get('list')!.configSchema;
     expect(validateJsonSchema({ values: ['a'], logic: 'all' }, schema, 'c')).toEqual([]);
     expect(validateJsonSchema({ values: [], logic: 'some' }, schema, 'c').map((i) => i.field)).toEqual(['c.values', 'c.logic']);
+  });
+
+  it('validates plugin configs with full JSON Schema: formats, patterns (RE2), nested paths', () => {
+    const registry = new EvaluatorRegistry().register({
+      name: 'acme.hook',
+      description: 'd',
+      configSchema: {
+        type: 'object',
+        properties: {
+          url: { type: 'string', format: 'uri' },
+          tags: { type: 'array', items: { type: 'string', pattern: '^[a-z]+$' } },
+          limits: { type: 'object', properties: { max: { type: 'integer', maximum: 10 } }, additionalProperties: false },
+        },
+        required: ['url'],
+        additionalProperties: false,
+      },
+      compile: () => () => ({ matched: false, confidence: 1 }),
+    });
+    expect(registry.validateConfig('acme.hook', { url: 'https://a.example/x', tags: ['ok'] })).toEqual([]);
+    const issues = registry.validateConfig('acme.hook', { url: 'not a uri', tags: ['ok', 'NO'], limits: { max: 11, mx: 1 }, extra: 1 });
+    const byField = Object.fromEntries(issues.map((i) => [i.field, i.code]));
+    expect(byField).toEqual({
+      'evaluator.config.url': 'invalid_value',
+      'evaluator.config.tags[1]': 'invalid_value',
+      'evaluator.config.limits.mx': 'unknown_field',
+      'evaluator.config.limits.max': 'too_big',
+      'evaluator.config.extra': 'unknown_field',
+    });
+    expect(issues.find((i) => i.field === 'evaluator.config.limits.max')?.message).toBe('must be <= 10');
+    expect(registry.validateConfig('acme.hook', {})).toEqual([{ field: 'evaluator.config.url', code: 'invalid_type', message: 'url is required' }]);
   });
 });

@@ -189,6 +189,20 @@ controls: [uses-plugin]
     await client.initAgent({ agent_name: 'someone' });
     expect(fingerprintOf(await fetchActualState(client))).not.toBe(before);
   });
+
+  it("changes the fingerprint when a control's data changes by PUT, enabled and everything else unchanged", async () => {
+    const data = {
+      selector: { path: 'input.query' },
+      evaluator: { name: 'regex', config: { pattern: '(?i)drop\\s+table' } },
+      action: { decision: 'deny' as const },
+    };
+    const { control_id } = await client.createControl({ name: 'no-drop', data });
+    const before = await fetchActualState(client);
+    await client.putControlData(control_id, { ...data, evaluator: { name: 'regex', config: { pattern: '(?i)truncate\\s+table' } } });
+    const after = await fetchActualState(client);
+    expect(after.controls.map((c) => [c.name, c.enabled, c.managed_by])).toEqual(before.controls.map((c) => [c.name, c.enabled, c.managed_by]));
+    expect(fingerprintOf(after)).not.toBe(fingerprintOf(before));
+  });
 });
 
 /** `count` controls in one file and one agent linked to the first `links` of them. */

@@ -3,35 +3,20 @@
  * each PostgreSQL run in its own schema.
  */
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { NewRecordedStep, Store } from '../../src/store/types.js';
+import { dropSchemas, pgRequired, pgSuiteTitle, pgUnreachable, pgUrl, skipReasonOf } from '../replicas/pg.js';
 
-const url = process.env.GUARD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const required = process.env.GUARD_REQUIRE_PG === '1';
 const schemas: string[] = [];
-
-async function pgReachable(): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
-  try {
-    await client.connect();
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-const hasPg = required || (await pgReachable());
+// Unreachable and not required: the PostgreSQL contract is skipped, with the reason shown.
+const unreachable = await pgUnreachable();
+if (unreachable && !pgRequired) console.warn(skipReasonOf(unreachable));
+const hasPg = unreachable === null || pgRequired;
 
 afterAll(async () => {
-  if (!hasPg || schemas.length === 0) return;
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await client.end();
+  if (unreachable === null) await dropSchemas(schemas);
 });
 
 const row = (i: number, overrides: Partial<NewRecordedStep> = {}): NewRecordedStep => ({
@@ -76,10 +61,10 @@ function contract(name: string, open: () => Promise<Store>) {
 }
 
 contract('sqlite :memory:', async () => new SqliteStore(':memory:'));
-if (hasPg) {
+describe.skipIf(!hasPg)(pgSuiteTitle('PostgreSQL', unreachable), () => {
   contract('postgres', async () => {
     const schema = `guard_rec_${randomBytes(6).toString('hex')}`;
     schemas.push(schema);
-    return PostgresStore.open(url, { schema });
+    return PostgresStore.open(pgUrl, { schema });
   });
-}
+});

@@ -78,6 +78,31 @@ describe('reloader (no watcher: reloadNow called directly)', () => {
     expect(cache.peek('bot')).toBe(set);
     expect(reloader.status()).toMatchObject({ state: 'error', reloads: { success: 1, failure: 1 } });
   });
+
+  it('the "unchanged" shortcut does not ignore the error state: restoring exactly the last good file after a bad edit returns status to ok', async () => {
+    const good = `${sqlControl('c1', 'drop')}---\n${agentDoc('bot', ['c1'])}`;
+    const { dir, store, registry, cache } = await setup({ 'a.yaml': good });
+    const notices: string[] = [];
+    const observability = { publishReload: (n: { result: string }) => void notices.push(n.result) };
+    const reloader = createReloader({ dir, store, controlSets: cache, registry, observability });
+    const first = await reloader.reloadNow();
+    writeIn(dir, 'a.yaml', sqlControl('c1', '(unclosed'));
+    expect((await reloader.reloadNow()).result).toBe('failure');
+    expect(reloader.status().state).toBe('error');
+    const revision = await store.revision();
+
+    // The store already holds this file's controls: nothing to write, the same revision as
+    // last applied. It is still a recovery, not "unchanged".
+    writeIn(dir, 'a.yaml', good);
+    const restored = await reloader.reloadNow();
+    expect(restored).toMatchObject({ result: 'success', revision: first.revision, operations: 0 });
+    expect(reloader.status()).toMatchObject({ state: 'ok', errors: [], last_good_revision: first.revision, reloads: { success: 2, failure: 1 } });
+    expect(notices).toEqual(['success', 'failure', 'success']);
+    expect(await store.revision()).toBe(revision);
+
+    // From ok, the same file again is the shortcut's case.
+    expect((await reloader.reloadNow()).result).toBe('unchanged');
+  });
 });
 
 describe('reloader logs', () => {

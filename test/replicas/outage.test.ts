@@ -5,7 +5,7 @@
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { HealthMonitor } from '../../src/server/health.js';
-import { createSchema, dropSchemas, pgRequired, pgTarget, pgUnreachable, schemaUrl, skipReasonOf } from './pg.js';
+import { createSchema, dropSchemas, pgRequired, pgTarget, pgSuiteTitle, pgUnreachable, schemaUrl, skipReasonOf } from './pg.js';
 import { denyDrop, dropStep, startPgApp, until, type PgApp } from './pg-app.js';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 
@@ -21,7 +21,7 @@ afterAll(async () => {
   if (!unreachable) await dropSchemas(schemas);
 });
 
-describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(unreachable) : 'database outage', () => {
+describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('database outage', unreachable), () => {
   async function setup(): Promise<{ proxy: TcpProxy; app: PgApp; direct: PgApp }> {
     const schema = await createSchema(schemas);
     const proxy = await startTcpProxy(pgTarget());

@@ -28,6 +28,15 @@ export function skipReasonOf(unreachable: string | null): string {
   return `PostgreSQL tests skipped: ${pgUrl} is unreachable (${unreachable}); set GUARD_TEST_PG_URL, or GUARD_REQUIRE_PG=1 to fail instead`;
 }
 
+/**
+ * The title of a suite that needs PostgreSQL: the skip reason when it is skipped (unreachable
+ * and not required), else `title`. With GUARD_REQUIRE_PG=1 an unreachable database makes the
+ * suite run and fail, under its own title rather than one saying it was skipped.
+ */
+export function pgSuiteTitle(title: string, unreachable: string | null): string {
+  return unreachable !== null && !pgRequired ? skipReasonOf(unreachable) : title;
+}
+
 /** Creates a fresh schema and returns its name; `dropSchemas` removes them all. */
 export async function createSchema(created: string[]): Promise<string> {
   const schema = `guard_rep_${randomBytes(6).toString('hex')}`;

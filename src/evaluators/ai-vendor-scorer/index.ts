@@ -12,10 +12,30 @@
  * listed (GUARD_AI_VENDOR_ALLOWED_URLS), and anything else is refused when the control is
  * validated. Redirects are not followed.
  */
+import { z } from 'zod';
 import { ConfigError, type EvaluatorDefinition, type EvaluatorOutcome, type PluginContext } from '../types.js';
 import { textOf } from '../text.js';
 
-export type ScoreOperator = 'gt' | 'gte' | 'lt' | 'lte' | 'eq';
+export const AiVendorScorerConfigSchema = z.strictObject({
+  metric: z.string().min(1).describe('Metric name, for example toxicity'),
+  operator: z.enum(['gt', 'gte', 'lt', 'lte', 'eq']).describe('How the score compares to target_value'),
+  target_value: z.number(),
+  url: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('One of the scoring endpoints the server allows (GUARD_AI_VENDOR_ALLOWED_URLS); default GUARD_AI_VENDOR_URL'),
+  timeout_ms: z.number().int().min(1).max(60000).optional().describe('Default 5000, or what the server sets'),
+});
+export type AiVendorScorerConfig = z.infer<typeof AiVendorScorerConfigSchema>;
+export type ScoreOperator = AiVendorScorerConfig['operator'];
+
+export const AI_VENDOR_SCORER_NAME = 'ai_vendor.scorer';
+export const AI_VENDOR_SCORER_DESCRIPTION =
+  'Sends the selected text to an AI scoring service and matches when the returned score ' +
+  'compares to target_value with operator (gt, gte, lt, lte, eq).';
+/** The config's JSON Schema: the same whether or not the plugin is enabled (`guardctl schema` shows it). */
+export const AI_VENDOR_SCORER_CONFIG_SCHEMA = z.toJSONSchema(AiVendorScorerConfigSchema, { io: 'input' });
 
 export interface AiVendorScorerOptions {
   apiKey: string;
@@ -43,32 +63,14 @@ export function createAiVendorScorer(options: AiVendorScorerOptions): EvaluatorD
   const allowed = new Set((options.allowedUrls ?? []).map((u) => endpointOf(u, 'GUARD_AI_VENDOR_ALLOWED_URLS')));
   if (serverUrl !== undefined) allowed.add(serverUrl);
   return {
-    name: 'ai_vendor.scorer',
-    description:
-      'Sends the selected text to an AI scoring service and matches when the returned score ' +
-      'compares to target_value with operator (gt, gte, lt, lte, eq).',
-    configSchema: {
-      type: 'object',
-      properties: {
-        metric: { type: 'string', minLength: 1, description: 'Metric name, for example toxicity' },
-        operator: { type: 'string', enum: ['gt', 'gte', 'lt', 'lte', 'eq'] },
-        target_value: { type: 'number' },
-        url: {
-          type: 'string',
-          minLength: 1,
-          description: 'One of the scoring endpoints the server allows (GUARD_AI_VENDOR_ALLOWED_URLS); default GUARD_AI_VENDOR_URL',
-        },
-        timeout_ms: { type: 'integer', minimum: 1, maximum: 60000, description: `Default ${defaultTimeout}` },
-      },
-      required: ['metric', 'operator', 'target_value'],
-      additionalProperties: false,
-    },
+    name: AI_VENDOR_SCORER_NAME,
+    description: AI_VENDOR_SCORER_DESCRIPTION,
+    configSchema: AI_VENDOR_SCORER_CONFIG_SCHEMA,
+    zodSchema: AiVendorScorerConfigSchema,
     compile(config) {
-      const metric = config.metric as string;
-      const operator = config.operator as ScoreOperator;
-      const target = config.target_value as number;
-      const timeoutMs = (config.timeout_ms as number | undefined) ?? defaultTimeout;
-      const url = endpointFor(config.url as string | undefined, serverUrl, allowed);
+      const { metric, operator, target_value: target, timeout_ms, url: configUrl } = AiVendorScorerConfigSchema.parse(config);
+      const timeoutMs = timeout_ms ?? defaultTimeout;
+      const url = endpointFor(configUrl, serverUrl, allowed);
       const compare = OPERATORS[operator];
       const headers = { 'content-type': 'application/json', authorization: `Bearer ${options.apiKey}` };
 
