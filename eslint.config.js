@@ -34,7 +34,7 @@ const pureByHeader = readdirSync(join(import.meta.dirname, 'src'), { recursive: 
 const floors = [
   ['model', 'errors.ts', 'version.ts'],
   ['evaluators', 'store', 'client'],
-  ['engine', 'recording'],
+  ['engine', 'recording', 'tracing'],
   ['observability', 'gitops', 'sdk'],
   ['reload', 'testing', 'adapters'],
   ['replay', 'server'],

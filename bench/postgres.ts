@@ -159,7 +159,7 @@ async function propagation(url: string): Promise<BenchRow[]> {
     });
     const id = (JSON.parse(created.body) as { control_id: number }).control_id;
     await a.inject({ method: 'POST', url: '/api/v1/agents/initAgent', payload: { agent_name: 'prop-bot' } });
-    await a.inject({ method: 'POST', url: `/api/v1/agents/prop-bot/controls/${id}` });
+    await a.inject({ method: 'POST', url: `/api/v1/agents/prop-bot/controls/${id}`, headers: { 'content-type': 'application/json' } });
     const times: number[] = [];
     let enabled = true;
     while ((await decisionOf(b)) !== 'deny') await new Promise((r) => setTimeout(r, 5));

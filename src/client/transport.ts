@@ -73,7 +73,8 @@ export class Transport {
   async request<S extends z.ZodType>(spec: RequestSpec<S>): Promise<z.infer<S>> {
     const url = this.url(spec.path, spec.query);
     const headers: Record<string, string> = { accept: 'application/json', ...this.#headers, ...spec.headers };
-    if (spec.body !== undefined) headers['content-type'] = 'application/json';
+    // Every write says JSON, body or not: the server refuses writes that do not (415).
+    if (spec.body !== undefined || spec.method !== 'GET') headers['content-type'] = 'application/json';
     if (this.#apiKey) headers['x-api-key'] = this.#apiKey;
     // One signal bounds the whole exchange: connecting, headers and reading the body.
     const signal = AbortSignal.timeout(this.timeoutMs);

@@ -42,10 +42,18 @@ export function createExampleTaker(redactRules: readonly string[] = []): Example
 
 /** The step as an example: what the control read masked, redacted, strings cut. PURE. */
 export function exampleOf(step: Step, selectorPaths: readonly string[], redactor: Redactor): string | null {
-  let masked: unknown = { type: step.type, name: step.name, input: step.input, output: step.output, context: step.context };
-  for (const path of selectorPaths) masked = maskPath(masked as Record<string, unknown>, path);
-  const text = JSON.stringify(cutStrings(redactor.redact(masked)));
+  const text = JSON.stringify(cutStrings(redactor.redact(maskSelected(step, selectorPaths))));
   return text.length > MAX_EXAMPLE_BYTES ? null : text;
+}
+
+/**
+ * A copy of the step with the value at each selector path replaced by MATCHED_VALUE (the
+ * whole step, when a path selects it all). The step itself is untouched. PURE.
+ */
+export function maskSelected(step: Step, selectorPaths: readonly string[]): Record<string, unknown> | string {
+  let masked: Record<string, unknown> | string = { type: step.type, name: step.name, input: step.input, output: step.output, context: step.context };
+  for (const path of selectorPaths) masked = maskPath(masked, path);
+  return masked;
 }
 
 /** A copy of `step` with the value at `path` replaced by MATCHED_VALUE (the original is untouched). */

@@ -14,6 +14,11 @@ export type { DirectoryWatcher, WatchOptions } from './watch.js';
 export { planReload, watchLabel } from './plan-reload.js';
 export { readStoreState } from './store-state.js';
 
+/** How long the directory must read the same before a reload uses it (docs/hot-reload.md). */
+export const DEFAULT_SETTLE_MS = 75;
+/** How long a planned removal waits to be planned again before it is applied (docs/hot-reload.md). */
+export const DEFAULT_CONFIRM_REMOVALS_MS = 1000;
+
 /** What the status route reads; null while nothing is watched. */
 export interface ReloadStatusSource {
   status(): ReloadStatus | null;
@@ -52,6 +57,8 @@ export async function startHotReload(deps: ReloaderDeps & { watch?: WatchOptions
   let live = false;
   const reloader = createReloader({
     ...deps,
+    settleMs: deps.watch?.settleMs ?? DEFAULT_SETTLE_MS,
+    confirmRemovalsMs: deps.watch?.confirmRemovalsMs ?? DEFAULT_CONFIRM_REMOVALS_MS,
     logger: deps.logger && {
       info: (o, m) => live && deps.logger?.info(o, m),
       warn: (o, m) => live && deps.logger?.warn(o, m),
@@ -86,6 +93,7 @@ export async function startHotReload(deps: ReloaderDeps & { watch?: WatchOptions
     initial,
     async close() {
       await watcher.close();
+      await reloader.close();
       await Promise.all([...pending]);
     },
   };

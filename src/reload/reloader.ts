@@ -3,6 +3,13 @@
  * -> swap the compiled sets -> tell the metrics and the live stream. Reloads run one at a
  * time; asking during a reload schedules exactly one more after it, so the last change
  * on disk is always the last one applied.
+ *
+ * A file saved with a plain write can be read half written, and a half file is often
+ * valid YAML that lacks its last documents: applied, it would unlink or delete controls
+ * for a moment (and recreate them with new ids). So the directory is read until two reads
+ * `settleMs` apart agree, and a removal (deleting a control, unlinking one) is applied
+ * only when the same removals are planned again at least `confirmRemovalsMs` later; the
+ * reloader looks again by itself then. Additions and changes apply at once.
  */
 import { createHash } from 'node:crypto';
 import { stat } from 'node:fs/promises';
@@ -10,11 +17,14 @@ import { relative, resolve, sep } from 'node:path';
 import { changesOf } from '../gitops/changes.js';
 import { desiredStateOf } from '../gitops/desired-state.js';
 import type { Diagnostic } from '../gitops/diagnostics.js';
+import type { Operation } from '../gitops/plan.js';
 import { loadDirectory, type LoadedDirectory } from '../gitops/directory.js';
 import { errorMessage } from '../gitops/errors.js';
 import type { EvaluatorRegistry } from '../evaluators/registry.js';
 import type { ReloadNotice } from '../model/index.js';
 import type { Store } from '../store/types.js';
+import { endReloadSpan, RELOAD_SPAN, type SpanStarter } from '../tracing/operation-spans.js';
+import { SPAN_KIND, SPAN_STATUS } from '../tracing/types.js';
 import { planReload, watchLabel } from './plan-reload.js';
 import { readStoreState } from './store-state.js';
 
@@ -37,6 +47,8 @@ export interface ReloadStatus {
   reloads: { success: number; failure: number };
   /** The current errors, empty when `state` is `ok`. */
   errors: Diagnostic[];
+  /** Removals (control deletions, unlinks) planned but waiting for confirmation (see above). */
+  pending_removals: number;
 }
 
 export interface ReloadResult {
@@ -45,6 +57,8 @@ export interface ReloadResult {
   revision: string | null;
   /** Store operations applied (create, update, delete, link, unlink, agent upserts). */
   operations: number;
+  /** Removals planned but not applied yet: they wait to be planned again (confirmRemovalsMs). */
+  deferred: number;
   touched_agents: string[];
   /** Errors on failure; warnings (unlinked controls, ...) on success. */
   diagnostics: Diagnostic[];
@@ -59,7 +73,16 @@ export interface ReloaderDeps {
   /** Counts reloads in `<prefix>_reloads_total` and sends `event: reload` on the live stream. */
   observability?: { publishReload(notice: ReloadNotice): void } | undefined;
   logger?: ReloadLogger | undefined;
+  /** Each reload becomes a `guardctl.reload` span (the root of a trace of its own). */
+  tracer?: SpanStarter<never> | undefined;
   now?: () => Date;
+  /** Two reads of the directory this far apart must agree before it is used (default 0: one read). */
+  settleMs?: number;
+  /**
+   * A removal is applied only when planned again at least this much later (default 0: at
+   * once). The first reload (the start) applies everything at once.
+   */
+  confirmRemovalsMs?: number;
 }
 
 export interface Reloader {
@@ -68,6 +91,8 @@ export interface Reloader {
   readonly managedBy: string;
   reloadNow(): Promise<ReloadResult>;
   status(): ReloadStatus;
+  /** Cancels a pending confirmation and waits for a reload in progress. */
+  close(): Promise<void>;
 }
 
 const SILENT: ReloadLogger = { info() {}, warn() {}, error() {} };
@@ -86,14 +111,24 @@ export function createReloader(deps: ReloaderDeps): Reloader {
     last_success_at: null,
     reloads: { success: 0, failure: 0 },
     errors: [],
+    pending_removals: 0,
   };
+  const settleMs = deps.settleMs ?? 0;
+  const confirmMs = deps.confirmRemovalsMs ?? 0;
+  let first = true;
+  let closed = false;
+  /** The removals waiting for confirmation: what they are and when they were first planned. */
+  let pending: { key: string; since: number } | null = null;
+  let recheck: NodeJS.Timeout | null = null;
 
   let running: Promise<ReloadResult> | null = null;
   let queued: Promise<ReloadResult> | null = null;
 
   function reloadNow(): Promise<ReloadResult> {
+    if (recheck) clearTimeout(recheck);
+    recheck = null;
     if (!running) {
-      running = reloadOnce().finally(() => {
+      running = tracedReload().finally(() => {
         running = null;
       });
       return running;
@@ -105,8 +140,27 @@ export function createReloader(deps: ReloaderDeps): Reloader {
     return queued;
   }
 
+  async function tracedReload(): Promise<ReloadResult> {
+    const span = deps.tracer?.startSpan(RELOAD_SPAN, SPAN_KIND.internal, null);
+    if (!span) return reloadOnce();
+    try {
+      const r = await reloadOnce();
+      const wrote = r.result === 'success' && r.operations > 0 && span.isRecording();
+      const setRevision = wrote ? await store.revision().catch(() => null) : null;
+      const errors = r.result === 'failure' ? r.diagnostics.length : 0;
+      endReloadSpan(span, { dir, result: r.result, revision: r.revision, operations: r.operations, touchedAgents: r.touched_agents.length, errors, setRevision });
+      return r;
+    } catch (error) {
+      span.setStatus({ code: SPAN_STATUS.error, message: 'the reload crashed' });
+      span.end();
+      throw error;
+    }
+  }
+
   async function reloadOnce(): Promise<ReloadResult> {
-    const loaded = await readDirectory();
+    const initial = first;
+    first = false;
+    const loaded = await readSettled(initial);
     if (!('files' in loaded)) return fail(null, loaded.diagnostics);
     const revision = revisionOf(dir, loaded);
     const errors = loaded.diagnostics.filter((d) => d.severity === 'error');
@@ -114,13 +168,18 @@ export function createReloader(deps: ReloaderDeps): Reloader {
     const warnings = loaded.diagnostics.filter((d) => d.severity !== 'error');
 
     let operations = 0;
+    let deferred = 0;
     let touched: string[] = [];
     try {
       const actual = await readStoreState(store);
-      const ops = planReload(desiredStateOf(loaded), actual, managedBy);
-      if (ops.length === 0 && status.state === 'ok' && revision === status.last_good_revision) {
-        return { result: 'unchanged', revision, operations: 0, touched_agents: [], diagnostics: warnings };
+      const planned = planReload(desiredStateOf(loaded), actual, managedBy);
+      if (planned.length === 0 && status.state === 'ok' && revision === status.last_good_revision) {
+        pending = null;
+        status.pending_removals = 0;
+        return { result: 'unchanged', revision, operations: 0, deferred: 0, touched_agents: [], diagnostics: warnings };
       }
+      const ops = initial ? planned : confirmedOf(planned);
+      deferred = planned.length - ops.length;
       // The whole reload is one transaction: all of it or none of it.
       const changes = changesOf(ops, actual);
       // History names the watched directory (its owner label, `watch:<absolute dir>`) as the actor.
@@ -138,15 +197,58 @@ export function createReloader(deps: ReloaderDeps): Reloader {
     }
     const at = now().toISOString();
     const recovered = status.state === 'error';
-    Object.assign(status, { state: 'ok', last_good_revision: revision, last_reload_at: at, last_success_at: at, errors: [] });
+    Object.assign(status, { state: 'ok', last_good_revision: revision, last_reload_at: at, last_success_at: at, errors: [], pending_removals: deferred });
     status.reloads.success++;
     deps.observability?.publishReload({ timestamp: at, result: 'success', revision, errors: [] });
-    const what = `revision ${revision} (${operations} change${operations === 1 ? '' : 's'})`;
+    const waiting = deferred > 0 ? `; ${deferred} removal${deferred === 1 ? '' : 's'} applied once planned again ${confirmMs} ms later` : '';
+    const what = `revision ${revision} (${operations} change${operations === 1 ? '' : 's'}${waiting})`;
     logger.info(
-      { dir, revision, operations, agents: touched, ...(warnings.length > 0 ? { warnings: warnings.map(lineOf) } : {}) },
+      { dir, revision, operations, deferred, agents: touched, ...(warnings.length > 0 ? { warnings: warnings.map(lineOf) } : {}) },
       recovered ? `hot reload recovered: ${what}; the directory is valid again` : `hot reload applied: ${what}`,
     );
-    return { result: 'success', revision, operations, touched_agents: touched, diagnostics: warnings };
+    return { result: 'success', revision, operations, deferred, touched_agents: touched, diagnostics: warnings };
+  }
+
+  /**
+   * The operations to apply now: all of them when the plan removes nothing, or when it
+   * removes what the last plans removed and those were first planned confirmMs ago;
+   * otherwise all but the removals, and a look again when the wait is over.
+   */
+  function confirmedOf(planned: Operation[]): Operation[] {
+    const removals = planned.filter(isRemoval);
+    if (removals.length === 0 || confirmMs === 0) {
+      pending = null;
+      return planned;
+    }
+    const key = JSON.stringify(removals.map(describeRemoval).sort());
+    const at = Date.now();
+    if (pending?.key === key && at - pending.since >= confirmMs) {
+      pending = null;
+      return planned;
+    }
+    if (pending?.key !== key) pending = { key, since: at };
+    if (!closed) {
+      if (recheck) clearTimeout(recheck);
+      recheck = setTimeout(() => void reloadNow().catch((error: unknown) => logger.error({ err: error }, 'hot reload crashed')), pending.since + confirmMs - at);
+      recheck.unref();
+    }
+    return planned.filter((op) => !isRemoval(op));
+  }
+
+  /**
+   * The directory once two reads `settleMs` apart agree (a save in progress changes it in
+   * between), or the last read after a few tries: the removal confirmation covers the rest.
+   */
+  async function readSettled(initial: boolean): Promise<LoadedDirectory | { diagnostics: Diagnostic[] }> {
+    let loaded = await readDirectory();
+    if (initial || settleMs === 0) return loaded;
+    for (let attempt = 0; attempt < MAX_SETTLE_READS; attempt++) {
+      await new Promise((r) => setTimeout(r, settleMs));
+      const again = await readDirectory();
+      if (sameRead(dir, loaded, again)) return again;
+      loaded = again;
+    }
+    return loaded;
   }
 
   /** The directory, or its failure as diagnostics (a missing directory is an error, not a crash). */
@@ -178,7 +280,7 @@ export function createReloader(deps: ReloaderDeps): Reloader {
       { dir, errors: lines },
       `hot reload failed (${errors.length} error${errors.length === 1 ? '' : 's'}); still serving revision ${status.last_good_revision ?? '(none)'}`,
     );
-    return { result: 'failure', revision, operations: 0, touched_agents: [], diagnostics: errors };
+    return { result: 'failure', revision, operations: 0, deferred: 0, touched_agents: [], diagnostics: errors };
   }
 
   return {
@@ -186,7 +288,31 @@ export function createReloader(deps: ReloaderDeps): Reloader {
     managedBy,
     reloadNow,
     status: () => structuredClone(status),
+    async close() {
+      closed = true;
+      if (recheck) clearTimeout(recheck);
+      recheck = null;
+      await queued?.catch(() => undefined);
+      await running?.catch(() => undefined);
+    },
   };
+}
+
+/** Reads of the directory made while a save is still going on, at most, before using the last. */
+const MAX_SETTLE_READS = 10;
+
+function isRemoval(op: Operation): boolean {
+  return op.op === 'delete_control' || op.op === 'unlink';
+}
+
+function describeRemoval(op: Operation): string {
+  return op.op === 'unlink' ? `unlink ${op.agent_name} ${op.control_name}` : `${op.op} ${'name' in op ? op.name : ''}`;
+}
+
+/** Whether two reads saw the same thing: the same files with the same contents, or the same failure. */
+function sameRead(dir: string, a: LoadedDirectory | { diagnostics: Diagnostic[] }, b: LoadedDirectory | { diagnostics: Diagnostic[] }): boolean {
+  if ('files' in a && 'files' in b) return revisionOf(dir, a) === revisionOf(dir, b);
+  return !('files' in a) && !('files' in b);
 }
 
 /** Problems of the whole directory, where a line and column would mean nothing. */

@@ -3,8 +3,15 @@
  * changes (debounced). Only `*.yaml` / `*.yml` count; editor leftovers (swap files,
  * backups, `.#lock` files, vim's `4913` probe, dotfiles) are ignored. Atomic saves
  * (write a temp file, rename it over the original) and renames arrive as ordinary
- * change/add/unlink events. If the directory itself is removed, the watcher waits for
- * it to come back, reports the removal and the return as changes, and watches again.
+ * change/add/unlink events.
+ *
+ * The watcher also checks the directory itself every `reappearPollMs`: its identity
+ * (device, inode and birth time). The file watcher is bound to the directory it opened, and a
+ * directory removed and recreated (or replaced by another moved into its place) can leave
+ * it watching one that no longer has the name, silently, and every later edit unseen. So
+ * when the directory is gone the watcher is closed and the removal reported; when a
+ * directory has the name again, or a different one has it, a new watcher opens on it and
+ * the change is reported: a reload then reads whatever is there.
  */
 import { stat } from 'node:fs/promises';
 import { basename, relative, resolve, sep } from 'node:path';
@@ -15,9 +22,13 @@ export interface WatchOptions {
   debounceMs?: number;
   /** Upper bound on the wait while events keep coming (default 1000 ms). */
   maxWaitMs?: number;
-  /** How often to look for a removed directory to come back (default 250 ms). */
+  /** How often to check that the directory is still the one watched, or back (default 250 ms). */
   reappearPollMs?: number;
   onError?: (error: unknown) => void;
+  /** Watch mode (startHotReload): two reads of the directory this far apart must agree (default 75 ms). */
+  settleMs?: number;
+  /** Watch mode (startHotReload): a removal applies when planned again this much later (default 1000 ms). */
+  confirmRemovalsMs?: number;
 }
 
 export interface DirectoryWatcher {
@@ -51,9 +62,11 @@ export function watchDirectory(dir: string, onChange: () => void, options: Watch
 
   let closed = false;
   let watcher: FSWatcher | null = null;
+  /** `dev:ino:birthtime` of the directory the watcher is bound to; null while none is (the directory is gone). */
+  let watchedId: string | null = null;
   let debounce: NodeJS.Timeout | null = null;
   let firstEventAt = 0;
-  let poll: NodeJS.Timeout | null = null;
+  let checking = false;
 
   const fire = () => {
     debounce = null;
@@ -70,7 +83,7 @@ export function watchDirectory(dir: string, onChange: () => void, options: Watch
     debounce = setTimeout(fire, wait);
   };
 
-  const start = (): Promise<void> => {
+  const open = (): Promise<void> => {
     const w = watch(root, {
       ignoreInitial: true,
       // Our own debounce instead: awaitWriteFinish would add its polling delay to every reload.
@@ -79,50 +92,58 @@ export function watchDirectory(dir: string, onChange: () => void, options: Watch
     });
     watcher = w;
     w.on('all', (event, path) => {
-      if (closed) return;
+      if (closed || watcher !== w) return;
       const isFileEvent = event === 'add' || event === 'change' || event === 'unlink';
       if (isFileEvent && !YAML_FILE.test(path)) return;
-      if (event === 'unlinkDir' && resolve(path) === root) {
-        schedule();
-        void waitForReturn();
-        return;
-      }
       schedule();
+      // The directory itself went away: find out at once rather than at the next check.
+      if (event === 'unlinkDir' && resolve(path) === root) void check();
     });
     w.on('error', (error) => onError(error));
     return new Promise((done) => w.once('ready', () => done()));
   };
 
-  /** The directory is gone: stop this watcher and look for the directory every pollMs. */
-  const waitForReturn = async () => {
-    const old = watcher;
-    watcher = null;
-    await old?.close().catch(onError);
-    if (closed || poll) return;
-    poll = setInterval(() => {
-      stat(root).then(
-        async (info) => {
-          if (closed || !poll || !info.isDirectory()) return;
-          clearInterval(poll);
-          poll = null;
-          await start();
-          schedule();
-        },
-        () => undefined,
-      );
-    }, pollMs);
-    poll.unref();
+  /** The directory's identity now, or null when there is no directory of that name. */
+  const identityOf = async (): Promise<string | null> => {
+    const info = await stat(root).catch(() => null);
+    // Inode numbers are reused at once (a directory removed and made again often gets the
+    // same one); its birth time tells the new directory from the old.
+    return info?.isDirectory() ? `${info.dev}:${info.ino}:${info.birthtimeMs}` : null;
   };
 
-  const ready = start();
+  /** Rebinds the watcher when the directory is gone, back, or another one. */
+  const check = async (): Promise<void> => {
+    if (closed || checking) return;
+    checking = true;
+    try {
+      const id = await identityOf();
+      if (closed || id === watchedId) return;
+      const old = watcher;
+      watcher = null;
+      watchedId = id;
+      await old?.close().catch(onError);
+      if (closed) return;
+      if (id !== null) await open();
+      // Whatever happened in between, the next reload reads what is there now.
+      schedule();
+    } finally {
+      checking = false;
+    }
+  };
+
+  const ready = (async () => {
+    watchedId = await identityOf();
+    await open();
+  })();
+  const poll = setInterval(() => void check().catch(onError), pollMs);
+  poll.unref();
   return {
     ready,
     async close() {
       closed = true;
+      clearInterval(poll);
       if (debounce) clearTimeout(debounce);
-      if (poll) clearInterval(poll);
       debounce = null;
-      poll = null;
       await watcher?.close();
       watcher = null;
     },

@@ -4,7 +4,9 @@
  * change. A record that no longer fits the model is counted and skipped, never fatal.
  */
 import { EMPTY_CONTROL_SET, evaluateStep, type CompiledControlSet, type EvaluationOutcome } from '../engine/index.js';
-import { EvaluationRequestSchema, fieldIssuesOf, type EvaluationResult } from '../model/index.js';
+import { EvaluationRequestSchema, fieldIssuesOf, type EvaluationResult, type Stage, type Step } from '../model/index.js';
+import { maskSelected } from '../observability/shadow-examples.js';
+import { createRedactor, type Redactor } from '../recording/redact.js';
 import type { AgentSets } from '../testing/agent-sets.js';
 import type { RawRecord, ReplayChange, ReplayDecision, ReplayReport } from './types.js';
 
@@ -41,6 +43,8 @@ export async function replay(
   let evaluated = 0;
   const unchanged: Record<ReplayDecision, number> = { allow: 0, deny: 0, steer: 0 };
   const changes = new Map<string, ReplayChange>();
+  // Recorded steps were redacted when recorded; a JSON-lines file may not have been.
+  const redactor = createRedactor([]);
 
   for (const record of records) {
     total++;
@@ -93,7 +97,7 @@ export async function replay(
         stage,
         step_type: step.type,
         step_name: step.name,
-        input_excerpt: excerpt(step.input),
+        input_excerpt: await maskedExcerpt(step, stage, [options.common, before, after], agent_name, redactor),
         controls: responsible,
       });
     }
@@ -143,6 +147,24 @@ function verdictOf(shared: EvaluationResult | null, side: EvaluationResult): Ver
 const RANK: Record<ReplayDecision, number> = { deny: 0, steer: 1, allow: 2 };
 function order(c: ReplayChange): number {
   return RANK[c.to] * 3 + RANK[c.from];
+}
+
+/**
+ * The example's input as the report shows it: every value a control that matched the step
+ * read (on either side) replaced by `[MATCHED]`, as in the shadow report, then redacted as
+ * recorded steps are. A report must not repeat what the controls guard. Only examples
+ * pay for this second evaluation, a few per kind of change.
+ */
+async function maskedExcerpt(step: Step, stage: Stage, sides: ReadonlyArray<AgentSets | undefined>, agent: string, redactor: Redactor): Promise<string> {
+  const paths: string[] = [];
+  for (const sets of sides) {
+    if (!sets) continue;
+    const pending = evaluateStep(setOf(sets, agent), step, stage, { ...SERVER, collectExecutions: true });
+    const { executions } = pending instanceof Promise ? await pending : pending;
+    for (const e of executions ?? []) if (e.matched) paths.push(...(e.selector_paths ?? [e.selector_path]));
+  }
+  const masked = maskSelected(step, paths);
+  return excerpt(redactor.redact(typeof masked === 'string' ? masked : masked.input));
 }
 
 function excerpt(value: unknown): string {

@@ -11,8 +11,9 @@ import type { ServerContext } from './context.js';
 import { ControlSetCache } from './control-sets.js';
 import { createServerCounters, type ServerCounters } from './counters.js';
 import { HealthMonitor } from './health.js';
+import { handleClientError, sendFrameworkError } from './client-errors.js';
 import { installHttpMetrics } from './http-metrics.js';
-import { installJsonParser } from './json-body.js';
+import { installJsonParser, requireJsonWrites } from './json-body.js';
 import { HttpProblem, problemOf, problemOfStoreError, sendProblem, type Problem } from './problem.js';
 import { startReplicaSync } from './replica-sync.js';
 import { agentRoutes } from './routes/agents.js';
@@ -26,6 +27,8 @@ import { recorderFromConfig } from '../recording/from-config.js';
 import { reloadRoutes } from './routes/reload.js';
 import { metricsRoutes, observabilityRoutes } from './routes/observability.js';
 import { systemRoutes } from './routes/system.js';
+import { registerSpanDropsMetric } from './span-drops-metric.js';
+import type { Tracing } from '../tracing/start.js';
 
 export interface AppDeps {
   store: Store;
@@ -35,6 +38,8 @@ export interface AppDeps {
   observability?: Observability;
   /** Watch mode's state for GET /api/v1/reload/status (`serve --watch`); absent: 404. */
   reload?: ReloadStatusSource;
+  /** OpenTelemetry export (started by assemble.ts when OTEL_* configures it); absent: no spans. */
+  tracing?: Tracing;
   /** Fastify logger options (false by default, so tests stay quiet). */
   logger?: FastifyServerOptions['logger'];
   /** Where rate and budget controls count; default: made from the store (counters.ts). The app closes them. */
@@ -77,6 +82,15 @@ function quietLogger(logger: FastifyServerOptions['logger']): Logger | null {
   return pino({ ...options, level }, stream);
 }
 
+/**
+ * How often Node looks for requests past their timeout (its default, 30 s, would let a
+ * slow request live up to 30 s longer than the timeout): a quarter of the shorter
+ * timeout, at most once a second. Each look walks the open connections, a few µs.
+ */
+export function checkingIntervalOf(config: Pick<ServerConfig, 'headersTimeoutMs' | 'requestTimeoutMs'>): number {
+  return Math.max(25, Math.min(1000, Math.floor(Math.min(config.headersTimeoutMs, config.requestTimeoutMs) / 4)));
+}
+
 /** Builds the server without listening (tests use inject; start.ts listens). */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { store, config, registry, observability } = deps;
@@ -87,10 +101,24 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     exposeHeadRoutes: false,
     // Ids are generated per request only for logs; keep them short.
     requestIdHeader: false,
+    // Answers given before any route runs are problem bodies too (client-errors.ts).
+    frameworkErrors: sendFrameworkError,
+    clientErrorHandler: handleClientError,
+    // A request must arrive in time, headers and body: a client trickling bytes cannot hold
+    // a connection open. Answers are not bounded (the live stream is one long answer).
+    requestTimeout: config.requestTimeoutMs,
+    http: {
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: checkingIntervalOf(config),
+    },
     // Body schemas are only a fast pre-check (the evaluation route): they must never
     // coerce, fill defaults or strip unknown keys, or they would accept what zod rejects.
     ajv: { customOptions: { coerceTypes: false, useDefaults: false, removeAdditional: false, allErrors: false } },
   });
+
+  // Connections past the cap are closed as they arrive.
+  app.server.maxConnections = config.maxConnections;
 
   // Plugins see the root's log through their prototype, so this reaches every route.
   if (quiet) app.log = quiet;
@@ -125,6 +153,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (observability) installHttpMetrics(app, observability.metrics);
   // With authentication off there is nothing to check: no hook, nothing on the hot path.
   if (config.apiKeyEnabled) app.addHook('onRequest', createAuthHook(config));
+  // After authentication: a request without a key learns nothing more than its 401.
+  app.addHook('onRequest', requireJsonWrites);
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const problem = problemOfError(error);
     if (problem.status >= 500) {
@@ -144,7 +174,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onClose', async () => counters.close());
   const controlName = controlNamesOf(store);
   if (observability) registerCounterMetrics(observability.metrics, counters, controlName);
-  const ctx: ServerContext = { store, config, registry, controlSets, observability, recorder, counters, actorOf: createActorOf(config) };
+  const ctx: ServerContext = { store, config, registry, controlSets, observability, recorder, tracing: deps.tracing, counters, actorOf: createActorOf(config) };
+  if (observability && deps.tracing) registerSpanDropsMetric(observability.metrics, deps.tracing);
   // One plugin per resource, in one readable list.
   await app.register(systemRoutes, { ...ctx, health: new HealthMonitor(store) });
   await app.register(agentRoutes, { ...ctx, prefix: '/api/v1' });
@@ -156,7 +187,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(reloadRoutes, { reload: deps.reload, prefix: '/api/v1' });
   if (observability) {
     await app.register(observabilityRoutes, { observability, store, config, counters, controlName, prefix: '/api/v1' });
-    await app.register(metricsRoutes, { observability });
+    await app.register(metricsRoutes, { observability, access: config.metricsRequireKey ? 'read' : 'public' });
     await app.register(shadowReportRoutes, { store, prefix: '/api/v1' });
   }
   await app.ready();

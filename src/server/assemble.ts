@@ -10,6 +10,8 @@ import { createObservability, type CreateObservabilityOptions, type Observabilit
 import type { HotReload, WatchOptions } from '../reload/index.js';
 import { openStore, storeTargetOf, type OpenStoreOptions } from '../store/open-store.js';
 import type { Store } from '../store/types.js';
+import type { Tracing } from '../tracing/start.js';
+import { packageVersion } from '../version.js';
 import { buildApp } from './app.js';
 import type { ServerConfig } from './config.js';
 
@@ -45,6 +47,8 @@ export interface AssembledServer {
   observability: Observability | undefined;
   /** Watch mode's reload, when `config.watchDir` is set (its first load is done). */
   hotReload: HotReload | undefined;
+  /** OpenTelemetry export, when `config.tracing` is set. */
+  tracing: Tracing | undefined;
   /** Stops watching, closes the app (in-flight requests finish), flushes events, closes the store. Idempotent. */
   close(): Promise<void>;
 }
@@ -73,16 +77,24 @@ export async function assembleServer(config: ServerConfig, options: AssembleOpti
   let app: FastifyInstance | undefined;
   let observability: Observability | undefined;
   let hotReload: HotReload | undefined;
+  let tracing: Tracing | undefined;
   const closeAll = async () => {
     // No reload may start writing into a store that is closing.
     await hotReload?.close();
     // Fastify stops accepting and waits for in-flight requests before resolving.
     await app?.close();
     await observability?.close();
+    // Last: the spans of the requests that just finished go out (bounded: a dead collector must not hold the stop).
+    await tracing?.shutdown();
     await store.close();
   };
   try {
     const registry = options.registry ?? (await defaultRegistry(config, options.env ?? process.env));
+    if (config.tracing) {
+      // Imported here: a server without tracing never loads the OpenTelemetry SDK.
+      const { startTracing } = await import('../tracing/start.js');
+      tracing = await startTracing(config.tracing, { serviceVersion: packageVersion() });
+    }
     if (options.observability !== false) {
       const { writerThread = true, ...tuning } = options.observability ?? {};
       const writerPath = writerThread ? eventWriterPathOf(config) : undefined;
@@ -102,6 +114,7 @@ export async function assembleServer(config: ServerConfig, options: AssembleOpti
       config,
       registry,
       ...(observability ? { observability } : {}),
+      ...(tracing ? { tracing } : {}),
       ...(config.watchDir === null ? {} : { reload: { status: () => hotReload?.reloader.status() ?? null } }),
       logger: options.logger ?? false,
     });
@@ -116,6 +129,7 @@ export async function assembleServer(config: ServerConfig, options: AssembleOpti
         controlSets: app.controlSets,
         registry,
         observability,
+        tracer: tracing,
         logger: app.log,
         ...(options.watch ? { watch: options.watch } : {}),
       });
@@ -128,12 +142,14 @@ export async function assembleServer(config: ServerConfig, options: AssembleOpti
       registry,
       observability,
       hotReload,
+      tracing,
       close: () => (closing ??= closeAll()),
     };
   } catch (error) {
     await hotReload?.close().catch(() => undefined);
     await app?.close().catch(() => undefined);
     await observability?.close().catch(() => undefined);
+    await tracing?.shutdown(0);
     await store.close();
     throw error;
   }

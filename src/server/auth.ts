@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AuthThrottle } from './auth-throttle.js';
 import type { ServerConfig } from './config.js';
 import { problemOf, sendProblem } from './problem.js';
 
@@ -24,8 +25,9 @@ export function defaultAccess(method: string): Access {
  * Builds the onRequest hook enforcing SPEC section 5. Keys are compared as SHA-256
  * digests with timingSafeEqual against every configured key (no early exit), so
  * neither the key's length nor its first differing byte shows in response times.
+ * Addresses that keep sending wrong keys are slowed down (auth-throttle.ts).
  */
-export function createAuthHook(config: ServerConfig) {
+export function createAuthHook(config: ServerConfig, throttle = new AuthThrottle({ maxFailures: config.authMaxFailures })) {
   const classify = keyClassifier(config);
 
   // Answering from an async hook: send, then return the reply so Fastify stops here.
@@ -33,9 +35,17 @@ export function createAuthHook(config: ServerConfig) {
     if (!config.apiKeyEnabled) return undefined;
     const access = request.routeOptions.config?.access ?? defaultAccess(request.method);
     if (access === 'public') return undefined;
+    const wait = throttle.blockedFor(request.ip);
+    if (wait > 0) {
+      refuseBody(request, reply);
+      reply.header('Retry-After', String(Math.ceil(wait / 1000)));
+      return sendProblem(reply, problemOf(429, 'too_many_requests', 'too many requests with a missing or unknown key from this address; try again after Retry-After seconds'));
+    }
     const key = keyOf(request);
     const keyClass = key ? classify(key) : null;
     if (keyClass === null) {
+      throttle.recordFailure(request.ip);
+      refuseBody(request, reply);
       reply.header('WWW-Authenticate', 'ApiKey');
       return sendProblem(
         reply,
@@ -47,6 +57,17 @@ export function createAuthHook(config: ServerConfig) {
     }
     return undefined;
   };
+}
+
+/**
+ * A refused request's body is never read: the connection closes after the answer instead
+ * of Node reading (and discarding) the rest of the body to reuse the connection, which a
+ * client sending its body slowly could stretch for as long as it likes.
+ */
+function refuseBody(request: FastifyRequest, reply: FastifyReply): void {
+  const { headers } = request;
+  const hasBody = headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0');
+  if (hasBody) reply.header('Connection', 'close');
 }
 
 /** The key's class, compared in constant time against every configured key. */

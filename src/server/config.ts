@@ -1,4 +1,5 @@
 import { UserError } from '../errors.js';
+import { tracingConfigOf, type TracingConfig } from '../tracing/config.js';
 import { LOG_FORMATS, type LogFormat } from './logging.js';
 
 /** Everything the server reads from its environment, parsed once and frozen. */
@@ -18,6 +19,16 @@ export interface ServerConfig {
   readonly vendorApiKey: string | undefined;
   readonly metricsPrefix: string;
   readonly bodyLimitBytes: number;
+  /** Longest a request may take to arrive, headers and body (GUARD_REQUEST_TIMEOUT_MS); answers are not bounded. */
+  readonly requestTimeoutMs: number;
+  /** Longest the request line and headers may take to arrive (GUARD_HEADERS_TIMEOUT_MS). */
+  readonly headersTimeoutMs: number;
+  /** Open connections beyond this are closed at once (GUARD_MAX_CONNECTIONS). */
+  readonly maxConnections: number;
+  /** Wrong or missing keys one address may send per minute before it gets 429 (GUARD_AUTH_MAX_FAILURES). */
+  readonly authMaxFailures: number;
+  /** `/metrics` needs a regular or admin key (METRICS_REQUIRE_KEY); public by default. */
+  readonly metricsRequireKey: boolean;
   /** ES module paths of evaluator plugins (GUARD_EVALUATORS). */
   readonly evaluatorPlugins: readonly string[];
   readonly eventRetentionDays: number;
@@ -43,6 +54,8 @@ export interface ServerConfig {
   readonly recordRetentionDays: number;
   /** Extra field names or paths to redact, beside the built-in ones (GUARD_RECORD_REDACT). */
   readonly recordRedact: readonly string[];
+  /** OpenTelemetry export (the standard OTEL_* variables); null when tracing is off. */
+  readonly tracing: TracingConfig | null;
 }
 
 type Env = Record<string, string | undefined>;
@@ -90,6 +103,11 @@ export function loadConfig(env: Env = process.env, overrides: Partial<ServerConf
     vendorApiKey: str(env, 'VENDOR_API_KEY'),
     metricsPrefix: prefix(env, 'PROMETHEUS_METRICS_PREFIX', 'guard'),
     bodyLimitBytes: int(env, 'GUARD_BODY_LIMIT_BYTES', 1_048_576, 1, 1024 * 1024 * 1024),
+    requestTimeoutMs: int(env, 'GUARD_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
+    headersTimeoutMs: int(env, 'GUARD_HEADERS_TIMEOUT_MS', 10_000, 100, 3_600_000),
+    maxConnections: int(env, 'GUARD_MAX_CONNECTIONS', 1000, 1, 1_000_000),
+    authMaxFailures: int(env, 'GUARD_AUTH_MAX_FAILURES', 10, 1, 1_000_000),
+    metricsRequireKey: bool(env, 'METRICS_REQUIRE_KEY', false),
     evaluatorPlugins: list(env, 'GUARD_EVALUATORS'),
     eventRetentionDays: num(env, 'GUARD_EVENT_RETENTION_DAYS', 30, 0.001),
     eventBufferSize: int(env, 'GUARD_EVENT_BUFFER_SIZE', 10_000, 1, 10_000_000),
@@ -104,9 +122,11 @@ export function loadConfig(env: Env = process.env, overrides: Partial<ServerConf
     recordMaxStepBytes: int(env, 'GUARD_RECORD_MAX_STEP_BYTES', 16_384, 64, 64 * 1024 * 1024),
     recordRetentionDays: num(env, 'GUARD_RECORD_RETENTION_DAYS', 7, 0.001),
     recordRedact: list(env, 'GUARD_RECORD_REDACT'),
+    tracing: tracingConfigOf(env),
     ...dropUndefined(overrides),
   };
   checkAuth(config);
+  checkTimeouts(config);
   return Object.freeze({
     ...config,
     apiKeys: Object.freeze([...config.apiKeys]),
@@ -116,6 +136,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<ServerConf
   });
 }
 
+/** Shorter keys can be guessed; a key is a secret, not a password someone types. */
+export const MIN_API_KEY_LENGTH = 16;
+
 /** Auth on with no keys would lock everyone out; we ship no default keys, so refuse. */
 function checkAuth(config: ServerConfig): void {
   if (config.apiKeyEnabled && config.apiKeys.length === 0 && config.adminApiKeys.length === 0) {
@@ -123,6 +146,35 @@ function checkAuth(config: ServerConfig): void {
       'GUARD_API_KEY_ENABLED',
       'is true but neither GUARD_API_KEYS nor GUARD_ADMIN_API_KEYS lists a key',
       'set GUARD_ADMIN_API_KEYS (and GUARD_API_KEYS for read-only clients) to comma-separated secrets, or GUARD_API_KEY_ENABLED=false for local development',
+    );
+  }
+  for (const [name, keys] of [['GUARD_API_KEYS', config.apiKeys], ['GUARD_ADMIN_API_KEYS', config.adminApiKeys]] as const) {
+    const short = keys.findIndex((key) => key.length < MIN_API_KEY_LENGTH);
+    const key = keys[short];
+    if (key === undefined) continue;
+    // The key itself is never shown: only where it is and how long it is.
+    throw new ConfigError(
+      name,
+      `holds a key of ${key.length} character${key.length === 1 ? '' : 's'} (entry ${short + 1})`,
+      `keys must be at least ${MIN_API_KEY_LENGTH} characters; generate one with: openssl rand -hex 32`,
+    );
+  }
+  if (config.metricsRequireKey && !config.apiKeyEnabled) {
+    throw new ConfigError(
+      'METRICS_REQUIRE_KEY',
+      'is true but GUARD_API_KEY_ENABLED is not, so no key could be required',
+      'set GUARD_API_KEY_ENABLED=true with keys, or METRICS_REQUIRE_KEY=false',
+    );
+  }
+}
+
+/** Node refuses a header timeout longer than the request timeout that contains it. */
+function checkTimeouts(config: ServerConfig): void {
+  if (config.headersTimeoutMs > config.requestTimeoutMs) {
+    throw new ConfigError(
+      'GUARD_HEADERS_TIMEOUT_MS',
+      `(${config.headersTimeoutMs}) is longer than GUARD_REQUEST_TIMEOUT_MS (${config.requestTimeoutMs})`,
+      'the headers are part of the request: make it at most the request timeout',
     );
   }
 }

@@ -6,6 +6,7 @@ import { fieldIssuesOf, type WriteOrigin, type WriteSource } from '../model/inde
 import type { Observability } from '../observability/index.js';
 import type { StepRecorder } from '../recording/recorder.js';
 import type { Store } from '../store/types.js';
+import type { Tracing } from '../tracing/start.js';
 import type { ServerConfig } from './config.js';
 import type { ControlSetCache } from './control-sets.js';
 import type { ServerCounters } from './counters.js';
@@ -22,6 +23,8 @@ export interface ServerContext {
   counters: ServerCounters;
   /** Records evaluated steps for replay; absent when GUARD_RECORD_STEPS is off. */
   recorder?: StepRecorder | null;
+  /** OpenTelemetry export; absent when tracing is off (docs/observability.md, "Tracing"). */
+  tracing?: Tracing | undefined;
   /** Who a write request is, for history and audit (auth.ts createActorOf). */
   actorOf: (request: FastifyRequest) => string;
 }

@@ -1,24 +1,38 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { HttpProblem } from './problem.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { HttpProblem, problemOf, sendProblem } from './problem.js';
 
 /** JSON nested deeper than this is refused before parsing; real payloads stay far below it. */
 export const MAX_JSON_DEPTH = 128;
 
 /**
- * Replaces Fastify's JSON parser with one that first measures nesting depth in a single
- * linear pass: a body like `[[[[...` 100,000 levels deep would otherwise parse fine and
- * then overflow the stack of whatever walks it (validation, storage, serialisation).
- * Parsing itself still goes through Fastify's parser (prototype poisoning checks).
- * An empty body reads as "no body", so bodiless POSTs with a JSON content type work.
+ * Fatal: a byte sequence that is not UTF-8 throws instead of becoming U+FFFD, so a body
+ * is stored and evaluated exactly as the client sent it or not at all.
+ */
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Replaces Fastify's JSON parser with one that decodes UTF-8 strictly, then measures
+ * nesting depth in a single linear pass: a body like `[[[[...` 100,000 levels deep would
+ * otherwise parse fine and then overflow the stack of whatever walks it (validation,
+ * storage, serialisation). Parsing itself still goes through Fastify's parser (prototype
+ * poisoning checks). An empty body reads as "no body", so bodiless POSTs with a JSON
+ * content type work. Fastify's text/plain parser is removed: no route reads text, and a
+ * text/plain body is what a cross-site form or fetch can send without asking.
  */
 export function installJsonParser(app: FastifyInstance): void {
   const parse = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
+  app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser(
     'application/json',
-    { parseAs: 'string' },
+    { parseAs: 'buffer' },
     (request: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
-      const text = typeof body === 'string' ? body : body.toString('utf8');
+      let text: string;
+      try {
+        text = typeof body === 'string' ? body : utf8.decode(body);
+      } catch {
+        done(new HttpProblem(400, 'invalid_utf8', 'the request body is not valid UTF-8'));
+        return;
+      }
       if (isBlank(text)) {
         done(null, undefined);
         return;
@@ -32,6 +46,44 @@ export function installJsonParser(app: FastifyInstance): void {
         else done(null, value);
       });
     },
+  );
+}
+
+/** Methods that change something: they must say their body is JSON (see requireJsonWrites). */
+const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** Whether a Content-Type header names JSON in UTF-8: `application/json`, any case, with at most a UTF-8 charset. */
+export function isJsonContentType(header: string): boolean {
+  if (header === 'application/json') return true;
+  const [type = '', ...params] = header.split(';');
+  if (type.trim().toLowerCase() !== 'application/json') return false;
+  return params.every((param) => {
+    const [name = '', value = ''] = param.split('=');
+    return name.trim().toLowerCase() !== 'charset' || /^"?utf-?8"?$/i.test(value.trim());
+  });
+}
+
+/**
+ * The onRequest hook refusing writes that are not JSON, with or without a body. Browsers
+ * send a cross-site request without asking the server first (no CORS preflight) only when
+ * it is a GET, HEAD or POST whose content type is text/plain, a form, or absent. Requiring
+ * `application/json` on POST, PUT and PATCH, body or not, makes every write one a browser
+ * must ask for, and the server never grants it. A DELETE is never sent unasked, so it may
+ * come without a content type (`curl -X DELETE`), but not with another one.
+ */
+export function requireJsonWrites(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
+  if (!WRITE_METHODS.has(request.method)) return done();
+  const header = request.headers['content-type'];
+  if (header === undefined ? request.method === 'DELETE' : isJsonContentType(header)) return done();
+  void sendProblem(
+    reply,
+    problemOf(
+      415,
+      'unsupported_media_type',
+      header === undefined
+        ? `send ${request.method} requests with content-type: application/json (an empty body is fine)`
+        : `send the body as application/json in UTF-8, not ${header.split(';')[0]?.trim() ?? header}`,
+    ),
   );
 }
 

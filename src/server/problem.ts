@@ -5,6 +5,8 @@ import type { StoreError } from '../store/types.js';
 /** Machine-readable reasons carried in every problem body (`error_code`). */
 export type ErrorCode =
   | 'validation_failed'
+  | 'bad_request'
+  | 'invalid_utf8'
   | 'not_found'
   | 'conflict'
   | 'unauthorized'
@@ -12,6 +14,10 @@ export type ErrorCode =
   | 'payload_too_large'
   | 'malformed_json'
   | 'unsupported_media_type'
+  | 'uri_too_long'
+  | 'request_timeout'
+  | 'headers_too_large'
+  | 'too_many_requests'
   | 'read_only'
   | 'internal'
   | 'unavailable';
@@ -32,10 +38,14 @@ const TITLES: Record<number, string> = {
   401: 'Unauthorized',
   403: 'Forbidden',
   404: 'Not Found',
+  408: 'Request Timeout',
   409: 'Conflict',
   413: 'Payload Too Large',
+  414: 'URI Too Long',
   415: 'Unsupported Media Type',
   422: 'Unprocessable Entity',
+  429: 'Too Many Requests',
+  431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
 };

@@ -234,16 +234,16 @@ describe('guardctl gitops, end to end', () => {
     expect(down.stderr.trim().split('\n')).toHaveLength(1);
     expect(down.stderr).toMatch(new RegExp(`^error: cannot reach the server at http://127\\.0\\.0\\.1:${port} \\(.*ECONNREFUSED.*guardctl serve`));
 
-    const secured = await startServer({ GUARD_API_KEY_ENABLED: 'true', GUARD_API_KEYS: 'reader', GUARD_ADMIN_API_KEYS: 'admin' });
+    const secured = await startServer({ GUARD_API_KEY_ENABLED: 'true', GUARD_API_KEYS: 'regular-key-0000001', GUARD_ADMIN_API_KEYS: 'admin-key-000000001' });
     try {
       const noKey = await cli(['plan', 'controls', '--server', secured.url]);
       expect(noKey.code).toBe(1);
       expect(noKey.stderr.trim().split('\n')).toHaveLength(1);
       expect(noKey.stderr).toContain('401');
-      const reader = await cli(['apply', 'controls', '--server', secured.url, '--api-key', 'reader']);
+      const reader = await cli(['apply', 'controls', '--server', secured.url, '--api-key', 'regular-key-0000001']);
       expect(reader.code).toBe(1);
       expect(reader.stderr).toContain('403');
-      expect((await cli(['apply', 'controls', '--server', secured.url], { GUARD_API_KEY: 'admin' })).code).toBe(0);
+      expect((await cli(['apply', 'controls', '--server', secured.url], { GUARD_API_KEY: 'admin-key-000000001' })).code).toBe(0);
     } finally {
       await secured.stop();
     }

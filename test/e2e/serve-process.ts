@@ -35,6 +35,8 @@ export interface ServeOptions {
   /** Added to the clean environment. */
   env?: Record<string, string>;
   cwd?: string;
+  /** `--host` to pass; null passes none (HOST or the default decides). Default 127.0.0.1. */
+  host?: string | null;
 }
 
 export interface ServeProcess {
@@ -51,7 +53,7 @@ export interface ServeProcess {
 /** Starts `guardctl serve` and resolves once it listens; rejects with its output if it exits first. */
 export async function startServeProcess(options: ServeOptions = {}): Promise<ServeProcess> {
   const env = cleanEnv({ ...(options.databaseUrl === undefined ? {} : { DATABASE_URL: options.databaseUrl }), ...options.env });
-  const child = spawn(process.execPath, [MAIN, 'serve', '--host', '127.0.0.1', '--port', '0', ...(options.args ?? [])], {
+  const child = spawn(process.execPath, [MAIN, 'serve', ...(options.host === null ? [] : ['--host', options.host ?? '127.0.0.1']), '--port', '0', ...(options.args ?? [])], {
     cwd: options.cwd,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -93,11 +95,11 @@ export async function startServeProcess(options: ServeOptions = {}): Promise<Ser
   };
 }
 
-/** One JSON request; the body parsed (null when empty). */
+/** One JSON request (a write says JSON even without a body, as the server requires); the body parsed (null when empty). */
 export async function send(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(`${base}${path}`, {
     method,
-    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+    headers: body === undefined && method === 'GET' ? headers : { 'content-type': 'application/json', ...headers },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();

@@ -12,7 +12,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'guardctl-e2e-server-'));
   server = await startServeProcess({
     args: ['--db', join(dir, 'guard.db')],
-    env: { GUARD_API_KEY_ENABLED: 'true', GUARD_ADMIN_API_KEYS: 'e2e-admin', GUARD_API_KEYS: 'e2e-reader' },
+    env: { GUARD_API_KEY_ENABLED: 'true', GUARD_ADMIN_API_KEYS: 'e2e-admin-key-000001', GUARD_API_KEYS: 'e2e-reader-key-00001' },
   });
   baseUrl = server.url;
 });
@@ -22,8 +22,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const admin = { 'content-type': 'application/json', 'x-api-key': 'e2e-admin' };
-const reader = { 'content-type': 'application/json', 'x-api-key': 'e2e-reader' };
+const admin = { 'content-type': 'application/json', 'x-api-key': 'e2e-admin-key-000001' };
+const reader = { 'content-type': 'application/json', 'x-api-key': 'e2e-reader-key-00001' };
 
 const send = (method: string, path: string, headers: Record<string, string>, body?: unknown) => request(baseUrl, method, path, body, headers);
 
@@ -64,6 +64,6 @@ describe('guardctl serve (built binary, real HTTP)', () => {
   it('exits cleanly on SIGTERM and leaves the database on disk', async () => {
     expect(await server.stop()).toBe(0);
     expect(existsSync(join(dir, 'guard.db'))).toBe(true);
-    expect(server.stderr()).not.toContain('e2e-admin');
+    expect(server.stderr()).not.toContain('e2e-admin-key-000001');
   });
 });

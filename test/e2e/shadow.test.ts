@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './run-cli.js';
 import { requireBuiltBinary, send, startServeProcess, type ServeProcess } from './serve-process.js';
 
-const ADMIN = 'e2e-admin-key';
+const ADMIN = 'e2e-admin-key-000001';
 const fingerprint = createHash('sha256').update(ADMIN).digest('hex').slice(0, 8);
 const SSN = '078-05-1120';
 

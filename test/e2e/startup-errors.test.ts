@@ -107,6 +107,28 @@ describe('guardctl serve start-up mistakes (built binary)', () => {
     }
   });
 
+  it('an API key shorter than 16 characters stops the start with one line naming the variable, never the key', async () => {
+    const line = await failedStart(['--db', ':memory:'], { GUARD_API_KEY_ENABLED: 'true', GUARD_ADMIN_API_KEYS: 'ab' });
+    expect(line).toBe('error: GUARD_ADMIN_API_KEYS holds a key of 2 characters (entry 1): keys must be at least 16 characters; generate one with: openssl rand -hex 32');
+  });
+
+  it('listens on 127.0.0.1 without HOST, and warns when HOST (not only --host) opens it with keys off', async () => {
+    const local = await startServeProcess({ cwd: dir, host: null, args: ['--db', ':memory:'] });
+    const open = await startServeProcess({ cwd: dir, host: null, args: ['--db', ':memory:'], env: { HOST: '0.0.0.0' } });
+    const keyed = await startServeProcess({
+      cwd: dir, host: null, args: ['--db', ':memory:'], env: { HOST: '0.0.0.0', GUARD_API_KEY_ENABLED: 'true', GUARD_ADMIN_API_KEYS: 'admin-key-for-the-e2e-test' },
+    });
+    try {
+      expect(local.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(open.url).toMatch(/^http:\/\/0\.0\.0\.0:\d+$/);
+      await expect.poll(() => open.output()).toMatch(/WARN {2}API keys are off and the server listens on 0\.0\.0\.0/);
+      expect(local.output()).not.toContain('API keys are off');
+      expect(keyed.output()).not.toContain('API keys are off');
+    } finally {
+      await Promise.all([local.stop(), open.stop(), keyed.stop()]);
+    }
+  });
+
   it('a database file that does not exist yet is created, and the log says so', async () => {
     const server = await startServeProcess({ cwd: dir, args: ['--db', 'new/sub/guard.db'] });
     try {

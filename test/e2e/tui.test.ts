@@ -12,7 +12,7 @@ let dir: string;
 let server: ServeProcess | undefined;
 let baseUrl: string;
 
-const admin = { 'content-type': 'application/json', 'x-api-key': 'e2e-admin' };
+const admin = { 'content-type': 'application/json', 'x-api-key': 'e2e-admin-key-000001' };
 
 async function call(method: string, path: string, body?: unknown): Promise<{ control_id: number }> {
   const res = await fetch(`${baseUrl}${path}`, { method, headers: admin, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -42,7 +42,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'guardctl-e2e-tui-'));
   server = await startServeProcess({
     args: ['--db', join(dir, 'guard.db')],
-    env: { GUARD_API_KEY_ENABLED: 'true', GUARD_ADMIN_API_KEYS: 'e2e-admin', GUARD_API_KEYS: 'e2e-reader' },
+    env: { GUARD_API_KEY_ENABLED: 'true', GUARD_ADMIN_API_KEYS: 'e2e-admin-key-000001', GUARD_API_KEYS: 'e2e-reader-key-00001' },
   });
   baseUrl = server.url;
   const deny = await call('PUT', '/api/v1/controls', {
@@ -88,7 +88,7 @@ const untilScreen = (check: (s: string) => boolean) =>
 
 describe('guardctl tui under tmux against a real server', () => {
   it('shows live rows, a deny, filters, and the detail view after Enter', async () => {
-    const command = `exec env TERM=xterm-256color ${JSON.stringify(process.execPath)} ${JSON.stringify(MAIN)} tui --server ${baseUrl} --api-key e2e-reader`;
+    const command = `exec env TERM=xterm-256color ${JSON.stringify(process.execPath)} ${JSON.stringify(MAIN)} tui --server ${baseUrl} --api-key e2e-reader-key-00001`;
     const started = spawnSync('tmux', ['-L', SOCKET, '-f', '/dev/null', 'new-session', '-d', '-x', '120', '-y', '40', '-s', 'tui', command], {
       env: cleanEnv(),
       encoding: 'utf8',
@@ -126,7 +126,7 @@ describe('guardctl tui under tmux against a real server', () => {
   });
 
   it('at 80 columns: filters in the header, help that fits, no colour with --no-color, paused events shown on resume', async () => {
-    const command = `exec env TERM=xterm-256color ${JSON.stringify(process.execPath)} ${JSON.stringify(MAIN)} tui --no-color --server ${baseUrl} --api-key e2e-reader --decision deny --filter 'step=run_sql'`;
+    const command = `exec env TERM=xterm-256color ${JSON.stringify(process.execPath)} ${JSON.stringify(MAIN)} tui --no-color --server ${baseUrl} --api-key e2e-reader-key-00001 --decision deny --filter 'step=run_sql'`;
     const started = spawnSync('tmux', ['-L', SOCKET, '-f', '/dev/null', 'new-session', '-d', '-x', '80', '-y', '24', '-s', 'tui', command], { env: cleanEnv(), encoding: 'utf8' });
     expect(started.status, started.stderr).toBe(0);
     const first = await untilScreen((s) => s.includes('● live'));
@@ -159,7 +159,7 @@ describe('guardctl tui under tmux against a real server', () => {
 
   it('prints one line per event, or JSON lines, when stdout is not a terminal', async () => {
     for (const format of ['text', 'json'] as const) {
-      const child = spawn(process.execPath, [MAIN, 'tui', '--server', baseUrl, '--api-key', 'e2e-reader', '--format', format, '--decision', 'deny'], {
+      const child = spawn(process.execPath, [MAIN, 'tui', '--server', baseUrl, '--api-key', 'e2e-reader-key-00001', '--format', format, '--decision', 'deny'], {
         env: cleanEnv(),
         stdio: ['ignore', 'pipe', 'pipe'],
       });

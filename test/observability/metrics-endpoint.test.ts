@@ -10,9 +10,9 @@ afterEach(async () => {
 
 describe('GET /metrics', () => {
   it('serves every metric under the configured prefix, public, with route patterns as labels', async () => {
-    t = await makeApp({ metricsPrefix: 'acme', apiKeyEnabled: true, apiKeys: ['k1'] });
+    t = await makeApp({ metricsPrefix: 'acme', apiKeyEnabled: true, apiKeys: ['regular-key-0000001'] });
     const id = await addControl(t.store, 'support-bot', 'block-sql', denySql);
-    const headers = { 'x-api-key': 'k1' };
+    const headers = { 'x-api-key': 'regular-key-0000001' };
     await t.app.inject({ method: 'POST', url: '/api/v1/evaluation', headers, payload: evaluation('DROP TABLE users') });
     await t.app.inject({ url: `/api/v1/observability/stats/controls/${id}`, headers });
     await t.app.inject({ url: '/api/v1/observability/stats/controls/12345', headers });
@@ -41,7 +41,7 @@ describe('GET /metrics', () => {
   });
 
   it('times and counts requests refused before their route runs (authentication)', async () => {
-    t = await makeApp({ apiKeyEnabled: true, apiKeys: ['k1'] });
+    t = await makeApp({ apiKeyEnabled: true, apiKeys: ['regular-key-0000001'] });
     const refused = await t.app.inject({ method: 'POST', url: '/api/v1/evaluation', payload: evaluation('x') });
     expect(refused.statusCode).toBe(401);
     const text = (await t.app.inject({ url: '/metrics' })).body;
@@ -50,6 +50,20 @@ describe('GET /metrics', () => {
     // Timed from arrival: a fraction of a second, not the time since the process started.
     expect(Number(sum?.[1])).toBeGreaterThan(0);
     expect(Number(sum?.[1])).toBeLessThan(1);
+  });
+
+  it('with METRICS_REQUIRE_KEY=true needs a regular or admin key (401 without), and shows the same text', async () => {
+    t = await makeApp({ apiKeyEnabled: true, apiKeys: ['regular-key-0000001'], metricsRequireKey: true });
+    await addControl(t.store, 'support-bot', 'block-sql', denySql);
+    await t.app.inject({ method: 'POST', url: '/api/v1/evaluation', headers: { 'x-api-key': 'regular-key-0000001' }, payload: evaluation('DROP TABLE users') });
+    const anonymous = await t.app.inject({ url: '/metrics' });
+    expect(anonymous.statusCode).toBe(401);
+    expect(anonymous.headers['content-type']).toContain('application/problem+json');
+    expect(anonymous.body).not.toContain('support-bot');
+    const keyed = await t.app.inject({ url: '/metrics', headers: { 'x-api-key': 'regular-key-0000001' } });
+    expect(keyed.statusCode).toBe(200);
+    expect(keyed.body).toContain('guard_evaluations_total{agent="support-bot",decision="deny"} 1');
+    expect(t.app.registeredRoutes.find((r) => r.url === '/metrics')?.access).toBe('read');
   });
 
   it('bounds agent and control label values, reporting the rest as other', async () => {

@@ -60,9 +60,9 @@ describe('GET /api/v1/recordings', () => {
   });
 
   it('needs a key when authentication is on (read access)', async () => {
-    server = await startTestServer({ env: { GUARD_RECORD_STEPS: 'true', GUARD_API_KEY_ENABLED: 'true', GUARD_API_KEYS: 'reader', GUARD_ADMIN_API_KEYS: 'admin' } });
+    server = await startTestServer({ env: { GUARD_RECORD_STEPS: 'true', GUARD_API_KEY_ENABLED: 'true', GUARD_API_KEYS: 'regular-key-0000001', GUARD_ADMIN_API_KEYS: 'admin-key-000000001' } });
     const app = server.app;
     expect((await app.inject({ url: '/api/v1/recordings' })).statusCode).toBe(401);
-    expect((await app.inject({ url: '/api/v1/recordings', headers: { 'x-api-key': 'reader' } })).statusCode).toBe(200);
+    expect((await app.inject({ url: '/api/v1/recordings', headers: { 'x-api-key': 'regular-key-0000001' } })).statusCode).toBe(200);
   });
 });

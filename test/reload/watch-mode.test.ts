@@ -121,7 +121,8 @@ describe('watch mode (real directory, real watcher, real SQLite)', () => {
     expect(await decide(s.app, 'sql-bot', 'DROP TABLE users')).toBe('deny');
     const before = await statusOf(s.app);
     s.write('sql.yaml', sqlControl('block-drop', DROP));
-    await waitForReload(s.app, before, 'success');
+    // An unlink is applied once it is planned again after the confirmation delay.
+    await waitForStatus(s.app, (st) => st.reloads.success > before.reloads.success && st.pending_removals === 0, 'the unlink');
     expect(await s.store.listAgentControls('sql-bot')).toEqual([]);
     expect(await decide(s.app, 'sql-bot', 'DROP TABLE users')).toBe('allow');
   });

@@ -50,8 +50,34 @@ describe('replay', () => {
       ['deny', 'steer', 1, { 'steer-drop': 1 }],
     ]);
     expect(report.changes[0]!.examples.map((e) => e.label)).toEqual(['r2', 'r3']);
-    expect(report.changes[0]!.examples[0]).toMatchObject({ agent_name: 'bot', stage: 'pre', step_type: 'tool', step_name: 'run_sql', input_excerpt: '{"query":"DELETE FROM a"}', controls: ['no-delete'] });
+    expect(report.changes[0]!.examples[0]).toMatchObject({ agent_name: 'bot', stage: 'pre', step_type: 'tool', step_name: 'run_sql', input_excerpt: '{"query":"[MATCHED]"}', controls: ['no-delete'] });
     expect(describeChange(report.changes[0]!, 10_000)).toBe('would newly deny 3 of 10,000 steps (allow before)');
+  });
+
+  it('never shows what a control matched in an example: the values the deciding controls read are masked', async () => {
+    const card = regex('\\b4[0-9]{15}\\b', 'deny', 'input.note');
+    const guarded = compileAgentSets([{ name: 'no-cards', data: card }], [{ agent_name: 'bot', controls: ['no-cards'] }], registry);
+    const none = compileAgentSets([], [], registry);
+    const step: RawRecord = {
+      label: 'r1',
+      value: { agent_name: 'bot', stage: 'pre', step: { type: 'tool', name: 'pay', input: { customer: 'bob', note: 'card 4111111111111111 exp 12/30' } } },
+    };
+    // Newly denied (the after side matched) and newly allowed (the before side had matched).
+    for (const [b, a] of [[none, guarded], [guarded, none]] as const) {
+      const report = await replay([step], b, a);
+      const example = report.changes[0]!.examples[0]!;
+      expect(example.input_excerpt).toBe('{"customer":"bob","note":"[MATCHED]"}');
+      expect(JSON.stringify(report)).not.toContain('4111111111111111');
+    }
+  });
+
+  it('an example is redacted as recorded steps are, whatever its source (a JSON-lines file is not)', async () => {
+    const step: RawRecord = {
+      label: 'line 1',
+      value: { agent_name: 'bot', stage: 'pre', step: { type: 'tool', name: 'run_sql', input: { query: 'DELETE FROM a', db_password: 'hunter2-hunter2' } } },
+    };
+    const report = await replay([step], before, after);
+    expect(report.changes[0]!.examples[0]!.input_excerpt).not.toContain('hunter2');
   });
 
   it('a change to allow names the controls that decided before', async () => {

@@ -103,7 +103,9 @@ describe('guardctl plan --replay', () => {
     expect(out).toContain('### guardctl plan');
     expect(out).toContain('#### Replay of recorded traffic');
     expect(out).toContain('| would newly deny 2 of 5 steps (allow before) | 2 | no-delete (2) |');
-    expect(out).toContain('`{"query":"DELETE FROM a"}`');
+    // What the control matched is masked in the example, as in the shadow report.
+    expect(out).toContain('`{"query":"[MATCHED]"}`');
+    expect(out).not.toContain('DELETE FROM a');
   });
 
   it('replays a JSON-lines file, with malformed lines counted, into the JSON plan', async () => {

@@ -44,7 +44,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('database outa
     const created = await app.app.inject({ method: 'PUT', url: '/api/v1/controls', payload: { name: 'no-drop', data: denyDrop } });
     const id = (JSON.parse(created.body) as { control_id: number }).control_id;
     await app.app.inject({ method: 'POST', url: '/api/v1/agents/initAgent', payload: { agent_name: 'bot' } });
-    await app.app.inject({ method: 'POST', url: `/api/v1/agents/bot/controls/${id}` });
+    await app.app.inject({ method: 'POST', url: `/api/v1/agents/bot/controls/${id}`, headers: { 'content-type': 'application/json' } });
     expect((await evaluate(app, 'bot')).body.decision).toBe('deny');
     expect((await app.app.inject({ method: 'GET', url: '/health' })).json()).toMatchObject({ status: 'healthy' });
 

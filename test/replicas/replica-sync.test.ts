@@ -49,7 +49,7 @@ describe.skipIf(unreachable !== null)(unreachable ? skipReasonOf(unreachable) : 
     const created = await a.app.inject({ method: 'PUT', url: '/api/v1/controls', payload: { name: 'no-drop', data: denyDrop } });
     expect(created.statusCode).toBe(201);
     const id = (JSON.parse(created.body) as { control_id: number }).control_id;
-    const linked = await a.app.inject({ method: 'POST', url: `/api/v1/agents/bot/controls/${id}` });
+    const linked = await a.app.inject({ method: 'POST', url: `/api/v1/agents/bot/controls/${id}`, headers: { 'content-type': 'application/json' } });
     expect(linked.statusCode).toBe(200);
 
     // The one-second goal is measured by `npm run bench -- postgres`; tests only poll.
@@ -66,7 +66,7 @@ describe.skipIf(unreachable !== null)(unreachable ? skipReasonOf(unreachable) : 
     const created = await a.app.inject({ method: 'PUT', url: '/api/v1/controls', payload: { name: 'no-drop', data: denyDrop } });
     const id = (JSON.parse(created.body) as { control_id: number }).control_id;
     await a.app.inject({ method: 'POST', url: '/api/v1/agents/initAgent', payload: { agent_name: 'bot' } });
-    await a.app.inject({ method: 'POST', url: `/api/v1/agents/bot/controls/${id}` });
+    await a.app.inject({ method: 'POST', url: `/api/v1/agents/bot/controls/${id}`, headers: { 'content-type': 'application/json' } });
     await until(async () => (await decisionOn(b, 'bot')) === 'deny', 'B to deny');
 
     // A write straight to the tables, bumping the revision but sending no NOTIFY.

@@ -198,13 +198,13 @@ describe('the reserved watch: owner on the other writes', () => {
 describe('access', () => {
   it('is admin-only when keys are on', async () => {
     await server.close();
-    server = await startTestServer({ env: { GUARD_API_KEY_ENABLED: 'true', GUARD_API_KEYS: 'regular', GUARD_ADMIN_API_KEYS: 'admin' } });
+    server = await startTestServer({ env: { GUARD_API_KEY_ENABLED: 'true', GUARD_API_KEYS: 'regular-key-0000001', GUARD_ADMIN_API_KEYS: 'admin-key-000000001' } });
     const changes = [{ op: 'create_control', control: { name: 'x' } }];
     expect((await post(changes)).statusCode).toBe(401);
-    const regular = await post(changes, { 'x-api-key': 'regular' });
+    const regular = await post(changes, { 'x-api-key': 'regular-key-0000001' });
     expect(regular.statusCode).toBe(403);
     expect(await names()).toEqual([]);
-    expect((await post(changes, { 'x-api-key': 'admin' })).statusCode).toBe(200);
+    expect((await post(changes, { 'x-api-key': 'admin-key-000000001' })).statusCode).toBe(200);
     expect(await names()).toEqual(['x']);
   });
 });

@@ -39,9 +39,11 @@ afterAll(async () => {
 });
 
 async function send(method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
+  // Every write says JSON, body or not (the server answers 415 otherwise).
   const res = await fetch(`${base}${path}`, {
     method,
-    ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+    headers: { 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: res.status, json: await res.json() };
 }

@@ -63,7 +63,9 @@ export async function call(
   payload?: unknown,
   headers: Record<string, string> = {},
 ): Promise<LightMyRequestResponse> {
-  return app.inject({ method, url, payload: payload as never, headers });
+  // What every client does: a write says its (possibly empty) body is JSON.
+  const contentType = method === 'GET' ? {} : { 'content-type': 'application/json' };
+  return app.inject({ method, url, payload: payload as never, headers: { ...contentType, ...headers } });
 }
 
 /** Creates a control with data and an agent linked to it; returns the control id. */

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { evaluateStep, type EvaluationOutcome } from '../../engine/index.js';
+import { evaluateStep, type CompiledControlSet, type EvaluationOutcome } from '../../engine/index.js';
 import {
   EvaluationRequestSchema,
   isValidAgentName,
@@ -8,6 +8,9 @@ import {
   type EvaluationRequest,
 } from '../../model/index.js';
 import { traceIdsFromHeaders } from '../../observability/trace.js';
+import { EVALUATE_SPAN, endEvaluationSpan, endFailedSpan } from '../../tracing/evaluation-span.js';
+import { parentOfHeaders } from '../../tracing/trace-context.js';
+import { SPAN_KIND } from '../../tracing/types.js';
 import { parseOr422, type ServerContext } from '../context.js';
 import { AnswerWriter } from '../result-json.js';
 
@@ -17,11 +20,14 @@ import { AnswerWriter } from '../result-json.js';
  * result (200), not an error.
  */
 export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) => {
-  const { controlSets, observability, config, counters } = ctx;
+  const { controlSets, observability, config, tracing, counters } = ctx;
   // This app's memos of the hot path: the answer writer's, and the last agent name checked.
   const answers = new AnswerWriter();
   const validAgentName = agentNameChecker();
   const options = { execution: 'server', collectExecutions: observability !== undefined && config.observabilityEnabled } as const;
+  // A recorded span names each matched control's evaluator and duration: the executions say them.
+  const tracedOptions = { execution: 'server', collectExecutions: true } as const;
+  const includeContent = tracing?.config.includeContent ?? false;
 
   // The request's JSON Schema, generated from the same zod schema, is checked by Fastify's
   // compiled validator: a fraction of zod's cost on the hot path. Only when it fails does
@@ -31,11 +37,26 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
   const schema = { body: requestSchema };
 
   app.post('/evaluation', { config: { access: 'read' }, schema, attachValidation: true }, async (request, reply) => {
-    const body = requestOf(request.body, request.validationError === undefined, validAgentName);
-    const set = controlSets.peek(body.agent_name) ?? (await controlSets.get(body.agent_name));
-    // Only sets with rate or budget controls need the agent and the counters.
-    const pending = evaluateStep(set, body.step, body.stage, set.counting ? { ...options, agentName: body.agent_name, counters } : options);
-    const outcome: EvaluationOutcome = pending instanceof Promise ? await pending : pending;
+    // With tracing off this is the whole cost of it: one test.
+    const span = tracing ? tracing.startSpan(EVALUATE_SPAN, SPAN_KIND.server, parentOfHeaders(request.headers)) : null;
+    let body: EvaluationRequest;
+    let set: CompiledControlSet;
+    let outcome: EvaluationOutcome;
+    try {
+      body = requestOf(request.body, request.validationError === undefined, validAgentName);
+      set = controlSets.peek(body.agent_name) ?? (await controlSets.get(body.agent_name));
+      const base = span?.isRecording() ? tracedOptions : options;
+      // Only sets with rate or budget controls need the agent and the counters.
+      const pending = evaluateStep(set, body.step, body.stage, set.counting ? { ...base, agentName: body.agent_name, counters } : base);
+      outcome = pending instanceof Promise ? await pending : pending;
+    } catch (error) {
+      if (span) endFailedSpan(span, error);
+      throw error;
+    }
+    if (span) {
+      const { agent_name: agent, stage, step } = body;
+      endEvaluationSpan(span, { agent, stage, step, result: outcome.result, executions: outcome.executions, setRevision: set.revision, includeContent });
+    }
     if (observability) {
       // Recording must never fail or slow the answer; it is synchronous and buffered.
       try {

@@ -10,6 +10,7 @@ import {
 } from '../../observability/schemas.js';
 import { emptyStatsRow } from '../../store/records.js';
 import type { ControlStatsRow, EventStore, Store } from '../../store/types.js';
+import type { Access } from '../auth.js';
 import { controlIdOf } from '../context.js';
 import { sendError, sendValidationProblem } from '../problem.js';
 
@@ -143,11 +144,11 @@ export const observabilityRoutes: FastifyPluginAsync<ObservabilityRoutesOptions>
   });
 };
 
-/** `GET /metrics`: Prometheus text from the app's own registry. Public. */
-export const metricsRoutes: FastifyPluginAsync<{ observability: Observability }> = async (app, opts) => {
-  const { observability } = opts;
+/** `GET /metrics`: Prometheus text from the app's own registry. Public unless METRICS_REQUIRE_KEY. */
+export const metricsRoutes: FastifyPluginAsync<{ observability: Observability; access?: Access }> = async (app, opts) => {
+  const { observability, access = 'public' } = opts;
   const { registry } = observability.metrics;
-  app.get('/metrics', { config: { access: 'public' } }, async (_request, reply) => {
+  app.get('/metrics', { config: { access } }, async (_request, reply) => {
     // Evaluations answered earlier in this event-loop turn are counted before the scrape.
     observability.settle();
     const text = await registry.metrics();
