@@ -62,7 +62,7 @@ describe('one server (SQLite)', () => {
     processes.push(first);
     await setUp(first.url, 'searches-per-user', rateData(4));
     const created = await send(first.url, 'PUT', '/api/v1/controls', { name: 'spend-per-day', data: budgetData });
-    await send(first.url, 'POST', `/api/v1/agents/bot/controls/${created.body.control_id as number}`);
+    expect((await send(first.url, 'POST', `/api/v1/agents/bot/controls/${created.body.control_id as number}`)).status).toBe(200);
 
     const decisions = await Promise.all(Array.from({ length: 12 }, () => decide(first.url, search('ann'))));
     expect(decisions.filter((d) => d === 'allow')).toHaveLength(4);

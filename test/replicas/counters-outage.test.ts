@@ -26,10 +26,12 @@ const rate = (onError?: 'allow' | 'deny') => ({
 });
 
 async function link(app: PgApp, agent: string, name: string, data: unknown): Promise<void> {
-  await app.app.inject({ method: 'POST', url: '/api/v1/agents/initAgent', payload: { agent_name: agent } });
+  expect((await app.app.inject({ method: 'POST', url: '/api/v1/agents/initAgent', payload: { agent_name: agent } })).statusCode).toBeLessThan(300);
   const created = await app.app.inject({ method: 'PUT', url: '/api/v1/controls', payload: { name, data } });
+  expect(created.statusCode).toBe(201);
   const id = (JSON.parse(created.body) as { control_id: number }).control_id;
-  await app.app.inject({ method: 'POST', url: `/api/v1/agents/${agent}/controls/${id}` });
+  // Writes send JSON, even an empty object.
+  expect((await app.app.inject({ method: 'POST', url: `/api/v1/agents/${agent}/controls/${id}`, payload: {} })).statusCode).toBe(200);
 }
 
 async function evaluate(app: PgApp, agent: string, user: string) {
