@@ -6,6 +6,7 @@ const modules: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
   () => import('./server.js'),
   () => import('./engine.js'),
   () => import('./regex-cost.js'),
+  () => import('./evaluators.js'),
   () => import('./observability.js'),
   () => import('./tui.js'),
   () => import('./gitops.js'),

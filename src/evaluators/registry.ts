@@ -5,9 +5,11 @@
  */
 import { fieldIssuesOf, OnErrorSchema, type FieldIssue, type JsonObject, type OnError } from '../model/index.js';
 import { listEvaluator } from './list/index.js';
+import { piiEvaluator } from './pii/index.js';
 import { regexEvaluator } from './regex/index.js';
 import { rateEvaluator } from './rate/index.js';
 import { budgetEvaluator } from './budget/index.js';
+import { secretsEvaluator } from './secrets/index.js';
 import { jsonSchemaCheck, type JsonSchemaCheck } from './json-schema.js';
 import { evaluatorPluginSpecs, loadEvaluatorPlugins } from './load-plugins.js';
 import { ConfigError, type CompiledCheck, type EvaluatorDefinition, type PartCaches } from './types.js';
@@ -127,9 +129,10 @@ export interface DefaultRegistryOptions {
   extra?: EvaluatorDefinition[];
 }
 
-/** A registry holding the built-in evaluators `regex`, `list`, `rate` and `budget`. */
+/** A registry holding the built-in evaluators `regex`, `list`, `pii`, `secrets`, `rate` and `budget`. */
 export function createDefaultRegistry(options: DefaultRegistryOptions = {}): EvaluatorRegistry {
   const registry = new EvaluatorRegistry().register(regexEvaluator).register(listEvaluator);
+  registry.register(piiEvaluator).register(secretsEvaluator);
   registry.register(rateEvaluator).register(budgetEvaluator);
   for (const def of options.extra ?? []) registry.register(def);
   return registry;

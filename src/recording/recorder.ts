@@ -7,6 +7,7 @@
 import type { Stage, Step } from '../model/index.js';
 import type { NewRecordedStep, Store } from '../store/types.js';
 import { createRedactor, type Redactor } from './redact.js';
+import { maskSecretsIn } from './value-masks.js';
 
 export interface RecorderOptions {
   sampleRate: number;
@@ -66,7 +67,9 @@ export class StepRecorder {
       now: Date.now,
       ...options,
     };
-    this.#redactor = createRedactor(options.redact);
+    // By name (the rules and the secret-sounding names) and by value: credentials and card
+    // numbers are masked in every string kept, whatever its field is called.
+    this.#redactor = createRedactor(options.redact, { maskValue: maskSecretsIn });
   }
 
   /** Starts the flush and retention timers (unref'd: they never keep the process alive). */

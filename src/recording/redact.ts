@@ -5,7 +5,8 @@
  * `Credentials` are all caught (case, `_`, `-`, `.` and camelCase do not matter). Configured
  * rules add a name (`ssn`: that key at any depth) or a dotted path from the step
  * (`input.card_number`: that one field), compared the same way. A `sensitiveValue` check,
- * when given, also redacts a string whose content looks like a secret, whatever its field.
+ * when given, also redacts a string whose content looks like a secret, whatever its field,
+ * and a `maskValue` masks the secrets inside the strings that are kept (value-masks.ts).
  * Redacted values become "[REDACTED]". Pure; the input is never modified.
  */
 
@@ -89,6 +90,11 @@ export interface RedactorOptions {
   secretNames?: boolean;
   /** Also redact any string this says holds a secret (for example a key format's detector). */
   sensitiveValue?: (value: string) => boolean;
+  /**
+   * Masks the secrets inside a string that is kept (value-masks.ts: credentials and card
+   * numbers masked in place, whatever the field is called).
+   */
+  maskValue?: (value: string) => string;
 }
 
 /** A name or path written as words joined by `_`: how rules and field names are compared. */
@@ -97,6 +103,7 @@ const keyOf = (name: string) => wordsOf(name).join('_');
 export function createRedactor(rules: readonly string[], options: RedactorOptions = {}): Redactor {
   const useSecretNames = options.secretNames ?? true;
   const sensitiveValue = options.sensitiveValue;
+  const maskValue = options.maskValue ?? ((value: string) => value);
   const names = new Set<string>();
   const paths: string[][] = [];
   for (const rule of rules) {
@@ -107,7 +114,7 @@ export function createRedactor(rules: readonly string[], options: RedactorOption
   const redactsField = (name: string, key: string, here: readonly string[]) =>
     names.has(key) || (useSecretNames && isSecretName(name)) || paths.some((p) => sameList(p, here));
   const redactAt = (value: unknown, path: readonly string[]): unknown => {
-    if (typeof value === 'string') return sensitiveValue?.(value) === true ? REDACTED : value;
+    if (typeof value === 'string') return sensitiveValue?.(value) === true ? REDACTED : maskValue(value);
     if (Array.isArray(value)) return value.map((item) => redactAt(item, path));
     if (value === null || typeof value !== 'object') return value;
     const out: Record<string, unknown> = {};

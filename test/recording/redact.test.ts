@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createRedactor, isSecretName, REDACTED } from '../../src/recording/index.js';
+import { createRedactor, isSecretName, maskSecretsIn, REDACTED } from '../../src/recording/index.js';
 
 describe('createRedactor', () => {
   it('redacts the built-in secret names at any depth, in arrays too, case- and dash-insensitively', () => {
@@ -103,5 +103,21 @@ describe('createRedactor', () => {
     expect(r.redact({ input: { note: 'AKIAIOSFODNN7EXAMPLE', other: 'fine', list: ['AKIA0', 3] } })).toEqual({
       input: { note: REDACTED, other: 'fine', list: [REDACTED, 3] },
     });
+  });
+  it('masks credentials and Luhn-valid card numbers inside strings, whatever the field (maskValue)', () => {
+    const r = createRedactor([], { maskValue: maskSecretsIn });
+    const jwt = `${Buffer.from('{"alg":"HS256"}').toString('base64url')}.${Buffer.from('{"sub":"1"}').toString('base64url')}.sig_part`;
+    expect(
+      r.redact({
+        input: { note: 'use AKIAIOSFODNN7EXAMPLE now', card: 'x 4000-0000-0000-0002 y', order: '1234567890123456', list: [jwt, 7], plain: 'fine' },
+      }),
+    ).toEqual({
+      input: { note: 'use AKIA…MPLE now', card: 'x 4000…0002 y', order: '1234567890123456', list: ['eyJh…part', 7], plain: 'fine' },
+    });
+  });
+
+  it('replaces a string with more than 1,000 secrets whole', () => {
+    expect(maskSecretsIn('AKIAIOSFODNN7EXAMPLE '.repeat(1001))).toBe(REDACTED);
+    expect(maskSecretsIn('AKIAIOSFODNN7EXAMPLE '.repeat(3))).toBe('AKIA…MPLE AKIA…MPLE AKIA…MPLE ');
   });
 });

@@ -175,6 +175,32 @@ describe('decisions through check()', () => {
     expect((error as ControlViolationError).controlName).toBe('deny-grant');
   });
 
+  it('runs pii and secrets in the agent\'s process (execution: sdk), with the server gone', async () => {
+    await addControl(server.client, 'support-bot', 'sdk-pii', {
+      execution: 'sdk',
+      scope: { step_names: ['send_sms'], stages: ['pre'] },
+      selector: { path: 'input' },
+      evaluator: { name: 'pii', config: { kinds: ['phone', 'credit_card'], phone_region: 'US' } },
+      action: { decision: 'deny' },
+    });
+    await addControl(server.client, 'support-bot', 'sdk-secrets', {
+      execution: 'sdk',
+      scope: { step_names: ['send_sms'], stages: ['pre'] },
+      selector: { path: 'input' },
+      evaluator: { name: 'secrets', config: { kinds: ['aws_access_key'] } },
+      action: { decision: 'deny' },
+    });
+    const agent = await start();
+    await server.close();
+    const sms = (text: string) => agent.check({ type: 'tool', name: 'send_sms', input: { text } }, 'pre');
+    expect((await sms('order 1234 5678 9012 3456 ships today')).decision).toBe('allow');
+    const phone = await sms('call me at (415) 555-2671').catch((e: unknown) => e);
+    expect((phone as ControlViolationError).controlName).toBe('sdk-pii');
+    expect((phone as ControlViolationError).detail).toBe('found phone (1) "(…1"');
+    const key = await sms('key AKIAIOSFODNN7EXAMPLE').catch((e: unknown) => e);
+    expect((key as ControlViolationError).controlName).toBe('sdk-secrets');
+  });
+
   it('sends disabled controls nowhere', async () => {
     await server.client.patchControl(ids['block-drop']!, { enabled: false });
     const agent = await start();

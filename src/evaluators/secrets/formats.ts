@@ -1,0 +1,226 @@
+/**
+ * The documented formats of cloud and SaaS credentials, for the `secrets` evaluator and for
+ * redaction by value (recording/). PURE. Every format starts with a literal prefix: a scan
+ * finds each prefix (or a prefix several formats share) with indexOf, reads the token after
+ * it (bounded, or walked to its end once), and resumes after what it read, so it is linear
+ * in the text.
+ */
+
+export const SECRET_KINDS = [
+  'aws_access_key',
+  'github_token',
+  'gitlab_token',
+  'slack_token',
+  'slack_webhook',
+  'stripe_key',
+  'openai_key',
+  'anthropic_key',
+  'google_api_key',
+  'npm_token',
+  'jwt',
+  'private_key',
+] as const;
+export type SecretKind = (typeof SECRET_KINDS)[number];
+
+/** Where a scan found something; false asks it to stop. */
+export type Report = (found: string, at: number) => boolean;
+
+/**
+ * What follows a prefix: the end of the token that starts at `at` (the prefix's start), or
+ * -1 when none does. `next` is where the scan resumes (past everything read).
+ */
+type Reader = (text: string, at: number, afterPrefix: number, scan: ScanState) => { end: number; next: number };
+
+/** What one scan remembers: where the next `-----END` is (monotonic, so PEM scans read the text once). */
+interface ScanState {
+  pemEndAt: number;
+}
+
+export interface Format {
+  readonly kind: SecretKind;
+  readonly prefixes: readonly string[];
+  /** Whether the prefix must not follow a letter or digit (`sk-` in `task-…`). */
+  readonly boundary: boolean;
+  readonly read: Reader;
+}
+
+const isDigit = (c: number) => c >= 48 && c <= 57;
+const isUpper = (c: number) => c >= 65 && c <= 90;
+const isLower = (c: number) => c >= 97 && c <= 122;
+const isAlnum = (c: number) => isDigit(c) || isUpper(c) || isLower(c);
+const isUpperNum = (c: number) => isDigit(c) || isUpper(c);
+const isWord = (c: number) => isAlnum(c) || c === 95;
+const isB64Url = (c: number) => isWord(c) || c === 45;
+const isSlackChar = (c: number) => isAlnum(c) || c === 45;
+const isGitlabChar = (c: number) => isB64Url(c) || c === 46;
+
+/** Variable-length tokens are at most this long; a longer run is some other text. */
+const TOKEN_MAX = 512;
+
+/** The end of the run of `accepts` characters from `from` (walked whole, however long). */
+function runEnd(text: string, from: number, accepts: (c: number) => boolean): number {
+  let i = from;
+  while (i < text.length && accepts(text.charCodeAt(i))) i++;
+  return i;
+}
+
+/** A token of `min` to `max` characters of `chars`, not followed by another such character. */
+function token(chars: (c: number) => boolean, min: number, max = TOKEN_MAX): Reader {
+  return (text, _at, after) => {
+    const end = runEnd(text, after, chars);
+    const length = end - after;
+    return { end: length >= min && length <= max ? end : -1, next: Math.max(end, after) };
+  };
+}
+
+/** Like token, and the character after it must not continue a word either. */
+function exact(chars: (c: number) => boolean, length: number, stop: (c: number) => boolean = isWord): Reader {
+  return (text, _at, after) => {
+    const end = runEnd(text, after, chars);
+    const ok = end - after === length && (end >= text.length || !stop(text.charCodeAt(end)));
+    return { end: ok ? end : -1, next: Math.max(end, after) };
+  };
+}
+
+/** `hooks.slack.com/services/T…/B…/…`: three path parts of letters and digits, the last 16+. */
+const readWebhook: Reader = (text, _at, after) => {
+  let i = after;
+  for (let part = 0; part < 3; part++) {
+    const end = runEnd(text, i, isAlnum);
+    const length = end - i;
+    if (length < (part === 2 ? 16 : 6) || length > 64) return { end: -1, next: Math.max(end, after) };
+    i = end;
+    if (part < 2) {
+      if (text.charCodeAt(i) !== 47) return { end: -1, next: i };
+      i++;
+    }
+  }
+  return { end: i, next: i };
+};
+
+/**
+ * `-----BEGIN … PRIVATE KEY-----` (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP … BLOCK): the block
+ * up to its `-----END …-----` line when one follows within 64 KB, else the header alone.
+ */
+const readPem: Reader = (text, _at, after, scan) => {
+    const close = text.indexOf('-----', after);
+    if (close < 0 || close - after > 40) return { end: -1, next: after };
+    const label = text.slice(after, close);
+    if (!/^[A-Z0-9 ]*PRIVATE KEY( BLOCK)?$/.test(label)) return { end: -1, next: after };
+    const header = close + 5;
+    if (scan.pemEndAt < header) scan.pemEndAt = text.indexOf('-----END', header);
+    if (scan.pemEndAt === -1) scan.pemEndAt = text.length + 1;
+    if (scan.pemEndAt > text.length || scan.pemEndAt - header > 65_536) return { end: header, next: header };
+    const footer = text.indexOf('-----', scan.pemEndAt + 8);
+    const end = footer < 0 || footer - scan.pemEndAt > 64 ? header : footer + 5;
+    return { end, next: end };
+};
+
+/**
+ * How base64url writes the start of a JSON object: `{"` is `eyJ`, `{ ` is `eyA`, and `{`
+ * before a newline, a carriage return or a tab is `ewo`, `ew0`, `ewk`.
+ */
+const readJwtOrNot: Reader = (text, at, afterPrefix, scan) => {
+  const c = text.charCodeAt(afterPrefix);
+  if (afterPrefix - at === 2 && c !== 111 && c !== 48 && c !== 107) return { end: -1, next: afterPrefix };
+  return readJwt(text, at, afterPrefix, scan);
+};
+/** A JWT header longer than this is not decoded. */
+const JWT_HEADER_MAX = 2048;
+
+/** Three base64url parts joined by dots, whose first decodes to a JSON object with a string `alg`. */
+const readJwt: Reader = (text, at) => {
+  const headerEnd = runEnd(text, at, isB64Url);
+  if (text.charCodeAt(headerEnd) !== 46 || headerEnd - at > JWT_HEADER_MAX) return { end: -1, next: headerEnd };
+  const payloadEnd = runEnd(text, headerEnd + 1, isB64Url);
+  if (payloadEnd === headerEnd + 1 || text.charCodeAt(payloadEnd) !== 46) return { end: -1, next: payloadEnd };
+  const signatureEnd = runEnd(text, payloadEnd + 1, isB64Url);
+  if (!headerHasAlg(text.slice(at, headerEnd))) return { end: -1, next: signatureEnd };
+  return { end: signatureEnd, next: signatureEnd };
+};
+
+function headerHasAlg(header: string): boolean {
+  try {
+    const decoded: unknown = JSON.parse(Buffer.from(header, 'base64url').toString('utf8'));
+    return typeof decoded === 'object' && decoded !== null && typeof (decoded as { alg?: unknown }).alg === 'string';
+  } catch {
+    return false;
+  }
+}
+
+/** `sk-…` and `sk-proj-…` (OpenAI): 32 or more base64url characters; `sk-ant-` is Anthropic's. */
+const openAiToken = token(isB64Url, 32);
+function openAiReader(text: string, at: number, after: number, scan: ScanState): { end: number; next: number } {
+  return text.startsWith('ant-', after) ? { end: -1, next: after } : openAiToken(text, at, after, scan);
+}
+
+/**
+ * A reader that first checks what follows the shared prefix it was found by: one search for
+ * `gh` serves the five GitHub prefixes, `xox` the five Slack ones, and so on (each search
+ * reads the text once). `rest` are the accepted continuations; the token is read after them.
+ */
+function after(rest: readonly string[], read: Reader): Reader {
+  return (text, at, afterPrefix, scan) => {
+    for (const r of rest) if (text.startsWith(r, afterPrefix)) return read(text, at, afterPrefix + r.length, scan);
+    return { end: -1, next: afterPrefix };
+  };
+}
+
+const FORMATS: readonly Format[] = Object.freeze([
+    { kind: 'aws_access_key', prefixes: ['AKIA', 'ASIA'], boundary: true, read: exact(isUpperNum, 16, isAlnum) },
+    { kind: 'github_token', prefixes: ['gh'], boundary: true, read: after(['p_', 'o_', 'u_', 's_', 'r_'], exact(isAlnum, 36)) },
+    { kind: 'github_token', prefixes: ['github_pat_'], boundary: true, read: token(isWord, 50, 255) },
+    { kind: 'gitlab_token', prefixes: ['glpat-'], boundary: true, read: trimDots(token(isGitlabChar, 20, 255)) },
+    { kind: 'slack_token', prefixes: ['xox'], boundary: true, read: after(['b-', 'a-', 'p-', 'r-', 's-'], token(isSlackChar, 10, 255)) },
+    { kind: 'slack_webhook', prefixes: ['hooks.slack.com/services/'], boundary: false, read: readWebhook },
+    { kind: 'stripe_key', prefixes: ['sk_', 'rk_'], boundary: true, read: after(['live_', 'test_'], token(isAlnum, 24, 247)) },
+    { kind: 'anthropic_key', prefixes: ['sk-ant-'], boundary: true, read: token(isB64Url, 32) },
+    { kind: 'openai_key', prefixes: ['sk-'], boundary: true, read: openAiReader },
+    { kind: 'google_api_key', prefixes: ['AIza'], boundary: true, read: exact(isB64Url, 35, isB64Url) },
+    { kind: 'npm_token', prefixes: ['npm_'], boundary: true, read: exact(isAlnum, 36) },
+    { kind: 'jwt', prefixes: ['eyJ', 'eyA', 'ew'], boundary: true, read: readJwtOrNot },
+    { kind: 'private_key', prefixes: ['-----BEGIN '], boundary: false, read: readPem },
+]);
+
+/** A GitLab token may be followed by a full stop that ends the sentence. */
+function trimDots(read: Reader): Reader {
+  return (text, at, after, scan) => {
+    const r = read(text, at, after, scan);
+    let end = r.end;
+    while (end > after && text.charCodeAt(end - 1) === 46) end--;
+    return { end: r.end < 0 || end - after < 20 ? -1 : end, next: r.next };
+  };
+}
+
+/** The literals every secret of these kinds contains (the scan hint). */
+export function prefixesOf(kinds: readonly SecretKind[]): string[] {
+  return [...new Set(formatsFor(kinds).flatMap((f) => f.prefixes))];
+}
+
+/** The formats of `kinds`, in scan order: what a compiled check keeps. */
+export function formatsFor(kinds: readonly SecretKind[]): readonly Format[] {
+  return FORMATS.filter((f) => kinds.includes(f.kind));
+}
+
+/**
+ * Reports every secret of `kinds` in `text`, each format's finds left to right. Returns
+ * false when `report` asked to stop.
+ */
+export function scanSecrets(text: string, formats: readonly Format[], report: (kind: SecretKind, found: string) => boolean): boolean {
+  const scan: ScanState = { pemEndAt: -1 };
+  for (const format of formats) {
+    for (const prefix of format.prefixes) {
+      let at = text.indexOf(prefix);
+      while (at >= 0) {
+        let next = at + prefix.length;
+        if (!format.boundary || at === 0 || !isAlnum(text.charCodeAt(at - 1))) {
+          const r = format.read(text, at, at + prefix.length, scan);
+          next = Math.max(r.next, next);
+          if (r.end >= 0 && !report(format.kind, text.slice(at, r.end))) return false;
+        }
+        at = text.indexOf(prefix, next);
+      }
+    }
+  }
+  return true;
+}

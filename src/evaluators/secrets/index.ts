@@ -1,0 +1,90 @@
+/**
+ * The `secrets` evaluator: credentials found by their documented formats (formats.ts) and,
+ * with `min_entropy`, high-entropy values assigned to secret-sounding names (entropy.ts).
+ * Its message and metadata name kinds and counts, never a secret; what it found goes in
+ * `found`, which the engine shows masked (`AKIA…MPLE`).
+ */
+import { z } from 'zod';
+import type { CompiledCheck, EvaluatorDefinition, EvaluatorOutcome, Prefilter, ScanHint, ValueMemo } from '../types.js';
+import { textOf } from '../text.js';
+import { asciiLower, scanHighEntropy, SECRET_NAME_WORDS } from './entropy.js';
+import { formatsFor, prefixesOf, scanSecrets, SECRET_KINDS, type SecretKind } from './formats.js';
+
+export const SecretsConfigSchema = z.strictObject({
+  kinds: z
+    .array(z.enum(SECRET_KINDS))
+    .min(1, 'kinds must hold at least one kind')
+    .optional()
+    .describe(`Credential formats to look for (default: all): ${SECRET_KINDS.join(', ')}`),
+  min_entropy: z
+    .number()
+    .positive()
+    .max(8)
+    .optional()
+    .describe(
+      'Also report values of 8+ characters assigned to names with key, secret, token, passw, pwd or credential ' +
+        'whose Shannon entropy is at least this many bits per character (3.5 is a good start); off when absent',
+    ),
+});
+export type SecretsConfig = z.infer<typeof SecretsConfigSchema>;
+
+/** The kind a `min_entropy` finding is reported as. */
+export const HIGH_ENTROPY = 'high_entropy';
+/** Findings kept per value at most: the counts stop there (`100+`), and so does the scan. */
+export const MAX_FINDINGS = 100;
+
+const NO_MATCH: EvaluatorOutcome = Object.freeze({ matched: false, confidence: 1, message: null, metadata: null });
+
+export const secretsEvaluator: EvaluatorDefinition = {
+  name: 'secrets',
+  description:
+    'Finds credentials by their documented formats (AWS, GitHub, GitLab, Slack, Stripe, OpenAI, Anthropic, Google, npm, ' +
+    'JWTs, PEM private keys) and, with min_entropy, high-entropy values named like secrets; never echoes them.',
+  configSchema: z.toJSONSchema(SecretsConfigSchema, { io: 'input' }),
+  zodSchema: SecretsConfigSchema,
+  compile(config) {
+    const { kinds, min_entropy } = SecretsConfigSchema.parse(config);
+    const chosen = SECRET_KINDS.filter((k) => kinds === undefined || kinds.includes(k));
+    return Object.assign(checkOf(chosen, min_entropy), hintOf(chosen, min_entropy));
+  },
+};
+
+/**
+ * The scan hint (see ScanHint): every secret of a format holds its prefix. With min_entropy
+ * a finding may hold only a secret-sounding name in any case instead, so the literals are
+ * compared lowercased (a prefix found as written is also found lowercased).
+ */
+function hintOf(kinds: readonly SecretKind[], minEntropy: number | undefined): ScanHint {
+  const prefixes = prefixesOf(kinds);
+  const prefilter: Prefilter =
+    minEntropy === undefined
+      ? Object.freeze({ literals: prefixes, folded: false })
+      : Object.freeze({ literals: [...new Set([...prefixes.map((p) => p.toLowerCase()), ...SECRET_NAME_WORDS])], folded: true });
+  return { scanPrefilter: prefilter };
+}
+
+function checkOf(kinds: readonly SecretKind[], minEntropy: number | undefined): CompiledCheck {
+  const formats = formatsFor(kinds);
+  return (value: unknown, memo?: ValueMemo) => {
+    const text = memo ? memo.text(value) : textOf(value);
+    if (text === undefined) return NO_MATCH;
+    const found: string[] = [];
+    const counts: Record<string, number> = {};
+    const add = (kind: string, f: string) => {
+      found.push(f);
+      counts[kind] = (counts[kind] ?? 0) + 1;
+      return found.length < MAX_FINDINGS;
+    };
+    const going = scanSecrets(text, formats, add);
+    if (going && minEntropy !== undefined) {
+      const low = asciiLower(text, memo?.lower(text));
+      // A value a format already reported is not counted again.
+      scanHighEntropy(text, low, minEntropy, (f) => (found.some((known) => known.includes(f) || f.includes(known)) ? true : add(HIGH_ENTROPY, f)));
+    }
+    if (found.length === 0) return NO_MATCH;
+    const capped = found.length >= MAX_FINDINGS;
+    const listed = Object.entries(counts).map(([kind, count]) => `${kind} (${count}${capped ? '+' : ''})`);
+    const metadata = capped ? { counts, total: found.length, truncated: true } : { counts, total: found.length };
+    return { matched: true, confidence: 1, message: `found ${listed.join(', ')}`, metadata, found };
+  };
+}

@@ -1,0 +1,74 @@
+/**
+ * Redaction by value, end to end: a server on a real socket with a SQLite file records a
+ * step whose innocently named field holds an AWS key and a card number; the recording read
+ * back (through the API and from the file) has both masked, and the rest of the text kept.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createDefaultRegistry } from '../../src/evaluators/registry.js';
+import { assembleServer } from '../../src/server/assemble.js';
+import { loadConfig } from '../../src/server/config.js';
+import { openStore } from '../../src/store/open-store.js';
+import type { Store } from '../../src/store/types.js';
+
+const AWS_KEY = 'AKIAIOSFODNN7EXAMPLE';
+
+interface RecordedStep {
+  input: { note: string; items: Array<{ memo: string }> };
+}
+const CARD = '4111 1111 1111 1111';
+
+let cleanup: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+async function startServer(): Promise<{ url: string; store: Store }> {
+  const dir = mkdtempSync(join(tmpdir(), 'guardctl-recording-'));
+  cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
+  const store = await openStore(join(dir, 'guard.db'));
+  const config = loadConfig({ OBSERVABILITY_ENABLED: 'false', OBSERVABILITY_FLUSH_INTERVAL_SECONDS: '0.05', GUARD_RECORD_STEPS: 'true' });
+  const server = await assembleServer(config, { store, registry: createDefaultRegistry(), observability: false });
+  cleanup.push(() => server.close());
+  const address = await server.app.listen({ host: '127.0.0.1', port: 0 });
+  return { url: address, store };
+}
+
+async function send(url: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, json: text === '' ? null : JSON.parse(text) };
+}
+
+describe('recorded steps are redacted by value', () => {
+  it('masks an AWS key and a card number under a field named note, and keeps the rest', async () => {
+    const { url, store } = await startServer();
+    expect((await send(url, 'POST', '/api/v1/agents/initAgent', { agent_name: 'bot' })).status).toBeLessThan(300);
+    const note = `deploy with ${AWS_KEY}, then charge ${CARD} for order 1234 5678 9012 3456`;
+    const step = { type: 'tool', name: 'checkout', input: { note, items: [{ sku: 'A-1', memo: `key=${AWS_KEY}` }] } };
+    const answer = await send(url, 'POST', '/api/v1/evaluation', { agent_name: 'bot', stage: 'pre', step });
+    expect(answer.status).toBe(200);
+
+    const recorded = await vi.waitFor(async () => {
+      const page = (await send(url, 'GET', '/api/v1/recordings?agent_name=bot')).json as { steps: Array<{ step: RecordedStep }> };
+      expect(page.steps).toHaveLength(1);
+      return page.steps[0]!.step;
+    });
+    expect(recorded.input.note).toBe('deploy with AKIA…MPLE, then charge 4111…1111 for order 1234 5678 9012 3456');
+    expect(recorded.input.items[0]!.memo).toBe('key=AKIA…MPLE');
+
+    // What is stored in the SQLite file holds neither.
+    const rows = await store.queryRecordedSteps({ limit: 10 });
+    const stored = JSON.stringify(rows.steps);
+    expect(stored).not.toContain(AWS_KEY);
+    expect(stored).not.toContain(CARD);
+    expect(stored).toContain('1234 5678 9012 3456');
+  });
+});
