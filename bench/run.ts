@@ -7,6 +7,7 @@ const modules: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
   () => import('./engine.js'),
   () => import('./regex-cost.js'),
   () => import('./evaluators.js'),
+  () => import('./json-sql.js'),
   () => import('./observability.js'),
   () => import('./tui.js'),
   () => import('./gitops.js'),

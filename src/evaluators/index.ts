@@ -2,6 +2,8 @@ export * from './types.js';
 export * from './registry.js';
 export { regexEvaluator, RegexConfigSchema, type RegexConfig } from './regex/index.js';
 export { listEvaluator, ListConfigSchema, type ListConfig } from './list/index.js';
+export { jsonEvaluator, JsonConfigSchema, type JsonConfig } from './json/index.js';
+export { sqlEvaluator, SqlConfigSchema, type SqlConfig } from './sql/index.js';
 export { piiEvaluator, PiiConfigSchema, PII_KINDS, type PiiConfig, type PiiKind } from './pii/index.js';
 export { secretsEvaluator, SecretsConfigSchema, type SecretsConfig } from './secrets/index.js';
 export { SECRET_KINDS, type SecretKind } from './secrets/formats.js';

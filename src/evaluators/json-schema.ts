@@ -96,7 +96,7 @@ export function issueOf(error: ErrorObject, path: string): FieldIssue {
   const key = params.missingProperty ?? params.additionalProperty ?? params.unevaluatedProperty;
   if (key !== undefined) {
     field = field === '' ? key : `${field}.${key}`;
-    message = params.missingProperty !== undefined ? `${key} is required` : `unknown field "${key}"`;
+    message = params.missingProperty !== undefined ? 'is required' : `unknown field "${key}"`;
   } else if (error.keyword === 'enum' && Array.isArray(params.allowedValues)) {
     message = `must be one of ${params.allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
   }

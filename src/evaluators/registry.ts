@@ -9,6 +9,8 @@ import { piiEvaluator } from './pii/index.js';
 import { regexEvaluator } from './regex/index.js';
 import { rateEvaluator } from './rate/index.js';
 import { budgetEvaluator } from './budget/index.js';
+import { jsonEvaluator } from './json/index.js';
+import { sqlEvaluator } from './sql/index.js';
 import { secretsEvaluator } from './secrets/index.js';
 import { jsonSchemaCheck, type JsonSchemaCheck } from './json-schema.js';
 import { evaluatorPluginSpecs, loadEvaluatorPlugins } from './load-plugins.js';
@@ -129,9 +131,10 @@ export interface DefaultRegistryOptions {
   extra?: EvaluatorDefinition[];
 }
 
-/** A registry holding the built-in evaluators `regex`, `list`, `pii`, `secrets`, `rate` and `budget`. */
+/** A registry holding the built-in evaluators `regex`, `list`, `json`, `sql`, `pii`, `secrets`, `rate` and `budget`. */
 export function createDefaultRegistry(options: DefaultRegistryOptions = {}): EvaluatorRegistry {
   const registry = new EvaluatorRegistry().register(regexEvaluator).register(listEvaluator);
+  registry.register(jsonEvaluator).register(sqlEvaluator);
   registry.register(piiEvaluator).register(secretsEvaluator);
   registry.register(rateEvaluator).register(budgetEvaluator);
   for (const def of options.extra ?? []) registry.register(def);

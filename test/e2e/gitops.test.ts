@@ -135,10 +135,10 @@ describe('guardctl gitops, end to end', () => {
     };
     const target = list.controls.find((c) => c.name === 'block-destructive-sql')!;
     const { data } = (await (await fetch(`${server.url}/api/v1/controls/${target.control_id}/data`)).json()) as {
-      data: { evaluator: { config: { pattern: string } } };
+      data: { evaluator: { config: { blocked_operations: string[] } } };
     };
-    // Only the pattern changes: enabled, name, owner and links stay as they were.
-    data.evaluator.config.pattern = `${data.evaluator.config.pattern}|\\bvacuum\\s+full\\b`;
+    // Only the evaluator config changes: enabled, name, owner and links stay as they were.
+    data.evaluator.config.blocked_operations = [...data.evaluator.config.blocked_operations, 'create'];
     const put = await fetch(`${server.url}/api/v1/controls/${target.control_id}/data`, {
       method: 'PUT',
       headers: { 'content-type': 'application/json' },

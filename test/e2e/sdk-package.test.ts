@@ -11,7 +11,7 @@
  * re2's addon is taken from this repository's own build so that the entry points can load.
  */
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -60,6 +60,24 @@ describe('@guardctl/sdk installed alone', () => {
         'console.log(typeof s.init, typeof s.GuardAgent, typeof s.ControlViolationError, typeof t.guardrailsFor, typeof a.guardTools)',
     ], { cwd: project });
     expect(stdout.trim()).toBe('function function function function function');
+  });
+
+  it('runs json and sql controls in the agent process; without the optional libpg-query, sql configs are refused saying why', async () => {
+    const script =
+      "const s = await import('@guardctl/sdk'); const r = s.createDefaultRegistry();" +
+      "const sql = r.compile('sql', { blocked_operations: ['drop'] });" +
+      "const json = r.compile('json', { schema: { type: 'object', required: ['a'] } });" +
+      "console.log(sql.ok ? sql.compiled.check('SELECT 1; DROP/**/TABLE x').message : sql.issues[0].message, '|', json.ok && json.compiled.check({}).matched)";
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: project });
+    expect(stdout.trim()).toBe('statement 2: drop is blocked | true');
+    const pgQuery = join(project, 'node_modules/libpg-query');
+    renameSync(pgQuery, `${pgQuery}.away`);
+    try {
+      const without = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: project });
+      expect(without.stdout.trim()).toMatch(/^the sql evaluator needs the package libpg-query .* \| true$/);
+    } finally {
+      renameSync(`${pgQuery}.away`, pgQuery);
+    }
   });
 
   it('names the missing framework when an adapter needing it at run time is imported without it', async () => {

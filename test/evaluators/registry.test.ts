@@ -25,7 +25,7 @@ const plugin: EvaluatorDefinition = {
 describe('EvaluatorRegistry', () => {
   it('lists the built-ins with their JSON Schemas', () => {
     const list = createDefaultRegistry().list();
-    expect(list.map((e) => e.name)).toEqual(['regex', 'list', 'pii', 'secrets', 'rate', 'budget']);
+    expect(list.map((e) => e.name)).toEqual(['regex', 'list', 'json', 'sql', 'pii', 'secrets', 'rate', 'budget']);
     for (const e of list) {
       expect(e.description.length).toBeGreaterThan(10);
       expect(e.config_schema.type).toBe('object');
@@ -38,7 +38,7 @@ describe('EvaluatorRegistry', () => {
 
   it('lists plugins like the built-ins', () => {
     const registry = createDefaultRegistry({ extra: [plugin] });
-    expect(registry.list().map((e) => e.name)).toEqual(['regex', 'list', 'pii', 'secrets', 'rate', 'budget', 'acme.length']);
+    expect(registry.list().map((e) => e.name)).toEqual(['regex', 'list', 'json', 'sql', 'pii', 'secrets', 'rate', 'budget', 'acme.length']);
     expect(registry.get('acme.length')).toBe(plugin);
   });
 
@@ -117,6 +117,6 @@ describe('EvaluatorRegistry', () => {
       'evaluator.config.extra': 'unknown_field',
     });
     expect(issues.find((i) => i.field === 'evaluator.config.limits.max')?.message).toBe('must be <= 10');
-    expect(registry.validateConfig('acme.hook', {})).toEqual([{ field: 'evaluator.config.url', code: 'invalid_type', message: 'url is required' }]);
+    expect(registry.validateConfig('acme.hook', {})).toEqual([{ field: 'evaluator.config.url', code: 'invalid_type', message: 'is required' }]);
   });
 });

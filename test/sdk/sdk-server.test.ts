@@ -209,6 +209,38 @@ describe('decisions through check()', () => {
   });
 });
 
+describe('json and sql controls with execution: sdk', () => {
+  it('run in the agent process: a hidden DROP and malformed arguments are denied before the call', async () => {
+    await addControl(server.client, 'support-bot', 'sdk-sql', {
+      execution: 'sdk',
+      scope: { step_names: ['query_db'], stages: ['pre'] },
+      selector: { path: 'input.sql' },
+      evaluator: { name: 'sql', config: { blocked_operations: ['drop', 'truncate'] } },
+      action: { decision: 'deny' },
+    });
+    await addControl(server.client, 'support-bot', 'sdk-json', {
+      execution: 'sdk',
+      scope: { step_names: ['query_db'], stages: ['pre'] },
+      selector: { path: 'input' },
+      evaluator: { name: 'json', config: { schema: { type: 'object', properties: { sql: { type: 'string' }, limit: { type: 'integer', maximum: 100 } }, additionalProperties: false } } },
+      action: { decision: 'deny' },
+    });
+    const agent = await start();
+    const queryDb = vi.fn(async (_args: { sql: string; limit?: number }) => 'rows');
+    const guarded = agent.control(queryDb, { stepName: 'query_db', type: 'tool' });
+    expect(await guarded({ sql: "SELECT 'DROP TABLE x'", limit: 10 })).toBe('rows');
+    const hidden = await guarded({ sql: 'SELECT 1; dRoP/**/TABLE users' }).catch((e: unknown) => e);
+    expect(hidden).toBeInstanceOf(ControlViolationError);
+    expect((hidden as ControlViolationError).controlName).toBe('sdk-sql');
+    expect((hidden as ControlViolationError).detail).toContain('statement 2: drop is blocked');
+    const malformed = await guarded({ sql: 'SELECT 1', limit: 5000 }).catch((e: unknown) => e);
+    expect(malformed).toBeInstanceOf(ControlViolationError);
+    expect((malformed as ControlViolationError).controlName).toBe('sdk-json');
+    expect((malformed as ControlViolationError).detail).toContain('limit: must be <= 100');
+    expect(queryDb).toHaveBeenCalledTimes(1);
+  });
+});
+
 describe('refresh', () => {
   it('picks up a newly linked control', async () => {
     const agent = await start();

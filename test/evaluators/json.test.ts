@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { createDefaultRegistry } from '../../src/evaluators/registry.js';
+import { jsonEvaluator, MAX_JSON_TEXT } from '../../src/evaluators/json/index.js';
+import type { EvaluatorOutcome } from '../../src/evaluators/types.js';
+
+const registry = createDefaultRegistry();
+
+/** A 5-field tool argument schema, the kind a json control guards. */
+const SEARCH_ARGS = {
+  type: 'object',
+  properties: {
+    query: { type: 'string', minLength: 1, maxLength: 200 },
+    limit: { type: 'integer', minimum: 1, maximum: 1000 },
+    order: { enum: ['asc', 'desc'] },
+    email: { type: 'string', format: 'email' },
+    tags: { type: 'array', items: { type: 'string', pattern: '^[a-z-]+$' }, maxItems: 5 },
+  },
+  required: ['query', 'limit'],
+  additionalProperties: false,
+};
+
+function run(value: unknown, schema: unknown = SEARCH_ARGS): EvaluatorOutcome {
+  const compiled = registry.compile('json', { schema });
+  if (!compiled.ok) throw new Error(JSON.stringify(compiled.issues));
+  return compiled.compiled.check(value) as EvaluatorOutcome;
+}
+
+describe('json evaluator: the value must satisfy the schema; a violation matches', () => {
+  const cases: Array<[string, unknown, boolean, string?]> = [
+    ['valid arguments', { query: 'open orders', limit: 50, order: 'asc' }, false],
+    ['valid arguments as a JSON string (model output)', '{"query":"x","limit":10}', false],
+    ['a limit above the maximum', { query: 'x', limit: 5000 }, true, 'limit: must be <= 1000'],
+    ['a missing required field', { query: 'x' }, true, 'limit: is required'],
+    ['an unknown field', { query: 'x', limit: 1, drop: true }, true, 'drop: unknown field "drop"'],
+    ['a bad enum value', { query: 'x', limit: 1, order: 'random' }, true, 'order: must be one of "asc", "desc"'],
+    ['a bad format', { query: 'x', limit: 1, email: 'not-an-email' }, true, 'email: must match format "email"'],
+    ['a nested array item', { query: 'x', limit: 1, tags: ['ok', 'NOT OK'] }, true, 'tags[1]: must match pattern'],
+    ['a string that is not JSON', 'limit=5000', true, 'value is not JSON'],
+    ['a JSON string of the wrong type', '"just text"', true, '(value): must be object'],
+    ['a number where an object is wanted', 42, true, '(value): must be object'],
+  ];
+  it.each(cases)('%s', (_name, value, matched, message) => {
+    const out = run(value);
+    expect(out.matched).toBe(matched);
+    if (message !== undefined) expect(out.message).toContain(message);
+  });
+
+  it('names the first three failing paths and counts the rest', () => {
+    const out = run({ limit: 0, order: 'x', email: 'y', extra: 1 });
+    expect(out.message?.split('; ')).toHaveLength(3);
+    expect(out.message).toMatch(/\(and \d+ more\)$/);
+  });
+
+  it('does not echo the value of a string that is not JSON', () => {
+    const out = run('card 4111 1111 1111 1111');
+    expect(out.message).toBe('value is not JSON');
+  });
+
+  it('a boolean schema: false refuses everything, true nothing', () => {
+    expect(run({}, false).matched).toBe(true);
+    expect(run({}, true).matched).toBe(false);
+  });
+
+  it('refuses a string longer than MAX_JSON_TEXT as an evaluator error (on_error decides)', () => {
+    const big = `"${'x'.repeat(MAX_JSON_TEXT)}"`;
+    const compiled = registry.compile('json', { schema: { type: 'string' } });
+    if (!compiled.ok) throw new Error('compile');
+    expect(() => compiled.compiled.check(big)).toThrow(/at most/);
+  });
+
+  it('survives hostile input: deep nesting, a 100 KB value', () => {
+    const deep = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
+    const out = run(deep, { type: 'array' });
+    expect(out.matched).toBe(false);
+    const wide = { query: 'x'.repeat(100_000), limit: 1 };
+    expect(run(wide).message).toContain('query: must NOT have more than 200 characters');
+  });
+});
+
+describe('json evaluator: configs that cannot work are refused with the field path', () => {
+  const bad: Array<[string, unknown, string, RegExp]> = [
+    ['no schema', {}, 'evaluator.config.schema', /./],
+    ['a schema that is a string', { schema: 'object' }, 'evaluator.config.schema', /./],
+    ['a wrong type name', { schema: { type: 'obj' } }, 'evaluator.config.schema.type', /not a valid JSON Schema/],
+    ['a bad nested keyword value', { schema: { properties: { limit: { maximum: 'ten' } } } }, 'evaluator.config.schema.properties.limit.maximum', /must be number/],
+    ['an unknown keyword (a typo)', { schema: { type: 'integer', maximun: 3 } }, 'evaluator.config.schema', /unknown keyword: "maximun"/],
+    ['a $ref that resolves nowhere', { schema: { $ref: 'https://example.com/schema.json' } }, 'evaluator.config.schema', /can't resolve reference/],
+    ['a pattern RE2 refuses', { schema: { type: 'string', pattern: '(a)\\1' } }, 'evaluator.config.schema', /invalid regular expression/],
+    ['an unknown config key', { schema: {}, schemas: {} }, 'evaluator.config.schemas', /unknown field/],
+  ];
+  it.each(bad)('%s', (_name, config, field, message) => {
+    const issues = registry.validateConfig('json', config);
+    expect(issues.map((i) => i.field)).toContain(field);
+    expect(issues.find((i) => i.field === field)?.message).toMatch(message);
+  });
+
+  it('compiles a schema once per control and shares it between controls with the same schema', () => {
+    const made: string[] = [];
+    const parts = { share: <T extends object>(key: string, make: () => T): T => (made.push(key), make()) };
+    jsonEvaluator.compile({ schema: SEARCH_ARGS }, parts);
+    expect(made).toEqual([JSON.stringify(SEARCH_ARGS)]);
+  });
+});
