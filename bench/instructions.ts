@@ -1,10 +1,11 @@
 /**
  * Instructions per evaluation request, counted by callgrind (valgrind): a count that stays
  * the same from run to run, where throughput on a shared machine moves by tens of percent.
- * `npm run bench:instructions [-- <warm> <measured>]`; needs valgrind on the PATH.
+ * `npm run bench:instructions [-- <warm> <measured> [workload...]]`; needs valgrind on the PATH.
  *
- * Each benchmark server (bench/server-child.ts: the bare baseline, guardctl with 10
- * controls in scope, the same with observability on, and those 10 in shadow mode) runs under callgrind with counting
+ * Each benchmark server (bench/server-child.ts), per workload of bench/workloads.ts (the
+ * bare baseline sent that workload's bodies, then guardctl, with observability off and on;
+ * for the best case also its 10 controls in shadow mode), runs under callgrind with counting
  * off. This process sends the warm-up requests, then counts the measured ones over the
  * same keep-alive connections: a new client's connections make V8 re-optimise parts of
  * Node's HTTP code for a while, which would be counted as the server's work. V8's hash and
@@ -19,17 +20,26 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { EVALUATION_BODY } from './server.js';
 import type { ServerSpec } from './server-process.js';
+import { WORKLOADS, type WorkloadName } from './workloads.js';
 
 const run = promisify(execFile);
 const CONNECTIONS = 10;
 
-const SERVERS: Array<{ label: string; spec: ServerSpec }> = [
-  { label: 'bare Fastify route (baseline)', spec: { kind: 'bare' } },
-  { label: 'POST /api/v1/evaluation, 10 controls in scope', spec: { kind: 'guard', controls: 10, observability: false } },
-  { label: 'the same, observability on', spec: { kind: 'guard', controls: 10, observability: true } },
-  { label: 'the same 10 in shadow mode, observability on', spec: { kind: 'guard', controls: 10, observability: true, mode: 'shadow' } },
+/**
+ * Per workload (bench/workloads.ts), the bare baseline sent the same bodies first, then the
+ * guardctl servers; each count is compared with its workload's baseline.
+ */
+const SERVERS: Array<{ label: string; workload: WorkloadName; spec: ServerSpec }> = [
+  { label: 'bare Fastify route (baseline)', workload: 'best', spec: { kind: 'bare' } },
+  { label: 'POST /api/v1/evaluation, 10 controls in scope', workload: 'best', spec: { kind: 'guard', controls: 10, observability: false } },
+  { label: 'the same, observability on', workload: 'best', spec: { kind: 'guard', controls: 10, observability: true } },
+  { label: 'the same 10 in shadow mode, observability on', workload: 'best', spec: { kind: 'guard', controls: 10, observability: true, mode: 'shadow' } },
+  { label: 'bare Fastify route (baseline)', workload: 'realistic', spec: { kind: 'bare' } },
+  { label: 'POST /api/v1/evaluation', workload: 'realistic', spec: { kind: 'guard', workload: 'realistic', observability: false } },
+  { label: 'the same, observability on', workload: 'realistic', spec: { kind: 'guard', workload: 'realistic', observability: true } },
+  { label: 'bare Fastify route (baseline)', workload: 'worst', spec: { kind: 'bare' } },
+  { label: 'POST /api/v1/evaluation', workload: 'worst', spec: { kind: 'guard', workload: 'worst', observability: false } },
 ];
 
 /** Starts a benchmark server under callgrind, counting off; resolves with its URL. */
@@ -63,10 +73,11 @@ function startUnderCallgrind(spec: ServerSpec, outDir: string): Promise<{ child:
   });
 }
 
-/** Sends `count` evaluation requests over `agent`'s connections, CONNECTIONS at a time. */
-async function send(url: URL, agent: http.Agent, count: number): Promise<void> {
+/** Sends `count` evaluation requests over `agent`'s connections, CONNECTIONS at a time, the bodies in turn. */
+async function send(url: URL, agent: http.Agent, count: number, bodies: readonly string[]): Promise<void> {
   let left = count;
-  const one = () =>
+  let next = 0;
+  const one = (body: string) =>
     new Promise<void>((resolve, reject) => {
       const req = http.request(
         {
@@ -75,7 +86,7 @@ async function send(url: URL, agent: http.Agent, count: number): Promise<void> {
           path: url.pathname,
           method: 'POST',
           agent,
-          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(EVALUATION_BODY) },
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
         },
         (res) => {
           if (res.statusCode !== 200) reject(new Error(`${url.href} answered ${res.statusCode}`));
@@ -84,28 +95,28 @@ async function send(url: URL, agent: http.Agent, count: number): Promise<void> {
         },
       );
       req.once('error', reject);
-      req.end(EVALUATION_BODY);
+      req.end(body);
     });
   const loop = async () => {
     while (left > 0) {
       left--;
-      await one();
+      await one(bodies[next++ % bodies.length]!);
     }
   };
   await Promise.all(Array.from({ length: CONNECTIONS }, loop));
 }
 
 /** Instructions per measured request of one server. */
-async function count(spec: ServerSpec, warm: number, measured: number): Promise<number> {
+async function count(spec: ServerSpec, bodies: readonly string[], warm: number, measured: number): Promise<number> {
   const outDir = mkdtempSync(join(tmpdir(), 'guard-callgrind-'));
   const { child, url } = await startUnderCallgrind(spec, outDir);
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   try {
     const target = new URL(url);
-    await send(target, agent, warm);
+    await send(target, agent, warm, bodies);
     const pid = String(child.pid);
     await run('callgrind_control', ['--instr=on', pid]);
-    await send(target, agent, measured);
+    await send(target, agent, measured, bodies);
     await run('callgrind_control', ['--instr=off', pid]);
     await run('callgrind_control', ['--dump', pid]);
     // The dump holds only what was counted while counting was on.
@@ -125,13 +136,19 @@ async function count(spec: ServerSpec, warm: number, measured: number): Promise<
 async function main(): Promise<void> {
   const warm = Number(process.argv[2] ?? 20_000);
   const measured = Number(process.argv[3] ?? 3_000);
-  const lines = ['| server | instructions per request | of the baseline |', '|---|---|---|'];
+  // Optional: only these workloads (best, realistic, worst).
+  const only = process.argv.slice(4);
+  const lines = ['| workload | server | instructions per request | of the baseline |', '|---|---|---|---|'];
   let baseline = 0;
-  for (const { label, spec } of SERVERS) {
-    process.stderr.write(`counting ${label} (${warm} requests to warm up, ${measured} counted)...\n`);
-    const perRequest = await count(spec, warm, measured);
+  for (const { label, workload, spec } of SERVERS) {
+    if (only.length > 0 && !only.includes(workload)) continue;
+    const { title, bodies } = WORKLOADS[workload];
+    process.stderr.write(`counting ${title}: ${label} (${warm} requests to warm up, ${measured} counted)...\n`);
+    const perRequest = await count(spec, bodies, warm, measured);
     if (spec.kind === 'bare') baseline = perRequest;
-    lines.push(`| ${label} | ${Math.round(perRequest).toLocaleString('en-US')} | ${(baseline / perRequest).toFixed(3)} |`);
+    lines.push(`| ${title} | ${label} | ${Math.round(perRequest).toLocaleString('en-US')} | ${(baseline / perRequest).toFixed(3)} |`);
+    // Each count as it comes: a later failure does not lose the earlier ones.
+    process.stderr.write(`${lines.at(-1)!}\n`);
   }
   process.stdout.write(`${lines.join('\n')}\n`);
 }

@@ -4,6 +4,8 @@ import { fileURLToPath } from 'node:url';
 export interface LoadOptions {
   url: string;
   body: string;
+  /** Several bodies, sent in turn on every connection (`body` is then unused). */
+  bodies?: readonly string[] | undefined;
   headers?: Record<string, string>;
   connections: number;
   /** Seconds measured. */
@@ -33,6 +35,7 @@ export function runLoad(options: LoadOptions): Promise<LoadSummary> {
     url: options.url,
     method: 'POST',
     body: options.body,
+    ...(options.bodies ? { requests: options.bodies.map((body) => ({ method: 'POST', body })) } : {}),
     headers: { 'content-type': 'application/json', ...options.headers },
     connections: options.connections,
     duration: options.duration,

@@ -22,8 +22,9 @@ import { serverLoggerOptions } from '../src/server/start.js';
 import type { Store } from '../src/store/types.js';
 import { median, type Benchmark, type BenchRow } from './harness.js';
 import { benchRollups } from './rollups.js';
-import { bracketedRatio, LOAD, measuredRun, ROUNDS, type RoundResult } from './server.js';
+import { bracketedRatio, EVALUATION_BODY, LOAD, measuredRun, ROUNDS, type RoundResult } from './server.js';
 import { startServerProcess, type ServerProcess, type ServerSpec } from './server-process.js';
+import { countWork, workNote } from './workload-throughput.js';
 
 interface Server {
   app: FastifyInstance;
@@ -209,6 +210,8 @@ async function benchEvaluation(): Promise<BenchRow[]> {
       { name: 'bare Fastify route, bench/server.ts baseline', value: Math.round(rate(bare)), unit: 'req/s', note: `${cpu(bare)} µs CPU/request` },
     ];
     for (const { controls, on, off, rows: everyRow } of scenarios) {
+      // The best-case step (bench/workloads.ts): counted on a server of its own, after the timed runs.
+      const work = workNote(await countWork({ name: 'best', bodies: [EVALUATION_BODY] }, { workload: undefined, controls }));
       const onRatios = ratios(on);
       const onRatio = median(onRatios);
       await on.flush();
@@ -235,12 +238,11 @@ async function benchEvaluation(): Promise<BenchRow[]> {
           note: `${median(ratios(everyRow)).toFixed(2)} of bare: the cost of one row per evaluated control; ${cpu(everyRow)} µs CPU/request; ${rowStats.dropped} dropped`,
         },
         {
-          name: `evaluation with observability / bare Fastify, ${controls} control(s)`,
+          name: `best case: evaluation with observability / bare Fastify, ${controls} control(s) in scope`,
           value: onRatio,
           unit: 'x',
-          goal: '>= 0.6 of bare Fastify',
-          pass: onRatio >= 0.6,
-          note: `median of rounds: ${onRatios.map((r) => r.toFixed(2)).join(', ')}`,
+          // The >= 0.60 goal is the realistic workload's (bench/workload-throughput.ts).
+          note: `${work}; median of rounds: ${onRatios.map((r) => r.toFixed(2)).join(', ')}`,
         },
       );
     }

@@ -3,6 +3,7 @@ import type { Benchmark, BenchRow } from './harness.js';
 
 /** Every benchmark module, in the order their results are printed. */
 const modules: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
+  () => import('./workload-throughput.js'),
   () => import('./server.js'),
   () => import('./engine.js'),
   () => import('./regex-cost.js'),

@@ -20,6 +20,8 @@ import { loadConfig } from '../src/server/config.js';
 import { serverLoggerOptions } from '../src/server/start.js';
 import type { Store } from '../src/store/types.js';
 import { seedBenchAgent, startBareBaseline } from './server.js';
+import { countingRegistry, countRe2Calls, workCounts } from './work-counter.js';
+import { WORKLOADS } from './workloads.js';
 import type { ChildRequest, ChildStats, ServerSpec } from './server-process.js';
 
 const spec = JSON.parse(process.argv[2] ?? '{}') as ServerSpec;
@@ -76,14 +78,16 @@ if (spec.kind === 'bare') {
   });
   // Assembled as `guardctl serve` assembles it (a SQLite file's events written by a worker
   // thread), with the logger it runs with: what is measured is what users run.
+  if (spec.countWork) countRe2Calls();
   server = await assembleServer(config, {
-    registry: createDefaultRegistry(),
+    registry: spec.countWork ? countingRegistry() : createDefaultRegistry(),
     logger: serverLoggerOptions(config),
     observability: spec.observability ? { processMetrics: true } : false,
   });
   ({ app, store, observability } = server);
   if (spec.seed !== false) {
-    await (spec.controls === 1 ? seedOneControl(store) : seedBenchAgent(store, spec.mode));
+    if (spec.workload) await seedBenchAgent(store, spec.mode, WORKLOADS[spec.workload].controls());
+    else await (spec.controls === 1 ? seedOneControl(store) : seedBenchAgent(store, spec.mode));
     if (spec.rateLimit !== undefined) await seedRateControl(store, spec.rateLimit);
   }
   url = `${await app.listen({ host: '127.0.0.1', port: 0 })}/api/v1/evaluation`;
@@ -92,7 +96,7 @@ if (spec.kind === 'bare') {
 
 async function stats(): Promise<ChildStats> {
   const cpu = process.cpuUsage();
-  const out: ChildStats = { cpuMicros: cpu.user + cpu.system, written: 0, dropped: 0, rows: 0 };
+  const out: ChildStats = { cpuMicros: cpu.user + cpu.system, written: 0, dropped: 0, rows: 0, work: spec.countWork ? { ...workCounts } : null };
   if (observability && store) {
     out.written = await counterTotal(observability, 'events_written_total');
     out.dropped = await counterTotal(observability, 'events_dropped_total');

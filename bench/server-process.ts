@@ -1,5 +1,7 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { WorkCounts } from './work-counter.js';
+import type { WorkloadName } from './workloads.js';
 
 /** Which server bench/server-child.ts starts. */
 export interface ServerSpec {
@@ -12,10 +14,14 @@ export interface ServerSpec {
   sampleRate?: number;
   /** The benchmark controls in shadow mode (bench/shadow.ts); enforced by default. */
   mode?: 'shadow';
+  /** The controls of one of bench/workloads.ts's workloads instead of bench/server.ts's 50. */
+  workload?: WorkloadName;
+  /** Count checks and RE2 calls (bench/work-counter.ts): for counting only, never timed. */
+  countWork?: boolean;
+  /** A PostgreSQL URL to run on instead of a SQLite file. */
+  databaseUrl?: string;
   /** Also a `rate` control in scope for the step with this limit (bench/budgets.ts). */
   rateLimit?: number;
-  /** A PostgreSQL URL instead of a fresh SQLite file; the caller gives each server its own schema or seeds once (`seed: false`). */
-  databaseUrl?: string;
   /** false: the database is seeded already (a second replica on the same schema). */
   seed?: boolean;
 }
@@ -30,6 +36,8 @@ export interface ChildStats {
   dropped: number;
   /** Event rows stored. */
   rows: number;
+  /** Checks and RE2 calls so far, when the server counts them (`countWork`). */
+  work: WorkCounts | null;
 }
 
 export interface ServerProcess {

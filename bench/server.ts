@@ -1,8 +1,9 @@
 /**
- * Server benchmarks (issue #3):
- * - POST /api/v1/evaluation throughput for an agent with 50 linked controls (10 in scope
- *   for the step), as a ratio to a bare Fastify route that parses the same JSON body and
- *   answers a constant; both measured here, same autocannon settings, 127.0.0.1;
+ * Server benchmarks (issue #3), and what the throughput benchmarks share:
+ * - the load settings, paired rounds and the bare Fastify baseline (a route that parses
+ *   the same JSON body and answers a constant), used by bench/workload-throughput.ts and
+ *   the other throughput benchmarks;
+ * - the best-case step and its 50 controls (10 in scope, all ruled out by the prefilter);
  * - resident memory of a server (a child process) holding compiled sets for 10,000
  *   controls across 1,000 agents.
  */
@@ -18,7 +19,7 @@ import { openStore } from '../src/store/open-store.js';
 import type { Store } from '../src/store/types.js';
 import { median, type Benchmark, type BenchRow } from './harness.js';
 import { runLoad } from './load-generator.js';
-import { startServerProcess, type ServerProcess } from './server-process.js';
+import type { ServerProcess } from './server-process.js';
 
 export interface LoadResult {
   rps: number;
@@ -53,7 +54,11 @@ export function bracketedRatio(rate: number, bareBefore: number, bareAfter: numb
   return rate / ((bareBefore + bareAfter) / 2);
 }
 
-/** The step every throughput benchmark posts: a realistic tool call, 10 controls in scope. */
+/**
+ * The best-case step (bench/workloads.ts): a tool call with 10 controls in scope, none of
+ * whose words the query holds, so the prefilter rules every one out and no evaluator runs.
+ * The observability, PostgreSQL and shadow benchmarks post it too.
+ */
 export const EVALUATION_BODY = JSON.stringify({
   agent_name: 'bench-bot',
   stage: 'pre',
@@ -87,12 +92,13 @@ export interface RoundResult extends LoadResult {
 export async function measuredRun(
   server: ServerProcess,
   seconds: number,
-  opts: { connections?: number; headers?: Record<string, string>; body?: string } = {},
+  opts: { connections?: number; headers?: Record<string, string>; body?: string; bodies?: readonly string[] } = {},
 ): Promise<RoundResult> {
   let cpuBefore: number | undefined;
   const r = await runLoad({
     url: server.url,
     body: opts.body ?? EVALUATION_BODY,
+    bodies: opts.bodies,
     headers: opts.headers ?? {},
     connections: opts.connections ?? LOAD.connections,
     duration: seconds,
@@ -174,52 +180,16 @@ export function benchControls(): Array<{ name: string; data: ControlDataInput }>
   return controls;
 }
 
-/** Creates `bench-bot` with the 50 benchmark controls linked, all of them in `mode` (default: enforce). */
-export async function seedBenchAgent(store: Store, mode?: 'shadow'): Promise<void> {
+/** Creates `bench-bot` with `controls` (default: the 50 benchmark controls) linked, all of them in `mode` (default: enforce). */
+export async function seedBenchAgent(store: Store, mode?: 'shadow', controls = benchControls()): Promise<void> {
   await store.upsertAgent({ agent_name: 'bench-bot' });
   const registry = createDefaultRegistry();
   const { validateControlData } = await import('../src/engine/index.js');
-  for (const { name, data } of benchControls()) {
+  for (const { name, data } of controls) {
     const outcome = validateControlData(mode ? { ...data, mode } : data, registry);
     if (!outcome.ok) throw new Error(`bench control ${name}: ${JSON.stringify(outcome.issues)}`);
     const control = await store.createControl({ name, data: outcome.data });
     await store.linkControl('bench-bot', control.control_id);
-  }
-}
-
-async function throughput(): Promise<BenchRow[]> {
-  // Each server in a process of its own, as in production (see bench/server-child.ts).
-  // Observability off: this measures the server's own path (parse, cached set, engine,
-  // answer); bench/observability.ts measures it with observability on.
-  const baseline = await startServerProcess({ kind: 'bare' });
-  const server = await startServerProcess({ kind: 'guard', controls: 10, observability: false });
-  try {
-    const { bare, real, ratios } = await pairedRounds(baseline, server);
-    const ratio = median(ratios);
-    const setting = `${LOAD.connections} connections, ${ROUNDS.rounds} rounds of ${ROUNDS.seconds} s each between two baseline runs, medians`;
-    return [
-      { name: 'bare Fastify route (baseline)', value: Math.round(bare.rps), unit: 'req/s', note: `${setting}; p50 ${bare.p50} ms, p99 ${bare.p99} ms` },
-      { name: 'POST /api/v1/evaluation, 50 controls (10 in scope)', value: Math.round(real.rps), unit: 'req/s', note: setting },
-      {
-        name: 'evaluation / bare route',
-        value: ratio,
-        unit: 'ratio',
-        goal: '>= 0.70',
-        pass: ratio >= 0.7,
-        note: `median of rounds: ${ratios.map((r) => r.toFixed(2)).join(', ')}`,
-      },
-      {
-        name: 'server CPU per request, baseline / evaluation',
-        value: bare.cpuPerRequest / real.cpuPerRequest,
-        unit: 'ratio',
-        note: `medians: ${bare.cpuPerRequest.toFixed(1)} µs for the baseline, ${real.cpuPerRequest.toFixed(1)} µs for an evaluation; the capacity ratio if the load generator had cores of its own`,
-      },
-      { name: 'evaluation latency p50', value: real.p50, unit: 'ms' },
-      { name: 'evaluation latency p99', value: real.p99, unit: 'ms' },
-    ];
-  } finally {
-    await server.close();
-    await baseline.close();
   }
 }
 
@@ -291,7 +261,5 @@ async function memory(): Promise<BenchRow[]> {
   }
 }
 
-export const benchmarks: Benchmark[] = [
-  { name: 'server: evaluation throughput', run: throughput },
-  { name: 'server: memory', run: memory },
-];
+// The evaluation throughput benchmarks, on three workloads, are in bench/workload-throughput.ts.
+export const benchmarks: Benchmark[] = [{ name: 'server: memory', run: memory }];

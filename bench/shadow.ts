@@ -53,7 +53,7 @@ async function throughput(): Promise<BenchRow[]> {
       unit: 'ratio',
       goal: '>= 0.95',
       pass: quiet.ratio >= 0.95,
-      note: `a step none of them matches; rounds: ${quiet.ratios.map((r) => r.toFixed(2)).join(', ')}`,
+      note: `the best-case step (bench/workloads.ts): none of them matches, none reaches an evaluator; rounds: ${quiet.ratios.map((r) => r.toFixed(2)).join(', ')}`,
     },
     {
       name: 'shadow / enforced throughput, a step one of them matches',

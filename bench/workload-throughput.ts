@@ -1,0 +1,203 @@
+/**
+ * POST /api/v1/evaluation throughput on the three workloads of bench/workloads.ts, each
+ * as a ratio to bench/server.ts's bare Fastify baseline sent the same bodies in the same
+ * run (paired rounds, see pairedRounds there), with the work each evaluation did: controls
+ * in scope, evaluator checks called and calls into RE2 per request, counted by a separate
+ * counting server sent the same steps (bench/work-counter.ts), never assumed.
+ * - best case: observability off; the server's own path when no evaluator has to run.
+ * - realistic: observability off, on (SQLite file, the default deployment) and on with
+ *   PostgreSQL (when GUARD_TEST_PG_URL is reachable), all in the same rounds.
+ * - worst allowed: observability off.
+ */
+import type { EvaluationResult } from '../src/model/index.js';
+import { median, type Benchmark, type BenchRow } from './harness.js';
+import { freshSchema, PG_URL, withAdmin } from './postgres.js';
+import { bracketedRatio, LOAD, measuredRun, ROUNDS, type RoundResult } from './server.js';
+import { startServerProcess, type ServerProcess, type ServerSpec } from './server-process.js';
+import { WORKLOADS, type Workload, type WorkloadName } from './workloads.js';
+
+/** What one request of a step cost, counted. */
+interface StepWork {
+  inScope: number;
+  checks: number;
+  re2: number;
+  matches: number;
+  decision: string;
+}
+
+export interface WorkReport {
+  /** Per request, averaged over the workload's steps (sent equally often). */
+  inScope: number;
+  checks: number;
+  re2: number;
+  matches: number;
+  /** Each step's own figures, in the order sent. */
+  steps: StepWork[];
+}
+
+/** Sends each body `rounds` times in turn; scan groups need 64 evaluations of a step to form. */
+const WARM_ROUNDS = 100;
+const COUNTED = 20;
+
+async function post(url: string, body: string): Promise<EvaluationResult> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  if (res.status !== 200) throw new Error(`${url} answered ${res.status}: ${await res.text()}`);
+  return (await res.json()) as EvaluationResult;
+}
+
+/**
+ * Counts the work of each step on a counting server started from `spec` (a workload's
+ * controls by default), once warm. Observability is off there: it changes what is recorded
+ * of an evaluation, not which checks run.
+ */
+export async function countWork(workload: Pick<Workload, 'name' | 'bodies'>, spec: Partial<ServerSpec> = {}): Promise<WorkReport> {
+  const server = await startServerProcess({ kind: 'guard', workload: workload.name, ...spec, observability: false, countWork: true });
+  try {
+    for (let i = 0; i < WARM_ROUNDS; i++) for (const body of workload.bodies) await post(server.url, body);
+    const steps: StepWork[] = [];
+    for (const body of workload.bodies) {
+      const before = (await server.stats()).work!;
+      let last: EvaluationResult | undefined;
+      for (let i = 0; i < COUNTED; i++) last = await post(server.url, body);
+      const after = (await server.stats()).work!;
+      const r = last!;
+      steps.push({
+        inScope: r.matches.length + r.non_matches.length + r.errors.length + (r.shadow_matches?.length ?? 0),
+        checks: (after.checks - before.checks) / COUNTED,
+        re2: (after.re2 - before.re2) / COUNTED,
+        matches: r.matches.length,
+        decision: r.decision,
+      });
+    }
+    const mean = (pick: (s: StepWork) => number) => steps.reduce((n, s) => n + pick(s), 0) / steps.length;
+    return { inScope: mean((s) => s.inScope), checks: mean((s) => s.checks), re2: mean((s) => s.re2), matches: mean((s) => s.matches), steps };
+  } finally {
+    await server.close();
+  }
+}
+
+/** One line for a table note: the work per request, and per step when there are several. */
+export function workNote(w: WorkReport): string {
+  const f = (n: number) => (Number.isInteger(n) ? String(n) : n.toFixed(2));
+  const total = `per request: ${f(w.inScope)} controls in scope, ${f(w.checks)} evaluator checks, ${f(w.re2)} RE2 calls, ${f(w.matches)} matches`;
+  if (w.steps.length < 2) return total;
+  const each = w.steps.map((s) => `${s.inScope}/${f(s.checks)}/${f(s.re2)}${s.matches ? ` ${s.decision}` : ''}`).join(', ');
+  return `${total}; by step (in scope/checks/RE2): ${each}`;
+}
+
+/**
+ * Warms every server up, then runs ROUNDS rounds: the baseline, then each server; one more
+ * baseline run closes the last round. Each server's round ratio is against the baseline
+ * runs just before and after its round. Every observability writer is flushed before each
+ * run, so no run competes with another server's background writes.
+ */
+async function rounds(baseline: ServerProcess, servers: ServerProcess[], bodies: readonly string[]) {
+  const run = async (s: ServerProcess, seconds: number) => {
+    await Promise.all(servers.map((x) => x.flush()));
+    return measuredRun(s, seconds, { bodies });
+  };
+  for (const s of [baseline, ...servers]) await run(s, LOAD.warmup);
+  const bare: RoundResult[] = [];
+  const real = servers.map((): RoundResult[] => []);
+  for (let r = 0; r < ROUNDS.rounds; r++) {
+    bare.push(await run(baseline, ROUNDS.seconds));
+    for (const [i, s] of servers.entries()) real[i]!.push(await run(s, ROUNDS.seconds));
+  }
+  bare.push(await run(baseline, ROUNDS.seconds));
+  const mid = (list: RoundResult[], pick: (r: RoundResult) => number) => median(list.map(pick));
+  return {
+    bare: { rps: mid(bare, (r) => r.rps), p50: mid(bare, (r) => r.p50), p99: mid(bare, (r) => r.p99), cpu: mid(bare, (r) => r.cpuPerRequest) },
+    servers: real.map((list) => ({
+      rps: mid(list, (r) => r.rps),
+      p50: mid(list, (r) => r.p50),
+      p99: mid(list, (r) => r.p99),
+      cpu: mid(list, (r) => r.cpuPerRequest),
+      ratios: list.map((r, i) => bracketedRatio(r.rps, bare[i]!.rps, bare[i + 1]!.rps)),
+    })),
+  };
+}
+
+interface Side {
+  label: string;
+  spec: ServerSpec;
+  goal?: { text: string; min: number };
+}
+
+const SETTING = `${LOAD.connections} connections, ${ROUNDS.rounds} rounds of ${ROUNDS.seconds} s each between two baseline runs, medians`;
+
+async function pgUrlOrWhyNot(schemas: string[]): Promise<{ url: string } | { why: string }> {
+  try {
+    await withAdmin((c) => c.query('SELECT 1'));
+    return { url: await freshSchema(schemas) };
+  } catch (error) {
+    return { why: `${PG_URL} unreachable: ${error instanceof Error ? error.message : String(error)}` };
+  }
+}
+
+async function throughput(name: WorkloadName, sides: Side[], skipped: BenchRow[] = []): Promise<BenchRow[]> {
+  const workload = WORKLOADS[name];
+  const work = await countWork(workload);
+  const baseline = await startServerProcess({ kind: 'bare' });
+  const servers: ServerProcess[] = [];
+  try {
+    for (const side of sides) servers.push(await startServerProcess(side.spec));
+    const measured = await rounds(baseline, servers, workload.bodies);
+    const rows: BenchRow[] = [
+      { name: `${workload.title}: work`, value: work.re2, unit: 'RE2 calls/request', note: workNote(work) },
+      {
+        name: `${workload.title}: bare Fastify route (baseline), same bodies`,
+        value: Math.round(measured.bare.rps),
+        unit: 'req/s',
+        note: `${SETTING}; p50 ${measured.bare.p50} ms, p99 ${measured.bare.p99} ms; ${measured.bare.cpu.toFixed(1)} µs CPU/request`,
+      },
+    ];
+    for (const [i, side] of sides.entries()) {
+      const s = measured.servers[i]!;
+      const ratio = median(s.ratios);
+      rows.push({
+        name: `${workload.title}: evaluation / bare route, ${side.label}`,
+        value: ratio,
+        unit: 'ratio',
+        ...(side.goal ? { goal: side.goal.text, pass: ratio >= side.goal.min } : {}),
+        note:
+          `${Math.round(s.rps)} req/s, p50 ${s.p50} ms, p99 ${s.p99} ms; CPU per request ${s.cpu.toFixed(1)} µs ` +
+          `(baseline / evaluation ${(measured.bare.cpu / s.cpu).toFixed(2)}); rounds: ${s.ratios.map((r) => r.toFixed(2)).join(', ')}`,
+      });
+    }
+    return [...rows, ...skipped];
+  } finally {
+    for (const s of servers) await s.close();
+    await baseline.close();
+  }
+}
+
+const guard = (workload: WorkloadName, extra: Partial<ServerSpec> = {}): ServerSpec => ({ kind: 'guard', workload, observability: false, ...extra });
+
+async function realistic(): Promise<BenchRow[]> {
+  const schemas: string[] = [];
+  const pg = await pgUrlOrWhyNot(schemas);
+  const sides: Side[] = [
+    { label: 'observability off', spec: guard('realistic') },
+    { label: 'observability on (SQLite file)', spec: guard('realistic', { observability: true }), goal: { text: '>= 0.60', min: 0.6 } },
+  ];
+  if ('url' in pg) sides.push({ label: 'observability on (PostgreSQL)', spec: guard('realistic', { observability: true, databaseUrl: pg.url }) });
+  const skipped: BenchRow[] = 'why' in pg ? [{ name: `${WORKLOADS.realistic.title}: PostgreSQL skipped`, value: 0, unit: '', note: pg.why }] : [];
+  try {
+    return await throughput('realistic', sides, skipped);
+  } finally {
+    if (schemas.length > 0) {
+      await withAdmin(async (c) => {
+        for (const schema of schemas) await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      });
+    }
+  }
+}
+
+export const benchmarks: Benchmark[] = [
+  {
+    name: 'server: evaluation throughput, best case',
+    run: () => throughput('best', [{ label: 'observability off', spec: guard('best'), goal: { text: '>= 0.70', min: 0.7 } }]),
+  },
+  { name: 'server: evaluation throughput, realistic', run: realistic },
+  { name: 'server: evaluation throughput, worst allowed', run: () => throughput('worst', [{ label: 'observability off', spec: guard('worst') }]) },
+];
