@@ -14,6 +14,7 @@ import { HealthMonitor } from './health.js';
 import { handleClientError, sendFrameworkError } from './client-errors.js';
 import { installHttpMetrics } from './http-metrics.js';
 import { installJsonParser, requireJsonWrites } from './json-body.js';
+import type { OperationDoc } from './openapi.js';
 import { HttpProblem, problemOf, problemOfStoreError, sendProblem, type Problem } from './problem.js';
 import { startReplicaSync } from './replica-sync.js';
 import { agentRoutes } from './routes/agents.js';
@@ -50,6 +51,8 @@ export interface RegisteredRoute {
   method: string;
   url: string;
   access: Access;
+  /** The route's entry in the OpenAPI document (openapi.ts); absent, the document leaves it out. */
+  openapi?: OperationDoc | undefined;
 }
 
 declare module 'fastify' {
@@ -144,7 +147,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {
-      routes.push({ method, url: route.url, access: route.config?.access ?? defaultAccess(method) });
+      routes.push({ method, url: route.url, access: route.config?.access ?? defaultAccess(method), openapi: route.config?.openapi });
     }
   });
 

@@ -1,206 +1,292 @@
 /**
- * The OpenAPI 3.1 document of the REST API, generated from the same zod schemas the
- * server validates with (z.toJSONSchema into components.schemas) plus a route table.
- * A test checks that every registered route appears here, so the two cannot drift.
+ * The OpenAPI 3.1 document of the REST API (`GET /openapi.json`). Every route declares its
+ * own entry next to its handler (`config.openapi`: an OperationDoc holding the zod schemas
+ * it reads and answers with); the document is built from the routes the app registered,
+ * so a route and its entry cannot drift apart, and the schemas are the ones the server
+ * validates with (see openapi-components.ts for how they become components).
  */
-import { z } from 'zod';
+import type { z } from 'zod';
 import {
-  AgentPatchSchema,
   AgentRecordSchema,
-  AgentRegistrationSchema,
   ChangeEntrySchema,
   ConditionSchema,
   ControlDataSchema,
+  ControlMatchSchema,
   ControlRecordSchema,
+  AgentPatchSchema,
+  AgentRegistrationSchema,
   EvaluationRequestSchema,
   EvaluationResultSchema,
+  ObservabilityEventSchema,
   ShadowReportSchema,
+  StepSchemaDeclSchema,
 } from '../model/index.js';
 import type { Access } from './auth.js';
-import {
-  ChangesBodySchema,
-  ControlDataBodySchema,
-  ControlPatchBodySchema,
-  CreateControlBodySchema,
-} from './schemas.js';
-import { RestoreBodySchema } from './routes/history.js';
+import { ComponentSchemas, inlineSchema, type JsonSchema } from './openapi-components.js';
+import { ProblemSchema } from './problem.js';
+import { ControlDataBodySchema } from './schemas.js';
 
-interface RouteDoc {
-  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
-  /** OpenAPI path syntax (`{control_id}`). */
-  path: string;
+/** The groups operations are listed under. */
+export const TAGS = {
+  system: 'Health, metrics, the evaluator list and this document',
+  agents: 'Agent registration and the links between agents and controls',
+  controls: 'Controls and their data',
+  history: 'Revisions of controls, restoring one, and the audit log of every write',
+  changes: 'Many writes in one transaction (what guardctl apply sends)',
+  evaluation: 'Checking a step against the agent’s controls',
+  observability: 'Events, statistics, the live stream and the shadow report',
+  recordings: 'Evaluated steps recorded for replay',
+  reload: 'Watch mode (guardctl serve --watch)',
+} as const;
+export type Tag = keyof typeof TAGS;
+
+/** One success answer: a JSON body (a zod schema), or another media type with a plain schema. */
+export type ResponseDoc =
+  | z.ZodType
+  | { description: string; schema: z.ZodType }
+  | { description: string; mediaType: string; jsonSchema: JsonSchema };
+
+/** A problem status a route answers with; the ones every route of its kind has are added by `errorStatuses`. */
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 429 | 503;
+
+/** What a route tells the OpenAPI document about itself. */
+export interface OperationDoc {
+  operationId: string;
   summary: string;
-  access: Access;
-  body?: string;
-  response?: string;
-  /** The success status when it is not 200. */
-  status?: number;
-  query?: Array<{ name: string; type: 'integer' | 'string'; description: string }>;
+  description?: string;
+  tag: Tag;
+  /** The JSON request body, as the client sends it. */
+  body?: z.ZodType;
+  /** The body may be left out (default: required). */
+  bodyOptional?: true;
+  /** The query string (a zod object; each key is one parameter). */
+  query?: z.ZodType;
+  /** Success answers by status. */
+  responses: Partial<Record<200 | 201 | 202, ResponseDoc>>;
+  /** Problem statuses beyond the ones its access, body, query and path imply (see errorStatuses). */
+  errors?: readonly ErrorStatus[];
+  /** It never reads the database, so it never answers 503 for an unavailable one. */
+  storeless?: true;
 }
 
-const SCHEMAS: Record<string, z.ZodType> = {
-  Condition: ConditionSchema,
-  ControlData: ControlDataSchema,
-  ControlRecord: ControlRecordSchema,
-  CreateControlBody: CreateControlBodySchema,
-  ControlPatchBody: ControlPatchBodySchema,
-  ControlDataBody: ControlDataBodySchema,
-  ChangesBody: ChangesBodySchema,
-  AgentRegistration: AgentRegistrationSchema,
-  AgentPatch: AgentPatchSchema,
-  AgentRecord: AgentRecordSchema,
-  EvaluationRequest: EvaluationRequestSchema,
-  EvaluationResult: EvaluationResultSchema,
-  ChangeEntry: ChangeEntrySchema,
-  RestoreBody: RestoreBodySchema,
-  ShadowReport: ShadowReportSchema,
-};
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route's entry in the OpenAPI document (openapi.ts). */
+    openapi?: OperationDoc;
+  }
+}
 
-/** Every route the server registers, with the access level auth.ts enforces. */
-export const ROUTES: readonly RouteDoc[] = [
-  { method: 'get', path: '/health', summary: 'Liveness and server version', access: 'public' },
-  { method: 'get', path: '/metrics', summary: 'Prometheus metrics (text format)', access: 'public' },
-  { method: 'get', path: '/openapi.json', summary: 'This document', access: 'public' },
-  { method: 'get', path: '/api/v1/evaluators', summary: 'Available evaluators and their config schemas', access: 'read' },
-  { method: 'get', path: '/api/v1/agents', summary: 'List agents', access: 'read' },
-  { method: 'post', path: '/api/v1/agents/initAgent', summary: 'Register an agent (strict or overwrite); reports what changed', access: 'read', body: 'AgentRegistration' },
-  { method: 'get', path: '/api/v1/agents/{agent_name}', summary: 'An agent and the ids and names of its controls', access: 'read', response: 'AgentRecord' },
-  { method: 'patch', path: '/api/v1/agents/{agent_name}', summary: 'Update agent fields', access: 'admin', body: 'AgentPatch', response: 'AgentRecord' },
-  { method: 'get', path: '/api/v1/agents/{agent_name}/controls', summary: 'Full definitions of the controls linked to the agent (runtime refresh)', access: 'read' },
-  { method: 'post', path: '/api/v1/agents/{agent_name}/controls/{control_id}', summary: 'Link a control to the agent (idempotent)', access: 'admin' },
-  { method: 'delete', path: '/api/v1/agents/{agent_name}/controls/{control_id}', summary: 'Unlink a control from the agent (idempotent)', access: 'admin' },
-  { method: 'put', path: '/api/v1/controls', summary: 'Create a control, optionally with its data', access: 'admin', body: 'CreateControlBody', response: 'ControlRecord', status: 201 },
-  {
-    method: 'get', path: '/api/v1/controls', summary: 'A page of controls (cursor-based)', access: 'read',
-    query: [
-      { name: 'cursor', type: 'integer', description: 'next_cursor of the previous page' },
-      { name: 'limit', type: 'integer', description: 'page size, 1..100, default 20' },
-      { name: 'name', type: 'string', description: 'exact name lookup' },
-    ],
-  },
-  { method: 'post', path: '/api/v1/controls/validate', summary: 'Validate control data without saving', access: 'read', body: 'ControlDataBody' },
-  { method: 'get', path: '/api/v1/controls/{control_id}', summary: 'A control', access: 'read', response: 'ControlRecord' },
-  { method: 'patch', path: '/api/v1/controls/{control_id}', summary: 'Rename, enable or disable a control', access: 'admin', body: 'ControlPatchBody', response: 'ControlRecord' },
-  { method: 'delete', path: '/api/v1/controls/{control_id}', summary: 'Delete a control and unlink it from every agent', access: 'admin' },
-  { method: 'get', path: '/api/v1/controls/{control_id}/data', summary: 'The control data', access: 'read' },
-  { method: 'put', path: '/api/v1/controls/{control_id}/data', summary: 'Replace the control data', access: 'admin', body: 'ControlDataBody' },
-  {
-    method: 'get', path: '/api/v1/controls/{control_id}/history', summary: 'The control’s revisions, newest first (ChangeEntry items; kept after it is deleted; cursor-based)', access: 'read',
-    query: [
-      { name: 'cursor', type: 'integer', description: 'next_cursor of the previous page' },
-      { name: 'limit', type: 'integer', description: 'page size, 1..100, default 20' },
-    ],
-  },
-  { method: 'post', path: '/api/v1/controls/{control_id}/restore', summary: 'Put a hand-managed control back as it was at a revision (409 for controls managed by apply or watch)', access: 'admin', body: 'RestoreBody' },
-  {
-    method: 'get', path: '/api/v1/audit', summary: 'Every write to controls, agents and links, newest first (ChangeEntry items; cursor-based)', access: 'admin',
-    query: [
-      { name: 'since', type: 'string', description: 'ISO time or a duration back from now (30m, 24h, 7d)' },
-      { name: 'actor', type: 'string', description: 'only this actor (admin:<fingerprint>, watch:<dir>, ...)' },
-      { name: 'cursor', type: 'integer', description: 'next_cursor of the previous page' },
-      { name: 'limit', type: 'integer', description: 'page size, 1..100, default 20' },
-    ],
-  },
-  {
-    method: 'get', path: '/api/v1/shadow-report', summary: 'Each control in shadow mode: steps evaluated, would-deny, would-steer, masked example steps', access: 'read', response: 'ShadowReport',
-    query: [
-      { name: 'since', type: 'string', description: 'ISO time or a duration back from now (default 24h)' },
-      { name: 'agent_name', type: 'string', description: 'only this agent’s controls and steps' },
-    ],
-  },
-  { method: 'post', path: '/api/v1/changes', summary: 'Apply 1 to 500 changes (controls, agents, links) in one transaction, all or none', access: 'admin', body: 'ChangesBody' },
-  { method: 'post', path: '/api/v1/evaluation', summary: 'Evaluate a step against the agent’s controls', access: 'read', body: 'EvaluationRequest', response: 'EvaluationResult' },
-  {
-    method: 'get', path: '/api/v1/recordings', summary: 'Recorded steps for replay, oldest first (GUARD_RECORD_STEPS; cursor-based)', access: 'read',
-    query: [
-      { name: 'agent_name', type: 'string', description: 'only this agent' },
-      { name: 'since', type: 'string', description: 'ISO time; only steps recorded at or after it' },
-      { name: 'limit', type: 'integer', description: 'page size, 1..1000, default 100' },
-      { name: 'cursor', type: 'integer', description: 'next_cursor of the previous page' },
-    ],
-  },
-  { method: 'get', path: '/api/v1/reload/status', summary: 'Watch mode: the watched directory’s state (last good revision, current errors); 404 when not watching', access: 'read' },
-  { method: 'post', path: '/api/v1/observability/events', summary: 'Record events (1 to 1000)', access: 'read', status: 202 },
-  { method: 'post', path: '/api/v1/observability/events/query', summary: 'Query stored events', access: 'read' },
-  { method: 'get', path: '/api/v1/observability/events/stream', summary: 'Live evaluations (Server-Sent Events)', access: 'read' },
-  { method: 'get', path: '/api/v1/observability/stats', summary: 'Statistics per control for an agent', access: 'read' },
-  { method: 'get', path: '/api/v1/observability/stats/controls/{control_id}', summary: 'Statistics for one control', access: 'read' },
+/** A registered route as the document sees it. */
+export interface DocumentedRoute {
+  method: string;
+  /** Fastify's path syntax (`:control_id`). */
+  url: string;
+  access: Access;
+  openapi?: OperationDoc | undefined;
+}
+
+/** Models clients meet in many places: named after the model, never after an operation. */
+const MODELS: ReadonlyArray<[string, z.ZodType]> = [
+  ['Problem', ProblemSchema],
+  ['Condition', ConditionSchema],
+  ['ControlData', ControlDataSchema],
+  ['ControlRecord', ControlRecordSchema],
+  ['AgentRecord', AgentRecordSchema],
+  ['StepDecl', StepSchemaDeclSchema],
+  ['ChangeEntry', ChangeEntrySchema],
+  ['ControlMatch', ControlMatchSchema],
+  ['AgentRegistration', AgentRegistrationSchema],
+  ['AgentPatch', AgentPatchSchema],
+  ['EvaluationRequest', EvaluationRequestSchema],
+  ['ControlDataBody', ControlDataBodySchema],
+  ['EvaluationResult', EvaluationResultSchema],
+  ['ObservabilityEvent', ObservabilityEventSchema],
+  ['ShadowReport', ShadowReportSchema],
 ];
 
-const PROBLEM = {
-  type: 'object',
-  required: ['type', 'title', 'status', 'detail', 'error_code'],
-  properties: {
-    type: { type: 'string' },
-    title: { type: 'string' },
-    status: { type: 'integer' },
-    detail: { type: 'string' },
-    error_code: { type: 'string' },
-    errors: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['field', 'code', 'message'],
-        properties: { field: { type: 'string' }, code: { type: 'string' }, message: { type: 'string' } },
-      },
-    },
-  },
+/** Path parameters by name: every route spells them alike. */
+const PATH_PARAMETERS: Record<string, { description: string; schema: JsonSchema }> = {
+  agent_name: { description: 'The agent’s name (matched case-insensitively: names are stored lowercase)', schema: { type: 'string', minLength: 1, maxLength: 128 } },
+  control_id: { description: 'The control’s id (anything but a positive integer answers 404)', schema: { type: 'integer', minimum: 1 } },
 };
 
-function componentSchemas(): Record<string, unknown> {
-  const registry = z.registry<{ id: string }>();
-  for (const [id, schema] of Object.entries(SCHEMAS)) registry.add(schema, { id });
-  const { schemas } = z.toJSONSchema(registry, {
-    io: 'input',
-    unrepresentable: 'any',
-    uri: (id) => `#/components/schemas/${id}`,
-  });
-  // Each entry is a standalone JSON Schema; inside OpenAPI they are plain components.
-  const out: Record<string, unknown> = {};
-  for (const [id, schema] of Object.entries(schemas)) {
-    const { $schema: _s, $id: _i, ...rest } = schema as Record<string, unknown>;
-    out[id] = rest;
+/** The shared problem answers, one per status, in `components.responses`. */
+const PROBLEM_RESPONSES: Record<ErrorStatus, [name: string, description: string]> = {
+  400: ['MalformedJson', 'The body is not JSON (malformed_json), or not UTF-8 (invalid_utf8)'],
+  401: ['Unauthorized', 'Authentication is on and the X-API-Key header is missing or holds an unknown key (unauthorized)'],
+  403: ['Forbidden', 'The operation needs an admin key (forbidden)'],
+  404: ['NotFound', 'No such agent, control, revision or resource (not_found)'],
+  409: ['Conflict', 'The write conflicts with what is stored (conflict), or the control is managed by GitOps or watch mode (read_only)'],
+  413: ['PayloadTooLarge', 'The body is larger than GUARD_BODY_LIMIT_BYTES (payload_too_large)'],
+  415: ['UnsupportedMediaType', 'A write (POST, PUT, PATCH; DELETE when it names one) without content-type application/json in UTF-8, body or not (unsupported_media_type)'],
+  422: ['ValidationFailed', 'The body or query string is not valid; errors[] names each field (validation_failed)'],
+  429: ['TooManyRequests', 'Too many missing or unknown keys from this address (GUARD_AUTH_MAX_FAILURES a minute): every request needing a key is refused until Retry-After seconds pass (too_many_requests)'],
+  503: ['Unavailable', 'The database, or another resource the operation needs, is unavailable; try again shortly (unavailable)'],
+};
+
+/** The problem statuses of a route: its own plus those its access, body, query and path imply. */
+export function errorStatuses(route: DocumentedRoute, doc: OperationDoc): ErrorStatus[] {
+  const statuses = new Set<ErrorStatus>(doc.errors ?? []);
+  if (route.access !== 'public') {
+    statuses.add(401);
+    statuses.add(429);
+    if (!doc.storeless) statuses.add(503);
   }
-  return out;
+  if (route.access === 'admin') statuses.add(403);
+  // Writes must say they are JSON, body or not (json-body.ts requireJsonWrites).
+  if (WRITE_METHODS.has(route.method.toUpperCase())) statuses.add(415);
+  if (doc.body) for (const s of [400, 413, 415, 422] as const) statuses.add(s);
+  if (doc.query) statuses.add(422);
+  if (route.url.includes(':')) statuses.add(404);
+  return [...statuses].sort((a, b) => a - b);
 }
 
-const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-export function buildOpenApiDocument(version: string): Record<string, unknown> {
+const REASONS: Record<number, string> = { 200: 'OK', 201: 'Created', 202: 'Accepted' };
+
+/** `:name` path segments as OpenAPI `{name}` templates. */
+export function openApiPath(url: string): string {
+  return url.replace(/:(\w+)/g, '{$1}');
+}
+
+function capitalised(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+/** Builds the document from the app's registered routes; routes without an entry are left out. */
+export function buildOpenApiDocument(routes: readonly DocumentedRoute[], version: string): Record<string, unknown> {
+  const components = new ComponentSchemas();
+  for (const [name, schema] of MODELS) components.name(schema, name);
   const paths: Record<string, Record<string, unknown>> = {};
-  for (const route of ROUTES) {
-    const parameters = [
-      ...[...route.path.matchAll(/\{(\w+)\}/g)].map((m) => ({
-        name: m[1],
-        in: 'path',
-        required: true,
-        schema: m[1] === 'control_id' ? { type: 'integer', minimum: 1 } : { type: 'string' },
-      })),
-      ...(route.query ?? []).map((q) => ({ name: q.name, in: 'query', required: false, description: q.description, schema: { type: q.type } })),
-    ];
-    const success = route.response ? { 'application/json': { schema: ref(route.response) } } : { 'application/json': { schema: { type: 'object' } } };
-    const operation: Record<string, unknown> = {
-      summary: route.summary,
-      'x-access': route.access,
-      security: route.access === 'public' ? [] : [{ ApiKey: [] }],
-      responses: {
-        [String(route.status ?? 200)]: { description: 'success', content: success },
-        default: { description: 'error', content: { 'application/problem+json': { schema: ref('Problem') } } },
-      },
-    };
-    if (parameters.length > 0) operation.parameters = parameters;
-    if (route.body) {
-      operation.requestBody = { required: true, content: { 'application/json': { schema: ref(route.body) } } };
+  const used = new Set<ErrorStatus>();
+
+  for (const route of routes) {
+    const doc = route.openapi;
+    if (!doc) continue;
+    const Op = capitalised(doc.operationId);
+    const parameters = [...pathParameters(route.url), ...queryParameters(doc.query)];
+    const responses: Record<string, unknown> = {};
+    const [firstStatus] = Object.keys(doc.responses);
+    for (const [status, response] of Object.entries<ResponseDoc>(doc.responses)) {
+      // A second success status with a schema of its own gets the status in its name.
+      const suffix = status === firstStatus ? '' : status;
+      responses[status] = successResponse(response, REASONS[Number(status)] ?? 'Success', (schema) =>
+        components.ref(schema, 'output', `${Op}Response${suffix}`),
+      );
     }
-    (paths[route.path] ??= {})[route.method] = operation;
+    for (const status of errorStatuses(route, doc)) {
+      used.add(status);
+      responses[String(status)] = { $ref: `#/components/responses/${PROBLEM_RESPONSES[status][0]}` };
+    }
+    responses.default = { $ref: '#/components/responses/InternalError' };
+
+    const operation: Record<string, unknown> = {
+      operationId: doc.operationId,
+      summary: doc.summary,
+      ...(doc.description ? { description: doc.description } : {}),
+      tags: [doc.tag],
+      'x-access': route.access,
+      ...(route.access === 'public' ? { security: [] } : {}),
+      ...(parameters.length > 0 ? { parameters } : {}),
+    };
+    if (doc.body) {
+      operation.requestBody = {
+        required: !doc.bodyOptional,
+        content: { 'application/json': { schema: components.ref(doc.body, 'input', `${Op}Request`) } },
+      };
+    }
+    operation.responses = responses;
+    (paths[openApiPath(route.url)] ??= {})[route.method.toLowerCase()] = operation;
   }
-  return {
+
+  const problemRef = components.ref(ProblemSchema, 'output', 'Problem');
+  const problemResponses: Record<string, unknown> = {};
+  for (const status of [...used].sort((a, b) => a - b)) {
+    const [name, description] = PROBLEM_RESPONSES[status];
+    problemResponses[name] = problemResponse(description, problemRef);
+  }
+  if (problemResponses.TooManyRequests) {
+    (problemResponses.TooManyRequests as Record<string, unknown>).headers = {
+      'Retry-After': { description: 'Seconds until the address may try again', schema: { type: 'integer', minimum: 0 } },
+    };
+  }
+  problemResponses.InternalError = problemResponse(
+    'Any other problem: an unexpected failure (500 internal; details go to the server log only), or a request refused ' +
+      'before it reaches a route (408 request_timeout, 414 uri_too_long, 431 headers_too_large, 400 bad_request)',
+    problemRef,
+  );
+
+  const { schemas, resolve } = components.build();
+  return resolve({
     openapi: '3.1.0',
-    info: { title: 'guardctl control server', version },
-    paths,
-    components: {
-      schemas: { ...componentSchemas(), Problem: PROBLEM },
-      securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } },
+    info: {
+      title: 'guardctl control server',
+      version,
+      description:
+        'Controls for AI agent steps: store controls, link them to agents, evaluate steps, record what happened. ' +
+        'Every error is an application/problem+json body (RFC 9457) with a machine-readable error_code.',
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
-  };
+    servers: [{ url: '/', description: 'The server that serves this document' }],
+    security: [{ ApiKey: [] }],
+    tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),
+    paths: Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b))),
+    components: {
+      schemas,
+      responses: problemResponses,
+      securitySchemes: {
+        ApiKey: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-API-Key',
+          description:
+            'Needed only when GUARD_API_KEY_ENABLED is true: a key from GUARD_API_KEYS (read and runtime operations) or ' +
+            'GUARD_ADMIN_API_KEYS (every operation). x-access on each operation says which: read or admin.',
+        },
+      },
+    },
+  });
+}
+
+function problemResponse(description: string, schema: { $ref: string }) {
+  return { description, content: { 'application/problem+json': { schema } } };
+}
+
+function successResponse(response: ResponseDoc, reason: string, refOf: (schema: z.ZodType) => { $ref: string }) {
+  if ('mediaType' in response) {
+    return { description: response.description, content: { [response.mediaType]: { schema: response.jsonSchema } } };
+  }
+  const [description, schema] = 'schema' in response ? [response.description, response.schema] : [reason, response];
+  return { description, content: { 'application/json': { schema: refOf(schema) } } };
+}
+
+function pathParameters(url: string) {
+  return [...url.matchAll(/:(\w+)/g)].map(([, name]) => {
+    const known = name === undefined ? undefined : PATH_PARAMETERS[name];
+    if (!known) throw new Error(`path parameter :${name} of ${url} is not described in openapi.ts PATH_PARAMETERS`);
+    return { name, in: 'path', required: true, description: known.description, schema: known.schema };
+  });
+}
+
+/**
+ * One parameter per key of the query schema. Query values arrive as text: a key whose
+ * schema carries `x-query-param` meta (queryInteger in schemas.ts) is shown with that
+ * schema (an integer) instead of the digits pattern the server checks the text with.
+ */
+function queryParameters(query: z.ZodType | undefined) {
+  if (!query) return [];
+  const json = inlineSchema(query, 'input');
+  const properties = (json.properties ?? {}) as Record<string, JsonSchema>;
+  const required = new Set((json.required ?? []) as string[]);
+  return Object.entries(properties).map(([name, property]) => {
+    const { description, 'x-query-param': shown, ...schema } = property;
+    return {
+      name,
+      in: 'query',
+      required: required.has(name),
+      ...(typeof description === 'string' ? { description } : {}),
+      schema: (shown as JsonSchema | undefined) ?? schema,
+    };
+  });
 }

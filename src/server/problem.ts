@@ -1,37 +1,43 @@
 import type { FastifyReply } from 'fastify';
+import { z } from 'zod';
 import type { FieldIssue } from '../model/index.js';
 import type { StoreError } from '../store/types.js';
 
 /** Machine-readable reasons carried in every problem body (`error_code`). */
-export type ErrorCode =
-  | 'validation_failed'
-  | 'bad_request'
-  | 'invalid_utf8'
-  | 'not_found'
-  | 'conflict'
-  | 'unauthorized'
-  | 'forbidden'
-  | 'payload_too_large'
-  | 'malformed_json'
-  | 'unsupported_media_type'
-  | 'uri_too_long'
-  | 'request_timeout'
-  | 'headers_too_large'
-  | 'too_many_requests'
-  | 'read_only'
-  | 'internal'
-  | 'unavailable';
+export const ERROR_CODES = [
+  'validation_failed',
+  'bad_request',
+  'invalid_utf8',
+  'not_found',
+  'conflict',
+  'unauthorized',
+  'forbidden',
+  'payload_too_large',
+  'malformed_json',
+  'unsupported_media_type',
+  'uri_too_long',
+  'request_timeout',
+  'headers_too_large',
+  'too_many_requests',
+  'read_only',
+  'internal',
+  'unavailable',
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
-export interface Problem {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  error_code: ErrorCode;
-  errors?: FieldIssue[];
-  /** `POST /changes`: the 0-based index of the change that made the batch fail. */
-  change_index?: number;
-}
+/** The problem+json body (RFC 9457) every error answer carries; the OpenAPI document shows it. */
+export const ProblemSchema = z.strictObject({
+  type: z.string().describe('A URI naming the kind of problem: https://guardctl.dev/problems/<error-code>'),
+  title: z.string(),
+  status: z.number().int(),
+  detail: z.string().describe('What went wrong and what to do about it'),
+  error_code: z.enum(ERROR_CODES),
+  /** Every invalid field (422), or the change that failed (`POST /changes`). */
+  errors: z.array(z.strictObject({ field: z.string(), code: z.string(), message: z.string() })).optional(),
+  change_index: z.number().int().nonnegative().optional().describe('POST /changes: the 0-based index of the change that made the batch fail'),
+});
+
+export type Problem = Omit<z.infer<typeof ProblemSchema>, 'errors'> & { errors?: FieldIssue[] };
 
 const TITLES: Record<number, string> = {
   400: 'Bad Request',

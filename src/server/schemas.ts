@@ -38,18 +38,34 @@ export const ControlDataBodySchema = z.strictObject({ data: ControlDataSchema })
 export const CreateControlEnvelopeSchema = CreateControlBodySchema.extend({ data: z.unknown().optional() });
 export const ControlDataEnvelopeSchema = z.strictObject({ data: z.unknown() });
 
-const digits = (what: string) => z.string().regex(/^\d{1,15}$/, `${what} must be a whole number`).transform(Number);
-
 export const MAX_PAGE_SIZE = 100;
 export const DEFAULT_PAGE_SIZE = 20;
 
+/**
+ * A whole number in a query string: checked as digits (the message names the parameter),
+ * shown in the OpenAPI document as the integer it is (openapi.ts reads `x-query-param`).
+ */
+export const queryInteger = (what: string, description: string, shown: Record<string, unknown> = { type: 'integer', minimum: 0 }) =>
+  z
+    .string()
+    .regex(/^\d{1,15}$/, `${what} must be a whole number`)
+    .transform(Number)
+    .meta({ description, 'x-query-param': shown });
+
+/** `limit` of a cursor-paged list. */
+export const pageLimit = () =>
+  queryInteger('limit', `Page size, 1 to ${MAX_PAGE_SIZE}; default ${DEFAULT_PAGE_SIZE}`, { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE })
+    .pipe(z.number().min(1, 'limit must be at least 1').max(MAX_PAGE_SIZE, `limit must be at most ${MAX_PAGE_SIZE}`))
+    .optional();
+
+/** `cursor` of a cursor-paged list. */
+export const pageCursor = () => queryInteger('cursor', 'next_cursor of the previous page').optional();
+
 /** `GET /controls?cursor&limit&name`. */
 export const ListControlsQuerySchema = z.strictObject({
-  cursor: digits('cursor').optional(),
-  limit: digits('limit')
-    .pipe(z.number().min(1, 'limit must be at least 1').max(MAX_PAGE_SIZE, `limit must be at most ${MAX_PAGE_SIZE}`))
-    .optional(),
-  name: z.string().min(1).max(128).optional(),
+  cursor: pageCursor(),
+  limit: pageLimit(),
+  name: z.string().min(1).max(128).optional().describe('Exact name lookup: a page of zero or one control'),
 });
 
 /** Changes per `POST /changes` request: one transaction each, bounded so none runs long. */

@@ -24,7 +24,7 @@ describe('GET /openapi.json', () => {
     const doc = json(await call(server.app, 'GET', '/openapi.json'));
     const missing: string[] = [];
     for (const route of server.app.registeredRoutes) {
-      const path = route.url.replace(/:(\w+)/g, (_m, name: string) => `{${name === 'id' ? 'control_id' : name === 'name' ? 'agent_name' : name}}`);
+      const path = route.url.replace(/:(\w+)/g, '{$1}');
       const op = doc.paths[path]?.[route.method.toLowerCase()];
       if (!op || op['x-access'] !== route.access) missing.push(`${route.method} ${route.url} (${route.access})`);
     }

@@ -1,27 +1,84 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
 import {
   AgentPatchSchema,
+  AgentRecordSchema,
   AgentRegistrationSchema,
+  ControlRecordSchema,
   normaliseAgentName,
   type AgentRecord,
   type AgentRegistration,
 } from '../../model/index.js';
 import { apiOrigin, controlIdOf, isWatchManaged, parseOr422, type ServerContext } from '../context.js';
+import type { OperationDoc } from '../openapi.js';
 import { HttpProblem, invalid, notFound } from '../problem.js';
 import { readOnly } from './controls.js';
 
-type Params = { name: string };
-type LinkParams = { name: string; control_id: string };
+type Params = { agent_name: string };
+type LinkParams = { agent_name: string; control_id: string };
 
 /** The registration fields initAgent compares and reports on. */
 const REGISTERED_FIELDS = ['agent_description', 'agent_version', 'steps', 'metadata'] as const;
 
-export interface AgentChange {
-  field: (typeof REGISTERED_FIELDS)[number];
-  before: unknown;
-  after: unknown;
-}
+/** `POST /agents/initAgent`: the stored agent, whether it is new, and each field the registration changed. */
+export const InitAgentResultSchema = z.strictObject({
+  agent: AgentRecordSchema,
+  created: z.boolean(),
+  changes: z.array(z.strictObject({ field: z.enum(REGISTERED_FIELDS), before: z.unknown(), after: z.unknown() })),
+});
+export type AgentChange = z.infer<typeof InitAgentResultSchema>['changes'][number];
+
+/** `GET /agents/{agent_name}`: the record plus the ids and names of the linked controls. */
+export const AgentDetailSchema = AgentRecordSchema.extend({
+  controls: z.array(z.strictObject({ control_id: z.number().int().positive(), name: z.string() })),
+});
+
+/** `GET /agents/{agent_name}/controls`: what a client evaluates locally. */
+export const AgentControlsSchema = z.strictObject({
+  agent_name: z.string(),
+  controls: z.array(ControlRecordSchema),
+  set_revision: z.number().int().nonnegative().describe('The store revision the controls were read at'),
+});
+
+const DOCS = {
+  list: { operationId: 'listAgents', summary: 'List agents', tag: 'agents', responses: { 200: z.strictObject({ agents: z.array(AgentRecordSchema) }) } },
+  init: {
+    operationId: 'initAgent',
+    summary: 'Register an agent (strict or overwrite); reports what changed',
+    description: 'Fields left out keep their stored values. 201 when the agent is new, 200 otherwise; 409 in strict mode when the stored agent differs.',
+    tag: 'agents',
+    body: AgentRegistrationSchema,
+    responses: {
+      200: { description: 'The agent was registered already (changed or not)', schema: InitAgentResultSchema },
+      201: { description: 'The agent is new', schema: InitAgentResultSchema },
+    },
+    errors: [409],
+  },
+  get: { operationId: 'getAgent', summary: 'An agent and the ids and names of its controls', tag: 'agents', responses: { 200: AgentDetailSchema } },
+  patch: { operationId: 'updateAgent', summary: 'Update agent fields', tag: 'agents', body: AgentPatchSchema, responses: { 200: AgentRecordSchema } },
+  controls: {
+    operationId: 'listAgentControls',
+    summary: 'Full definitions of the controls linked to the agent (runtime refresh)',
+    description: 'Only controls that have data; disabled ones included (clients skip them).',
+    tag: 'agents',
+    responses: { 200: AgentControlsSchema },
+  },
+  link: {
+    operationId: 'linkControl',
+    summary: 'Link a control to the agent (idempotent)',
+    tag: 'agents',
+    responses: { 200: z.strictObject({ linked: z.boolean().describe('false when it was linked already') }) },
+    errors: [409],
+  },
+  unlink: {
+    operationId: 'unlinkControl',
+    summary: 'Unlink a control from the agent (idempotent)',
+    tag: 'agents',
+    responses: { 200: z.strictObject({ unlinked: z.boolean().describe('false when it was not linked') }) },
+    errors: [409],
+  },
+} satisfies Record<string, OperationDoc>;
 
 /** Agents: registration, lookup, patch, and the links to controls (SPEC section 4). */
 export const agentRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) => {
@@ -34,9 +91,9 @@ export const agentRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) =
     return agent;
   }
 
-  app.get('/agents', { config: { access: 'read' } }, async () => ({ agents: await store.listAgents() }));
+  app.get('/agents', { config: { access: 'read', openapi: DOCS.list } }, async () => ({ agents: await store.listAgents() }));
 
-  app.post('/agents/initAgent', { config: { access: 'read' } }, async (request, reply) => {
+  app.post('/agents/initAgent', { config: { access: 'read', openapi: DOCS.init } }, async (request, reply) => {
     const registration = parseOr422(AgentRegistrationSchema, request.body, 'registration');
     const before = await store.getAgent(registration.agent_name);
     const changes = diffRegistration(before, registration);
@@ -58,40 +115,40 @@ export const agentRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) =
     return reply.code(created ? 201 : 200).send({ agent, created, changes });
   });
 
-  app.get<{ Params: Params }>('/agents/:name', { config: { access: 'read' } }, async (request) => {
-    const agent = await existingAgent(request.params.name);
+  app.get<{ Params: Params }>('/agents/:agent_name', { config: { access: 'read', openapi: DOCS.get } }, async (request) => {
+    const agent = await existingAgent(request.params.agent_name);
     const controls = await store.listAgentControls(agent.agent_name);
     return { ...agent, controls: controls.map((c) => ({ control_id: c.control_id, name: c.name })) };
   });
 
-  app.patch<{ Params: Params }>('/agents/:name', { config: { access: 'admin' } }, async (request) => {
+  app.patch<{ Params: Params }>('/agents/:agent_name', { config: { access: 'admin', openapi: DOCS.patch } }, async (request) => {
     const patch = parseOr422(AgentPatchSchema, request.body, 'request body');
     if (Object.values(patch).every((v) => v === undefined)) {
       throw invalid('the request body is not valid', [
         { field: '', code: 'custom', message: 'give at least one of agent_description, agent_version, steps, metadata' },
       ]);
     }
-    const agent = await existingAgent(request.params.name);
+    const agent = await existingAgent(request.params.agent_name);
     return store.patchAgent(agent.agent_name, patch, apiOrigin(ctx, request));
   });
 
   // What a client evaluates locally: full definitions, only controls that have data, and
   // the store revision they were read at (the SDK's events name it as set_revision).
-  app.get<{ Params: Params }>('/agents/:name/controls', { config: { access: 'read' } }, async (request) => {
-    const name = normaliseAgentName(request.params.name);
+  app.get<{ Params: Params }>('/agents/:agent_name/controls', { config: { access: 'read', openapi: DOCS.controls } }, async (request) => {
+    const name = normaliseAgentName(request.params.agent_name);
     const set = await store.agentControlSet(name);
     if (!set) throw notFound(`agent "${name}" is not registered; register it with POST /api/v1/agents/initAgent`);
     return { agent_name: name, controls: set.controls.filter((c) => c.data !== null), set_revision: set.revision };
   });
 
-  app.post<{ Params: LinkParams }>('/agents/:name/controls/:control_id', { config: { access: 'admin' } }, async (request) => {
+  app.post<{ Params: LinkParams }>('/agents/:agent_name/controls/:control_id', { config: { access: 'admin', openapi: DOCS.link } }, async (request) => {
     const { agent, controlId } = await linkTarget(request.params);
     const linked = await store.linkControl(agent.agent_name, controlId, apiOrigin(ctx, request));
     controlSets.invalidate([agent.agent_name]);
     return { linked };
   });
 
-  app.delete<{ Params: LinkParams }>('/agents/:name/controls/:control_id', { config: { access: 'admin' } }, async (request) => {
+  app.delete<{ Params: LinkParams }>('/agents/:agent_name/controls/:control_id', { config: { access: 'admin', openapi: DOCS.unlink } }, async (request) => {
     const { agent, controlId } = await linkTarget(request.params);
     const unlinked = await store.unlinkControl(agent.agent_name, controlId, apiOrigin(ctx, request));
     controlSets.invalidate([agent.agent_name]);
@@ -100,7 +157,7 @@ export const agentRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) =
 
   async function linkTarget(params: LinkParams): Promise<{ agent: AgentRecord; controlId: number }> {
     const controlId = controlIdOf(params.control_id);
-    const agent = await existingAgent(params.name);
+    const agent = await existingAgent(params.agent_name);
     const control = await store.getControl(controlId);
     if (!control) throw notFound(`no control has id ${controlId}`);
     if (isWatchManaged(control.managed_by)) throw readOnly(control);

@@ -1,11 +1,13 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
 import { validateControlData } from '../../engine/index.js';
 import type { EvaluatorRegistry } from '../../evaluators/registry.js';
 import { controlNameOf, fieldIssuesOf, type ControlData, type ControlRecord, type FieldIssue } from '../../model/index.js';
 import { StoreError, type Store, type StoreChange } from '../../store/types.js';
 import { apiOrigin, isWatchManaged, type ServerContext } from '../context.js';
+import type { OperationDoc } from '../openapi.js';
 import { HttpProblem } from '../problem.js';
-import { ChangesEnvelopeSchema, type ChangesEnvelope } from '../schemas.js';
+import { ChangesBodySchema, ChangesEnvelopeSchema, type ChangesEnvelope } from '../schemas.js';
 import { readOnly } from './controls.js';
 
 type ChangeBody = ChangesEnvelope['changes'][number];
@@ -16,6 +18,18 @@ type ChangeBody = ChangesEnvelope['changes'][number];
  */
 const LOOKUPS_BEFORE_FULL_READ = 16;
 
+const DOC = {
+  operationId: 'applyChanges',
+  summary: 'Apply 1 to 500 changes (controls, agents, links) in one transaction, all or none',
+  description: 'A refused batch writes nothing; its problem names the failing change as change_index and in errors[].',
+  tag: 'changes',
+  body: ChangesBodySchema,
+  responses: {
+    200: z.strictObject({ applied: z.number().int().describe('Changes applied'), touched_agents: z.array(z.string()).describe('Agents whose controls changed') }),
+  },
+  errors: [404, 409],
+} satisfies OperationDoc;
+
 /**
  * `POST /changes`: many writes in one store transaction, all of them or none. GitOps
  * apply sends its plan through it in batches instead of one request per operation.
@@ -23,7 +37,7 @@ const LOOKUPS_BEFORE_FULL_READ = 16;
 export const changeRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) => {
   const { store, registry, controlSets } = ctx;
 
-  app.post('/changes', { config: { access: 'admin' } }, async (request) => {
+  app.post('/changes', { config: { access: 'admin', openapi: DOC } }, async (request) => {
     const parsed = ChangesEnvelopeSchema.safeParse(request.body);
     if (!parsed.success) {
       throw invalidChanges(fieldIssuesOf(parsed.error), parsed.error.issues.map((issue) => changeIndexOf(issue.path)));

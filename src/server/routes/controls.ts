@@ -1,15 +1,81 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { validateControlData } from '../../engine/index.js';
-import type { ControlData, ControlRecord, FieldIssue } from '../../model/index.js';
+import { z } from 'zod';
+import { ControlDataSchema, ControlRecordSchema, type ControlData, type ControlRecord, type FieldIssue } from '../../model/index.js';
 import { apiOrigin, controlIdOf, isWatchManaged, parseOr422, type ServerContext } from '../context.js';
+import type { OperationDoc } from '../openapi.js';
 import { HttpProblem, invalid, notFound } from '../problem.js';
 import {
+  ControlDataBodySchema,
   ControlDataEnvelopeSchema,
   ControlPatchBodySchema,
+  CreateControlBodySchema,
   CreateControlEnvelopeSchema,
   DEFAULT_PAGE_SIZE,
   ListControlsQuerySchema,
 } from '../schemas.js';
+
+/** `GET /controls`: a page, oldest first. */
+export const ControlPageSchema = z.strictObject({
+  controls: z.array(ControlRecordSchema),
+  pagination: z.strictObject({
+    limit: z.number().int(),
+    next_cursor: z.number().int().nullable().describe('Pass as cursor for the next page; null on the last page'),
+    has_more: z.boolean(),
+    total: z.number().int().describe('Controls in the store (with name: 0 or 1)'),
+  }),
+});
+
+const DOCS = {
+  create: {
+    operationId: 'createControl',
+    summary: 'Create a control, optionally with its data',
+    tag: 'controls',
+    body: CreateControlBodySchema,
+    responses: { 201: ControlRecordSchema },
+    errors: [409],
+  },
+  list: { operationId: 'listControls', summary: 'A page of controls (cursor-based)', tag: 'controls', query: ListControlsQuerySchema, responses: { 200: ControlPageSchema } },
+  validate: {
+    operationId: 'validateControlData',
+    summary: 'Validate control data without saving',
+    description: 'Valid data answers 200; invalid data answers 422 with every invalid field in errors[].',
+    tag: 'controls',
+    body: ControlDataBodySchema,
+    responses: { 200: z.strictObject({ success: z.literal(true) }) },
+    storeless: true,
+  },
+  get: { operationId: 'getControl', summary: 'A control', tag: 'controls', responses: { 200: ControlRecordSchema } },
+  patch: {
+    operationId: 'updateControl',
+    summary: 'Rename, enable or disable a control, or change its owner label',
+    tag: 'controls',
+    body: ControlPatchBodySchema,
+    responses: { 200: ControlRecordSchema },
+    errors: [409],
+  },
+  delete: {
+    operationId: 'deleteControl',
+    summary: 'Delete a control and unlink it from every agent',
+    tag: 'controls',
+    responses: { 200: z.strictObject({ deleted: z.literal(true), unlinked_agents: z.array(z.string()) }) },
+    errors: [409],
+  },
+  getData: {
+    operationId: 'getControlData',
+    summary: 'The control data (404 while the control has none)',
+    tag: 'controls',
+    responses: { 200: z.strictObject({ data: ControlDataSchema }) },
+  },
+  putData: {
+    operationId: 'setControlData',
+    summary: 'Replace the control data',
+    tag: 'controls',
+    body: ControlDataBodySchema,
+    responses: { 200: z.strictObject({ success: z.literal(true), control_id: z.number().int().positive(), data: ControlDataSchema }) },
+    errors: [409],
+  },
+} satisfies Record<string, OperationDoc>;
 
 /** Controls: CRUD, control data, validation without saving (SPEC section 4). */
 export const controlRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) => {
@@ -38,7 +104,7 @@ export const controlRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx)
     controlSets.invalidate(await store.agentsOfControl(id));
   }
 
-  app.put('/controls', { config: { access: 'admin' } }, async (request, reply) => {
+  app.put('/controls', { config: { access: 'admin', openapi: DOCS.create } }, async (request, reply) => {
     const body = parseOr422(CreateControlEnvelopeSchema, request.body, 'request body');
     const data = body.data === undefined || body.data === null ? null : checkData(body.data);
     const control = await store.createControl(
@@ -48,7 +114,7 @@ export const controlRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx)
     return reply.code(201).send(control);
   });
 
-  app.get('/controls', { config: { access: 'read' } }, async (request) => {
+  app.get('/controls', { config: { access: 'read', openapi: DOCS.list } }, async (request) => {
     const query = parseOr422(ListControlsQuerySchema, request.query, 'query');
     const limit = query.limit ?? DEFAULT_PAGE_SIZE;
     if (query.name !== undefined) {
@@ -64,18 +130,18 @@ export const controlRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx)
   });
 
   // Registered before /controls/:id so the static path wins clearly in the route table.
-  app.post('/controls/validate', { config: { access: 'read' } }, async (request) => {
+  app.post('/controls/validate', { config: { access: 'read', openapi: DOCS.validate } }, async (request) => {
     const body = parseOr422(ControlDataEnvelopeSchema, request.body, 'request body');
     checkData(body.data);
     return { success: true };
   });
 
-  app.get<{ Params: { id: string } }>('/controls/:id', { config: { access: 'read' } }, async (request) => {
-    return existing(controlIdOf(request.params.id));
+  app.get<{ Params: { control_id: string } }>('/controls/:control_id', { config: { access: 'read', openapi: DOCS.get } }, async (request) => {
+    return existing(controlIdOf(request.params.control_id));
   });
 
-  app.patch<{ Params: { id: string } }>('/controls/:id', { config: { access: 'admin' } }, async (request) => {
-    const id = controlIdOf(request.params.id);
+  app.patch<{ Params: { control_id: string } }>('/controls/:control_id', { config: { access: 'admin', openapi: DOCS.patch } }, async (request) => {
+    const id = controlIdOf(request.params.control_id);
     const patch = parseOr422(ControlPatchBodySchema, request.body, 'request body');
     await writable(id);
     const control = await store.updateControl(id, patch, apiOrigin(ctx, request));
@@ -83,24 +149,24 @@ export const controlRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx)
     return control;
   });
 
-  app.delete<{ Params: { id: string } }>('/controls/:id', { config: { access: 'admin' } }, async (request) => {
-    const id = controlIdOf(request.params.id);
+  app.delete<{ Params: { control_id: string } }>('/controls/:control_id', { config: { access: 'admin', openapi: DOCS.delete } }, async (request) => {
+    const id = controlIdOf(request.params.control_id);
     await writable(id);
     const { unlinked_agents } = await store.deleteControl(id, apiOrigin(ctx, request));
     controlSets.invalidate(unlinked_agents);
     return { deleted: true, unlinked_agents };
   });
 
-  app.get<{ Params: { id: string } }>('/controls/:id/data', { config: { access: 'read' } }, async (request) => {
-    const control = await existing(controlIdOf(request.params.id));
+  app.get<{ Params: { control_id: string } }>('/controls/:control_id/data', { config: { access: 'read', openapi: DOCS.getData } }, async (request) => {
+    const control = await existing(controlIdOf(request.params.control_id));
     if (control.data === null) {
       throw notFound(`control ${control.control_id} ("${control.name}") has no data yet; set it with PUT /api/v1/controls/${control.control_id}/data`);
     }
     return { data: control.data };
   });
 
-  app.put<{ Params: { id: string } }>('/controls/:id/data', { config: { access: 'admin' } }, async (request) => {
-    const id = controlIdOf(request.params.id);
+  app.put<{ Params: { control_id: string } }>('/controls/:control_id/data', { config: { access: 'admin', openapi: DOCS.putData } }, async (request) => {
+    const id = controlIdOf(request.params.control_id);
     const body = parseOr422(ControlDataEnvelopeSchema, request.body, 'request body');
     const data = checkData(body.data);
     await writable(id);

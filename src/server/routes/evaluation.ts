@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { evaluateStep, type CompiledControlSet, type EvaluationOutcome } from '../../engine/index.js';
 import {
   EvaluationRequestSchema,
+  EvaluationResultSchema,
   isValidAgentName,
   normaliseAgentName,
   type EvaluationRequest,
@@ -12,7 +13,17 @@ import { EVALUATE_SPAN, endEvaluationSpan, endFailedSpan } from '../../tracing/e
 import { parentOfHeaders } from '../../tracing/trace-context.js';
 import { SPAN_KIND } from '../../tracing/types.js';
 import { parseOr422, type ServerContext } from '../context.js';
+import type { OperationDoc } from '../openapi.js';
 import { AnswerWriter } from '../result-json.js';
+
+const DOC = {
+  operationId: 'evaluateStep',
+  summary: 'Evaluate a step against the agent’s controls',
+  description: 'A deny or a steer is a result (200), not an error. An agent without controls (or not registered) is allowed.',
+  tag: 'evaluation',
+  body: EvaluationRequestSchema,
+  responses: { 200: EvaluationResultSchema },
+} satisfies OperationDoc;
 
 /**
  * `POST /api/v1/evaluation`: the hot path. The agent's compiled set comes from memory
@@ -36,7 +47,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
   // No response schema: the answer is written by the AnswerWriter (result-json.ts).
   const schema = { body: requestSchema };
 
-  app.post('/evaluation', { config: { access: 'read' }, schema, attachValidation: true }, async (request, reply) => {
+  app.post('/evaluation', { config: { access: 'read', openapi: DOC }, schema, attachValidation: true }, async (request, reply) => {
     // With tracing off this is the whole cost of it: one test.
     const span = tracing ? tracing.startSpan(EVALUATE_SPAN, SPAN_KIND.server, parentOfHeaders(request.headers)) : null;
     let body: EvaluationRequest;

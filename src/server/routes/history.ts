@@ -1,17 +1,14 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
+import { ChangeEntrySchema, ControlRecordSchema } from '../../model/index.js';
 import type { ChangePage, RestoreRefusal } from '../../store/history.js';
 import { controlIdOf, isWatchManaged, parseOr422, type ServerContext } from '../context.js';
 import { HttpProblem, notFound } from '../problem.js';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../schemas.js';
-
-const digits = (what: string) => z.string().regex(/^\d{1,15}$/, `${what} must be a whole number`).transform(Number);
-const limit = digits('limit')
-  .pipe(z.number().min(1, 'limit must be at least 1').max(MAX_PAGE_SIZE, `limit must be at most ${MAX_PAGE_SIZE}`))
-  .optional();
+import type { OperationDoc } from '../openapi.js';
+import { DEFAULT_PAGE_SIZE, pageCursor, pageLimit } from '../schemas.js';
 
 /** `GET /controls/{id}/history?cursor&limit`. */
-export const HistoryQuerySchema = z.strictObject({ cursor: digits('cursor').optional(), limit });
+export const HistoryQuerySchema = z.strictObject({ cursor: pageCursor(), limit: pageLimit() });
 
 const DURATION = /^(\d{1,6})(m|h|d)$/;
 const UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
@@ -26,6 +23,7 @@ export function sinceOf(text: string, now = Date.now()): string | undefined {
 /** A `since` query parameter: ISO time or a duration back from now. */
 export const SinceSchema = z
   .string()
+  .describe('An ISO 8601 time, or a duration back from now: 30m, 24h, 7d')
   .transform((text, ctx) => {
     const since = sinceOf(text);
     if (since === undefined) {
@@ -38,13 +36,59 @@ export const SinceSchema = z
 /** `GET /audit?since&actor&cursor&limit`. */
 export const AuditQuerySchema = z.strictObject({
   since: SinceSchema.optional(),
-  actor: z.string().min(1).max(300).optional(),
-  cursor: digits('cursor').optional(),
-  limit,
+  actor: z.string().min(1).max(300).optional().describe('Only writes by this actor (admin:<fingerprint>, watch:<dir>, anonymous, ...)'),
+  cursor: pageCursor(),
+  limit: pageLimit(),
 });
 
 /** `POST /controls/{id}/restore`. */
 export const RestoreBodySchema = z.strictObject({ revision: z.number().int().nonnegative() });
+
+const ChangePaginationSchema = z.strictObject({
+  limit: z.number().int(),
+  next_cursor: z.number().int().nullable().describe('Pass as cursor for the next page; null on the last page'),
+  has_more: z.boolean(),
+});
+
+/** `GET /audit`: every write, newest first. */
+export const AuditPageSchema = z.strictObject({ entries: z.array(ChangeEntrySchema), pagination: ChangePaginationSchema });
+
+/** `GET /controls/{id}/history`: the control's revisions, newest first. */
+export const ControlHistorySchema = AuditPageSchema.extend({ control_id: z.number().int().positive() });
+
+/** `POST /controls/{id}/restore`. */
+export const RestoreResultSchema = z.strictObject({
+  restored: z.boolean().describe('false when the control already was as at that revision'),
+  recreated: z.boolean().describe('true when the control had been deleted and is back'),
+  revision: z.number().int(),
+  control: ControlRecordSchema,
+});
+
+const DOCS = {
+  history: {
+    operationId: 'getControlHistory',
+    summary: 'The control’s revisions, newest first (kept after it is deleted; cursor-based)',
+    tag: 'history',
+    query: HistoryQuerySchema,
+    responses: { 200: ControlHistorySchema },
+  },
+  restore: {
+    operationId: 'restoreControl',
+    summary: 'Put a hand-managed control back as it was at a revision',
+    description: '409 for controls managed by apply or watch mode, and for revisions that cannot be restored.',
+    tag: 'history',
+    body: RestoreBodySchema,
+    responses: { 200: RestoreResultSchema },
+    errors: [409],
+  },
+  audit: {
+    operationId: 'getAuditLog',
+    summary: 'Every write to controls, agents and links, newest first (cursor-based)',
+    tag: 'history',
+    query: AuditQuerySchema,
+    responses: { 200: AuditPageSchema },
+  },
+} satisfies Record<string, OperationDoc>;
 
 function pageOf(page: ChangePage, size: number) {
   return { entries: page.entries, pagination: { limit: size, next_cursor: page.next_cursor, has_more: page.next_cursor !== null } };
@@ -58,8 +102,8 @@ function pageOf(page: ChangePage, size: number) {
 export const historyRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) => {
   const { store, controlSets } = ctx;
 
-  app.get<{ Params: { id: string } }>('/controls/:id/history', { config: { access: 'read' } }, async (request) => {
-    const id = controlIdOf(request.params.id);
+  app.get<{ Params: { control_id: string } }>('/controls/:control_id/history', { config: { access: 'read', openapi: DOCS.history } }, async (request) => {
+    const id = controlIdOf(request.params.control_id);
     const query = parseOr422(HistoryQuerySchema, request.query, 'query');
     const size = query.limit ?? DEFAULT_PAGE_SIZE;
     const page = await store.controlHistory(id, { cursor: query.cursor, limit: size });
@@ -70,8 +114,8 @@ export const historyRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx)
     return { control_id: id, ...pageOf(page, size) };
   });
 
-  app.post<{ Params: { id: string } }>('/controls/:id/restore', { config: { access: 'admin' } }, async (request) => {
-    const id = controlIdOf(request.params.id);
+  app.post<{ Params: { control_id: string } }>('/controls/:control_id/restore', { config: { access: 'admin', openapi: DOCS.restore } }, async (request) => {
+    const id = controlIdOf(request.params.control_id);
     const { revision } = parseOr422(RestoreBodySchema, request.body, 'request body');
     const outcome = await store.restoreControl(id, revision, { actor: ctx.actorOf(request), source: 'api' });
     if (!outcome.ok) throw refusalProblem(id, revision, outcome);
@@ -79,7 +123,7 @@ export const historyRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx)
     return { restored: outcome.changed, recreated: outcome.recreated, revision, control: outcome.control };
   });
 
-  app.get('/audit', { config: { access: 'admin' } }, async (request) => {
+  app.get('/audit', { config: { access: 'admin', openapi: DOCS.audit } }, async (request) => {
     const query = parseOr422(AuditQuerySchema, request.query, 'query');
     const size = query.limit ?? DEFAULT_PAGE_SIZE;
     const page = await store.auditLog({ since: query.since, actor: query.actor, cursor: query.cursor, limit: size });

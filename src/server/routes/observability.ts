@@ -1,17 +1,20 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { fieldIssuesOf, normaliseAgentName } from '../../model/index.js';
+import { z } from 'zod';
+import { fieldIssuesOf, normaliseAgentName, ObservabilityEventSchema } from '../../model/index.js';
 import { counterUseOf, type CounterUse, type CounterUseSource, type Observability, type ObservabilityConfig } from '../../observability/index.js';
 import {
   EventQueryBodySchema,
   IngestBodySchema,
   StatsQuerySchema,
   StreamQuerySchema,
+  TIME_RANGES,
   timeRangeMs,
 } from '../../observability/schemas.js';
 import { emptyStatsRow } from '../../store/records.js';
 import type { ControlStatsRow, EventStore, Store } from '../../store/types.js';
 import type { Access } from '../auth.js';
 import { controlIdOf } from '../context.js';
+import type { OperationDoc } from '../openapi.js';
 import { sendError, sendValidationProblem } from '../problem.js';
 
 export interface ObservabilityRoutesOptions {
@@ -23,14 +26,120 @@ export interface ObservabilityRoutesOptions {
   controlName?: (controlId: number) => Promise<string | undefined>;
 }
 
-interface StatsTotals {
-  executions: number;
-  matches: number;
-  non_matches: number;
-  errors: number;
-  selector_missing: number;
-  actions: Record<string, number>;
-}
+const count = z.number().int().nonnegative();
+
+/** Figures per action (allow, deny, steer, warn, log) of the matches counted. */
+const ActionCountsSchema = z.record(z.string(), count);
+
+const StatsTotalsSchema = z.strictObject({
+  executions: count,
+  matches: count,
+  non_matches: count,
+  errors: count,
+  selector_missing: count.describe('Non-matches whose selector found nothing in the step (included in non_matches)'),
+  actions: ActionCountsSchema,
+});
+type StatsTotals = z.infer<typeof StatsTotalsSchema>;
+
+/** One control's figures over the window (store/types.ts ControlStatsRow). */
+const ControlStatsRowSchema = StatsTotalsSchema.extend({
+  control_id: z.number().int(),
+  control_name: z.string(),
+  avg_duration_ms: z.number().nonnegative(),
+  shadow_executions: count.describe('Of the counts above, evaluations made in shadow mode'),
+  shadow_matches: count,
+  shadow_errors: count,
+  would_deny: count.describe('Shadow matches that would have denied'),
+  would_steer: count.describe('Shadow matches that would have steered'),
+});
+
+const timeRange = z.enum(TIME_RANGES);
+
+/** Rate and budget use per control and key (docs/evaluators.md); null when the counters cannot be read. */
+const CountersSchema = z
+  .array(
+    z.strictObject({
+      control_id: z.number().int(),
+      control_name: z.string(),
+      counter: z.string(),
+      key: z.string(),
+      kind: z.enum(['rate', 'budget']),
+      window_ms: z.number(),
+      used: z.number(),
+      limit: z.number(),
+      ratio: z.number(),
+    }),
+  )
+  .nullable();
+
+/** `GET /observability/stats`. */
+export const AgentStatsSchema = z.strictObject({
+  agent_name: z.string().nullable().describe('null: every agent'),
+  time_range: timeRange,
+  totals: StatsTotalsSchema,
+  controls: z.array(ControlStatsRowSchema),
+  counters: CountersSchema,
+});
+
+/** `GET /observability/stats/controls/{control_id}`. */
+export const ControlStatsSchema = z.strictObject({
+  control_id: z.number().int(),
+  control_name: z.string(),
+  agent_name: z.string().nullable(),
+  time_range: timeRange,
+  stats: ControlStatsRowSchema,
+  counters: CountersSchema,
+});
+
+const DOCS = {
+  ingest: {
+    operationId: 'ingestEvents',
+    summary: 'Record events (1 to 1000)',
+    description: 'Events are buffered and written at the flush interval; dropped counts events the full buffer refused.',
+    tag: 'observability',
+    body: IngestBodySchema,
+    responses: { 202: z.strictObject({ received: count, enqueued: count, dropped: count }) },
+    storeless: true,
+  },
+  query: {
+    operationId: 'queryEvents',
+    summary: 'Query stored events',
+    tag: 'observability',
+    body: EventQueryBodySchema,
+    bodyOptional: true,
+    responses: {
+      200: z.strictObject({ events: z.array(ObservabilityEventSchema), total: count, limit: z.number().int(), offset: z.number().int() }),
+    },
+  },
+  stats: {
+    operationId: 'getStats',
+    summary: 'Statistics per control, for one agent or all',
+    tag: 'observability',
+    query: StatsQuerySchema,
+    responses: { 200: AgentStatsSchema },
+  },
+  controlStats: {
+    operationId: 'getControlStats',
+    summary: 'Statistics for one control',
+    tag: 'observability',
+    query: StatsQuerySchema,
+    responses: { 200: ControlStatsSchema },
+  },
+  stream: {
+    operationId: 'streamEvents',
+    summary: 'Live evaluations (Server-Sent Events)',
+    description:
+      'A text/event-stream that stays open: `event: evaluation` with an evaluation summary as data for each step ' +
+      'evaluated, and `event: reload` when watch mode reloads. 503 when too many clients are subscribed.',
+    tag: 'observability',
+    query: StreamQuerySchema,
+    responses: {
+      200: { description: 'The event stream', mediaType: 'text/event-stream', jsonSchema: { type: 'string' } },
+    },
+    errors: [503],
+    storeless: true,
+  },
+} satisfies Record<string, OperationDoc>;
 
 function totalsOf(rows: readonly ControlStatsRow[]): StatsTotals {
   const totals: StatsTotals = { executions: 0, matches: 0, non_matches: 0, errors: 0, selector_missing: 0, actions: {} };
@@ -69,13 +178,13 @@ export const observabilityRoutes: FastifyPluginAsync<ObservabilityRoutesOptions>
     done();
   });
 
-  app.post('/observability/events', { config: { access: 'read' } }, async (request, reply) => {
+  app.post('/observability/events', { config: { access: 'read', openapi: DOCS.ingest } }, async (request, reply) => {
     const parsed = IngestBodySchema.safeParse(request.body);
     if (!parsed.success) return sendValidationProblem(reply, 'events batch', fieldIssuesOf(parsed.error));
     return reply.code(202).send(observability.ingest(parsed.data.events));
   });
 
-  app.post('/observability/events/query', { config: { access: 'read' } }, async (request, reply) => {
+  app.post('/observability/events/query', { config: { access: 'read', openapi: DOCS.query } }, async (request, reply) => {
     const parsed = EventQueryBodySchema.safeParse(request.body ?? {});
     if (!parsed.success) return sendValidationProblem(reply, 'events query', fieldIssuesOf(parsed.error));
     const q = parsed.data;
@@ -88,7 +197,7 @@ export const observabilityRoutes: FastifyPluginAsync<ObservabilityRoutesOptions>
     return { events, total: page.total, limit: q.limit, offset: q.offset };
   });
 
-  app.get('/observability/stats', { config: { access: 'read' } }, async (request, reply) => {
+  app.get('/observability/stats', { config: { access: 'read', openapi: DOCS.stats } }, async (request, reply) => {
     const parsed = StatsQuerySchema.safeParse(request.query);
     if (!parsed.success) return sendValidationProblem(reply, 'stats query', fieldIssuesOf(parsed.error));
     const { time_range } = parsed.data;
@@ -98,7 +207,7 @@ export const observabilityRoutes: FastifyPluginAsync<ObservabilityRoutesOptions>
     return { agent_name, time_range, totals: totalsOf(controls), controls, counters: await counterUse() };
   });
 
-  app.get('/observability/stats/controls/:control_id', { config: { access: 'read' } }, async (request, reply) => {
+  app.get('/observability/stats/controls/:control_id', { config: { access: 'read', openapi: DOCS.controlStats } }, async (request, reply) => {
     const control_id = controlIdOf((request.params as { control_id: string }).control_id);
     const parsed = StatsQuerySchema.safeParse(request.query);
     if (!parsed.success) return sendValidationProblem(reply, 'stats query', fieldIssuesOf(parsed.error));
@@ -114,7 +223,7 @@ export const observabilityRoutes: FastifyPluginAsync<ObservabilityRoutesOptions>
     return { control_id, control_name: control.name, agent_name, time_range, stats, counters: await counterUse({ control_id }) };
   });
 
-  app.get('/observability/events/stream', { config: { access: 'read' } }, async (request, reply) => {
+  app.get('/observability/events/stream', { config: { access: 'read', openapi: DOCS.stream } }, async (request, reply) => {
     const parsed = StreamQuerySchema.safeParse(request.query);
     if (!parsed.success) return sendValidationProblem(reply, 'stream filter', fieldIssuesOf(parsed.error));
     const { hub } = observability;
@@ -148,7 +257,13 @@ export const observabilityRoutes: FastifyPluginAsync<ObservabilityRoutesOptions>
 export const metricsRoutes: FastifyPluginAsync<{ observability: Observability; access?: Access }> = async (app, opts) => {
   const { observability, access = 'public' } = opts;
   const { registry } = observability.metrics;
-  app.get('/metrics', { config: { access } }, async (_request, reply) => {
+  const doc = {
+    operationId: 'getMetrics',
+    summary: 'Prometheus metrics (text exposition format)',
+    tag: 'system',
+    responses: { 200: { description: 'Metrics in the Prometheus text format', mediaType: 'text/plain', jsonSchema: { type: 'string' } } },
+  } satisfies OperationDoc;
+  app.get('/metrics', { config: { access, openapi: doc } }, async (_request, reply) => {
     // Evaluations answered earlier in this event-loop turn are counted before the scrape.
     observability.settle();
     const text = await registry.metrics();

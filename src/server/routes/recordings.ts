@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { AgentNameSchema } from '../../model/index.js';
+import { AgentNameSchema, StageSchema } from '../../model/index.js';
 import { parseOr422, type ServerContext } from '../context.js';
+import type { OperationDoc } from '../openapi.js';
 
 export const RECORDINGS_DEFAULT_LIMIT = 100;
 export const RECORDINGS_MAX_LIMIT = 1000;
@@ -13,12 +14,36 @@ const QuerySchema = z.strictObject({
   cursor: z.coerce.number().int().min(0).optional(),
 });
 
+/** A page of recorded steps, oldest first. */
+export const RecordingPageSchema = z.strictObject({
+  steps: z.array(
+    z.strictObject({
+      id: z.number().int(),
+      timestamp: z.string(),
+      agent_name: z.string(),
+      stage: StageSchema,
+      step: z.unknown().describe('The step as recorded (redacted); replay re-validates it'),
+      decision: z.enum(['allow', 'deny', 'steer']),
+    }),
+  ),
+  next_cursor: z.number().int().nullable().describe('Pass as cursor for the next page; null on the last page'),
+  recording: z.boolean().describe('Whether this server records steps (GUARD_RECORD_STEPS)'),
+});
+
+const DOC = {
+  operationId: 'listRecordings',
+  summary: 'Recorded steps for replay, oldest first (GUARD_RECORD_STEPS; cursor-based)',
+  tag: 'recordings',
+  query: QuerySchema,
+  responses: { 200: RecordingPageSchema },
+} satisfies OperationDoc;
+
 /**
  * `GET /api/v1/recordings`: the steps the server recorded (GUARD_RECORD_STEPS), oldest
  * first, for `guardctl plan --replay`. Read access: the steps are already redacted.
  */
 export const recordingRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) => {
-  app.get('/recordings', { config: { access: 'read' } }, async (request) => {
+  app.get('/recordings', { config: { access: 'read', openapi: DOC } }, async (request) => {
     const query = parseOr422(QuerySchema, request.query, 'recordings query');
     const page = await ctx.store.queryRecordedSteps({
       agent_name: query.agent_name,

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import {
   AgentNameSchema,
   modeOf,
+  ShadowReportSchema,
   type ControlRecord,
   type ShadowControlReport,
   type ShadowExample,
@@ -10,6 +11,7 @@ import {
 } from '../../model/index.js';
 import type { Store } from '../../store/types.js';
 import { parseOr422 } from '../context.js';
+import type { OperationDoc } from '../openapi.js';
 import { notFound } from '../problem.js';
 import { SinceSchema, sinceOf } from './history.js';
 
@@ -18,8 +20,18 @@ export const EXAMPLES_PER_CONTROL = 3;
 
 const QuerySchema = z.strictObject({
   since: SinceSchema.optional(),
-  agent_name: AgentNameSchema.optional(),
+  agent_name: AgentNameSchema.optional().describe('Only this agent’s controls and steps'),
 });
+
+const DOC = {
+  operationId: 'getShadowReport',
+  summary: 'Each control in shadow mode: steps evaluated, would-deny, would-steer, masked example steps',
+  description: 'since defaults to 24h. 404 when agent_name names no registered agent.',
+  tag: 'observability',
+  query: QuerySchema,
+  responses: { 200: ShadowReportSchema },
+  errors: [404],
+} satisfies OperationDoc;
 
 /**
  * `GET /api/v1/shadow-report?since=24h&agent_name=`: every enabled control in shadow mode
@@ -28,7 +40,7 @@ const QuerySchema = z.strictObject({
  * Registered with observability: without stored events there is nothing to report.
  */
 export const shadowReportRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
-  app.get('/shadow-report', { config: { access: 'read' } }, async (request): Promise<ShadowReport> => {
+  app.get('/shadow-report', { config: { access: 'read', openapi: DOC } }, async (request): Promise<ShadowReport> => {
     const query = parseOr422(QuerySchema, request.query, 'query');
     const since = query.since ?? sinceOf('24h')!;
     const agent = query.agent_name ?? null;
