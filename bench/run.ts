@@ -20,6 +20,7 @@ const modules: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
   () => import('./postgres.js'),
   () => import('./replay.js'),
   () => import('./shadow.js'),
+  () => import('./otel.js'),
   () => import('./budgets.js'),
 ];
 

@@ -71,7 +71,7 @@ if (spec.kind === 'bare') {
   url = bare.url;
 } else {
   dir = mkdtempSync(join(tmpdir(), 'guard-bench-server-'));
-  const config = loadConfig(spec.observability ? {} : { OBSERVABILITY_ENABLED: 'false' }, {
+  const config = loadConfig({ ...(spec.observability ? {} : { OBSERVABILITY_ENABLED: 'false' }), ...spec.otel }, {
     databaseUrl: spec.databaseUrl ?? join(dir, 'bench.db'),
     flushIntervalSeconds: 1,
     ...(spec.sampleRate !== undefined ? { nonMatchSampleRate: spec.sampleRate } : {}),
@@ -96,7 +96,12 @@ if (spec.kind === 'bare') {
 
 async function stats(): Promise<ChildStats> {
   const cpu = process.cpuUsage();
-  const out: ChildStats = { cpuMicros: cpu.user + cpu.system, written: 0, dropped: 0, rows: 0, work: spec.countWork ? { ...workCounts } : null };
+  const drops = server?.tracing?.dropped();
+  const out: ChildStats = {
+    cpuMicros: cpu.user + cpu.system, written: 0, dropped: 0, rows: 0,
+    work: spec.countWork ? { ...workCounts } : null,
+    spansDropped: drops ? drops.queue_full + drops.export_failed : 0,
+  };
   if (observability && store) {
     out.written = await counterTotal(observability, 'events_written_total');
     out.dropped = await counterTotal(observability, 'events_dropped_total');

@@ -14,6 +14,8 @@ export interface ServerSpec {
   sampleRate?: number;
   /** The benchmark controls in shadow mode (bench/shadow.ts); enforced by default. */
   mode?: 'shadow';
+  /** OTEL_* variables: tracing on (bench/otel.ts). */
+  otel?: Record<string, string>;
   /** The controls of one of bench/workloads.ts's workloads instead of bench/server.ts's 50. */
   workload?: WorkloadName;
   /** Count checks and RE2 calls (bench/work-counter.ts): for counting only, never timed. */
@@ -36,6 +38,8 @@ export interface ChildStats {
   dropped: number;
   /** Event rows stored. */
   rows: number;
+  /** OpenTelemetry spans dropped (queue full or export failed), with tracing on. */
+  spansDropped: number;
   /** Checks and RE2 calls so far, when the server counts them (`countWork`). */
   work: WorkCounts | null;
 }

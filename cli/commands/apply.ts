@@ -15,6 +15,8 @@ import { refusalOf } from '../../src/gitops/refusal.js';
 import { refusalGroupLines, renderPlanText } from '../output/plan.js';
 import { confirm, shouldAsk, type PromptIo } from '../confirm.js';
 import { addPlanOptions, planOptionsOf } from './plan.js';
+import { APPLY_SPAN, endApplySpan, type ApplyFacts } from '../../src/tracing/operation-spans.js';
+import { startCommandSpan } from '../tracing.js';
 
 export interface ApplyCommandOptions extends ConnectionFlags {
   format: 'text' | 'json';
@@ -43,7 +45,27 @@ export function registerApply(program: Command): void {
   ]);
 }
 
+/**
+ * `guardctl apply`. With OTEL_EXPORTER_OTLP_* set it is a `guardctl.apply` span (the child
+ * of the pipeline's TRACEPARENT), exported before the command returns.
+ */
 export async function runApply(target: string, options: ApplyCommandOptions, io: PromptIo = { input: process.stdin, output: process.stderr }): Promise<number> {
+  const traced = await startCommandSpan(APPLY_SPAN);
+  if (!traced) return applyTarget(target, options, io, () => {});
+  try {
+    let facts: ApplyFacts | null = null;
+    const code = await applyTarget(target, options, io, (done) => (facts = done)).catch((error: unknown) => {
+      endApplySpan(traced.span, { error: error instanceof Error ? error.message : String(error) });
+      throw error;
+    });
+    endApplySpan(traced.span, facts ?? { error: 'nothing was applied' });
+    return code;
+  } finally {
+    await traced.flush();
+  }
+}
+
+async function applyTarget(target: string, options: ApplyCommandOptions, io: PromptIo, report: (facts: ApplyFacts) => void): Promise<number> {
   const connection = connectionOf(options);
   const client = clientOf(connection);
   const isFile = await stat(target).then((s) => s.isFile() && !/\.ya?ml$/i.test(target), () => false);
@@ -62,6 +84,9 @@ export async function runApply(target: string, options: ApplyCommandOptions, io:
   const c = colors(shouldColor(process.stdout));
   const progress = options.format === 'json' ? undefined : progressPrinter(process.stderr, colors(shouldColor(process.stderr)));
   const result = await withServer(connection, () => applyToServer(client, serverPlan, progress));
+  const planned: Record<string, number> = {};
+  for (const { op } of serverPlan.plan.operations) planned[op] = (planned[op] ?? 0) + 1;
+  report({ target, server: connection.serverUrl, planned, done: result.done.length, failed: result.failed ? 1 : 0, notDone: result.notDone.length });
   // A refused key is not a partial apply to report operation by operation: say what to do.
   const status = result.failed?.status;
   if ((status === 401 || status === 403) && result.done.length === 0) {

@@ -3,7 +3,6 @@
  * against them, and the background work (refresh, event delivery) that keeps them
  * current. All state lives on the instance.
  */
-import { randomUUID } from 'node:crypto';
 import { ConnectionError, GuardClient, ResponseShapeError } from '../client/index.js';
 import { evaluateStep } from '../engine/index.js';
 import { ApiError } from '../errors.js';
@@ -22,6 +21,9 @@ import { EventBatcher, eventsOf } from './events.js';
 import { decidingMatch, emptyResult, mergeResults } from './merge.js';
 import { MissingSelectorWarnings } from './missing-selectors.js';
 import { DISCLOSURES, unavailableVerdict, verdictOf, type Disclosure, type Verdict } from './verdict.js';
+import { endEvaluationSpan } from '../tracing/evaluation-span.js';
+import type { TracerLike } from '../tracing/types.js';
+import { AgentTracing, freshTraceIds, traceparentOfIds, type TraceIds } from './tracing.js';
 
 export type FailMode = 'closed' | 'open';
 
@@ -77,6 +79,12 @@ export interface GuardAgentOptions {
   registry?: EvaluatorRegistry | undefined;
   logger?: GuardLogger | undefined;
   fetch?: typeof fetch | undefined;
+  /**
+   * OpenTelemetry (docs/sdk.md, "Tracing"): the tracer of the `guardctl.evaluate` spans of
+   * in-process evaluations. Default: the global tracer provider's, when `@opentelemetry/api`
+   * is installed; `false` turns tracing (spans and propagation) off.
+   */
+  tracer?: TracerLike | false | undefined;
 }
 
 export interface ControlOptions<A extends unknown[] = unknown[]> {
@@ -108,6 +116,7 @@ export class GuardAgent {
   readonly #refreshMs: number;
   readonly #events: EventBatcher | null;
   readonly #missing: MissingSelectorWarnings;
+  readonly #tracing: AgentTracing;
   #set: AgentControlSet;
   #refreshTimer: NodeJS.Timeout | null = null;
   #closed = false;
@@ -133,6 +142,7 @@ export class GuardAgent {
     this.#registry = options.registry ?? createDefaultRegistry();
     this.#logger = options.logger ?? consoleLogger;
     this.#missing = new MissingSelectorWarnings(this.#logger);
+    this.#tracing = new AgentTracing(options.tracer);
     this.#refreshMs = Math.max(0, (options.refreshIntervalSeconds ?? 60) * 1000);
     this.#set = this.#build(records);
     this.#events =
@@ -223,24 +233,30 @@ export class GuardAgent {
     if (stage !== 'pre' && stage !== 'post') throw new TypeError(`stage must be "pre" or "post", not ${JSON.stringify(stage)}`);
     if (typeof step.name !== 'string' || step.name === '') throw new TypeError('step.name must be a non-empty string');
     const set = this.#set;
-    let ids: { traceId: string; spanId: string } | null = null;
-
+    const tracing = this.#tracing;
     const broken = set.broken.find((c) => c.matches(step.type, step.name, stage));
     if (broken) this.#unavailable(`control "${broken.name}" applies to step "${step.name}" but cannot run here: ${broken.reason}`);
 
     let local = emptyResult();
-    if (set.hasLocal) {
-      const pending = evaluateStep(set.compiled, step, stage, {
-        execution: 'sdk',
-        collectExecutions: this.#events !== null,
-      });
-      // Built-in evaluators answer synchronously; only async plugins hand back a promise.
-      const outcome = pending instanceof Promise ? await pending : pending;
-      local = outcome.result;
-      if (outcome.executions && outcome.executions.length > 0 && !this.#closed) {
+    const startTime = performance.timeOrigin + performance.now();
+    // Started before anything is awaited. Built-in evaluators answer synchronously; only async plugins hand back a promise.
+    const pending = set.hasLocal ? evaluateStep(set.compiled, step, stage, { execution: 'sdk', collectExecutions: this.#events !== null || tracing.tracing }) : null;
+    const outcome = pending instanceof Promise ? await pending : pending;
+    // The first check waits for the optional @opentelemetry/api import. Inside the agent's
+    // own span, the check (its events, the server's span) joins that trace.
+    const loading = tracing.ready();
+    if (loading) await loading;
+    const trace = tracing.active();
+    let ids: TraceIds | null = trace;
+    const executions = outcome?.executions;
+    if (outcome) local = outcome.result;
+    if (executions && executions.length > 0) {
+      const span = tracing.localSpan(startTime);
+      if (span) endEvaluationSpan(span, { agent: this.agentName, stage, step, result: local, executions, setRevision: set.setRevision, includeContent: tracing.includeContent });
+      if (!this.#closed) {
         this.#events?.push(
-          eventsOf(outcome.executions, {
-            agentName: this.agentName, step, stage, ...(ids = traceIds()), timestamp: new Date().toISOString(),
+          eventsOf(executions, {
+            agentName: this.agentName, step, stage, ...(ids ??= freshTraceIds()), timestamp: new Date().toISOString(),
             setRevision: set.setRevision,
           }),
         );
@@ -254,7 +270,7 @@ export class GuardAgent {
         remote = await this.client.evaluate(
           { agent_name: this.agentName, stage, step },
           // The server's events for this step share the trace id of the local ones.
-          { headers: { traceparent: traceparentOf(ids ?? traceIds()) } },
+          { headers: trace?.headers ?? { traceparent: traceparentOfIds(ids ?? freshTraceIds()) } },
         );
       } catch (error) {
         if (!(error instanceof ConnectionError || error instanceof ResponseShapeError || error instanceof ApiError)) {
@@ -375,19 +391,6 @@ export class GuardAgent {
         : new ControlSteerError(decider?.control_id ?? null, verdict.control_name, verdict.steering_context!, metadata, result, text);
     return verdict;
   }
-}
-
-/**
- * W3C trace-context ids. randomUUID draws from a pooled entropy buffer, which keeps this
- * off the hot path's cost (randomBytes per step costs tens of microseconds).
- */
-function traceIds(): { traceId: string; spanId: string } {
-  const hex = randomUUID().replace(/-/g, '');
-  return { traceId: hex, spanId: randomUUID().replace(/-/g, '').slice(0, 16) };
-}
-
-function traceparentOf(ids: { traceId: string; spanId: string }): string {
-  return `00-${ids.traceId}-${ids.spanId}-01`;
 }
 
 function messageOf(error: unknown): string {

@@ -13,6 +13,8 @@ import { GuardAgent, type ControlOptions, type GuardAgentOptions, type StepInput
 export { GuardAgent } from './agent.js';
 export type { ControlOptions, FailMode, GuardAgentOptions, GuardLogger, StepInput } from './agent.js';
 export { DISCLOSURES, type Disclosure, type Verdict } from './verdict.js';
+// The `tracer` option's type: what of an @opentelemetry/api Tracer the SDK uses.
+export type { AttributeValue, Attributes, SpanContextLike, SpanLike, TracerLike } from '../tracing/types.js';
 export { ControlSteerError, ControlViolationError, GuardError, GuardUnavailableError } from './errors.js';
 export { ApiError, UserError, type ProblemBody } from '../errors.js';
 // Evaluators for `execution: sdk` controls (the `registry` option), with the plugin interface.

@@ -24,7 +24,7 @@ export interface SpanLike {
 }
 
 export interface TracerLike {
-  startSpan(name: string, options?: { kind?: number; attributes?: Attributes }, context?: unknown): SpanLike;
+  startSpan(name: string, options?: { kind?: number; attributes?: Attributes; startTime?: number }, context?: unknown): SpanLike;
 }
 
 /** `SpanKind` of @opentelemetry/api. */

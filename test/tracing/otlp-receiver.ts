@@ -14,6 +14,7 @@ export interface ReceivedSpan {
   traceId: string;
   spanId: string;
   parentSpanId: string;
+  traceState: string;
   kind: number;
   attributes: Record<string, Attr>;
   events: { name: string; attributes: Record<string, Attr> }[];
@@ -84,6 +85,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
                 traceId: s.traceId as string,
                 spanId: s.spanId as string,
                 parentSpanId: (s.parentSpanId as string | undefined) ?? '',
+                traceState: (s.traceState as string | undefined) ?? '',
                 kind: s.kind as number,
                 attributes: attributesOf(s.attributes as OtlpKeyValue[]),
                 events: ((s.events as { name: string; attributes?: OtlpKeyValue[] }[] | undefined) ?? []).map((e) => ({ name: e.name, attributes: attributesOf(e.attributes) })),

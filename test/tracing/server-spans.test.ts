@@ -202,6 +202,26 @@ describe('guardctl.evaluate spans', () => {
   });
 });
 
+describe('ratio sampling', () => {
+  it('keeps about the ratio of new traces, and never a step whose caller did not sample it under parentbased_traceidratio', async () => {
+    const otlp = await receiver();
+    const { server, client } = await startServer({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25' });
+    await seed(client);
+    const payload = { agent_name: 'support-bot', stage: 'pre', step: { type: 'tool', name: 'run_sql', input: { query: 'select 1' } } };
+    const post = (headers: Record<string, string> = {}) => server.app.inject({ method: 'POST', url: '/api/v1/evaluation', payload, headers });
+    for (let i = 0; i < 400; i++) expect((await post()).statusCode).toBe(200);
+    for (let i = 0; i < 50; i++) await post({ traceparent: `00-${TRACE}-00f067aa0ba9000a-00` });
+    for (let i = 0; i < 20; i++) await post({ traceparent: `00-${TRACE}-00f067aa0ba9000b-01` });
+    await server.tracing!.forceFlush();
+    const spans = await otlp.waitFor((s) => s.filter((span) => span.parentSpanId === '00f067aa0ba9000b').length === 20);
+    const roots = spans.filter((span) => span.parentSpanId === '').length;
+    // 100 expected; the bounds are almost six standard deviations away.
+    expect(roots).toBeGreaterThan(50);
+    expect(roots).toBeLessThan(150);
+    expect(spans.some((span) => span.parentSpanId === '00f067aa0ba9000a')).toBe(false);
+  });
+});
+
 describe('a collector that is down or slow', () => {
   it('never fails an evaluation; the spans it did not take are counted in /metrics', async () => {
     // A port that was just free and is closed again: connections are refused.
