@@ -21,6 +21,7 @@ const modules: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
   () => import('./replay.js'),
   () => import('./shadow.js'),
   () => import('./otel.js'),
+  () => import('./budgets.js'),
 ];
 
 async function main(): Promise<void> {

@@ -40,6 +40,18 @@ async function seedOneControl(store: Store): Promise<void> {
   await store.linkControl('bench-bot', control.control_id);
 }
 
+/** A rate control in scope for the benchmark step, counted per agent (bench/budgets.ts). */
+async function seedRateControl(store: Store, limit: number): Promise<void> {
+  const data = ControlDataSchema.parse({
+    scope: { step_types: ['tool'], step_names: ['run_sql'], stages: ['pre'] },
+    selector: { path: '*' },
+    evaluator: { name: 'rate', config: { limit, window: '1m' } },
+    action: { decision: 'deny' },
+  });
+  const control = await store.createControl({ name: 'bench-rate', data });
+  await store.linkControl('bench-bot', control.control_id);
+}
+
 async function counterTotal(observability: Observability, name: string): Promise<number> {
   const { registry, prefix } = observability.metrics;
   const text = await registry.getSingleMetricAsString(`${prefix}_${name}`);
@@ -73,8 +85,11 @@ if (spec.kind === 'bare') {
     observability: spec.observability ? { processMetrics: true } : false,
   });
   ({ app, store, observability } = server);
-  if (spec.workload) await seedBenchAgent(store, spec.mode, WORKLOADS[spec.workload].controls());
-  else await (spec.controls === 1 ? seedOneControl(store) : seedBenchAgent(store, spec.mode));
+  if (spec.seed !== false) {
+    if (spec.workload) await seedBenchAgent(store, spec.mode, WORKLOADS[spec.workload].controls());
+    else await (spec.controls === 1 ? seedOneControl(store) : seedBenchAgent(store, spec.mode));
+    if (spec.rateLimit !== undefined) await seedRateControl(store, spec.rateLimit);
+  }
   url = `${await app.listen({ host: '127.0.0.1', port: 0 })}/api/v1/evaluation`;
   observability?.start();
 }

@@ -22,6 +22,10 @@ export interface ServerSpec {
   countWork?: boolean;
   /** A PostgreSQL URL to run on instead of a SQLite file. */
   databaseUrl?: string;
+  /** Also a `rate` control in scope for the step with this limit (bench/budgets.ts). */
+  rateLimit?: number;
+  /** false: the database is seeded already (a second replica on the same schema). */
+  seed?: boolean;
 }
 
 export type ChildRequest = { id: number; op: 'stats' | 'flush' | 'close' };

@@ -16,7 +16,8 @@ import { filterLine, Header } from './header.js';
 import { HelpView } from './help-view.js';
 import { keyToAction, splitKeys } from './keys.js';
 import { ColorContext } from './palette.js';
-import { controlRanking, initialState, reduce, selectedIndex, selectedRow, visibleRows, type DashboardState } from './state.js';
+import { LimitPane } from './limit-pane.js';
+import { controlRanking, initialState, reduce, selectedIndex, selectedRow, visibleRows, type DashboardState, type LimitUse } from './state.js';
 
 /** What a live source (the SSE client, or a test) pushes into the dashboard. */
 export interface DashboardSink {
@@ -25,6 +26,8 @@ export interface DashboardSink {
   lagged(skipped: number): void;
   invalid(): void;
   connection(state: StreamState): void;
+  /** Rate and budget use per key (polled); sources without it never call it. */
+  limits?(limits: LimitUse[]): void;
 }
 
 /** Starts delivering to the sink; returns how to stop. */
@@ -65,6 +68,7 @@ export function Dashboard(props: DashboardProps) {
       lagged: (skipped) => dispatch({ type: 'lagged', skipped }),
       invalid: () => dispatch({ type: 'invalid', count: 1 }),
       connection: (connection) => dispatch({ type: 'connection/changed', state: connection }),
+      limits: (limits) => dispatch({ type: 'limits/received', limits }),
     });
     // Once a second: the rate window rolls and "reconnecting in Ns" counts down.
     const clock = setInterval(() => {
@@ -107,6 +111,8 @@ export function Dashboard(props: DashboardProps) {
   const paneSide = width >= PANE_SIDE_MIN_WIDTH;
   const paneBelow = !paneSide && bodyHeight >= 14 ? Math.min(6, Math.max(2, ranking.length + 1)) : 0;
   const mainWidth = paneSide ? width - PANE_WIDTH - 3 : width;
+  // Rate and budget use takes the lower part of the side pane (up to half of it) when there is any.
+  const limitHeight = paneSide && state.limits.length > 0 ? Math.min(state.limits.length * 2 + 1, Math.floor(bodyHeight / 2)) : 0;
   const mainHeight = bodyHeight - paneBelow;
 
   let main;
@@ -130,8 +136,9 @@ export function Dashboard(props: DashboardProps) {
         <Box flexDirection="row" height={mainHeight}>
           {main}
           {paneSide ? (
-            <Box borderStyle="single" borderTop={false} borderBottom={false} borderRight={false} borderDimColor paddingLeft={1} marginLeft={1}>
-              <ControlPane controls={ranking} width={PANE_WIDTH} height={mainHeight} />
+            <Box flexDirection="column" borderStyle="single" borderTop={false} borderBottom={false} borderRight={false} borderDimColor paddingLeft={1} marginLeft={1}>
+              <ControlPane controls={ranking} width={PANE_WIDTH} height={mainHeight - limitHeight} />
+              {limitHeight > 0 ? <LimitPane limits={state.limits} width={PANE_WIDTH} height={limitHeight} /> : null}
             </Box>
           ) : null}
         </Box>

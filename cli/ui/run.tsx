@@ -1,8 +1,12 @@
 /** Starts the interactive dashboard on the terminal and resolves when the user quits. */
 import { render } from 'ink';
 import { followEventStream, type EventStreamOptions, type StreamState } from '../../src/client/event-stream.js';
+import { GuardClient } from '../../src/client/index.js';
 import { Dashboard, type DashboardSource } from './app.js';
 import { initialState } from './state.js';
+
+/** How often the dashboard reads rate and budget use from the server. */
+const LIMITS_POLL_MS = 3000;
 
 export interface InteractiveOptions extends EventStreamOptions {
   filter?: string;
@@ -26,7 +30,19 @@ export async function runInteractive(options: InteractiveOptions): Promise<Strea
         },
       },
     );
-    return () => controller.abort();
+    // Rate and budget use is read from the stats every few seconds (it is not an event).
+    const client = new GuardClient({ serverUrl: options.server, ...(options.apiKey ? { apiKey: options.apiKey } : {}), timeoutMs: 5000 });
+    const poll = () =>
+      void client
+        .stats({ time_range: '1m' })
+        .then((stats) => sink.limits?.((stats.counters ?? []).map(({ control_name, key, used, limit, ratio }) => ({ control_name, key, used, limit, ratio }))))
+        .catch(() => undefined);
+    poll();
+    const timer = setInterval(poll, LIMITS_POLL_MS);
+    return () => {
+      clearInterval(timer);
+      controller.abort();
+    };
   };
   const initial = initialState({ ...(options.capacity ? { capacity: options.capacity } : {}), ...(options.filter ? { filter: options.filter } : {}) });
   // The server's filters in / filter terms, so the header says them the way the user would type them.

@@ -40,6 +40,15 @@ export interface RateState {
   perSecond: number;
 }
 
+/** A rate or budget control's use for one key, as the server's stats report it (polled). */
+export interface LimitUse {
+  control_name: string;
+  key: string;
+  used: number;
+  limit: number;
+  ratio: number;
+}
+
 export interface DashboardState {
   capacity: number;
   /** The bounded ring of recent evaluations, oldest first, never longer than capacity. */
@@ -64,6 +73,8 @@ export interface DashboardState {
   connection: StreamState;
   lastReload: ReloadNotice | null;
   rate: RateState;
+  /** Rate and budget controls' use per key, the most used first (docs/evaluators.md). */
+  limits: LimitUse[];
 }
 
 export type Action =
@@ -85,7 +96,8 @@ export type Action =
   | { type: 'filter/backspace' }
   | { type: 'filter/submit' }
   | { type: 'filter/cancel' }
-  | { type: 'filter/set'; text: string };
+  | { type: 'filter/set'; text: string }
+  | { type: 'limits/received'; limits: LimitUse[] };
 
 const emptyTotals = (): Totals => ({ events: 0, allow: 0, deny: 0, steer: 0 });
 const emptyRate = (): RateState => ({ buckets: [], since: null, perSecond: 0 });
@@ -109,12 +121,15 @@ export function initialState(options: { capacity?: number; filter?: string } = {
     connection: { kind: 'connecting', attempt: 0 },
     lastReload: null,
     rate: emptyRate(),
+    limits: [],
   };
   return options.filter ? reduce(base, { type: 'filter/set', text: options.filter }) : base;
 }
 
 export function reduce(state: DashboardState, action: Action): DashboardState {
   switch (action.type) {
+    case 'limits/received':
+      return { ...state, limits: action.limits };
     case 'events/received':
       return receive(state, action.events, action.now);
     case 'tick':

@@ -22,6 +22,7 @@ export type {
   ControlList,
   ControlStats,
   ControlStatsResult,
+  CounterUse,
   CreatedControl,
   EvaluatorInfo,
   EventQueryResult,

@@ -129,6 +129,19 @@ const ControlStatsRowSchema = z.looseObject({
 });
 export type ControlStats = z.infer<typeof ControlStatsRowSchema>;
 
+/** The current use of a rate or budget control for one key (docs/evaluators.md). */
+export const CounterUseSchema = z.looseObject({
+  control_id: z.number().int(),
+  control_name: z.string(),
+  key: z.string(),
+  kind: z.string(),
+  window_ms: z.number(),
+  used: z.number(),
+  limit: z.number(),
+  ratio: z.number(),
+});
+export type CounterUse = z.infer<typeof CounterUseSchema>;
+
 /** `GET /observability/stats`: totals and one row per control. */
 export const AgentStatsSchema = z.looseObject({
   agent_name: z.string().nullable().optional(),
@@ -142,6 +155,8 @@ export const AgentStatsSchema = z.looseObject({
     actions: z.record(z.string(), z.number()),
   }),
   controls: z.array(ControlStatsRowSchema),
+  /** Rate and budget use; absent from servers without them, null when they cannot be read. */
+  counters: z.array(CounterUseSchema).nullable().optional(),
 });
 export type AgentStats = z.infer<typeof AgentStatsSchema>;
 

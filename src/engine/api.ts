@@ -3,6 +3,7 @@
  * is pure (no I/O) so that the server, the SDK, `guardctl test` and replay share it.
  */
 import type { ControlData, ControlMode, EvaluationResult, FieldIssue } from '../model/index.js';
+import type { Counters } from '../evaluators/types.js';
 
 /** What the engine needs of a control: its id, name and (validated) data. */
 export interface ControlInput {
@@ -44,6 +45,10 @@ export interface EvaluateOptions {
   collectExecutions?: boolean;
   /** Only controls whose `execution` is this value take part (the SDK splits sdk/server). */
   execution?: 'server' | 'sdk';
+  /** The agent the step belongs to: the default key of rate and budget controls. */
+  agentName?: string;
+  /** Where rate and budget controls count (the server's); without them those controls fail (on_error). */
+  counters?: Counters;
 }
 
 export interface EvaluationOutcome {

@@ -65,15 +65,24 @@ export function buildControl(
         message: `condition is nested ${depth} levels deep; the limit is ${MAX_CONDITION_DEPTH}`,
       });
     } else {
-      node = buildNode(data.condition, 'condition', reveal, registry, issues, parts);
+      node = buildNode(data.condition, 'condition', reveal, registry, issues, parts, control_id);
     }
   } else if (data.selector && data.evaluator) {
-    node = buildLeaf(data.selector.path, data.evaluator.name, data.evaluator.config ?? {}, '', reveal, registry, issues, parts);
+    node = buildLeaf(data.selector.path, data.evaluator.name, data.evaluator.config ?? {}, '', reveal, registry, issues, parts, control_id);
   } else {
     issues.push({ field: 'selector', code: 'invalid_type', message: 'a control needs selector+evaluator or a condition' });
   }
 
   if (issues.length > 0 || node === null) return { ok: false, issues };
+  if (data.execution === 'sdk') {
+    const stateful = leavesOf(node).find((leaf) => leaf.stateful !== undefined);
+    if (stateful !== undefined) {
+      return {
+        ok: false,
+        issues: [{ field: 'execution', code: 'invalid_value', message: `the ${stateful.evaluatorName} evaluator ${stateful.stateful}; use execution: server` }],
+      };
+    }
+  }
 
   const fallback = defaultOnError(data.action.decision);
   // A flat control's only leaf decides its on_error; merging it here saves a lookup per step.
@@ -97,6 +106,7 @@ export function buildControl(
     selectorPath: first.selector.path,
     selectorPaths: Object.freeze([...new Set(leavesOf(node).map((leaf) => leaf.selector.path))]),
     revealMatch: reveal,
+    counts: leavesOf(node).some((leaf) => leaf.stateful !== undefined),
     plainNonMatch: Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH }),
     missingNonMatch: Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH, selector_missing: true as const }),
   });
@@ -110,6 +120,7 @@ function buildNode(
   registry: EvaluatorRegistry,
   issues: FieldIssue[],
   parts: CompileCache | undefined,
+  controlId: number,
 ): CompiledNode | null {
   if ('and' in cond || 'or' in cond) {
     const isAnd = 'and' in cond;
@@ -119,7 +130,7 @@ function buildNode(
       issues.push({ field: `${at}.${key}`, code: 'too_small', message: `${key} needs at least one condition` });
       return null;
     }
-    const children = list.map((c, i) => buildNode(c, `${at}.${key}[${i}]`, reveal, registry, issues, parts));
+    const children = list.map((c, i) => buildNode(c, `${at}.${key}[${i}]`, reveal, registry, issues, parts, controlId));
     if (children.some((c) => c === null)) return null;
     return Object.freeze({
       kind: isAnd ? NodeKind.And : NodeKind.Or,
@@ -127,10 +138,10 @@ function buildNode(
     });
   }
   if ('not' in cond) {
-    const child = buildNode(cond.not, `${at}.not`, reveal, registry, issues, parts);
+    const child = buildNode(cond.not, `${at}.not`, reveal, registry, issues, parts, controlId);
     return child === null ? null : Object.freeze({ kind: NodeKind.Not, child });
   }
-  return buildLeaf(cond.selector.path, cond.evaluator.name, cond.evaluator.config ?? {}, `${at}.`, reveal, registry, issues, parts);
+  return buildLeaf(cond.selector.path, cond.evaluator.name, cond.evaluator.config ?? {}, `${at}.`, reveal, registry, issues, parts, controlId);
 }
 
 function buildLeaf(
@@ -142,6 +153,7 @@ function buildLeaf(
   registry: EvaluatorRegistry,
   issues: FieldIssue[],
   parts: CompileCache | undefined,
+  controlId: number,
 ): CompiledLeaf | null {
   let selector = parts?.selectors.find(path) ?? parseSelector(path);
   if (typeof selector === 'string') {
@@ -149,7 +161,7 @@ function buildLeaf(
   } else if (parts) {
     selector = parts.selectors.keep(path, selector);
   }
-  const compiled = registry.compile(evaluatorName, config, `${prefix}evaluator`, parts);
+  const compiled = registry.compile(evaluatorName, config, `${prefix}evaluator`, parts, controlId);
   if (!compiled.ok) issues.push(...compiled.issues);
   if (typeof selector === 'string' || !compiled.ok) return null;
   return Object.freeze({
@@ -159,6 +171,7 @@ function buildLeaf(
     evaluatorName,
     onError: compiled.compiled.onError,
     reveal,
+    ...(compiled.compiled.stateful === undefined ? {} : { stateful: compiled.compiled.stateful }),
   });
 }
 

@@ -33,6 +33,11 @@ export interface CompiledControlSet {
   readonly shadowIds: ReadonlySet<number> | null;
   /** The store revision the controls were read at (CompileOptions.revision); null when not known. */
   readonly revision: number | null;
+  /**
+   * Some control counts on the server (rate, budget): evaluate with `agentName` and
+   * `counters` (EvaluateOptions). False for most sets, whose evaluation needs neither.
+   */
+  readonly counting: boolean;
 }
 
 export interface CompileOptions {
@@ -105,6 +110,7 @@ function freezeSet(compiled: CompiledControl[], skipped: SkippedControl[], inact
     inactive,
     shadowIds: shadow.length === 0 ? null : new Set(shadow.map((c) => c.control_id)),
     revision,
+    counting: compiled.some((c) => c.counts),
   });
 }
 

@@ -19,6 +19,8 @@ export interface CompiledLeaf {
   readonly onError: OnError | undefined;
   /** The control's reveal_match: what the leaf found is shown in full (engine/present.ts). */
   readonly reveal: boolean;
+  /** Set for evaluators that count on the server (rate, budget): why they need it. */
+  readonly stateful?: string;
 }
 
 export type CompiledNode =
@@ -49,6 +51,8 @@ export interface CompiledControl {
   readonly selectorPaths: readonly string[];
   /** reveal_match: messages and excerpts show what was matched in full, not masked. */
   readonly revealMatch: boolean;
+  /** Some leaf counts on the server (rate, budget): evaluating it needs the agent and counters. */
+  readonly counts: boolean;
   /**
    * This control's record for an ordinary non-match (no score, message or metadata), which
    * says the same thing every time: most of an answer is non-matches, and one frozen

@@ -35,7 +35,7 @@ export class LeafFailure extends Error {
 export function evalLeaf(leaf: CompiledLeaf, view: StepView): Pending<Verdict> {
   const value = selectValue(leaf.selector, view);
   if (value === undefined) return { outcome: NOTHING, value };
-  const out = leaf.check(value, view.memo);
+  const out = leaf.check(value, view.memo, view);
   const shown = (o: EvaluatorOutcome): Verdict => ({ outcome: isPlain(o) ? o : presentOutcome(o, view.memo.text(value), leaf.reveal), value });
   return isThenable(out) ? out.then(shown) : shown(out);
 }

@@ -34,7 +34,7 @@ export function evaluateStep(
 ): Pending<EvaluationOutcome> {
   const candidates = candidatesOf(set, stage, step);
   const only = options?.execution;
-  const view = new StepView(step, stage);
+  const view = new StepView(step, stage, options?.agentName, options?.counters);
   const records: Array<Pending<ControlMatch>> = [];
   let waiting = false;
   // Regex controls of one field scanned together (scan-groups.ts); 1 = known non-match.
@@ -112,7 +112,7 @@ function runControl(c: CompiledControl, view: StepView): Pending<ControlMatch> {
     if (value === undefined) return nothingSelected(c, node.selector, view);
     let out: Pending<EvaluatorOutcome>;
     try {
-      out = node.check(value, view.memo);
+      out = node.check(value, view.memo, view);
     } catch (err) {
       return errorOf(c, c.onError, err);
     }
@@ -196,7 +196,7 @@ function runDetailed(
     let out: Pending<EvaluatorOutcome> = NOTHING;
     try {
       value = selectValue(node.selector, view);
-      if (value !== undefined) out = node.check(value, view.memo);
+      if (value !== undefined) out = node.check(value, view.memo, view);
     } catch (err) {
       return finishDetailed(c, errorOf(c, c.onError, err), undefined, executions, slot, start, clock);
     }

@@ -3,6 +3,7 @@
  * `input.messages[0].content` and `input.messages.0.content` parse to the same walk.
  */
 import { TextMemo } from '../evaluators/text.js';
+import type { Counters, StepContext } from '../evaluators/types.js';
 import type { Stage, Step } from '../model/index.js';
 
 export const Root = { Whole: 0, Name: 1, Input: 2, Output: 3, Context: 4 } as const;
@@ -47,13 +48,18 @@ export function parseSelector(path: string): CompiledSelector | string {
   return Object.freeze({ path, root, segments: segments.slice() });
 }
 
-/** One step being evaluated; `*` builds its view of the step only when a control asks. */
-export class StepView {
+/**
+ * One step being evaluated; `*` builds its view of the step only when a control asks.
+ * It is also what stateful checks (rate, budget) get as their StepContext.
+ */
+export class StepView implements StepContext {
   #whole: Record<string, unknown> | undefined;
   #memo: TextMemo | undefined;
   constructor(
     readonly step: Step,
     readonly stage: Stage,
+    readonly agentName: string | undefined = undefined,
+    readonly counters: Counters | undefined = undefined,
   ) {}
 
   /** Text of selected values, shared by this step's checks (created on first use). */

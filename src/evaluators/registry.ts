@@ -7,6 +7,8 @@ import { fieldIssuesOf, OnErrorSchema, type FieldIssue, type JsonObject, type On
 import { listEvaluator } from './list/index.js';
 import { piiEvaluator } from './pii/index.js';
 import { regexEvaluator } from './regex/index.js';
+import { rateEvaluator } from './rate/index.js';
+import { budgetEvaluator } from './budget/index.js';
 import { jsonEvaluator } from './json/index.js';
 import { sqlEvaluator } from './sql/index.js';
 import { secretsEvaluator } from './secrets/index.js';
@@ -24,6 +26,8 @@ export interface EvaluatorInfo {
 export interface CompiledEvaluator {
   check: CompiledCheck;
   onError: OnError | undefined;
+  /** Why the evaluator needs the server (EvaluatorDefinition.stateful); undefined for most. */
+  stateful: string | undefined;
 }
 
 export type CompileResult = { ok: true; compiled: CompiledEvaluator } | { ok: false; issues: FieldIssue[] };
@@ -75,7 +79,7 @@ export class EvaluatorRegistry {
    * validateConfig that also returns the compiled check when the config is valid. With
    * `parts`, the evaluator may share compiled parts with other controls (see PartCache).
    */
-  compile(name: string, config: unknown, at = 'evaluator', parts?: PartCaches): CompileResult {
+  compile(name: string, config: unknown, at = 'evaluator', parts?: PartCaches, controlId = 0): CompileResult {
     const def = this.#defs.get(name);
     if (!def) {
       const known = this.names().map((n) => `"${n}"`).join(', ');
@@ -109,7 +113,8 @@ export class EvaluatorRegistry {
     }
     if (issues.length > 0) return { ok: false, issues };
     try {
-      return { ok: true, compiled: { check: def.compile(rest, parts?.forEvaluator(def.name)), onError } };
+      const check = def.compile(rest, parts?.forEvaluator(def.name), { controlId, at });
+      return { ok: true, compiled: { check, onError, stateful: def.stateful } };
     } catch (err) {
       if (err instanceof ConfigError) {
         const field = err.field === '' ? configPath : `${configPath}.${err.field}`;
@@ -126,11 +131,12 @@ export interface DefaultRegistryOptions {
   extra?: EvaluatorDefinition[];
 }
 
-/** A registry holding the built-in evaluators `regex`, `list`, `json`, `sql`, `pii` and `secrets`. */
+/** A registry holding the built-in evaluators `regex`, `list`, `json`, `sql`, `pii`, `secrets`, `rate` and `budget`. */
 export function createDefaultRegistry(options: DefaultRegistryOptions = {}): EvaluatorRegistry {
   const registry = new EvaluatorRegistry().register(regexEvaluator).register(listEvaluator);
   registry.register(jsonEvaluator).register(sqlEvaluator);
   registry.register(piiEvaluator).register(secretsEvaluator);
+  registry.register(rateEvaluator).register(budgetEvaluator);
   for (const def of options.extra ?? []) registry.register(def);
   return registry;
 }

@@ -24,7 +24,65 @@ export interface EvaluatorOutcome {
  * evaluators that need I/O (the vendor scorer) return a promise.
  * Throwing (or rejecting) is an evaluator error: the control's on_error decides.
  */
-export type CompiledCheck = (value: unknown, memo?: ValueMemo) => EvaluatorOutcome | Promise<EvaluatorOutcome>;
+export type CompiledCheck = (
+  value: unknown,
+  memo?: ValueMemo,
+  step?: StepContext,
+) => EvaluatorOutcome | Promise<EvaluatorOutcome>;
+
+/**
+ * The step a check runs for, as a stateful evaluator (rate, budget) needs it: the whole
+ * step (to read its key and amount paths), the agent's name and the counters the server
+ * provides. Stateless evaluators ignore it.
+ */
+export interface StepContext {
+  readonly step: { readonly type: string; readonly name: string; readonly input: unknown; readonly output?: unknown; readonly context?: unknown };
+  /** The agent the step belongs to; undefined where the caller does not say (plain engine use). */
+  readonly agentName: string | undefined;
+  /** Where counts live; undefined where none were provided (stateful checks then fail). */
+  readonly counters: Counters | undefined;
+}
+
+/**
+ * One counted step: add `amount` to the counter `counter` (a control, or one leaf of a
+ * condition tree) for `key` within a sliding window of `window_ms`.
+ * - `always` (rate): the amount is always added; `over` when the sum after it exceeds `max`.
+ * - not `always` (budget): added only when the sum after it stays within `max`; else
+ *   nothing is added and `over` is true.
+ */
+export interface CountRequest {
+  readonly control_id: number;
+  /** The control id, plus the leaf's place for a condition tree (`12`, `12/condition.and[0]`). */
+  readonly counter: string;
+  readonly key: string;
+  readonly window_ms: number;
+  readonly amount: number;
+  readonly max: number;
+  readonly always: boolean;
+  readonly kind: 'rate' | 'budget';
+  readonly consistency: 'exact' | 'approximate';
+}
+
+export interface CountAnswer {
+  /** The window's sum once this step is counted (or, refused by a budget, without it). */
+  used: number;
+  over: boolean;
+}
+
+/**
+ * Counting for stateful evaluators, provided by the server: in memory (and the SQLite
+ * file) for one server, PostgreSQL for replicas. May answer with a promise.
+ */
+export interface Counters {
+  count(request: CountRequest): CountAnswer | Promise<CountAnswer>;
+}
+
+/** Where a compiled evaluator sits: the control, and the config's place in its data. */
+export interface CompileSite {
+  readonly controlId: number;
+  /** `evaluator`, or for example `condition.and[1].evaluator`. */
+  readonly at: string;
+}
 
 /**
  * What a check may declare about itself, about the selected value's text as the step's memo
@@ -94,7 +152,13 @@ export interface EvaluatorDefinition {
    * Called when a control is saved or compiled, never per step. `parts`, when given, lets
    * controls with the same config share what compiling it built.
    */
-  compile(config: JsonObject, parts?: PartCache): CompiledCheck;
+  compile(config: JsonObject, parts?: PartCache, site?: CompileSite): CompiledCheck;
+  /**
+   * Set by evaluators that count across steps (rate, budget): they need the server's
+   * counters, so a control using one cannot run with `execution: sdk` (an agent's process
+   * cannot see other agents' counts). The text says why, for the validation error.
+   */
+  stateful?: string;
 }
 
 /** A config problem found while compiling; `field` is relative to the evaluator config. */

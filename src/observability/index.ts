@@ -15,3 +15,4 @@ export { createEventHub } from './event-hub.js';
 export { EventBuffer } from './event-buffer.js';
 export { NonMatchRollups } from './non-match-rollups.js';
 export { TIME_RANGES, timeRangeMs } from './schemas.js';
+export { counterUseOf, registerCounterMetrics, MAX_LISTED_KEYS, type CounterUse, type CounterUseSource } from './counter-use.js';

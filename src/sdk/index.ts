@@ -35,6 +35,11 @@ export type {
   PartCache,
   PartCaches,
   ValueMemo,
+  StepContext,
+  CompileSite,
+  Counters,
+  CountRequest,
+  CountAnswer,
 } from '../evaluators/types.js';
 // Every type a public signature above names, so that callers (and adapters) can name it too.
 export * from '../client/index.js';

@@ -3,13 +3,14 @@ import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'p
 import { CompileCache, compileControls, type CompiledControlSet } from '../engine/index.js';
 import { AGENT_NAME_MAX } from '../model/index.js';
 import type { EvaluatorRegistry } from '../evaluators/registry.js';
-import type { Observability } from '../observability/index.js';
+import { registerCounterMetrics, type Observability } from '../observability/index.js';
 import type { ReloadStatusSource } from '../reload/index.js';
 import { StoreError, type Store } from '../store/types.js';
 import { createActorOf, createAuthHook, defaultAccess, type Access } from './auth.js';
 import type { ServerConfig } from './config.js';
 import type { ServerContext } from './context.js';
 import { ControlSetCache } from './control-sets.js';
+import { createServerCounters, type ServerCounters } from './counters.js';
 import { HealthMonitor } from './health.js';
 import { handleClientError, sendFrameworkError } from './client-errors.js';
 import { installHttpMetrics } from './http-metrics.js';
@@ -44,6 +45,8 @@ export interface AppDeps {
   tracing?: Tracing;
   /** Fastify logger options (false by default, so tests stay quiet). */
   logger?: FastifyServerOptions['logger'];
+  /** Where rate and budget controls count; default: made from the store (counters.ts). The app closes them. */
+  counters?: ServerCounters;
 }
 
 export interface RegisteredRoute {
@@ -183,7 +186,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   const recorder = recorderFromConfig(store, config, (error) => app.log.warn({ err: error }, 'recording steps failed'));
   if (recorder) app.addHook('onClose', async () => recorder.close());
-  const ctx: ServerContext = { store, config, registry, controlSets, observability, recorder, tracing: deps.tracing, actorOf: createActorOf(config) };
+  const counters = deps.counters ?? createServerCounters(store, config);
+  app.addHook('onClose', async () => counters.close());
+  const controlName = controlNamesOf(store);
+  if (observability) registerCounterMetrics(observability.metrics, counters, controlName);
+  const ctx: ServerContext = { store, config, registry, controlSets, observability, recorder, tracing: deps.tracing, counters, actorOf: createActorOf(config) };
   if (observability && deps.tracing) registerSpanDropsMetric(observability.metrics, deps.tracing);
   // One plugin per resource, in one readable list.
   await app.register(systemRoutes, { ...ctx, health: new HealthMonitor(store) });
@@ -195,12 +202,29 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(recordingRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(reloadRoutes, { reload: deps.reload, prefix: '/api/v1' });
   if (observability) {
-    await app.register(observabilityRoutes, { observability, store, config, prefix: '/api/v1' });
+    await app.register(observabilityRoutes, { observability, store, config, counters, controlName, prefix: '/api/v1' });
     await app.register(metricsRoutes, { observability, access: config.metricsRequireKey ? 'read' : 'public' });
     await app.register(shadowReportRoutes, { store, prefix: '/api/v1' });
   }
   await app.ready();
   return app;
+}
+
+/**
+ * Control names by id for counter stats and metrics, read from the store at most every
+ * 10 seconds (a scrape or a stats call, never an evaluation).
+ */
+function controlNamesOf(store: Store): (controlId: number) => Promise<string | undefined> {
+  let names: Map<number, string> | undefined;
+  let at = 0;
+  return async (controlId) => {
+    if (names === undefined || Date.now() - at > 10_000 || !names.has(controlId)) {
+      const fresh = new Map((await store.listAllControls()).map((c) => [c.control_id, c.name] as const));
+      names = fresh;
+      at = Date.now();
+    }
+    return names.get(controlId);
+  };
 }
 
 /** Every error leaves as problem+json; anything unexpected says only "internal error". */

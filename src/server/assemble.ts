@@ -159,6 +159,7 @@ function storeOptionsOf(config: ServerConfig, given: OpenStoreOptions = {}): Ope
       statementTimeoutMs: config.pgStatementTimeoutMs,
       queryTimeoutMs: config.pgQueryTimeoutMs,
       connectionTimeoutMs: config.pgConnectTimeoutMs,
+      counterTimeoutMs: config.counterTimeoutMs,
       ...given.postgres,
     },
   };

@@ -47,6 +47,10 @@ export interface ServerConfig {
   readonly pgQueryTimeoutMs: number;
   /** PostgreSQL: connecting, or waiting for a free pool connection, fails after this long (GUARD_PG_CONNECT_TIMEOUT_MS). */
   readonly pgConnectTimeoutMs: number;
+  /** Keys rate and budget controls count at most (GUARD_COUNTER_MAX_KEYS): memory and table size stay bounded. */
+  readonly counterMaxKeys: number;
+  /** Longest wait for PostgreSQL to count a step before it is an evaluator error (GUARD_COUNTER_TIMEOUT_MS). */
+  readonly counterTimeoutMs: number;
   /** Step recording for `plan --replay` (docs/testing.md): GUARD_RECORD_STEPS, off by default. */
   readonly recordSteps: boolean;
   /** Share of evaluated steps recorded, 0..1 (GUARD_RECORD_SAMPLE_RATE). */
@@ -128,6 +132,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<ServerConf
     pgStatementTimeoutMs: int(env, 'GUARD_PG_STATEMENT_TIMEOUT_MS', PG_TIMEOUT_DEFAULTS.statementMs, 1, 3_600_000),
     pgQueryTimeoutMs: int(env, 'GUARD_PG_QUERY_TIMEOUT_MS', PG_TIMEOUT_DEFAULTS.queryMs, 1, 3_600_000),
     pgConnectTimeoutMs: int(env, 'GUARD_PG_CONNECT_TIMEOUT_MS', PG_TIMEOUT_DEFAULTS.connectMs, 1, 3_600_000),
+    counterMaxKeys: int(env, 'GUARD_COUNTER_MAX_KEYS', 100_000, 1, 100_000_000),
+    counterTimeoutMs: int(env, 'GUARD_COUNTER_TIMEOUT_MS', 2000, 10, 60_000),
     recordSteps: bool(env, 'GUARD_RECORD_STEPS', false),
     recordSampleRate: fraction(env, 'GUARD_RECORD_SAMPLE_RATE', 1),
     recordMaxStepBytes: int(env, 'GUARD_RECORD_MAX_STEP_BYTES', 16_384, 64, 64 * 1024 * 1024),

@@ -250,12 +250,60 @@ export interface RecordingStore {
   pruneRecordedSteps(before: string): Promise<number>;
 }
 
+/** One key's counter of a rate or budget control (see evaluators/counting/). */
+export interface StoredCounter {
+  counter: string;
+  control_id: number;
+  key: string;
+  kind: 'rate' | 'budget';
+  window_ms: number;
+  max: number;
+  /** Bucket numbers, ascending, and their sums: the key's non-empty buckets. */
+  idx: number[];
+  val: number[];
+  /** When the key goes idle (epoch ms); the row may be deleted after. */
+  expires_at: number;
+}
+
+/** One counted step as a shared store takes it (the fields of CountRequest, plus the time). */
+export interface SharedCountRequest {
+  counter: string;
+  control_id: number;
+  key: string;
+  kind: 'rate' | 'budget';
+  window_ms: number;
+  amount: number;
+  max: number;
+  always: boolean;
+}
+
+/** The SQLite file's counters: long windows written through, read back when the server starts. */
+export interface CounterRowStore {
+  loadCounters(now: number): StoredCounter[];
+  saveCounter(row: StoredCounter): void;
+  deleteExpiredCounters(now: number): void;
+}
+
+/** PostgreSQL's counters: each counted step checked and added in one statement, under a row lock. */
+export interface SharedCounterStore {
+  countShared(request: SharedCountRequest, now: number, allowNewKey: boolean): Promise<{ used: number; over: boolean }>;
+  /** Keys with something in their window at `now`. */
+  counterUsage(now: number): Promise<StoredCounter[]>;
+  /** Deletes idle rows; returns how many rows are left. */
+  pruneCounters(now: number): Promise<number>;
+}
+
 /**
  * Persistence for everything the server keeps, one database behind all four concerns.
  * Asynchronous so that SQLite and PostgreSQL share it.
  */
 export interface Store extends ControlStore, EventStore, RecordingStore, HistoryStore {
   readonly kind: 'sqlite' | 'postgres';
+
+  /** SQLite: where rate and budget counters of long windows persist. */
+  readonly counterRows?: CounterRowStore;
+  /** PostgreSQL: counters shared by the replicas. */
+  readonly sharedCounters?: SharedCounterStore;
 
   /**
    * Present on stores shared by several server replicas (PostgreSQL): calls `listener`

@@ -4,6 +4,7 @@
  */
 import { evaluateStep, type CompiledControlSet } from '../engine/index.js';
 import type { EvaluatorRegistry } from '../evaluators/registry.js';
+import { MemoryCounters } from '../evaluators/counting/memory-counters.js';
 import { sortDiagnostics } from '../gitops/diagnostics.js';
 import type { LoadedTest } from '../gitops/load.js';
 import type { ControlData, EvaluationResult } from '../model/index.js';
@@ -26,11 +27,18 @@ export async function runTests(input: TestRunInput): Promise<TestRunReport> {
 
   const outcomes: CaseOutcome[] = [];
   const exercised = new Set<string>();
+  // Rate and budget controls count in counters of their own per test document, all its
+  // cases at one instant: a document's cases are successive steps within every window.
+  const counters = new Map<string, MemoryCounters>();
+  const instant = Date.now();
   for (const runnable of checked.cases) {
     const set = sets.get(runnable.agent) as CompiledControlSet;
     const { testCase } = runnable;
+    const documentKey = `${runnable.file}\u0000${runnable.test}`;
+    let documentCounters = counters.get(documentKey);
+    if (documentCounters === undefined) counters.set(documentKey, (documentCounters = new MemoryCounters({ now: () => instant })));
     // Every control takes part (server and sdk execution): a test asks what the agent ends up with.
-    const pending = evaluateStep(set, testCase.step, testCase.stage);
+    const pending = evaluateStep(set, testCase.step, testCase.stage, { agentName: runnable.agent, counters: documentCounters });
     const { result } = pending instanceof Promise ? await pending : pending;
     for (const m of result.matches) exercised.add(m.control_name);
     outcomes.push(outcomeOf(runnable, result));

@@ -60,13 +60,13 @@ describe('guardctl conveniences (built binary)', () => {
   it('apply shows the plan and asks on a terminal; only "yes" applies', { timeout: 60_000 }, async () => {
     const declined = await inTerminal(['apply', 'controls', '--no-color'], 'no\n');
     expect(declined.stdout).toContain('+ create control "block-destructive-sql"');
-    expect(declined.stdout).toMatch(/Apply these 20 changes to http:\/\/127\.0\.0\.1:\d+\? Only "yes" applies: /);
+    expect(declined.stdout).toMatch(/Apply these 24 changes to http:\/\/127\.0\.0\.1:\d+\? Only "yes" applies: /);
     expect(declined.stdout).toContain('error: apply cancelled: nothing was changed');
     expect(declined.code).toBe(1);
     expect(await controlNames()).toEqual([]);
 
     const accepted = await inTerminal(['apply', 'controls', '--no-color'], 'yes\n');
-    expect(accepted.stdout).toContain('✓ applied 20 operation(s)');
+    expect(accepted.stdout).toContain('✓ applied 24 operation(s)');
     expect(accepted.code).toBe(0);
     expect(await controlNames()).toContain('block-destructive-sql');
 

@@ -16,7 +16,7 @@ const bad: Case[] = [
   ['bad regex', { ...base, evaluator: { name: 'regex', config: { pattern: 'a(' } } }, 'evaluator.config.pattern', /invalid regular expression/],
   ['backtracking-only regex', { ...base, evaluator: { name: 'regex', config: { pattern: '(a)\\1' } } }, 'evaluator.config.pattern', /invalid/],
   ['empty pattern', { ...base, evaluator: { name: 'regex', config: { pattern: '' } } }, 'evaluator.config.pattern', /empty/],
-  ['unknown evaluator', { ...base, evaluator: { name: 'regexx', config: {} } }, 'evaluator.name', /unknown evaluator "regexx"; known: "regex", "list", "pii", "secrets"/],
+  ['unknown evaluator', { ...base, evaluator: { name: 'regexx', config: {} } }, 'evaluator.name', /unknown evaluator "regexx"; known: "regex", "list", "json", "sql", "pii", "secrets", "rate", "budget"/],
   ['unknown config key', { ...base, evaluator: { name: 'regex', config: { pattern: 'x', flags: 'i' } } }, 'evaluator.config.flags', /unknown field/],
   ['config of wrong type', { ...base, evaluator: { name: 'list', config: { values: 'a' } } }, 'evaluator.config.values', /array/],
   ['empty list', { ...base, evaluator: { name: 'list', config: { values: [] } } }, 'evaluator.config.values', /at least one/],

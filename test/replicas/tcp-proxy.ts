@@ -1,45 +1,50 @@
 /**
  * A TCP forwarder for outage tests: clients connect to 127.0.0.1:<port> and reach the
  * target. `cut()` destroys every open connection and stops accepting (the database
- * "disappears"); `restore()` listens again on the same port. `freeze()` keeps every
- * connection open and accepts new ones but forwards nothing (a database that hangs:
- * stopped, swapping, behind a dead link); `thaw()` delivers what was held and forwards again.
+ * "disappears"); `restore()` listens again on the same port.
  */
 import net from 'node:net';
 
 export interface TcpProxy {
   readonly port: number;
   cut(): Promise<void>;
-  restore(): Promise<void>;
+  /** The database stops answering: connections stay open, nothing passes (new ones wait too), until `thaw()`. */
   freeze(): void;
   thaw(): void;
+  restore(): Promise<void>;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
-  let frozen = false;
-  /** Writes held while frozen, in arrival order. */
-  let held: Array<() => void> = [];
-  const forward = (from: net.Socket, to: net.Socket) =>
-    from.on('data', (chunk) => {
-      const write = () => {
-        if (!to.destroyed) to.write(chunk);
-      };
-      if (frozen) held.push(write);
-      else write();
-    });
   const track = (socket: net.Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
     socket.on('error', () => socket.destroy());
   };
+  let frozen = false;
+  const waiting: net.Socket[] = [];
+  const held: Array<() => void> = [];
   const onConnection = (client: net.Socket) => {
     track(client);
+    if (frozen) {
+      client.pause();
+      waiting.push(client);
+      return;
+    }
+    forward(client);
+  };
+  const forward = (client: net.Socket) => {
     const upstream = net.connect(target.port, target.host);
     track(upstream);
-    forward(client, upstream);
-    forward(upstream, client);
+    // Bytes are passed by hand rather than piped, so that a frozen proxy holds them.
+    const pass = (from: net.Socket, to: net.Socket) =>
+      from.on('data', (chunk: Buffer) => {
+        if (frozen) held.push(() => to.write(chunk));
+        else to.write(chunk);
+      });
+    pass(client, upstream);
+    pass(upstream, client);
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
   };
@@ -67,9 +72,11 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     thaw() {
       frozen = false;
-      const pending = held;
-      held = [];
-      for (const write of pending) write();
+      for (const write of held.splice(0)) write();
+      for (const client of waiting.splice(0)) {
+        client.resume();
+        if (!client.destroyed) forward(client);
+      }
     },
     async restore() {
       if (server.listening) return;

@@ -31,7 +31,7 @@ const DOC = {
  * result (200), not an error.
  */
 export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) => {
-  const { controlSets, observability, config, tracing } = ctx;
+  const { controlSets, observability, config, tracing, counters } = ctx;
   // This app's memos of the hot path: the answer writer's, and the last agent name checked.
   const answers = new AnswerWriter();
   const validAgentName = agentNameChecker();
@@ -56,7 +56,9 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
     try {
       body = requestOf(request.body, request.validationError === undefined, validAgentName);
       set = controlSets.peek(body.agent_name) ?? (await controlSets.get(body.agent_name));
-      const pending = evaluateStep(set, body.step, body.stage, span?.isRecording() ? tracedOptions : options);
+      const base = span?.isRecording() ? tracedOptions : options;
+      // Only sets with rate or budget controls need the agent and the counters.
+      const pending = evaluateStep(set, body.step, body.stage, set.counting ? { ...base, agentName: body.agent_name, counters } : base);
       outcome = pending instanceof Promise ? await pending : pending;
     } catch (error) {
       if (span) endFailedSpan(span, error);

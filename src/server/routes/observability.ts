@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { fieldIssuesOf, normaliseAgentName, ObservabilityEventSchema } from '../../model/index.js';
-import type { Observability, ObservabilityConfig } from '../../observability/index.js';
+import { counterUseOf, type CounterUse, type CounterUseSource, type Observability, type ObservabilityConfig } from '../../observability/index.js';
 import {
   EventQueryBodySchema,
   IngestBodySchema,
@@ -21,6 +21,9 @@ export interface ObservabilityRoutesOptions {
   observability: Observability;
   store: EventStore & Pick<Store, 'getControl'>;
   config: ObservabilityConfig;
+  /** Rate and budget counters: their current use is part of the stats. */
+  counters?: CounterUseSource;
+  controlName?: (controlId: number) => Promise<string | undefined>;
 }
 
 const count = z.number().int().nonnegative();
@@ -52,12 +55,30 @@ const ControlStatsRowSchema = StatsTotalsSchema.extend({
 
 const timeRange = z.enum(TIME_RANGES);
 
+/** Rate and budget use per control and key (docs/evaluators.md); null when the counters cannot be read. */
+const CountersSchema = z
+  .array(
+    z.strictObject({
+      control_id: z.number().int(),
+      control_name: z.string(),
+      counter: z.string(),
+      key: z.string(),
+      kind: z.enum(['rate', 'budget']),
+      window_ms: z.number(),
+      used: z.number(),
+      limit: z.number(),
+      ratio: z.number(),
+    }),
+  )
+  .nullable();
+
 /** `GET /observability/stats`. */
 export const AgentStatsSchema = z.strictObject({
   agent_name: z.string().nullable().describe('null: every agent'),
   time_range: timeRange,
   totals: StatsTotalsSchema,
   controls: z.array(ControlStatsRowSchema),
+  counters: CountersSchema,
 });
 
 /** `GET /observability/stats/controls/{control_id}`. */
@@ -67,6 +88,7 @@ export const ControlStatsSchema = z.strictObject({
   agent_name: z.string().nullable(),
   time_range: timeRange,
   stats: ControlStatsRowSchema,
+  counters: CountersSchema,
 });
 
 const DOCS = {
@@ -139,6 +161,16 @@ function totalsOf(rows: readonly ControlStatsRow[]): StatsTotals {
  */
 export const observabilityRoutes: FastifyPluginAsync<ObservabilityRoutesOptions> = async (app, opts) => {
   const { observability, store } = opts;
+  /** The counters' current use (most used first), or null when they cannot be read (database away). */
+  const counterUse = async (filter: { control_id?: number } = {}): Promise<CounterUse[] | null> => {
+    if (!opts.counters || !opts.controlName) return [];
+    try {
+      return await counterUseOf(opts.counters, opts.controlName, filter);
+    } catch (error) {
+      app.log.warn({ err: error }, 'reading rate and budget counters failed');
+      return null;
+    }
+  };
 
   // Live streams never end on their own; end them before the server waits for its sockets.
   app.addHook('preClose', (done) => {
@@ -172,7 +204,7 @@ export const observabilityRoutes: FastifyPluginAsync<ObservabilityRoutesOptions>
     const agent_name = parsed.data.agent_name === undefined ? null : normaliseAgentName(parsed.data.agent_name);
     const since = new Date(Date.now() - timeRangeMs(time_range)).toISOString();
     const controls = await store.controlStats({ since, ...(agent_name === null ? {} : { agent_name }) });
-    return { agent_name, time_range, totals: totalsOf(controls), controls };
+    return { agent_name, time_range, totals: totalsOf(controls), controls, counters: await counterUse() };
   });
 
   app.get('/observability/stats/controls/:control_id', { config: { access: 'read', openapi: DOCS.controlStats } }, async (request, reply) => {
@@ -188,7 +220,7 @@ export const observabilityRoutes: FastifyPluginAsync<ObservabilityRoutesOptions>
     const since = new Date(Date.now() - timeRangeMs(time_range)).toISOString();
     const rows = await store.controlStats({ since, control_id, ...(agent_name === null ? {} : { agent_name }) });
     const stats = rows.find((r) => r.control_id === control_id) ?? emptyStatsRow(control_id, control.name);
-    return { control_id, control_name: control.name, agent_name, time_range, stats };
+    return { control_id, control_name: control.name, agent_name, time_range, stats, counters: await counterUse({ control_id }) };
   });
 
   app.get('/observability/events/stream', { config: { access: 'read', openapi: DOCS.stream } }, async (request, reply) => {

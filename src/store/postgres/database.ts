@@ -34,6 +34,8 @@ export interface PostgresStoreOptions {
   insertBatchSize?: number;
   /** Wait before the change listener reconnects after losing its connection. */
   listenerRetryMs?: number;
+  /** Longest a rate or budget count may take before it is an evaluator error (ms, default 2000). */
+  counterTimeoutMs?: number;
 }
 
 /** NOTIFY payloads are limited to 8000 bytes; beyond a safe size we say "any agent". */

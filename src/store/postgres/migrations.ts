@@ -153,4 +153,87 @@ export const postgresMigrations: readonly Migration[] = [
       CREATE INDEX event_rollups_agent ON event_rollups (agent_name, bucket) INCLUDE (control_id, mode, count, total_duration_ms);
     `,
   },
+  {
+    version: 5,
+    name: 'counters of rate and budget controls, shared by replicas',
+    // One row per counter and key, locked by counter_take for the check and the update
+    // of one step (see store/postgres/counters.ts for the window arithmetic).
+    sql: `
+      CREATE TABLE counters (
+        counter TEXT NOT NULL,
+        key TEXT NOT NULL,
+        control_id BIGINT NOT NULL,
+        kind TEXT NOT NULL,
+        window_ms DOUBLE PRECISION NOT NULL,
+        max DOUBLE PRECISION NOT NULL,
+        buckets BIGINT[] NOT NULL,
+        sums DOUBLE PRECISION[] NOT NULL,
+        expires_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (counter, key)
+      );
+      CREATE INDEX counters_expiry ON counters (expires_at);
+      CREATE FUNCTION counter_take(
+        p_counter TEXT, p_key TEXT, p_control BIGINT, p_kind TEXT, p_window DOUBLE PRECISION,
+        p_now DOUBLE PRECISION, p_amount DOUBLE PRECISION, p_max DOUBLE PRECISION,
+        p_always BOOLEAN, p_allow_new BOOLEAN,
+        OUT used DOUBLE PRECISION, OUT over BOOLEAN)
+      LANGUAGE plpgsql AS $fn$
+      DECLARE
+        width DOUBLE PRECISION := p_window / 60;
+        cur BIGINT := floor(p_now / width);
+        b BIGINT[];
+        s DOUBLE PRECISION[];
+        w DOUBLE PRECISION;
+        nb BIGINT[] := '{}';
+        ns DOUBLE PRECISION[] := '{}';
+        total DOUBLE PRECISION := 0;
+        i INT;
+      BEGIN
+        SELECT c.buckets, c.sums, c.window_ms INTO b, s, w FROM counters c
+          WHERE c.counter = p_counter AND c.key = p_key FOR UPDATE;
+        IF NOT FOUND THEN
+          IF NOT p_allow_new THEN
+            RAISE EXCEPTION 'too many distinct keys counted; this key cannot be counted';
+          END IF;
+          INSERT INTO counters (counter, key, control_id, kind, window_ms, max, buckets, sums, expires_at)
+            VALUES (p_counter, p_key, p_control, p_kind, p_window, p_max, '{}', '{}', 0)
+            ON CONFLICT (counter, key) DO NOTHING;
+          SELECT c.buckets, c.sums, c.window_ms INTO b, s, w FROM counters c
+            WHERE c.counter = p_counter AND c.key = p_key FOR UPDATE;
+        END IF;
+        IF w <> p_window THEN
+          b := '{}';
+          s := '{}';
+        END IF;
+        -- A replica whose clock is behind counts into the newest bucket.
+        IF cardinality(b) > 0 AND b[cardinality(b)] > cur THEN
+          cur := b[cardinality(b)];
+        END IF;
+        FOR i IN 1 .. coalesce(cardinality(b), 0) LOOP
+          IF b[i] >= cur - 60 THEN
+            nb := nb || b[i];
+            ns := ns || s[i];
+            total := total + s[i];
+          END IF;
+        END LOOP;
+        IF p_always OR total + p_amount <= p_max THEN
+          IF cardinality(nb) > 0 AND nb[cardinality(nb)] = cur THEN
+            ns[cardinality(ns)] := ns[cardinality(ns)] + p_amount;
+          ELSE
+            nb := nb || cur;
+            ns := ns || p_amount;
+          END IF;
+          used := total + p_amount;
+          over := used > p_max;
+        ELSE
+          used := total;
+          over := true;
+        END IF;
+        UPDATE counters SET buckets = nb, sums = ns, window_ms = p_window, max = p_max,
+          expires_at = (coalesce(nb[cardinality(nb)], cur) + 61) * width
+          WHERE counter = p_counter AND key = p_key;
+      END
+      $fn$;
+    `,
+  },
 ];

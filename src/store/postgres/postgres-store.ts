@@ -8,6 +8,7 @@ import { ComposedStore } from '../composed-store.js';
 import type { ChangeInfo } from '../types.js';
 import { ChangeListener } from './change-listener.js';
 import { PostgresControls } from './controls.js';
+import { PostgresCounters } from './counters.js';
 import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
 import { PostgresEvents } from './events.js';
 import { PostgresHistory } from './history.js';
@@ -18,6 +19,7 @@ export { migratePostgres, type PostgresStoreOptions } from './database.js';
 export class PostgresStore extends ComposedStore {
   readonly kind = 'postgres' as const;
   private readonly listener: ChangeListener;
+  readonly sharedCounters: PostgresCounters;
 
   private constructor(
     private readonly database: PostgresDatabase,
@@ -25,6 +27,7 @@ export class PostgresStore extends ComposedStore {
   ) {
     const history = new PostgresHistory(database);
     super(new PostgresControls(database, history), new PostgresEvents(database), new PostgresRecordings(database), history);
+    this.sharedCounters = new PostgresCounters(database, options.counterTimeoutMs);
     this.listener = new ChangeListener(
       { ...database.clientConfig, application_name: 'guardctl-listener' },
       options.listenerRetryMs ?? 1000,

@@ -182,4 +182,25 @@ export const sqliteMigrations: readonly Migration[] = [
       CREATE INDEX event_rollups_agent ON event_rollups (agent_name, bucket, control_id, mode, count, total_duration_ms);
     `,
   },
+  {
+    version: 5,
+    name: 'counters of rate and budget controls with long windows',
+    // One row per counter and key: the sums of its non-empty buckets (JSON arrays).
+    // expires_at (epoch ms) is when the key goes idle; rows past it are deleted.
+    sql: `
+      CREATE TABLE counters (
+        counter TEXT NOT NULL,
+        key TEXT NOT NULL,
+        control_id INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        window_ms INTEGER NOT NULL,
+        max REAL NOT NULL,
+        buckets TEXT NOT NULL,
+        sums TEXT NOT NULL,
+        expires_at INTEGER NOT NULL,
+        PRIMARY KEY (counter, key)
+      ) WITHOUT ROWID;
+      CREATE INDEX counters_expiry ON counters (expires_at);
+    `,
+  },
 ];

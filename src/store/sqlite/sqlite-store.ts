@@ -6,6 +6,7 @@
  */
 import { ComposedStore } from '../composed-store.js';
 import { SqliteControls } from './controls.js';
+import { SqliteCounters } from './counters.js';
 import { SqliteDatabase, type SqliteStoreOptions } from './database.js';
 import { SqliteEvents } from './events.js';
 import { SqliteHistory } from './history.js';
@@ -16,12 +17,14 @@ export { migrateSqlite, type SqliteStoreOptions } from './database.js';
 export class SqliteStore extends ComposedStore {
   readonly kind = 'sqlite' as const;
   private readonly database: SqliteDatabase;
+  readonly counterRows: SqliteCounters;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     const database = new SqliteDatabase(path, options);
     const history = new SqliteHistory(database, options.history !== false);
     super(new SqliteControls(database, history), new SqliteEvents(database), new SqliteRecordings(database), history);
     this.database = database;
+    this.counterRows = new SqliteCounters(database);
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,133 @@
+/**
+ * Rate and budget controls (issue #23):
+ * - POST /api/v1/evaluation throughput with one `rate` control in scope (a limit the run
+ *   never reaches, so every step is counted and allowed) against the same 10 benchmark
+ *   controls without it, each server in its own process, paired rounds as in
+ *   bench/server.ts; on SQLite (counted in memory) and on PostgreSQL (exact: one
+ *   `counter_take` statement per step);
+ * - exactness: two server processes on one PostgreSQL schema, 3 x limit concurrent steps of
+ *   one key split between them; the run reports how many were allowed against the limit.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { median, type Benchmark, type BenchRow } from './harness.js';
+import { EVALUATION_BODY, LOAD, pairedRounds, ROUNDS } from './server.js';
+import { startServerProcess, type ServerSpec } from './server-process.js';
+
+const PG_URL = process.env.GUARD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+/** Never reached within a run: every step is counted, none refused. */
+const UNREACHED = 1_000_000_000;
+
+async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+async function freshSchema(schemas: string[]): Promise<string> {
+  const schema = `guard_bench_${randomBytes(5).toString('hex')}`;
+  schemas.push(schema);
+  await admin((c) => c.query(`CREATE SCHEMA "${schema}"`));
+  const url = new URL(PG_URL);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return url.toString();
+}
+
+async function dropSchemas(schemas: string[]): Promise<void> {
+  await admin(async (c) => {
+    for (const s of schemas.splice(0)) await c.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
+  });
+}
+
+async function ratioOf(without: ServerSpec, withRate: ServerSpec): Promise<{ ratio: number; ratios: number[]; base: number; rate: number }> {
+  const baseline = await startServerProcess(without);
+  const server = await startServerProcess(withRate);
+  try {
+    const { bare, real, ratios } = await pairedRounds(baseline, server);
+    return { ratio: median(ratios), ratios, base: bare.rps, rate: real.rps };
+  } finally {
+    await server.close();
+    await baseline.close();
+  }
+}
+
+const setting = `${LOAD.connections} connections, ${ROUNDS.rounds} rounds of ${ROUNDS.seconds} s between two runs of the set without it, medians`;
+
+function rows(where: string, goal: number, r: { ratio: number; ratios: number[]; base: number; rate: number }): BenchRow[] {
+  return [
+    { name: `${where}: evaluation, 10 controls in scope (baseline)`, value: Math.round(r.base), unit: 'req/s', note: setting },
+    { name: `${where}: evaluation, the same plus one rate control`, value: Math.round(r.rate), unit: 'req/s', note: setting },
+    {
+      name: `${where}: with rate / without`,
+      value: r.ratio,
+      unit: 'ratio',
+      goal: `>= ${goal}`,
+      pass: r.ratio >= goal,
+      note: `rounds: ${r.ratios.map((x) => x.toFixed(2)).join(', ')}`,
+    },
+  ];
+}
+
+async function sqliteThroughput(): Promise<BenchRow[]> {
+  const r = await ratioOf({ kind: 'guard', controls: 10 }, { kind: 'guard', controls: 10, rateLimit: UNREACHED });
+  return rows('SQLite', 0.9, r);
+}
+
+async function pgReachable(): Promise<boolean> {
+  return admin(async () => true).catch(() => false);
+}
+
+async function postgresThroughput(): Promise<BenchRow[]> {
+  if (!(await pgReachable())) return [{ name: 'PostgreSQL: rate control throughput', value: 0, unit: '', note: `skipped: ${PG_URL} unreachable` }];
+  const schemas: string[] = [];
+  try {
+    const r = await ratioOf(
+      { kind: 'guard', controls: 10, databaseUrl: await freshSchema(schemas) },
+      { kind: 'guard', controls: 10, rateLimit: UNREACHED, databaseUrl: await freshSchema(schemas) },
+    );
+    return rows('PostgreSQL exact', 0.6, r);
+  } finally {
+    await dropSchemas(schemas);
+  }
+}
+
+async function exactness(): Promise<BenchRow[]> {
+  if (!(await pgReachable())) return [{ name: 'PostgreSQL: exactness', value: 0, unit: '', note: `skipped: ${PG_URL} unreachable` }];
+  const schemas: string[] = [];
+  const limit = 200;
+  const url = await freshSchema(schemas);
+  const a = await startServerProcess({ kind: 'guard', controls: 1, rateLimit: limit, databaseUrl: url });
+  const b = await startServerProcess({ kind: 'guard', controls: 1, databaseUrl: url, seed: false });
+  try {
+    const decide = async (target: string) => {
+      const res = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: EVALUATION_BODY });
+      return ((await res.json()) as { decision: string }).decision;
+    };
+    const decisions = await Promise.all(Array.from({ length: 3 * limit }, (_, i) => decide(i % 2 ? a.url : b.url)));
+    const allowed = decisions.filter((d) => d === 'allow').length;
+    return [
+      {
+        name: 'PostgreSQL exact: steps allowed / limit, two processes, 3 x limit concurrent steps of one key',
+        value: allowed / limit,
+        unit: 'ratio',
+        goal: '= 1',
+        pass: allowed === limit,
+        note: `${allowed} of ${3 * limit} allowed, limit ${limit}`,
+      },
+    ];
+  } finally {
+    await b.close();
+    await a.close();
+    await dropSchemas(schemas);
+  }
+}
+
+export const benchmarks: Benchmark[] = [
+  { name: 'budgets: SQLite rate control throughput', run: sqliteThroughput },
+  { name: 'budgets: PostgreSQL rate control throughput', run: postgresThroughput },
+  { name: 'budgets: PostgreSQL exactness', run: exactness },
+];

@@ -1,0 +1,110 @@
+/**
+ * PURE: what the rate and budget evaluators share: their config fields, the key a step
+ * counts under, and the check that asks the server's counters.
+ */
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import type { CompileSite, CountAnswer, CountRequest, EvaluatorOutcome, StepContext } from '../types.js';
+import { parseStepPath, readStepPath, type StepPath } from './paths.js';
+import { parseWindow } from './window.js';
+
+/** Longer key values are counted under a digest, so a 10 KB key costs what a short one does. */
+export const MAX_KEY_LENGTH = 128;
+
+/** The key of steps whose key path finds nothing: they share one counter. */
+export const NO_KEY = '(none)';
+
+export const WindowSchema = z
+  .string()
+  .describe('Sliding window: a whole number and a unit s, m, h or d (10s, 1m, 1h, 24h, 7d); at most 30d')
+  .superRefine((text, ctx) => {
+    const parsed = parseWindow(text);
+    if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', message: parsed });
+  });
+
+export const PathSchema = (what: string) =>
+  z
+    .string()
+    .describe(what)
+    .superRefine((text, ctx) => {
+      const parsed = parseStepPath(text);
+      if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', message: parsed });
+    });
+
+export const KeySchema = PathSchema('Selector path whose value keys the counter (context.user_id, input.account); default: the agent name');
+
+export const ConsistencySchema = z
+  .enum(['exact', 'approximate'])
+  .default('exact')
+  .describe('Across PostgreSQL replicas: exact (one atomic update per step) or approximate (batched; see docs/evaluators.md)');
+
+/** The key a step counts under: the key path's value as text (a digest when long), or the agent. */
+export function keyOf(path: StepPath | null, ctx: StepContext): string {
+  if (path === null) return ctx.agentName ?? NO_KEY;
+  const value = readStepPath(path, ctx);
+  if (value === undefined || value === null) return NO_KEY;
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  if (text.length <= MAX_KEY_LENGTH) return text;
+  return `sha256:${createHash('sha256').update(text).digest('hex')}`;
+}
+
+export interface CountingCheckSpec {
+  kind: 'rate' | 'budget';
+  windowText: string;
+  windowMs: number;
+  max: number;
+  key: StepPath | null;
+  consistency: 'exact' | 'approximate';
+  site: CompileSite | undefined;
+  /** The amount this step adds (rate: 1); throws for a step it cannot count. */
+  amountOf: (ctx: StepContext) => number;
+}
+
+/** The counter a control (or one leaf of a condition tree) counts in. */
+export function counterOf(site: CompileSite | undefined): { control_id: number; counter: string } {
+  const controlId = site?.controlId ?? 0;
+  const at = site?.at ?? 'evaluator';
+  return { control_id: controlId, counter: at === 'evaluator' ? String(controlId) : `${controlId}/${at.replace(/\.evaluator$/, '')}` };
+}
+
+const UNDER: EvaluatorOutcome = Object.freeze({ matched: false, confidence: 1, message: null, metadata: null });
+
+/** The check: counts the step and matches when it is over the limit. */
+export function countingCheck(spec: CountingCheckSpec) {
+  const { control_id, counter } = counterOf(spec.site);
+  const unit = spec.kind === 'rate' ? 'steps' : 'spent';
+  const outcomeOf = (answer: CountAnswer): EvaluatorOutcome => {
+    if (!answer.over) return UNDER;
+    return {
+      matched: true,
+      confidence: 1,
+      message: `${spec.kind} limit reached: ${formatAmount(answer.used)} ${unit} of ${formatAmount(spec.max)} in ${spec.windowText}`,
+      metadata: { used: answer.used, limit: spec.max, window: spec.windowText },
+    };
+  };
+  return (_value: unknown, _memo?: unknown, ctx?: StepContext): EvaluatorOutcome | Promise<EvaluatorOutcome> => {
+    if (ctx?.counters === undefined) {
+      throw new Error(`the ${spec.kind} evaluator counts steps on the server; no counters here`);
+    }
+    const request: CountRequest = {
+      control_id,
+      counter,
+      key: keyOf(spec.key, ctx),
+      window_ms: spec.windowMs,
+      amount: spec.amountOf(ctx),
+      max: spec.max,
+      always: spec.kind === 'rate',
+      kind: spec.kind,
+      consistency: spec.consistency,
+    };
+    const answer = ctx.counters.count(request);
+    return answer instanceof Promise ? answer.then(outcomeOf) : outcomeOf(answer);
+  };
+}
+
+function formatAmount(n: number): string {
+  return Number.isInteger(n) ? String(n) : n.toFixed(2);
+}
+
+export const STATEFUL_REASON =
+  'counts steps across agents and replicas on the server; an agent process cannot see the others\' counts, so it cannot run with execution: sdk';

@@ -1,0 +1,85 @@
+/**
+ * Rate and budget controls when PostgreSQL goes away: the control follows on_error (a
+ * deny control fails closed by default), a database that stops answering is given up on
+ * after GUARD_COUNTER_TIMEOUT_MS, and counting recovers by itself.
+ */
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { createSchema, dropSchemas, pgRequired, pgTarget, pgUnreachable, schemaUrl, skipReasonOf } from './pg.js';
+import { startPgApp, until, type PgApp } from './pg-app.js';
+import { startTcpProxy } from './tcp-proxy.js';
+
+const unreachable = await pgUnreachable();
+const schemas: string[] = [];
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+afterAll(async () => {
+  if (!unreachable) await dropSchemas(schemas);
+});
+
+const rate = (onError?: 'allow' | 'deny') => ({
+  scope: { step_types: ['tool'], stages: ['pre'] },
+  selector: { path: '*' },
+  evaluator: { name: 'rate', config: { limit: 2, window: '1m', key: 'context.user_id', ...(onError ? { on_error: onError } : {}) } },
+  action: { decision: 'deny' },
+});
+
+async function link(app: PgApp, agent: string, name: string, data: unknown): Promise<void> {
+  expect((await app.app.inject({ method: 'POST', url: '/api/v1/agents/initAgent', payload: { agent_name: agent } })).statusCode).toBeLessThan(300);
+  const created = await app.app.inject({ method: 'PUT', url: '/api/v1/controls', payload: { name, data } });
+  expect(created.statusCode).toBe(201);
+  const id = (JSON.parse(created.body) as { control_id: number }).control_id;
+  // Writes send JSON, even an empty object.
+  expect((await app.app.inject({ method: 'POST', url: `/api/v1/agents/${agent}/controls/${id}`, payload: {} })).statusCode).toBe(200);
+}
+
+async function evaluate(app: PgApp, agent: string, user: string) {
+  const res = await app.app.inject({
+    method: 'POST',
+    url: '/api/v1/evaluation',
+    payload: { agent_name: agent, stage: 'pre', step: { type: 'tool', name: 'search', input: {}, context: { user_id: user } } },
+  });
+  expect(res.statusCode).toBe(200);
+  return res.json<{ decision: string; matches: Array<{ error?: string }>; errors: Array<{ error?: string }> }>();
+}
+
+describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(unreachable) : 'counters during a database outage', () => {
+  it('follows on_error while the database is cut or frozen, and recovers by itself', async () => {
+    const schema = await createSchema(schemas);
+    const proxy = await startTcpProxy(pgTarget());
+    cleanups.push(() => proxy.close());
+    const app = await startPgApp(schemaUrl(schema, proxy.port), { GUARD_COUNTER_TIMEOUT_MS: '500' });
+    cleanups.push(() => app.close());
+    await link(app, 'strict', 'strict-rate', rate());
+    await link(app, 'lax', 'lax-rate', rate('allow'));
+
+    expect((await evaluate(app, 'strict', 'ann')).decision).toBe('allow');
+    expect((await evaluate(app, 'strict', 'ann')).decision).toBe('allow');
+    expect((await evaluate(app, 'strict', 'ann')).decision).toBe('deny');
+    expect((await evaluate(app, 'lax', 'ann')).decision).toBe('allow');
+
+    await proxy.cut();
+    const closed = await evaluate(app, 'strict', 'bob');
+    expect(closed.decision).toBe('deny');
+    expect(closed.matches[0]!.error).toMatch(/database unavailable|connect|terminated/i);
+    const open = await evaluate(app, 'lax', 'bob');
+    expect(open.decision).toBe('allow');
+    expect(open.errors).toHaveLength(1);
+    await proxy.restore();
+
+    await until(async () => (await evaluate(app, 'strict', 'cat')).decision === 'allow', 'counting to recover after the cut', 10_000);
+
+    proxy.freeze();
+    const frozen = await evaluate(app, 'strict', 'dan');
+    expect(frozen.decision).toBe('deny');
+    expect(frozen.matches[0]!.error).toMatch(/timed out|timeout/i);
+    const frozenOpen = await evaluate(app, 'lax', 'dan');
+    expect(frozenOpen.decision).toBe('allow');
+    proxy.thaw();
+
+    await until(async () => (await evaluate(app, 'strict', 'eve')).decision === 'allow', 'counting to recover after the freeze', 10_000);
+    // Counts made before the outage are still there.
+    expect((await evaluate(app, 'strict', 'ann')).decision).toBe('deny');
+  });
+});
