@@ -1,6 +1,7 @@
 import type {
   AgentPatch,
   AgentRecord,
+  CounterRow,
   ControlMode,
   ControlPatch,
   ControlRecord,
@@ -251,19 +252,7 @@ export interface RecordingStore {
 }
 
 /** One key's counter of a rate or budget control (see evaluators/counting/). */
-export interface StoredCounter {
-  counter: string;
-  control_id: number;
-  key: string;
-  kind: 'rate' | 'budget';
-  window_ms: number;
-  max: number;
-  /** Bucket numbers, ascending, and their sums: the key's non-empty buckets. */
-  idx: number[];
-  val: number[];
-  /** When the key goes idle (epoch ms); the row may be deleted after. */
-  expires_at: number;
-}
+export type StoredCounter = CounterRow;
 
 /** One counted step as a shared store takes it (the fields of CountRequest, plus the time). */
 export interface SharedCountRequest {

@@ -5,6 +5,7 @@
  * window) are dropped; the number of keys held is capped, and a step that would need a
  * new key beyond the cap is an evaluator error (`on_error` decides), never a reset.
  */
+import type { CounterRow } from '../../model/counter.js';
 import type { CountAnswer, CountRequest, Counters } from '../types.js';
 import { emptyState, idleAfter, take, usedAt, type WindowState } from './window.js';
 
@@ -14,19 +15,7 @@ export const PERSIST_MIN_WINDOW_MS = 3_600_000;
 /** Keys held at most, across all controls, unless configured. */
 export const DEFAULT_MAX_KEYS = 100_000;
 
-/** One key's counter as persisted and as stats show it. */
-export interface CounterRow {
-  counter: string;
-  control_id: number;
-  key: string;
-  kind: 'rate' | 'budget';
-  window_ms: number;
-  max: number;
-  idx: number[];
-  val: number[];
-  /** When the key becomes idle (ms since the epoch): the row may be deleted after. */
-  expires_at: number;
-}
+export type { CounterRow };
 
 /** Where counters of long windows are kept across restarts (store/sqlite/counters.ts). */
 export interface CounterPersistence {
