@@ -118,6 +118,9 @@ describe('SqliteStore specifics', () => {
   it('lets writes wait for another thread writing the same file instead of failing', async () => {
     const file = join(dir, 'two-writers', 'guard.db');
     const store = new SqliteStore(file);
+    // The worker writes bursts until told to stop, with a short pause between them as the
+    // event writer has between batches; the test's writes run while it does.
+    const stop = new Int32Array(new SharedArrayBuffer(4));
     const worker = new Worker(
       `const { workerData, parentPort } = require('node:worker_threads');
        const Database = require(workerData.module);
@@ -128,29 +131,37 @@ describe('SqliteStore specifics', () => {
        const burst = db.transaction((n) => { for (let i = 0; i < 50; i++) insert.run(n); });
        parentPort.postMessage('started');
        let n = 0;
-       for (const until = Date.now() + workerData.ms; Date.now() < until; ) burst.immediate(n++);
+       while (Atomics.load(workerData.stop, 0) === 0) {
+         burst.immediate(n++);
+         Atomics.wait(workerData.stop, 0, 0, 1);
+       }
        db.close();
-       parentPort.postMessage('done');`,
-      { eval: true, workerData: { file, ms: 1500, module: createRequire(import.meta.url).resolve('better-sqlite3') } },
+       parentPort.postMessage({ bursts: n });`,
+      {
+        eval: true,
+        workerData: { file, stop, module: createRequire(import.meta.url).resolve('better-sqlite3') },
+      },
     );
     const messages: unknown[] = [];
     worker.on('message', (m) => messages.push(m));
     await expect.poll(() => messages, { timeout: 5000 }).toContain('started');
     const failures: string[] = [];
-    let writes = 0;
-    while (!messages.includes('done')) {
+    for (let writes = 0; writes < 40; writes++) {
       try {
         await store.upsertAgent({ agent_name: `bot-${writes % 20}`, agent_description: `write ${writes}` });
-        writes++;
       } catch (error) {
         failures.push(error instanceof Error ? error.message : String(error));
-        if (failures.length > 5) break;
       }
       await new Promise((resolve) => setImmediate(resolve));
     }
+    Atomics.store(stop, 0, 1);
+    Atomics.notify(stop, 0);
+    await expect.poll(() => messages.length, { timeout: 10_000 }).toBe(2);
     await worker.terminate();
+    const agents = await store.listAgents();
     await store.close();
     expect(failures).toEqual([]);
-    expect(writes).toBeGreaterThan(20);
+    expect((messages[1] as { bursts: number }).bursts).toBeGreaterThan(0);
+    expect(agents.map((a) => a.agent_name).sort()).toHaveLength(20);
   });
 });
