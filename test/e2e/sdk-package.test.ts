@@ -70,6 +70,15 @@ describe('@guardctl/sdk installed alone', () => {
       "console.log(sql.ok ? sql.compiled.check('SELECT 1; DROP/**/TABLE x').message : sql.issues[0].message, '|', json.ok && json.compiled.check({}).matched)";
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: project });
     expect(stdout.trim()).toBe('statement 2: drop is blocked | true');
+    // Long texts are parsed and searched on threads of the agent's process: the installed package finds the parser and RE2 there too.
+    const long =
+      "const s = await import('@guardctl/sdk'); const r = s.createDefaultRegistry();" +
+      "const sql = r.compile('sql', { blocked_operations: ['drop'] });" +
+      "const text = 'SELECT ' + Array.from({ length: 2000 }, (_, i) => 'c' + i).join(', ') + ' FROM t; DROP TABLE x';" +
+      "const out = sql.compiled.check(text); const re = r.compile('regex', { pattern: 'DROP TABLE' }).compiled.check(text.repeat(2));" +
+      'console.log(out instanceof Promise, (await out).message, re instanceof Promise, (await re).matched)';
+    // (Threads inherit --input-type=module; they run CommonJS source, so the pools leave that flag out.)
+    expect((await run(process.execPath, ['--input-type=module', '-e', long], { cwd: project })).stdout.trim()).toBe('true statement 2: drop is blocked true true');
     const pgQuery = join(project, 'node_modules/libpg-query');
     renameSync(pgQuery, `${pgQuery}.away`);
     try {

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { compileControls, evaluateStep, type EvaluationOutcome } from '../../src/engine/index.js';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
+import { ControlDataSchema } from '../../src/model/index.js';
 import { jsonEvaluator, MAX_JSON_TEXT } from '../../src/evaluators/json/index.js';
 import type { EvaluatorOutcome } from '../../src/evaluators/types.js';
 
@@ -74,6 +76,39 @@ describe('json evaluator: the value must satisfy the schema; a violation matches
     expect(out.matched).toBe(false);
     const wide = { query: 'x'.repeat(100_000), limit: 1 };
     expect(run(wide).message).toContain('query: must NOT have more than 200 characters');
+  });
+});
+
+describe('json evaluator: through a control, messages name places in the step', () => {
+  async function messageOf(path: string, input: unknown): Promise<{ message: string | null | undefined; failing: unknown }> {
+    const data = ControlDataSchema.parse({ selector: { path }, evaluator: { name: 'json', config: { schema: SEARCH_ARGS } }, action: { decision: 'deny' } });
+    const set = compileControls([{ control_id: 1, name: 'args', data }], registry);
+    const out: EvaluationOutcome = await evaluateStep(set, { type: 'tool', name: 'search', input }, 'pre');
+    const match = out.result.matches[0];
+    return { message: match?.result.message, failing: match?.result.metadata?.failing_paths };
+  }
+
+  it.each([
+    ['input', { query: 'x', limit: 5000 }, 'input.limit: must be <= 1000', ['input.limit']],
+    ['input', { query: 'x', limit: 1, tags: ['ok', 'NOT OK'] }, 'input.tags[1]: must match pattern', ['input.tags[1]']],
+    ['input', 42, 'input: must be object', ['input']],
+    ['input.args', { args: { query: 'x' } }, 'input.args.limit: is required', ['input.args.limit']],
+  ] as const)('selector %s: %j', async (path, input, message, failing) => {
+    const out = await messageOf(path, input);
+    expect(out.message).toContain(message);
+    expect(out.failing).toEqual(failing);
+  });
+
+  it('the whole step (*) is named from its root, as ajv reads it', async () => {
+    const data = ControlDataSchema.parse({
+      selector: { path: '*' },
+      evaluator: { name: 'json', config: { schema: { type: 'object', properties: { input: { type: 'object', properties: { limit: { maximum: 10 } } } } } } },
+      action: { decision: 'deny' },
+    });
+    const set = compileControls([{ control_id: 1, name: 'step', data }], registry);
+    const out = await evaluateStep(set, { type: 'tool', name: 'search', input: { limit: 50 } }, 'pre');
+    expect(out.result.matches[0]?.result.message).toContain('input.limit: must be <= 10');
+    expect(out.result.matches[0]?.result.message).not.toContain('*');
   });
 });
 

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import { MAX_SQL_LENGTH } from '../../src/evaluators/sql/index.js';
+import { ParsePool } from '../../src/evaluators/sql/parse-pool.js';
+import { OFFLOAD_MIN_CHARS, parser, parseSql, parseSqlAway, type PgModule } from '../../src/evaluators/sql/parser.js';
 import type { CompiledCheck, EvaluatorOutcome } from '../../src/evaluators/types.js';
 
 const registry = createDefaultRegistry();
@@ -73,6 +75,142 @@ describe('sql evaluator: operations and WHERE (parsed, never pattern-matched)', 
   });
 });
 
+describe('sql evaluator: require_where and a WHERE that is always true', () => {
+  const WHERE = checkOf({ require_where: ['delete', 'update'] });
+  const cases: Array<[string, boolean]> = [
+    // Counted as no WHERE: the recognised always-true forms.
+    ['DELETE FROM orders WHERE true', true],
+    ['DELETE FROM orders WHERE TRUE', true],
+    ['DELETE FROM orders WHERE 1=1', true],
+    ['DELETE FROM orders WHERE 1 = 1', true],
+    ["DELETE FROM orders WHERE 'a'='a'", true],
+    ['DELETE FROM orders WHERE 1.5 = 1.5', true],
+    ['DELETE FROM orders WHERE 0 = 0', true],
+    ['DELETE FROM orders WHERE false = false', true],
+    ['DELETE FROM orders WHERE id = id', true],
+    ['DELETE FROM orders WHERE o.id = o.id', true],
+    ['DELETE FROM orders WHERE true OR id = 5', true],
+    ['DELETE FROM orders WHERE id = 5 OR 1 = 1', true],
+    ['DELETE FROM orders WHERE (id = 5 OR (2 = 2))', true],
+    ['DELETE FROM orders WHERE NOT false', true],
+    ['DELETE FROM orders WHERE NOT (false AND id = 1)', true],
+    ['DELETE FROM orders WHERE NOT NOT true', true],
+    ['DELETE FROM orders WHERE true AND 1 = 1', true],
+    ["UPDATE orders SET status = 'x' WHERE true", true],
+    ['UPDATE orders SET status = 1 WHERE 1 = 1 OR false', true],
+    ['WITH d AS (DELETE FROM orders WHERE true RETURNING *) SELECT * FROM d', true],
+    // Near misses: still filtered.
+    ['DELETE FROM orders WHERE id = 1', false],
+    ['DELETE FROM orders WHERE true AND id = 1', false],
+    ['DELETE FROM orders WHERE false', false],
+    ['DELETE FROM orders WHERE NOT true', false],
+    ['DELETE FROM orders WHERE 1 = 2', false],
+    ["DELETE FROM orders WHERE 'a' = 'b'", false],
+    ['DELETE FROM orders WHERE 1 = 1.0', false],
+    ['DELETE FROM orders WHERE NULL = NULL', false],
+    ['DELETE FROM orders WHERE id = other_id', false],
+    ['DELETE FROM orders WHERE a.id = b.id', false],
+    ['DELETE FROM orders WHERE 1 <> 1', false],
+    ['DELETE FROM orders WHERE 1 < 1', false],
+    ['DELETE FROM orders WHERE false OR id = 3', false],
+    ['DELETE FROM orders WHERE NOT (id = 1)', false],
+    ["UPDATE orders SET a = 1 WHERE status = 'open' AND 1 = 1", false],
+    ['SELECT * FROM orders WHERE true', false],
+  ];
+  it.each(cases)('%s: counted as without WHERE: %s', (query, unfiltered) => {
+    const out = WHERE(query) as EvaluatorOutcome;
+    expect(out.matched, out.message ?? '').toBe(unfiltered);
+    if (unfiltered) expect(out.message).toMatch(/^statement 1: (delete|update) without WHERE$/);
+  });
+
+  it('nesting too deep to look through counts as without WHERE (fails closed)', () => {
+    expect((WHERE(`DELETE FROM orders WHERE ${'NOT '.repeat(400)}id = 1`) as EvaluatorOutcome).matched).toBe(true);
+    expect((WHERE(`DELETE FROM orders WHERE ${'NOT '.repeat(50)}id = 1`) as EvaluatorOutcome).matched).toBe(false);
+  });
+});
+
+describe('sql evaluator: long texts are parsed on a thread, with the same answers', () => {
+  /** Pads `query` past OFFLOAD_MIN_CHARS with a wide first SELECT. */
+  const padded = (tail: string) => `SELECT ${Array.from({ length: 600 }, (_, i) => `c${i}`).join(', ')} FROM t; ${tail}`;
+  const configs: Array<Record<string, unknown>> = [
+    { blocked_operations: ['drop', 'truncate'], require_where: ['delete', 'update'] },
+    { blocked_tables: ['billing.payments'], max_statements: 5 },
+    { allowed_operations: ['select'], require_limit: true },
+    { max_limit: 100, on_parse_error: 'allow' },
+  ];
+  const tails = [
+    'DROP TABLE x',
+    'SELECT 1 LIMIT 500',
+    'DELETE FROM orders WHERE true',
+    'UPDATE orders SET a = 1 WHERE id = 2; SELECT * FROM payments',
+    "WITH d AS (DELETE FROM orders RETURNING *) SELECT * FROM d, billing.payments LIMIT 5",
+    "SELECT 'ä😀 DROP TABLE \"x\"' FROM \"Ünï\".\"Tàb\" LIMIT 1",
+    'DROPP TABLE x',
+    'SELECT 1',
+  ];
+
+  it.each(tails)('%s', async (tail) => {
+    const text = padded(tail);
+    expect(text.length).toBeGreaterThanOrEqual(OFFLOAD_MIN_CHARS);
+    for (const config of configs) {
+      const check = checkOf(config);
+      const away = check(text);
+      expect(away).toBeInstanceOf(Promise);
+      // The answer is a function of the parse: the same parse, the same answer.
+      expect(await parseSqlAway(text)).toEqual(parseSql(parser as PgModule, text));
+      await away;
+    }
+  });
+
+  it('a large multi-statement text answers as the inline path does', async () => {
+    const text = padded('SELECT * FROM orders; DROP TABLE x');
+    const out = await SAFETY(text);
+    expect(out).toEqual({ matched: true, confidence: 1, message: 'statement 3: drop is blocked', metadata: { reason: 'rule', statement: 3 } });
+    expect(parseSql(parser as PgModule, text)).toEqual(await parseSqlAway(text));
+  });
+
+  it('the event loop runs while a long text is parsed and read', async () => {
+    const text = `SELECT ${Array.from({ length: 8_500 }, (_, i) => `c${i}`).join(', ')} FROM t; DROP TABLE t`;
+    let turns = 0;
+    let running = true;
+    const tick = () => {
+      if (!running) return;
+      turns++;
+      setImmediate(tick);
+    };
+    setImmediate(tick);
+    const out = await SAFETY(text);
+    running = false;
+    expect(out.message).toBe('statement 2: drop is blocked');
+    // Parsed on the loop, the check would have answered before any turn ran.
+    expect(turns).toBeGreaterThan(1);
+  });
+
+  it('a full queue fails at once (an evaluator error), and the pool goes on', async () => {
+    const pool = new ParsePool({ size: 1, maxQueued: 1 });
+    try {
+      const text = padded('DROP TABLE x');
+      const first = pool.parse(text);
+      const second = pool.parse(text);
+      await expect(pool.parse(text)).rejects.toThrow(/already waiting for a parse thread/);
+      expect('tree' in (await first)).toBe(true);
+      expect('tree' in (await second)).toBe(true);
+      expect('tree' in (await pool.parse(text))).toBe(true);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('a parse that runs too long fails and its thread is replaced', async () => {
+    const pool = new ParsePool({ size: 1, timeoutMs: 1 });
+    try {
+      await expect(pool.parse(padded('SELECT 1'))).rejects.toThrow(/SQL parse stopped after 1 ms/);
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
 describe('sql evaluator: allowed operations, tables, statements, limits', () => {
   const cases: Array<[string, Record<string, unknown>, string, boolean, string?]> = [
     ['allowed select only: select passes', { allowed_operations: ['select'] }, 'SELECT * FROM t', false],
@@ -109,8 +247,8 @@ describe('sql evaluator: allowed operations, tables, statements, limits', () => 
 });
 
 describe('sql evaluator: hostile input', () => {
-  it('10,000 nested parentheses: a parse failure, not a crash; the parser still works after', () => {
-    const out = SAFETY(`SELECT ${'('.repeat(10_000)}1${')'.repeat(10_000)}`) as EvaluatorOutcome;
+  it('10,000 nested parentheses: a parse failure, not a crash; the parser still works after', async () => {
+    const out = await SAFETY(`SELECT ${'('.repeat(10_000)}1${')'.repeat(10_000)}`);
     expect(out.matched).toBe(true);
     expect(out.message).toMatch(/^does not parse as SQL: memory exhausted/);
     expect((SAFETY('DROP TABLE x') as EvaluatorOutcome).message).toContain('drop is blocked');
@@ -121,11 +259,16 @@ describe('sql evaluator: hostile input', () => {
     expect(() => SAFETY(`SELECT '${'x'.repeat(100 * 1024)}'`)).toThrow(`at most ${MAX_SQL_LENGTH}`);
   });
 
-  it('a query just under the limit parses', () => {
+  it('a query just under the limit parses', async () => {
     const query = `SELECT ${Array.from({ length: 9_000 }, (_, i) => `c${i}`).join(', ')} FROM t; DROP TABLE t`;
     expect(query.length).toBeGreaterThan(60_000);
     expect(query.length).toBeLessThanOrEqual(MAX_SQL_LENGTH);
-    expect((SAFETY(query) as EvaluatorOutcome).message).toBe('statement 2: drop is blocked');
+    expect((await SAFETY(query)).message).toBe('statement 2: drop is blocked');
+  });
+
+  it('a NUL character is a parse failure: the parser would stop reading there', () => {
+    const out = SAFETY('SELECT 1\0; DROP TABLE x') as EvaluatorOutcome;
+    expect(out).toMatchObject({ matched: true, message: 'does not parse as SQL: a NUL character in the text' });
   });
 
   it('a value that is not a string is read as its JSON text (which does not parse: match)', () => {

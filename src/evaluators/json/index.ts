@@ -37,12 +37,15 @@ export const jsonEvaluator: EvaluatorDefinition = {
     'first; a string that is not JSON is a violation. The message names the first failing paths.',
   configSchema: z.toJSONSchema(JsonConfigSchema, { io: 'input' }),
   zodSchema: JsonConfigSchema,
-  compile(config, parts) {
+  compile(config, parts, site) {
     const { schema } = JsonConfigSchema.parse(config);
     // Controls repeating a schema share one compiled validator (ajv's code is immutable).
     const make = () => validatorOf(schema);
     const validate = parts ? parts.share(JSON.stringify(schema), () => ({ validate: make() })).validate : make();
-    return checkOf(validate);
+    // Messages name places in the step (`input.limit`), as the control author wrote the
+    // selector; the whole step (`*`) and callers that give no selector keep paths relative.
+    const prefix = site?.selectorPath === undefined || site.selectorPath === '*' ? '' : site.selectorPath;
+    return checkOf(validate, prefix);
   },
 };
 
@@ -58,7 +61,8 @@ function validatorOf(schema: JsonObject | boolean): CompiledSchema {
   return compiled;
 }
 
-function checkOf(validate: CompiledSchema): CompiledCheck {
+/** `prefix`: the selector's path, put before each failing path ('' for none). */
+function checkOf(validate: CompiledSchema, prefix: string): CompiledCheck {
   return (value) => {
     if (value === undefined) return VALID;
     let data: unknown = value;
@@ -74,12 +78,12 @@ function checkOf(validate: CompiledSchema): CompiledCheck {
       }
     }
     if (validate(data)) return VALID;
-    return violationOf(validate);
+    return violationOf(validate, prefix);
   };
 }
 
-function violationOf(validate: CompiledSchema): EvaluatorOutcome {
-  const issues = issuesOf(validate.errors, '');
+function violationOf(validate: CompiledSchema, prefix: string): EvaluatorOutcome {
+  const issues = issuesOf(validate.errors, prefix);
   const named = issues.slice(0, MAX_NAMED).map((i) => `${i.field === '' ? '(value)' : i.field}: ${i.message}`);
   const more = issues.length > MAX_NAMED ? ` (and ${issues.length - MAX_NAMED} more)` : '';
   return {

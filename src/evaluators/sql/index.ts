@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { textOf } from '../text.js';
 import { ConfigError, type CompiledCheck, type EvaluatorDefinition, type EvaluatorOutcome, type ScanHint } from '../types.js';
 import { OPERATIONS, type StatementFacts, type TableRef } from './facts.js';
-import { ParseCache, parser, parseSql, type Parsed, type PgQuery } from './parser.js';
+import { OFFLOAD_MIN_CHARS, ParseCache, parser, parseSql, parseSqlAway, type Parsed, type PgModule } from './parser.js';
 
 const OperationSchema = z.enum(OPERATIONS);
 const operations = (what: string) =>
@@ -45,10 +45,10 @@ export type SqlConfig = z.infer<typeof SqlConfigSchema>;
 
 /**
  * Texts longer than this are not parsed: an evaluator error, which the control's on_error
- * decides (a deny control fails closed). Parsing runs on the event loop and costs about
- * 0.2 µs a character on a quiet machine, several times that on a busy one, so the bound
- * is what keeps one check from holding every other request: a query agents send is a few
- * hundred characters, a generated IN list a few KB.
+ * decides (a deny control fails closed). Texts of OFFLOAD_MIN_CHARS (parser.ts) or more are
+ * parsed on a thread, off the event loop, but a parse still costs a thread about half a
+ * microsecond a character: the bound keeps what one check can take of the process small.
+ * A query agents send is a few hundred characters, a generated IN list a few KB.
  */
 export const MAX_SQL_LENGTH = 64 * 1024;
 
@@ -77,7 +77,7 @@ export const sqlEvaluator: EvaluatorDefinition = {
 };
 
 /** `keywords`: the scan hint's literals; a text holding none cannot match (checked here too, so the answer is the same with or without the engine's scan). */
-function checkOf(pg: PgQuery, rules: SqlConfig, cache: ParseCache, keywords: readonly string[] | null): CompiledCheck {
+function checkOf(pg: PgModule, rules: SqlConfig, cache: ParseCache, keywords: readonly string[] | null): CompiledCheck {
   const blockedOps = rules.blocked_operations ? new Set<string>(rules.blocked_operations) : null;
   const allowedOps = rules.allowed_operations ? new Set<string>(rules.allowed_operations) : null;
   const blockedTables = rules.blocked_tables?.map(tableOf) ?? null;
@@ -118,9 +118,19 @@ function checkOf(pg: PgQuery, rules: SqlConfig, cache: ParseCache, keywords: rea
     if (text.length > MAX_SQL_LENGTH) throw new Error(`query is ${text.length} characters; the sql evaluator reads at most ${MAX_SQL_LENGTH}`);
     let parsed: Parsed | undefined = cache.get(text);
     if (parsed === undefined) {
+      if (text.length >= OFFLOAD_MIN_CHARS) {
+        return parseSqlAway(text).then((away) => {
+          cache.set(text, away);
+          return answerOf(away);
+        });
+      }
       parsed = parseSql(pg, text);
       cache.set(text, parsed);
     }
+    return answerOf(parsed);
+  };
+
+  function answerOf(parsed: Parsed): EvaluatorOutcome {
     if (!parsed.ok) return rules.on_parse_error === 'allow' ? NO_MATCH : matchOf(`does not parse as SQL: ${parsed.error}`, 'parse_error', null);
     const statements = parsed.statements;
     if (rules.max_statements !== undefined && statements.length > rules.max_statements) {
@@ -131,7 +141,7 @@ function checkOf(pg: PgQuery, rules: SqlConfig, cache: ParseCache, keywords: rea
       if (broken !== null) return matchOf(`statement ${i + 1}: ${broken}`, 'rule', i + 1);
     }
     return NO_MATCH;
-  };
+  }
 }
 
 function matchOf(message: string, reason: string, statement: number | null): EvaluatorOutcome {

@@ -3,56 +3,109 @@
  * once when this module is imported. The SDK package lists libpg-query as an optional
  * dependency: when it is not installed, `parser` holds why, and the sql evaluator refuses
  * its configs with that reason instead of letting the import fail.
+ *
+ * Short texts are parsed here, on the event loop; texts of OFFLOAD_MIN_CHARS or more on a
+ * parse thread (parse-pool.ts), their facts then read in slices of READ_SLICE_CHARS of the
+ * tree's text with the loop running in between. Both give the same answers.
  */
-import { factsOf, type StatementFacts } from './facts.js';
+import { createRequire } from 'node:module';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { callParser, PG_MODULE_PATH, type ParserAnswer, type PgModule } from './call-parser.js';
+import { factsOfTree, TreeReader, type StatementFacts } from './facts.js';
+import { parsePool } from './parse-pool.js';
 
-interface PgQuery {
-  loadModule(): Promise<void>;
-  parseSync(query: string): { stmts?: Array<{ stmt?: Record<string, unknown> }> };
-}
+export type { PgModule };
 
-async function load(): Promise<PgQuery | string> {
+/**
+ * Texts of this many characters or more are parsed on a thread. Measured (2026-11-25, a
+ * loaded 2-core machine): a parse and read cost 0.3-0.8 µs a character of a long query
+ * (a wide SELECT, an IN list: many nodes per character), a round trip to a thread 25-50 µs.
+ * Below this bound an inline parse holds the loop for about a millisecond at most, which is
+ * what a query agents send (a few hundred characters) never comes near; above it the hold
+ * grows with the text, up to tens of milliseconds at the 64 KB limit.
+ */
+export const OFFLOAD_MIN_CHARS = 2048;
+
+/** Characters of a long text's parse tree (its JSON) read per turn of the event loop: well under a millisecond each. */
+export const READ_SLICE_CHARS = 32 * 1024;
+
+const REQUIRED = ['_malloc', '_free', '_wasm_parse_query_raw', '_wasm_free_parse_result', 'UTF8ToString'] as const;
+
+async function load(): Promise<PgModule | string> {
+  const require = createRequire(import.meta.url);
+  let factory: () => Promise<PgModule>;
   try {
-    const mod = (await import('libpg-query')) as unknown as PgQuery;
-    await mod.loadModule();
-    return mod;
+    factory = require(PG_MODULE_PATH) as () => Promise<PgModule>;
   } catch (err) {
-    return `the sql evaluator needs the package libpg-query (npm install libpg-query): ${err instanceof Error ? err.message : String(err)}`;
+    // require's message goes on with its require stack: the first line says what is missing.
+    const why = (err instanceof Error ? err.message : String(err)).split('\n')[0];
+    return `the sql evaluator needs the package libpg-query (npm install libpg-query): ${why}`;
+  }
+  try {
+    const pg = await factory();
+    const missing = REQUIRED.filter((name) => typeof pg[name] !== 'function');
+    if (missing.length > 0 || !(pg.HEAPU8 instanceof Uint8Array)) throw new Error(`it does not export ${missing.join(', ') || 'HEAPU8'}`);
+    const probe = parseSql(pg, 'DELETE FROM t');
+    if (!probe.ok || probe.statements[0]?.unfiltered[0] !== 'delete') throw new Error('its parse of a probe query reads wrong');
+    return pg;
+  } catch (err) {
+    let version = '?';
+    try {
+      version = (require('libpg-query/package.json') as { version?: string }).version ?? '?';
+    } catch {
+      // The version only makes the message clearer.
+    }
+    return `the sql evaluator cannot use libpg-query ${version} (it is written for 18.1): ${err instanceof Error ? err.message : String(err)}`;
   }
 }
-
-/** The loaded parser, or why there is none. */
-export const parser: PgQuery | string = await load();
 
 export type Parsed = { ok: true; statements: readonly StatementFacts[] } | { ok: false; error: string };
 
 const NO_STATEMENTS: Parsed = Object.freeze({ ok: true, statements: Object.freeze([]) });
+/** The parser reads a C string, which would end at a NUL and leave what follows unread (`SELECT 1\0; DROP TABLE x`). */
+const NUL_IN_TEXT: Parsed = Object.freeze({ ok: false, error: 'a NUL character in the text' });
 
-/**
- * Parses `text` into the facts of each statement. A syntax error, or input the parser cannot
- * hold (PostgreSQL's parser gives up on very deep nesting with "memory exhausted"), is a
- * parse failure; its message gives the position, never the text.
- */
-export function parseSql(pg: PgQuery, text: string): Parsed {
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** What a text parses to before the parser is called: nothing for blank text, a failure for a NUL; undefined otherwise. */
+function answerBeforeParsing(text: string): Parsed | undefined {
   // The parser refuses empty input; blank text holds no statement.
   if (text.trim() === '') return NO_STATEMENTS;
-  let tree: ReturnType<PgQuery['parseSync']>;
-  try {
-    tree = pg.parseSync(text);
-  } catch (err) {
-    return { ok: false, error: failureOf(err) };
-  }
-  const statements = (tree.stmts ?? []).map((s) => Object.freeze(factsOf(s.stmt ?? {})));
-  return { ok: true, statements: Object.freeze(statements) };
+  if (text.includes('\0')) return NUL_IN_TEXT;
+  return undefined;
 }
 
-function failureOf(err: unknown): string {
-  const details = (err as { sqlDetails?: { message?: unknown; cursorPosition?: unknown } }).sqlDetails;
-  const raw = typeof details?.message === 'string' ? details.message : err instanceof Error ? err.message : String(err);
+/**
+ * Parses `text` into the facts of each statement, on the event loop. A syntax error, or
+ * input the parser cannot hold (PostgreSQL's parser gives up on very deep nesting with
+ * "memory exhausted"), is a parse failure; its message gives the position, never the text.
+ */
+export function parseSql(pg: PgModule, text: string): Parsed {
+  const early = answerBeforeParsing(text);
+  if (early !== undefined) return early;
+  const answer = callParser(pg, text, encoder, decoder);
+  return 'tree' in answer ? { ok: true, statements: Object.freeze(factsOfTree(answer.tree)) } : failureOf(answer);
+}
+
+/** parseSql on a parse thread, reading the facts in slices; the same answers. */
+export async function parseSqlAway(text: string): Promise<Parsed> {
+  const early = answerBeforeParsing(text);
+  if (early !== undefined) return early;
+  const answer = await parsePool().parse(text);
+  if (!('tree' in answer)) return failureOf(answer);
+  const reader = new TreeReader(answer.tree);
+  while (!reader.read(READ_SLICE_CHARS)) await nextTurn();
+  return { ok: true, statements: Object.freeze(reader.statements()) };
+}
+
+/** The parser loaded on this thread, or why there is none. */
+export const parser: PgModule | string = await load();
+
+function failureOf(answer: Exclude<ParserAnswer, { tree: string }>): Parsed {
   // "syntax error at or near "DROPP"": the quoted part is the guarded text; keep the kind of error only.
-  const what = raw.replace(/\s+at or near\s+".*$/s, '').replace(/\s+at end of input$/, ' at the end');
-  const at = typeof details?.cursorPosition === 'number' ? ` at character ${details.cursorPosition + 1}` : '';
-  return `${what}${at}`;
+  const what = answer.message.replace(/\s+at or near\s+".*$/s, '').replace(/\s+at end of input$/, ' at the end');
+  return { ok: false, error: `${what}${answer.cursor > 0 ? ` at character ${answer.cursor}` : ''}` };
 }
 
 /** A bounded, least-recently-used cache of parses by text: repeated queries parse once. */
@@ -79,5 +132,3 @@ export class ParseCache {
     if (this.#entries.size > this.maxEntries) this.#entries.delete(this.#entries.keys().next().value!);
   }
 }
-
-export type { PgQuery };
