@@ -77,9 +77,10 @@ export class EvaluatorRegistry {
 
   /**
    * validateConfig that also returns the compiled check when the config is valid. With
-   * `parts`, the evaluator may share compiled parts with other controls (see PartCache).
+   * `parts`, the evaluator may share compiled parts with other controls (see PartCache);
+   * `selectorPath` is the path of the selector the check reads (CompileSite).
    */
-  compile(name: string, config: unknown, at = 'evaluator', parts?: PartCaches, controlId = 0): CompileResult {
+  compile(name: string, config: unknown, at = 'evaluator', parts?: PartCaches, controlId = 0, selectorPath?: string): CompileResult {
     const def = this.#defs.get(name);
     if (!def) {
       const known = this.names().map((n) => `"${n}"`).join(', ');
@@ -113,7 +114,8 @@ export class EvaluatorRegistry {
     }
     if (issues.length > 0) return { ok: false, issues };
     try {
-      const check = def.compile(rest, parts?.forEvaluator(def.name), { controlId, at });
+      const site = selectorPath === undefined ? { controlId, at } : { controlId, at, selectorPath };
+      const check = def.compile(rest, parts?.forEvaluator(def.name), site);
       return { ok: true, compiled: { check, onError, stateful: def.stateful } };
     } catch (err) {
       if (err instanceof ConfigError) {

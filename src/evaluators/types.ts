@@ -82,6 +82,12 @@ export interface CompileSite {
   readonly controlId: number;
   /** `evaluator`, or for example `condition.and[1].evaluator`. */
   readonly at: string;
+  /**
+   * The path of the selector whose value the check receives (`input`, `input.query`, `*`
+   * for the whole step); undefined where the caller does not say (validation, tests).
+   * Lets a message name a place in the step rather than in the selected value.
+   */
+  readonly selectorPath?: string;
 }
 
 /**

@@ -1,9 +1,12 @@
 /**
  * Rate and budget controls when PostgreSQL goes away: the control follows on_error (a
  * deny control fails closed by default), a database that stops answering is given up on
- * after GUARD_COUNTER_TIMEOUT_MS, and counting recovers by itself.
+ * after GUARD_COUNTER_TIMEOUT_MS, and counting recovers by itself. Steps of one key that
+ * queued behind a statement (store/postgres/counters.ts) fail with it, each on its own.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { CountRequest } from '../../src/evaluators/types.js';
+import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { createSchema, dropSchemas, pgRequired, pgTarget, pgUnreachable, schemaUrl, skipReasonOf } from './pg.js';
 import { startPgApp, until, type PgApp } from './pg-app.js';
 import { startTcpProxy } from './tcp-proxy.js';
@@ -81,5 +84,36 @@ describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(
     await until(async () => (await evaluate(app, 'strict', 'eve')).decision === 'allow', 'counting to recover after the freeze', 10_000);
     // Counts made before the outage are still there.
     expect((await evaluate(app, 'strict', 'ann')).decision).toBe('deny');
+  });
+
+  it('fails every step of a key queued behind a failed statement, and the next batch counts', async () => {
+    const schema = await createSchema(schemas);
+    const proxy = await startTcpProxy(pgTarget());
+    cleanups.push(() => proxy.close());
+    const store = await PostgresStore.open(schemaUrl(schema, proxy.port), { counterTimeoutMs: 400, connectionTimeoutMs: 1000 });
+    cleanups.push(() => store.close());
+    const shared = store.sharedCounters;
+    const step: CountRequest = {
+      control_id: 1, counter: '1', key: 'ann', window_ms: 60_000, amount: 1, max: 100, always: true, kind: 'rate', consistency: 'exact',
+    };
+    const burst = () => Promise.allSettled(Array.from({ length: 6 }, () => shared.countShared(step, Date.now(), true)));
+    expect((await shared.countShared(step, Date.now(), true)).used).toBe(1);
+
+    proxy.freeze();
+    const frozen = await burst();
+    expect(frozen.map((r) => r.status)).toEqual(Array(6).fill('rejected'));
+    for (const r of frozen) expect(String((r as PromiseRejectedResult).reason)).toMatch(/timed out/);
+    proxy.thaw();
+    await until(async () => (await burst()).every((r) => r.status === 'fulfilled'), 'counting to recover after the freeze', 10_000);
+
+    await proxy.cut();
+    const cut = await burst();
+    expect(cut.map((r) => r.status)).toEqual(Array(6).fill('rejected'));
+    for (const r of cut) expect(String((r as PromiseRejectedResult).reason)).toMatch(/database unavailable|timed out/i);
+    await proxy.restore();
+    await until(async () => (await burst()).every((r) => r.status === 'fulfilled'), 'counting to recover after the cut', 10_000);
+    // After the outage, steps of the key are counted one after the other again.
+    const after = (await burst()).map((r) => (r as PromiseFulfilledResult<{ used: number }>).value.used);
+    expect(after.slice(1).map((used, i) => used - after[i]!)).toEqual(Array(5).fill(1));
   });
 });

@@ -1,15 +1,17 @@
 /**
- * The shared counters on a real PostgreSQL: `counter_take`'s sliding window (the same
+ * The shared counters on a real PostgreSQL: `counter_take_many`'s sliding window (the same
  * arithmetic as the in-memory one, with the clock given), exact counting under concurrency,
- * the key cap, and `consistency: approximate` with its overshoot bound.
+ * the steps of one key batched into one statement (decided in arrival order), the key cap,
+ * and `consistency: approximate` with its overshoot bound.
  */
 import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CountRequest } from '../../src/evaluators/types.js';
 import { createServerCounters } from '../../src/server/counters.js';
 import { ApproximateCounts } from '../../src/server/approximate-counts.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import { dropSchemas, pgRequired, pgUnreachable, pgUrl, skipReasonOf } from './pg.js';
+import { dropSchemas, pgRequired, pgUnreachable, pgUrl, schemaUrl, skipReasonOf } from './pg.js';
 
 const unreachable = await pgUnreachable();
 const schemas: string[] = [];
@@ -39,6 +41,52 @@ const request = (limit: number, extra: Partial<CountRequest> = {}): CountRequest
   consistency: 'exact',
   ...extra,
 });
+
+
+/**
+ * Runs `fire` while another session holds the row of `counter`/`key` locked, and waits
+ * until a statement of the store waits for that lock, runs `during`, then releases it. Steps
+ * of the key fired meanwhile must queue in the process behind that one statement, so
+ * they are all decided by the next one. Returns how many statements waited at most.
+ */
+async function whileRowLocked<T>(
+  schema: string,
+  counter: string,
+  key: string,
+  fire: () => T,
+  during: () => Promise<void> = async () => undefined,
+): Promise<{ fired: T; waiting: number }> {
+  const holder = new pg.Client({ connectionString: schemaUrl(schema) });
+  const watcher = new pg.Client({ connectionString: pgUrl });
+  await holder.connect();
+  await watcher.connect();
+  try {
+    await holder.query('BEGIN');
+    const locked = await holder.query('SELECT 1 FROM counters WHERE counter = $1 AND key = $2 FOR UPDATE', [counter, key]);
+    expect(locked.rowCount).toBe(1);
+    const holderPid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    const blocked = async () =>
+      Number(
+        (await watcher.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [holderPid]))
+          .rows[0]!.n,
+      );
+    const fired = fire();
+    let waiting = 0;
+    for (let i = 0; i < 200 && waiting === 0; i++) {
+      waiting = await blocked();
+      if (waiting === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    // Statements sent one per step would all be waiting by now (the pool has 10 connections).
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    waiting = Math.max(waiting, await blocked());
+    await during();
+    await holder.query('COMMIT');
+    return { fired, waiting };
+  } finally {
+    await holder.end().catch(() => undefined);
+    await watcher.end().catch(() => undefined);
+  }
+}
 
 describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(unreachable) : 'shared counters', () => {
   it('gives a burst straddling a minute edge no more than the limit, and forgets after the window', async () => {
@@ -76,6 +124,80 @@ describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(
     expect(new Set(answers.map((x) => x.used)).size).toBe(90);
   });
 
+  it('counts many concurrent steps of one key in one process exactly, each step its own sum', async () => {
+    const shared = (await open()).sharedCounters;
+    const now = Date.now();
+    const answers = await Promise.all(Array.from({ length: 600 }, () => shared.countShared(request(150), now, true)));
+    expect(answers.filter((x) => !x.over)).toHaveLength(150);
+    // Every step counts (rate), one after the other: the sums are 1..600, in arrival order.
+    expect(answers.map((x) => x.used)).toEqual(Array.from({ length: 600 }, (_, i) => i + 1));
+  });
+
+  it('decides the steps that queued behind a statement in one statement, in arrival order', async () => {
+    const store = await open();
+    const schema = schemas[schemas.length - 1]!;
+    const shared = store.sharedCounters;
+    const now = Date.now();
+    const budget = (amount: number) => request(100, { amount, always: false, kind: 'budget', counter: '2' });
+    const rate = () => request(3, { counter: '3' });
+    // The rows exist (locked below): one step each.
+    expect(await shared.countShared(budget(10), now, true)).toEqual({ used: 10, over: false });
+    expect(await shared.countShared(rate(), now, true)).toEqual({ used: 1, over: false });
+
+    const budgets = await whileRowLocked(schema, '2', 'ann', () =>
+      [10, 50, 45, 30, 5].map((amount) => shared.countShared(budget(amount), now, true)),
+    );
+    expect(budgets.waiting).toBe(1);
+    // 10 (waited for the lock alone), then 50, 45, 30, 5 in one statement: the step that
+    // would cross the budget is refused and spends nothing; later, smaller ones still fit.
+    expect(await Promise.all(budgets.fired)).toEqual([
+      { used: 20, over: false },
+      { used: 70, over: false },
+      { used: 70, over: true },
+      { used: 100, over: false },
+      { used: 100, over: true },
+    ]);
+
+    const rates = await whileRowLocked(schema, '3', 'ann', () => Array.from({ length: 5 }, () => shared.countShared(rate(), now, true)));
+    expect(rates.waiting).toBe(1);
+    // A rate step counts even when refused: the limit is crossed mid-batch.
+    expect((await Promise.all(rates.fired)).map((x) => [x.used, x.over])).toEqual([
+      [2, false],
+      [3, false],
+      [4, true],
+      [5, true],
+      [6, true],
+    ]);
+    // Another key is counted while this one waits for its lock.
+    const other = await whileRowLocked(
+      schema,
+      '3',
+      'ann',
+      () => shared.countShared(rate(), now, true),
+      async () => expect(await shared.countShared(request(3, { counter: '3', key: 'bob' }), now, true)).toEqual({ used: 1, over: false }),
+    );
+    expect(await other.fired).toEqual({ used: 7, over: true });
+  });
+
+  it('commits a count without waiting for the WAL flush, and nothing else', async () => {
+    await open();
+    const client = new pg.Client({ connectionString: schemaUrl(schemas[schemas.length - 1]!) });
+    await client.connect();
+    try {
+      const setting = async () => (await client.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0]!.synchronous_commit;
+      const before = await setting();
+      await client.query('BEGIN');
+      await client.query("SELECT * FROM counter_take_many('1', 'ann', 1, 'rate', 60000, ARRAY[0]::float8[], ARRAY[1]::float8[], ARRAY[5]::float8[], ARRAY[true], true)");
+      expect(await setting()).toBe('off');
+      await client.query('COMMIT');
+      // The session's setting (and so every other transaction's) is what it was.
+      expect(await setting()).toBe(before);
+      expect(before).not.toBe('off');
+    } finally {
+      await client.end();
+    }
+  });
+
   it('refuses new keys once the table holds the most keys allowed', async () => {
     const store = await open();
     const counters = createServerCounters(store, { counterMaxKeys: 3 });
@@ -84,6 +206,11 @@ describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(
       // The cap is checked against the table when idle rows are pruned (every minute).
       await (counters as unknown as { prune(): Promise<void> }).prune();
       await expect(Promise.resolve(counters.count(request(5, { key: 'e' })))).rejects.toThrow(/too many distinct keys/);
+      // Steps of a new key that queue together are refused together, each on its own.
+      const together = await Promise.allSettled(Array.from({ length: 5 }, () => Promise.resolve(counters.count(request(5, { key: 'f' })))));
+      expect(together.map((r) => (r.status === 'rejected' ? String(r.reason) : 'counted'))).toEqual(
+        Array(5).fill(expect.stringMatching(/too many distinct keys/)),
+      );
       // Known keys go on counting.
       expect((await counters.count(request(5, { key: 'a' }))).used).toBe(2);
     } finally {

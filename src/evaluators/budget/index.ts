@@ -5,10 +5,8 @@
  * non-numeric or negative amount is an evaluator error (`on_error` decides).
  */
 import { z } from 'zod';
-import type { EvaluatorDefinition } from '../types.js';
-import { ConsistencySchema, countingCheck, KeySchema, PathSchema, STATEFUL_REASON, WindowSchema } from '../counting/config.js';
+import { ConsistencySchema, countingEvaluator, KeySchema, PathSchema, WindowSchema } from '../counting/config.js';
 import { parseStepPath, readStepPath, type StepPath } from '../counting/paths.js';
-import { parseWindow } from '../counting/window.js';
 
 export const BudgetConfigSchema = z.strictObject({
   max: z.number().positive().max(1e15).describe('Most the amounts within the window may add up to'),
@@ -19,32 +17,21 @@ export const BudgetConfigSchema = z.strictObject({
 });
 export type BudgetConfig = z.infer<typeof BudgetConfigSchema>;
 
-export const budgetEvaluator: EvaluatorDefinition = {
-  name: 'budget',
+export const budgetEvaluator = countingEvaluator({
+  kind: 'budget',
   description:
     'Sums the number at the amount path per key (default: the agent) in a sliding window, ' +
     'and matches when a step would take the sum over max.',
-  configSchema: z.toJSONSchema(BudgetConfigSchema, { io: 'input' }),
-  zodSchema: BudgetConfigSchema,
-  stateful: STATEFUL_REASON,
-  compile(config, _parts, site) {
-    const { max, window, amount, key, consistency } = BudgetConfigSchema.parse(config);
+  schema: BudgetConfigSchema,
+  max: (config) => config.max,
+  amountOf: ({ amount }) => {
     const amountPath = parseStepPath(amount) as StepPath;
-    return countingCheck({
-      kind: 'budget',
-      windowText: window,
-      windowMs: parseWindow(window) as number,
-      max,
-      key: key === undefined ? null : (parseStepPath(key) as StepPath),
-      consistency,
-      site,
-      amountOf: (ctx) => {
-        const value = readStepPath(amountPath, ctx);
-        if (value === undefined) throw new Error(`no amount at ${amount}`);
-        if (typeof value !== 'number' || !Number.isFinite(value)) throw new Error(`the amount at ${amount} is not a number`);
-        if (value < 0) throw new Error(`the amount at ${amount} is negative`);
-        return value;
-      },
-    });
+    return (ctx) => {
+      const value = readStepPath(amountPath, ctx);
+      if (value === undefined) throw new Error(`no amount at ${amount}`);
+      if (typeof value !== 'number' || !Number.isFinite(value)) throw new Error(`the amount at ${amount} is not a number`);
+      if (value < 0) throw new Error(`the amount at ${amount} is negative`);
+      return value;
+    };
   },
-};
+});

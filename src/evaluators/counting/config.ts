@@ -1,10 +1,10 @@
 /**
  * PURE: what the rate and budget evaluators share: their config fields, the key a step
- * counts under, and the check that asks the server's counters.
+ * counts under, the check that asks the server's counters, and the definition around it.
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { CompileSite, CountAnswer, CountRequest, EvaluatorOutcome, StepContext } from '../types.js';
+import type { CompileSite, CountAnswer, CountRequest, EvaluatorDefinition, EvaluatorOutcome, StepContext } from '../types.js';
 import { parseStepPath, readStepPath, type StepPath } from './paths.js';
 import { parseWindow } from './window.js';
 
@@ -36,7 +36,7 @@ export const KeySchema = PathSchema('Selector path whose value keys the counter 
 export const ConsistencySchema = z
   .enum(['exact', 'approximate'])
   .default('exact')
-  .describe('Across PostgreSQL replicas: exact (one atomic update per step) or approximate (batched; see docs/evaluators.md)');
+  .describe('Across PostgreSQL replicas: exact (each step checked and counted atomically under the lock of its key) or approximate (counted in memory, added in batches; see docs/evaluators.md)');
 
 /** The key a step counts under: the key path's value as text (a digest when long), or the agent. */
 export function keyOf(path: StepPath | null, ctx: StepContext): string {
@@ -108,3 +108,44 @@ function formatAmount(n: number): string {
 
 export const STATEFUL_REASON =
   'counts steps across agents and replicas on the server; an agent process cannot see the others\' counts, so it cannot run with execution: sdk';
+
+/** The config fields every counting evaluator has. */
+interface CountingConfig {
+  window: string;
+  key?: string | undefined;
+  consistency: 'exact' | 'approximate';
+}
+
+export interface CountingEvaluatorSpec<C extends CountingConfig> {
+  kind: 'rate' | 'budget';
+  description: string;
+  schema: z.ZodType<C, unknown>;
+  /** The limit the config sets. */
+  max(config: C): number;
+  /** What a step adds, for this config (built once per control). */
+  amountOf(config: C): (ctx: StepContext) => number;
+}
+
+/** A rate or budget evaluator: its schema, and a compile that counts through countingCheck. */
+export function countingEvaluator<C extends CountingConfig>(spec: CountingEvaluatorSpec<C>): EvaluatorDefinition {
+  return {
+    name: spec.kind,
+    description: spec.description,
+    configSchema: z.toJSONSchema(spec.schema, { io: 'input' }),
+    zodSchema: spec.schema,
+    stateful: STATEFUL_REASON,
+    compile(raw, _parts, site) {
+      const config = spec.schema.parse(raw);
+      return countingCheck({
+        kind: spec.kind,
+        windowText: config.window,
+        windowMs: parseWindow(config.window) as number,
+        max: spec.max(config),
+        key: config.key === undefined ? null : (parseStepPath(config.key) as StepPath),
+        consistency: config.consistency,
+        site,
+        amountOf: spec.amountOf(config),
+      });
+    },
+  };
+}

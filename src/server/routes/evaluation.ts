@@ -57,8 +57,15 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
       body = requestOf(request.body, request.validationError === undefined, validAgentName);
       set = controlSets.peek(body.agent_name) ?? (await controlSets.get(body.agent_name));
       const base = span?.isRecording() ? tracedOptions : options;
-      // Only sets with rate or budget controls need the agent and the counters.
-      const pending = evaluateStep(set, body.step, body.stage, set.counting ? { ...base, agentName: body.agent_name, counters } : base);
+      // Only sets with rate or budget controls need the agent and the counters. Written
+      // out field by field: a spread ({ ...base, agentName }) made V8 give each request's
+      // options a new hidden class, so every read of them in the engine missed its cache.
+      const pending = evaluateStep(
+        set,
+        body.step,
+        body.stage,
+        set.counting ? { execution: base.execution, collectExecutions: base.collectExecutions, agentName: body.agent_name, counters } : base,
+      );
       outcome = pending instanceof Promise ? await pending : pending;
     } catch (error) {
       if (span) endFailedSpan(span, error);

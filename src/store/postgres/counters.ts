@@ -1,13 +1,23 @@
 /**
- * Counters of rate and budget controls shared by replicas. Each counted step is one
- * call of `counter_take` (migration 5): it locks the key's row, drops buckets that left
- * the window, checks and adds, and answers the sum, all in one statement and one round
- * trip. The row lock serialises replicas counting the same key, so the limit holds exactly.
- * A statement that does not answer within the timeout fails (the control's on_error).
+ * Counters of rate and budget controls shared by replicas. The steps of one counter and
+ * key are counted by one call of `counter_take_many` (migration 6) at a time: it locks the
+ * key's row, and for each step in arrival order drops buckets that left the window, checks
+ * and adds, and answers the step's sum, all in one statement and one round trip. Steps of
+ * that key that arrive while a call is under way wait for it and go together in the next
+ * call (at most MAX_BATCH), so a busy key costs one statement, one row lock and one commit
+ * per batch rather than per step. The row lock serialises replicas counting the same key,
+ * so the limit holds exactly. Different keys are counted in parallel.
+ *
+ * A step that has no answer within the timeout (waiting for an earlier call, for a
+ * connection or for the statement) fails, and so does every step of a call that fails:
+ * each follows its control's on_error.
  */
 import type { SharedCountRequest, SharedCounterStore, StoredCounter } from '../types.js';
 import type { PostgresDatabase } from './database.js';
 import { mapPgError } from './errors.js';
+
+/** Most steps of one key decided by one statement. */
+export const MAX_BATCH = 256;
 
 interface CounterDbRow {
   counter: string;
@@ -21,30 +31,85 @@ interface CounterDbRow {
   expires_at: number;
 }
 
+type Answer = { used: number; over: boolean };
+
+/** A step waiting for its count. */
+interface PendingStep {
+  request: SharedCountRequest;
+  now: number;
+  allowNewKey: boolean;
+  resolve(answer: Answer): void;
+  reject(error: unknown): void;
+  /** Answered, failed or timed out: nothing more happens to it. */
+  settled: boolean;
+  timer: NodeJS.Timeout;
+}
+
 export class PostgresCounters implements SharedCounterStore {
+  /** Per counter and key with a call under way: the steps that arrived since, in order. */
+  readonly #waiting = new Map<string, PendingStep[]>();
+
   constructor(
     private readonly database: PostgresDatabase,
-    /** Longest a counting statement may take, waiting for a connection included (ms). */
+    /** Longest a step may wait for its count, earlier calls and a connection included (ms). */
     private readonly timeoutMs = 2000,
   ) {}
 
-  async countShared(request: SharedCountRequest, now: number, allowNewKey: boolean): Promise<{ used: number; over: boolean }> {
-    const query = this.database.pool.query<{ used: number; over: boolean }>({
-      text: 'SELECT used, over FROM counter_take($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+  countShared(request: SharedCountRequest, now: number, allowNewKey: boolean): Promise<Answer> {
+    return new Promise<Answer>((resolve, reject) => {
+      const step: PendingStep = { request, now, allowNewKey, resolve, reject, settled: false, timer: undefined as unknown as NodeJS.Timeout };
+      step.timer = setTimeout(() => fail(step, new Error(`counting timed out after ${this.timeoutMs} ms`)), this.timeoutMs);
+      const id = `${request.counter}\u0000${request.key}`;
+      const waiting = this.#waiting.get(id);
+      if (waiting !== undefined) {
+        waiting.push(step);
+        return;
+      }
+      this.#waiting.set(id, []);
+      void this.#run(id, [step]);
+    });
+  }
+
+  /** Counts `batch`, then the next batch of the steps that waited, until none is left. */
+  async #run(id: string, first: PendingStep[]): Promise<void> {
+    let batch = first;
+    for (;;) {
+      try {
+        const answers = await this.#takeMany(batch);
+        batch.forEach((step, i) => answer(step, answers[i]!));
+      } catch (error) {
+        const mapped = mapPgError(error);
+        for (const step of batch) fail(step, mapped);
+      }
+      batch = nextBatch(this.#waiting.get(id)!);
+      if (batch.length === 0) {
+        this.#waiting.delete(id);
+        return;
+      }
+    }
+  }
+
+  /** One statement for the batch, bounded by the timeout as a whole (a connection's wait included). */
+  async #takeMany(batch: PendingStep[]): Promise<Answer[]> {
+    const head = batch[0]!.request;
+    const query = this.database.pool.query<{ used: number[]; over: boolean[] }>({
+      // Prepared once per connection: a busy key sends this statement back to back.
+      name: 'guard_counter_take_many',
+      text: 'SELECT used, over FROM counter_take_many($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
       values: [
-        request.counter,
-        request.key,
-        request.control_id,
-        request.kind,
-        request.window_ms,
-        now,
-        request.amount,
-        request.max,
-        request.always,
-        allowNewKey,
+        head.counter,
+        head.key,
+        head.control_id,
+        head.kind,
+        head.window_ms,
+        batch.map((s) => s.now),
+        batch.map((s) => s.request.amount),
+        batch.map((s) => s.request.max),
+        batch.map((s) => s.request.always),
+        batch[0]!.allowNewKey,
       ],
       query_timeout: this.timeoutMs,
-    } as { text: string; values: unknown[] });
+    } as { name: string; text: string; values: unknown[] });
     let timer: NodeJS.Timeout | undefined;
     // The pool may wait for a connection (a database that stopped answering) before the
     // statement's own timeout starts: the whole call is bounded too.
@@ -54,10 +119,8 @@ export class PostgresCounters implements SharedCounterStore {
     try {
       const result = await Promise.race([query, deadline]);
       const row = result.rows[0];
-      if (!row) throw new Error('counter_take answered no row');
-      return { used: Number(row.used), over: row.over };
-    } catch (error) {
-      throw mapPgError(error);
+      if (!row || row.used.length !== batch.length) throw new Error('counter_take_many answered no row for each step');
+      return row.used.map((used, i) => ({ used: Number(used), over: row.over[i]! }));
     } finally {
       clearTimeout(timer);
       // A query that lost the race settles later; its failure is already reported.
@@ -85,4 +148,50 @@ export class PostgresCounters implements SharedCounterStore {
     const rows = await this.database.query<{ n: string }>('SELECT count(*) AS n FROM counters');
     return Number(rows[0]?.n ?? 0);
   }
+}
+
+/**
+ * The steps at the head of `waiting` that one statement can decide together (same
+ * window, control, kind and key cap: the statement takes those once), at most MAX_BATCH;
+ * steps that already timed out are dropped, never counted.
+ */
+function nextBatch(waiting: PendingStep[]): PendingStep[] {
+  let drop = 0;
+  while (drop < waiting.length && waiting[drop]!.settled) drop++;
+  waiting.splice(0, drop);
+  const head = waiting[0];
+  if (head === undefined) return [];
+  const batch: PendingStep[] = [];
+  let taken = 0;
+  for (; taken < waiting.length && batch.length < MAX_BATCH; taken++) {
+    const step = waiting[taken]!;
+    if (step.settled) continue;
+    if (!sameStatement(step, head)) break;
+    batch.push(step);
+  }
+  waiting.splice(0, taken);
+  return batch;
+}
+
+function sameStatement(a: PendingStep, b: PendingStep): boolean {
+  return (
+    a.request.window_ms === b.request.window_ms &&
+    a.request.control_id === b.request.control_id &&
+    a.request.kind === b.request.kind &&
+    a.allowNewKey === b.allowNewKey
+  );
+}
+
+function answer(step: PendingStep, result: Answer): void {
+  if (step.settled) return;
+  step.settled = true;
+  clearTimeout(step.timer);
+  step.resolve(result);
+}
+
+function fail(step: PendingStep, error: unknown): void {
+  if (step.settled) return;
+  step.settled = true;
+  clearTimeout(step.timer);
+  step.reject(error);
 }
