@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import type { ServerSpec } from './server-process.js';
+import type { ChildRequest, ServerSpec } from './server-process.js';
 import { WORKLOADS, type WorkloadName } from './workloads.js';
 
 const run = promisify(execFile);
@@ -35,6 +35,8 @@ const SERVERS: Array<{ label: string; workload: WorkloadName; spec: ServerSpec }
   { label: 'POST /api/v1/evaluation, 10 controls in scope', workload: 'best', spec: { kind: 'guard', controls: 10, observability: false } },
   { label: 'the same, observability on', workload: 'best', spec: { kind: 'guard', controls: 10, observability: true } },
   { label: 'the same 10 in shadow mode, observability on', workload: 'best', spec: { kind: 'guard', controls: 10, observability: true, mode: 'shadow' } },
+  // bench/budgets.ts's pair: one rate control (counted in memory) beside the same 10.
+  { label: 'the same 10 plus one rate control, observability off', workload: 'best', spec: { kind: 'guard', controls: 10, observability: false, rateLimit: 1_000_000_000 } },
   { label: 'bare Fastify route (baseline)', workload: 'realistic', spec: { kind: 'bare' } },
   { label: 'POST /api/v1/evaluation', workload: 'realistic', spec: { kind: 'guard', workload: 'realistic', observability: false } },
   { label: 'the same, observability on', workload: 'realistic', spec: { kind: 'guard', workload: 'realistic', observability: true } },
@@ -106,6 +108,20 @@ async function send(url: URL, agent: http.Agent, count: number, bodies: readonly
   await Promise.all(Array.from({ length: CONNECTIONS }, loop));
 }
 
+/** Asks the benchmark server to write what observability holds; resolves when it is written. */
+function flush(child: ChildProcess): Promise<void> {
+  const id = Date.now();
+  return new Promise((resolve) => {
+    const onMessage = (message: { id?: number }) => {
+      if (message.id !== id) return;
+      child.off('message', onMessage);
+      resolve();
+    };
+    child.on('message', onMessage);
+    child.send({ id, op: 'flush' } satisfies ChildRequest);
+  });
+}
+
 /** Instructions per measured request of one server. */
 async function count(spec: ServerSpec, bodies: readonly string[], warm: number, measured: number): Promise<number> {
   const outDir = mkdtempSync(join(tmpdir(), 'guard-callgrind-'));
@@ -114,9 +130,14 @@ async function count(spec: ServerSpec, bodies: readonly string[], warm: number, 
   try {
     const target = new URL(url);
     await send(target, agent, warm, bodies);
+    // With observability on, events wait in a buffer for the flush timer: written inside
+    // the counted window they would be the warm-up's, and some counted requests' would be
+    // written after it. Flushing on both edges counts exactly the measured requests' writes.
+    if (spec.observability) await flush(child);
     const pid = String(child.pid);
     await run('callgrind_control', ['--instr=on', pid]);
     await send(target, agent, measured, bodies);
+    if (spec.observability) await flush(child);
     await run('callgrind_control', ['--instr=off', pid]);
     await run('callgrind_control', ['--dump', pid]);
     // The dump holds only what was counted while counting was on.

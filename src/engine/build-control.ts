@@ -161,7 +161,7 @@ function buildLeaf(
   } else if (parts) {
     selector = parts.selectors.keep(path, selector);
   }
-  const compiled = registry.compile(evaluatorName, config, `${prefix}evaluator`, parts, controlId);
+  const compiled = registry.compile(evaluatorName, config, `${prefix}evaluator`, parts, controlId, path);
   if (!compiled.ok) issues.push(...compiled.issues);
   if (typeof selector === 'string' || !compiled.ok) return null;
   return Object.freeze({

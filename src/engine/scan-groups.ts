@@ -3,7 +3,8 @@
  * of them, and a scan settles that for all of them at once:
  * - the literals the members declare (a regex's required literals, a list's entries) are
  *   searched for once each, and a text holding none of them matches no member;
- * - otherwise one RE2::Set pass over the text tells whether any regex member matches.
+ * - otherwise one RE2::Set pass over the text tells which regex members' patterns occur in
+ *   it: the members whose pattern it did not find match nothing.
  * Members a scan rules out are plain non-matches without running one by one; the others run
  * their own check as usual, so what a match says (and everything about errors) stays
  * exactly what the evaluator says.
@@ -34,7 +35,7 @@ export interface ScanGroup {
   readonly prefilters: readonly Prefilter[] | null;
   /** The regex members' patterns as one set (two or more of them), else null. */
   readonly set: CompiledPatternSet | null;
-  /** The members the set rules out when it finds nothing. */
+  /** The regex members, in the set's pattern order: the set rules out those whose pattern it does not find. */
   readonly setMembers: readonly number[];
 }
 
@@ -179,8 +180,13 @@ function ruledOutBy(g: ScanGroup, view: StepView): readonly number[] | null {
     // A long text is left to the members, which search it off the event loop.
     if (text.length >= OFFLOAD_MIN_BYTES) return null;
     if (g.prefilters !== null && !mayMatchAny(g.prefilters, text, memo)) return g.members;
-    if (g.set !== null && !g.set.test(memo.utf8(text))) return g.setMembers;
-    return null;
+    if (g.set === null) return null;
+    // Which of the set's patterns occur: the members of the others are ruled out, and only
+    // those whose pattern the pass found run their own search.
+    const found = g.set.match(memo.utf8(text));
+    if (found.length === 0) return g.setMembers;
+    if (found.length === g.setMembers.length) return null;
+    return g.setMembers.filter((_, k) => !found.includes(k));
   } catch {
     // Anything unexpected: the members run one by one, as without groups.
     return null;

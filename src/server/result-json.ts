@@ -13,7 +13,14 @@ import type { ControlMatch, ControlResult, EvaluationResult, SteeringContext } f
  * before is that app's, never shared with another app in the process.
  */
 export class AnswerWriter {
-  #lastAnswer: RepeatedAnswer | null = null;
+  /**
+   * Bytes of recent answers made only of frozen non-matches, by their first entry (or
+   * NO_ENTRIES): an agent's steps take a few shapes in turn (a query, an e-mail, a model
+   * output), and each shape's plain allow reads the same every time. A few answers are
+   * kept per first entry, newest first; the map is weak, so a dropped compiled set takes
+   * its answers along.
+   */
+  readonly #repeated = new WeakMap<object, RepeatedAnswer[]>();
   /** Texts of frozen entries; weak, so compiled sets that are dropped take theirs along. */
   readonly #frozenText = new WeakMap<ControlMatch, string>();
   /**
@@ -38,30 +45,34 @@ export class AnswerWriter {
   }
 
   /**
-   * The answer as the bytes to send. Most answers a busy agent gets are the same as the one
-   * before (allow, with the same frozen non-matches: see #listJson), and that answer's bytes
-   * are kept and sent again. A string answer would be concatenated, measured for its
-   * Content-Length and encoded to UTF-8 by Node on every request: about 1.4 KB each time
-   * for ten controls in scope.
+   * The answer as the bytes to send. Most answers a busy agent gets are ones it got before
+   * (allow, with the same frozen non-matches: see #repeated), and those bytes are sent
+   * again. A string answer would be concatenated, measured for its Content-Length and
+   * encoded to UTF-8 by Node on every request: about 1.4 KB each time for ten controls in
+   * scope.
    */
   answer(result: EvaluationResult): Buffer {
     const repeatable =
       result.matches.length === 0 && result.errors.length === 0 && result.shadow_matches.length === 0 && result.steering_context === null;
-    const last = this.#lastAnswer;
-    if (
-      repeatable &&
-      last !== null &&
-      result.decision === last.decision &&
-      result.is_safe === last.is_safe &&
-      result.confidence === last.confidence &&
-      sameEntries(result.non_matches, last.nonMatches)
-    ) {
-      return last.bytes;
+    if (!repeatable) return Buffer.from(this.json(result), 'utf8');
+    const key: object = result.non_matches[0] ?? NO_ENTRIES;
+    const kept = this.#repeated.get(key);
+    if (kept !== undefined) {
+      for (const known of kept) {
+        if (result.decision === known.decision && result.is_safe === known.is_safe && result.confidence === known.confidence && sameEntries(result.non_matches, known.nonMatches)) {
+          return known.bytes;
+        }
+      }
     }
     const bytes = Buffer.from(this.json(result), 'utf8');
     // Only an answer made of frozen entries is known to read the same next time.
-    if (repeatable && sameEntries(result.non_matches, this.#lastFrozenList)) {
-      this.#lastAnswer = { decision: result.decision, is_safe: result.is_safe, confidence: result.confidence, nonMatches: this.#lastFrozenList, bytes };
+    if (result.non_matches.every((m) => this.#frozenText.has(m))) {
+      const entry = { decision: result.decision, is_safe: result.is_safe, confidence: result.confidence, nonMatches: result.non_matches.slice(), bytes };
+      if (kept === undefined) this.#repeated.set(key, [entry]);
+      else {
+        kept.unshift(entry);
+        if (kept.length > ANSWERS_PER_FIRST_ENTRY) kept.pop();
+      }
     }
     return bytes;
   }
@@ -89,6 +100,12 @@ export class AnswerWriter {
     return text;
   }
 }
+
+/** The key of answers without non-matches (no control in scope). */
+const NO_ENTRIES = Object.freeze({});
+
+/** Answers kept per first non-match: the shapes whose non-matches start with the same control. */
+const ANSWERS_PER_FIRST_ENTRY = 4;
 
 interface RepeatedAnswer {
   decision: EvaluationResult['decision'];

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { compileControls, evaluateStep, type EvaluationOutcome } from '../../src/engine/index.js';
 import { HOT_AFTER, scanGroupsOf } from '../../src/engine/scan-groups.js';
 import { OFFLOAD_MIN_BYTES } from '../../src/evaluators/regex/re2.js';
-import { createDefaultRegistry } from '../../src/evaluators/registry.js';
+import { createDefaultRegistry, EvaluatorRegistry } from '../../src/evaluators/registry.js';
+import type { CompiledCheck } from '../../src/evaluators/types.js';
 import type { Step } from '../../src/model/index.js';
 import { control, regexControl, toolStep } from './helpers.js';
 
@@ -225,5 +226,64 @@ describe('list controls scanned with the regex controls of their field', () => {
     expect(matched(listSteps[14]!)).toEqual(['grant', 'secret']);
     expect(matched(listSteps[15]!)).toEqual(['grant']);
     expect(matched(listSteps[0]!)).toEqual(['exact']);
+  });
+});
+
+describe('a field whose set finds some patterns', () => {
+  /** The default evaluators, with the regex checks run counted by pattern. */
+  function countingRegexRegistry(runs: string[]): EvaluatorRegistry {
+    const base = createDefaultRegistry();
+    const out = new EvaluatorRegistry();
+    for (const name of base.names()) {
+      const def = base.get(name)!;
+      if (name !== 'regex') {
+        out.register(def);
+        continue;
+      }
+      out.register({
+        ...def,
+        compile(config, parts, site) {
+          const check = def.compile(config, parts, site);
+          const counted: CompiledCheck = (value, memo) => {
+            runs.push((config as { pattern: string }).pattern);
+            return check(value, memo);
+          };
+          // The check's own properties (its scan hint) go along, so the field is scanned as usual.
+          return Object.assign(counted, check);
+        },
+      });
+    }
+    return out;
+  }
+
+  const patterns: Record<string, string> = {
+    ssn: '\\b\\d{3}-\\d{2}-\\d{4}\\b',
+    email: '[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\\.[A-Za-z]{2,}',
+    card: '\\b(?:\\d[ -]?){13,16}\\b',
+    key: '\\b(sk|pk)_(live|test)_[0-9a-zA-Z]{16,}\\b',
+  };
+  const outputControls = Object.entries(patterns).map(([name, pattern]) =>
+    regexControl(name, pattern, { selector: { path: 'output' }, ...(name === 'email' && { action: { decision: 'log' } }) }),
+  );
+  const answer = (output: string): Step => ({ type: 'llm', name: 'model', input: 'q', output });
+
+  it('runs only the members whose pattern occurs, and answers as one-by-one evaluation does', () => {
+    const runs: string[] = [];
+    const set = compileControls(outputControls, countingRegexRegistry(runs));
+    for (let i = 0; i < HOT_AFTER; i++) sync(evaluateStep(set, answer('warm up'), 'post'));
+    const texts = [
+      'write to support@shop.example for help',
+      'SSN 123-45-6789 and mail bob@example.com',
+      'nothing to see here',
+      'key sk_live_0123456789abcdefghij and 4111 1111 1111 1111',
+    ];
+    const expectedRuns = [['email'], ['ssn', 'email'], [], ['card', 'key']];
+    texts.forEach((text, i) => {
+      runs.length = 0;
+      const hot = sync(evaluateStep(set, answer(text), 'post')).result;
+      const ran = Object.keys(patterns).filter((name) => runs.includes(patterns[name]!));
+      expect(ran).toEqual(expectedRuns[i]);
+      expect(hot).toEqual(sync(evaluateStep(compileControls(outputControls, registry), answer(text), 'post')).result);
+    });
   });
 });

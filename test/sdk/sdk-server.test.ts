@@ -236,7 +236,7 @@ describe('json and sql controls with execution: sdk', () => {
     const malformed = await guarded({ sql: 'SELECT 1', limit: 5000 }).catch((e: unknown) => e);
     expect(malformed).toBeInstanceOf(ControlViolationError);
     expect((malformed as ControlViolationError).controlName).toBe('sdk-json');
-    expect((malformed as ControlViolationError).detail).toContain('limit: must be <= 100');
+    expect((malformed as ControlViolationError).detail).toContain('input.limit: must be <= 100');
     expect(queryDb).toHaveBeenCalledTimes(1);
   });
 });

@@ -89,6 +89,26 @@ describe('evaluationAnswer', () => {
     for (const r of sequence) expect(text(r)).toBe(JSON.stringify(r));
   });
 
+  it('keeps the answer of each step shape an agent sends in turn, and answers each shape as itself', () => {
+    const local = new AnswerWriter();
+    const [p, q, r2, s] = [plain(21), plain(22), plain(23), plain(24)];
+    // Shapes whose non-matches start with the same control, and one without any.
+    const shapes = [[p, q], [p, r2], [p], [q, s], []];
+    const first = shapes.map((list) => local.answer(result({ non_matches: list })));
+    for (let round = 0; round < 3; round++) {
+      shapes.forEach((list, i) => {
+        const bytes = local.answer(result({ non_matches: list.slice() }));
+        expect(bytes).toBe(first[i]);
+        expect(bytes.toString('utf8')).toBe(JSON.stringify(result({ non_matches: list })));
+      });
+    }
+    // More shapes than are kept per first entry: each still answers as itself.
+    const many = [q, r2, s, plain(25), plain(26), plain(27)].map((m) => [p, m]);
+    for (let round = 0; round < 2; round++) {
+      for (const list of many) expect(local.answer(result({ non_matches: list })).toString('utf8')).toBe(JSON.stringify(result({ non_matches: list })));
+    }
+  });
+
   it('never repeats an answer that holds a match, an error or an entry that may change', () => {
     const hit: ControlMatch = { control_id: 3, control_name: 'c-3', action: 'deny', result: { matched: true, confidence: 1, message: 'first', metadata: null } };
     const r = result({ decision: 'deny', is_safe: false, matches: [hit], non_matches: [a] });
