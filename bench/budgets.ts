@@ -3,10 +3,9 @@
  * - POST /api/v1/evaluation throughput with one `rate` control in scope (a limit the run
  *   never reaches, so every step is counted and allowed) against the same 10 benchmark
  *   controls without it, each server in its own process, paired rounds as in
- *   bench/server.ts; on SQLite (counted in memory) and on PostgreSQL (exact: every step
- *   is counted by a `counter_take_many` statement under the key's row lock, the steps that
- *   queued behind the statement before it counted together by the next one, so with all
- *   the load on one key a statement carries up to the load's connections, 10, of steps);
+ *   bench/server.ts; on SQLite (counted in memory) and on PostgreSQL (exact: the steps of
+ *   the key are counted from room leased to the server under the limit, one
+ *   `counter_take_leased` statement per lease, see server/leased-counts.ts);
  * - exactness: two server processes on one PostgreSQL schema, 3 x limit concurrent steps of
  *   one key split between them; the run reports how many were allowed against the limit.
  */

@@ -9,6 +9,7 @@ import { usedAt } from '../evaluators/counting/window.js';
 import type { SharedCounterStore, Store } from '../store/types.js';
 import type { ServerConfig } from './config.js';
 import { ApproximateCounts } from './approximate-counts.js';
+import { LeasedCounts } from './leased-counts.js';
 
 export interface ServerCounters extends Counters {
   /** Keys with something in their window, with their use and limit. */
@@ -26,11 +27,11 @@ const PRUNE_INTERVAL_MS = 60_000;
 
 export function createServerCounters(
   store: Store,
-  config: Pick<ServerConfig, 'counterMaxKeys'>,
+  config: Pick<ServerConfig, 'counterMaxKeys'> & Partial<Pick<ServerConfig, 'counterTimeoutMs'>>,
   options: ServerCountersOptions = {},
 ): ServerCounters {
   const now = options.now ?? Date.now;
-  if (store.sharedCounters) return new SharedCounters(store.sharedCounters, config.counterMaxKeys, now);
+  if (store.sharedCounters) return new SharedCounters(store.sharedCounters, config.counterMaxKeys, config.counterTimeoutMs ?? 2000, now);
   const memory = new MemoryCounters({
     now,
     maxKeys: config.counterMaxKeys,
@@ -44,8 +45,9 @@ export function createServerCounters(
 }
 
 /**
- * PostgreSQL: `exact` counts each step with one atomic statement; `approximate` counts
- * in memory and adds the counts to the shared table in batches (approximate-counts.ts).
+ * PostgreSQL: `exact` counts each step against the shared table, most of them from room
+ * leased under the limit (leased-counts.ts); `approximate` counts in memory and adds the
+ * counts to the shared table in batches (approximate-counts.ts).
  */
 class SharedCounters implements ServerCounters {
   /** False once the table holds the most keys allowed: a new key is then an error. */
@@ -53,13 +55,16 @@ class SharedCounters implements ServerCounters {
   readonly #timer: NodeJS.Timeout;
   #pruning: Promise<void> | undefined;
   readonly #approximate: ApproximateCounts;
+  readonly #exact: LeasedCounts;
 
   constructor(
     private readonly shared: SharedCounterStore,
     private readonly maxKeys: number,
+    timeoutMs: number,
     private readonly now: () => number,
   ) {
     this.#approximate = new ApproximateCounts(shared, now, () => this.#allowNew);
+    this.#exact = new LeasedCounts(shared, now, () => this.#allowNew, timeoutMs);
     this.#timer = setInterval(() => void this.prune(), PRUNE_INTERVAL_MS);
     this.#timer.unref();
     void this.prune();
@@ -67,7 +72,7 @@ class SharedCounters implements ServerCounters {
 
   count(request: CountRequest): Promise<CountAnswer> | CountAnswer {
     if (request.consistency === 'approximate') return this.#approximate.count(request);
-    return this.shared.countShared(request, this.now(), this.#allowNew);
+    return this.#exact.count(request);
   }
 
   /** Deletes idle rows and notes whether new keys still fit; an outage is retried next time. */
@@ -99,6 +104,7 @@ class SharedCounters implements ServerCounters {
   async close(): Promise<void> {
     clearInterval(this.#timer);
     await this.#approximate.close();
+    await this.#exact.close();
     await this.#pruning;
   }
 }

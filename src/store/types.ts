@@ -273,9 +273,35 @@ export interface CounterRowStore {
   deleteExpiredCounters(now: number): void;
 }
 
+/**
+ * What a step carries for its replica's lease of a key (server/leased-counts.ts): the
+ * lease it gives back, if any, and the room it asks for.
+ */
+export interface LeaseTerms {
+  /** The step may be answered `retryAt` instead of refused when only unused leases keep it out. */
+  defer: boolean;
+  /** The lease given back: as granted, the part not used, and the bucket it went into. */
+  release: { granted: number; unused: number; bucket: number } | null;
+  /** Room to lease after this step (0: none). */
+  ask: number;
+  /** How long a lease granted now lasts (ms). */
+  leaseMs: number;
+}
+
+/** A shared count's answer; with lease terms, also the lease granted and a retry time. */
+export interface SharedCountAnswer {
+  used: number;
+  over: boolean;
+  /** Room leased to this replica (counted already), and the bucket it went into. */
+  granted?: number;
+  leaseBucket?: number;
+  /** Not decided: only leases keep it out; count it again after this time (ms since the epoch). */
+  retryAt?: number;
+}
+
 /** PostgreSQL's counters: each counted step checked and added in one statement, under a row lock. */
 export interface SharedCounterStore {
-  countShared(request: SharedCountRequest, now: number, allowNewKey: boolean): Promise<{ used: number; over: boolean }>;
+  countShared(request: SharedCountRequest, now: number, allowNewKey: boolean, lease?: LeaseTerms): Promise<SharedCountAnswer>;
   /** Keys with something in their window at `now`. */
   counterUsage(now: number): Promise<StoredCounter[]>;
   /** Deletes idle rows; returns how many rows are left. */

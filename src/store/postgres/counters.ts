@@ -1,18 +1,19 @@
 /**
  * Counters of rate and budget controls shared by replicas. The steps of one counter and
- * key are counted by one call of `counter_take_many` (migration 6) at a time: it locks the
+ * key are counted by one call of `counter_take_leased` (migration 7) at a time: it locks the
  * key's row, and for each step in arrival order drops buckets that left the window, checks
  * and adds, and answers the step's sum, all in one statement and one round trip. Steps of
  * that key that arrive while a call is under way wait for it and go together in the next
  * call (at most MAX_BATCH), so a busy key costs one statement, one row lock and one commit
  * per batch rather than per step. The row lock serialises replicas counting the same key,
- * so the limit holds exactly. Different keys are counted in parallel.
+ * so the limit holds exactly. Different keys are counted in parallel. A step may also carry
+ * its replica's lease terms (give a lease back, ask for one: server/leased-counts.ts).
  *
  * A step that has no answer within the timeout (waiting for an earlier call, for a
  * connection or for the statement) fails, and so does every step of a call that fails:
  * each follows its control's on_error.
  */
-import type { SharedCountRequest, SharedCounterStore, StoredCounter } from '../types.js';
+import type { LeaseTerms, SharedCountAnswer, SharedCountRequest, SharedCounterStore, StoredCounter } from '../types.js';
 import type { PostgresDatabase } from './database.js';
 import { mapPgError } from './errors.js';
 
@@ -31,13 +32,14 @@ interface CounterDbRow {
   expires_at: number;
 }
 
-type Answer = { used: number; over: boolean };
+type Answer = SharedCountAnswer;
 
 /** A step waiting for its count. */
 interface PendingStep {
   request: SharedCountRequest;
   now: number;
   allowNewKey: boolean;
+  lease: LeaseTerms | undefined;
   resolve(answer: Answer): void;
   reject(error: unknown): void;
   /** Answered, failed or timed out: nothing more happens to it. */
@@ -55,9 +57,9 @@ export class PostgresCounters implements SharedCounterStore {
     private readonly timeoutMs = 2000,
   ) {}
 
-  countShared(request: SharedCountRequest, now: number, allowNewKey: boolean): Promise<Answer> {
+  countShared(request: SharedCountRequest, now: number, allowNewKey: boolean, lease?: LeaseTerms): Promise<Answer> {
     return new Promise<Answer>((resolve, reject) => {
-      const step: PendingStep = { request, now, allowNewKey, resolve, reject, settled: false, timer: undefined as unknown as NodeJS.Timeout };
+      const step: PendingStep = { request, now, allowNewKey, lease, resolve, reject, settled: false, timer: undefined as unknown as NodeJS.Timeout };
       step.timer = setTimeout(() => fail(step, new Error(`counting timed out after ${this.timeoutMs} ms`)), this.timeoutMs);
       const id = `${request.counter}\u0000${request.key}`;
       const waiting = this.#waiting.get(id);
@@ -92,10 +94,10 @@ export class PostgresCounters implements SharedCounterStore {
   /** One statement for the batch, bounded by the timeout as a whole (a connection's wait included). */
   async #takeMany(batch: PendingStep[]): Promise<Answer[]> {
     const head = batch[0]!.request;
-    const query = this.database.pool.query<{ used: number[]; over: boolean[] }>({
+    const query = this.database.pool.query<TakeRow>({
       // Prepared once per connection: a busy key sends this statement back to back.
-      name: 'guard_counter_take_many',
-      text: 'SELECT used, over FROM counter_take_many($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+      name: 'guard_counter_take_leased',
+      text: 'SELECT used, over, granted, lease_bucket, retry_at FROM counter_take_leased($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)',
       values: [
         head.counter,
         head.key,
@@ -107,6 +109,12 @@ export class PostgresCounters implements SharedCounterStore {
         batch.map((s) => s.request.max),
         batch.map((s) => s.request.always),
         batch[0]!.allowNewKey,
+        batch.map((s) => s.lease?.defer ?? false),
+        batch.map((s) => s.lease?.release?.granted ?? 0),
+        batch.map((s) => s.lease?.release?.unused ?? 0),
+        batch.map((s) => s.lease?.release?.bucket ?? 0),
+        batch.map((s) => s.lease?.ask ?? 0),
+        Math.max(0, ...batch.map((s) => s.lease?.leaseMs ?? 0)),
       ],
       query_timeout: this.timeoutMs,
     } as { name: string; text: string; values: unknown[] });
@@ -119,8 +127,8 @@ export class PostgresCounters implements SharedCounterStore {
     try {
       const result = await Promise.race([query, deadline]);
       const row = result.rows[0];
-      if (!row || row.used.length !== batch.length) throw new Error('counter_take_many answered no row for each step');
-      return row.used.map((used, i) => ({ used: Number(used), over: row.over[i]! }));
+      if (!row || row.used.length !== batch.length) throw new Error('counter_take_leased answered no row for each step');
+      return batch.map((step, i) => answerOf(row, i, step.lease !== undefined));
     } finally {
       clearTimeout(timer);
       // A query that lost the race settles later; its failure is already reported.
@@ -171,6 +179,25 @@ function nextBatch(waiting: PendingStep[]): PendingStep[] {
   }
   waiting.splice(0, taken);
   return batch;
+}
+
+interface TakeRow {
+  used: number[];
+  over: boolean[];
+  granted: number[];
+  lease_bucket: string[];
+  retry_at: number[];
+}
+
+/** Step i's answer; the lease fields only for a step that came with lease terms. */
+function answerOf(row: TakeRow, i: number, leased: boolean): Answer {
+  const answer: Answer = { used: Number(row.used[i]), over: row.over[i]! };
+  if (!leased) return answer;
+  answer.granted = Number(row.granted[i]);
+  answer.leaseBucket = Number(row.lease_bucket[i]);
+  const retryAt = Number(row.retry_at[i]);
+  if (retryAt > 0) answer.retryAt = retryAt;
+  return answer;
 }
 
 function sameStatement(a: PendingStep, b: PendingStep): boolean {

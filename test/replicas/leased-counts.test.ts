@@ -1,0 +1,138 @@
+/**
+ * Exact counting with leases on a real PostgreSQL (server/leased-counts.ts): a replica
+ * counts most steps from room leased under the limit, gives back what it did not use, and
+ * a step that only another replica's unused lease keeps out waits for it instead of being
+ * refused, so replicas together still admit exactly the limit.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { CountAnswer, CountRequest } from '../../src/evaluators/types.js';
+import { usedAt } from '../../src/evaluators/counting/window.js';
+import { LEASE_MS, LeasedCounts } from '../../src/server/leased-counts.js';
+import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import type { SharedCounterStore } from '../../src/store/types.js';
+import { dropSchemas, pgRequired, pgUnreachable, pgUrl, skipReasonOf } from './pg.js';
+
+const unreachable = await pgUnreachable();
+const schemas: string[] = [];
+const stores: PostgresStore[] = [];
+afterAll(async () => {
+  await Promise.all(stores.map((s) => s.close().catch(() => undefined)));
+  if (!unreachable) await dropSchemas(schemas);
+});
+
+async function open(schema?: string): Promise<PostgresStore> {
+  const name = schema ?? `guard_lease_${randomBytes(6).toString('hex')}`;
+  if (schema === undefined) schemas.push(name);
+  const store = await PostgresStore.open(pgUrl, { schema: name });
+  stores.push(store);
+  return store;
+}
+
+/** A replica's exact counts, with the statements it sends counted. */
+function replica(store: PostgresStore): { counts: LeasedCounts; statements: () => number } {
+  let statements = 0;
+  const shared: SharedCounterStore = {
+    countShared: (...args) => {
+      statements++;
+      return store.sharedCounters.countShared(...args);
+    },
+    counterUsage: (now) => store.sharedCounters.counterUsage(now),
+    pruneCounters: (now) => store.sharedCounters.pruneCounters(now),
+  };
+  return { counts: new LeasedCounts(shared, Date.now, () => true, 2000), statements: () => statements };
+}
+
+const rate = (limit: number): CountRequest => ({
+  control_id: 1,
+  counter: '1',
+  key: 'ann',
+  window_ms: 60_000,
+  amount: 1,
+  max: limit,
+  always: true,
+  kind: 'rate',
+  consistency: 'exact',
+});
+
+/** The key's sum in the shared table now. */
+async function storedSum(store: PostgresStore, counter = '1'): Promise<number> {
+  const now = Date.now();
+  const row = (await store.sharedCounters.counterUsage(now)).find((r) => r.counter === counter);
+  return row ? usedAt({ idx: row.idx, val: row.val }, now, row.window_ms) : 0;
+}
+
+/** One step counted: answered from a lease at once, or by the database later. */
+const count = (counts: LeasedCounts, request: CountRequest): Promise<CountAnswer> => Promise.resolve(counts.count(request));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const allowed = (answers: CountAnswer[]) => answers.filter((a) => !a.over).length;
+
+describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(unreachable) : 'leased exact counts', () => {
+  it('counts most steps of a busy key from a lease, each with its own sum, and gives back the rest', async () => {
+    const store = await open();
+    const { counts, statements } = replica(store);
+    const answers = await Promise.all(Array.from({ length: 200 }, () => count(counts, rate(1_000_000))));
+    expect(answers.every((a) => !a.over)).toBe(true);
+    expect(answers.map((a) => a.used).sort((x, y) => x - y)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+    // 64 steps' room a statement: 4 statements, not 200.
+    expect(statements()).toBeLessThanOrEqual(8);
+    // The unused part of the last lease is counted until it is given back, then not.
+    expect(await storedSum(store)).toBeGreaterThan(200);
+    await counts.close();
+    expect(await storedSum(store)).toBe(200);
+  });
+
+  it('gives an unused lease back by itself at its end', async () => {
+    const store = await open();
+    const { counts } = replica(store);
+    for (let i = 0; i < 5; i++) expect(await counts.count(rate(1_000_000))).toEqual({ used: i + 1, over: false });
+    expect(await storedSum(store)).toBe(1 + 64);
+    await sleep(LEASE_MS);
+    expect(await storedSum(store)).toBe(5);
+    await counts.close();
+  });
+
+  it('admits exactly the limit across two replicas hit with 3 x limit concurrent steps', async () => {
+    const a = await open();
+    const b = await open(schemas[schemas.length - 1]);
+    const ra = replica(a);
+    const rb = replica(b);
+    const answers = await Promise.all(Array.from({ length: 600 }, (_, i) => count((i % 2 ? ra : rb).counts, rate(200))));
+    expect(allowed(answers)).toBe(200);
+    await ra.counts.close();
+    await rb.counts.close();
+    // Every step of a rate control counts, refused ones too; no lease is left in the sum.
+    expect(await storedSum(a)).toBe(600);
+  });
+
+  it("lets a step that only another replica's unused lease keeps out wait for it, not be refused", async () => {
+    const a = await open();
+    const b = await open(schemas[schemas.length - 1]);
+    const ra = replica(a);
+    const rb = replica(b);
+    // A counts one step and leases a quarter of the room left: 24 of 99.
+    expect(await ra.counts.count(rate(100))).toEqual({ used: 1, over: false });
+    expect(await storedSum(a)).toBe(25);
+    // B asks for more than the rest at once. Without waiting, only 75 would get through
+    // while A's lease sits unused; with it, B gets A's 24 when A gives them back.
+    const fromB = await Promise.all(Array.from({ length: 120 }, () => count(rb.counts, rate(100))));
+    expect(allowed(fromB)).toBe(99);
+    await ra.counts.close();
+    await rb.counts.close();
+    expect(await storedSum(a)).toBe(121);
+  });
+
+  it('counts a lease that was never given back as spent once it has ended, and refuses then', async () => {
+    const a = await open();
+    const b = await open(schemas[schemas.length - 1]);
+    const ra = replica(a);
+    const rb = replica(b);
+    expect(await ra.counts.count(rate(100))).toEqual({ used: 1, over: false });
+    // A's database connections go away with its lease unreturned (a replica that died).
+    await a.close();
+    const fromB = await Promise.all(Array.from({ length: 120 }, () => count(rb.counts, rate(100))));
+    // B waited for the lease's end, then counted A's 24 as spent: never more than the limit.
+    expect(allowed(fromB)).toBe(75);
+    await rb.counts.close();
+  });
+});
