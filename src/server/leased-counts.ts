@@ -66,6 +66,8 @@ export class LeasedCounts {
     private readonly allowNew: () => boolean,
     /** Longest a step may wait, retries behind other replicas' leases included (ms). */
     private readonly timeoutMs: number,
+    /** How long a lease is counted as unused room (tests lengthen it); used for half of it. */
+    private readonly leaseMs = LEASE_MS,
   ) {}
 
   count(request: CountRequest): CountAnswer | Promise<CountAnswer> {
@@ -120,13 +122,13 @@ export class LeasedCounts {
     if (old) clearTimeout(old.timer);
     state.asking = true;
     const ask = head.request.amount * LEASE_STEPS;
-    this.shared.countShared(head.request, now, this.allowNew(), terms(old, ask)).then(
+    this.shared.countShared(head.request, now, this.allowNew(), this.#terms(old, ask)).then(
       (answer) => {
         state.asking = false;
         if (answer.granted !== undefined && answer.granted > 0) {
           state.lease = this.#lease(id, state, head.request, answer, now);
         } else {
-          state.directUntil = now + LEASE_MS;
+          state.directUntil = now + this.leaseMs;
         }
         this.#settle(head, answer);
         this.#pump(id, state);
@@ -144,7 +146,7 @@ export class LeasedCounts {
 
   /** A step counted in the database without a lease; `release` gives one back on the way. */
   #countInDatabase(step: Waiting, release: Lease | null, ask: number): void {
-    this.shared.countShared(step.request, this.now(), this.allowNew(), terms(release, ask)).then(
+    this.shared.countShared(step.request, this.now(), this.allowNew(), this.#terms(release, ask)).then(
       (answer) => this.#settle(step, answer),
       (error: unknown) => step.reject(error),
     );
@@ -172,7 +174,7 @@ export class LeasedCounts {
       held: answer.granted!,
       bucket: answer.leaseBucket!,
       base: answer.used,
-      until: now + LEASE_MS / 2,
+      until: now + this.leaseMs / 2,
       timer: undefined as unknown as NodeJS.Timeout,
     };
     // Given back at its end unless a step asking for the next one gives it back first.
@@ -181,7 +183,7 @@ export class LeasedCounts {
       state.lease = null;
       void this.#giveBack(lease).catch(() => undefined);
       if (!state.asking && state.queue.length === 0) this.#keys.delete(id);
-    }, LEASE_MS / 2);
+    }, this.leaseMs / 2);
     lease.timer.unref();
     return lease;
   }
@@ -189,17 +191,17 @@ export class LeasedCounts {
   /** A statement that only gives `lease` back (an amount of 0 decides nothing). */
   #giveBack(lease: Lease): Promise<SharedCountAnswer> {
     clearTimeout(lease.timer);
-    return this.shared.countShared({ ...lease.terms, amount: 0 }, this.now(), true, terms(lease, 0));
+    return this.shared.countShared({ ...lease.terms, amount: 0 }, this.now(), true, this.#terms(lease, 0));
   }
-}
 
-function terms(release: Lease | null, ask: number): LeaseTerms {
-  return {
-    defer: true,
-    release: release ? { granted: release.granted, unused: release.held, bucket: release.bucket } : null,
-    ask,
-    leaseMs: LEASE_MS,
-  };
+  #terms(release: Lease | null, ask: number): LeaseTerms {
+    return {
+      defer: true,
+      release: release ? { granted: release.granted, unused: release.held, bucket: release.bucket } : null,
+      ask,
+      leaseMs: this.leaseMs,
+    };
+  }
 }
 
 /** The step's answer from the key's lease, or null when the lease cannot serve it. */

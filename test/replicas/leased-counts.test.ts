@@ -29,8 +29,12 @@ async function open(schema?: string): Promise<PostgresStore> {
   return store;
 }
 
-/** A replica's exact counts, with the statements it sends counted. */
-function replica(store: PostgresStore): { counts: LeasedCounts; statements: () => number } {
+/**
+ * A replica's exact counts, with the statements it sends counted. Leases last a minute
+ * unless a test says otherwise, so that nothing is given back by time alone while the
+ * test looks (a loaded machine may take longer than LEASE_MS between two lines).
+ */
+function replica(store: PostgresStore, leaseMs = 60_000): { counts: LeasedCounts; statements: () => number } {
   let statements = 0;
   const shared: SharedCounterStore = {
     countShared: (...args) => {
@@ -40,7 +44,7 @@ function replica(store: PostgresStore): { counts: LeasedCounts; statements: () =
     counterUsage: (now) => store.sharedCounters.counterUsage(now),
     pruneCounters: (now) => store.sharedCounters.pruneCounters(now),
   };
-  return { counts: new LeasedCounts(shared, Date.now, () => true, 2000), statements: () => statements };
+  return { counts: new LeasedCounts(shared, Date.now, () => true, 5000, leaseMs), statements: () => statements };
 }
 
 const rate = (limit: number): CountRequest => ({
@@ -64,7 +68,6 @@ async function storedSum(store: PostgresStore, counter = '1'): Promise<number> {
 
 /** One step counted: answered from a lease at once, or by the database later. */
 const count = (counts: LeasedCounts, request: CountRequest): Promise<CountAnswer> => Promise.resolve(counts.count(request));
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const allowed = (answers: CountAnswer[]) => answers.filter((a) => !a.over).length;
 
 describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(unreachable) : 'leased exact counts', () => {
@@ -84,11 +87,12 @@ describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(
 
   it('gives an unused lease back by itself at its end', async () => {
     const store = await open();
-    const { counts } = replica(store);
+    const { counts } = replica(store, LEASE_MS);
     for (let i = 0; i < 5; i++) expect(await counts.count(rate(1_000_000))).toEqual({ used: i + 1, over: false });
-    expect(await storedSum(store)).toBe(1 + 64);
-    await sleep(LEASE_MS);
-    expect(await storedSum(store)).toBe(5);
+    // The lease's 64 were counted when it was granted, and come back when it ends.
+    await expect.poll(() => storedSum(store), { timeout: 5000 }).toBe(5);
+    const stored = (await store.sharedCounters.counterUsage(Date.now()))[0]!;
+    expect(stored.val.reduce((a, b) => a + b, 0)).toBe(5);
     await counts.close();
   });
 
@@ -108,8 +112,10 @@ describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(
   it("lets a step that only another replica's unused lease keeps out wait for it, not be refused", async () => {
     const a = await open();
     const b = await open(schemas[schemas.length - 1]);
-    const ra = replica(a);
-    const rb = replica(b);
+    // A's lease ends (and is given back) 300 ms after it was granted; B waits for it.
+    const ra = replica(a, 300);
+    // B's own leases end as soon: a step it defers waits for the last lease's end.
+    const rb = replica(b, 300);
     // A counts one step and leases a quarter of the room left: 24 of 99.
     expect(await ra.counts.count(rate(100))).toEqual({ used: 1, over: false });
     expect(await storedSum(a)).toBe(25);
@@ -125,8 +131,8 @@ describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(
   it('counts a lease that was never given back as spent once it has ended, and refuses then', async () => {
     const a = await open();
     const b = await open(schemas[schemas.length - 1]);
-    const ra = replica(a);
-    const rb = replica(b);
+    const ra = replica(a, 300);
+    const rb = replica(b, 300);
     expect(await ra.counts.count(rate(100))).toEqual({ used: 1, over: false });
     // A's database connections go away with its lease unreturned (a replica that died).
     await a.close();
