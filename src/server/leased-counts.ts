@@ -16,8 +16,10 @@
  *   leases are back or have ended (a lease not given back by its end counts as spent,
  *   so a replica that died with a lease costs at most that lease, never an overshoot).
  *
- * While the database grants no lease for a key (its room is small), that key's steps are
- * counted one statement per batch as without leases, until LEASE_MS has passed.
+ * Only a busy key asks for a lease (steps queued behind the one counted, or a lease used
+ * just now); other keys' steps are counted one statement each. While the database grants
+ * no lease to a busy key (its room is small), that key's steps are counted one statement
+ * per batch as without leases, until LEASE_MS has passed.
  */
 import type { CountAnswer, CountRequest } from '../evaluators/types.js';
 import type { LeaseTerms, SharedCountAnswer, SharedCounterStore } from '../store/types.js';
@@ -121,13 +123,17 @@ export class LeasedCounts {
     state.lease = null;
     if (old) clearTimeout(old.timer);
     state.asking = true;
-    const ask = head.request.amount * LEASE_STEPS;
+    // Only a busy key asks for a lease: one with steps waiting behind this one, or one
+    // that used a lease just now. A key seen now and then (a user's occasional step) is
+    // counted by one statement, without a lease to give back by a second one.
+    const busy = state.queue.length > 0 || old !== null;
+    const ask = busy ? head.request.amount * LEASE_STEPS : 0;
     this.shared.countShared(head.request, now, this.allowNew(), this.#terms(old, ask)).then(
       (answer) => {
         state.asking = false;
         if (answer.granted !== undefined && answer.granted > 0) {
           state.lease = this.#lease(id, state, head.request, answer, now);
-        } else {
+        } else if (busy) {
           state.directUntil = now + this.leaseMs;
         }
         this.#settle(head, answer);

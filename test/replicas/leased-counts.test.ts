@@ -69,6 +69,8 @@ async function storedSum(store: PostgresStore, counter = '1'): Promise<number> {
 /** One step counted: answered from a lease at once, or by the database later. */
 const count = (counts: LeasedCounts, request: CountRequest): Promise<CountAnswer> => Promise.resolve(counts.count(request));
 const allowed = (answers: CountAnswer[]) => answers.filter((a) => !a.over).length;
+/** Three steps at once: two are counted in the database, the second leasing room that answers the third. */
+const threeSteps = (counts: LeasedCounts) => Promise.all([1, 2, 3].map(() => count(counts, rate(100))));
 
 describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(unreachable) : 'leased exact counts', () => {
   it('counts most steps of a busy key from a lease, each with its own sum, and gives back the rest', async () => {
@@ -87,13 +89,28 @@ describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(
 
   it('gives an unused lease back by itself at its end', async () => {
     const store = await open();
-    const { counts } = replica(store, LEASE_MS);
-    for (let i = 0; i < 5; i++) expect(await counts.count(rate(1_000_000))).toEqual({ used: i + 1, over: false });
-    // The lease's 64 were counted when it was granted, and come back when it ends.
-    await expect.poll(() => storedSum(store), { timeout: 5000 }).toBe(5);
+    const { counts, statements } = replica(store, LEASE_MS);
+    // Three steps at once: the first is counted alone; the second finds the third waiting
+    // behind it, so it leases room, and the third is answered from the lease.
+    const three = await Promise.all([1, 2, 3].map(() => count(counts, rate(1_000_000))));
+    expect(three.map((a) => a.used).sort()).toEqual([1, 2, 3]);
+    expect(statements()).toBe(2);
+    // The lease's 64 were counted when it was granted, and what was not used comes back when it ends.
+    await expect.poll(() => storedSum(store), { timeout: 5000 }).toBe(3);
     const stored = (await store.sharedCounters.counterUsage(Date.now()))[0]!;
-    expect(stored.val.reduce((a, b) => a + b, 0)).toBe(5);
+    expect(stored.val.reduce((a, b) => a + b, 0)).toBe(3);
     await counts.close();
+  });
+
+  it('counts the steps of a key seen now and then one statement each, leasing nothing', async () => {
+    const store = await open();
+    const { counts, statements } = replica(store);
+    for (let i = 0; i < 5; i++) expect(await counts.count(rate(1_000_000))).toEqual({ used: i + 1, over: false });
+    // No lease was asked for, so none is counted and none has to be given back.
+    expect(statements()).toBe(5);
+    expect(await storedSum(store)).toBe(5);
+    await counts.close();
+    expect(statements()).toBe(5);
   });
 
   it('admits exactly the limit across two replicas hit with 3 x limit concurrent steps', async () => {
@@ -116,16 +133,17 @@ describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(
     const ra = replica(a, 300);
     // B's own leases end as soon: a step it defers waits for the last lease's end.
     const rb = replica(b, 300);
-    // A counts one step and leases a quarter of the room left: 24 of 99.
-    expect(await ra.counts.count(rate(100))).toEqual({ used: 1, over: false });
-    expect(await storedSum(a)).toBe(25);
-    // B asks for more than the rest at once. Without waiting, only 75 would get through
-    // while A's lease sits unused; with it, B gets A's 24 when A gives them back.
+    // A counts three steps at once: the second leases a quarter of the room left (24 of
+    // 98), and the third is answered from that lease.
+    expect(allowed(await threeSteps(ra.counts))).toBe(3);
+    expect(await storedSum(a)).toBe(26);
+    // B asks for more than the rest at once. Without waiting, only 74 would get through
+    // while A's lease sits unused; with it, B gets A's 23 unused when A gives them back.
     const fromB = await Promise.all(Array.from({ length: 120 }, () => count(rb.counts, rate(100))));
-    expect(allowed(fromB)).toBe(99);
+    expect(allowed(fromB)).toBe(97);
     await ra.counts.close();
     await rb.counts.close();
-    expect(await storedSum(a)).toBe(121);
+    expect(await storedSum(a)).toBe(123);
   });
 
   it('counts a lease that was never given back as spent once it has ended, and refuses then', async () => {
@@ -133,12 +151,12 @@ describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(
     const b = await open(schemas[schemas.length - 1]);
     const ra = replica(a, 300);
     const rb = replica(b, 300);
-    expect(await ra.counts.count(rate(100))).toEqual({ used: 1, over: false });
+    expect(allowed(await threeSteps(ra.counts))).toBe(3);
     // A's database connections go away with its lease unreturned (a replica that died).
     await a.close();
     const fromB = await Promise.all(Array.from({ length: 120 }, () => count(rb.counts, rate(100))));
     // B waited for the lease's end, then counted A's 24 as spent: never more than the limit.
-    expect(allowed(fromB)).toBe(75);
+    expect(allowed(fromB)).toBe(74);
     await rb.counts.close();
   });
 });
