@@ -8,7 +8,7 @@
  *
  * What keeps it exact rather than merely safe:
  * - the database grants at most a quarter of the room left (counter_take_leased,
- *   migration 7), so leases shrink as the limit nears and end there;
+ *   migration 6), so leases shrink as the limit nears and end there;
  * - a replica uses a lease for LEASE_MS / 2 at most and then gives back what it did not
  *   use (the database takes it out of the bucket it went into);
  * - a step that only other replicas' unused leases keep out is not refused: the database

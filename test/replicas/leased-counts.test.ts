@@ -4,30 +4,16 @@
  * a step that only another replica's unused lease keeps out waits for it instead of being
  * refused, so replicas together still admit exactly the limit.
  */
-import { randomBytes } from 'node:crypto';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CountAnswer, CountRequest } from '../../src/evaluators/types.js';
 import { usedAt } from '../../src/evaluators/counting/window.js';
 import { LEASE_MS, LeasedCounts } from '../../src/server/leased-counts.js';
-import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import type { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import type { SharedCounterStore } from '../../src/store/types.js';
-import { dropSchemas, pgRequired, pgUnreachable, pgUrl, skipReasonOf } from './pg.js';
+import { pgRequired, pgUnreachable, skipReasonOf, storeOpener } from './pg.js';
 
 const unreachable = await pgUnreachable();
-const schemas: string[] = [];
-const stores: PostgresStore[] = [];
-afterAll(async () => {
-  await Promise.all(stores.map((s) => s.close().catch(() => undefined)));
-  if (!unreachable) await dropSchemas(schemas);
-});
-
-async function open(schema?: string): Promise<PostgresStore> {
-  const name = schema ?? `guard_lease_${randomBytes(6).toString('hex')}`;
-  if (schema === undefined) schemas.push(name);
-  const store = await PostgresStore.open(pgUrl, { schema: name });
-  stores.push(store);
-  return store;
-}
+const { open, lastSchema } = storeOpener('guard_lease', unreachable);
 
 /**
  * A replica's exact counts, with the statements it sends counted. Leases last a minute
@@ -115,7 +101,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(
 
   it('admits exactly the limit across two replicas hit with 3 x limit concurrent steps', async () => {
     const a = await open();
-    const b = await open(schemas[schemas.length - 1]);
+    const b = await open(lastSchema());
     const ra = replica(a);
     const rb = replica(b);
     const answers = await Promise.all(Array.from({ length: 600 }, (_, i) => count((i % 2 ? ra : rb).counts, rate(200))));
@@ -128,7 +114,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(
 
   it("lets a step that only another replica's unused lease keeps out wait for it, not be refused", async () => {
     const a = await open();
-    const b = await open(schemas[schemas.length - 1]);
+    const b = await open(lastSchema());
     // A's lease ends (and is given back) 300 ms after it was granted; B waits for it.
     const ra = replica(a, 300);
     // B's own leases end as soon: a step it defers waits for the last lease's end.
@@ -148,7 +134,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(
 
   it('counts a lease that was never given back as spent once it has ended, and refuses then', async () => {
     const a = await open();
-    const b = await open(schemas[schemas.length - 1]);
+    const b = await open(lastSchema());
     const ra = replica(a, 300);
     const rb = replica(b, 300);
     expect(allowed(await threeSteps(ra.counts))).toBe(3);

@@ -6,6 +6,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { afterAll } from 'vitest';
+import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 
 export const pgUrl = process.env.GUARD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 export const pgRequired = process.env.GUARD_REQUIRE_PG === '1';
@@ -80,4 +82,32 @@ export function schemaUrl(schema: string, port?: number): string {
 export function pgTarget(): { host: string; port: number } {
   const url = new URL(pgUrl);
   return { host: url.hostname || '127.0.0.1', port: Number(url.port || 5432) };
+}
+
+/**
+ * Stores on PostgreSQL for one test file: `open()` on a fresh schema (`prefix` and random
+ * hex), `open(schema)` as another replica of that schema; every store is closed and every
+ * fresh schema dropped after the file's tests.
+ */
+export function storeOpener(prefix: string, unreachable: string | null): {
+  open(schema?: string): Promise<PostgresStore>;
+  /** The schema opened last: `open(lastSchema())` is a second replica of it. */
+  lastSchema(): string;
+} {
+  const schemas: string[] = [];
+  const stores: PostgresStore[] = [];
+  afterAll(async () => {
+    await Promise.all(stores.map((s) => s.close().catch(() => undefined)));
+    if (!unreachable) await dropSchemas(schemas);
+  });
+  return {
+    async open(schema) {
+      const name = schema ?? `${prefix}_${randomBytes(6).toString('hex')}`;
+      if (schema === undefined) schemas.push(name);
+      const store = await PostgresStore.open(pgUrl, { schema: name });
+      stores.push(store);
+      return store;
+    },
+    lastSchema: () => schemas[schemas.length - 1]!,
+  };
 }

@@ -1,33 +1,18 @@
 /**
- * The shared counters on a real PostgreSQL: `counter_take_many`'s sliding window (the same
+ * The shared counters on a real PostgreSQL: `counter_take_leased`'s sliding window (the same
  * arithmetic as the in-memory one, with the clock given), exact counting under concurrency,
  * the steps of one key batched into one statement (decided in arrival order), the key cap,
  * and `consistency: approximate` with its overshoot bound.
  */
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CountRequest } from '../../src/evaluators/types.js';
 import { createServerCounters } from '../../src/server/counters.js';
 import { ApproximateCounts } from '../../src/server/approximate-counts.js';
-import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import { dropSchemas, pgRequired, pgUnreachable, pgUrl, schemaUrl, skipReasonOf } from './pg.js';
+import { pgRequired, pgUnreachable, pgUrl, schemaUrl, skipReasonOf, storeOpener } from './pg.js';
 
 const unreachable = await pgUnreachable();
-const schemas: string[] = [];
-const stores: PostgresStore[] = [];
-afterAll(async () => {
-  await Promise.all(stores.map((s) => s.close()));
-  if (!unreachable) await dropSchemas(schemas);
-});
-
-async function open(schema?: string): Promise<PostgresStore> {
-  const name = schema ?? `guard_cnt_${randomBytes(6).toString('hex')}`;
-  if (schema === undefined) schemas.push(name);
-  const store = await PostgresStore.open(pgUrl, { schema: name });
-  stores.push(store);
-  return store;
-}
+const { open, lastSchema } = storeOpener('guard_cnt', unreachable);
 
 const request = (limit: number, extra: Partial<CountRequest> = {}): CountRequest => ({
   control_id: 1,
@@ -115,7 +100,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(
 
   it('counts exactly under concurrency from two connections pools', async () => {
     const a = await open();
-    const b = await open(schemas[schemas.length - 1]);
+    const b = await open(lastSchema());
     const now = Date.now();
     const answers = await Promise.all(
       Array.from({ length: 90 }, (_, i) => (i % 2 ? a : b).sharedCounters.countShared(request(30), now, true)),
@@ -135,7 +120,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(
 
   it('decides the steps that queued behind a statement in one statement, in arrival order', async () => {
     const store = await open();
-    const schema = schemas[schemas.length - 1]!;
+    const schema = lastSchema();
     const shared = store.sharedCounters;
     const now = Date.now();
     const budget = (amount: number) => request(100, { amount, always: false, kind: 'budget', counter: '2' });
@@ -181,13 +166,13 @@ describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(
 
   it('commits a count without waiting for the WAL flush, and nothing else', async () => {
     await open();
-    const client = new pg.Client({ connectionString: schemaUrl(schemas[schemas.length - 1]!) });
+    const client = new pg.Client({ connectionString: schemaUrl(lastSchema()) });
     await client.connect();
     try {
       const setting = async () => (await client.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0]!.synchronous_commit;
       const before = await setting();
       await client.query('BEGIN');
-      await client.query("SELECT * FROM counter_take_many('1', 'ann', 1, 'rate', 60000, ARRAY[0]::float8[], ARRAY[1]::float8[], ARRAY[5]::float8[], ARRAY[true], true)");
+      await client.query("SELECT * FROM counter_take_leased('1', 'ann', 1, 'rate', 60000, ARRAY[0]::float8[], ARRAY[1]::float8[], ARRAY[5]::float8[], ARRAY[true], true, ARRAY[false], ARRAY[0]::float8[], ARRAY[0]::float8[], ARRAY[0]::bigint[], ARRAY[0]::float8[], 0)");
       expect(await setting()).toBe('off');
       await client.query('COMMIT');
       // The session's setting (and so every other transaction's) is what it was.

@@ -1,6 +1,6 @@
 /**
  * Counters of rate and budget controls shared by replicas. The steps of one counter and
- * key are counted by one call of `counter_take_leased` (migration 7) at a time: it locks the
+ * key are counted by one call of `counter_take_leased` (migration 6) at a time: it locks the
  * key's row, and for each step in arrival order drops buckets that left the window, checks
  * and adds, and answers the step's sum, all in one statement and one round trip. Steps of
  * that key that arrive while a call is under way wait for it and go together in the next

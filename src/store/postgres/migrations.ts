@@ -238,111 +238,30 @@ export const postgresMigrations: readonly Migration[] = [
   },
   {
     version: 6,
-    name: 'counters: the steps of one key counted in one statement',
-    // counter_take_many decides a batch of steps of one counter and key, in arrival order,
-    // under one lock of the key's row: each step's answer is what counter_take would have
-    // answered had the steps come one by one, and another replica's steps (a batch, or
-    // counter_take from a replica not yet upgraded) wait for the lock as before.
-    // Its transaction commits without waiting for the WAL flush (synchronous_commit off,
-    // for this transaction only): the row lock is held through the commit, so a flush per
-    // batch (milliseconds on an ordinary disk) would bound a busy key's rate. Atomicity and
-    // isolation are unchanged, so replicas still count exactly; what a crash of the
-    // database server can lose is the counts of the last moments (docs/evaluators.md).
-    sql: `
-      CREATE FUNCTION counter_take_many(
-        p_counter TEXT, p_key TEXT, p_control BIGINT, p_kind TEXT, p_window DOUBLE PRECISION,
-        p_now DOUBLE PRECISION[], p_amount DOUBLE PRECISION[], p_max DOUBLE PRECISION[],
-        p_always BOOLEAN[], p_allow_new BOOLEAN,
-        OUT used DOUBLE PRECISION[], OUT over BOOLEAN[])
-      LANGUAGE plpgsql AS $fn$
-      DECLARE
-        width DOUBLE PRECISION := p_window / 60;
-        cur BIGINT;
-        b BIGINT[];
-        s DOUBLE PRECISION[];
-        w DOUBLE PRECISION;
-        total DOUBLE PRECISION;
-        first INT;
-        i INT;
-        j INT;
-      BEGIN
-        -- Local to this transaction: see the comment above.
-        PERFORM set_config('synchronous_commit', 'off', true);
-        used := '{}';
-        over := '{}';
-        SELECT c.buckets, c.sums, c.window_ms INTO b, s, w FROM counters c
-          WHERE c.counter = p_counter AND c.key = p_key FOR UPDATE;
-        IF NOT FOUND THEN
-          IF NOT p_allow_new THEN
-            RAISE EXCEPTION 'too many distinct keys counted; this key cannot be counted';
-          END IF;
-          INSERT INTO counters (counter, key, control_id, kind, window_ms, max, buckets, sums, expires_at)
-            VALUES (p_counter, p_key, p_control, p_kind, p_window, p_max[1], '{}', '{}', 0)
-            ON CONFLICT (counter, key) DO NOTHING;
-          SELECT c.buckets, c.sums, c.window_ms INTO b, s, w FROM counters c
-            WHERE c.counter = p_counter AND c.key = p_key FOR UPDATE;
-        END IF;
-        IF w <> p_window THEN
-          b := '{}';
-          s := '{}';
-        END IF;
-        FOR j IN 1 .. cardinality(p_amount) LOOP
-          cur := floor(p_now[j] / width);
-          -- A replica whose clock is behind counts into the newest bucket.
-          IF cardinality(b) > 0 AND b[cardinality(b)] > cur THEN
-            cur := b[cardinality(b)];
-          END IF;
-          first := 1;
-          WHILE first <= cardinality(b) AND b[first] < cur - 60 LOOP
-            first := first + 1;
-          END LOOP;
-          IF first > 1 THEN
-            b := b[first:];
-            s := s[first:];
-          END IF;
-          total := 0;
-          FOR i IN 1 .. cardinality(s) LOOP
-            total := total + s[i];
-          END LOOP;
-          IF p_always[j] OR total + p_amount[j] <= p_max[j] THEN
-            IF cardinality(b) > 0 AND b[cardinality(b)] = cur THEN
-              s[cardinality(s)] := s[cardinality(s)] + p_amount[j];
-            ELSE
-              b := b || cur;
-              s := s || p_amount[j];
-            END IF;
-            used := used || (total + p_amount[j]);
-            over := over || (total + p_amount[j] > p_max[j]);
-          ELSE
-            used := used || total;
-            over := over || true;
-          END IF;
-        END LOOP;
-        UPDATE counters SET buckets = b, sums = s, window_ms = p_window, max = p_max[cardinality(p_max)],
-          expires_at = (coalesce(b[cardinality(b)], cur) + 61) * width
-          WHERE counter = p_counter AND key = p_key;
-      END
-      $fn$;
-    `,
-  },
-  {
-    version: 7,
-    name: 'counters: leases of exact counts, and one sum per statement',
-    // counter_take_leased is counter_take_many (migration 6) with leases: a step may also
-    // release what its replica leased before (`p_release`, the part it did not use in
-    // `p_unused`, taken back from the bucket the lease went into) and ask for a lease
-    // (`p_ask`): room under the limit counted now, which that replica then hands out to
-    // its next steps without a round trip (server/leased-counts.ts). A lease is counted
-    // like the steps it stands for, so the sum never passes `max`; it goes into the bucket
-    // of the lease's end, so a step taken from it is remembered at least a window long;
-    // it is at most a quarter of the room left, so leases shrink as the limit nears. A
-    // step that only other replicas' unused leases keep out (`p_defer`) is not refused:
-    // it is answered `retry_at` the leases' end, and counted when they have been returned
-    // or have ended (a lease past its end counts as spent).
+    name: 'counters: the steps of one key counted in one statement, with leases',
+    // counter_take_leased decides a batch of steps of one counter and key, in arrival
+    // order, under one lock of the key's row: each step's answer is what counter_take
+    // (migration 5) would have answered had the steps come one by one, and another
+    // replica's steps wait for the lock as before.
+    // A step may also release what its replica leased before (`p_release`, the part it
+    // did not use in `p_unused`, taken back from the bucket the lease went into) and ask
+    // for a lease (`p_ask`): room under the limit counted now, which that replica then
+    // hands out to its next steps without a round trip (server/leased-counts.ts). A lease
+    // is counted like the steps it stands for, so the sum never passes `max`; it goes into
+    // the bucket of the lease's end, so a step taken from it is remembered at least a
+    // window long; it is at most a quarter of the room left, so leases shrink as the limit
+    // nears. A step that only other replicas' unused leases keep out (`p_defer`) is not
+    // refused: it is answered `retry_at` the leases' end, and counted when they have been
+    // returned or have ended (a lease past its end counts as spent).
     // The window's sum is summed once per statement (again only when buckets leave the
     // window or a lease is taken back from an older bucket), left to right with the newest
     // bucket last, so every total is the number a full sum gives.
-    // counter_take_many becomes this function without leases: one arithmetic.
+    // The transaction commits without waiting for the WAL flush (synchronous_commit off,
+    // for this transaction only): the row lock is held through the commit, so a flush per
+    // statement (milliseconds on an ordinary disk) would bound a busy key's rate.
+    // Atomicity and isolation are unchanged, so replicas still count exactly; what a crash
+    // of the database server can lose is the counts of the last moments (docs/evaluators.md).
+    // counter_take (migration 5) stays for replicas of the earlier version during an upgrade.
     sql: `
       ALTER TABLE counters ADD COLUMN leased DOUBLE PRECISION NOT NULL DEFAULT 0;
       ALTER TABLE counters ADD COLUMN lease_until DOUBLE PRECISION NOT NULL DEFAULT 0;
@@ -376,7 +295,7 @@ export const postgresMigrations: readonly Migration[] = [
         step_over BOOLEAN;
         step_retry DOUBLE PRECISION;
       BEGIN
-        -- Local to this transaction (migration 6).
+        -- Local to this transaction: see the comment above.
         PERFORM set_config('synchronous_commit', 'off', true);
         used := '{}';
         over := '{}';
@@ -504,22 +423,6 @@ export const postgresMigrations: readonly Migration[] = [
           expires_at = (coalesce(b[n], cur) + 61) * width
           WHERE counter = p_counter AND key = p_key;
       END
-      $fn$;
-
-      CREATE OR REPLACE FUNCTION counter_take_many(
-        p_counter TEXT, p_key TEXT, p_control BIGINT, p_kind TEXT, p_window DOUBLE PRECISION,
-        p_now DOUBLE PRECISION[], p_amount DOUBLE PRECISION[], p_max DOUBLE PRECISION[],
-        p_always BOOLEAN[], p_allow_new BOOLEAN,
-        OUT used DOUBLE PRECISION[], OUT over BOOLEAN[])
-      LANGUAGE sql AS $fn$
-        SELECT t.used, t.over FROM counter_take_leased(
-          p_counter, p_key, p_control, p_kind, p_window, p_now, p_amount, p_max, p_always, p_allow_new,
-          array_fill(false, ARRAY[cardinality(p_amount)]),
-          array_fill(0::float8, ARRAY[cardinality(p_amount)]),
-          array_fill(0::float8, ARRAY[cardinality(p_amount)]),
-          array_fill(0::bigint, ARRAY[cardinality(p_amount)]),
-          array_fill(0::float8, ARRAY[cardinality(p_amount)]),
-          0) t
       $fn$;
     `,
   },
