@@ -64,15 +64,18 @@ export class AnswerWriter {
         }
       }
     }
-    const bytes = Buffer.from(this.json(result), 'utf8');
+    const text = this.json(result);
     // Only an answer made of frozen entries is known to read the same next time.
-    if (result.non_matches.every((m) => this.#frozenText.has(m))) {
-      const entry = { decision: result.decision, is_safe: result.is_safe, confidence: result.confidence, nonMatches: result.non_matches.slice(), bytes };
-      if (kept === undefined) this.#repeated.set(key, [entry]);
-      else {
-        kept.unshift(entry);
-        if (kept.length > ANSWERS_PER_FIRST_ENTRY) kept.pop();
-      }
+    if (!result.non_matches.every((m) => this.#frozenText.has(m))) return Buffer.from(text, 'utf8');
+    // Kept bytes get a buffer of their own: a small Buffer.from is a slice of Node's shared
+    // 8 KB pool, and keeping the slice would keep the whole pool block alive with it.
+    const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text, 'utf8'));
+    bytes.write(text, 'utf8');
+    const entry = { decision: result.decision, is_safe: result.is_safe, confidence: result.confidence, nonMatches: result.non_matches.slice(), bytes };
+    if (kept === undefined) this.#repeated.set(key, [entry]);
+    else {
+      kept.unshift(entry);
+      if (kept.length > ANSWERS_PER_FIRST_ENTRY) kept.pop();
     }
     return bytes;
   }

@@ -67,7 +67,7 @@ describe('@guardctl/sdk installed alone', () => {
       "const s = await import('@guardctl/sdk'); const r = s.createDefaultRegistry();" +
       "const sql = r.compile('sql', { blocked_operations: ['drop'] });" +
       "const json = r.compile('json', { schema: { type: 'object', required: ['a'] } });" +
-      "console.log(sql.ok ? sql.compiled.check('SELECT 1; DROP/**/TABLE x').message : sql.issues[0].message, '|', json.ok && json.compiled.check({}).matched)";
+      "console.log(sql.ok ? (await sql.compiled.check('SELECT 1; DROP/**/TABLE x')).message : sql.issues[0].message, '|', json.ok && json.compiled.check({}).matched)";
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: project });
     expect(stdout.trim()).toBe('statement 2: drop is blocked | true');
     // Long texts are parsed and searched on threads of the agent's process: the installed package finds the parser and RE2 there too.

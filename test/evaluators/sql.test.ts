@@ -1,11 +1,13 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import { MAX_SQL_LENGTH } from '../../src/evaluators/sql/index.js';
 import { ParsePool } from '../../src/evaluators/sql/parse-pool.js';
-import { OFFLOAD_MIN_CHARS, parser, parseSql, parseSqlAway, type PgModule } from '../../src/evaluators/sql/parser.js';
+import { loadSqlParser, OFFLOAD_MIN_CHARS, parseSql, parseSqlAway, type PgModule } from '../../src/evaluators/sql/parser.js';
 import type { CompiledCheck, EvaluatorOutcome } from '../../src/evaluators/types.js';
 
 const registry = createDefaultRegistry();
+// Loaded before the tables run, so that their checks answer at once (see the loading tests below).
+const pg = (await loadSqlParser()) as PgModule;
 
 function checkOf(config: Record<string, unknown>): CompiledCheck {
   const compiled = registry.compile('sql', config);
@@ -157,7 +159,7 @@ describe('sql evaluator: long texts are parsed on a thread, with the same answer
       const away = check(text);
       expect(away).toBeInstanceOf(Promise);
       // The answer is a function of the parse: the same parse, the same answer.
-      expect(await parseSqlAway(text)).toEqual(parseSql(parser as PgModule, text));
+      expect(await parseSqlAway(text)).toEqual(parseSql(pg, text));
       await away;
     }
   });
@@ -166,7 +168,7 @@ describe('sql evaluator: long texts are parsed on a thread, with the same answer
     const text = padded('SELECT * FROM orders; DROP TABLE x');
     const out = await SAFETY(text);
     expect(out).toEqual({ matched: true, confidence: 1, message: 'statement 3: drop is blocked', metadata: { reason: 'rule', statement: 3 } });
-    expect(parseSql(parser as PgModule, text)).toEqual(await parseSqlAway(text));
+    expect(parseSql(pg, text)).toEqual(await parseSqlAway(text));
   });
 
   it('the event loop runs while a long text is parsed and read', async () => {
@@ -305,5 +307,21 @@ describe('sql evaluator: scan hint', () => {
     expect((failClosed.compiled.check as { scanPrefilter?: unknown }).scanPrefilter).toBeUndefined();
     expect((select.compiled.check as { scanPrefilter?: unknown }).scanPrefilter).toBeUndefined();
     expect((hinted.compiled.check('SELECT 1; DrOp TABLE x') as EvaluatorOutcome).matched).toBe(true);
+  });
+});
+
+describe('sql evaluator: the parser loads on first need', () => {
+  it('is not loaded by importing the evaluators; a check made while it loads waits for it, then checks answer at once', async () => {
+    vi.resetModules();
+    const fresh = await import('../../src/evaluators/sql/parser.js');
+    const { createDefaultRegistry: freshRegistry } = await import('../../src/evaluators/registry.js');
+    expect(fresh.sqlParserNow()).toBeUndefined();
+    const compiled = freshRegistry().compile('sql', { blocked_operations: ['drop'] });
+    if (!compiled.ok) throw new Error(JSON.stringify(compiled.issues));
+    const first = compiled.compiled.check('SELECT 1; DROP TABLE x');
+    expect(first).toBeInstanceOf(Promise);
+    expect(await first).toMatchObject({ matched: true, message: 'statement 2: drop is blocked' });
+    expect(typeof fresh.sqlParserNow()).toBe('object');
+    expect(compiled.compiled.check('DROP TABLE y')).toMatchObject({ matched: true, message: 'statement 1: drop is blocked' });
   });
 });

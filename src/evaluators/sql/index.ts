@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { textOf } from '../text.js';
 import { ConfigError, type CompiledCheck, type EvaluatorDefinition, type EvaluatorOutcome, type ScanHint } from '../types.js';
 import { OPERATIONS, type StatementFacts, type TableRef } from './facts.js';
-import { OFFLOAD_MIN_CHARS, ParseCache, parser, parseSql, parseSqlAway, type Parsed, type PgModule } from './parser.js';
+import { loadSqlParser, missingParser, OFFLOAD_MIN_CHARS, ParseCache, parseSql, parseSqlAway, sqlParserNow, type Parsed } from './parser.js';
 
 const OperationSchema = z.enum(OPERATIONS);
 const operations = (what: string) =>
@@ -68,16 +68,20 @@ export const sqlEvaluator: EvaluatorDefinition = {
   zodSchema: SqlConfigSchema,
   compile(config, parts) {
     const rules = SqlConfigSchema.parse(config);
-    if (typeof parser === 'string') throw new ConfigError('', parser);
+    // Not installed, or loaded and found unusable: refused. Otherwise the parser starts
+    // loading now (parser.ts), and a check made before it is ready waits for it.
+    const failed = missingParser ?? sqlParserNow();
+    if (typeof failed === 'string') throw new ConfigError('', failed);
+    void loadSqlParser();
     // Every sql control of a server shares one parse cache: the facts do not depend on the rules.
     const cache = parts ? parts.share('parse-cache', () => new ParseCache()) : new ParseCache();
     const hint = hintOf(rules);
-    return Object.assign(checkOf(parser, rules, cache, hint.scanPrefilter?.literals ?? null), hint);
+    return Object.assign(checkOf(rules, cache, hint.scanPrefilter?.literals ?? null), hint);
   },
 };
 
 /** `keywords`: the scan hint's literals; a text holding none cannot match (checked here too, so the answer is the same with or without the engine's scan). */
-function checkOf(pg: PgModule, rules: SqlConfig, cache: ParseCache, keywords: readonly string[] | null): CompiledCheck {
+function checkOf(rules: SqlConfig, cache: ParseCache, keywords: readonly string[] | null): CompiledCheck {
   const blockedOps = rules.blocked_operations ? new Set<string>(rules.blocked_operations) : null;
   const allowedOps = rules.allowed_operations ? new Set<string>(rules.allowed_operations) : null;
   const blockedTables = rules.blocked_tables?.map(tableOf) ?? null;
@@ -108,7 +112,7 @@ function checkOf(pg: PgModule, rules: SqlConfig, cache: ParseCache, keywords: re
     return null;
   }
 
-  return (value, memo) => {
+  const check: CompiledCheck = (value, memo) => {
     const text = memo ? memo.text(value) : textOf(value);
     if (text === undefined) return NO_MATCH;
     if (keywords !== null) {
@@ -124,11 +128,16 @@ function checkOf(pg: PgModule, rules: SqlConfig, cache: ParseCache, keywords: re
           return answerOf(away);
         });
       }
+      const pg = sqlParserNow();
+      // The first checks after the first sql control was compiled may find the parser still loading.
+      if (pg === undefined) return loadSqlParser().then(() => check(value, memo));
+      if (typeof pg === 'string') throw new Error(pg);
       parsed = parseSql(pg, text);
       cache.set(text, parsed);
     }
     return answerOf(parsed);
   };
+  return check;
 
   function answerOf(parsed: Parsed): EvaluatorOutcome {
     if (!parsed.ok) return rules.on_parse_error === 'allow' ? NO_MATCH : matchOf(`does not parse as SQL: ${parsed.error}`, 'parse_error', null);

@@ -1,8 +1,8 @@
 /**
  * PostgreSQL's own parser (libpg-query: the server's grammar compiled to WebAssembly), loaded
- * once when this module is imported. The SDK package lists libpg-query as an optional
- * dependency: when it is not installed, `parser` holds why, and the sql evaluator refuses
- * its configs with that reason instead of letting the import fail.
+ * once, on first need (loadSqlParser). The SDK package lists libpg-query as an optional
+ * dependency: when it is not installed, `missingParser` says why, and the sql evaluator
+ * refuses its configs with that reason instead of letting an import fail.
  *
  * Short texts are parsed here, on the event loop; texts of OFFLOAD_MIN_CHARS or more on a
  * parse thread (parse-pool.ts), their facts then read in slices of READ_SLICE_CHARS of the
@@ -31,32 +31,50 @@ export const READ_SLICE_CHARS = 32 * 1024;
 
 const REQUIRED = ['_malloc', '_free', '_wasm_parse_query_raw', '_wasm_free_parse_result', 'UTF8ToString'] as const;
 
-async function load(): Promise<PgModule | string> {
-  const require = createRequire(import.meta.url);
-  let factory: () => Promise<PgModule>;
+/** Why the sql evaluator cannot run in this process (libpg-query is not installed), or null; known without loading it. */
+export const missingParser: string | null = (() => {
   try {
-    factory = require(PG_MODULE_PATH) as () => Promise<PgModule>;
+    createRequire(import.meta.url).resolve(PG_MODULE_PATH);
+    return null;
   } catch (err) {
     // require's message goes on with its require stack: the first line says what is missing.
     const why = (err instanceof Error ? err.message : String(err)).split('\n')[0];
     return `the sql evaluator needs the package libpg-query (npm install libpg-query): ${why}`;
   }
+})();
+
+async function load(): Promise<PgModule | string> {
+  if (missingParser !== null) return missingParser;
   try {
+    const factory = createRequire(import.meta.url)(PG_MODULE_PATH) as () => Promise<PgModule>;
     const pg = await factory();
     const missing = REQUIRED.filter((name) => typeof pg[name] !== 'function');
     if (missing.length > 0 || !(pg.HEAPU8 instanceof Uint8Array)) throw new Error(`it does not export ${missing.join(', ') || 'HEAPU8'}`);
+    return pg;
+  } catch (err) {
+    return unusable(err);
+  }
+}
+
+/** The module as checked by a probe parse, or why it cannot be used. */
+function probed(pg: PgModule): PgModule | string {
+  try {
     const probe = parseSql(pg, 'DELETE FROM t');
     if (!probe.ok || probe.statements[0]?.unfiltered[0] !== 'delete') throw new Error('its parse of a probe query reads wrong');
     return pg;
   } catch (err) {
-    let version = '?';
-    try {
-      version = (require('libpg-query/package.json') as { version?: string }).version ?? '?';
-    } catch {
-      // The version only makes the message clearer.
-    }
-    return `the sql evaluator cannot use libpg-query ${version} (it is written for 18.1): ${err instanceof Error ? err.message : String(err)}`;
+    return unusable(err);
   }
+}
+
+function unusable(err: unknown): string {
+  let version = '?';
+  try {
+    version = (createRequire(import.meta.url)('libpg-query/package.json') as { version?: string }).version ?? '?';
+  } catch {
+    // The version only makes the message clearer.
+  }
+  return `the sql evaluator cannot use libpg-query ${version} (it is written for 18.1): ${err instanceof Error ? err.message : String(err)}`;
 }
 
 export type Parsed = { ok: true; statements: readonly StatementFacts[] } | { ok: false; error: string };
@@ -99,8 +117,25 @@ export async function parseSqlAway(text: string): Promise<Parsed> {
   return { ok: true, statements: Object.freeze(reader.statements()) };
 }
 
-/** The parser loaded on this thread, or why there is none. */
-export const parser: PgModule | string = await load();
+let loading: Promise<PgModule | string> | undefined;
+let loaded: PgModule | string | undefined;
+
+/**
+ * Loads the parser on this thread, once: the module instantiated, its exports checked and a
+ * probe query parsed. Loaded on first need rather than at import: instantiating PostgreSQL's
+ * parser takes about 100 ms and 10 MB, and its first parse touches about 20 MB more, which
+ * a process without sql controls (the CLI, a server of regex and list controls) should not
+ * pay. Resolves to the module, or to why it cannot be used.
+ */
+export function loadSqlParser(): Promise<PgModule | string> {
+  loading ??= load().then((pg) => (loaded = typeof pg === 'string' ? pg : probed(pg)));
+  return loading;
+}
+
+/** What loadSqlParser resolved to, once it has; undefined before. */
+export function sqlParserNow(): PgModule | string | undefined {
+  return loaded;
+}
 
 function failureOf(answer: Exclude<ParserAnswer, { tree: string }>): Parsed {
   // "syntax error at or near "DROPP"": the quoted part is the guarded text; keep the kind of error only.
