@@ -99,15 +99,15 @@ export function depthExceeds(text: string, max: number): boolean {
   // Nesting deeper than max needs more than max opening brackets. Counting them with
   // indexOf (vectorised) settles ordinary bodies without walking them character by character.
   if (!hasMoreThan(text, '{', '[', max)) return false;
+  // A batch of many small objects (an events batch) has thousands of brackets but is
+  // mostly string: strings are skipped with indexOf, so only the text between them is walked.
   let depth = 0;
-  let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 92) i++; // backslash: skip the escaped character
-      else if (c === 34) inString = false;
-    } else if (c === 34) {
-      inString = true;
+    if (c === 34) {
+      i = closingQuote(text, i);
+      // An unterminated string: JSON.parse refuses the body.
+      if (i === -1) return false;
     } else if (c === 123 || c === 91) {
       if (++depth > max) return true;
     } else if (c === 125 || c === 93) {
@@ -115,6 +115,17 @@ export function depthExceeds(text: string, max: number): boolean {
     }
   }
   return false;
+}
+
+/** Where the string opening at `open` ends (its closing quote), or -1. */
+function closingQuote(text: string, open: number): number {
+  for (let at = text.indexOf('"', open + 1); at !== -1; at = text.indexOf('"', at + 1)) {
+    // Escaped when an odd number of backslashes stand right before it.
+    let backslashes = 0;
+    while (text.charCodeAt(at - 1 - backslashes) === 92) backslashes++;
+    if (backslashes % 2 === 0) return at;
+  }
+  return -1;
 }
 
 /** Whether `text` holds more than `max` occurrences of `a` and `b` together. */

@@ -47,6 +47,17 @@ describe('POST /observability/events', () => {
     expect((await t.store.queryEvents({ limit: 10, offset: 0 })).total).toBe(0);
   });
 
+  it('refuses what the model refuses though its JSON Schema would pass it: a duration JSON reads as Infinity', async () => {
+    t = await makeApp();
+    // 1e400 reads as Infinity; JSON Schema's `number` lets it through, the model does not.
+    const infinite = JSON.stringify({ events: [makeEvent(1)] }).replace(/"execution_duration_ms":[^,}]+/, '"execution_duration_ms":1e400');
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/observability/events', headers: { 'content-type': 'application/json' }, payload: infinite });
+    expect(res.statusCode).toBe(422);
+    expect(res.json().errors[0].field).toBe('events[0].execution_duration_ms');
+    await t.observability.flush();
+    expect((await t.store.queryEvents({ limit: 10, offset: 0 })).total).toBe(0);
+  });
+
   it('takes events without error_message and metadata, storing them as null', async () => {
     t = await makeApp();
     const { error_message: _e, metadata: _m, ...bare } = makeEvent(2);
