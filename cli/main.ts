@@ -5,7 +5,7 @@ import { ApiError, UserError } from '../src/errors.js';
 import { buildProgram } from './program.js';
 
 async function main(argv: string[]): Promise<number> {
-  const program = buildProgram();
+  const program = await buildProgram(argv);
   let running: Command | undefined;
   program.hook('preAction', (_root, action) => {
     running = action;
@@ -68,4 +68,9 @@ function isCommanderExit(error: unknown): error is { exitCode: number } {
   return typeof code === 'string' && code.startsWith('commander.') && typeof exitCode === 'number';
 }
 
+// A reader that stops early (`guardctl schema | head`) closes stdout: what is left to print
+// is dropped, quietly, and the command still finishes (an apply is not cut off halfway).
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error;
+});
 process.exitCode = await main(process.argv);

@@ -14,12 +14,13 @@ const skipUnless = (shell: string) => !installed(shell) && !required;
 const why = (shell: string) => `${shell} completion: ${shell} is not installed here (apt-get install ${shell}; CI sets GUARD_REQUIRE_SHELLS=1 and installs it)`;
 
 let dir: string;
-beforeAll(() => {
+beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'guardctl-completion-'));
   mkdirSync(join(dir, 'controls'));
   mkdirSync(join(dir, 'exported'));
   writeFileSync(join(dir, 'plan.json'), '{}');
-  for (const shell of ['bash', 'zsh', 'fish'] as const) writeFileSync(join(dir, `guardctl.${shell}`), completionScript(shell, buildProgram()));
+  const program = await buildProgram();
+  for (const shell of ['bash', 'zsh', 'fish'] as const) writeFileSync(join(dir, `guardctl.${shell}`), completionScript(shell, program));
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { buildProgram } from '../../cli/program.js';
 
-const program = buildProgram();
+const program = await buildProgram();
 const commands = program.commands.filter((c) => c.name() !== 'help');
 
 function helpOf(command: Command): string {
