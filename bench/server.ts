@@ -19,7 +19,7 @@ import { openStore } from '../src/store/open-store.js';
 import type { Store } from '../src/store/types.js';
 import { median, type Benchmark, type BenchRow } from './harness.js';
 import { runLoad } from './load-generator.js';
-import type { ServerProcess } from './server-process.js';
+import { startServerProcess, type ServerProcess } from './server-process.js';
 
 export interface LoadResult {
   rps: number;
@@ -261,5 +261,39 @@ async function memory(): Promise<BenchRow[]> {
   }
 }
 
+/**
+ * The noise floor of every paired comparison between two server processes (shadow vs
+ * enforced, with a rate control vs without, tracing on vs off): the same server started
+ * twice and compared with pairedRounds, once with each in the baseline's place. Two
+ * processes of the same code do not run at the same speed (measured on the 2-core
+ * development machine: up to a tenth apart, the same process slower whichever was started
+ * first or measured first), so a ratio that close to 1 does not tell the two apart.
+ */
+async function sameServerTwice(): Promise<BenchRow[]> {
+  const spec = { kind: 'guard', controls: 10 } as const;
+  const first = await startServerProcess(spec);
+  const second = await startServerProcess(spec);
+  try {
+    const one = await pairedRounds(first, second);
+    const other = await pairedRounds(second, first);
+    const row = (name: string, r: { ratios: number[] }): BenchRow => ({
+      name,
+      value: median(r.ratios),
+      unit: 'ratio',
+      note: `identical servers (best-case step, observability off); rounds: ${r.ratios.map((x) => x.toFixed(2)).join(', ')}`,
+    });
+    return [
+      row('the same server twice: second process / first (noise floor of paired comparisons)', one),
+      row('the same server twice: first process / second, same processes', other),
+    ];
+  } finally {
+    await second.close();
+    await first.close();
+  }
+}
+
 // The evaluation throughput benchmarks, on three workloads, are in bench/workload-throughput.ts.
-export const benchmarks: Benchmark[] = [{ name: 'server: memory', run: memory }];
+export const benchmarks: Benchmark[] = [
+  { name: 'server: memory', run: memory },
+  { name: 'server: the same server twice', run: sameServerTwice },
+];
