@@ -9,12 +9,14 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { median, type Benchmark, type BenchRow } from './harness.js';
+import { EVALUATE_SPAN } from '../src/tracing/evaluation-span.js';
 import { bracketedRatio, LOAD, measuredRun, ROUNDS, type RoundResult } from './server.js';
 import { startServerProcess, type ServerProcess, type ServerSpec } from './server-process.js';
 
 /**
- * A local collector that takes OTLP/HTTP JSON and answers at once. It counts spans by
- * their ids in the body rather than parsing it: the receiver's CPU is not what is measured.
+ * A local collector that takes OTLP/HTTP (protobuf, guardctl's default, or JSON) and
+ * answers at once. It counts spans by their name in the body rather than decoding it (the
+ * name is the same bytes in both encodings): the receiver's CPU is not what is measured.
  */
 async function startReceiver(): Promise<{ url: string; spans(): number; close(): Promise<void> }> {
   let spans = 0;
@@ -23,7 +25,7 @@ async function startReceiver(): Promise<{ url: string; spans(): number; close():
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks).toString('latin1');
-      for (let at = body.indexOf('"spanId"'); at >= 0; at = body.indexOf('"spanId"', at + 8)) spans++;
+      for (let at = body.indexOf(EVALUATE_SPAN); at >= 0; at = body.indexOf(EVALUATE_SPAN, at + EVALUATE_SPAN.length)) spans++;
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });

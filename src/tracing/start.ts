@@ -11,7 +11,7 @@
 import type { Context } from '@opentelemetry/api';
 import type { ReadableSpan, Sampler, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { UserError } from '../errors.js';
-import type { TracingConfig } from './config.js';
+import type { OtlpProtocol, TracingConfig } from './config.js';
 import type { RemoteParent } from './trace-context.js';
 import type { SpanLike, TracerLike } from './types.js';
 
@@ -46,33 +46,39 @@ export interface StartTracingOptions {
 
 type Modules = Awaited<ReturnType<typeof loadModules>>;
 
-async function loadModules() {
-  const [api, base, exporter, resources] = await Promise.all([
+async function loadModules(protocol: OtlpProtocol) {
+  const [api, base, resources, Exporter] = await Promise.all([
     import('@opentelemetry/api'),
     import('@opentelemetry/sdk-trace-base'),
-    import('@opentelemetry/exporter-trace-otlp-http'),
     import('@opentelemetry/resources'),
+    exporterFor(protocol),
   ]);
-  return { api, base, exporter, resources };
+  return { api, base, resources, Exporter };
+}
+
+/** The OTLP/HTTP exporter of the configured encoding; both take the same options. */
+async function exporterFor(protocol: OtlpProtocol) {
+  const module = protocol === 'http/json' ? await import('@opentelemetry/exporter-trace-otlp-http') : await import('@opentelemetry/exporter-trace-otlp-proto');
+  return module.OTLPTraceExporter;
 }
 
 /** Loads the OpenTelemetry SDK and builds the exporting tracer `config` describes. */
 export async function startTracing(config: TracingConfig, options: StartTracingOptions = {}): Promise<Tracing> {
   let modules: Modules;
   try {
-    modules = await loadModules();
+    modules = await loadModules(config.protocol);
   } catch (error) {
     throw new UserError(
       `tracing is configured (OTEL_EXPORTER_OTLP_ENDPOINT) but the OpenTelemetry packages cannot be loaded: ${error instanceof Error ? error.message : String(error)}`,
       'reinstall guardctl (npm install), or unset OTEL_EXPORTER_OTLP_ENDPOINT / set OTEL_SDK_DISABLED=true',
     );
   }
-  const { api, base, exporter, resources } = modules;
+  const { api, base, resources, Exporter } = modules;
   const drops: SpanDrops = { queue_full: 0, export_failed: 0 };
   let accepted = 0;
   let handedOver = 0;
 
-  const otlp = new exporter.OTLPTraceExporter({ url: config.endpoint, headers: { ...config.headers }, timeoutMillis: config.timeoutMs });
+  const otlp = new Exporter({ url: config.endpoint, headers: { ...config.headers }, timeoutMillis: config.timeoutMs });
   const counting: SpanExporter = {
     export(spans, done) {
       handedOver += spans.length;

@@ -26,6 +26,7 @@ describe('tracing settings (OTEL_*)', () => {
       serviceName: 'guardctl',
       sampler: 'parentbased_always_on',
       samplerRatio: 1,
+      protocol: 'http/protobuf',
       timeoutMs: 10_000,
       includeContent: false,
     });
@@ -46,8 +47,15 @@ describe('tracing settings (OTEL_*)', () => {
       serviceName: 'guard-prod',
       sampler: 'traceidratio',
       samplerRatio: 0.01,
+      protocol: 'http/json',
       includeContent: true,
     });
+  });
+
+  it('take the traces protocol before the general one', () => {
+    const base = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' };
+    expect(tracingConfigOf({ ...base, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf' })?.protocol).toBe('http/protobuf');
+    expect(tracingConfigOf({ ...base, OTEL_EXPORTER_OTLP_PROTOCOL: 'HTTP/JSON' })?.protocol).toBe('http/json');
   });
 
   it.each([
@@ -58,7 +66,7 @@ describe('tracing settings (OTEL_*)', () => {
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: 'half' }, 'OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1, got "half": for example OTEL_TRACES_SAMPLER_ARG=0.01 keeps one trace in a hundred'],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_HEADERS: 'api-key=s3cret,broken' }, 'OTEL_EXPORTER_OTLP_HEADERS is malformed (entry 2 is not key=value with a header name as key): write it as key1=value1,key2=value2, values percent-encoded'],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_HEADERS: 'api-key=%E0%A4%A' }, 'OTEL_EXPORTER_OTLP_HEADERS is malformed (entry 1: the value\'s percent-encoding is broken): encode % as %25 in header values'],
-    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, 'OTEL_EXPORTER_OTLP_PROTOCOL is "grpc", which guardctl cannot send: guardctl exports OTLP over HTTP: use http/json (or unset it) and the collector\'s HTTP port, 4318 by default'],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, 'OTEL_EXPORTER_OTLP_PROTOCOL is "grpc", which guardctl cannot send: guardctl exports OTLP over HTTP: use http/protobuf (the default) or http/json, and the collector\'s HTTP port, 4318 by default'],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'maybe' }, 'OTEL_SDK_DISABLED must be true or false, got "maybe": set OTEL_SDK_DISABLED=true or OTEL_SDK_DISABLED=false'],
   ])('refuse %j with one line', (env, line) => {
     const error = errorOf(env);

@@ -107,6 +107,8 @@ describe('guardctl.evaluate spans', () => {
     await server.tracing!.forceFlush();
     const spans = await otlp.waitFor((s) => s.length >= 4);
     expect(otlp.errors).toEqual([]);
+    // OTLP/HTTP with protobuf bodies unless asked otherwise, as OpenTelemetry's exporters default.
+    expect(new Set(otlp.encodings)).toEqual(new Set(['protobuf']));
     expect(spans.every((s) => s.name === 'guardctl.evaluate' && s.traceId === TRACE && s.kind === 2)).toBe(true);
     expect(spans[0]!.resource['service.name']).toBe('guard-test');
     expect(otlp.headers[0]!['x-collector-token']).toBe('abc def');
@@ -255,5 +257,22 @@ describe('a collector that is down or slow', () => {
     expect(dropped.queue_full).toBeGreaterThanOrEqual(4000 - 2048 - 512);
     const metrics = (await server.app.inject({ method: 'GET', url: '/metrics' })).body;
     expect(metrics).toContain(`guard_otel_spans_dropped_total{reason="queue_full"} ${dropped.queue_full}`);
+  });
+});
+
+describe('the OTLP encoding', () => {
+  it('is JSON with OTEL_EXPORTER_OTLP_PROTOCOL=http/json, carrying the same span', async () => {
+    const otlp = await receiver();
+    const { server, url, client } = await startServer({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' });
+    await seed(client);
+    const step = { type: 'tool', name: 'run_sql', input: { query: 'DROP TABLE users' } };
+    expect(await evaluate(url, { agent_name: 'support-bot', stage: 'pre', step }, parent('00f067aa0ba900aa'))).toMatchObject({ decision: 'deny' });
+    await server.tracing!.forceFlush();
+    const [span] = await otlp.waitFor((s) => s.length >= 1);
+    expect(otlp.errors).toEqual([]);
+    expect(new Set(otlp.encodings)).toEqual(new Set(['json']));
+    expect(span).toMatchObject({ name: 'guardctl.evaluate', traceId: TRACE, parentSpanId: '00f067aa0ba900aa', kind: 2 });
+    expect(span!.attributes).toMatchObject({ 'guardctl.decision': 'deny', 'guardctl.controls.matched': ['block-drop'] });
+    expect(span!.events.map((e) => e.attributes['guardctl.control.name'])).toEqual(['block-drop']);
   });
 });
