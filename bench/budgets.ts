@@ -3,7 +3,7 @@
  * - POST /api/v1/evaluation throughput with one `rate` control in scope (a limit the run
  *   never reaches, so every step is counted and allowed) against the same 10 benchmark
  *   controls without it, each server in its own process, paired rounds as in
- *   bench/server.ts; on SQLite (counted in memory) and on PostgreSQL (exact: the steps of
+ *   bench/server.ts over PROCESS_PAIRS fresh pairs of processes (pairedAcrossProcesses); on SQLite (counted in memory) and on PostgreSQL (exact: the steps of
  *   the key are counted from room leased to the server under the limit, one
  *   `counter_take_leased` statement per lease, see server/leased-counts.ts);
  * - exactness: two server processes on one PostgreSQL schema, 3 x limit concurrent steps of
@@ -11,8 +11,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { median, type Benchmark, type BenchRow } from './harness.js';
-import { EVALUATION_BODY, LOAD, pairedRounds, ROUNDS } from './server.js';
+import type { Benchmark, BenchRow } from './harness.js';
+import { EVALUATION_BODY, LOAD, pairedAcrossProcesses, PROCESS_PAIRS, ROUNDS, type AcrossProcesses } from './server.js';
 import { startServerProcess, type ServerSpec } from './server-process.js';
 
 const PG_URL = process.env.GUARD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -44,37 +44,30 @@ async function dropSchemas(schemas: string[]): Promise<void> {
   });
 }
 
-async function ratioOf(without: ServerSpec, withRate: ServerSpec): Promise<{ ratio: number; ratios: number[]; base: number; rate: number }> {
-  const baseline = await startServerProcess(without);
-  const server = await startServerProcess(withRate);
-  try {
-    const { bare, real, ratios } = await pairedRounds(baseline, server);
-    return { ratio: median(ratios), ratios, base: bare.rps, rate: real.rps };
-  } finally {
-    await server.close();
-    await baseline.close();
-  }
+/** With a rate control vs without, over PROCESS_PAIRS fresh pairs of processes. */
+function ratioOf(without: () => ServerSpec | Promise<ServerSpec>, withRate: () => ServerSpec | Promise<ServerSpec>): Promise<AcrossProcesses> {
+  return pairedAcrossProcesses(without, withRate);
 }
 
-const setting = `${LOAD.connections} connections, ${ROUNDS.rounds} rounds of ${ROUNDS.seconds} s between two runs of the set without it, medians`;
+const setting = `${LOAD.connections} connections; in each of ${PROCESS_PAIRS} pairs of fresh processes, ${ROUNDS.rounds} rounds of ${ROUNDS.seconds} s between two runs of the set without it; medians`;
 
-function rows(where: string, goal: number, r: { ratio: number; ratios: number[]; base: number; rate: number }): BenchRow[] {
+function rows(where: string, goal: number, r: AcrossProcesses): BenchRow[] {
   return [
-    { name: `${where}: evaluation, 10 controls in scope (baseline)`, value: Math.round(r.base), unit: 'req/s', note: setting },
-    { name: `${where}: evaluation, the same plus one rate control`, value: Math.round(r.rate), unit: 'req/s', note: setting },
+    { name: `${where}: evaluation, 10 controls in scope (baseline)`, value: Math.round(r.baseRps), unit: 'req/s', note: setting },
+    { name: `${where}: evaluation, the same plus one rate control`, value: Math.round(r.serverRps), unit: 'req/s', note: setting },
     {
       name: `${where}: with rate / without`,
       value: r.ratio,
       unit: 'ratio',
       goal: `>= ${goal}`,
       pass: r.ratio >= goal,
-      note: `rounds: ${r.ratios.map((x) => x.toFixed(2)).join(', ')}`,
+      note: `median over ${PROCESS_PAIRS} pairs of processes; each pair's median: ${r.pairRatios.map((x) => x.toFixed(2)).join(', ')} (the noise floor: 'server: the same server twice')`,
     },
   ];
 }
 
 async function sqliteThroughput(): Promise<BenchRow[]> {
-  const r = await ratioOf({ kind: 'guard', controls: 10 }, { kind: 'guard', controls: 10, rateLimit: UNREACHED });
+  const r = await ratioOf(() => ({ kind: 'guard', controls: 10 }), () => ({ kind: 'guard', controls: 10, rateLimit: UNREACHED }));
   return rows('SQLite', 0.9, r);
 }
 
@@ -87,8 +80,8 @@ async function postgresThroughput(): Promise<BenchRow[]> {
   const schemas: string[] = [];
   try {
     const r = await ratioOf(
-      { kind: 'guard', controls: 10, databaseUrl: await freshSchema(schemas) },
-      { kind: 'guard', controls: 10, rateLimit: UNREACHED, databaseUrl: await freshSchema(schemas) },
+      async () => ({ kind: 'guard', controls: 10, databaseUrl: await freshSchema(schemas) }),
+      async () => ({ kind: 'guard', controls: 10, rateLimit: UNREACHED, databaseUrl: await freshSchema(schemas) }),
     );
     return rows('PostgreSQL exact', 0.6, r);
   } finally {
