@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Benchmark, BenchRow } from './harness.js';
 import { EVALUATION_BODY, LOAD, pairedAcrossProcesses, PROCESS_PAIRS, ROUNDS, type AcrossProcesses } from './server.js';
-import { startServerProcess, type ServerSpec } from './server-process.js';
+import { startServerProcess } from './server-process.js';
 
 const PG_URL = process.env.GUARD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** Never reached within a run: every step is counted, none refused. */
@@ -44,11 +44,6 @@ async function dropSchemas(schemas: string[]): Promise<void> {
   });
 }
 
-/** With a rate control vs without, over PROCESS_PAIRS fresh pairs of processes. */
-function ratioOf(without: () => ServerSpec | Promise<ServerSpec>, withRate: () => ServerSpec | Promise<ServerSpec>): Promise<AcrossProcesses> {
-  return pairedAcrossProcesses(without, withRate);
-}
-
 const setting = `${LOAD.connections} connections; in each of ${PROCESS_PAIRS} pairs of fresh processes, ${ROUNDS.rounds} rounds of ${ROUNDS.seconds} s between two runs of the set without it; medians`;
 
 function rows(where: string, goal: number, r: AcrossProcesses): BenchRow[] {
@@ -67,7 +62,7 @@ function rows(where: string, goal: number, r: AcrossProcesses): BenchRow[] {
 }
 
 async function sqliteThroughput(): Promise<BenchRow[]> {
-  const r = await ratioOf(() => ({ kind: 'guard', controls: 10 }), () => ({ kind: 'guard', controls: 10, rateLimit: UNREACHED }));
+  const r = await pairedAcrossProcesses(() => ({ kind: 'guard', controls: 10 }), () => ({ kind: 'guard', controls: 10, rateLimit: UNREACHED }));
   return rows('SQLite', 0.9, r);
 }
 
@@ -79,7 +74,7 @@ async function postgresThroughput(): Promise<BenchRow[]> {
   if (!(await pgReachable())) return [{ name: 'PostgreSQL: rate control throughput', value: 0, unit: '', note: `skipped: ${PG_URL} unreachable` }];
   const schemas: string[] = [];
   try {
-    const r = await ratioOf(
+    const r = await pairedAcrossProcesses(
       async () => ({ kind: 'guard', controls: 10, databaseUrl: await freshSchema(schemas) }),
       async () => ({ kind: 'guard', controls: 10, rateLimit: UNREACHED, databaseUrl: await freshSchema(schemas) }),
     );
