@@ -5,6 +5,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { SqliteStore } from '../store/sqlite/index.js';
 import type { WriterRequest, WriterResponse } from './event-writer.js';
+import { unpackEvents } from './event-transport.js';
 
 const port = parentPort;
 if (!port) throw new Error('event-writer-worker must run in a worker thread');
@@ -17,10 +18,12 @@ port.on('message', (request: WriterRequest) => {
     let response: WriterResponse;
     try {
       switch (request.op) {
-        case 'insert':
-          await store.insertEvents(request.events);
-          response = { id: request.id, ok: true, count: request.events.length };
+        case 'insert': {
+          const events = unpackEvents(request.events);
+          await store.insertEvents(events);
+          response = { id: request.id, ok: true, count: events.length };
           break;
+        }
         case 'rollups':
           await store.insertRollups(request.rollups);
           response = { id: request.id, ok: true, count: request.rollups.length };

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { ObservabilityEvent } from '../model/index.js';
 import type { EventRollup, Store } from '../store/types.js';
+import { packEvents } from './event-transport.js';
 
 /** Where buffered events go: the store itself, or a worker thread with its own connection. */
 export interface EventWriter {
@@ -28,7 +29,8 @@ export function inlineWriter(store: Store): EventWriter {
 
 /** Messages to the worker (event-writer-worker.ts) and its answers. */
 export type WriterCommand =
-  | { op: 'insert'; events: ObservabilityEvent[] }
+  /** `events`: packEvents's flat array (event-transport.ts). */
+  | { op: 'insert'; events: unknown[] }
   | { op: 'rollups'; rollups: EventRollup[] }
   | { op: 'prune'; before: string }
   | { op: 'close' };
@@ -93,7 +95,7 @@ export function workerWriter(opts: { sqlitePath: string; workerUrl: URL; fallbac
     },
     async write(batch) {
       if (dead || closing) return opts.fallback.insertEvents(batch);
-      await call({ op: 'insert', events: batch });
+      await call({ op: 'insert', events: packEvents(batch) });
     },
     async writeRollups(rollups) {
       if (dead || closing) return opts.fallback.insertRollups(rollups);

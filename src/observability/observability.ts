@@ -1,4 +1,5 @@
 import type { ObservabilityEvent, ReloadNotice, StoredEvent } from '../model/index.js';
+import { isoOfEpochMs } from '../model/iso-time.js';
 import { StoreError, type Store } from '../store/types.js';
 import { OBSERVABILITY_DEFAULTS, type ObservabilityConfig } from './config.js';
 import { EventBuffer } from './event-buffer.js';
@@ -200,14 +201,14 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
         }
         if (metadata === undefined) metadata = metadataByControl(result);
         ids ??= input.trace();
-        const event: StoredEvent = eventOf(input, ids, x, (timestamp ??= new Date(now).toISOString()), metadata);
+        const event: StoredEvent = eventOf(input, ids, x, (timestamp ??= isoOfEpochMs(now)), metadata);
         if (x.mode === 'shadow' && x.matched) event.example = examples.take(x.control_id, input.step, x.selector_paths ?? [x.selector_path], now);
         (rows ??= []).push(event);
       }
       if (rows) events.push(rows);
     }
     if (hub.size > 0) {
-      hub.publishEvaluation(summaryOf(input, ids ?? input.trace(), executions, durationMs, timestamp ?? new Date(now).toISOString()));
+      hub.publishEvaluation(summaryOf(input, ids ?? input.trace(), executions, durationMs, timestamp ?? isoOfEpochMs(now)));
     }
   };
 

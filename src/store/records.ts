@@ -5,6 +5,7 @@
  */
 import { storableJsonText, storableText, type AgentRecord, type ControlData, type ControlMode, type ControlRecord, type ObservabilityEvent, type StoredEvent } from '../model/index.js';
 import type { ControlStatsRow, EventRollup } from './types.js';
+import { epochMsOfIso } from '../model/iso-time.js';
 
 /**
  * The stored form of control data: without `enabled`, which lives only in the record's
@@ -316,7 +317,7 @@ export function mergedRollups(rollups: readonly EventRollup[]): StoredRollup[] {
 
 /** Parses an ISO time given to a query; a bad time is the caller's bug, said plainly. */
 export function epochMsOf(iso: string, field: string): number {
-  const ms = Date.parse(iso);
+  const ms = epochMsOfIso(iso);
   if (Number.isNaN(ms)) throw new TypeError(`${field} is not an ISO time: ${iso}`);
   return ms;
 }

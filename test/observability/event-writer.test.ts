@@ -4,6 +4,8 @@ import { dirname, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { StoredEvent } from '../../src/model/index.js';
+import { workerWriter } from '../../src/observability/event-writer.js';
 import { createObservability } from '../../src/observability/observability.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { makeConfig, makeEvent } from './fixtures.js';
@@ -66,6 +68,35 @@ describe('event writer thread', () => {
       );
     } finally {
       await obs.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('stores every field of the events it is handed as they were, across the thread', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'guard-writer-db-'));
+    const file = join(dir, 'events.db');
+    const store = new SqliteStore(file);
+    const writer = workerWriter({ sqlitePath: file, workerUrl, fallback: store });
+    const written: StoredEvent[] = [
+      makeEvent(0, { timestamp: '2026-11-29T06:12:03.007Z', metadata: { matched_text: '[masked]', count: 2 }, set_revision: 7, mode: 'enforce' }),
+      makeEvent(1, { timestamp: '2026-11-29T06:12:03.450Z', selector_missing: true, evaluator_name: null, selector_path: null, set_revision: null }),
+      makeEvent(2, { timestamp: '2026-11-29T06:12:04.000Z', mode: 'shadow', example: '{"input":{"query":"DROP TABLE t"}}', confidence: 0.25 }),
+      makeEvent(3, { timestamp: '2026-11-29T06:12:04.999Z', matched: false, error_message: 'evaluator error: timeout', action: 'steer', check_stage: 'post', applies_to: 'llm' }),
+    ];
+    try {
+      await writer.write(written);
+      expect(writer.kind).toBe('worker');
+      const { events } = await store.queryEvents({ limit: 10, offset: 0 });
+      const byId = new Map(events.map((e) => [e.control_execution_id, e]));
+      for (const e of written) {
+        const { example, ...rest } = e;
+        expect(byId.get(e.control_execution_id)).toMatchObject({ ...rest, mode: e.mode ?? 'enforce', set_revision: e.set_revision ?? null });
+        if (example !== undefined) expect(await store.queryEvents({ limit: 1, offset: 0, with_example: true })).toMatchObject({ events: [{ control_execution_id: e.control_execution_id }] });
+      }
+      expect(byId.get('exec-0')).not.toHaveProperty('selector_missing');
+    } finally {
+      await writer.close();
       await store.close();
       rmSync(dir, { recursive: true, force: true });
     }
