@@ -58,6 +58,8 @@ export interface Group extends RollupGroup {
 export class NonMatchRollups {
   // Two levels so that recording an evaluation looks up one group, not one per control.
   private groups = new Map<string, Group>();
+  /** The group of the latest minute seen, by agent, stage and step type. */
+  private latest = new Map<string, Map<string, Map<string, Group>>>();
   // Consecutive evaluations are mostly of the same agent, stage and step type in the same
   // minute: the last group answers them without building a key.
   private last: Group | null = null;
@@ -87,6 +89,26 @@ export class NonMatchRollups {
     ) {
       return last;
     }
+    // An agent's steps alternate between stages and step types: the latest group of each
+    // is found through maps keyed by the names themselves, which joins no strings.
+    let byStage = this.latest.get(agent_name);
+    if (!byStage) this.latest.set(agent_name, (byStage = new Map()));
+    let byType = byStage.get(check_stage);
+    if (!byType) byStage.set(check_stage, (byType = new Map()));
+    const latest = byType.get(applies_to);
+    let group: Group;
+    if (latest !== undefined && latest.bucket_ms === bucket_ms) {
+      group = latest;
+    } else {
+      group = this.groupOfMinute(bucket_ms, agent_name, check_stage, applies_to);
+      // An older minute's group (an event ingested late) does not replace the latest.
+      if (latest === undefined || latest.bucket_ms < bucket_ms) byType.set(applies_to, group);
+    }
+    this.last = group;
+    return group;
+  }
+
+  private groupOfMinute(bucket_ms: number, agent_name: string, check_stage: string, applies_to: string): Group {
     // NUL cannot occur in the names the API accepts, so the joined key is unambiguous.
     const id = `${bucket_ms}\0${agent_name}\0${check_stage}\0${applies_to}`;
     let group = this.groups.get(id);
@@ -94,7 +116,6 @@ export class NonMatchRollups {
       group = { bucket_ms, agent_name, check_stage, applies_to, entries: new Map() };
       this.groups.set(id, group);
     }
-    this.last = group;
     return group;
   }
 
@@ -156,6 +177,7 @@ export class NonMatchRollups {
     const taken: Entry[] = [];
     for (const group of this.groups.values()) for (const list of group.entries.values()) taken.push(...list);
     this.groups = new Map();
+    this.latest = new Map();
     this.last = null;
     this.count = 0;
     const rollups: EventRollup[] = [];

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomSpanId, randomTraceId } from '../tracing/random-ids.js';
 
 export interface TraceIds {
   trace_id: string;
@@ -27,10 +27,8 @@ export function traceIdsFromHeaders(headers: Headers): TraceIds {
   const traceId = header(headers, 'x-trace-id');
   const spanId = header(headers, 'x-span-id');
   if (traceId && ID.test(traceId) && spanId && ID.test(spanId)) return { trace_id: traceId, span_id: spanId };
-  // randomUUID draws from a cached entropy pool; one per request gives both ids cheaply.
-  const fresh = randomUUID().replaceAll('-', '');
   return {
-    trace_id: traceId && ID.test(traceId) ? traceId : fresh,
-    span_id: spanId && ID.test(spanId) ? spanId : fresh.slice(0, 16),
+    trace_id: traceId && ID.test(traceId) ? traceId : randomTraceId(),
+    span_id: spanId && ID.test(spanId) ? spanId : randomSpanId(),
   };
 }

@@ -7,8 +7,8 @@
  * span, and (2) wraps the evaluation of `execution: sdk` controls in a `guardctl.evaluate`
  * span of its own, from the global tracer provider (or the `tracer` option).
  */
-import { randomUUID } from 'node:crypto';
 import { EVALUATE_SPAN } from '../tracing/evaluation-span.js';
+import { randomSpanId, randomTraceId } from '../tracing/random-ids.js';
 import { traceparentOf } from '../tracing/trace-context.js';
 import { SPAN_KIND, type SpanContextLike, type SpanLike, type TracerLike } from '../tracing/types.js';
 
@@ -93,14 +93,9 @@ export class AgentTracing {
   }
 }
 
-/**
- * W3C trace-context ids for a check outside any trace. randomUUID draws from a pooled
- * entropy buffer, which keeps this off the hot path's cost (randomBytes per step costs
- * tens of microseconds).
- */
+/** W3C trace-context ids for a check outside any trace. */
 export function freshTraceIds(): TraceIds {
-  const hex = randomUUID().replace(/-/g, '');
-  return { traceId: hex, spanId: randomUUID().replace(/-/g, '').slice(0, 16) };
+  return { traceId: randomTraceId(), spanId: randomSpanId() };
 }
 
 /** The `traceparent` of ids made here (sampled: the server's events and spans may keep them). */

@@ -81,7 +81,7 @@ describe('event writer thread', () => {
     const written: StoredEvent[] = [
       makeEvent(0, { timestamp: '2026-11-29T06:12:03.007Z', metadata: { matched_text: '[masked]', count: 2 }, set_revision: 7, mode: 'enforce' }),
       makeEvent(1, { timestamp: '2026-11-29T06:12:03.450Z', selector_missing: true, evaluator_name: null, selector_path: null, set_revision: null }),
-      makeEvent(2, { timestamp: '2026-11-29T06:12:04.000Z', mode: 'shadow', example: '{"input":{"query":"DROP TABLE t"}}', confidence: 0.25 }),
+      { ...makeEvent(2, { timestamp: '2026-11-29T06:12:04.000Z', mode: 'shadow', confidence: 0.25 }), example: '{"input":{"query":"DROP TABLE t"}}' },
       makeEvent(3, { timestamp: '2026-11-29T06:12:04.999Z', matched: false, error_message: 'evaluator error: timeout', action: 'steer', check_stage: 'post', applies_to: 'llm' }),
     ];
     try {

@@ -139,6 +139,28 @@ describe('NonMatchRollups', () => {
     expect(written).toHaveLength(1);
   });
 
+  it('counts steps that alternate between agents, stages, step types and minutes (some late) each under its own key', async () => {
+    const written: EventRollup[][] = [];
+    const rollups = new NonMatchRollups({ maxKeys: 100, write: async (r) => void written.push(r) });
+    const t0 = Date.UTC(2025, 0, 1, 12, 0, 5);
+    const expected = new Map<string, number>();
+    const steps: Array<[number, string, string, string]> = [];
+    for (let i = 0; i < 60; i++) {
+      // Minutes 0, 1, 2 in turn, with every fifth step a minute late.
+      const minute = i % 5 === 4 ? Math.max(0, (i % 3) - 1) : i % 3;
+      steps.push([t0 + minute * 60_000, i % 2 ? 'a' : 'b', i % 4 < 2 ? 'pre' : 'post', i % 3 ? 'tool' : 'llm']);
+    }
+    for (const [time, agent, stage, type] of steps) {
+      rollups.add(time, { ...key, agent_name: agent, check_stage: stage, applies_to: type }, 1);
+      const id = `${new Date(Math.floor(time / 60_000) * 60_000).toISOString()} ${agent} ${stage} ${type}`;
+      expected.set(id, (expected.get(id) ?? 0) + 1);
+    }
+    expect(rollups.size).toBe(expected.size);
+    await rollups.flush();
+    const counted = new Map(written[0]!.map((r) => [`${r.bucket} ${r.agent_name} ${r.check_stage} ${r.applies_to}`, r.count]));
+    expect(counted).toEqual(expected);
+  });
+
   it('keeps rollups for the next flush while the database is unavailable, and drops them on other failures', async () => {
     let fail: Error | null = new StoreError('unavailable', 'down');
     const written: EventRollup[] = [];
