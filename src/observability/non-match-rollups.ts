@@ -92,9 +92,9 @@ export class NonMatchRollups {
     // An agent's steps alternate between stages and step types: the latest group of each
     // is found through maps keyed by the names themselves, which joins no strings.
     let byStage = this.latest.get(agent_name);
-    if (!byStage) this.latest.set(agent_name, (byStage = new Map()));
+    if (!byStage) this.latest.set(agent_name, (byStage = new Map<string, Map<string, Group>>()));
     let byType = byStage.get(check_stage);
-    if (!byType) byStage.set(check_stage, (byType = new Map()));
+    if (!byType) byStage.set(check_stage, (byType = new Map<string, Group>()));
     const latest = byType.get(applies_to);
     let group: Group;
     if (latest !== undefined && latest.bucket_ms === bucket_ms) {
