@@ -1,4 +1,5 @@
 import type { ControlMode } from '../model/index.js';
+import { isoOfEpochMs } from '../model/iso-time.js';
 import type { EventRollup } from '../store/types.js';
 
 const MINUTE_MS = 60_000;
@@ -185,7 +186,7 @@ export class NonMatchRollups {
     for (const e of taken) {
       count += e.count;
       rollups.push({
-        bucket: new Date(e.bucket_ms).toISOString(),
+        bucket: isoOfEpochMs(e.bucket_ms),
         agent_name: e.agent_name,
         control_id: e.control_id,
         control_name: e.control_name,

@@ -5,6 +5,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { StoredEvent } from '../../model/index.js';
+import { isoOfEpochMs } from '../../model/iso-time.js';
 import {
   EVENT_COLUMNS,
   epochMsOf,
@@ -48,7 +49,7 @@ function eventOf(row: EventRow): StoredEvent {
   return eventRecordOf(row, {
     control_id: row.control_id,
     matched: row.matched === 1,
-    timestamp: new Date(row.ts).toISOString(),
+    timestamp: isoOfEpochMs(row.ts),
     metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Record<string, unknown>),
     set_revision: row.set_revision,
   });
