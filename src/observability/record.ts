@@ -88,7 +88,7 @@ export function eventOf(
   timestamp: string,
   metadata: Map<number, Record<string, unknown>> | null,
 ): ObservabilityEvent {
-  return {
+  const event: ObservabilityEvent = {
     control_execution_id: randomUUID(),
     trace_id: ids.trace_id,
     span_id: ids.span_id,
@@ -108,8 +108,11 @@ export function eventOf(
     metadata: metadata?.get(x.control_id) ?? null,
     mode: x.mode ?? 'enforce',
     set_revision: input.set_revision ?? null,
-    ...(x.selector_missing === true && { selector_missing: true }),
   };
+  // Set only when true, and not by spreading a conditional object: spreading made each
+  // event a copy through V8's generic object-cloning path.
+  if (x.selector_missing === true) event.selector_missing = true;
+  return event;
 }
 
 /**
