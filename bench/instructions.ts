@@ -1,7 +1,8 @@
 /**
- * Instructions per evaluation request, counted by callgrind (valgrind): a count that stays
- * the same from run to run, where throughput on a shared machine moves by tens of percent.
- * `npm run bench:instructions [-- <warm> <measured> [workload...]]`; needs valgrind on the PATH.
+ * Instructions per evaluation request, counted by callgrind (valgrind): a count that moves
+ * by a few percent from run to run, where throughput on a shared machine moves by tens.
+ * `npm run bench:instructions [-- <warm> <measured> [workload...]]` (30,000 and 3,000 by
+ * default); needs valgrind on the PATH.
  *
  * Each benchmark server (bench/server-child.ts), per workload of bench/workloads.ts (the
  * bare baseline sent that workload's bodies, then guardctl, with observability off and on;
@@ -9,9 +10,10 @@
  * off. This process sends the warm-up requests, then counts the measured ones over the
  * same keep-alive connections: a new client's connections make V8 re-optimise parts of
  * Node's HTTP code for a while, which would be counted as the server's work. V8's hash and
- * random seeds are fixed and its background threads off, so the same code gives the same
- * count. Figures are instructions in user space, compilation included (near zero once
- * warm).
+ * random seeds are fixed and its background threads off. Three windows of `measured`
+ * requests are counted one after the other and the median reported: where the garbage
+ * collector's major cycles fall moves a single window's count by up to a quarter. Figures
+ * are instructions in user space, compilation and collection included.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -122,30 +124,45 @@ function flush(child: ChildProcess): Promise<void> {
   });
 }
 
-/** Instructions per measured request of one server. */
-async function count(spec: ServerSpec, bodies: readonly string[], warm: number, measured: number): Promise<number> {
+/**
+ * Windows counted per server. A major cycle of the garbage collector comes every few
+ * thousand requests and moves one window's count by up to a quarter: the median of three
+ * windows reads the common case, and the three counts show the spread.
+ */
+const WINDOWS = 3;
+
+/** Instructions per measured request of one server, in each of WINDOWS windows. */
+async function count(spec: ServerSpec, bodies: readonly string[], warm: number, measured: number): Promise<number[]> {
   const outDir = mkdtempSync(join(tmpdir(), 'guard-callgrind-'));
   const { child, url } = await startUnderCallgrind(spec, outDir);
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   try {
     const target = new URL(url);
     await send(target, agent, warm, bodies);
-    // With observability on, events wait in a buffer for the flush timer: written inside
-    // the counted window they would be the warm-up's, and some counted requests' would be
-    // written after it. Flushing on both edges counts exactly the measured requests' writes.
-    if (spec.observability) await flush(child);
     const pid = String(child.pid);
-    await run('callgrind_control', ['--instr=on', pid]);
-    await send(target, agent, measured, bodies);
-    if (spec.observability) await flush(child);
-    await run('callgrind_control', ['--instr=off', pid]);
-    await run('callgrind_control', ['--dump', pid]);
-    // The dump holds only what was counted while counting was on.
-    const dump = readdirSync(outDir).find((f) => f.endsWith('.1'));
-    if (!dump) throw new Error('callgrind wrote no dump');
-    const totals = /^totals: (\d+)$/m.exec(readFileSync(join(outDir, dump), 'utf8'));
-    if (!totals) throw new Error('no totals in the callgrind dump');
-    return Number(totals[1]) / measured;
+    for (let w = 0; w < WINDOWS; w++) {
+      // With observability on, events wait in a buffer for the flush timer: written inside
+      // the counted window they would be the warm-up's, and some counted requests' would be
+      // written after it. Flushing on both edges counts exactly the measured requests' writes.
+      if (spec.observability) await flush(child);
+      await run('callgrind_control', ['--instr=on', pid]);
+      await send(target, agent, measured, bodies);
+      if (spec.observability) await flush(child);
+      await run('callgrind_control', ['--instr=off', pid]);
+      // Each dump holds what was counted since the one before: this window alone.
+      await run('callgrind_control', ['--dump', pid]);
+    }
+    const dumps = readdirSync(outDir)
+      // callgrind.<pid>.<n>: the n-th dump (callgrind.<pid> itself is the file it opened at start).
+      .map((f) => /^callgrind\.\d+\.(\d+)$/.exec(f))
+      .filter((m): m is RegExpExecArray => m !== null)
+      .sort((a, b) => Number(a[1]) - Number(b[1]));
+    if (dumps.length !== WINDOWS) throw new Error(`callgrind wrote ${dumps.length} dumps, not ${WINDOWS}`);
+    return dumps.map((m) => {
+      const totals = /^totals: (\d+)$/m.exec(readFileSync(join(outDir, m.input), 'utf8'));
+      if (!totals) throw new Error(`no totals in the callgrind dump ${m.input}`);
+      return Number(totals[1]) / measured;
+    });
   } finally {
     agent.destroy();
     child.removeAllListeners('exit');
@@ -154,20 +171,27 @@ async function count(spec: ServerSpec, bodies: readonly string[], warm: number, 
   }
 }
 
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
 async function main(): Promise<void> {
-  const warm = Number(process.argv[2] ?? 20_000);
+  const warm = Number(process.argv[2] ?? 30_000);
   const measured = Number(process.argv[3] ?? 3_000);
   // Optional: only these workloads (best, realistic, worst).
   const only = process.argv.slice(4);
-  const lines = ['| workload | server | instructions per request | of the baseline |', '|---|---|---|---|'];
+  const lines = ['| workload | server | instructions per request (median) | of the baseline | windows |', '|---|---|---|---|---|'];
   let baseline = 0;
   for (const { label, workload, spec } of SERVERS) {
     if (only.length > 0 && !only.includes(workload)) continue;
     const { title, bodies } = WORKLOADS[workload];
-    process.stderr.write(`counting ${title}: ${label} (${warm} requests to warm up, ${measured} counted)...\n`);
-    const perRequest = await count(spec, bodies, warm, measured);
+    process.stderr.write(`counting ${title}: ${label} (${warm} requests to warm up, then ${WINDOWS} windows of ${measured} counted)...\n`);
+    const windows = await count(spec, bodies, warm, measured);
+    const perRequest = median(windows);
     if (spec.kind === 'bare') baseline = perRequest;
-    lines.push(`| ${title} | ${label} | ${Math.round(perRequest).toLocaleString('en-US')} | ${(baseline / perRequest).toFixed(3)} |`);
+    const each = windows.map((n) => Math.round(n).toLocaleString('en-US')).join(', ');
+    lines.push(`| ${title} | ${label} | ${Math.round(perRequest).toLocaleString('en-US')} | ${(baseline / perRequest).toFixed(3)} | ${each} |`);
     // Each count as it comes: a later failure does not lose the earlier ones.
     process.stderr.write(`${lines.at(-1)!}\n`);
   }
