@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { median } from './harness.js';
 import type { ChildRequest, ServerSpec } from './server-process.js';
 import { WORKLOADS, type WorkloadName } from './workloads.js';
 
@@ -169,11 +170,6 @@ async function count(spec: ServerSpec, bodies: readonly string[], warm: number, 
     child.kill();
     rmSync(outDir, { recursive: true, force: true });
   }
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 async function main(): Promise<void> {

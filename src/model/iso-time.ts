@@ -45,7 +45,7 @@ export function epochMsOfIso(iso: string): number {
   // Only a time in the plain form, that Date.parse read as written, becomes the new second.
   if (!Number.isNaN(ms) && PLAIN_ISO.test(iso) && isoOfEpochMs(ms) === iso) {
     parsedPrefix = iso.slice(0, PREFIX_LENGTH);
-    parsedSecondMs = ms - (ms - Math.floor(ms / 1000) * 1000);
+    parsedSecondMs = Math.floor(ms / 1000) * 1000;
   }
   return ms;
 }

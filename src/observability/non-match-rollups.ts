@@ -62,7 +62,7 @@ export class NonMatchRollups {
   /** The group of the latest minute seen, by agent, stage and step type. */
   private latest = new Map<string, Map<string, Map<string, Group>>>();
   // Consecutive evaluations are mostly of the same agent, stage and step type in the same
-  // minute: the last group answers them without building a key.
+  // minute: the last group answers them without a map lookup.
   private last: Group | null = null;
   private count = 0;
   private running: Promise<void> | null = null;

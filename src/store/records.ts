@@ -4,8 +4,8 @@
  * Pure: no database here.
  */
 import { storableJsonText, storableText, type AgentRecord, type ControlData, type ControlMode, type ControlRecord, type ObservabilityEvent, type StoredEvent } from '../model/index.js';
-import type { ControlStatsRow, EventRollup } from './types.js';
 import { epochMsOfIso } from '../model/iso-time.js';
+import type { ControlStatsRow, EventRollup } from './types.js';
 
 /**
  * The stored form of control data: without `enabled`, which lives only in the record's
