@@ -60,7 +60,7 @@ async function throughput(url: string): Promise<BenchRow[]> {
     const bare = await measure(baseline.url);
     rows.push({ name: 'postgres: bare Fastify route (baseline)', value: Math.round(bare.rps), unit: 'req/s', note: `${LOAD.connections} connections × ${LOAD.duration} s` });
     for (const observed of [false, true]) {
-      const config = loadConfig({ DATABASE_URL: url, OBSERVABILITY_ENABLED: String(observed), OBSERVABILITY_FLUSH_INTERVAL_SECONDS: '1' });
+      const config = loadConfig({ DATABASE_URL: url, OBSERVABILITY_ENABLED: String(observed) });
       const server = await assembleServer(config, {
         registry: createDefaultRegistry(),
         logger: serverLoggerOptions(config),

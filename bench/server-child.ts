@@ -71,9 +71,10 @@ if (spec.kind === 'bare') {
   url = bare.url;
 } else {
   dir = mkdtempSync(join(tmpdir(), 'guard-bench-server-'));
+  // The flush interval is the default (10 s), as `guardctl serve` runs: flushes also start
+  // whenever the buffer is half full, so heavy load never waits for the timer.
   const config = loadConfig({ ...(spec.observability ? {} : { OBSERVABILITY_ENABLED: 'false' }), ...spec.otel }, {
     databaseUrl: spec.databaseUrl ?? join(dir, 'bench.db'),
-    flushIntervalSeconds: 1,
     ...(spec.sampleRate !== undefined ? { nonMatchSampleRate: spec.sampleRate } : {}),
   });
   // Assembled as `guardctl serve` assembles it (a SQLite file's events written by a worker

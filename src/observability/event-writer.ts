@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { ObservabilityEvent } from '../model/index.js';
 import type { EventRollup, Store } from '../store/types.js';
-import { packEvents } from './event-transport.js';
+import { packEvents, type PackedEvents } from './event-transport.js';
 
 /** Where buffered events go: the store itself, or a worker thread with its own connection. */
 export interface EventWriter {
@@ -29,8 +29,8 @@ export function inlineWriter(store: Store): EventWriter {
 
 /** Messages to the worker (event-writer-worker.ts) and its answers. */
 export type WriterCommand =
-  /** `events`: packEvents's flat array (event-transport.ts). */
-  | { op: 'insert'; events: unknown[] }
+  /** `events`: packEvents's arrays (event-transport.ts). */
+  | { op: 'insert'; events: PackedEvents }
   | { op: 'rollups'; rollups: EventRollup[] }
   | { op: 'prune'; before: string }
   | { op: 'close' };

@@ -6,7 +6,7 @@
  * made storable on the way to the store) opt out of the body check with
  * `config: { bodyText: 'unchecked' }`.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, RouteOptions, preValidationHookHandler } from 'fastify';
 import { textIssuesOf, type FieldIssue } from '../model/index.js';
 import { invalid } from './problem.js';
 
@@ -20,16 +20,47 @@ declare module 'fastify' {
 /** Path parameters as the API names them in bodies and problem fields. */
 const PARAM_FIELDS: Record<string, string> = { name: 'agent_name' };
 
+/**
+ * Adds the check to every route registered after this call, as the route's first
+ * preValidation hook. Built per route, it knows whether the route has path parameters
+ * and checks its body: a global hook would read `request.routeOptions` on every
+ * request, a getter that builds a dozen-field object each time.
+ */
 export function installTextGuard(app: FastifyInstance): void {
-  app.addHook('preValidation', async (request: FastifyRequest) => {
-    const params = textIssuesOf(renamedParams(request.params));
-    if (params.length > 0) throw refused('path', params);
-    const query = textIssuesOf(request.query);
-    if (query.length > 0) throw refused('query', query);
-    if (request.routeOptions.config.bodyText === 'unchecked') return;
-    const body = textIssuesOf(request.body);
-    if (body.length > 0) throw refused('request body', body);
+  app.addHook('onRoute', (route: RouteOptions) => {
+    const guard = textGuardOf(/[:*]/.test(route.url), route.config?.bodyText !== 'unchecked');
+    const own = route.preValidation;
+    route.preValidation = own === undefined ? [guard] : [guard, ...(Array.isArray(own) ? own : [own])];
   });
+}
+
+function textGuardOf(hasParams: boolean, checksBody: boolean): preValidationHookHandler {
+  return (request: FastifyRequest, _reply, done) => {
+    done(textRefusal(request, hasParams, checksBody));
+  };
+}
+
+function textRefusal(request: FastifyRequest, hasParams: boolean, checksBody: boolean): Error | undefined {
+  if (hasParams) {
+    const params = textIssuesOf(renamedParams(request.params));
+    if (params.length > 0) return refused('path', params);
+  }
+  // Most requests have no query string: Fastify parses it to an empty object.
+  if (hasKeys(request.query)) {
+    const query = textIssuesOf(request.query);
+    if (query.length > 0) return refused('query', query);
+  }
+  if (checksBody) {
+    const body = textIssuesOf(request.body);
+    if (body.length > 0) return refused('request body', body);
+  }
+  return undefined;
+}
+
+function hasKeys(value: unknown): boolean {
+  if (value === null || typeof value !== 'object') return value !== undefined;
+  for (const _ in value) return true;
+  return false;
 }
 
 function refused(what: string, issues: FieldIssue[]) {
