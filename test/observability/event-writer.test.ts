@@ -102,6 +102,30 @@ describe('event writer thread', () => {
     }
   });
 
+  it('hands events to the thread once 64 wait, without waiting for the timer', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'guard-writer-db-'));
+    const file = join(dir, 'events.db');
+    const store = new SqliteStore(file);
+    // The timer is never started (no start()): only the handover can write.
+    const obs = createObservability({ store, config: makeConfig(), processMetrics: false, sqlitePath: file, workerUrl });
+    const rows = async () => (await store.queryEvents({ limit: 1, offset: 0 })).total;
+    try {
+      // Matches only (each one a row): 63 wait, and stay waiting.
+      obs.ingest(Array.from({ length: 63 }, (_, i) => makeEvent(2 * i)));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(await rows()).toBe(0);
+      expect(obs.buffer.size).toBe(63);
+      // The 64th starts the handover.
+      obs.ingest([makeEvent(200)]);
+      await expect.poll(rows).toBe(64);
+      expect(obs.buffer.size).toBe(0);
+    } finally {
+      await obs.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('falls back to writing inline when the thread dies', async () => {
     const broken = join(scratch, 'broken-worker.js');
     writeFileSync(broken, 'throw new Error("cannot start");\n');
