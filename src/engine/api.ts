@@ -33,7 +33,8 @@ export interface ControlExecution {
   message?: string | null;
   /**
    * For matched controls: the selected value as text, at most 200 characters; else null.
-   * Always set by the engine (optional only so that hand-built executions stay valid).
+   * Set by the engine unless asked not to (EvaluateOptions.excerpts); unset, readers show
+   * the selected value masked whole.
    */
   excerpt?: string | null;
   /** True when the control's selector found nothing in the step (see ControlMatch.selector_missing). */
@@ -43,6 +44,13 @@ export interface ControlExecution {
 export interface EvaluateOptions {
   /** Also return per-control executions with durations (costs a clock read per control). */
   collectExecutions?: boolean;
+  /**
+   * With collectExecutions: the excerpt of each match (true unless false). Masking the
+   * selected text costs more than the rest of an execution; the server asks for excerpts
+   * only while something shows them (a live stream, spans with content). Without,
+   * `excerpt` is left unset.
+   */
+  excerpts?: boolean;
   /** Only controls whose `execution` is this value take part (the SDK splits sdk/server). */
   execution?: 'server' | 'sdk';
   /** The agent the step belongs to: the default key of rate and budget controls. */

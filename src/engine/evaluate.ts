@@ -42,7 +42,7 @@ export function evaluateStep(
 
   if (options?.collectExecutions === true) {
     const executions: ControlExecution[] = [];
-    const clock: Clock = { last: performance.now() };
+    const clock: Detail = { last: performance.now(), excerpts: options.excerpts !== false };
     // A control a scan ruled out is timed as its share of the scan; clearedByScan sets the
     // share of every control it rules out, and only those are read. A plain array, unfilled:
     // a typed array would be allocated with malloc, and fill() runs in V8's runtime.
@@ -53,7 +53,7 @@ export function evaluateStep(
       if (only !== undefined && c.execution !== only) continue;
       if (cleared !== null && cleared[i] !== NOT_CLEARED) {
         const m = cleared[i] === CLEARED_MISSING ? c.missingNonMatch : c.plainNonMatch;
-        executions[records.length] = executionOf(c, m, undefined, shares![i]!);
+        executions[records.length] = executionOf(c, m, undefined, shares![i]!, clock.excerpts);
         records.push(m);
         continue;
       }
@@ -185,7 +185,7 @@ function runDetailed(
   view: StepView,
   executions: ControlExecution[],
   slot: number,
-  clock: Clock,
+  clock: Detail,
 ): Pending<ControlMatch> {
   const start = clock.last;
   const node = c.node;
@@ -213,7 +213,7 @@ function runDetailed(
     // Timed until it settles; the next control starts now, not when this one ends.
     clock.last = performance.now();
     return d.then((done) => {
-      executions[slot] = executionOf(c, done.match, done.value, performance.now() - start, done.found);
+      executions[slot] = executionOf(c, done.match, done.value, performance.now() - start, clock.excerpts, done.found);
       return done.match;
     });
   }
@@ -227,13 +227,19 @@ function finishDetailed(
   executions: ControlExecution[],
   slot: number,
   start: number,
-  clock: Clock,
+  clock: Detail,
   found?: readonly string[] | null,
 ): ControlMatch {
   const end = performance.now();
   clock.last = end;
-  executions[slot] = executionOf(c, match, value, end - start, found);
+  executions[slot] = executionOf(c, match, value, end - start, clock.excerpts, found);
   return match;
+}
+
+/** What the observability path keeps while it runs the controls of one step. */
+interface Detail extends Clock {
+  /** EvaluateOptions.excerpts: make the excerpt of each match. */
+  readonly excerpts: boolean;
 }
 
 function executionOf(
@@ -241,9 +247,10 @@ function executionOf(
   m: ControlMatch,
   value: unknown,
   duration: number,
+  excerpts: boolean,
   found?: readonly string[] | null,
 ): ControlExecution {
-  const text = m.result.matched ? textOf(value) : undefined;
+  const text = excerpts && m.result.matched ? textOf(value) : undefined;
   return {
     control_id: c.control_id,
     control_name: c.name,
@@ -257,7 +264,8 @@ function executionOf(
     duration_ms: duration,
     mode: c.shadow ? 'shadow' : 'enforce',
     message: m.result.message,
-    excerpt: text === undefined ? null : excerptOf(text, found, c.revealMatch),
+    // Left unset when not asked for: readers then show the selected value masked whole.
+    excerpt: text !== undefined ? excerptOf(text, found, c.revealMatch) : excerpts ? null : undefined,
     selector_missing: m.selector_missing === true,
   };
 }

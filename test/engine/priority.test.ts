@@ -94,6 +94,18 @@ describe('decision priority', () => {
     expect(executions![1]).toMatchObject({ control_name: 'miss', matched: false, excerpt: null });
   });
 
+  it('leaves excerpts out when not asked for, and records the rest the same', async () => {
+    const set = compileControls([ctl('hit', 'deny', true), ctl('miss', 'log', false)], registry);
+    const { result, executions } = await evaluateStep(set, toolStep('t', 'go'), 'pre', { collectExecutions: true, excerpts: false });
+    expect(result.decision).toBe('deny');
+    expect(executions).toHaveLength(2);
+    expect(executions![0]).toMatchObject({ control_name: 'hit', matched: true, evaluator_name: 'list', error_message: null });
+    expect(executions![0]!.excerpt).toBeUndefined();
+    expect(executions![0]!.duration_ms).toBeGreaterThanOrEqual(0);
+    expect(executions![1]).toMatchObject({ control_name: 'miss', matched: false });
+    expect(executions![1]!.excerpt).toBeUndefined();
+  });
+
   it('truncates excerpts to 200 characters', async () => {
     const set = compileControls(
       [control('long', { selector: { path: 'input' }, evaluator: { name: 'regex', config: { pattern: 'a' } }, action: { decision: 'log' } })],

@@ -35,9 +35,13 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
   // This app's memos of the hot path: the answer writer's, and the last agent name checked.
   const answers = new AnswerWriter();
   const validAgentName = agentNameChecker();
-  const options = { execution: 'server', collectExecutions: observability !== undefined && config.observabilityEnabled } as const;
-  // A recorded span names each matched control's evaluator and duration: the executions say them.
-  const tracedOptions = { execution: 'server', collectExecutions: true } as const;
+  // Excerpts of matches are made only while something shows them: a live stream subscriber,
+  // or spans that carry content. Stored events and metrics do not need them.
+  const options = { execution: 'server', collectExecutions: observability !== undefined && config.observabilityEnabled, excerpts: false } as const;
+  const streamedOptions = { execution: 'server', collectExecutions: true, excerpts: true } as const;
+  // A recorded span names each matched control's evaluator and duration: the executions say
+  // them (and the excerpts, for spans with content or a stream that may be listening).
+  const tracedOptions = { execution: 'server', collectExecutions: true, excerpts: true } as const;
   const includeContent = tracing?.config.includeContent ?? false;
 
   // The request's JSON Schema, generated from the same zod schema, is checked by Fastify's
@@ -56,7 +60,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
     try {
       body = requestOf(request.body, request.validationError === undefined, validAgentName);
       set = controlSets.peek(body.agent_name) ?? (await controlSets.get(body.agent_name));
-      const base = span?.isRecording() ? tracedOptions : options;
+      const base = span?.isRecording() ? tracedOptions : observability !== undefined && observability.hub.size > 0 ? streamedOptions : options;
       // Only sets with rate or budget controls need the agent and the counters. Written
       // out field by field: a spread ({ ...base, agentName }) made V8 give each request's
       // options a new hidden class, so every read of them in the engine missed its cache.
@@ -64,7 +68,9 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
         set,
         body.step,
         body.stage,
-        set.counting ? { execution: base.execution, collectExecutions: base.collectExecutions, agentName: body.agent_name, counters } : base,
+        set.counting
+          ? { execution: base.execution, collectExecutions: base.collectExecutions, excerpts: base.excerpts, agentName: body.agent_name, counters }
+          : base,
       );
       outcome = pending instanceof Promise ? await pending : pending;
     } catch (error) {
