@@ -21,14 +21,21 @@ export interface PackedEvents {
 export function packEvents(events: readonly StoredEvent[]): PackedEvents {
   const strings: string[] = [];
   const indexOf = new Map<string, number>();
+  // Consecutive events mostly repeat each field's text: the field's last text answers
+  // without hashing (a time is a new string per evaluation, hashed on its first lookup).
+  const lastText: Array<string | undefined> = [];
+  const lastIndex: number[] = [];
   // A shared field's text as its index in `strings`; null and undefined as they are.
-  const shared = (text: string | null | undefined): number | null | undefined => {
+  const shared = (field: number, text: string | null | undefined): number | null | undefined => {
     if (typeof text !== 'string') return text;
+    if (lastText[field] === text) return lastIndex[field];
     let index = indexOf.get(text);
     if (index === undefined) {
       index = strings.push(text) - 1;
       indexOf.set(text, index);
     }
+    lastText[field] = text;
+    lastIndex[field] = index;
     return index;
   };
   // Filled by push: a packed array. One made with `new Array(n)` is holey, which structured
@@ -39,22 +46,22 @@ export function packEvents(events: readonly StoredEvent[]): PackedEvents {
       e.control_execution_id,
       e.trace_id,
       e.span_id,
-      shared(e.agent_name),
+      shared(3, e.agent_name),
       e.control_id,
-      shared(e.control_name),
-      shared(e.check_stage),
-      shared(e.applies_to),
-      shared(e.action),
+      shared(5, e.control_name),
+      shared(6, e.check_stage),
+      shared(7, e.applies_to),
+      shared(8, e.action),
       e.matched,
       e.confidence,
-      shared(e.timestamp),
+      shared(11, e.timestamp),
       e.execution_duration_ms,
-      shared(e.evaluator_name),
-      shared(e.selector_path),
+      shared(13, e.evaluator_name),
+      shared(14, e.selector_path),
       e.error_message,
       e.metadata,
       e.selector_missing,
-      shared(e.mode),
+      shared(18, e.mode),
       e.set_revision,
       e.example,
     );
