@@ -23,10 +23,13 @@ export function packEvents(events: readonly StoredEvent[]): PackedEvents {
   const indexOf = new Map<string, number>();
   // Consecutive events mostly repeat each field's text: the field's last text answers
   // without hashing (a time is a new string per evaluation, hashed on its first lookup).
+  // Fields are told apart by the order of the calls, the same for every event.
   const lastText: Array<string | undefined> = [];
   const lastIndex: number[] = [];
+  let field = 0;
   // A shared field's text as its index in `strings`; null and undefined as they are.
-  const shared = (field: number, text: string | null | undefined): number | null | undefined => {
+  const shared = (text: string | null | undefined): number | null | undefined => {
+    field++;
     if (typeof text !== 'string') return text;
     if (lastText[field] === text) return lastIndex[field];
     let index = indexOf.get(text);
@@ -42,26 +45,27 @@ export function packEvents(events: readonly StoredEvent[]): PackedEvents {
   // clone writes and reads element by element, as it would a sparse one.
   const values: unknown[] = [];
   for (const e of events) {
+    field = 0;
     values.push(
       e.control_execution_id,
       e.trace_id,
       e.span_id,
-      shared(3, e.agent_name),
+      shared(e.agent_name),
       e.control_id,
-      shared(5, e.control_name),
-      shared(6, e.check_stage),
-      shared(7, e.applies_to),
-      shared(8, e.action),
+      shared(e.control_name),
+      shared(e.check_stage),
+      shared(e.applies_to),
+      shared(e.action),
       e.matched,
       e.confidence,
-      shared(11, e.timestamp),
+      shared(e.timestamp),
       e.execution_duration_ms,
-      shared(13, e.evaluator_name),
-      shared(14, e.selector_path),
+      shared(e.evaluator_name),
+      shared(e.selector_path),
       e.error_message,
       e.metadata,
       e.selector_missing,
-      shared(18, e.mode),
+      shared(e.mode),
       e.set_revision,
       e.example,
     );

@@ -50,6 +50,11 @@ export interface Group extends RollupGroup {
   readonly entries: Map<number, Entry[]>;
 }
 
+/** Groups by minute, by step type, by stage (and, in NonMatchRollups.groups, by agent). */
+type ByMinute = Map<number, Group>;
+type ByType = Map<string, ByMinute>;
+type ByStage = Map<string, ByType>;
+
 /**
  * Non-matches counted in memory per minute and key until the next flush writes them as
  * rollup rows. Storing each non-match as an indexed row cost ~9 µs of CPU; adding to a
@@ -58,9 +63,10 @@ export interface Group extends RollupGroup {
  */
 export class NonMatchRollups {
   // Two levels so that recording an evaluation looks up one group, not one per control.
-  private groups = new Map<string, Group>();
-  /** The group of the latest minute seen, by agent, stage and step type. */
-  private latest = new Map<string, Map<string, Map<string, Group>>>();
+  // Groups are found by agent, stage, step type and minute, through maps keyed by the names
+  // themselves (no key is joined per evaluation); `all` lists them for the flush.
+  private groups = new Map<string, ByStage>();
+  private all: Group[] = [];
   // Consecutive evaluations are mostly of the same agent, stage and step type in the same
   // minute: the last group answers them without a map lookup.
   private last: Group | null = null;
@@ -90,33 +96,19 @@ export class NonMatchRollups {
     ) {
       return last;
     }
-    // An agent's steps alternate between stages and step types: the latest group of each
-    // is found through maps keyed by the names themselves, which joins no strings.
-    let byStage = this.latest.get(agent_name);
-    if (!byStage) this.latest.set(agent_name, (byStage = new Map<string, Map<string, Group>>()));
+    let byStage = this.groups.get(agent_name);
+    if (!byStage) this.groups.set(agent_name, (byStage = new Map<string, ByType>()));
     let byType = byStage.get(check_stage);
-    if (!byType) byStage.set(check_stage, (byType = new Map<string, Group>()));
-    const latest = byType.get(applies_to);
-    let group: Group;
-    if (latest !== undefined && latest.bucket_ms === bucket_ms) {
-      group = latest;
-    } else {
-      group = this.groupOfMinute(bucket_ms, agent_name, check_stage, applies_to);
-      // An older minute's group (an event ingested late) does not replace the latest.
-      if (latest === undefined || latest.bucket_ms < bucket_ms) byType.set(applies_to, group);
-    }
-    this.last = group;
-    return group;
-  }
-
-  private groupOfMinute(bucket_ms: number, agent_name: string, check_stage: string, applies_to: string): Group {
-    // NUL cannot occur in the names the API accepts, so the joined key is unambiguous.
-    const id = `${bucket_ms}\0${agent_name}\0${check_stage}\0${applies_to}`;
-    let group = this.groups.get(id);
+    if (!byType) byStage.set(check_stage, (byType = new Map<string, ByMinute>()));
+    let byMinute = byType.get(applies_to);
+    if (!byMinute) byType.set(applies_to, (byMinute = new Map<number, Group>()));
+    let group = byMinute.get(bucket_ms);
     if (!group) {
       group = { bucket_ms, agent_name, check_stage, applies_to, entries: new Map() };
-      this.groups.set(id, group);
+      byMinute.set(bucket_ms, group);
+      this.all.push(group);
     }
+    this.last = group;
     return group;
   }
 
@@ -176,9 +168,9 @@ export class NonMatchRollups {
 
   private async drain(): Promise<void> {
     const taken: Entry[] = [];
-    for (const group of this.groups.values()) for (const list of group.entries.values()) taken.push(...list);
+    for (const group of this.all) for (const list of group.entries.values()) taken.push(...list);
     this.groups = new Map();
-    this.latest = new Map();
+    this.all = [];
     this.last = null;
     this.count = 0;
     const rollups: EventRollup[] = [];

@@ -41,11 +41,24 @@ afterAll(() => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
+/** A fresh SQLite file for one test; `remove` closes the test's own connection and deletes it. */
+function eventsDb(): { file: string; store: SqliteStore; remove(): Promise<void> } {
+  const dir = mkdtempSync(join(tmpdir(), 'guard-writer-db-'));
+  const file = join(dir, 'events.db');
+  const store = new SqliteStore(file);
+  return {
+    file,
+    store,
+    async remove() {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 describe('event writer thread', () => {
   it('writes, prunes and flushes on close through its own SQLite connection', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'guard-writer-db-'));
-    const file = join(dir, 'events.db');
-    const store = new SqliteStore(file);
+    const { file, store, remove } = eventsDb();
     const obs = createObservability({ store, config: makeConfig(), processMetrics: false, sqlitePath: file, workerUrl });
     try {
       expect(obs.writerKind).toBe('worker');
@@ -68,15 +81,12 @@ describe('event writer thread', () => {
       );
     } finally {
       await obs.close();
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
+      await remove();
     }
   });
 
   it('stores every field of the events it is handed as they were, across the thread', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'guard-writer-db-'));
-    const file = join(dir, 'events.db');
-    const store = new SqliteStore(file);
+    const { file, store, remove } = eventsDb();
     const writer = workerWriter({ sqlitePath: file, workerUrl, fallback: store });
     const written: StoredEvent[] = [
       makeEvent(0, { timestamp: '2026-11-29T06:12:03.007Z', metadata: { matched_text: '[masked]', count: 2 }, set_revision: 7, mode: 'enforce' }),
@@ -97,15 +107,12 @@ describe('event writer thread', () => {
       expect(byId.get('exec-0')).not.toHaveProperty('selector_missing');
     } finally {
       await writer.close();
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
+      await remove();
     }
   });
 
   it('hands events to the thread once 64 wait, without waiting for the timer', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'guard-writer-db-'));
-    const file = join(dir, 'events.db');
-    const store = new SqliteStore(file);
+    const { file, store, remove } = eventsDb();
     // The timer is never started (no start()): only the handover can write.
     const obs = createObservability({ store, config: makeConfig(), processMetrics: false, sqlitePath: file, workerUrl });
     const rows = async () => (await store.queryEvents({ limit: 1, offset: 0 })).total;
@@ -121,17 +128,14 @@ describe('event writer thread', () => {
       expect(obs.buffer.size).toBe(0);
     } finally {
       await obs.close();
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
+      await remove();
     }
   });
 
   it('falls back to writing inline when the thread dies', async () => {
     const broken = join(scratch, 'broken-worker.js');
     writeFileSync(broken, 'throw new Error("cannot start");\n');
-    const dir = mkdtempSync(join(tmpdir(), 'guard-writer-db-'));
-    const file = join(dir, 'events.db');
-    const store = new SqliteStore(file);
+    const { file, store, remove } = eventsDb();
     const obs = createObservability({
       store,
       config: makeConfig(),
@@ -156,8 +160,7 @@ describe('event writer thread', () => {
       expect(rows + nonMatches).toBe(written);
       expect(written).toBeGreaterThanOrEqual(1);
     } finally {
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
+      await remove();
     }
   });
 

@@ -5,7 +5,7 @@
  */
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { createSchema, dropSchemas, pgRequired, pgUnreachable, pgUrl, schemaUrl, skipReasonOf } from './pg.js';
+import { createSchema, dropSchemas, pgRequired, pgSuiteTitle, pgUnreachable, pgUrl, schemaUrl, skipReasonOf } from './pg.js';
 import { denyDrop, dropStep, startPgApp, until, type PgApp } from './pg-app.js';
 
 const unreachable = await pgUnreachable();
@@ -30,7 +30,7 @@ async function decisionOn(replica: PgApp, agent: string): Promise<string> {
   return (JSON.parse(res.body) as { decision: string }).decision;
 }
 
-describe.skipIf(unreachable !== null)(unreachable ? skipReasonOf(unreachable) : 'replicas on one PostgreSQL database', () => {
+describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('replicas on one PostgreSQL database', unreachable), () => {
   async function twoReplicas(env: Record<string, string> = {}): Promise<[PgApp, PgApp]> {
     const url = schemaUrl(await createSchema(schemas));
     const a = await startPgApp(url, env);

@@ -38,10 +38,9 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
   // Excerpts of matches are made only while something shows them: a live stream subscriber,
   // or spans that carry content. Stored events and metrics do not need them.
   const options = { execution: 'server', collectExecutions: observability !== undefined && config.observabilityEnabled, excerpts: false } as const;
-  const streamedOptions = { execution: 'server', collectExecutions: true, excerpts: true } as const;
-  // A recorded span names each matched control's evaluator and duration: the executions say
-  // them (and the excerpts, for spans with content or a stream that may be listening).
-  const tracedOptions = { execution: 'server', collectExecutions: true, excerpts: true } as const;
+  // For a stream subscriber's summaries, and for a recorded span, which names each matched
+  // control's evaluator and duration (and its excerpt, with content).
+  const detailedOptions = { execution: 'server', collectExecutions: true, excerpts: true } as const;
   const includeContent = tracing?.config.includeContent ?? false;
 
   // The request's JSON Schema, generated from the same zod schema, is checked by Fastify's
@@ -60,7 +59,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
     try {
       body = requestOf(request.body, request.validationError === undefined, validAgentName);
       set = controlSets.peek(body.agent_name) ?? (await controlSets.get(body.agent_name));
-      const base = span?.isRecording() ? tracedOptions : observability !== undefined && observability.hub.size > 0 ? streamedOptions : options;
+      const base = span?.isRecording() || (observability !== undefined && observability.hub.size > 0) ? detailedOptions : options;
       // Only sets with rate or budget controls need the agent and the counters. Written
       // out field by field: a spread ({ ...base, agentName }) made V8 give each request's
       // options a new hidden class, so every read of them in the engine missed its cache.
