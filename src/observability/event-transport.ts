@@ -22,7 +22,7 @@ export function packEvents(events: readonly StoredEvent[]): PackedEvents {
   const strings: string[] = [];
   const indexOf = new Map<string, number>();
   // Consecutive events mostly repeat each field's text: the field's last text answers
-  // without hashing (a time is a new string per evaluation, hashed on its first lookup).
+  // without hashing.
   // Fields are told apart by the order of the calls, the same for every event.
   const lastText: Array<string | undefined> = [];
   const lastIndex: number[] = [];
@@ -41,6 +41,17 @@ export function packEvents(events: readonly StoredEvent[]): PackedEvents {
     lastIndex[field] = index;
     return index;
   };
+  // A time is a new string per evaluation, and the events of one evaluation are consecutive:
+  // it is compared with the last time only, never hashed.
+  let lastTime: string | undefined;
+  let lastTimeIndex = 0;
+  const time = (text: string): number => {
+    if (text !== lastTime) {
+      lastTime = text;
+      lastTimeIndex = strings.push(text) - 1;
+    }
+    return lastTimeIndex;
+  };
   // Filled by push: a packed array. One made with `new Array(n)` is holey, which structured
   // clone writes and reads element by element, as it would a sparse one.
   const values: unknown[] = [];
@@ -58,7 +69,7 @@ export function packEvents(events: readonly StoredEvent[]): PackedEvents {
       shared(e.action),
       e.matched,
       e.confidence,
-      shared(e.timestamp),
+      time(e.timestamp),
       e.execution_duration_ms,
       shared(e.evaluator_name),
       shared(e.selector_path),

@@ -42,8 +42,24 @@ class Children<C> {
     private readonly make: () => C,
   ) {}
 
+  // The label values of the last lookup and their child: a repeated lookup is three compares.
+  private lastA = '';
+  private lastB = '';
+  private lastC = '';
+  private lastChild: C | undefined;
+
   /** Values in labelNames order; families have at most three labels. */
   get(a = '', b = '', c = ''): C {
+    if (this.lastChild !== undefined && this.lastA === a && this.lastB === b && this.lastC === c) return this.lastChild;
+    const child = this.find(a, b, c);
+    this.lastA = a;
+    this.lastB = b;
+    this.lastC = c;
+    this.lastChild = child;
+    return child;
+  }
+
+  private find(a: string, b: string, c: string): C {
     switch (this.labelNames.length) {
       case 0:
         return this.leaf(this.root, '', a, b, c);
@@ -77,6 +93,7 @@ class Children<C> {
   clear(): void {
     this.root.clear();
     this.all.length = 0;
+    this.lastChild = undefined;
   }
 }
 

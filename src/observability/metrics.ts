@@ -91,7 +91,20 @@ export function createMetrics(opts: MetricsOptions): GuardMetrics {
   // Routes and methods are the app's own and statuses few, so this stays small.
   type HttpChild = { requests: CounterChild; duration: HistogramChild };
   const httpChildren = new Map<string, Map<string, Map<number, HttpChild>>>();
+  // Most requests repeat the one before (an agent's evaluations): that answers without a lookup.
+  let lastMethod = '';
+  let lastRoute = '';
+  let lastStatus = 0;
+  let lastChild: HttpChild | undefined;
   const httpChild = (method: string, route: string, status: number): HttpChild => {
+    if (lastChild !== undefined && lastStatus === status && lastRoute === route && lastMethod === method) return lastChild;
+    lastChild = httpChildFound(method, route, status);
+    lastMethod = method;
+    lastRoute = route;
+    lastStatus = status;
+    return lastChild;
+  };
+  const httpChildFound = (method: string, route: string, status: number): HttpChild => {
     let byMethod = httpChildren.get(route);
     if (!byMethod) httpChildren.set(route, (byMethod = new Map<string, Map<number, HttpChild>>()));
     let byStatus = byMethod.get(method);

@@ -40,6 +40,30 @@ describe('GET /metrics', () => {
     expect(text).not.toContain('12345');
   });
 
+  it('counts each request under its own method, route, status and labels, whatever the request before it was', async () => {
+    t = await makeApp({});
+    await addControl(t.store, 'support-bot', 'block-sql', denySql);
+    await addControl(t.store, 'other-bot', 'block-sql-2', denySql);
+    // Requests that repeat the one before and requests that differ from it in one label only.
+    const sends = [
+      { method: 'POST', url: '/api/v1/evaluation', payload: evaluation('DROP TABLE users') },
+      { method: 'POST', url: '/api/v1/evaluation', payload: evaluation('DROP TABLE users') },
+      { method: 'POST', url: '/api/v1/evaluation', payload: evaluation('SELECT 1') },
+      { method: 'POST', url: '/api/v1/evaluation', payload: evaluation('DROP TABLE users', 'other-bot') },
+      { method: 'GET', url: '/api/v1/agents' },
+      { method: 'POST', url: '/api/v1/evaluation', payload: { nonsense: true } },
+      { method: 'POST', url: '/api/v1/evaluation', payload: evaluation('DROP TABLE users') },
+    ] as const;
+    for (const send of sends) await t.app.inject(send);
+    const text = (await t.app.inject({ url: '/metrics' })).body;
+    expect(text).toContain('guard_http_requests_total{method="POST",route="/api/v1/evaluation",status="200"} 5');
+    expect(text).toContain('guard_http_requests_total{method="POST",route="/api/v1/evaluation",status="422"} 1');
+    expect(text).toContain('guard_http_requests_total{method="GET",route="/api/v1/agents",status="200"} 1');
+    expect(text).toContain('guard_evaluations_total{agent="support-bot",decision="deny"} 3');
+    expect(text).toContain('guard_evaluations_total{agent="support-bot",decision="allow"} 1');
+    expect(text).toContain('guard_evaluations_total{agent="other-bot",decision="deny"} 1');
+  });
+
   it('times and counts requests refused before their route runs (authentication)', async () => {
     t = await makeApp({ apiKeyEnabled: true, apiKeys: ['regular-key-0000001'] });
     const refused = await t.app.inject({ method: 'POST', url: '/api/v1/evaluation', payload: evaluation('x') });

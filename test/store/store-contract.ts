@@ -548,6 +548,28 @@ export function defineStoreContract(name: string, open: () => Promise<Store>): v
         expect(await store.pruneEvents(new Date(Date.UTC(2025, 0, 1, 0, 20)).toISOString())).toBe(0);
       });
 
+      it('stores every event of a batch of no round size, each with its own fields, in order', async () => {
+        // 103 = 64 + 32 + 4 + 2 + 1: SQLite inserts a batch by statements of several rows.
+        const events = Array.from({ length: 103 }, (_, i) =>
+          event({
+            control_execution_id: `e${i}`,
+            timestamp: new Date(Date.UTC(2025, 0, 1, 12, 0, 0, i)).toISOString(),
+            agent_name: `agent-${i % 5}`,
+            control_id: (i % 7) + 1,
+            control_name: `control-${i % 7}`,
+            matched: i % 2 === 0,
+            action: i % 3 === 0 ? 'deny' : 'log',
+            error_message: i % 11 === 0 ? `error ${i}` : null,
+            metadata: i % 13 === 0 ? { i } : null,
+            execution_duration_ms: i / 4,
+          }),
+        );
+        await store.insertEvents(events);
+        const page = await store.queryEvents({ limit: 200, offset: 0 });
+        expect(page.total).toBe(103);
+        expect(page.events).toEqual(events.map(stored).reverse());
+      });
+
       it('inserts a large batch in one call', async () => {
         const events = Array.from({ length: 12_000 }, (_, i) => event({ control_id: (i % 3) + 1 }));
         await store.insertEvents(events);

@@ -5,7 +5,7 @@
  */
 import type pg from 'pg';
 import type { StoredEvent } from '../../model/index.js';
-import { EVENT_COLUMNS, eventRecordOf, eventValuesOf, isoOf, mergedRollups, OUTCOME_NON_MATCH, rollupOutcomeOf, SHADOW_OUTCOME, statsRowsOf, type StatsPart } from '../records.js';
+import { EVENT_COLUMNS, EVENT_COLUMNS_COUNT, eventRecordOf, eventValuesOf, isoOf, mergedRollups, OUTCOME_NON_MATCH, rollupOutcomeOf, SHADOW_OUTCOME, statsRowsOf, type StatsPart } from '../records.js';
 import type { ControlStatsRow, EventPage, EventQuery, EventRollup, EventStore, StatsQuery } from '../types.js';
 import type { PostgresDatabase } from './database.js';
 import { mapPgError } from './errors.js';
@@ -46,7 +46,7 @@ function eventOf(row: EventRow): StoredEvent {
 
 /** One statement per batch: each column travels as one array parameter, unnested server-side. */
 async function insertBatch(client: pg.Pool | pg.PoolClient, batch: readonly StoredEvent[]): Promise<void> {
-  const columns: unknown[][] = Array.from({ length: 21 }, () => new Array<unknown>(batch.length));
+  const columns: unknown[][] = Array.from({ length: EVENT_COLUMNS_COUNT }, () => new Array<unknown>(batch.length));
   batch.forEach((e, i) => eventValuesOf(e, { matched: e.matched, ts: isoOf(e.timestamp, 'timestamp') }).forEach((v, c) => (columns[c]![i] = v)));
   await client.query(
     `INSERT INTO events (${EVENT_COLUMNS})
