@@ -549,7 +549,6 @@ export function defineStoreContract(name: string, open: () => Promise<Store>): v
       });
 
       it('stores every event of a batch of no round size, each with its own fields, in order', async () => {
-        // 103 = 64 + 32 + 4 + 2 + 1: SQLite inserts a batch by statements of several rows.
         const events = Array.from({ length: 103 }, (_, i) =>
           event({
             control_execution_id: `e${i}`,

@@ -47,7 +47,7 @@ function eventOf(row: EventRow): StoredEvent {
 /** One statement per batch: each column travels as one array parameter, unnested server-side. */
 async function insertBatch(client: pg.Pool | pg.PoolClient, batch: readonly StoredEvent[]): Promise<void> {
   const columns: unknown[][] = Array.from({ length: EVENT_COLUMNS_COUNT }, () => new Array<unknown>(batch.length));
-  batch.forEach((e, i) => eventValuesOf(e, { matched: e.matched, ts: isoOf(e.timestamp, 'timestamp') }).forEach((v, c) => (columns[c]![i] = v)));
+  batch.forEach((e, i) => eventValuesOf(e, e.matched, isoOf(e.timestamp, 'timestamp')).forEach((v, c) => (columns[c]![i] = v)));
   await client.query(
     `INSERT INTO events (${EVENT_COLUMNS})
      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[],
