@@ -116,29 +116,38 @@ export const EVENT_COLUMNS_COUNT = EVENT_COLUMNS.split(',').length;
  * by SQLite alone.
  */
 export function eventValuesOf(e: StoredEvent, matched: unknown, ts: unknown): unknown[] {
-  return [
-    storableText(e.control_execution_id),
-    storableText(e.trace_id),
-    storableText(e.span_id),
-    storableText(e.agent_name),
-    e.control_id,
-    storableText(e.control_name),
-    e.check_stage,
-    e.applies_to,
-    e.action,
-    matched,
-    outcomeOf(e),
-    e.confidence,
-    ts,
-    e.execution_duration_ms,
-    nullableText(e.evaluator_name),
-    nullableText(e.selector_path),
-    nullableText(e.error_message),
-    e.metadata === null ? null : storableJsonText(JSON.stringify(e.metadata)),
-    e.mode ?? 'enforce',
-    e.set_revision ?? null,
-    e.example === undefined || e.example === null ? null : storableJsonText(e.example),
-  ];
+  const values = new Array<unknown>(EVENT_COLUMNS_COUNT);
+  writeEventValues(values, 0, e, matched, ts);
+  return values;
+}
+
+/**
+ * Writes the EVENT_COLUMNS_COUNT values of `e` (see eventValuesOf) into `values` from
+ * `offset`: the rows of a statement of several rows fill one array made to size.
+ */
+export function writeEventValues(values: unknown[], offset: number, e: StoredEvent, matched: unknown, ts: unknown): void {
+  let i = offset;
+  values[i++] = storableText(e.control_execution_id);
+  values[i++] = storableText(e.trace_id);
+  values[i++] = storableText(e.span_id);
+  values[i++] = storableText(e.agent_name);
+  values[i++] = e.control_id;
+  values[i++] = storableText(e.control_name);
+  values[i++] = e.check_stage;
+  values[i++] = e.applies_to;
+  values[i++] = e.action;
+  values[i++] = matched;
+  values[i++] = outcomeOf(e);
+  values[i++] = e.confidence;
+  values[i++] = ts;
+  values[i++] = e.execution_duration_ms;
+  values[i++] = nullableText(e.evaluator_name);
+  values[i++] = nullableText(e.selector_path);
+  values[i++] = nullableText(e.error_message);
+  values[i++] = e.metadata === null ? null : storableJsonText(JSON.stringify(e.metadata));
+  values[i++] = e.mode ?? 'enforce';
+  values[i++] = e.set_revision ?? null;
+  values[i] = e.example === undefined || e.example === null ? null : storableJsonText(e.example);
 }
 
 function nullableText(text: string | null): string | null {

@@ -569,6 +569,17 @@ export function defineStoreContract(name: string, open: () => Promise<Store>): v
         expect(page.events).toEqual(events.map(stored).reverse());
       });
 
+      it('refuses a batch holding a row the table cannot keep, stores none of it, and takes the next batch', async () => {
+        await store.insertEvents([event({ control_execution_id: 'before' })]);
+        const events = Array.from({ length: 40 }, (_, i) => event({ control_execution_id: `e${i}` }));
+        // A row no client can send (the schema refuses it), as a store bug would write it.
+        events[21] = { ...events[21]!, control_name: null as unknown as string };
+        await expect(store.insertEvents(events)).rejects.toThrow();
+        expect((await store.queryEvents({ limit: 100, offset: 0 })).events.map((e) => e.control_execution_id)).toEqual(['before']);
+        await store.insertEvents([event({ control_execution_id: 'after' })]);
+        expect((await store.queryEvents({ limit: 100, offset: 0 })).total).toBe(2);
+      });
+
       it('inserts a large batch in one call', async () => {
         const events = Array.from({ length: 12_000 }, (_, i) => event({ control_id: (i % 3) + 1 }));
         await store.insertEvents(events);
