@@ -7,7 +7,7 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { CountRequest } from '../../src/evaluators/types.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import { createSchema, dropSchemas, pgRequired, pgTarget, pgUnreachable, schemaUrl, skipReasonOf } from './pg.js';
+import { createSchema, dropSchemas, pgRequired, pgSuiteTitle, pgTarget, pgUnreachable, schemaUrl } from './pg.js';
 import { startPgApp, until, type PgApp } from './pg-app.js';
 import { startTcpProxy } from './tcp-proxy.js';
 
@@ -47,7 +47,7 @@ async function evaluate(app: PgApp, agent: string, user: string) {
   return res.json<{ decision: string; matches: Array<{ error?: string }>; errors: Array<{ error?: string }> }>();
 }
 
-describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(unreachable) : 'counters during a database outage', () => {
+describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('counters during a database outage', unreachable), () => {
   it('follows on_error while the database is cut or frozen, and recovers by itself', async () => {
     const schema = await createSchema(schemas);
     const proxy = await startTcpProxy(pgTarget());

@@ -7,7 +7,7 @@
  */
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { createSchema, dropSchemas, pgRequired, pgTarget, pgUnreachable, pgUrl, schemaUrl, skipReasonOf } from './pg.js';
+import { createSchema, dropSchemas, pgRequired, pgSuiteTitle, pgTarget, pgUnreachable, pgUrl, schemaUrl, skipReasonOf } from './pg.js';
 import { denyDrop, dropStep, startPgApp, until, type PgApp } from './pg-app.js';
 import { startTcpProxy } from './tcp-proxy.js';
 
@@ -45,7 +45,7 @@ async function seed(app: PgApp): Promise<number> {
   return id;
 }
 
-describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(unreachable) : 'a frozen database', () => {
+describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('a frozen database', unreachable), () => {
   it('answers 503 to reads and writes after the query timeout, keeps evaluating, and recovers', async () => {
     const schema = await createSchema(schemas);
     const proxy = await startTcpProxy(pgTarget());

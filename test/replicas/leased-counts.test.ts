@@ -10,7 +10,7 @@ import { usedAt } from '../../src/evaluators/counting/window.js';
 import { LEASE_MS, LeasedCounts } from '../../src/server/leased-counts.js';
 import type { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import type { SharedCounterStore } from '../../src/store/types.js';
-import { pgRequired, pgUnreachable, skipReasonOf, storeOpener } from './pg.js';
+import { pgRequired, pgSuiteTitle, pgUnreachable, storeOpener } from './pg.js';
 
 const unreachable = await pgUnreachable();
 const { open, lastSchema } = storeOpener('guard_lease', unreachable);
@@ -58,7 +58,7 @@ const allowed = (answers: CountAnswer[]) => answers.filter((a) => !a.over).lengt
 /** Three steps at once: two are counted in the database, the second leasing room that answers the third. */
 const threeSteps = (counts: LeasedCounts) => Promise.all([1, 2, 3].map(() => count(counts, rate(100))));
 
-describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(unreachable) : 'leased exact counts', () => {
+describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('leased exact counts', unreachable), () => {
   it('counts most steps of a busy key from a lease, each with its own sum, and gives back the rest', async () => {
     const store = await open();
     const { counts, statements } = replica(store);

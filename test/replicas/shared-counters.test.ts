@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { CountRequest } from '../../src/evaluators/types.js';
 import { createServerCounters } from '../../src/server/counters.js';
 import { ApproximateCounts } from '../../src/server/approximate-counts.js';
-import { pgRequired, pgUnreachable, pgUrl, schemaUrl, skipReasonOf, storeOpener } from './pg.js';
+import { pgRequired, pgSuiteTitle, pgUnreachable, pgUrl, schemaUrl, storeOpener } from './pg.js';
 
 const unreachable = await pgUnreachable();
 const { open, lastSchema } = storeOpener('guard_cnt', unreachable);
@@ -73,7 +73,7 @@ async function whileRowLocked<T>(
   }
 }
 
-describe.skipIf(unreachable !== null && !pgRequired)(unreachable ? skipReasonOf(unreachable) : 'shared counters', () => {
+describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('shared counters', unreachable), () => {
   it('gives a burst straddling a minute edge no more than the limit, and forgets after the window', async () => {
     const store = await open();
     const shared = store.sharedCounters;
