@@ -24,6 +24,16 @@ export interface PackedEvents {
   objects: Array<Record<string, unknown>>;
 }
 
+/** A number as it is; null and absent as their marks. */
+function marked(value: number | null | undefined): number {
+  return value === null ? NULL : value === undefined ? ABSENT : value;
+}
+
+/** What `marked` wrote. */
+function unmarked(n: number): number | null | undefined {
+  return n === NULL ? null : n === ABSENT ? undefined : n;
+}
+
 export function packEvents(events: readonly StoredEvent[]): PackedEvents {
   const strings: string[] = [];
   const objects: Array<Record<string, unknown>> = [];
@@ -32,12 +42,11 @@ export function packEvents(events: readonly StoredEvent[]): PackedEvents {
   const lastText: Array<string | null | undefined> = [];
   const lastIndex: number[] = [];
   let field = 0;
-  const absentOrNull = (value: null | undefined): number => (value === null ? NULL : ABSENT);
   // A text that many events share (agent, control, stage...): consecutive events mostly
   // repeat the field's last text, which answers without hashing; others are looked up.
   const shared = (text: string | null | undefined): number => {
     field++;
-    if (typeof text !== 'string') return absentOrNull(text);
+    if (typeof text !== 'string') return marked(text);
     if (lastText[field] === text) return lastIndex[field]!;
     let index = indexOf.get(text);
     if (index === undefined) {
@@ -59,7 +68,7 @@ export function packEvents(events: readonly StoredEvent[]): PackedEvents {
     return lastIndex[field]!;
   };
   // A text of one event alone (its id, an error).
-  const own = (text: string | null | undefined): number => (typeof text === 'string' ? strings.push(text) - 1 : absentOrNull(text));
+  const own = (text: string | null | undefined): number => (typeof text === 'string' ? strings.push(text) - 1 : marked(text));
   const numbers = new Float64Array(events.length * FIELDS);
   let i = 0;
   for (const e of events) {
@@ -83,7 +92,7 @@ export function packEvents(events: readonly StoredEvent[]): PackedEvents {
     numbers[i++] = e.metadata === null ? NULL : objects.push(e.metadata) - 1;
     numbers[i++] = e.selector_missing === undefined ? ABSENT : e.selector_missing ? 1 : 0;
     numbers[i++] = shared(e.mode);
-    numbers[i++] = e.set_revision === undefined || e.set_revision === null ? absentOrNull(e.set_revision) : e.set_revision;
+    numbers[i++] = marked(e.set_revision);
     numbers[i++] = own(e.example);
   }
   return { strings, numbers, objects };
@@ -101,11 +110,10 @@ export function unpackEvents(packed: PackedEvents): StoredEvent[] {
     if (found === undefined) throw new Error(`packed events: no ${what} ${index}`);
     return found as never;
   };
-  const text = (n: number): never => (n === NULL ? null : n === ABSENT ? undefined : entry(strings, n, 'text')) as never;
-  const absentOr = (n: number, present: (n: number) => unknown): never => (n === ABSENT ? undefined : n === NULL ? null : present(n)) as never;
-  const metadataAt = (m: number) => entry(objects, m, 'metadata object');
-  const isOne = (m: number) => m === 1;
-  const itself = (r: number) => r;
+  const text = (n: number): never => {
+    const index = unmarked(n);
+    return (index === null || index === undefined ? index : entry(strings, index, 'text')) as never;
+  };
   const events = new Array<StoredEvent>(v.length / FIELDS);
   for (let n = 0, i = 0; i < v.length; n++, i += FIELDS) {
     events[n] = {
@@ -125,10 +133,10 @@ export function unpackEvents(packed: PackedEvents): StoredEvent[] {
       evaluator_name: text(v[i + 13]!),
       selector_path: text(v[i + 14]!),
       error_message: text(v[i + 15]!),
-      metadata: absentOr(v[i + 16]!, metadataAt),
-      selector_missing: absentOr(v[i + 17]!, isOne),
+      metadata: v[i + 16] === NULL ? null : entry(objects, v[i + 16]!, 'metadata object'),
+      selector_missing: v[i + 17] === ABSENT ? undefined : v[i + 17] === 1,
       mode: text(v[i + 18]!),
-      set_revision: absentOr(v[i + 19]!, itself),
+      set_revision: unmarked(v[i + 19]!),
       example: text(v[i + 20]!),
     };
   }

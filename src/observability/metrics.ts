@@ -1,5 +1,5 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import { CounterFamily, HistogramFamily, type CounterChild, type HistogramChild } from './hot-metrics.js';
+import { CounterFamily, HistogramFamily } from './hot-metrics.js';
 import { LabelLimiter } from './label-limiter.js';
 
 /** The typed metric handles of one app, on the app's own registry (never the global one). */
@@ -86,38 +86,6 @@ export function createMetrics(opts: MetricsOptions): GuardMetrics {
     buckets: HTTP_BUCKETS,
     registry,
   });
-  // By route pattern, then method, then status: the route and method strings are the same
-  // objects on every request (their hashes are cached), so a lookup allocates nothing.
-  // Routes and methods are the app's own and statuses few, so this stays small.
-  type HttpChild = { requests: CounterChild; duration: HistogramChild };
-  const httpChildren = new Map<string, Map<string, Map<number, HttpChild>>>();
-  // Most requests repeat the one before (an agent's evaluations): that answers without a lookup.
-  let lastMethod = '';
-  let lastRoute = '';
-  let lastStatus = 0;
-  let lastChild: HttpChild | undefined;
-  const httpChild = (method: string, route: string, status: number): HttpChild => {
-    if (lastChild !== undefined && lastStatus === status && lastRoute === route && lastMethod === method) return lastChild;
-    lastChild = httpChildFound(method, route, status);
-    lastMethod = method;
-    lastRoute = route;
-    lastStatus = status;
-    return lastChild;
-  };
-  const httpChildFound = (method: string, route: string, status: number): HttpChild => {
-    let byMethod = httpChildren.get(route);
-    if (!byMethod) httpChildren.set(route, (byMethod = new Map<string, Map<number, HttpChild>>()));
-    let byStatus = byMethod.get(method);
-    if (!byStatus) byMethod.set(method, (byStatus = new Map<number, HttpChild>()));
-    let child = byStatus.get(status);
-    if (!child) {
-      const code = String(status);
-      child = { requests: httpRequests.child(method, route, code), duration: httpDuration.child(method, route, code) };
-      byStatus.set(status, child);
-    }
-    return child;
-  };
-
   return {
     registry,
     prefix,
@@ -214,9 +182,11 @@ export function createMetrics(opts: MetricsOptions): GuardMetrics {
     controlLabels: new LabelLimiter(opts.maxLabelValues),
     evaluatorLabels: new LabelLimiter(opts.maxLabelValues),
     observeHttp(method, route, status, seconds) {
-      const child = httpChild(method, route, status);
-      child.requests.inc();
-      child.duration.observe(seconds);
+      // Each family answers a repeat of its last label set with three compares
+      // (hot-metrics.ts), and a recent status's text comes from V8's number-string cache.
+      const code = String(status);
+      httpRequests.child(method, route, code).inc();
+      httpDuration.child(method, route, code).observe(seconds);
     },
   };
 }

@@ -89,7 +89,12 @@ function controlIdsOf(db: Database.Database, table: 'events' | 'event_rollups'):
 const ROWS_PER_INSERT = [16, 8, 4, 2, 1] as const;
 
 function prepare(db: Database.Database) {
+  const row = `(${new Array<string>(EVENT_COLUMNS_COUNT).fill('?').join(', ')})`;
   return {
+    /** `INSERT OR ROLLBACK` of each size of ROWS_PER_INSERT, by size. */
+    insertRows: new Map(
+      ROWS_PER_INSERT.map((n) => [n, db.prepare(`INSERT OR ROLLBACK INTO events (${EVENT_COLUMNS}) VALUES ${new Array<string>(n).fill(row).join(', ')}`)]),
+    ),
     statsControlIds: controlIdsOf(db, 'events'),
     statsPart: db.prepare(
       `SELECT count(*) AS count, total(execution_duration_ms) AS duration_sum FROM events INDEXED BY events_stats
@@ -132,7 +137,6 @@ function prepare(db: Database.Database) {
 
 export class SqliteEvents implements EventStore {
   private readonly s: ReturnType<typeof prepare>;
-  private readonly inserts = new Map<number, Database.Statement>();
 
   constructor(private readonly database: SqliteDatabase) {
     this.s = prepare(database.db);
@@ -150,20 +154,9 @@ export class SqliteEvents implements EventStore {
           const e = events[next]!;
           writeEventValues(values, offset, e, e.matched ? 1 : 0, epochMsOf(e.timestamp, 'timestamp'));
         }
-        this.insertRows(rows).run(...values);
+        this.s.insertRows.get(rows)!.run(...values);
       }
     });
-  }
-
-  /** `INSERT INTO events` of `rows` rows, prepared on first use. */
-  private insertRows(rows: number): Database.Statement {
-    let statement = this.inserts.get(rows);
-    if (statement === undefined) {
-      const row = `(${new Array<string>(EVENT_COLUMNS_COUNT).fill('?').join(', ')})`;
-      statement = this.database.db.prepare(`INSERT OR ROLLBACK INTO events (${EVENT_COLUMNS}) VALUES ${new Array<string>(rows).fill(row).join(', ')}`);
-      this.inserts.set(rows, statement);
-    }
-    return statement;
   }
 
   async insertRollups(rollups: EventRollup[]): Promise<void> {
