@@ -23,7 +23,9 @@ interface Entry {
 export class ApproximateCounts {
   readonly #entries = new Map<string, Entry>();
   readonly #timer: NodeJS.Timeout;
+  /** The flush under way, and the one to run after it. */
   #flushing: Promise<void> | undefined;
+  #nextFlush: Promise<void> | undefined;
 
   constructor(
     private readonly shared: SharedCounterStore,
@@ -56,12 +58,28 @@ export class ApproximateCounts {
     return { used: before + request.amount, over: false };
   }
 
-  /** Adds every key's pending count to the table and reads the sums back; drops idle keys. */
+  /**
+   * Adds every key's pending count to the table and reads the sums back; drops idle keys.
+   * Resolves once what was counted before the call is in the table: a flush under way
+   * took its counts when it began, so a call meanwhile waits for one more after it (shared
+   * by every call meanwhile).
+   */
   flush(): Promise<void> {
-    this.#flushing ??= this.#flushAll().finally(() => {
-      this.#flushing = undefined;
+    if (this.#flushing === undefined) return this.#startFlush();
+    const next = () => {
+      this.#nextFlush = undefined;
+      return this.#startFlush();
+    };
+    this.#nextFlush ??= this.#flushing.then(next, next);
+    return this.#nextFlush;
+  }
+
+  #startFlush(): Promise<void> {
+    const flushing = this.#flushAll().finally(() => {
+      if (this.#flushing === flushing) this.#flushing = undefined;
     });
-    return this.#flushing;
+    this.#flushing = flushing;
+    return flushing;
   }
 
   async #flushAll(): Promise<void> {
@@ -71,14 +89,16 @@ export class ApproximateCounts {
       try {
         // Added as counted (admitted here), so always; an amount of 0 just reads the sum.
         const answer = await this.shared.countShared({ ...entry.request, amount: pending, always: true }, now, true);
+        // Steps counted while the statement ran stay pending, on top of the new sum.
         entry.pending -= pending;
-        if (pending === 0 && answer.used === 0) this.#entries.delete(id);
+        if (entry.pending === 0 && answer.used === 0) this.#entries.delete(id);
         else entry.base = answer.used;
       } catch {
-        // The database is away: keep the pending count for the next flush, and forget
-        // the base so that the key's next step waits for an exact count (on_error).
+        // The database is away: keep the pending count (steps counted meanwhile included)
+        // for the next flush, and forget the base so that the key's next step waits for
+        // an exact count (on_error).
         this.#entries.delete(id);
-        if (pending > 0) this.#orphans.push({ ...entry.request, amount: pending, always: true });
+        if (entry.pending > 0) this.#orphans.push({ ...entry.request, amount: entry.pending, always: true });
       }
     }
     const orphans = this.#orphans.splice(0);

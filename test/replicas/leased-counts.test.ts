@@ -9,7 +9,7 @@ import type { CountAnswer, CountRequest } from '../../src/evaluators/types.js';
 import { usedAt } from '../../src/evaluators/counting/window.js';
 import { LEASE_MS, LeasedCounts } from '../../src/server/leased-counts.js';
 import type { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import type { SharedCounterStore } from '../../src/store/types.js';
+import type { LeaseTerms, SharedCounterStore } from '../../src/store/types.js';
 import { pgRequired, pgSuiteTitle, pgUnreachable, storeOpener } from './pg.js';
 
 const unreachable = await pgUnreachable();
@@ -20,7 +20,7 @@ const { open, lastSchema } = storeOpener('guard_lease', unreachable);
  * unless a test says otherwise, so that nothing is given back by time alone while the
  * test looks (a loaded machine may take longer than LEASE_MS between two lines).
  */
-function replica(store: PostgresStore, leaseMs = 60_000): { counts: LeasedCounts; statements: () => number } {
+function replica(store: PostgresStore, leaseMs = 60_000, now = Date.now): { counts: LeasedCounts; statements: () => number } {
   let statements = 0;
   const shared: SharedCounterStore = {
     countShared: (...args) => {
@@ -30,7 +30,7 @@ function replica(store: PostgresStore, leaseMs = 60_000): { counts: LeasedCounts
     counterUsage: (now) => store.sharedCounters.counterUsage(now),
     pruneCounters: (now) => store.sharedCounters.pruneCounters(now),
   };
-  return { counts: new LeasedCounts(shared, Date.now, () => true, 5000, leaseMs), statements: () => statements };
+  return { counts: new LeasedCounts(shared, now, () => true, 5000, leaseMs), statements: () => statements };
 }
 
 const rate = (limit: number): CountRequest => ({
@@ -102,14 +102,55 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('leased exact 
   it('admits exactly the limit across two replicas hit with 3 x limit concurrent steps', async () => {
     const a = await open();
     const b = await open(lastSchema());
-    const ra = replica(a);
-    const rb = replica(b);
-    const answers = await Promise.all(Array.from({ length: 600 }, (_, i) => count((i % 2 ? ra : rb).counts, rate(200))));
+    // The replicas' clock puts each one's first step (sent at once) in the last millisecond
+    // of a second, and every later one in the next second, as a slow machine does when a
+    // burst straddles a bucket's edge: the leases then go into a bucket after the first
+    // steps', and must not push those out of the window.
+    const second = Math.floor(Date.now() / 1000) * 1000;
+    let clock = () => second + 999;
+    const ra = replica(a, 60_000, () => clock());
+    const rb = replica(b, 60_000, () => clock());
+    const steps = Array.from({ length: 600 }, (_, i) => count((i % 2 ? ra : rb).counts, rate(200)));
+    const fired = Date.now();
+    clock = () => second + 1000 + Date.now() - fired;
+    const answers = await Promise.all(steps);
     expect(allowed(answers)).toBe(200);
     await ra.counts.close();
     await rb.counts.close();
     // Every step of a rate control counts, refused ones too; no lease is left in the sum.
     expect(await storedSum(a)).toBe(600);
+  });
+
+  it('keeps a step in the window when a lease went into a later bucket, and takes the lease back from its own bucket', async () => {
+    const shared = (await open()).sharedCounters;
+    // A minute's window: buckets of one second; this is the start of bucket k.
+    const start = Date.UTC(2026, 0, 1, 12, 0, 0);
+    const k = start / 1000;
+    const lease = (ask: number, release: LeaseTerms['release'] = null): LeaseTerms => ({ defer: true, release, ask, leaseMs: LEASE_MS });
+    expect(await shared.countShared(rate(10), start + 500, true)).toEqual({ used: 1, over: false });
+    // 60 buckets later, 50 ms before the bucket's end: the lease's end is in the next bucket.
+    const late = start + 60_950;
+    const leased = await shared.countShared(rate(10), late, true, lease(64));
+    expect(leased).toMatchObject({ used: 2, over: false, granted: 2, leaseBucket: k + 61 });
+    // The first step is still in the window (bucket k of k to k + 60): 1 + 1 + 2 leased + 6.
+    expect(await shared.countShared({ ...rate(10), amount: 6 }, late, true)).toEqual({ used: 10, over: false });
+    expect(await shared.countShared(rate(10), late, true)).toEqual({ used: 11, over: true });
+    // The unused lease comes back from bucket k + 61, where the steps after it did not go;
+    // a bucket later the first step has left the window: 1 + 6 + 1.
+    const back = await shared.countShared({ ...rate(10), amount: 0 }, start + 61_000, true, lease(0, { granted: 2, unused: 2, bucket: k + 61 }));
+    expect(back.used).toBe(8);
+  });
+
+  it('counts the step of a replica whose clock is behind at the key\'s latest time', async () => {
+    const shared = (await open()).sharedCounters;
+    const t = Date.UTC(2026, 0, 1, 12, 0, 0) + 500;
+    expect((await shared.countShared(rate(10), t, true)).used).toBe(1);
+    // Five seconds behind: counted in the bucket of t, not five buckets earlier.
+    expect((await shared.countShared(rate(10), t - 5000, true)).used).toBe(2);
+    // 57 s after t the behind step's own bucket would have left the window; t's has not.
+    expect((await shared.countShared(rate(10), t + 57_000, true)).used).toBe(3);
+    // And 61 s after t both have.
+    expect((await shared.countShared(rate(10), t + 61_000, true)).used).toBe(2);
   });
 
   it("lets a step that only another replica's unused lease keeps out wait for it, not be refused", async () => {

@@ -9,6 +9,8 @@ import { describe, expect, it } from 'vitest';
 import type { CountRequest } from '../../src/evaluators/types.js';
 import { createServerCounters } from '../../src/server/counters.js';
 import { ApproximateCounts } from '../../src/server/approximate-counts.js';
+import type { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import type { SharedCounterStore } from '../../src/store/types.js';
 import { pgRequired, pgSuiteTitle, pgUnreachable, pgUrl, schemaUrl, storeOpener } from './pg.js';
 
 const unreachable = await pgUnreachable();
@@ -71,6 +73,33 @@ async function whileRowLocked<T>(
     await holder.end().catch(() => undefined);
     await watcher.end().catch(() => undefined);
   }
+}
+
+/**
+ * The store's shared counters with a gate: while held, each statement waits until
+ * `release`, then is sent, or fails instead when `release(true)` is asked.
+ */
+function gated(store: PostgresStore): { shared: SharedCounterStore; hold(): void; release(fail?: boolean): void; sum(key?: string): Promise<number> } {
+  let gate: Promise<boolean> | null = null;
+  let open: (fail: boolean) => void = () => undefined;
+  return {
+    shared: {
+      countShared: async (...args) => {
+        if (gate !== null && (await gate)) throw new Error('connection terminated');
+        return store.sharedCounters.countShared(...args);
+      },
+      counterUsage: (now) => store.sharedCounters.counterUsage(now),
+      pruneCounters: (now) => store.sharedCounters.pruneCounters(now),
+    },
+    hold: () => {
+      gate = new Promise((resolve) => (open = resolve));
+    },
+    release: (fail = false) => {
+      gate = null;
+      open(fail);
+    },
+    sum: async (key = 'ann') => (await store.sharedCounters.counterUsage(Date.now())).find((r) => r.key === key)?.val.reduce((a, b) => a + b, 0) ?? 0,
+  };
 }
 
 describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('shared counters', unreachable), () => {
@@ -231,5 +260,67 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('shared counte
     } finally {
       await Promise.all(replicas.map((r) => r.close()));
     }
+  });
+
+  describe('approximate: counts made while a flush runs', () => {
+    const approximate = (limit: number) => request(limit, { consistency: 'approximate' });
+
+    it('a flush asked for while one runs writes what was counted before it was asked', async () => {
+      const g = gated(await open());
+      const replica = new ApproximateCounts(g.shared, Date.now, () => true);
+      try {
+        await replica.count(approximate(100));
+        // A flush (the timer's, say) takes the pending counts (none) and waits for the database.
+        g.hold();
+        const first = replica.flush();
+        void replica.count(approximate(100));
+        const second = replica.flush();
+        g.release();
+        await first;
+        await second;
+        expect(await g.sum()).toBe(2);
+      } finally {
+        await replica.close();
+      }
+    });
+
+    it('keeps a step counted while a failing flush ran, and writes it when the database is back', async () => {
+      const g = gated(await open());
+      const replica = new ApproximateCounts(g.shared, Date.now, () => true);
+      try {
+        await replica.count(approximate(100));
+        void replica.count(approximate(100));
+        g.hold();
+        const failing = replica.flush();
+        void replica.count(approximate(100));
+        g.release(true);
+        await failing;
+        await replica.flush();
+        expect(await g.sum()).toBe(3);
+      } finally {
+        await replica.close();
+      }
+    });
+
+    it('does not forget an idle key that a step was counted for while its flush ran', async () => {
+      const store = await open();
+      const g = gated(store);
+      let now = Date.now() - 120_000;
+      const replica = new ApproximateCounts(g.shared, () => now, () => true);
+      try {
+        await replica.count(approximate(100));
+        // Two minutes later the key's window is empty: a flush reads 0 and would drop the key.
+        now = Date.now();
+        g.hold();
+        const flushing = replica.flush();
+        void replica.count(approximate(100));
+        g.release();
+        await flushing;
+        await replica.flush();
+        expect(await g.sum()).toBe(1);
+      } finally {
+        await replica.close();
+      }
+    });
   });
 });

@@ -10,6 +10,8 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { migratePostgres } from '../../src/store/postgres/database.js';
+import { postgresMigrations } from '../../src/store/postgres/migrations.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../../src/store/types.js';
@@ -113,6 +115,40 @@ describe.skipIf(unreachable !== null && !pgRequired)('upgrading a PostgreSQL sch
     const store = await PostgresStore.open(pgUrl, { schema });
     try {
       await expectNothingLost(store);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('takes counters counted by the first counter_take_leased (04c01cb) on, their steps kept and the window fixed', async () => {
+    const schema = await createSchema(schemas);
+    // A minute's window: buckets of one second; the step is in bucket k.
+    const start = Date.UTC(2026, 0, 1, 12, 0, 0);
+    const client = new pg.Client({ connectionString: pgUrl });
+    await client.connect();
+    try {
+      await client.query(`SET search_path = "${schema}"`);
+      await migratePostgres(client, schema, postgresMigrations.filter((m) => m.version <= 5));
+      await client.query(readFileSync(join(fixtures, '04c01cb-counters.pg.sql'), 'utf8'));
+      await client.query(`INSERT INTO schema_migrations (version, name) VALUES (6, 'counters: the steps of one key counted in one statement, with leases')`);
+      const { rows } = await client.query<{ used: number[] }>(
+        `SELECT used FROM counter_take_leased('1', 'ann', 1, 'rate', 60000, ARRAY[$1]::float8[], ARRAY[1]::float8[], ARRAY[10]::float8[], ARRAY[true],
+          true, ARRAY[false], ARRAY[0]::float8[], ARRAY[0]::float8[], ARRAY[0]::bigint[], ARRAY[0]::float8[], 0)`,
+        [start + 500],
+      );
+      expect(rows[0]!.used).toEqual([1]);
+    } finally {
+      await client.end();
+    }
+    const store = await PostgresStore.open(pgUrl, { schema });
+    try {
+      const rate = { control_id: 1, counter: '1', key: 'ann', window_ms: 60_000, amount: 1, max: 10, always: true, kind: 'rate', consistency: 'exact' } as const;
+      // 60 buckets later, just before the bucket's end: a lease that ends in the next bucket.
+      const late = start + 60_950;
+      const leased = await store.sharedCounters.countShared(rate, late, true, { defer: true, release: null, ask: 64, leaseMs: 100 });
+      expect(leased).toMatchObject({ used: 2, granted: 2, leaseBucket: start / 1000 + 61 });
+      // The step counted before the upgrade is still in the window: 1 + 1 + 2 leased + 6.
+      expect(await store.sharedCounters.countShared({ ...rate, amount: 6 }, late, true)).toEqual({ used: 10, over: false });
     } finally {
       await store.close();
     }

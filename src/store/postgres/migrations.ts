@@ -4,6 +4,7 @@
  * so they never touch the table once autovacuum has marked the pages all-visible.
  */
 import type { Migration } from '../migrations.js';
+import { COUNTER_TAKE_LEASED } from './counter-take-leased.js';
 
 export const postgresMigrations: readonly Migration[] = [
   {
@@ -239,191 +240,26 @@ export const postgresMigrations: readonly Migration[] = [
   {
     version: 6,
     name: 'counters: the steps of one key counted in one statement, with leases',
-    // counter_take_leased decides a batch of steps of one counter and key, in arrival
-    // order, under one lock of the key's row: each step's answer is what counter_take
-    // (migration 5) would have answered had the steps come one by one, and another
-    // replica's steps wait for the lock as before.
-    // A step may also release what its replica leased before (`p_release`, the part it
-    // did not use in `p_unused`, taken back from the bucket the lease went into) and ask
-    // for a lease (`p_ask`): room under the limit counted now, which that replica then
-    // hands out to its next steps without a round trip (server/leased-counts.ts). A lease
-    // is counted like the steps it stands for, so the sum never passes `max`; it goes into
-    // the bucket of the lease's end, so a step taken from it is remembered at least a
-    // window long; it is at most a quarter of the room left, so leases shrink as the limit
-    // nears. A step that only other replicas' unused leases keep out (`p_defer`) is not
-    // refused: it is answered `retry_at` the leases' end, and counted when they have been
-    // returned or have ended (a lease past its end counts as spent).
-    // The window's sum is summed once per statement (again only when buckets leave the
-    // window or a lease is taken back from an older bucket), left to right with the newest
-    // bucket last, so every total is the number a full sum gives.
-    // The transaction commits without waiting for the WAL flush (synchronous_commit off,
-    // for this transaction only): the row lock is held through the commit, so a flush per
-    // statement (milliseconds on an ordinary disk) would bound a busy key's rate.
-    // Atomicity and isolation are unchanged, so replicas still count exactly; what a crash
-    // of the database server can lose is the counts of the last moments (docs/evaluators.md).
+    // Adds the lease columns and defines counter_take_leased (store/postgres/counter-take-leased.ts:
+    // the steps of one key decided in one statement, with leases). The text is the current
+    // definition; migration 7 defines it again for databases that ran the first one.
     // counter_take (migration 5) stays for replicas of the earlier version during an upgrade.
     sql: `
       ALTER TABLE counters ADD COLUMN leased DOUBLE PRECISION NOT NULL DEFAULT 0;
       ALTER TABLE counters ADD COLUMN lease_until DOUBLE PRECISION NOT NULL DEFAULT 0;
-
-      CREATE FUNCTION counter_take_leased(
-        p_counter TEXT, p_key TEXT, p_control BIGINT, p_kind TEXT, p_window DOUBLE PRECISION,
-        p_now DOUBLE PRECISION[], p_amount DOUBLE PRECISION[], p_max DOUBLE PRECISION[],
-        p_always BOOLEAN[], p_allow_new BOOLEAN, p_defer BOOLEAN[],
-        p_release DOUBLE PRECISION[], p_unused DOUBLE PRECISION[], p_release_bucket BIGINT[],
-        p_ask DOUBLE PRECISION[], p_lease_ms DOUBLE PRECISION,
-        OUT used DOUBLE PRECISION[], OUT over BOOLEAN[], OUT granted DOUBLE PRECISION[],
-        OUT lease_bucket BIGINT[], OUT retry_at DOUBLE PRECISION[])
-      LANGUAGE plpgsql AS $fn$
-      DECLARE
-        width DOUBLE PRECISION := p_window / 60;
-        cur BIGINT;
-        b BIGINT[];
-        s DOUBLE PRECISION[];
-        w DOUBLE PRECISION;
-        lsd DOUBLE PRECISION;
-        lsd_until DOUBLE PRECISION;
-        n INT;
-        before_newest DOUBLE PRECISION;
-        total DOUBLE PRECISION;
-        a DOUBLE PRECISION;
-        g DOUBLE PRECISION;
-        lb BIGINT;
-        first INT;
-        i INT;
-        j INT;
-        step_over BOOLEAN;
-        step_retry DOUBLE PRECISION;
-      BEGIN
-        -- Local to this transaction: see the comment above.
-        PERFORM set_config('synchronous_commit', 'off', true);
-        used := '{}';
-        over := '{}';
-        granted := '{}';
-        lease_bucket := '{}';
-        retry_at := '{}';
-        SELECT c.buckets, c.sums, c.window_ms, c.leased, c.lease_until INTO b, s, w, lsd, lsd_until FROM counters c
-          WHERE c.counter = p_counter AND c.key = p_key FOR UPDATE;
-        IF NOT FOUND THEN
-          IF NOT p_allow_new THEN
-            RAISE EXCEPTION 'too many distinct keys counted; this key cannot be counted';
-          END IF;
-          INSERT INTO counters (counter, key, control_id, kind, window_ms, max, buckets, sums, expires_at)
-            VALUES (p_counter, p_key, p_control, p_kind, p_window, p_max[1], '{}', '{}', 0)
-            ON CONFLICT (counter, key) DO NOTHING;
-          SELECT c.buckets, c.sums, c.window_ms, c.leased, c.lease_until INTO b, s, w, lsd, lsd_until FROM counters c
-            WHERE c.counter = p_counter AND c.key = p_key FOR UPDATE;
-        END IF;
-        IF w <> p_window THEN
-          b := '{}';
-          s := '{}';
-          lsd := 0;
-        END IF;
-        n := cardinality(b);
-        before_newest := NULL;
-        FOR j IN 1 .. cardinality(p_amount) LOOP
-          a := p_amount[j];
-          cur := floor(p_now[j] / width);
-          -- A replica whose clock is behind counts into the newest bucket.
-          IF n > 0 AND b[n] > cur THEN
-            cur := b[n];
-          END IF;
-          IF n > 0 AND b[1] < cur - 60 THEN
-            first := 1;
-            WHILE first <= n AND b[first] < cur - 60 LOOP
-              first := first + 1;
-            END LOOP;
-            b := b[first:];
-            s := s[first:];
-            n := cardinality(b);
-            before_newest := NULL;
-          END IF;
-          IF p_release[j] > 0 THEN
-            lsd := greatest(lsd - p_release[j], 0);
-            IF p_unused[j] > 0 THEN
-              FOR i IN 1 .. n LOOP
-                IF b[i] = p_release_bucket[j] THEN
-                  s[i] := greatest(s[i] - p_unused[j], 0);
-                  IF i < n THEN before_newest := NULL; END IF;
-                  EXIT;
-                END IF;
-              END LOOP;
-            END IF;
-          END IF;
-          IF lsd_until <= p_now[j] THEN
-            lsd := 0;
-          END IF;
-          IF before_newest IS NULL THEN
-            before_newest := 0;
-            FOR i IN 1 .. n - 1 LOOP
-              before_newest := before_newest + s[i];
-            END LOOP;
-          END IF;
-          IF n > 0 THEN total := before_newest + s[n]; ELSE total := 0; END IF;
-          step_retry := 0;
-          step_over := false;
-          IF a = 0 AND p_release[j] > 0 THEN
-            -- A release alone: nothing to decide.
-            used := used || total;
-          ELSIF total + a <= p_max[j] OR p_always[j] THEN
-            IF n > 0 AND b[n] = cur THEN
-              s[n] := s[n] + a;
-            ELSE
-              before_newest := total;
-              b := b || cur;
-              s := s || a;
-              n := n + 1;
-            END IF;
-            step_over := total + a > p_max[j];
-            IF step_over AND p_defer[j] AND lsd > 0 AND total - lsd + a <= p_max[j] THEN
-              -- Only unused leases keep it out: take it back and let it wait for them.
-              s[n] := s[n] - a;
-              step_retry := lsd_until;
-              used := used || total;
-            ELSE
-              total := total + a;
-              used := used || total;
-            END IF;
-          ELSIF p_defer[j] AND lsd > 0 AND total - lsd + a <= p_max[j] THEN
-            step_over := true;
-            step_retry := lsd_until;
-            used := used || total;
-          ELSE
-            step_over := true;
-            used := used || total;
-          END IF;
-          over := over || step_over;
-          retry_at := retry_at || step_retry;
-          g := 0;
-          lb := 0;
-          IF p_ask[j] > 0 AND NOT step_over THEN
-            g := least(p_ask[j], floor((p_max[j] - total) / 4));
-            IF g > 0 THEN
-              lb := greatest(floor((p_now[j] + p_lease_ms) / width), cur);
-              IF n > 0 AND b[n] = lb THEN
-                s[n] := s[n] + g;
-              ELSE
-                before_newest := total;
-                b := b || lb;
-                s := s || g;
-                n := n + 1;
-              END IF;
-              total := total + g;
-              lsd := lsd + g;
-              lsd_until := greatest(lsd_until, p_now[j] + p_lease_ms);
-            ELSE
-              g := 0;
-            END IF;
-          END IF;
-          granted := granted || g;
-          lease_bucket := lease_bucket || lb;
-        END LOOP;
-        UPDATE counters SET buckets = b, sums = s, window_ms = p_window, max = p_max[cardinality(p_max)],
-          leased = lsd, lease_until = lsd_until,
-          expires_at = (coalesce(b[n], cur) + 61) * width
-          WHERE counter = p_counter AND key = p_key;
-      END
-      $fn$;
+      ${COUNTER_TAKE_LEASED}
+    `,
+  },
+  {
+    version: 7,
+    name: 'counters: a lease no longer moves the window of a key forward',
+    // The first counter_take_leased took the newest bucket, a lease's included, as the
+    // time: a lease goes into the bucket of its end, so the steps after it dropped buckets
+    // still inside the window and could pass the limit. The key's clock is now its latest
+    // step's time, in a column of its own.
+    sql: `
+      ALTER TABLE counters ADD COLUMN clock DOUBLE PRECISION NOT NULL DEFAULT 0;
+      ${COUNTER_TAKE_LEASED}
     `,
   },
 ];
