@@ -102,17 +102,18 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('leased exact 
   it('admits exactly the limit across two replicas hit with 3 x limit concurrent steps', async () => {
     const a = await open();
     const b = await open(lastSchema());
-    // The replicas' clock puts each one's first step (sent at once) in the last millisecond
-    // of a second, and every later one in the next second, as a slow machine does when a
-    // burst straddles a bucket's edge: the leases then go into a bucket after the first
-    // steps', and must not push those out of the window.
+    // The replicas' clock puts each one's first step (sent at once) in bucket S of the
+    // minute's window (buckets of a second), and every later step 58.6 s on, in bucket
+    // S + 58: the first steps are still in the window (until S + 60). Leases of 3 s go
+    // into bucket S + 61, and must not push the first steps out of the window.
+    // (They are short enough for a step that waits for the other replica's lease.)
     const second = Math.floor(Date.now() / 1000) * 1000;
-    let clock = () => second + 999;
-    const ra = replica(a, 60_000, () => clock());
-    const rb = replica(b, 60_000, () => clock());
+    let clock = () => second + 500;
+    const ra = replica(a, 3000, () => clock());
+    const rb = replica(b, 3000, () => clock());
     const steps = Array.from({ length: 600 }, (_, i) => count((i % 2 ? ra : rb).counts, rate(200)));
     const fired = Date.now();
-    clock = () => second + 1000 + Date.now() - fired;
+    clock = () => second + 58_600 + Date.now() - fired;
     const answers = await Promise.all(steps);
     expect(allowed(answers)).toBe(200);
     await ra.counts.close();
