@@ -140,6 +140,19 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('leased exact 
     // a bucket later the first step has left the window: 1 + 6 + 1.
     const back = await shared.countShared({ ...rate(10), amount: 0 }, start + 61_000, true, lease(0, { granted: 2, unused: 2, bucket: k + 61 }));
     expect(back.used).toBe(8);
+
+    // A lease of 3 s goes three buckets ahead; steps after it go into new buckets below it.
+    const bob = { ...rate(10), key: 'bob' };
+    const long = (release: LeaseTerms['release'] = null): LeaseTerms => ({ defer: true, release, ask: release ? 0 : 64, leaseMs: 3000 });
+    expect(await shared.countShared(bob, late, true, long())).toMatchObject({ used: 1, granted: 2, leaseBucket: k + 63 });
+    expect(await shared.countShared({ ...bob, amount: 5 }, start + 61_200, true)).toEqual({ used: 8, over: false });
+    expect(await shared.countShared(bob, start + 62_200, true)).toEqual({ used: 9, over: false });
+    // Given back from bucket k + 63, the steps in k + 60 to k + 62 stay: 1 + 5 + 1.
+    expect((await shared.countShared({ ...bob, amount: 0 }, start + 62_300, true, long({ granted: 2, unused: 2, bucket: k + 63 }))).used).toBe(7);
+    // Each step leaves the window with its own bucket: at k + 121 the first has left, at
+    // k + 122 the second.
+    expect((await shared.countShared({ ...bob, amount: 0 }, start + 121_500, true)).used).toBe(6);
+    expect((await shared.countShared({ ...bob, amount: 0 }, start + 122_500, true)).used).toBe(1);
   });
 
   it('counts the step of a replica whose clock is behind at the key\'s latest time', async () => {

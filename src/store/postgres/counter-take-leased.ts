@@ -184,8 +184,20 @@ export const COUNTER_TAKE_LEASED = `
           n := n + 1;
           idx := n;
         ELSE
-          SELECT * INTO b, s, idx, before_newest FROM counter_bucket_add(b, s, cur, a, before_newest, total);
-          n := cardinality(b);
+          -- Below a lease's bucket: found from the end (a lease is at most a few buckets ahead).
+          idx := n - 1;
+          WHILE idx > 0 AND b[idx] > cur LOOP
+            idx := idx - 1;
+          END LOOP;
+          IF idx > 0 AND b[idx] = cur THEN
+            s[idx] := s[idx] + a;
+          ELSE
+            b := b[1:idx] || cur || b[idx + 1:n];
+            s := s[1:idx] || a || s[idx + 1:n];
+            n := n + 1;
+            idx := idx + 1;
+          END IF;
+          before_newest := NULL;
         END IF;
         step_over := total + a > p_max[j];
         IF step_over AND p_defer[j] AND lsd > 0 AND total - lsd + a <= p_max[j] THEN
