@@ -23,9 +23,9 @@ interface Entry {
 export class ApproximateCounts {
   readonly #entries = new Map<string, Entry>();
   readonly #timer: NodeJS.Timeout;
-  /** The flush under way, and the one to run after it. */
-  #flushing: Promise<void> | undefined;
-  #nextFlush: Promise<void> | undefined;
+  /** The last flush asked for (under way or done), and a flush asked for that has not begun. */
+  #lastFlush: Promise<void> = Promise.resolve();
+  #notBegun: Promise<void> | undefined;
 
   constructor(
     private readonly shared: SharedCounterStore,
@@ -60,26 +60,20 @@ export class ApproximateCounts {
 
   /**
    * Adds every key's pending count to the table and reads the sums back; drops idle keys.
-   * Resolves once what was counted before the call is in the table: a flush under way
-   * took its counts when it began, so a call meanwhile waits for one more after it (shared
-   * by every call meanwhile).
+   * Flushes run one after another, and each takes the counts when it begins: a call joins
+   * the flush that has not begun yet, or asks for one after the flush under way, so what
+   * was counted before the call is in the table when it resolves.
    */
   flush(): Promise<void> {
-    if (this.#flushing === undefined) return this.#startFlush();
-    const next = () => {
-      this.#nextFlush = undefined;
-      return this.#startFlush();
-    };
-    this.#nextFlush ??= this.#flushing.then(next, next);
-    return this.#nextFlush;
-  }
-
-  #startFlush(): Promise<void> {
-    const flushing = this.#flushAll().finally(() => {
-      if (this.#flushing === flushing) this.#flushing = undefined;
-    });
-    this.#flushing = flushing;
-    return flushing;
+    if (this.#notBegun === undefined) {
+      const begin = () => {
+        this.#notBegun = undefined;
+        return this.#flushAll();
+      };
+      this.#notBegun = this.#lastFlush.then(begin, begin);
+      this.#lastFlush = this.#notBegun;
+    }
+    return this.#notBegun;
   }
 
   async #flushAll(): Promise<void> {

@@ -79,13 +79,25 @@ async function whileRowLocked<T>(
  * The store's shared counters with a gate: while held, each statement waits until
  * `release`, then is sent, or fails instead when `release(true)` is asked.
  */
-function gated(store: PostgresStore): { shared: SharedCounterStore; hold(): void; release(fail?: boolean): void; sum(key?: string): Promise<number> } {
+function gated(store: PostgresStore): {
+  shared: SharedCounterStore;
+  hold(): void;
+  /** Resolves once a statement waits at the gate. */
+  reached(): Promise<void>;
+  release(fail?: boolean): void;
+  sum(key?: string): Promise<number>;
+} {
   let gate: Promise<boolean> | null = null;
   let open: (fail: boolean) => void = () => undefined;
+  let arrived: () => void = () => undefined;
+  let reached = new Promise<void>((resolve) => (arrived = resolve));
   return {
     shared: {
       countShared: async (...args) => {
-        if (gate !== null && (await gate)) throw new Error('connection terminated');
+        if (gate !== null) {
+          arrived();
+          if (await gate) throw new Error('connection terminated');
+        }
         return store.sharedCounters.countShared(...args);
       },
       counterUsage: (now) => store.sharedCounters.counterUsage(now),
@@ -93,7 +105,9 @@ function gated(store: PostgresStore): { shared: SharedCounterStore; hold(): void
     },
     hold: () => {
       gate = new Promise((resolve) => (open = resolve));
+      reached = new Promise<void>((resolve) => (arrived = resolve));
     },
+    reached: () => reached,
     release: (fail = false) => {
       gate = null;
       open(fail);
@@ -273,6 +287,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('shared counte
         // A flush (the timer's, say) takes the pending counts (none) and waits for the database.
         g.hold();
         const first = replica.flush();
+        await g.reached();
         void replica.count(approximate(100));
         const second = replica.flush();
         g.release();
@@ -292,6 +307,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('shared counte
         void replica.count(approximate(100));
         g.hold();
         const failing = replica.flush();
+        await g.reached();
         void replica.count(approximate(100));
         g.release(true);
         await failing;
@@ -313,6 +329,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('shared counte
         now = Date.now();
         g.hold();
         const flushing = replica.flush();
+        await g.reached();
         void replica.count(approximate(100));
         g.release();
         await flushing;
