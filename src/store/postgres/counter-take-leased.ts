@@ -184,7 +184,9 @@ export const COUNTER_TAKE_LEASED = `
           n := n + 1;
           idx := n;
         ELSE
-          -- Below a lease's bucket: found from the end (a lease is at most a few buckets ahead).
+          -- Below a lease's bucket: found from the end (a lease is at most a few buckets
+          -- ahead). Written out rather than calling counter_bucket_add: a call per step
+          -- doubled the time of a 256-step batch behind a lease.
           idx := n - 1;
           WHILE idx > 0 AND b[idx] > cur LOOP
             idx := idx - 1;
@@ -226,7 +228,7 @@ export const COUNTER_TAKE_LEASED = `
         g := least(p_ask[j], floor((p_max[j] - total) / 4));
         IF g > 0 THEN
           lb := greatest(floor((p_now[j] + p_lease_ms) / width), cur);
-          SELECT * INTO b, s, idx, before_newest FROM counter_bucket_add(b, s, lb, g, before_newest, total);
+          SELECT r.b, r.s, r.before_newest INTO b, s, before_newest FROM counter_bucket_add(b, s, lb, g, before_newest, total) r;
           n := cardinality(b);
           total := total + g;
           lsd := lsd + g;
