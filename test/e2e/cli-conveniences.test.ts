@@ -22,7 +22,7 @@ beforeAll(async () => {
   requireBuiltBinary();
   if (spawnSync('script', ['--version']).status !== 0) throw new Error('util-linux "script" is needed to give the CLI a terminal: install it (apt-get install -y bsdutils)');
   work = mkdtempSync(join(tmpdir(), 'guardctl-e2e-conveniences-'));
-  cpSync(join(repo, 'controls'), join(work, 'controls'), { recursive: true });
+  cpSync(join(repo, 'test/fixtures/example-controls'), join(work, 'controls'), { recursive: true });
   server = await startServeProcess({ args: ['--db', ':memory:'], cwd: work, env: { OBSERVABILITY_ENABLED: 'false' } });
 });
 

@@ -34,7 +34,7 @@ beforeAll(async () => {
   requireBuiltBinary();
   work = mkdtempSync(join(tmpdir(), 'guardctl-e2e-'));
   controls = join(work, 'controls');
-  cpSync(join(repo, 'controls'), controls, { recursive: true });
+  cpSync(join(repo, 'test/fixtures/example-controls'), controls, { recursive: true });
   server = await startServer({});
 });
 
@@ -161,7 +161,7 @@ describe('guardctl gitops, end to end', () => {
   it('the owner trap: a plan apply would refuse exits 1 and says why in every format; its command adopts the controls', { timeout: 120_000 }, async () => {
     const own = await startServer({});
     const trap = join(work, 'trap');
-    cpSync(join(repo, 'controls'), trap, { recursive: true });
+    cpSync(join(repo, 'test/fixtures/example-controls'), trap, { recursive: true });
     const env = { GUARD_URL: own.url };
     try {
       // The first, local apply runs without --owner ("default"); then a file changes and CI plans as the repository.

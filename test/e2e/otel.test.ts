@@ -19,7 +19,7 @@ let server: ServeProcess;
 beforeAll(async () => {
   requireBuiltBinary();
   work = mkdtempSync(join(tmpdir(), 'guardctl-e2e-otel-'));
-  cpSync(join(repo, 'controls'), join(work, 'controls'), { recursive: true });
+  cpSync(join(repo, 'test/fixtures/example-controls'), join(work, 'controls'), { recursive: true });
   otlp = await startOtlpReceiver();
   server = await startServeProcess({
     args: ['--db', join(work, 'guard.db')],

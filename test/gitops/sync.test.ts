@@ -28,7 +28,7 @@ function bind(target: HttpTarget): Target {
   };
 }
 
-const controlsDir = join(import.meta.dirname, '../../controls');
+const controlsDir = join(import.meta.dirname, '../fixtures/example-controls');
 let server: ServerHandle;
 let client: GuardClient;
 

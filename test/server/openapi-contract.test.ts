@@ -138,7 +138,7 @@ const VALID_BODIES: Record<string, unknown> = {
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'guardctl-openapi-'));
   const watched = join(dir, 'controls');
-  cpSync(join(ROOT, 'controls'), watched, { recursive: true, filter: (src) => !src.includes('/tests') });
+  cpSync(join(ROOT, 'test/fixtures/example-controls'), watched, { recursive: true, filter: (src) => !src.includes('/tests') });
   const config = loadConfig({
     DATABASE_URL: join(dir, 'guard.db'),
     HOST: '127.0.0.1',
