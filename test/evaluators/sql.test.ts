@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import { MAX_SQL_LENGTH } from '../../src/evaluators/sql/index.js';
 import { ParsePool } from '../../src/evaluators/sql/parse-pool.js';
-import { loadSqlParser, OFFLOAD_MIN_CHARS, parseSql, parseSqlAway, type PgModule } from '../../src/evaluators/sql/parser.js';
+import { loadSqlParser, MAX_LONG_IN_FLIGHT, OFFLOAD_MIN_CHARS, parseSql, parseSqlAway, type PgModule } from '../../src/evaluators/sql/parser.js';
 import type { CompiledCheck, EvaluatorOutcome } from '../../src/evaluators/types.js';
 
 const registry = createDefaultRegistry();
@@ -101,6 +101,8 @@ describe('sql evaluator: require_where and a WHERE that is always true', () => {
     ["UPDATE orders SET status = 'x' WHERE true", true],
     ['UPDATE orders SET status = 1 WHERE 1 = 1 OR false', true],
     ['WITH d AS (DELETE FROM orders WHERE true RETURNING *) SELECT * FROM d', true],
+    // PostgreSQL's numeric literals are exact: 1 = 1.0 is true.
+    ['DELETE FROM orders WHERE 1 = 1.0', true],
     // Near misses: still filtered.
     ['DELETE FROM orders WHERE id = 1', false],
     ['DELETE FROM orders WHERE true AND id = 1', false],
@@ -108,7 +110,6 @@ describe('sql evaluator: require_where and a WHERE that is always true', () => {
     ['DELETE FROM orders WHERE NOT true', false],
     ['DELETE FROM orders WHERE 1 = 2', false],
     ["DELETE FROM orders WHERE 'a' = 'b'", false],
-    ['DELETE FROM orders WHERE 1 = 1.0', false],
     ['DELETE FROM orders WHERE NULL = NULL', false],
     ['DELETE FROM orders WHERE id = other_id', false],
     ['DELETE FROM orders WHERE a.id = b.id', false],
@@ -201,6 +202,22 @@ describe('sql evaluator: long texts are parsed on a thread, with the same answer
     } finally {
       await pool.close();
     }
+  });
+
+  it('a burst of long texts: at most MAX_LONG_IN_FLIGHT under way (parsing or being read), the rest fail at once', async () => {
+    const texts = Array.from({ length: MAX_LONG_IN_FLIGHT + 40 }, (_, i) => padded(`DELETE FROM orders WHERE id = ${i}`));
+    const settled = await Promise.allSettled(texts.map((t) => parseSqlAway(t)));
+    const failed = settled.filter((s) => s.status === 'rejected');
+    expect(failed).toHaveLength(40);
+    expect(String((failed[0] as PromiseRejectedResult).reason)).toMatch(/long SQL texts are already being parsed/);
+    // Once they are done, long texts are parsed again.
+    expect((await parseSqlAway(texts[0]!)).ok).toBe(true);
+  });
+
+  it('the same long text checked twice at once is parsed once', async () => {
+    const text = padded('DROP TABLE shared_once');
+    expect(parseSqlAway(text)).toBe(parseSqlAway(text));
+    await parseSqlAway(text);
   });
 
   it('a parse that runs too long fails and its thread is replaced', async () => {
@@ -303,10 +320,17 @@ describe('sql evaluator: scan hint', () => {
     const failClosed = registry.compile('sql', { blocked_operations: ['drop', 'truncate'] });
     const select = registry.compile('sql', { blocked_operations: ['select'], on_parse_error: 'allow' });
     if (!hinted.ok || !failClosed.ok || !select.ok) throw new Error('compile');
-    expect((hinted.compiled.check as { scanPrefilter?: unknown }).scanPrefilter).toEqual({ literals: ['drop', 'truncate'], folded: true });
+    // A body can spell a keyword without writing it: the body keywords are literals too.
+    expect((hinted.compiled.check as { scanPrefilter?: unknown }).scanPrefilter).toEqual({ literals: ['drop', 'truncate', 'do', 'function', 'procedure'], folded: true });
     expect((failClosed.compiled.check as { scanPrefilter?: unknown }).scanPrefilter).toBeUndefined();
     expect((select.compiled.check as { scanPrefilter?: unknown }).scanPrefilter).toBeUndefined();
     expect((hinted.compiled.check('SELECT 1; DrOp TABLE x') as EvaluatorOutcome).matched).toBe(true);
+    expect((hinted.compiled.check("DO $$ BEGIN EXECUTE 'DR' || 'OP TABLE x'; END $$") as EvaluatorOutcome).matched).toBe(true);
+    expect((hinted.compiled.check("CREATE FUNCTION f() RETURNS void LANGUAGE sql AS E'\\x44ROP TABLE x'") as EvaluatorOutcome).matched).toBe(true);
+    const program = registry.compile('sql', { blocked_operations: ['copy_program'], on_parse_error: 'allow' });
+    if (!program.ok) throw new Error('compile');
+    expect((program.compiled.check as { scanPrefilter?: unknown }).scanPrefilter).toEqual({ literals: ['program', 'do', 'function', 'procedure'], folded: true });
+    expect((program.compiled.check("COPY t TO PROGRAM 'id'") as EvaluatorOutcome).matched).toBe(true);
   });
 });
 

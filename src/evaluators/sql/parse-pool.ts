@@ -15,7 +15,7 @@
  */
 import { createRequire } from 'node:module';
 import { ThreadPool } from '../threads.js';
-import { callParser, PG_MODULE_PATH, type ParserAnswer } from './call-parser.js';
+import { callParser, callPlpgsql, PG_MODULE_PATH, type ParserAnswer } from './call-parser.js';
 
 /** A parse still running after this is stopped and fails (a 64 KB text takes tens of ms). */
 export const PARSE_TIMEOUT_MS = 10_000;
@@ -23,15 +23,16 @@ export const PARSE_TIMEOUT_MS = 10_000;
 /** Parses waiting for a thread at most. */
 export const MAX_QUEUED = 64;
 
-// The thread's code (see ../threads.ts); callParser is self-contained and sent as its source.
+// The thread's code (see ../threads.ts); callParser and callPlpgsql are self-contained and sent as their source.
 const threadSource = () => `
 const { parentPort, workerData } = require('node:worker_threads');
 const callParser = ${callParser.toString()};
+const callPlpgsql = ${callPlpgsql.toString()};
 const ready = require(workerData.module)();
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 parentPort.on('message', ({ id, job }) => {
-  ready.then((pg) => parentPort.postMessage({ id, answer: callParser(pg, job, encoder, decoder) }))
+  ready.then((pg) => parentPort.postMessage({ id, answer: (job.plpgsql ? callPlpgsql : callParser)(pg, job.text, encoder, decoder) }))
     .catch((err) => parentPort.postMessage({ id, error: String((err && err.message) || err) }));
 });
 `;
@@ -46,7 +47,7 @@ export interface ParsePoolOptions {
 }
 
 export class ParsePool {
-  readonly #pool: ThreadPool<string, ParserAnswer>;
+  readonly #pool: ThreadPool<{ text: string; plpgsql: boolean }, ParserAnswer>;
 
   constructor(options: ParsePoolOptions = {}) {
     this.#pool = new ThreadPool({
@@ -60,9 +61,12 @@ export class ParsePool {
     });
   }
 
-  /** The parser's answer for `text`, from a thread; rejects when the queue is full, or the parse fails or times out. */
-  parse(text: string): Promise<ParserAnswer> {
-    return this.#pool.run(text);
+  /**
+   * The parser's answer for `text` (with `plpgsql`, its PL/pgSQL bodies'), from a thread;
+   * rejects when the queue is full, or the parse fails or times out.
+   */
+  parse(text: string, plpgsql = false): Promise<ParserAnswer> {
+    return this.#pool.run({ text, plpgsql });
   }
 
   /** Ends every thread; pending parses fail. */
