@@ -19,46 +19,68 @@ const MAX_DEPTH = 200;
 
 class TooDeep extends Error {}
 
-type Truth = 'always' | 'never' | 'depends';
-
 export function isAlwaysTrue(where: unknown): boolean {
   try {
-    return truthOf(where, 0) === 'always';
+    return always(where, 0, new WeakSet());
   } catch (err) {
     if (err instanceof TooDeep) return true;
     throw err;
   }
 }
 
-function truthOf(node: unknown, depth: number): Truth {
+// always/never stop at the first arm that decides (`every`, `some`): a WHERE of thousands of
+// `AND` arms is decided by its first arm that can be false.
+function always(node: unknown, depth: number, columnFree: WeakSet<object>): boolean {
   if (depth > MAX_DEPTH) throw new TooDeep();
-  if (!isNode(node)) return 'depends';
-  if (!hasColumn(node, 0)) {
-    const value = valueOf(node);
+  if (!isNode(node)) return false;
+  if (!hasColumn(node, 0, columnFree)) {
     // A constant that is not known to be false or NULL may select every row.
-    return value === false || value === null ? 'never' : 'always';
+    const value = valueOf(node);
+    return value !== false && value !== null;
   }
   if (isNode(node.BoolExpr)) {
     const { boolop, args } = node.BoolExpr;
-    if (!Array.isArray(args)) return 'depends';
-    const truths = args.map((a) => truthOf(a, depth + 1));
-    if (boolop === 'OR_EXPR') return truths.includes('always') ? 'always' : truths.every((t) => t === 'never') ? 'never' : 'depends';
-    if (boolop === 'AND_EXPR') return truths.includes('never') ? 'never' : truths.every((t) => t === 'always') ? 'always' : 'depends';
-    if (boolop === 'NOT_EXPR' && truths.length === 1) return truths[0] === 'always' ? 'never' : truths[0] === 'never' ? 'always' : 'depends';
-    return 'depends';
+    if (!Array.isArray(args)) return false;
+    if (boolop === 'OR_EXPR') return args.some((a) => always(a, depth + 1, columnFree));
+    if (boolop === 'AND_EXPR') return args.every((a) => always(a, depth + 1, columnFree));
+    return boolop === 'NOT_EXPR' && args.length === 1 && never(args[0], depth + 1, columnFree);
   }
-  if (isNode(node.A_Expr) && isSelfComparison(node.A_Expr)) return 'always';
-  return 'depends';
+  return isNode(node.A_Expr) && isSelfComparison(node.A_Expr);
 }
 
-/** Whether a column is referenced anywhere below `node` (subqueries included). */
-function hasColumn(node: unknown, depth: number): boolean {
+function never(node: unknown, depth: number, columnFree: WeakSet<object>): boolean {
+  if (depth > MAX_DEPTH) throw new TooDeep();
+  if (!isNode(node)) return false;
+  if (!hasColumn(node, 0, columnFree)) {
+    const value = valueOf(node);
+    return value === false || value === null;
+  }
+  if (isNode(node.BoolExpr)) {
+    const { boolop, args } = node.BoolExpr;
+    if (!Array.isArray(args)) return false;
+    if (boolop === 'AND_EXPR') return args.some((a) => never(a, depth + 1, columnFree));
+    if (boolop === 'OR_EXPR') return args.every((a) => never(a, depth + 1, columnFree));
+    return boolop === 'NOT_EXPR' && args.length === 1 && always(args[0], depth + 1, columnFree);
+  }
+  return false;
+}
+
+/**
+ * Whether a column is referenced anywhere below `node` (subqueries included). Subtrees found
+ * without one are remembered for the rest of the clause: each level of `NOT (NOT (...))`
+ * asks again, and a column-free subtree is walked once.
+ */
+function hasColumn(node: unknown, depth: number, columnFree: WeakSet<object>): boolean {
   // Each level of a condition is a few levels of nodes (`{"BoolExpr":{"args":[...]}}`).
   if (depth > 4 * MAX_DEPTH) throw new TooDeep();
-  if (Array.isArray(node)) return node.some((n) => hasColumn(n, depth + 1));
-  if (!isNode(node)) return false;
-  if ('ColumnRef' in node) return true;
-  for (const key in node) if (hasColumn(node[key], depth + 1)) return true;
+  if (typeof node !== 'object' || node === null || columnFree.has(node)) return false;
+  if (Array.isArray(node)) {
+    for (const item of node) if (hasColumn(item, depth + 1, columnFree)) return true;
+  } else {
+    if ('ColumnRef' in node) return true;
+    for (const key in node) if (hasColumn((node as Node)[key], depth + 1, columnFree)) return true;
+  }
+  columnFree.add(node);
   return false;
 }
 
