@@ -25,6 +25,7 @@ export const OPERATIONS = [
   'copy',
   'copy_program',
   'create_function',
+  'file_access',
 ] as const;
 export type Operation = (typeof OPERATIONS)[number];
 
@@ -113,6 +114,13 @@ export function mergeKindOf(commandType: string | undefined): string | null {
   if (commandType === 'CMD_UPDATE') return 'update';
   return commandType === 'CMD_INSERT' ? 'insert' : null;
 }
+
+/**
+ * Built-in functions that read or write files on the database server, or list its
+ * directories (`file_access`): the generic file access functions and the large-object
+ * import/export ones.
+ */
+export const FILE_FUNCTIONS = new Set(['pg_read_file', 'pg_read_binary_file', 'pg_ls_dir', 'pg_stat_file', 'lo_import', 'lo_export', 'pg_file_write', 'pg_file_rename', 'pg_file_unlink']);
 
 /** DROP targets that are tables (or read like them). */
 export const DROPPED_TABLES = new Set(['OBJECT_TABLE', 'OBJECT_VIEW', 'OBJECT_MATVIEW', 'OBJECT_FOREIGN_TABLE', 'OBJECT_SEQUENCE', 'OBJECT_INDEX']);

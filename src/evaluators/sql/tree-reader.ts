@@ -14,86 +14,10 @@
  * that holds them, so refs are resolved when the defining node closes.
  */
 import { isAlwaysTrue } from './where.js';
-import { bodyOf, DROPPED_TABLES, droppedTables, kindOf, limitOf, mergeKindOf, type Body, type Limit, type ReadStatement, type TableRef } from './facts.js';
+import { bodyOf, DROPPED_TABLES, droppedTables, FILE_FUNCTIONS, kindOf, limitOf, mergeKindOf, type Body, type Limit, type ReadStatement, type TableRef } from './facts.js';
 import type { Node } from './nodes.js';
-import { resolveCtes, type Cte, type Ref } from './scopes.js';
-
-/** One object or array of the JSON text being read; the reader keeps one per depth and reuses it. */
-interface Frame {
-  /** Its key in the parent object; '' for an array item and the root. */
-  key: string;
-  array: boolean;
-  /** Inside a subtree a rule looks into: its value is built. */
-  building: boolean;
-  value: Node | unknown[] | null;
-  relname: string | undefined;
-  schemaname: string | undefined;
-  ctename: string | undefined;
-  commandType: string | undefined;
-  /** For a statement node (its key ends in Stmt): its place in the statement's kinds; else -1. */
-  kindSlot: number;
-  hasInto: boolean;
-  isGrant: boolean;
-  isProgram: boolean;
-  hasWhere: boolean;
-  hasLimit: boolean;
-  removeType: string | undefined;
-  /** The built subtree a rule looks into: a DELETE/UPDATE's whereClause, a DROP's objects, a SELECT's limitCount, a body's options. */
-  kept: unknown;
-  /** The statement's refs when this frame opened. */
-  refsStart: number;
-  /** The CTEs of this node's WITH, and whether it is RECURSIVE. */
-  ctes: Cte[] | null;
-  recursive: boolean;
-}
-
-const newFrame = (): Frame => ({
-  key: '',
-  array: false,
-  building: false,
-  value: null,
-  relname: undefined,
-  schemaname: undefined,
-  ctename: undefined,
-  commandType: undefined,
-  kindSlot: -1,
-  hasInto: false,
-  isGrant: false,
-  isProgram: false,
-  hasWhere: false,
-  hasLimit: false,
-  removeType: undefined,
-  kept: undefined,
-  refsStart: 0,
-  ctes: null,
-  recursive: false,
-});
-
-/** `SelectStmt`, `DropStmt`: a key ending in Stmt (charCodeAt: endsWith is a call the JIT does not inline, on every object of the tree). */
-function isStatementType(key: string): boolean {
-  const n = key.length;
-  return n > 4 && key.charCodeAt(n - 1) === 0x74 && key.charCodeAt(n - 2) === 0x6d && key.charCodeAt(n - 3) === 0x74 && key.charCodeAt(n - 4) === 0x53;
-}
-
-/** The subtree under `key` of a node of type `type` that a rule looks into. */
-function keeps(type: string, key: string): boolean {
-  switch (key) {
-    case 'whereClause':
-      return type === 'DeleteStmt' || type === 'UpdateStmt';
-    case 'objects':
-      return type === 'DropStmt';
-    case 'limitCount':
-      return type === 'SelectStmt';
-    case 'args':
-      return type === 'DoStmt';
-    case 'options':
-      return type === 'CreateFunctionStmt';
-  }
-  return false;
-}
-
-/** Lists of FROM items, whose RangeVars a CTE can stand for. */
-const FROM_LISTS = new Set(['fromClause', 'usingClause']);
+import { FROM_LISTS, isStatementType, keeps, newFrame, type Frame } from './frames.js';
+import { resolveCtes, type Ref } from './scopes.js';
 
 /** What one statement has shown so far. */
 interface Statement {
@@ -212,14 +136,22 @@ export class TreeReader {
         break;
       case 'name':
       case 'sval':
-        // SET search_path, set_config('search_path', ...), ALTER ROLE ... SET search_path.
-        if (close - i - 1 === 11 && this.#statement !== null && this.#text(i, close, escaped).toLowerCase() === 'search_path') {
-          this.#statement.setsSearchPath = true;
-        }
+        if (this.#statement !== null) this.#nameOrString(this.#text(i, close, escaped), this.#statement);
         break;
     }
     if (frame.building) (frame.value as Node)[key] = this.#text(i, close, escaped);
     return close + 1;
+  }
+
+  /** A `name` or `sval`: a search_path being set, or a function that touches files being called. */
+  #nameOrString(value: string, statement: Statement): void {
+    // SET search_path, set_config('search_path', ...), ALTER ROLE ... SET search_path.
+    if (value.length === 11 && value.toLowerCase() === 'search_path') statement.setsSearchPath = true;
+    // {"FuncCall":{"funcname":[{"String":{"sval":"pg_read_file"}}]}}: the name as written (a quoted name keeps its case).
+    const d = this.#depth;
+    if (d >= 3 && FILE_FUNCTIONS.has(value) && this.#frames[d - 2]!.key === 'funcname' && this.#frames[d - 3]!.key === 'FuncCall') {
+      statement.kinds.push('file_access');
+    }
   }
 
   /** The string value between the quotes at `open` and `close`; `escaped` when it holds a backslash. */
