@@ -1,8 +1,10 @@
+import { existsSync } from 'node:fs';
 import { describe, expect, it, vi } from 'vitest';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import { MAX_SQL_LENGTH } from '../../src/evaluators/sql/index.js';
 import { ParsePool } from '../../src/evaluators/sql/parse-pool.js';
 import { loadSqlParser, MAX_LONG_IN_FLIGHT, OFFLOAD_MIN_CHARS, parseSql, parseSqlAway, type PgModule } from '../../src/evaluators/sql/parser.js';
+import { readTree } from '../../src/evaluators/sql/tree-reader.js';
 import type { CompiledCheck, EvaluatorOutcome } from '../../src/evaluators/types.js';
 
 const registry = createDefaultRegistry();
@@ -218,6 +220,26 @@ describe('sql evaluator: long texts are parsed on a thread, with the same answer
     const text = padded('DROP TABLE shared_once');
     expect(parseSqlAway(text)).toBe(parseSqlAway(text));
     await parseSqlAway(text);
+  });
+
+  // The compiled reader exists once the package is built (npm test builds first).
+  const compiledReader = new URL('../../dist/src/evaluators/sql/tree-reader.js', import.meta.url);
+  it.runIf(existsSync(compiledReader))('a thread that reads the facts itself gives the facts the loop reads', async () => {
+    const pool = new ParsePool({ readerModule: compiledReader.href });
+    const plain = new ParsePool({ readerModule: null });
+    try {
+      for (const tail of ["WITH payments AS (SELECT 1) DELETE FROM payments WHERE 1 = 1", "DO $$ BEGIN DROP TABLE x; END $$", 'DROPP TABLE x']) {
+        const text = padded(tail);
+        const read = await pool.parseAndRead(text);
+        const json = await plain.parseAndRead(text);
+        if ('tree' in json) {
+          expect(read).toEqual({ statements: readTree(json.tree) });
+          expect('statements' in read && read.statements.length).toBe(2);
+        } else expect(read).toEqual(json);
+      }
+    } finally {
+      await Promise.all([pool.close(), plain.close()]);
+    }
   });
 
   it('a parse that runs too long fails and its thread is replaced', async () => {

@@ -5,14 +5,16 @@
  * refuses its configs with that reason instead of letting an import fail.
  *
  * Short texts are parsed here, on the event loop; texts of OFFLOAD_MIN_CHARS or more on a
- * parse thread (parse-pool.ts), their facts then read in slices of READ_SLICE_CHARS of the
- * tree's text with the loop running in between. Both give the same answers.
+ * parse thread (parse-pool.ts), which also reads their facts when it can import the compiled
+ * reader; otherwise they are read here in slices of READ_SLICE_CHARS of the tree's text with
+ * the loop running in between. All give the same answers.
  */
 import { createRequire } from 'node:module';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { answerBeforeParsing, errorOf, readBodies, readText, type Parsed, type ParseRequest } from './bodies.js';
 import { callParser, callPlpgsql, PG_MODULE_PATH, type ParserAnswer, type PgModule } from './call-parser.js';
 import { MAX_QUEUED, parsePool } from './parse-pool.js';
+import type { ReadStatement } from './facts.js';
 import { TreeReader } from './tree-reader.js';
 
 export type { PgModule };
@@ -139,12 +141,16 @@ export function parseSqlAway(text: string): Promise<Parsed> {
 }
 
 async function parseAway(text: string): Promise<Parsed> {
-  const answer = await parsePool().parse(text);
-  if (!('tree' in answer)) return { ok: false, error: errorOf(answer) };
-  const reader = new TreeReader(answer.tree);
-  while (!reader.read(READ_SLICE_CHARS)) await nextTurn();
+  const answer = await parsePool().parseAndRead(text);
+  let statements: readonly ReadStatement[];
+  if ('statements' in answer) statements = answer.statements;
+  else if ('tree' in answer) {
+    const reader = new TreeReader(answer.tree);
+    while (!reader.read(READ_SLICE_CHARS)) await nextTurn();
+    statements = reader.statements();
+  } else return { ok: false, error: errorOf(answer) };
   // Bodies: short ones parsed here, long ones on a thread, the loop let run between.
-  const reading = readBodies(text, reader.statements(), 0, { parses: 1 });
+  const reading = readBodies(text, statements, 0, { parses: 1 });
   let step = reading.next();
   let inline = 0;
   while (step.done !== true) {
