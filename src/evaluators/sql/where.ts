@@ -77,7 +77,8 @@ function hasColumn(node: unknown, depth: number, columnFree: WeakSet<object>): b
   if (Array.isArray(node)) {
     for (const item of node) if (hasColumn(item, depth + 1, columnFree)) return true;
   } else {
-    if ('ColumnRef' in node) return true;
+    // WHERE CURRENT OF a cursor names one row, as a column would.
+    if ('ColumnRef' in node || 'CurrentOfExpr' in node) return true;
     for (const key in node) if (hasColumn((node as Node)[key], depth + 1, columnFree)) return true;
   }
   columnFree.add(node);
