@@ -152,6 +152,10 @@ describe('sql evaluator: long texts are parsed on a thread, with the same answer
     "SELECT 'ä😀 DROP TABLE \"x\"' FROM \"Ünï\".\"Tàb\" LIMIT 1",
     'DROPP TABLE x',
     'SELECT 1',
+    "SELECT 'ä😀'; DO $$ BEGIN EXECUTE 'DR' || 'OP TABLE x'; END $$",
+    'CREATE FUNCTION f() RETURNS void LANGUAGE sql AS $b$ DELETE FROM orders WHERE 2 > 1 $b$',
+    "DO $$ BEGIN EXECUTE format('DROP TABLE %I', 'x'); END $$",
+    `DO $$ BEGIN ${'PERFORM 1; '.repeat(250)}TRUNCATE payments; END $$`,
   ];
 
   it.each(tails)('%s', async (tail) => {
