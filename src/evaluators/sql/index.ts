@@ -2,10 +2,11 @@
  * The `sql` evaluator: parses the selected text with PostgreSQL's own parser (parser.ts) and
  * checks each statement against the config's rules: operations blocked or allowed, tables
  * blocked or allowed (wherever the statement names them, its DO and function bodies
- * included), DELETE/UPDATE without WHERE, statement count, SELECT limits. Never a regular expression: `DROP/**\/TABLE` is a DROP,
- * and 'DROP TABLE' inside a string literal is not. Text that does not parse matches unless
- * on_parse_error is allow: a guard fails closed on what it cannot read, and so does a body
- * it cannot read (another language, an EXECUTE of a computed string).
+ * included), DELETE/UPDATE without WHERE, statement count, SELECT limits. Never a regular
+ * expression: `DROP/**\/TABLE` is a DROP, and 'DROP TABLE' inside a string literal is not.
+ * Text that does not parse matches unless on_parse_error is allow: a guard fails closed on
+ * what it cannot read, and so does a body it cannot read (another language, an EXECUTE of
+ * a computed string).
  */
 import { z } from 'zod';
 import { textOf } from '../text.js';
