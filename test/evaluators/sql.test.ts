@@ -1,8 +1,10 @@
+import { existsSync } from 'node:fs';
 import { describe, expect, it, vi } from 'vitest';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import { MAX_SQL_LENGTH } from '../../src/evaluators/sql/index.js';
 import { ParsePool } from '../../src/evaluators/sql/parse-pool.js';
-import { loadSqlParser, OFFLOAD_MIN_CHARS, parseSql, parseSqlAway, type PgModule } from '../../src/evaluators/sql/parser.js';
+import { loadSqlParser, MAX_LONG_IN_FLIGHT, OFFLOAD_MIN_CHARS, parseSql, parseSqlAway, type PgModule } from '../../src/evaluators/sql/parser.js';
+import { readTree } from '../../src/evaluators/sql/tree-reader.js';
 import type { CompiledCheck, EvaluatorOutcome } from '../../src/evaluators/types.js';
 
 const registry = createDefaultRegistry();
@@ -101,6 +103,8 @@ describe('sql evaluator: require_where and a WHERE that is always true', () => {
     ["UPDATE orders SET status = 'x' WHERE true", true],
     ['UPDATE orders SET status = 1 WHERE 1 = 1 OR false', true],
     ['WITH d AS (DELETE FROM orders WHERE true RETURNING *) SELECT * FROM d', true],
+    // PostgreSQL's numeric literals are exact: 1 = 1.0 is true.
+    ['DELETE FROM orders WHERE 1 = 1.0', true],
     // Near misses: still filtered.
     ['DELETE FROM orders WHERE id = 1', false],
     ['DELETE FROM orders WHERE true AND id = 1', false],
@@ -108,7 +112,6 @@ describe('sql evaluator: require_where and a WHERE that is always true', () => {
     ['DELETE FROM orders WHERE NOT true', false],
     ['DELETE FROM orders WHERE 1 = 2', false],
     ["DELETE FROM orders WHERE 'a' = 'b'", false],
-    ['DELETE FROM orders WHERE 1 = 1.0', false],
     ['DELETE FROM orders WHERE NULL = NULL', false],
     ['DELETE FROM orders WHERE id = other_id', false],
     ['DELETE FROM orders WHERE a.id = b.id', false],
@@ -149,6 +152,10 @@ describe('sql evaluator: long texts are parsed on a thread, with the same answer
     "SELECT 'ä😀 DROP TABLE \"x\"' FROM \"Ünï\".\"Tàb\" LIMIT 1",
     'DROPP TABLE x',
     'SELECT 1',
+    "SELECT 'ä😀'; DO $$ BEGIN EXECUTE 'DR' || 'OP TABLE x'; END $$",
+    'CREATE FUNCTION f() RETURNS void LANGUAGE sql AS $b$ DELETE FROM orders WHERE 2 > 1 $b$',
+    "DO $$ BEGIN EXECUTE format('DROP TABLE %I', 'x'); END $$",
+    `DO $$ BEGIN ${'PERFORM 1; '.repeat(250)}TRUNCATE payments; END $$`,
   ];
 
   it.each(tails)('%s', async (tail) => {
@@ -200,6 +207,42 @@ describe('sql evaluator: long texts are parsed on a thread, with the same answer
       expect('tree' in (await pool.parse(text))).toBe(true);
     } finally {
       await pool.close();
+    }
+  });
+
+  it('a burst of long texts: at most MAX_LONG_IN_FLIGHT under way (parsing or being read), the rest fail at once', async () => {
+    const texts = Array.from({ length: MAX_LONG_IN_FLIGHT + 40 }, (_, i) => padded(`DELETE FROM orders WHERE id = ${i}`));
+    const settled = await Promise.allSettled(texts.map((t) => parseSqlAway(t)));
+    const failed = settled.filter((s) => s.status === 'rejected');
+    expect(failed).toHaveLength(40);
+    expect(String((failed[0] as PromiseRejectedResult).reason)).toMatch(/long SQL texts are already being parsed/);
+    // Once they are done, long texts are parsed again.
+    expect((await parseSqlAway(texts[0]!)).ok).toBe(true);
+  });
+
+  it('the same long text checked twice at once is parsed once', async () => {
+    const text = padded('DROP TABLE shared_once');
+    expect(parseSqlAway(text)).toBe(parseSqlAway(text));
+    await parseSqlAway(text);
+  });
+
+  // The compiled reader exists once the package is built (npm test builds first).
+  const compiledReader = new URL('../../dist/src/evaluators/sql/tree-reader.js', import.meta.url);
+  it.runIf(existsSync(compiledReader))('a thread that reads the facts itself gives the facts the loop reads', async () => {
+    const pool = new ParsePool({ readerModule: compiledReader.href });
+    const plain = new ParsePool({ readerModule: null });
+    try {
+      for (const tail of ["WITH payments AS (SELECT 1) DELETE FROM payments WHERE 1 = 1", "DO $$ BEGIN DROP TABLE x; END $$", 'DROPP TABLE x']) {
+        const text = padded(tail);
+        const read = await pool.parseAndRead(text);
+        const json = await plain.parseAndRead(text);
+        if ('tree' in json) {
+          expect(read).toEqual({ statements: readTree(json.tree) });
+          expect('statements' in read && read.statements.length).toBe(2);
+        } else expect(read).toEqual(json);
+      }
+    } finally {
+      await Promise.all([pool.close(), plain.close()]);
     }
   });
 
@@ -303,10 +346,17 @@ describe('sql evaluator: scan hint', () => {
     const failClosed = registry.compile('sql', { blocked_operations: ['drop', 'truncate'] });
     const select = registry.compile('sql', { blocked_operations: ['select'], on_parse_error: 'allow' });
     if (!hinted.ok || !failClosed.ok || !select.ok) throw new Error('compile');
-    expect((hinted.compiled.check as { scanPrefilter?: unknown }).scanPrefilter).toEqual({ literals: ['drop', 'truncate'], folded: true });
+    // A body can spell a keyword without writing it: the body keywords are literals too.
+    expect((hinted.compiled.check as { scanPrefilter?: unknown }).scanPrefilter).toEqual({ literals: ['drop', 'truncate', 'do', 'function', 'procedure'], folded: true });
     expect((failClosed.compiled.check as { scanPrefilter?: unknown }).scanPrefilter).toBeUndefined();
     expect((select.compiled.check as { scanPrefilter?: unknown }).scanPrefilter).toBeUndefined();
     expect((hinted.compiled.check('SELECT 1; DrOp TABLE x') as EvaluatorOutcome).matched).toBe(true);
+    expect((hinted.compiled.check("DO $$ BEGIN EXECUTE 'DR' || 'OP TABLE x'; END $$") as EvaluatorOutcome).matched).toBe(true);
+    expect((hinted.compiled.check("CREATE FUNCTION f() RETURNS void LANGUAGE sql AS E'\\x44ROP TABLE x'") as EvaluatorOutcome).matched).toBe(true);
+    const program = registry.compile('sql', { blocked_operations: ['copy_program'], on_parse_error: 'allow' });
+    if (!program.ok) throw new Error('compile');
+    expect((program.compiled.check as { scanPrefilter?: unknown }).scanPrefilter).toEqual({ literals: ['program', 'do', 'function', 'procedure'], folded: true });
+    expect((program.compiled.check("COPY t TO PROGRAM 'id'") as EvaluatorOutcome).matched).toBe(true);
   });
 });
 

@@ -16,6 +16,8 @@ export interface PgModule {
   _free(pointer: number): void;
   _wasm_parse_query_raw(query: number): number;
   _wasm_free_parse_result(result: number): void;
+  _wasm_parse_plpgsql(query: number): number;
+  _wasm_free_string(result: number): void;
   UTF8ToString(pointer: number): string;
 }
 
@@ -53,6 +55,32 @@ export function callParser(pg: PgModule, text: string, encoder: TextEncoder, dec
       return { tree: decoder.decode(heap.subarray(tree, heap.indexOf(0, tree))) };
     } finally {
       pg._wasm_free_parse_result(result);
+    }
+  } finally {
+    pg._free(query);
+  }
+}
+
+/**
+ * Parses the PL/pgSQL bodies of `text` (a DO or CREATE FUNCTION statement): their JSON text
+ * (`{"plpgsql_funcs":[...]}`), or the parser's error (cursor 0). Self-contained, like callParser.
+ */
+export function callPlpgsql(pg: PgModule, text: string, encoder: TextEncoder, decoder: TextDecoder): ParserAnswer {
+  const size = Buffer.byteLength(text, 'utf8') + 1;
+  const query = pg._malloc(size);
+  if (query === 0) throw new Error('the SQL parser is out of memory');
+  try {
+    const { written } = encoder.encodeInto(text, pg.HEAPU8.subarray(query, query + size - 1));
+    pg.HEAPU8[query + written] = 0;
+    const result = pg._wasm_parse_plpgsql(query);
+    if (result === 0) throw new Error('the SQL parser is out of memory');
+    try {
+      const heap = pg.HEAPU8;
+      const answer = decoder.decode(heap.subarray(result, heap.indexOf(0, result)));
+      // A parse is a JSON object; anything else is the parser's error message.
+      return answer.startsWith('{') ? { tree: answer } : { message: answer, cursor: 0 };
+    } finally {
+      pg._wasm_free_string(result);
     }
   } finally {
     pg._free(query);

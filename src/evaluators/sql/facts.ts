@@ -1,21 +1,32 @@
 /**
  * PURE: what the sql evaluator's rules need from a PostgreSQL parse tree, one statement at a
  * time: the kinds of statement it holds (nested ones included: a DELETE inside a CTE
- * deletes), the tables it names (joins, subqueries, CTEs, DROP and TRUNCATE targets), the
- * DELETEs and UPDATEs without WHERE, and a SELECT's LIMIT.
- *
- * The tree arrives as libpg-query's JSON text, and TreeReader reads the facts straight from
- * that text in one pass, building objects only for the few subtrees a rule looks into (a
- * DELETE's WHERE, a DROP's objects, a SELECT's LIMIT). Building the whole tree with
- * JSON.parse and walking it cost about twice the parse itself: a 120-character query gives
- * 1.4 KB of JSON. The reader keeps its own stack, so a deep tree cannot overflow the call
- * stack, and it can stop after a budget of characters and go on later (parser.ts reads the
- * tree of a long text in slices, between which the event loop runs).
+ * deletes, a DROP inside a DO block drops), the tables it names (joins, subqueries, CTE
+ * bodies, DROP and TRUNCATE targets, DML targets; never a CTE's own name where it hides a
+ * table), the DELETEs and UPDATEs without WHERE, and a SELECT's LIMIT. tree-reader.ts reads
+ * them from the parser's JSON text; bodies.ts adds what the statement's bodies (DO blocks,
+ * function and procedure bodies) hold.
  */
-import { isNode, type Node } from './nodes.js';
-import { isAlwaysTrue } from './where.js';
+import { isNode } from './nodes.js';
 
-export const OPERATIONS = ['select', 'insert', 'update', 'delete', 'drop', 'truncate', 'alter', 'create', 'grant', 'revoke', 'merge'] as const;
+export const OPERATIONS = [
+  'select',
+  'insert',
+  'update',
+  'delete',
+  'drop',
+  'truncate',
+  'alter',
+  'create',
+  'grant',
+  'revoke',
+  'merge',
+  'do',
+  'copy',
+  'copy_program',
+  'create_function',
+  'file_access',
+] as const;
 export type Operation = (typeof OPERATIONS)[number];
 
 export interface TableRef {
@@ -28,14 +39,35 @@ export interface TableRef {
 export type Limit = number | 'none' | 'unknown';
 
 export interface StatementFacts {
-  /** The statement's own kind first, then nested kinds in the order written; other statements as their node name (`copy`, `do`). */
+  /** The statement's own kind first, then nested kinds; other statements as their node name (`vacuum`, `call`). */
   readonly kinds: readonly string[];
-  /** In the order written. */
+  /** In the order written (a body's tables after the statement's own). */
   readonly tables: readonly TableRef[];
   /** `delete` / `update` for each such statement without WHERE (or with an always-true one, where.ts), nested ones included. */
   readonly unfiltered: readonly ('delete' | 'update')[];
   /** The limit of a top-level SELECT; null for other statements. */
   readonly limit: Limit | null;
+  /** Why a body of the statement could not be read (a dynamic EXECUTE, an unknown language); null when all were. */
+  readonly unreadable: string | null;
+  /** The statement may change search_path (`SET search_path`, `set_config('search_path', ...)`). */
+  readonly setsSearchPath: boolean;
+}
+
+/** Code PostgreSQL runs later that the statement carries as a string: a DO block, a function or procedure body. */
+export interface Body {
+  readonly what: 'DO block' | 'function body';
+  /** As the parser gives it (an unquoted name is lowercased); null when none is given. */
+  readonly language: string | null;
+  /** The code; null when it is not one string (a C function's file and symbol). */
+  readonly source: string | null;
+}
+
+/** A statement's facts as read from its tree, before its bodies are read. */
+export interface ReadStatement extends StatementFacts {
+  readonly bodies: readonly Body[];
+  /** The statement's place in the parsed text, in UTF-8 bytes (length 0: to the end). */
+  readonly location: number;
+  readonly length: number;
 }
 
 /** The kind of a statement node type (`DeleteStmt` -> delete), or null for a node that is not a statement. */
@@ -76,306 +108,31 @@ export function kindOf(type: string, hasInto: boolean, isGrant: boolean): string
   return type.slice(0, -'Stmt'.length).toLowerCase();
 }
 
-/** DROP targets that are tables (or read like them). */
-const DROPPED_TABLES = new Set(['OBJECT_TABLE', 'OBJECT_VIEW', 'OBJECT_MATVIEW', 'OBJECT_FOREIGN_TABLE', 'OBJECT_SEQUENCE', 'OBJECT_INDEX']);
-
-/** One object or array of the JSON text being read; the reader keeps one per depth and reuses it. */
-interface Frame {
-  /** Its key in the parent object; '' for an array item and the root. */
-  key: string;
-  array: boolean;
-  /** Inside a subtree a rule looks into: its value is built. */
-  building: boolean;
-  value: Node | unknown[] | null;
-  relname: string | undefined;
-  schemaname: string | undefined;
-  ctename: string | undefined;
-  /** For a statement node (its key ends in Stmt): its place in the statement's kinds; else -1. */
-  kindSlot: number;
-  hasInto: boolean;
-  isGrant: boolean;
-  hasWhere: boolean;
-  hasLimit: boolean;
-  removeType: string | undefined;
-  /** The built subtree a rule looks into: a DELETE/UPDATE's whereClause, a DROP's objects, a SELECT's limitCount. */
-  kept: unknown;
+/** What a MERGE's WHEN clause does (`CMD_DELETE` -> delete). */
+export function mergeKindOf(commandType: string | undefined): string | null {
+  if (commandType === 'CMD_DELETE') return 'delete';
+  if (commandType === 'CMD_UPDATE') return 'update';
+  return commandType === 'CMD_INSERT' ? 'insert' : null;
 }
-
-const newFrame = (): Frame => ({
-  key: '',
-  array: false,
-  building: false,
-  value: null,
-  relname: undefined,
-  schemaname: undefined,
-  ctename: undefined,
-  kindSlot: -1,
-  hasInto: false,
-  isGrant: false,
-  hasWhere: false,
-  hasLimit: false,
-  removeType: undefined,
-  kept: undefined,
-});
-
-/** `SelectStmt`, `DropStmt`: a key ending in Stmt (charCodeAt: endsWith is a call the JIT does not inline, on every object of the tree). */
-function isStatementType(key: string): boolean {
-  const n = key.length;
-  return n > 4 && key.charCodeAt(n - 1) === 0x74 && key.charCodeAt(n - 2) === 0x6d && key.charCodeAt(n - 3) === 0x74 && key.charCodeAt(n - 4) === 0x53;
-}
-
-/** The subtree under `key` of a node of type `type` that a rule looks into. */
-function keeps(type: string, key: string): boolean {
-  switch (key) {
-    case 'whereClause':
-      return type === 'DeleteStmt' || type === 'UpdateStmt';
-    case 'objects':
-      return type === 'DropStmt';
-    case 'limitCount':
-      return type === 'SelectStmt';
-  }
-  return false;
-}
-
-/** What one statement has shown so far. */
-interface Statement {
-  kinds: (string | null)[];
-  tables: TableRef[];
-  unfiltered: ('delete' | 'update')[];
-  ctes: Set<string> | null;
-  limit: Limit | null;
-}
-
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-const OPEN_OBJECT = 0x7b;
-const CLOSE_OBJECT = 0x7d;
-const OPEN_ARRAY = 0x5b;
-const CLOSE_ARRAY = 0x5d;
 
 /**
- * Reads the facts of each statement from libpg-query's JSON (`{"version":..,"stmts":[{"stmt":
- * {"SelectStmt":{..}}}, ..]}`). Depths: 0 the root, 1 `stmts`, 2 a statement's entry, 3 its
- * `stmt`, 4 the statement's node.
+ * Built-in functions that read or write files on the database server, or list its
+ * directories (`file_access`): the generic file access functions and the large-object
+ * import/export ones.
  */
-export class TreeReader {
-  readonly #json: string;
-  #at = 0;
-  readonly #frames: Frame[] = [];
-  #depth = -1;
-  /** The key just read, whose value comes next. */
-  #key = '';
-  #statement: Statement | null = null;
-  readonly #statements: StatementFacts[] = [];
+export const FILE_FUNCTIONS = new Set(['pg_read_file', 'pg_read_binary_file', 'pg_ls_dir', 'pg_stat_file', 'lo_import', 'lo_export', 'pg_file_write', 'pg_file_rename', 'pg_file_unlink']);
 
-  constructor(json: string) {
-    this.#json = json;
-  }
-
-  /** Reads about `budget` characters more (to the end by default); true once the whole text is read. */
-  read(budget = Infinity): boolean {
-    const s = this.#json;
-    const end = Math.min(s.length, this.#at + budget);
-    let i = this.#at;
-    while (i < end) {
-      const c = s.charCodeAt(i);
-      if (c === QUOTE) i = this.#string(i);
-      else if (c === COMMA || c === COLON || c <= 0x20) i++;
-      else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
-        this.#open(c === OPEN_ARRAY);
-        i++;
-      } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
-        this.#close();
-        i++;
-      } else i = this.#literal(i);
-    }
-    this.#at = i;
-    if (i < s.length) return false;
-    if (this.#depth !== -1) throw new Error('the parse tree text ends early');
-    return true;
-  }
-
-  /** The facts of each statement, once read() has returned true. */
-  statements(): StatementFacts[] {
-    return this.#statements;
-  }
-
-  /** A string at `i`: the key of what follows, or a value. Returns the index after it. */
-  #string(i: number): number {
-    const s = this.#json;
-    let close = s.indexOf('"', i + 1);
-    // A quote preceded by an odd number of backslashes is escaped.
-    for (;;) {
-      if (close < 0) throw new Error('the parse tree text ends inside a string');
-      let slashes = 0;
-      while (s.charCodeAt(close - 1 - slashes) === BACKSLASH) slashes++;
-      if (slashes % 2 === 0) break;
-      close = s.indexOf('"', close + 1);
-    }
-    const frame = this.#frames[this.#depth]!;
-    if (frame.array) {
-      if (frame.building) (frame.value as unknown[]).push(this.#text(i, close));
-      return close + 1;
-    }
-    // In an object, a string before a colon is a key.
-    let next = close + 1;
-    while (s.charCodeAt(next) <= 0x20) next++;
-    if (s.charCodeAt(next) === COLON) {
-      const key = s.slice(i + 1, close);
-      this.#key = key;
-      if (key === 'intoClause') frame.hasInto = true;
-      else if (key === 'whereClause') frame.hasWhere = true;
-      else if (key === 'limitCount') frame.hasLimit = true;
-      return next + 1;
-    }
-    const key = this.#key;
-    switch (key) {
-      case 'relname':
-        frame.relname = this.#text(i, close);
-        break;
-      case 'schemaname':
-        frame.schemaname = this.#text(i, close);
-        break;
-      case 'ctename':
-        frame.ctename = this.#text(i, close);
-        break;
-      case 'removeType':
-        frame.removeType = this.#text(i, close);
-        break;
-    }
-    if (frame.building) (frame.value as Node)[key] = this.#text(i, close);
-    return close + 1;
-  }
-
-  /** The string value between the quotes at `open` and `close`. */
-  #text(open: number, close: number): string {
-    const s = this.#json;
-    const slash = s.indexOf('\\', open + 1);
-    return slash < 0 || slash > close ? s.slice(open + 1, close) : (JSON.parse(s.slice(open, close + 1)) as string);
-  }
-
-  /** A number, true, false or null at `i`. Returns the index after it. */
-  #literal(i: number): number {
-    const s = this.#json;
-    let end = i + 1;
-    for (;;) {
-      const c = s.charCodeAt(end);
-      if (Number.isNaN(c) || c === COMMA || c === CLOSE_OBJECT || c === CLOSE_ARRAY || c <= 0x20) break;
-      end++;
-    }
-    const frame = this.#frames[this.#depth];
-    if (frame === undefined) throw new Error('the parse tree text is not an object');
-    // Most literals are locations, read by no rule: only is_grant and built subtrees need the value.
-    if (frame.building) {
-      const raw = s.slice(i, end);
-      const value = raw === 'true' ? true : raw === 'false' ? false : raw === 'null' ? null : Number(raw);
-      if (frame.array) (frame.value as unknown[]).push(value);
-      else (frame.value as Node)[this.#key] = value;
-    }
-    if (!frame.array && this.#key === 'is_grant' && s.startsWith('true', i)) frame.isGrant = true;
-    return end;
-  }
-
-  #open(array: boolean): void {
-    const parent = this.#depth >= 0 ? this.#frames[this.#depth]! : undefined;
-    const key = parent !== undefined && !parent.array ? this.#key : '';
-    const depth = ++this.#depth;
-    let frame = this.#frames[depth];
-    if (frame === undefined) {
-      frame = newFrame();
-      this.#frames.push(frame);
-    } else {
-      frame.relname = frame.schemaname = frame.ctename = frame.removeType = frame.kept = undefined;
-      frame.kindSlot = -1;
-      frame.hasInto = frame.isGrant = frame.hasWhere = frame.hasLimit = false;
-    }
-    frame.key = key;
-    frame.array = array;
-    frame.building = parent !== undefined && (parent.building || keeps(parent.key, key));
-    frame.value = frame.building ? (array ? [] : {}) : null;
-    if (array) return;
-    if (depth === 2 && parent!.key === 'stmts') {
-      this.#statement = { kinds: [], tables: [], unfiltered: [], ctes: null, limit: null };
-    }
-    const statement = this.#statement;
-    if (statement !== null && isStatementType(key)) {
-      frame.kindSlot = statement.kinds.length;
-      statement.kinds.push(null);
-    }
-  }
-
-  #close(): void {
-    const depth = this.#depth--;
-    const frame = this.#frames[depth];
-    if (frame === undefined) throw new Error('the parse tree text closes more than it opens');
-    const parent = depth > 0 ? this.#frames[depth - 1]! : undefined;
-    const statement = this.#statement;
-    if (!frame.array && statement !== null) {
-      if (frame.relname !== undefined) {
-        statement.tables.push({ schema: frame.schemaname?.toLowerCase() ?? null, name: frame.relname.toLowerCase() });
-      }
-      if (frame.ctename !== undefined) (statement.ctes ??= new Set()).add(frame.ctename.toLowerCase());
-      if (frame.kindSlot >= 0) this.#closeStatementNode(frame, depth, statement);
-      if (depth === 2) {
-        this.#statements.push(Object.freeze(factsOf(statement)));
-        this.#statement = null;
-      }
-    }
-    if (parent === undefined) return;
-    if (parent.building) {
-      if (parent.array) (parent.value as unknown[]).push(frame.value);
-      else (parent.value as Node)[frame.key] = frame.value;
-    } else if (frame.building) {
-      parent.kept = frame.value;
-    }
-  }
-
-  #closeStatementNode(frame: Frame, depth: number, statement: Statement): void {
-    const type = frame.key;
-    statement.kinds[frame.kindSlot] = kindOf(type, frame.hasInto, frame.isGrant);
-    if (type === 'DeleteStmt' || type === 'UpdateStmt') {
-      if (!frame.hasWhere || isAlwaysTrue(frame.kept)) statement.unfiltered.push(type === 'DeleteStmt' ? 'delete' : 'update');
-    } else if (type === 'DropStmt') {
-      if (frame.removeType !== undefined && DROPPED_TABLES.has(frame.removeType)) statement.tables.push(...droppedTables(frame.kept));
-    } else if (type === 'SelectStmt' && this.#isTopLevel(depth)) {
-      statement.limit = frame.hasInto ? null : limitOf(frame.hasLimit, frame.kept);
-    }
-  }
-
-  /** A statement node that is the statement itself, or what its EXPLAIN explains. */
-  #isTopLevel(depth: number): boolean {
-    const f = this.#frames;
-    if (depth === 4) return f[3]!.key === 'stmt';
-    return depth === 6 && f[5]!.key === 'query' && f[4]!.key === 'ExplainStmt' && f[3]!.key === 'stmt';
-  }
-}
-
-/** The facts of each statement of libpg-query's JSON text. */
-export function factsOfTree(json: string): StatementFacts[] {
-  const reader = new TreeReader(json);
-  reader.read();
-  return reader.statements();
-}
-
-function factsOf(s: Statement): StatementFacts {
-  const kinds: string[] = [];
-  for (const kind of s.kinds) if (kind !== null && !kinds.includes(kind)) kinds.push(kind);
-  // A CTE's name is not a table: `WITH d AS (...) SELECT * FROM d` reads d, which is the CTE.
-  const ctes = s.ctes;
-  const tables = ctes === null ? s.tables : s.tables.filter((t) => t.schema !== null || !ctes.has(t.name));
-  return { kinds, tables, unfiltered: s.unfiltered, limit: s.limit };
-}
+/** DROP targets that are tables (or read like them). */
+export const DROPPED_TABLES = new Set(['OBJECT_TABLE', 'OBJECT_VIEW', 'OBJECT_MATVIEW', 'OBJECT_FOREIGN_TABLE', 'OBJECT_SEQUENCE', 'OBJECT_INDEX']);
 
 /** DROP TABLE a, s.b: each object is a list of name parts. */
-function droppedTables(objects: unknown): TableRef[] {
+export function droppedTables(objects: unknown): TableRef[] {
   if (!Array.isArray(objects)) return [];
   const out: TableRef[] = [];
   for (const object of objects) {
     const items = isNode(object) && isNode(object.List) ? object.List.items : undefined;
     if (!Array.isArray(items)) continue;
-    const parts = items.map((item) => (isNode(item) && isNode(item.String) ? item.String.sval : undefined)).filter((s): s is string => typeof s === 'string');
+    const parts = items.map(stringOf).filter((s): s is string => s !== undefined);
     const name = parts.at(-1);
     if (name !== undefined) out.push({ schema: parts.length > 1 ? parts.at(-2)!.toLowerCase() : null, name: name.toLowerCase() });
   }
@@ -383,7 +140,7 @@ function droppedTables(objects: unknown): TableRef[] {
 }
 
 /** A top-level SELECT's LIMIT, from its limitCount node. */
-function limitOf(hasLimit: boolean, count: unknown): Limit {
+export function limitOf(hasLimit: boolean, count: unknown): Limit {
   if (!hasLimit) return 'none';
   const constant = isNode(count) ? count.A_Const : undefined;
   if (!isNode(constant)) return 'unknown';
@@ -394,4 +151,34 @@ function limitOf(hasLimit: boolean, count: unknown): Limit {
     return Number.isFinite(n) ? n : 'unknown';
   }
   return 'unknown';
+}
+
+/**
+ * The body of a DO statement (its `args`) or of CREATE FUNCTION / PROCEDURE (its `options`);
+ * null for a function written as BEGIN ATOMIC or RETURN, whose body is part of the tree.
+ */
+export function bodyOf(type: 'DoStmt' | 'CreateFunctionStmt', elements: unknown): Body | null {
+  let language: string | null = type === 'DoStmt' ? 'plpgsql' : null;
+  let source: string | null = null;
+  let found = false;
+  for (const element of Array.isArray(elements) ? elements : []) {
+    const def = isNode(element) && isNode(element.DefElem) ? element.DefElem : undefined;
+    if (def === undefined) continue;
+    if (def.defname === 'language') language = stringOf(def.arg) ?? null;
+    else if (def.defname === 'as') {
+      found = true;
+      // CREATE FUNCTION ... AS 'body' is a list of one string; AS 'file', 'symbol' of two.
+      const items = isNode(def.arg) && isNode(def.arg.List) && Array.isArray(def.arg.List.items) ? def.arg.List.items : [def.arg];
+      source = items.length === 1 ? (stringOf(items[0]) ?? null) : null;
+    }
+  }
+  if (!found) return null;
+  return { what: type === 'DoStmt' ? 'DO block' : 'function body', language, source };
+}
+
+/** A String node's text (libpg-query leaves out an empty sval). */
+function stringOf(node: unknown): string | undefined {
+  if (!isNode(node) || !isNode(node.String)) return undefined;
+  const s = node.String.sval;
+  return typeof s === 'string' ? s : '';
 }

@@ -1,10 +1,12 @@
 /**
  * The `sql` evaluator: parses the selected text with PostgreSQL's own parser (parser.ts) and
  * checks each statement against the config's rules: operations blocked or allowed, tables
- * blocked or allowed (wherever the statement names them), DELETE/UPDATE without WHERE,
- * statement count, SELECT limits. Never a regular expression: `DROP/**\/TABLE` is a DROP,
- * and 'DROP TABLE' inside a string literal is not. Text that does not parse matches unless
- * on_parse_error is allow: a guard fails closed on what it cannot read.
+ * blocked or allowed (wherever the statement names them, its DO and function bodies
+ * included), DELETE/UPDATE without WHERE, statement count, SELECT limits. Never a regular
+ * expression: `DROP/**\/TABLE` is a DROP, and 'DROP TABLE' inside a string literal is not.
+ * Text that does not parse matches unless on_parse_error is allow: a guard fails closed on
+ * what it cannot read, and so does a body it cannot read (another language, an EXECUTE of
+ * a computed string).
  */
 import { z } from 'zod';
 import { textOf } from '../text.js';
@@ -89,8 +91,12 @@ function checkOf(rules: SqlConfig, cache: ParseCache, keywords: readonly string[
   const requireWhere = new Set(rules.require_where ?? []);
   const limitRule = rules.require_limit || rules.max_limit !== undefined;
 
-  /** The first rule the statement breaks, as `drop is blocked`; null when none. */
-  function brokenRule(s: StatementFacts): string | null {
+  /**
+   * The first rule the statement breaks, as `drop is blocked`; null when none. `unpinned`: an
+   * earlier statement (or this one) may have changed search_path, so an unqualified name may
+   * be a table of any schema and no longer matches a schema-qualified allowed table.
+   */
+  function brokenRule(s: StatementFacts, unpinned: boolean): string | null {
     for (const kind of s.kinds) {
       if (blockedOps?.has(kind)) return `${kind} is blocked`;
       if (allowedOps && !allowedOps.has(kind)) return `${kind} is not allowed (allowed: ${[...allowedOps].join(', ')})`;
@@ -99,7 +105,9 @@ function checkOf(rules: SqlConfig, cache: ParseCache, keywords: readonly string[
     for (const t of s.tables) {
       const blocked = blockedTables?.find((entry) => sameTable(entry, t));
       if (blocked) return `table ${nameOf(blocked)} is blocked`;
-      if (allowedTables && !allowedTables.some((entry) => sameTable(entry, t))) return `table ${nameOf(t)} is not allowed`;
+      if (allowedTables && !allowedTables.some((entry) => sameTable(entry, t) && !(unpinned && t.schema === null && entry.schema !== null))) {
+        return `table ${nameOf(t)} is not allowed${unpinned && t.schema === null ? ' (search_path may have changed: qualify it)' : ''}`;
+      }
     }
     if (limitRule && s.limit !== null) {
       if (s.limit === 'none') return 'select without LIMIT';
@@ -145,9 +153,16 @@ function checkOf(rules: SqlConfig, cache: ParseCache, keywords: readonly string[
     if (rules.max_statements !== undefined && statements.length > rules.max_statements) {
       return matchOf(`${statements.length} statements; at most ${rules.max_statements} allowed`, 'max_statements', null);
     }
+    let unpinned = false;
     for (let i = 0; i < statements.length; i++) {
-      const broken = brokenRule(statements[i]!);
+      const statement = statements[i]!;
+      unpinned ||= statement.setsSearchPath;
+      const broken = brokenRule(statement, unpinned);
       if (broken !== null) return matchOf(`statement ${i + 1}: ${broken}`, 'rule', i + 1);
+      // Code the statement carries that could not be read fails closed, as text that does not parse.
+      if (statement.unreadable !== null && rules.on_parse_error === 'match') {
+        return matchOf(`statement ${i + 1}: ${statement.unreadable}`, 'parse_error', i + 1);
+      }
     }
     return NO_MATCH;
   }
@@ -170,16 +185,27 @@ function sameTable(a: TableRef, b: TableRef): boolean {
 const nameOf = (t: TableRef) => (t.schema === null ? t.name : `${t.schema}.${t.name}`);
 
 /**
- * Operations whose statements always spell their keyword: a DROP is written with DROP, and
- * no quoting or escaping turns other text into a keyword. (A SELECT may be `TABLE x` or
- * `VALUES (1)`, and SELECT INTO creates, so those two give no hint.)
+ * Operations whose statements always spell a keyword, and the keyword: a DROP is written
+ * with DROP, and no quoting or escaping turns other text into a keyword. (A SELECT may be
+ * `TABLE x` or `VALUES (1)`, and SELECT INTO creates, so those two give no hint.)
  */
-const SPELLED = new Set(['insert', 'update', 'delete', 'drop', 'truncate', 'alter', 'grant', 'revoke', 'merge']);
+const SPELLED = new Map<string, readonly string[]>([
+  ...['insert', 'update', 'delete', 'drop', 'truncate', 'alter', 'grant', 'revoke', 'merge', 'do', 'copy'].map((op) => [op, [op]] as const),
+  ['copy_program', ['program']],
+  ['create_function', ['function', 'procedure']],
+]);
+
+/**
+ * Bodies (DO, CREATE FUNCTION / PROCEDURE) are strings whose escapes and concatenations
+ * can spell any keyword without writing it (`E'\x44ROP'`, `'DR' || 'OP'`): a text that may
+ * hold one is always parsed.
+ */
+const BODY_KEYWORDS = ['do', 'function', 'procedure'];
 
 /**
  * A scan hint (types.ts) for the one config it is sound for: only blocked_operations, all of
  * them spelled, and on_parse_error allow (otherwise text without the keywords can still
- * match by not parsing). Then a text holding none of the keywords cannot match.
+ * match by not parsing). Then a text holding none of the keywords (nor a body's) cannot match.
  */
 function hintOf(rules: SqlConfig): ScanHint {
   const onlyBlockedOps =
@@ -193,5 +219,6 @@ function hintOf(rules: SqlConfig): ScanHint {
     !rules.require_limit &&
     rules.max_limit === undefined;
   if (!onlyBlockedOps || !rules.blocked_operations!.every((op) => SPELLED.has(op))) return {};
-  return { scanPrefilter: Object.freeze({ literals: [...new Set(rules.blocked_operations)], folded: true }) };
+  const literals = new Set([...rules.blocked_operations!.flatMap((op) => SPELLED.get(op)!), ...BODY_KEYWORDS]);
+  return { scanPrefilter: Object.freeze({ literals: [...literals], folded: true }) };
 }

@@ -5,14 +5,17 @@
  * refuses its configs with that reason instead of letting an import fail.
  *
  * Short texts are parsed here, on the event loop; texts of OFFLOAD_MIN_CHARS or more on a
- * parse thread (parse-pool.ts), their facts then read in slices of READ_SLICE_CHARS of the
- * tree's text with the loop running in between. Both give the same answers.
+ * parse thread (parse-pool.ts), which also reads their facts when it can import the compiled
+ * reader; otherwise they are read here in slices of READ_SLICE_CHARS of the tree's text with
+ * the loop running in between. All give the same answers.
  */
 import { createRequire } from 'node:module';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { callParser, PG_MODULE_PATH, type ParserAnswer, type PgModule } from './call-parser.js';
-import { factsOfTree, TreeReader, type StatementFacts } from './facts.js';
-import { parsePool } from './parse-pool.js';
+import { answerBeforeParsing, errorOf, readBodies, readText, type Parsed, type ParseRequest } from './bodies.js';
+import { callParser, callPlpgsql, PG_MODULE_PATH, type ParserAnswer, type PgModule } from './call-parser.js';
+import { MAX_QUEUED, parsePool } from './parse-pool.js';
+import type { ReadStatement } from './facts.js';
+import { TreeReader } from './tree-reader.js';
 
 export type { PgModule };
 
@@ -29,7 +32,7 @@ export const OFFLOAD_MIN_CHARS = 2048;
 /** Characters of a long text's parse tree (its JSON) read per turn of the event loop: well under a millisecond each. */
 export const READ_SLICE_CHARS = 32 * 1024;
 
-const REQUIRED = ['_malloc', '_free', '_wasm_parse_query_raw', '_wasm_free_parse_result', 'UTF8ToString'] as const;
+const REQUIRED = ['_malloc', '_free', '_wasm_parse_query_raw', '_wasm_free_parse_result', '_wasm_parse_plpgsql', '_wasm_free_string', 'UTF8ToString'] as const;
 
 /** Why the sql evaluator cannot run in this process (libpg-query is not installed), or null; known without loading it. */
 export const missingParser: string | null = (() => {
@@ -59,7 +62,8 @@ async function load(): Promise<PgModule | string> {
 /** The module as checked by a probe parse, or why it cannot be used. */
 function probed(pg: PgModule): PgModule | string {
   try {
-    const probe = parseSql(pg, 'DELETE FROM t');
+    // Both parsers: the DELETE is inside a PL/pgSQL body.
+    const probe = parseSql(pg, 'DO $$ BEGIN DELETE FROM t; END $$');
     if (!probe.ok || probe.statements[0]?.unfiltered[0] !== 'delete') throw new Error('its parse of a probe query reads wrong');
     return pg;
   } catch (err) {
@@ -77,44 +81,89 @@ function unusable(err: unknown): string {
   return `the sql evaluator cannot use libpg-query ${version} (it is written for 18.1): ${err instanceof Error ? err.message : String(err)}`;
 }
 
-export type Parsed = { ok: true; statements: readonly StatementFacts[] } | { ok: false; error: string };
-
-const NO_STATEMENTS: Parsed = Object.freeze({ ok: true, statements: Object.freeze([]) });
-/** The parser reads a C string, which would end at a NUL and leave what follows unread (`SELECT 1\0; DROP TABLE x`). */
-const NUL_IN_TEXT: Parsed = Object.freeze({ ok: false, error: 'a NUL character in the text' });
+export type { Parsed };
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** What a text parses to before the parser is called: nothing for blank text, a failure for a NUL; undefined otherwise. */
-function answerBeforeParsing(text: string): Parsed | undefined {
-  // The parser refuses empty input; blank text holds no statement.
-  if (text.trim() === '') return NO_STATEMENTS;
-  if (text.includes('\0')) return NUL_IN_TEXT;
-  return undefined;
+/** A parse asked for by bodies.ts, on this thread. */
+function answerHere(pg: PgModule, request: ParseRequest): ParserAnswer {
+  return request.plpgsql ? callPlpgsql(pg, request.text, encoder, decoder) : callParser(pg, request.text, encoder, decoder);
 }
 
 /**
- * Parses `text` into the facts of each statement, on the event loop. A syntax error, or
- * input the parser cannot hold (PostgreSQL's parser gives up on very deep nesting with
- * "memory exhausted"), is a parse failure; its message gives the position, never the text.
+ * Parses `text` into the facts of each statement, bodies read, on the event loop. A syntax
+ * error, or input the parser cannot hold (PostgreSQL's parser gives up on very deep nesting
+ * with "memory exhausted"), is a parse failure; its message gives the position, never the text.
  */
 export function parseSql(pg: PgModule, text: string): Parsed {
-  const early = answerBeforeParsing(text);
-  if (early !== undefined) return early;
-  const answer = callParser(pg, text, encoder, decoder);
-  return 'tree' in answer ? { ok: true, statements: Object.freeze(factsOfTree(answer.tree)) } : failureOf(answer);
+  const reading = readText(text, 0, { parses: 0 });
+  let step = reading.next();
+  while (step.done !== true) step = reading.next(answerHere(pg, step.value));
+  return step.value;
 }
 
-/** parseSql on a parse thread, reading the facts in slices; the same answers. */
-export async function parseSqlAway(text: string): Promise<Parsed> {
+/** Inline parses of a long text's bodies between two turns of the event loop. */
+const INLINE_PER_TURN = 32;
+
+/**
+ * Long texts being parsed or read at most, in this process. The bound covers the whole way
+ * (waiting for a thread, parsing, reading the facts on the loop), not only the wait for a
+ * thread: a thread parses a 64 KB text in about 10 ms and its tree's JSON (about 1 MB) is
+ * then read here, so a burst bounded only at the threads piles up on the loop instead.
+ */
+export const MAX_LONG_IN_FLIGHT = MAX_QUEUED;
+
+let longInFlight = 0;
+/** The same long text checked by several controls (or requests) at once is parsed once. */
+const longParses = new Map<string, Promise<Parsed>>();
+
+/**
+ * parseSql with the text parsed on a parse thread and its facts read in slices; the same
+ * answers. Rejects at once (an evaluator error, which on_error decides) when
+ * MAX_LONG_IN_FLIGHT long texts are already under way.
+ */
+export function parseSqlAway(text: string): Promise<Parsed> {
   const early = answerBeforeParsing(text);
-  if (early !== undefined) return early;
-  const answer = await parsePool().parse(text);
-  if (!('tree' in answer)) return failureOf(answer);
-  const reader = new TreeReader(answer.tree);
-  while (!reader.read(READ_SLICE_CHARS)) await nextTurn();
-  return { ok: true, statements: Object.freeze(reader.statements()) };
+  if (early !== undefined) return Promise.resolve(early);
+  const same = longParses.get(text);
+  if (same !== undefined) return same;
+  if (longInFlight >= MAX_LONG_IN_FLIGHT) {
+    return Promise.reject(new Error(`${MAX_LONG_IN_FLIGHT} long SQL texts are already being parsed`));
+  }
+  longInFlight++;
+  const parsing = parseAway(text).finally(() => {
+    longInFlight--;
+    longParses.delete(text);
+  });
+  longParses.set(text, parsing);
+  return parsing;
+}
+
+async function parseAway(text: string): Promise<Parsed> {
+  const answer = await parsePool().parseAndRead(text);
+  let statements: readonly ReadStatement[];
+  if ('statements' in answer) statements = answer.statements;
+  else if ('tree' in answer) {
+    const reader = new TreeReader(answer.tree);
+    while (!reader.read(READ_SLICE_CHARS)) await nextTurn();
+    statements = reader.statements();
+  } else return { ok: false, error: errorOf(answer) };
+  // Bodies: short ones parsed here, long ones on a thread, the loop let run between.
+  const reading = readBodies(text, statements, 0, { parses: 1 });
+  let step = reading.next();
+  let inline = 0;
+  while (step.done !== true) {
+    const request = step.value;
+    const pg = sqlParserNow();
+    if (request.text.length < OFFLOAD_MIN_CHARS && typeof pg === 'object') {
+      if (++inline % INLINE_PER_TURN === 0) await nextTurn();
+      step = reading.next(answerHere(pg, request));
+    } else {
+      step = reading.next(await parsePool().parse(request.text, request.plpgsql));
+    }
+  }
+  return { ok: true, statements: Object.freeze(step.value) };
 }
 
 let loading: Promise<PgModule | string> | undefined;
@@ -135,12 +184,6 @@ export function loadSqlParser(): Promise<PgModule | string> {
 /** What loadSqlParser resolved to, once it has; undefined before. */
 export function sqlParserNow(): PgModule | string | undefined {
   return loaded;
-}
-
-function failureOf(answer: Exclude<ParserAnswer, { tree: string }>): Parsed {
-  // "syntax error at or near "DROPP"": the quoted part is the guarded text; keep the kind of error only.
-  const what = answer.message.replace(/\s+at or near\s+".*$/s, '').replace(/\s+at end of input$/, ' at the end');
-  return { ok: false, error: `${what}${answer.cursor > 0 ? ` at character ${answer.cursor}` : ''}` };
 }
 
 /** A bounded, least-recently-used cache of parses by text: repeated queries parse once. */
