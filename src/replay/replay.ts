@@ -7,7 +7,8 @@ import { sensitiveExcerpt } from '../evaluators/sensitive.js';
 import { EMPTY_CONTROL_SET, evaluateStep, type CompiledControlSet, type EvaluationOutcome } from '../engine/index.js';
 import { EvaluationRequestSchema, fieldIssuesOf, type EvaluationResult, type Stage, type Step } from '../model/index.js';
 import { maskSelected } from '../observability/shadow-examples.js';
-import { createRedactor, type Redactor } from '../recording/redact.js';
+import type { Redactor } from '../recording/redact.js';
+import { stepRedactor } from '../recording/value-masks.js';
 import type { AgentSets } from '../testing/agent-sets.js';
 import type { RawRecord, ReplayChange, ReplayDecision, ReplayReport } from './types.js';
 
@@ -45,7 +46,7 @@ export async function replay(
   const unchanged: Record<ReplayDecision, number> = { allow: 0, deny: 0, steer: 0 };
   const changes = new Map<string, ReplayChange>();
   // Recorded steps were redacted when recorded; a JSON-lines file may not have been.
-  const redactor = createRedactor([]);
+  const redactor = stepRedactor([]);
 
   for (const record of records) {
     total++;
