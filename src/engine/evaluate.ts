@@ -13,7 +13,7 @@ import { evalNode, isPlain, isThenable, LeafFailure, messageOf, NOTHING, type Pe
 import type { CompiledControlSet } from './compile.js';
 import { CLEARED_MISSING, clearedByScan, NOT_CLEARED, scanGroupsOf, type Clock } from './scan-groups.js';
 import { countsAsMissing, selectValue, StepView, type CompiledSelector } from './select.js';
-import { excerptOf, presentOutcome } from './present.js';
+import { presentOutcome, StepExcerpts } from './present.js';
 // The global `performance` is a lazy getter in Node: reading it on every clock read costs.
 import { performance } from 'node:perf_hooks';
 
@@ -42,7 +42,7 @@ export function evaluateStep(
 
   if (options?.collectExecutions === true) {
     const executions: ControlExecution[] = [];
-    const clock: Detail = { last: performance.now(), excerpts: options.excerpts !== false };
+    const clock: Detail = { last: performance.now(), excerpts: options.excerpts !== false ? new StepExcerpts() : null };
     // A control a scan ruled out is timed as its share of the scan; clearedByScan sets the
     // share of every control it rules out, and only those are read. A plain array, unfilled:
     // a typed array would be allocated with malloc, and fill() runs in V8's runtime.
@@ -61,8 +61,15 @@ export function evaluateStep(
       if (isThenable(r)) waiting = true;
       records.push(r);
     }
-    if (!waiting) return { result: decide(records as ControlMatch[], set.shadowIds), executions };
-    return Promise.all(records.map(settled)).then((done) => ({ result: decide(done, set.shadowIds), executions }));
+    // Excerpts are made once every control has run: each masks what any of them found.
+    if (!waiting) {
+      clock.excerpts?.finish();
+      return { result: decide(records as ControlMatch[], set.shadowIds), executions };
+    }
+    return Promise.all(records.map(settled)).then((done) => {
+      clock.excerpts?.finish();
+      return { result: decide(done, set.shadowIds), executions };
+    });
   }
 
   const cleared = groups ? clearedByScan(groups, candidates.length, view) : null;
@@ -238,8 +245,8 @@ function finishDetailed(
 
 /** What the observability path keeps while it runs the controls of one step. */
 interface Detail extends Clock {
-  /** EvaluateOptions.excerpts: make the excerpt of each match. */
-  readonly excerpts: boolean;
+  /** EvaluateOptions.excerpts: the excerpts of the step's matches, made when all have run; null when not asked for. */
+  readonly excerpts: StepExcerpts | null;
 }
 
 function executionOf(
@@ -247,11 +254,11 @@ function executionOf(
   m: ControlMatch,
   value: unknown,
   duration: number,
-  excerpts: boolean,
+  excerpts: StepExcerpts | null,
   found?: readonly string[] | null,
 ): ControlExecution {
-  const text = excerpts && m.result.matched ? textOf(value) : undefined;
-  return {
+  const text = excerpts !== null && m.result.matched ? textOf(value) : undefined;
+  const x: ControlExecution = {
     control_id: c.control_id,
     control_name: c.name,
     action: c.decision,
@@ -265,9 +272,11 @@ function executionOf(
     mode: c.shadow ? 'shadow' : 'enforce',
     message: m.result.message,
     // Left unset when not asked for: readers then show the selected value masked whole.
-    excerpt: text !== undefined ? excerptOf(text, found, c.revealMatch) : excerpts ? null : undefined,
+    excerpt: excerpts !== null ? null : undefined,
     selector_missing: m.selector_missing === true,
   };
+  if (text !== undefined) excerpts!.add(x, text, found, c.revealMatch);
+  return x;
 }
 
 function onErrorOf(c: CompiledControl, err: unknown): OnError {

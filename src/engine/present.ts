@@ -4,10 +4,12 @@
  * default the text an evaluator found is masked (`4111…1111`) in the message, the metadata
  * and the excerpt; a control with `reveal_match: true` shows it in full. Pure.
  */
-import { maskEchoesInJson, maskFoundIn, maskFoundInJson, maskMatch, maskQuotedEchoes } from '../evaluators/mask.js';
+import { maskEchoesInJson, maskFoundInJson, maskMatch, maskQuotedEchoes } from '../evaluators/mask.js';
+import { sensitiveExcerpt } from '../evaluators/sensitive.js';
 import { truncate } from '../evaluators/text.js';
 import type { EvaluatorOutcome } from '../evaluators/types.js';
 import type { JsonObject } from '../model/index.js';
+import type { ControlExecution } from './api.js';
 
 /** Found texts listed in a message at most; the rest are counted as "…". */
 const MAX_LISTED = 5;
@@ -41,15 +43,44 @@ export function presentOutcome(o: EvaluatorOutcome, text: string | undefined, re
 }
 
 /**
- * The excerpt of a matched value (its text, at most EXCERPT_MAX characters). Unless
- * `reveal`, the found texts are masked in it, and when the evaluator reported none the
- * whole text is masked: what it matched on is not known, so nothing of it is shown.
+ * The excerpt of a matched value (its text, at most EXCERPT_MAX characters), made with the
+ * one masking function of excerpts (evaluators/sensitive.ts): every value a masking
+ * evaluator would find is masked, and so is everything in `stepFound` (what the step's
+ * controls found). With `reveal`, what this control found (`own`) is shown as it is; else,
+ * when it reported nothing, the whole text is masked: what it matched on is not known, so
+ * nothing of it is shown.
  */
-export function excerptOf(text: string, found: readonly string[] | null | undefined, reveal: boolean): string {
-  if (reveal) return truncate(text, EXCERPT_MAX);
-  const known = found?.filter((f) => f !== '') ?? [];
-  if (known.length === 0) return maskMatch(text);
-  // Only the start is shown: mask a window that holds every found text starting in it.
-  const longest = Math.max(...known.map((f) => f.length));
-  return truncate(maskFoundIn(text.slice(0, EXCERPT_MAX + longest), known), EXCERPT_MAX);
+export function excerptOf(text: string, stepFound: readonly string[], own: readonly string[] | null | undefined, reveal: boolean): string {
+  if (reveal) return sensitiveExcerpt(text, { max: EXCERPT_MAX, found: stepFound, keep: new Set(own ?? []) });
+  if ((own ?? []).every((f) => f === '')) return maskMatch(text);
+  return sensitiveExcerpt(text, { max: EXCERPT_MAX, found: stepFound });
+}
+
+/**
+ * The excerpts of one step's matches. Each is made once every control of the step has run,
+ * so that it masks what any of them found, not only its own control; controls that show
+ * the same text share one excerpt.
+ */
+export class StepExcerpts {
+  readonly #pending: Array<{ x: ControlExecution; text: string; own: readonly string[] | null | undefined; reveal: boolean }> = [];
+  readonly #found: string[] = [];
+
+  add(x: ControlExecution, text: string, own: readonly string[] | null | undefined, reveal: boolean): void {
+    this.#pending.push({ x, text, own, reveal });
+    if (own) for (const f of own) this.#found.push(f);
+  }
+
+  finish(): void {
+    const made = new Map<string, string>();
+    for (const p of this.#pending) {
+      const shared = !p.reveal && (p.own ?? []).some((f) => f !== '');
+      let excerpt = shared ? made.get(p.text) : undefined;
+      if (excerpt === undefined) {
+        excerpt = excerptOf(p.text, this.#found, p.own, p.reveal);
+        if (shared) made.set(p.text, excerpt);
+      }
+      p.x.excerpt = excerpt;
+    }
+    this.#pending.length = 0;
+  }
 }

@@ -28,17 +28,19 @@ const re2Engine = Object.assign(
   { code: 're2' },
 );
 
+/** ajv's settings, but for the RE2 engine (json/validate-pool.ts gives its threads the same). */
+export const AJV_OPTIONS = Object.freeze({
+  allErrors: true,
+  strictSchema: true,
+  strictTypes: false,
+  strictTuples: false,
+  strictRequired: false,
+  validateFormats: true,
+});
+
 /** A fresh ajv with formats and the safe settings above. */
 export function newAjv(): Ajv2020 {
-  const ajv = new Ajv2020({
-    allErrors: true,
-    strictSchema: true,
-    strictTypes: false,
-    strictTuples: false,
-    strictRequired: false,
-    validateFormats: true,
-    code: { regExp: re2Engine },
-  });
+  const ajv = new Ajv2020({ ...AJV_OPTIONS, code: { regExp: re2Engine } });
   return addFormats(ajv);
 }
 

@@ -5,6 +5,7 @@
  */
 import { Gauge } from 'prom-client';
 import type { CounterUsage } from '../evaluators/counting/memory-counters.js';
+import { maskMatch } from '../evaluators/mask.js';
 import type { GuardMetrics } from './metrics.js';
 
 /** One key's use as stats and the dashboard show it. */
@@ -13,6 +14,10 @@ export interface CounterUse {
   control_name: string;
   /** The control id, plus the leaf's place for a condition tree. */
   counter: string;
+  /**
+   * The key, masked as matches are (`jane….com`; `…` under 8 characters): keys are often
+   * user ids or e-mail addresses, which stats must not repeat. Two keys may look alike.
+   */
   key: string;
   kind: 'rate' | 'budget';
   window_ms: number;
@@ -42,7 +47,7 @@ export async function counterUseOf(
       control_id: u.control_id,
       control_name: (await names(u.control_id)) ?? String(u.control_id),
       counter: u.counter,
-      key: u.key,
+      key: maskMatch(u.key),
       kind: u.kind,
       window_ms: u.window_ms,
       used: u.used,

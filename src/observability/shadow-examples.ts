@@ -2,12 +2,14 @@
  * Example steps for `guardctl shadow-report`: when a shadow control matches, the step is
  * kept (at most one per control and minute) so the report can show what the control
  * would have acted on. What it keeps never repeats what the control guards: every value
- * the control read is replaced by a marker, then the recording redaction rules (secret
- * field names, GUARD_RECORD_REDACT) apply, and strings are cut short.
+ * the control read is replaced by a marker, then the redaction of recorded steps applies
+ * (recording/value-masks.ts: secret field names, GUARD_RECORD_REDACT, credentials and card
+ * numbers by value, numbers included), and strings are cut short.
  */
 import { parseSelector, Root } from '../engine/select.js';
 import type { Step } from '../model/index.js';
-import { createRedactor, type Redactor } from '../recording/redact.js';
+import type { Redactor } from '../recording/redact.js';
+import { stepRedactor } from '../recording/value-masks.js';
 
 /** What replaces a value a shadow control looked at. */
 export const MATCHED_VALUE = '[MATCHED]';
@@ -26,7 +28,8 @@ export interface ExampleTaker {
 }
 
 export function createExampleTaker(redactRules: readonly string[] = []): ExampleTaker {
-  const redactor = createRedactor(redactRules);
+  // The redaction of recorded steps: by name and by value (credentials, card numbers).
+  const redactor = stepRedactor(redactRules);
   const lastMinute = new Map<number, number>();
   return {
     take(controlId, step, selectorPaths, nowMs) {

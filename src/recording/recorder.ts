@@ -6,8 +6,8 @@
  */
 import { storableJsonText, type Stage, type Step } from '../model/index.js';
 import type { NewRecordedStep, Store } from '../store/types.js';
-import { createRedactor, type Redactor } from './redact.js';
-import { maskSecretsIn } from './value-masks.js';
+import type { Redactor } from './redact.js';
+import { stepRedactor } from './value-masks.js';
 
 export interface RecorderOptions {
   sampleRate: number;
@@ -69,7 +69,7 @@ export class StepRecorder {
     };
     // By name (the rules and the secret-sounding names) and by value: credentials and card
     // numbers are masked in every string kept, whatever its field is called.
-    this.#redactor = createRedactor(options.redact, { maskValue: maskSecretsIn });
+    this.#redactor = stepRedactor(options.redact);
   }
 
   /** Starts the flush and retention timers (unref'd: they never keep the process alive). */

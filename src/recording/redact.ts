@@ -6,7 +6,8 @@
  * rules add a name (`ssn`: that key at any depth) or a dotted path from the step
  * (`input.card_number`: that one field), compared the same way. A `sensitiveValue` check,
  * when given, also redacts a string whose content looks like a secret, whatever its field,
- * and a `maskValue` masks the secrets inside the strings that are kept (value-masks.ts).
+ * a `maskValue` masks the secrets inside the strings that are kept and a `maskNumber` the
+ * numbers that are secrets (value-masks.ts).
  * Redacted values become "[REDACTED]". Pure; the input is never modified.
  */
 
@@ -95,6 +96,8 @@ export interface RedactorOptions {
    * numbers masked in place, whatever the field is called).
    */
   maskValue?: (value: string) => string;
+  /** Masks a number that holds a secret (value-masks.ts: a card number sent as a JSON number). */
+  maskNumber?: (value: number) => unknown;
 }
 
 /** A name or path written as words joined by `_`: how rules and field names are compared. */
@@ -104,6 +107,7 @@ export function createRedactor(rules: readonly string[], options: RedactorOption
   const useSecretNames = options.secretNames ?? true;
   const sensitiveValue = options.sensitiveValue;
   const maskValue = options.maskValue ?? ((value: string) => value);
+  const maskNumber = options.maskNumber ?? ((value: number) => value);
   const names = new Set<string>();
   const paths: string[][] = [];
   for (const rule of rules) {
@@ -115,6 +119,7 @@ export function createRedactor(rules: readonly string[], options: RedactorOption
     names.has(key) || (useSecretNames && isSecretName(name)) || paths.some((p) => sameList(p, here));
   const redactAt = (value: unknown, path: readonly string[]): unknown => {
     if (typeof value === 'string') return sensitiveValue?.(value) === true ? REDACTED : maskValue(value);
+    if (typeof value === 'number') return maskNumber(value);
     if (Array.isArray(value)) return value.map((item) => redactAt(item, path));
     if (value === null || typeof value !== 'object') return value;
     const out: Record<string, unknown> = {};

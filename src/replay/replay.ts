@@ -3,10 +3,12 @@
  * server's current ones (`before`) and the directory's (`after`), and counts how decisions
  * change. A record that no longer fits the model is counted and skipped, never fatal.
  */
+import { sensitiveExcerpt } from '../evaluators/sensitive.js';
 import { EMPTY_CONTROL_SET, evaluateStep, type CompiledControlSet, type EvaluationOutcome } from '../engine/index.js';
 import { EvaluationRequestSchema, fieldIssuesOf, type EvaluationResult, type Stage, type Step } from '../model/index.js';
 import { maskSelected } from '../observability/shadow-examples.js';
-import { createRedactor, type Redactor } from '../recording/redact.js';
+import type { Redactor } from '../recording/redact.js';
+import { stepRedactor } from '../recording/value-masks.js';
 import type { AgentSets } from '../testing/agent-sets.js';
 import type { RawRecord, ReplayChange, ReplayDecision, ReplayReport } from './types.js';
 
@@ -44,7 +46,7 @@ export async function replay(
   const unchanged: Record<ReplayDecision, number> = { allow: 0, deny: 0, steer: 0 };
   const changes = new Map<string, ReplayChange>();
   // Recorded steps were redacted when recorded; a JSON-lines file may not have been.
-  const redactor = createRedactor([]);
+  const redactor = stepRedactor([]);
 
   for (const record of records) {
     total++;
@@ -174,7 +176,9 @@ function excerpt(value: unknown): string {
   } catch {
     text = String(value);
   }
-  return text.length > EXCERPT ? `${text.slice(0, EXCERPT - 1)}…` : text;
+  // The one masking of excerpts: what redaction keeps is still scanned for anything a
+  // masking evaluator would find (an SSN or an e-mail address in a field no control read).
+  return sensitiveExcerpt(text, { max: EXCERPT });
 }
 
 /** "would newly deny 37 of 10,000 steps": one line per change, for every renderer. */

@@ -30,7 +30,8 @@ export class ApproximateCounts {
   constructor(
     private readonly shared: SharedCounterStore,
     private readonly now: () => number,
-    private readonly allowNew: () => boolean,
+    /** Whether a new key of this control may be counted (its key cap: counters.ts). */
+    private readonly allowNew: (controlId: number) => boolean,
   ) {
     this.#timer = setInterval(() => void this.flush(), FLUSH_INTERVAL_MS);
     this.#timer.unref();
@@ -41,7 +42,7 @@ export class ApproximateCounts {
     const entry = this.#entries.get(id);
     if (entry === undefined) {
       // First sight of the key: one exact count, which also reads the shared sum.
-      return this.shared.countShared(request, this.now(), this.allowNew()).then((answer) => {
+      return this.shared.countShared(request, this.now(), this.allowNew(request.control_id)).then((answer) => {
         const known = this.#entries.get(id);
         if (known === undefined) this.#entries.set(id, { request, base: answer.used, pending: 0 });
         return answer;

@@ -3,7 +3,7 @@
  * (long windows written through to the SQLite file), or PostgreSQL's shared table for
  * replicas. Made per app (buildApp), with what stats, the dashboard and /metrics read.
  */
-import { MemoryCounters, type CounterUsage } from '../evaluators/counting/memory-counters.js';
+import { keyCapMessage, MemoryCounters, type CounterUsage } from '../evaluators/counting/memory-counters.js';
 import type { CountAnswer, CountRequest, Counters } from '../evaluators/types.js';
 import { usedAt } from '../evaluators/counting/window.js';
 import type { SharedCounterStore, Store } from '../store/types.js';
@@ -50,8 +50,8 @@ export function createServerCounters(
  * counts to the shared table in batches (approximate-counts.ts).
  */
 class SharedCounters implements ServerCounters {
-  /** False once the table holds the most keys allowed: a new key is then an error. */
-  #allowNew = true;
+  /** Controls whose keys fill their cap in the table: a new key of theirs is then an error. */
+  #full: ReadonlySet<number> = new Set();
   readonly #timer: NodeJS.Timeout;
   #pruning: Promise<void> | undefined;
   readonly #approximate: ApproximateCounts;
@@ -63,16 +63,22 @@ class SharedCounters implements ServerCounters {
     timeoutMs: number,
     private readonly now: () => number,
   ) {
-    this.#approximate = new ApproximateCounts(shared, now, () => this.#allowNew);
-    this.#exact = new LeasedCounts(shared, now, () => this.#allowNew, timeoutMs);
+    const allowNew = (controlId: number) => !this.#full.has(controlId);
+    this.#approximate = new ApproximateCounts(shared, now, allowNew);
+    this.#exact = new LeasedCounts(shared, now, allowNew, timeoutMs);
     this.#timer = setInterval(() => void this.prune(), PRUNE_INTERVAL_MS);
     this.#timer.unref();
     void this.prune();
   }
 
   count(request: CountRequest): Promise<CountAnswer> | CountAnswer {
-    if (request.consistency === 'approximate') return this.#approximate.count(request);
-    return this.#exact.count(request);
+    const answer = request.consistency === 'approximate' ? this.#approximate.count(request) : this.#exact.count(request);
+    if (!(answer instanceof Promise)) return answer;
+    // The database words the refusal its own way; the error says it as memory counters do.
+    return answer.catch((err: unknown) => {
+      if (err instanceof Error && err.message.includes('too many distinct keys')) throw new Error(keyCapMessage(this.maxKeys));
+      throw err;
+    });
   }
 
   /** Deletes idle rows and notes whether new keys still fit; an outage is retried next time. */
@@ -80,7 +86,9 @@ class SharedCounters implements ServerCounters {
     this.#pruning ??= this.shared
       .pruneCounters(this.now())
       .then((left) => {
-        this.#allowNew = left < this.maxKeys;
+        const full = new Set<number>();
+        for (const [controlId, keys] of left) if (keys >= this.maxKeys) full.add(controlId);
+        this.#full = full;
       })
       .catch(() => undefined)
       .finally(() => {

@@ -65,7 +65,8 @@ export class LeasedCounts {
   constructor(
     private readonly shared: SharedCounterStore,
     private readonly now: () => number,
-    private readonly allowNew: () => boolean,
+    /** Whether a new key of this control may be counted (its key cap: counters.ts). */
+    private readonly allowNew: (controlId: number) => boolean,
     /** Longest a step may wait, retries behind other replicas' leases included (ms). */
     private readonly timeoutMs: number,
     /** How long a lease is counted as unused room (tests lengthen it); used for half of it. */
@@ -128,7 +129,7 @@ export class LeasedCounts {
     // counted by one statement, without a lease to give back by a second one.
     const busy = state.queue.length > 0 || old !== null;
     const ask = busy ? head.request.amount * LEASE_STEPS : 0;
-    this.shared.countShared(head.request, now, this.allowNew(), this.#terms(old, ask)).then(
+    this.shared.countShared(head.request, now, this.allowNew(head.request.control_id), this.#terms(old, ask)).then(
       (answer) => {
         state.asking = false;
         if (answer.granted !== undefined && answer.granted > 0) {
@@ -152,7 +153,7 @@ export class LeasedCounts {
 
   /** A step counted in the database without a lease; `release` gives one back on the way. */
   #countInDatabase(step: Waiting, release: Lease | null, ask: number): void {
-    this.shared.countShared(step.request, this.now(), this.allowNew(), this.#terms(release, ask)).then(
+    this.shared.countShared(step.request, this.now(), this.allowNew(step.request.control_id), this.#terms(release, ask)).then(
       (answer) => this.#settle(step, answer),
       (error: unknown) => step.reject(error),
     );

@@ -304,8 +304,8 @@ export interface SharedCounterStore {
   countShared(request: SharedCountRequest, now: number, allowNewKey: boolean, lease?: LeaseTerms): Promise<SharedCountAnswer>;
   /** Keys with something in their window at `now`. */
   counterUsage(now: number): Promise<StoredCounter[]>;
-  /** Deletes idle rows; returns how many rows are left. */
-  pruneCounters(now: number): Promise<number>;
+  /** Deletes idle rows; returns how many rows are left per control id (the key cap is per control). */
+  pruneCounters(now: number): Promise<ReadonlyMap<number, number>>;
 }
 
 /**

@@ -31,6 +31,8 @@ const BAD: Array<[string, string, string, number, number, RegExp]> = [
   ['blocked and allowed tables together', '  name: sql\n  config:\n    blocked_tables: [a]\n    allowed_tables: [b]', 'evaluator.config.allowed_tables', 8, 5, /not both/],
   ['a JSON Schema with a wrong type name', '  name: json\n  config:\n    schema:\n      type: obj', 'evaluator.config.schema.type', 8, 13, /not a valid JSON Schema/],
   ['a JSON Schema with an unknown keyword', '  name: json\n  config:\n    schema: { type: integer, maximun: 3 }', 'evaluator.config.schema', 7, 5, /unknown keyword: "maximun"/],
+  ['a JSON Schema that refers to itself', "  name: json\n  config:\n    schema: { $ref: '#' }", 'evaluator.config.schema', 7, 5, /refers back to itself .*could never finish/],
+  ['a $def that refers to itself', "  name: json\n  config:\n    schema:\n      $defs:\n        a: { allOf: [{ $ref: '#/$defs/a' }] }", 'evaluator.config.schema.$defs.a', 9, 9, /could never finish/],
 ];
 
 describe('bad json and sql configs in YAML: file:line:col and the field', () => {
@@ -49,6 +51,7 @@ describe('bad json and sql configs over HTTP: 422 with the data. field path, not
     ['unknown operation', { name: 'sql', config: { blocked_operations: ['destroy'] } }, 'data.evaluator.config.blocked_operations[0]'],
     ['both lists', { name: 'sql', config: { blocked_tables: ['a'], allowed_tables: ['b'] } }, 'data.evaluator.config.allowed_tables'],
     ['schema that does not compile', { name: 'json', config: { schema: { $ref: '#/nowhere' } } }, 'data.evaluator.config.schema'],
+    ['schema that refers to itself', { name: 'json', config: { schema: { $ref: '#' } } }, 'data.evaluator.config.schema'],
   ];
   it.each(bodies)('%s', async (_what, evaluator, field) => {
     const server = await startTestServer();

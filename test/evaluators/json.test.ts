@@ -21,10 +21,11 @@ const SEARCH_ARGS = {
   additionalProperties: false,
 };
 
-function run(value: unknown, schema: unknown = SEARCH_ARGS): EvaluatorOutcome {
+/** The outcome, whether the check answered on the loop or from a thread (json/validate-pool.ts). */
+async function run(value: unknown, schema: unknown = SEARCH_ARGS): Promise<EvaluatorOutcome> {
   const compiled = registry.compile('json', { schema });
   if (!compiled.ok) throw new Error(JSON.stringify(compiled.issues));
-  return compiled.compiled.check(value) as EvaluatorOutcome;
+  return await compiled.compiled.check(value);
 }
 
 describe('json evaluator: the value must satisfy the schema; a violation matches', () => {
@@ -41,26 +42,26 @@ describe('json evaluator: the value must satisfy the schema; a violation matches
     ['a JSON string of the wrong type', '"just text"', true, '(value): must be object'],
     ['a number where an object is wanted', 42, true, '(value): must be object'],
   ];
-  it.each(cases)('%s', (_name, value, matched, message) => {
-    const out = run(value);
+  it.each(cases)('%s', async (_name, value, matched, message) => {
+    const out = await run(value);
     expect(out.matched).toBe(matched);
     if (message !== undefined) expect(out.message).toContain(message);
   });
 
-  it('names the first three failing paths and counts the rest', () => {
-    const out = run({ limit: 0, order: 'x', email: 'y', extra: 1 });
+  it('names the first three failing paths and counts the rest', async () => {
+    const out = await run({ limit: 0, order: 'x', email: 'y', extra: 1 });
     expect(out.message?.split('; ')).toHaveLength(3);
     expect(out.message).toMatch(/\(and \d+ more\)$/);
   });
 
-  it('does not echo the value of a string that is not JSON', () => {
-    const out = run('card 4111 1111 1111 1111');
+  it('does not echo the value of a string that is not JSON', async () => {
+    const out = await run('card 4111 1111 1111 1111');
     expect(out.message).toBe('value is not JSON');
   });
 
-  it('a boolean schema: false refuses everything, true nothing', () => {
-    expect(run({}, false).matched).toBe(true);
-    expect(run({}, true).matched).toBe(false);
+  it('a boolean schema: false refuses everything, true nothing', async () => {
+    expect((await run({}, false)).matched).toBe(true);
+    expect((await run({}, true)).matched).toBe(false);
   });
 
   it('refuses a string longer than MAX_JSON_TEXT as an evaluator error (on_error decides)', () => {
@@ -70,12 +71,12 @@ describe('json evaluator: the value must satisfy the schema; a violation matches
     expect(() => compiled.compiled.check(big)).toThrow(/at most/);
   });
 
-  it('survives hostile input: deep nesting, a 100 KB value', () => {
+  it('survives hostile input: deep nesting, a 100 KB value', async () => {
     const deep = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
-    const out = run(deep, { type: 'array' });
+    const out = await run(deep, { type: 'array' });
     expect(out.matched).toBe(false);
     const wide = { query: 'x'.repeat(100_000), limit: 1 };
-    expect(run(wide).message).toContain('query: must NOT have more than 200 characters');
+    expect((await run(wide)).message).toContain('query: must NOT have more than 200 characters');
   });
 });
 

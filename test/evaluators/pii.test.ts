@@ -193,3 +193,41 @@ describe('pii: hostile input stays linear and bounded', () => {
     expect(o.metadata).toMatchObject({ truncated: true });
   });
 });
+
+/**
+ * guardctl issue #34 item 9: an SSN right after another number (a count, a card, a phone
+ * number, another SSN) was not found, with `kinds: [credit_card, us_ssn]` as with us_ssn
+ * alone: the whole text was allowed while the same SSN alone was denied.
+ */
+describe('pii: SSNs next to other numbers', () => {
+  const SSN_CASES: Array<[string, string, string[]]> = [
+    ['three in a row', 'Employees: 219-09-9999 219-09-9998 219-09-9997', ['219-09-9999', '219-09-9998', '219-09-9997']],
+    ['after a count', 'ticket 12 219-09-9999', ['219-09-9999']],
+    ['after a card', 'card 4111 1111 1111 1111 219-09-9999', ['219-09-9999']],
+    ['after a card written together', '4111111111111111 219-09-9999', ['219-09-9999']],
+    ['after an international phone number', 'call +1 415 555 2671 219-09-9999', ['219-09-9999']],
+    ['before a number', '219-09-9999 12 items', ['219-09-9999']],
+    ['separated by commas', '219-09-9999,219-09-9998', ['219-09-9999', '219-09-9998']],
+    ['separated by a comma and a space', '219-09-9999, 219-09-9998', ['219-09-9999', '219-09-9998']],
+    ['separated by newlines', '219-09-9999\n219-09-9998\r\n219-09-9997', ['219-09-9999', '219-09-9998', '219-09-9997']],
+    ['separated by tabs', '1\t219-09-9999\t2', ['219-09-9999']],
+    ['at the start and end of the string', '219-09-9999', ['219-09-9999']],
+    ['written with spaces after a count', 'ticket 12 219 09 9999', ['219 09 9999']],
+    ['written with spaces, two in a row', '219 09 9999 219 09 9998', ['219 09 9999', '219 09 9998']],
+    ['in a JSON array', '["219-09-9999","219-09-9998"]', ['219-09-9999', '219-09-9998']],
+  ];
+  it.each(SSN_CASES)('%s: %j', (_label, text, found) => {
+    expect(findsOf('us_ssn', text)).toEqual(found);
+    const both = run({ kinds: ['credit_card', 'us_ssn'] }, text);
+    expect(both.matched).toBe(true);
+    for (const f of found) expect(both.found).toContain(f);
+  });
+
+  it.each([
+    ['a longer dashed identifier', 'id 12-219-09-9999'],
+    ['a dashed identifier going on', 'id 219-09-9999-01'],
+    ['glued to digits', 'x1219-09-99990'],
+  ])('%s is not an SSN: %j', (_label, text) => {
+    expect(findsOf('us_ssn', text)).toEqual([]);
+  });
+});

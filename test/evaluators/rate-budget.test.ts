@@ -115,6 +115,27 @@ describe('rate', () => {
     expect(run(set, counters, { account: 'b1' }).decision).toBe('deny');
   });
 
+  it('caps keys per control: one control at its cap leaves every other rate and budget control counting (issue #34 item 13)', () => {
+    const c = clock();
+    const counters = new MemoryCounters({ now: c.now, maxKeys: 100 });
+    const flood = compileControls([rateControl({ limit: 5, window: '1m', key: 'input.account' })], registry);
+    const other = compileControls([{ ...rateControl({ limit: 1, window: '1m', key: 'input.user' }), control_id: 2, name: 'per-user' }], registry);
+    const spend = compileControls([{ ...budgetControl({ limit: 10, window: '1d', amount: 'input.amount', key: 'input.user' }), control_id: 3 }], registry);
+    for (let i = 0; i < 100; i++) run(flood, counters, { account: `a${i}` });
+    // The flooded control fails closed, visibly: an evaluator error on a deny control.
+    const refused = run(flood, counters, { account: 'one-too-many' });
+    expect(refused.decision).toBe('deny');
+    expect(refused.matches[0]!.error).toMatch(/too many distinct keys/);
+    // Its known keys go on counting.
+    expect(run(flood, counters, { account: 'a1' }).errors).toEqual([]);
+    // Other controls still take new keys, and decide by their counts.
+    for (let i = 0; i < 50; i++) expect(run(other, counters, { user: `u${i}` }).decision).toBe('allow');
+    expect(run(other, counters, { user: 'u1' }).decision).toBe('deny');
+    const paid = evaluateStep(spend, toolStep('pay', { amount: 4, user: 'new-user' }), 'pre', { counters }) as EvaluationOutcome;
+    expect(paid.result.errors).toEqual([]);
+    expect(paid.result.decision).toBe('allow');
+  });
+
   it('fails by on_error where no counters are provided', () => {
     const set = compileControls([rateControl({ limit: 1, window: '1m', on_error: 'allow' })], registry);
     const out = evaluateStep(set, toolStep('search', {}), 'pre') as EvaluationOutcome;

@@ -92,3 +92,47 @@ describe('reveal_match', () => {
     expect(res.json().errors).toEqual([expect.objectContaining({ field: 'data.reveal_match', code: 'invalid_type' })]);
   });
 });
+
+/**
+ * guardctl issue #34 item 4: on the stream, the pii control's excerpt showed AWS, GitHub and
+ * Stripe keys, the secrets control's showed cards and SSNs, and a sixth GitHub token was in
+ * clear. Every excerpt masks every value a masking evaluator would find.
+ */
+describe("the stream's excerpts mask what any masking evaluator finds", () => {
+  const gh = (i: number) => `ghp_${String(i).repeat(36)}`;
+  const STRIPE = `sk_live_${'4eC39HqLyjWDarjtT1zdp7dc'}`;
+  const SSN = '219-09-9999';
+  const VALUES = [CARD, KEY, STRIPE, SSN, ...[1, 2, 3, 4, 5, 6, 7].map(gh)];
+
+  it('for the pii and the secrets control of the same step', async () => {
+    t = await makeApp();
+    const guard = (name: string): ControlDataInput => ({ selector: { path: 'input.query' }, evaluator: { name, config: {} }, action: { decision: 'deny' } });
+    await addControl(t.store, 'support-bot', 'pii', guard('pii'));
+    await addControl(t.store, 'support-bot', 'secrets', guard('secrets'));
+    await t.app.listen({ host: '127.0.0.1', port: 0 });
+    const port = (t.app.server.address() as AddressInfo).port;
+    const controller = new AbortController();
+    const response = await fetch(`http://127.0.0.1:${port}/api/v1/observability/events/stream`, { signal: controller.signal });
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    const waitFor = async (pattern: RegExp) => {
+      while (!pattern.test(text)) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`stream ended before ${pattern}`);
+        text += decoder.decode(value, { stream: true });
+      }
+    };
+    await waitFor(/: connected/);
+    await post(`${[1, 2, 3, 4, 5, 6, 7].map(gh).join(' ')} card ${CARD} key ${KEY} ssn ${SSN} ${STRIPE}`);
+    await post(`ssn ${SSN} card ${CARD} ${KEY} ${STRIPE} ${gh(1)}`);
+    await waitFor(/(event: evaluation\ndata: .+\n\n[^]*){2}/);
+    controller.abort();
+    const excerpts = [...text.matchAll(/event: evaluation\ndata: (.+)\n\n/g)].flatMap(
+      (m) => (JSON.parse(m[1]!) as { matches: Array<{ control_name: string; excerpt: string }> }).matches,
+    );
+    expect(excerpts.map((m) => m.control_name).sort()).toEqual(['pii', 'pii', 'secrets', 'secrets']);
+    for (const m of excerpts) for (const v of VALUES) expect(m.excerpt, m.control_name).not.toContain(v.slice(0, 12));
+    for (const v of VALUES) expect(text).not.toContain(v);
+  });
+});

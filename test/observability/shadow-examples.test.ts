@@ -56,3 +56,34 @@ describe('shadow-report examples', () => {
     expect(taker.take(1, step, ['output'], t0 + 60_000)).not.toBeNull();
   });
 });
+
+/**
+ * guardctl issue #34 item 5: shadow examples kept `sk_live_…` keys and JWTs in fields the
+ * control did not read, and a card sent as a JSON number, although they are redacted as
+ * recorded steps are (by name and by value).
+ */
+describe('shadow-report examples are redacted as recorded steps are', () => {
+  const STRIPE = `sk_live_${'4eC39HqLyjWDarjtT1zdp7dc'}`;
+  const JWT = ['eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9', 'eyJzdWIiOiIxMjM0NTY3ODkwIn0', 'dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U'].join('.');
+  const AWS = `AKIA${'IOSFODNN7EXAMPLE'}`;
+  const odd: Step = {
+    type: 'tool',
+    name: 'charge',
+    input: { note: `use ${STRIPE} and ${AWS}`, headers: [`Bearer ${JWT}`], amount: 12, pan: 4111111111111111, text: `card ${card}` },
+    output: { id: 5500005555555559 },
+    context: { k: `x ${STRIPE}` },
+  };
+
+  it.each([
+    ['a taker (what the server keeps)', () => createExampleTaker().take(9, odd, ['input.amount'], 0)!],
+    ['a taker with extra rules', () => createExampleTaker(['input.other']).take(9, odd, ['input.amount'], 0)!],
+  ])('%s keeps no key, token or card', (_label, take) => {
+    const text = take();
+    for (const v of [STRIPE, JWT, AWS, card, '4111111111111111', '5500005555555559']) expect(text).not.toContain(v);
+    const parsed = JSON.parse(text) as { input: Record<string, unknown>; output: Record<string, unknown> };
+    expect(parsed.input.amount).toBe(MATCHED_VALUE);
+    expect(parsed.input.note).toBe('use sk_l…p7dc and AKIA…MPLE');
+    expect(parsed.input.pan).toBe('4111…1111');
+    expect(parsed.output.id).toBe('5500…5559');
+  });
+});

@@ -72,3 +72,21 @@ describe('recorded steps are redacted by value', () => {
     expect(stored).toContain('1234 5678 9012 3456');
   });
 });
+
+describe('numbers are redacted by value too (guardctl issue #34 item 5)', () => {
+  it('a card sent as a JSON number is not stored as it is; other numbers are', async () => {
+    const { url, store } = await startServer();
+    expect((await send(url, 'POST', '/api/v1/agents/initAgent', { agent_name: 'bot' })).status).toBeLessThan(300);
+    const step = { type: 'tool', name: 'checkout', input: { n: 4111111111111111, list: [5500005555555559, -4111111111111111], qty: 3, order: 1234567890123456 } };
+    expect((await send(url, 'POST', '/api/v1/evaluation', { agent_name: 'bot', stage: 'pre', step })).status).toBe(200);
+    const recorded = await vi.waitFor(async () => {
+      const page = (await send(url, 'GET', '/api/v1/recordings?agent_name=bot')).json as { steps: Array<{ step: { input: Record<string, unknown> } }> };
+      expect(page.steps).toHaveLength(1);
+      return page.steps[0]!.step;
+    });
+    expect(recorded.input).toEqual({ n: '4111…1111', list: ['5500…5559', '-4111…1111'], qty: 3, order: 1234567890123456 });
+    const stored = JSON.stringify((await store.queryRecordedSteps({ limit: 10 })).steps);
+    expect(stored).not.toContain('4111111111111111');
+    expect(stored).not.toContain('5500005555555559');
+  });
+});

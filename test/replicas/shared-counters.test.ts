@@ -246,6 +246,23 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('shared counte
     }
   });
 
+  it('caps keys per control: a control at its cap leaves the others taking new keys (issue #34 item 13)', async () => {
+    const store = await open();
+    const counters = createServerCounters(store, { counterMaxKeys: 3 });
+    try {
+      for (const key of ['a', 'b', 'c']) await counters.count(request(5, { key }));
+      await (counters as unknown as { prune(): Promise<void> }).prune();
+      await expect(Promise.resolve(counters.count(request(5, { key: 'd' })))).rejects.toThrow(/too many distinct keys/);
+      await expect(Promise.resolve(counters.count(request(5, { key: 'd', consistency: 'approximate' })))).rejects.toThrow(/too many distinct keys/);
+      // Another rate control and a budget control still count new keys.
+      expect((await counters.count(request(5, { control_id: 2, counter: '2', key: 'd' }))).used).toBe(1);
+      const budget = { control_id: 3, counter: '3', key: 'e', kind: 'budget', always: false, amount: 4, max: 10 } as const;
+      expect(await counters.count(request(10, budget))).toEqual({ used: 4, over: false });
+    } finally {
+      await counters.close();
+    }
+  });
+
   it('approximate: replicas overshoot by at most what the others admit between flushes', async () => {
     const store = await open();
     const replicas = [new ApproximateCounts(store.sharedCounters, Date.now, () => true), new ApproximateCounts(store.sharedCounters, Date.now, () => true)];

@@ -38,12 +38,19 @@ export const ConsistencySchema = z
   .default('exact')
   .describe('Across PostgreSQL replicas: exact (each step checked and counted atomically under the lock of its key) or approximate (counted in memory, added in batches; see docs/evaluators.md)');
 
-/** The key a step counts under: the key path's value as text (a digest when long), or the agent. */
+/**
+ * The key a step counts under: the key path's value as text, or the agent. A long text is
+ * counted under its digest; so is one holding a NUL or a lone surrogate, which PostgreSQL's
+ * text cannot hold as it is (a NUL is refused, a lone surrogate becomes U+FFFD, merging
+ * keys), so that every store counts the same keys. Those are digested from their UTF-16
+ * code units, which tell all of them apart.
+ */
 export function keyOf(path: StepPath | null, ctx: StepContext): string {
   if (path === null) return ctx.agentName ?? NO_KEY;
   const value = readStepPath(path, ctx);
   if (value === undefined || value === null) return NO_KEY;
   const text = typeof value === 'string' ? value : JSON.stringify(value);
+  if (text.includes('\u0000') || !text.isWellFormed()) return `sha256:${createHash('sha256').update(Buffer.from(text, 'utf16le')).digest('hex')}`;
   if (text.length <= MAX_KEY_LENGTH) return text;
   return `sha256:${createHash('sha256').update(text).digest('hex')}`;
 }

@@ -2,8 +2,10 @@
  * Counters for one server: kept in memory (exact: JavaScript runs one step's count at a
  * time), and written through to a persistence (the SQLite file) for windows of an hour or
  * more, so budgets over a day survive a restart. Idle keys (nothing left in their
- * window) are dropped; the number of keys held is capped, and a step that would need a
- * new key beyond the cap is an evaluator error (`on_error` decides), never a reset.
+ * window) are dropped; the number of keys held is capped per control, and a step that
+ * would need a new key beyond its control's cap is an evaluator error (`on_error`
+ * decides: deny controls fail closed), never a reset. One control flooded with keys
+ * leaves every other control counting.
  */
 import type { CounterRow } from '../../model/counter.js';
 import type { CountAnswer, CountRequest, Counters } from '../types.js';
@@ -12,7 +14,7 @@ import { emptyState, idleAfter, take, usedAt, type WindowState } from './window.
 /** Windows at least this long are written through to the persistence. */
 export const PERSIST_MIN_WINDOW_MS = 3_600_000;
 
-/** Keys held at most, across all controls, unless configured. */
+/** Keys held at most per control, unless configured. */
 export const DEFAULT_MAX_KEYS = 100_000;
 
 export type { CounterRow };
@@ -55,6 +57,8 @@ interface Entry {
 
 export class MemoryCounters implements Counters, CounterReport {
   readonly #entries = new Map<string, Entry>();
+  /** Keys held per control id. */
+  readonly #perControl = new Map<number, number>();
   readonly #now: () => number;
   readonly #persistence: CounterPersistence | undefined;
   readonly maxKeys: number;
@@ -68,7 +72,7 @@ export class MemoryCounters implements Counters, CounterReport {
     if (this.#persistence) {
       for (const row of this.#persistence.loadCounters(this.#now())) {
         const { idx, val, expires_at: _expires, ...rest } = row;
-        this.#entries.set(entryKey(row.counter, row.key), { row: rest, state: { idx, val } });
+        this.#add(entryKey(row.counter, row.key), { row: rest, state: { idx, val } });
       }
     }
   }
@@ -83,15 +87,14 @@ export class MemoryCounters implements Counters, CounterReport {
       entry.row.window_ms = request.window_ms;
     }
     if (entry === undefined) {
-      if (this.#entries.size >= this.#sweepAt || this.#entries.size >= this.maxKeys) this.sweep();
-      if (this.#entries.size >= this.maxKeys) {
-        throw new Error(`too many distinct keys counted (${this.maxKeys}, GUARD_COUNTER_MAX_KEYS); this key cannot be counted`);
-      }
+      const held = () => this.#perControl.get(request.control_id) ?? 0;
+      if (this.#entries.size >= this.#sweepAt || held() >= this.maxKeys) this.sweep();
+      if (held() >= this.maxKeys) throw new Error(keyCapMessage(this.maxKeys));
       entry = {
         row: { counter: request.counter, control_id: request.control_id, key: request.key, kind: request.kind, window_ms: request.window_ms, max: request.max },
         state: emptyState(),
       };
-      this.#entries.set(id, entry);
+      this.#add(id, entry);
     }
     entry.row.max = request.max;
     const result = take(entry.state, now, request.window_ms, request.amount, request.max, request.always);
@@ -105,10 +108,19 @@ export class MemoryCounters implements Counters, CounterReport {
   sweep(): void {
     const now = this.#now();
     for (const [id, entry] of this.#entries) {
-      if (idleAfter(entry.state, entry.row.window_ms) <= now) this.#entries.delete(id);
+      if (idleAfter(entry.state, entry.row.window_ms) > now) continue;
+      this.#entries.delete(id);
+      const left = (this.#perControl.get(entry.row.control_id) ?? 1) - 1;
+      if (left > 0) this.#perControl.set(entry.row.control_id, left);
+      else this.#perControl.delete(entry.row.control_id);
     }
     this.#persistence?.deleteExpiredCounters(now);
     this.#sweepAt = Math.max(1024, this.#entries.size * 2);
+  }
+
+  #add(id: string, entry: Entry): void {
+    this.#entries.set(id, entry);
+    this.#perControl.set(entry.row.control_id, (this.#perControl.get(entry.row.control_id) ?? 0) + 1);
   }
 
   /** Keys held (idle ones included until the next sweep). */
@@ -126,6 +138,12 @@ export class MemoryCounters implements Counters, CounterReport {
     }
     return out;
   }
+}
+
+/** Why a new key was refused: the same words for every store (docs/evaluators.md). */
+export function keyCapMessage(maxKeys: number | null): string {
+  const cap = maxKeys === null ? '' : ` (${maxKeys}, GUARD_COUNTER_MAX_KEYS)`;
+  return `too many distinct keys counted for this control${cap}; this key cannot be counted until some of its keys go idle`;
 }
 
 function entryKey(counter: string, key: string): string {

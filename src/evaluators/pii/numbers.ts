@@ -135,9 +135,11 @@ export function isCardNumber(digits: string): boolean {
 
 /**
  * US social security numbers written as the SSA prints them, `123-45-6789` or with spaces,
- * not touching another digit or a separator-digit pair. Nine digits written together are
- * not counted: too many other numbers (order ids, ZIP+4 codes) look like that. Invalid by
- * the SSA's rules: area 000, 666 or 900-999, group 00, serial 0000.
+ * not touching another digit. A number next to it (a count, a card, a phone number, another
+ * SSN) does not hide it: only a dashed one continued by another dash and digits
+ * (`12-123-45-6789`, `123-45-6789-01`) is some other identifier. Nine digits written
+ * together are not counted: too many other numbers (order ids, ZIP+4 codes) look like that.
+ * Invalid by the SSA's rules: area 000, 666 or 900-999, group 00, serial 0000.
  */
 export function scanSsns(text: string, runs: DigitRuns, report: Report): boolean {
   const { starts, ends } = runs;
@@ -148,7 +150,7 @@ export function scanSsns(text: string, runs: DigitRuns, report: Report): boolean
     const same = (c: number) => c === sep && isCardSeparator(c);
     if (!joined(text, runs, k, same) || !joined(text, runs, k + 1, same)) continue;
     const end = ends[k + 2]!;
-    if (touchesNumber(text, at - 1, -1) || touchesNumber(text, end, 1)) continue;
+    if (continuesDashed(text, at - 1, -1, sep) || continuesDashed(text, end, 1, sep)) continue;
     const area = Number(text.slice(at, at + 3));
     if (area === 0 || area === 666 || area >= 900) continue;
     if (text.slice(at + 4, at + 6) === '00' || text.slice(at + 7, at + 11) === '0000') continue;
@@ -158,12 +160,12 @@ export function scanSsns(text: string, runs: DigitRuns, report: Report): boolean
   return true;
 }
 
-/** Whether the character at `at` continues a number: a digit, or a separator before one. */
-function touchesNumber(text: string, at: number, step: 1 | -1): boolean {
+/** Whether the character at `at` goes on with a digit, or with a dash and a digit after a dashed number. */
+function continuesDashed(text: string, at: number, step: 1 | -1, sep: number): boolean {
   if (at < 0 || at >= text.length) return false;
   const c = text.charCodeAt(at);
   if (isDigit(c)) return true;
-  if (!isCardSeparator(c)) return false;
+  if (c !== 45 || sep !== 45) return false;
   const next = at + step;
   return next >= 0 && next < text.length && isDigit(text.charCodeAt(next));
 }

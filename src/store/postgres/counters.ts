@@ -151,10 +151,10 @@ export class PostgresCounters implements SharedCounterStore {
     }));
   }
 
-  async pruneCounters(now: number): Promise<number> {
+  async pruneCounters(now: number): Promise<ReadonlyMap<number, number>> {
     await this.database.query('DELETE FROM counters WHERE expires_at <= $1', [now]);
-    const rows = await this.database.query<{ n: string }>('SELECT count(*) AS n FROM counters');
-    return Number(rows[0]?.n ?? 0);
+    const rows = await this.database.query<{ control_id: string; n: string }>('SELECT control_id, count(*) AS n FROM counters GROUP BY control_id');
+    return new Map(rows.map((r) => [Number(r.control_id), Number(r.n)]));
   }
 }
 
