@@ -14,6 +14,7 @@ import { createServerCounters, type ServerCounters } from './counters.js';
 import { HealthMonitor } from './health.js';
 import { handleClientError, sendFrameworkError } from './client-errors.js';
 import { installHttpMetrics } from './http-metrics.js';
+import { createCrossSiteGuard } from './cross-site.js';
 import { installJsonParser, requireJsonWrites } from './json-body.js';
 import { installTextGuard } from './text-guard.js';
 import type { OperationDoc } from './openapi.js';
@@ -126,6 +127,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       headersTimeout: config.headersTimeoutMs,
       requestTimeout: config.requestTimeoutMs,
       connectionsCheckingInterval: checkingIntervalOf(config),
+      // A request without Host gets a problem body from the cross-site guard, not Node's bare 400.
+      requireHostHeader: false,
     },
     // Body schemas are only a fast pre-check (the evaluation route): they must never
     // coerce, fill defaults or strip unknown keys, or they would accept what zod rejects.
@@ -167,6 +170,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installTextGuard(app);
   // First, so that requests refused by authentication are timed and counted too.
   if (observability) installHttpMetrics(app, observability.metrics);
+  // Before authentication: a rebound or cross-site request learns nothing, not even about keys.
+  app.addHook('onRequest', createCrossSiteGuard(config));
   // With authentication off there is nothing to check: no hook, nothing on the hot path.
   if (config.apiKeyEnabled) app.addHook('onRequest', createAuthHook(config));
   // After authentication: a request without a key learns nothing more than its 401.

@@ -155,7 +155,7 @@ describe('GET /api/v1/observability/events/stream', () => {
     let received = '';
     socket.setEncoding('utf8');
     socket.on('data', (c: string) => (received += c));
-    socket.write('GET /api/v1/observability/events/stream HTTP/1.1\r\nHost: x\r\n\r\n');
+    socket.write('GET /api/v1/observability/events/stream HTTP/1.1\r\nHost: localhost\r\n\r\n');
     await expect.poll(() => received).toContain(': connected');
     socket.pause();
 
@@ -195,7 +195,7 @@ describe('GET /api/v1/observability/events/stream', () => {
     cleanups.push(() => socket.destroy());
     let received = '';
     socket.on('data', (c: Buffer) => (received += c.toString()));
-    socket.write('GET /api/v1/observability/events/stream HTTP/1.1\r\nHost: x\r\n\r\n');
+    socket.write('GET /api/v1/observability/events/stream HTTP/1.1\r\nHost: localhost\r\n\r\n');
     await expect.poll(() => received).toContain(': connected');
     socket.pause();
     const hub = t!.observability.hub;
