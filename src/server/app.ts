@@ -177,7 +177,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // After authentication: a request without a key learns nothing more than its 401.
   app.addHook('onRequest', requireJsonWrites);
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const problem = problemOfError(error);
+    const problem = problemOfError(error, config.bodyLimitBytes);
     if (problem.status >= 500) {
       // Details (stack, SQL) go to the log only; the request headers (keys) never do.
       // A quiet server's requests have no logger of their own (see quietLogger).
@@ -232,14 +232,20 @@ function controlNamesOf(store: Store): (controlId: number) => Promise<string | u
   };
 }
 
+/** The 413 detail: the limit in bytes, so a client's error names it. */
+export function bodyLimitDetail(bodyLimitBytes: number | undefined): string {
+  const limit = bodyLimitBytes === undefined ? '' : `, ${bodyLimitBytes} bytes`;
+  return `the request body is larger than the server accepts (GUARD_BODY_LIMIT_BYTES${limit})`;
+}
+
 /** Every error leaves as problem+json; anything unexpected says only "internal error". */
-export function problemOfError(error: FastifyError | Error): Problem {
+export function problemOfError(error: FastifyError | Error, bodyLimitBytes?: number): Problem {
   if (error instanceof HttpProblem) return { ...problemOf(error.status, error.errorCode, error.detail, error.errors), ...error.extensions };
   if (error instanceof StoreError) return problemOfStoreError(error);
   const code = (error as FastifyError).code;
   switch (code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return problemOf(413, 'payload_too_large', 'the request body is larger than the server accepts (GUARD_BODY_LIMIT_BYTES)');
+      return problemOf(413, 'payload_too_large', bodyLimitDetail(bodyLimitBytes));
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return problemOf(400, 'malformed_json', 'the request body is not valid JSON');
@@ -251,7 +257,7 @@ export function problemOfError(error: FastifyError | Error): Problem {
   const status = (error as FastifyError).statusCode;
   if (status !== undefined && status >= 400 && status < 500) {
     // Fastify's own client errors (bad content length, etc.) carry safe messages.
-    return problemOf(status, status === 413 ? 'payload_too_large' : 'malformed_json', error.message);
+    return status === 413 ? problemOf(413, 'payload_too_large', bodyLimitDetail(bodyLimitBytes)) : problemOf(status, 'malformed_json', error.message);
   }
   return problemOf(500, 'internal', 'internal error');
 }

@@ -10,17 +10,36 @@ export const MAX_JSON_DEPTH = 128;
  */
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * `flag`: a body nested past MAX_JSON_DEPTH is parsed anyway and the request says so
+     * (`request.bodyTooDeep`), so the route can answer for it (the evaluation route denies
+     * the step) instead of the 400 every other route gives.
+     */
+    deepJson?: 'refuse' | 'flag';
+  }
+  interface FastifyRequest {
+    /** Set by the JSON parser on routes with `deepJson: 'flag'`: the body nests past MAX_JSON_DEPTH. */
+    bodyTooDeep: boolean;
+  }
+}
+
 /**
  * Replaces Fastify's JSON parser with one that decodes UTF-8 strictly, then measures
  * nesting depth in a single linear pass: a body like `[[[[...` 100,000 levels deep would
  * otherwise parse fine and then overflow the stack of whatever walks it (validation,
- * storage, serialisation). Parsing itself still goes through Fastify's parser (prototype
- * poisoning checks). An empty body reads as "no body", so bodiless POSTs with a JSON
- * content type work. Fastify's text/plain parser is removed: no route reads text, and a
- * text/plain body is what a cross-site form or fetch can send without asking.
+ * storage, serialisation). An empty body reads as "no body", so bodiless POSTs with a JSON
+ * content type work. Fastify's text/plain parser is removed: no route reads text.
+ *
+ * Keys named `__proto__`, `constructor` or `prototype` are data. JSON.parse makes each an
+ * own property of a plain object and never touches a prototype, so a selector can select
+ * them and an evaluator sees them; refusing them (Fastify's default) made any step holding
+ * one uncheckable, a 400 that a fail-open client treats as "allow". Code that copies parsed
+ * values (the recorder's redaction) builds null-prototype objects for the same reason.
  */
 export function installJsonParser(app: FastifyInstance): void {
-  const parse = app.getDefaultJsonParser('error', 'error');
+  app.decorateRequest('bodyTooDeep', false);
   app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser(
     'application/json',
@@ -38,13 +57,21 @@ export function installJsonParser(app: FastifyInstance): void {
         return;
       }
       if (depthExceeds(text, MAX_JSON_DEPTH)) {
-        done(new HttpProblem(400, 'malformed_json', `the JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`));
+        if (request.routeOptions.config?.deepJson !== 'flag') {
+          done(new HttpProblem(400, 'malformed_json', `the JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`));
+          return;
+        }
+        // V8's JSON.parse does not recurse, so any nesting a body within the size limit holds parses.
+        request.bodyTooDeep = true;
+      }
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch {
+        done(new HttpProblem(400, 'malformed_json', 'the request body is not valid JSON'));
         return;
       }
-      void parse(request, text, (err, value) => {
-        if (err) done(new HttpProblem(400, 'malformed_json', 'the request body is not valid JSON'));
-        else done(null, value);
-      });
+      done(null, value);
     },
   );
 }
