@@ -14,6 +14,7 @@ import { createServerCounters, type ServerCounters } from './counters.js';
 import { HealthMonitor } from './health.js';
 import { handleClientError, sendFrameworkError } from './client-errors.js';
 import { installHttpMetrics } from './http-metrics.js';
+import { sendOverLimit } from './body-drain.js';
 import { createCrossSiteGuard } from './cross-site.js';
 import { installJsonParser, requireJsonWrites } from './json-body.js';
 import { installTextGuard } from './text-guard.js';
@@ -178,6 +179,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', requireJsonWrites);
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const problem = problemOfError(error, config.bodyLimitBytes);
+    // The rest of the body is read first, so the client gets to read the answer (body-drain.ts).
+    if (problem.status === 413) return sendOverLimit(request, reply, problem, config.bodyLimitBytes, () => sendProblem(reply, problem));
     if (problem.status >= 500) {
       // Details (stack, SQL) go to the log only; the request headers (keys) never do.
       // A quiet server's requests have no logger of their own (see quietLogger).
