@@ -275,6 +275,8 @@ describe('the OpenAPI document against the real server', () => {
     expect(status.state).toBe('ok');
     await ok('delete', '/api/v1/agents/{agent_name}/controls/{control_id}', { params: { agent_name: 'contract-bot', control_id: sql.control_id } });
     await ok('delete', '/api/v1/controls/{control_id}', { params: { control_id: shadow.control_id } });
+    await ok('post', '/api/v1/agents/initAgent', { body: { agent_name: 'doomed-bot' } });
+    await ok('delete', '/api/v1/agents/{agent_name}', { params: { agent_name: 'doomed-bot' } });
 
     expect(failures).toEqual([]);
     expect(documentedOperations().filter((op) => !succeeded.has(op))).toEqual([]);
