@@ -54,6 +54,7 @@ import {
   InitAgentResultSchema,
   LinkResultSchema,
   UnlinkResultSchema,
+  DeleteAgentResultSchema,
   ValidateResultSchema,
   type Ack,
   type AgentControls,
@@ -274,6 +275,15 @@ export class GuardClient {
       endpoint: 'POST /agents/{agent_name}/controls/{control_id}', schema: LinkResultSchema,
     });
     return { linked: out.linked };
+  }
+
+  /** Deletes the agent and its links; the controls stay. */
+  async deleteAgent(agentName: string): Promise<{ agent_name: string; unlinked_controls: number[] }> {
+    const out = await this.#request({
+      method: 'DELETE', path: `${API}/agents/${enc(agentName)}`,
+      endpoint: 'DELETE /agents/{agent_name}', schema: DeleteAgentResultSchema,
+    });
+    return { agent_name: out.agent_name, unlinked_controls: out.unlinked_controls };
   }
 
   async unlink(agentName: string, controlId: number): Promise<{ unlinked: boolean }> {

@@ -94,6 +94,7 @@ export type AgentControls = z.infer<typeof AgentControlsSchema>;
 
 export const LinkResultSchema = z.looseObject({ linked: z.boolean() });
 export const UnlinkResultSchema = z.looseObject({ unlinked: z.boolean() });
+export const DeleteAgentResultSchema = z.looseObject({ deleted: z.literal(true), agent_name: z.string(), unlinked_controls: z.array(z.number().int()) });
 
 export { EvaluationResultSchema };
 

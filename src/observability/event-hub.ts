@@ -27,6 +27,9 @@ export interface StreamSubscriber {
   readonly waitingForDrain: boolean;
 }
 
+/** Why the hub dropped a subscriber: its queue overflowed, or its socket stayed blocked past the stall time. */
+export type DropReason = 'behind' | 'stalled';
+
 export interface EventHub {
   /** Null when the subscriber limit is reached. */
   subscribe(sink: StreamSink, filter: StreamFilter): StreamSubscriber | null;
@@ -35,6 +38,8 @@ export interface EventHub {
   publishReload(notice: ReloadNotice): void;
   /** Open subscribers; evaluations skip building summaries when it is 0. */
   readonly size: number;
+  /** Subscribers dropped since the hub began, by reason (the `stream_subscribers_dropped_total` metric). */
+  drops(): Readonly<Record<DropReason, number>>;
   subscribers(): readonly StreamSubscriber[];
   /** Ends every stream (server shutdown). */
   close(): void;
@@ -72,20 +77,23 @@ class Subscriber implements StreamSubscriber {
   }
 
   /**
-   * Writes now when the socket takes it; otherwise queues, dropping the oldest frame
-   * when the queue is full, so a slow reader skips ahead instead of growing memory.
+   * Writes now when the socket takes it; otherwise queues. A subscriber whose queue is
+   * full has fallen behind by its socket's buffers and the whole queue: it is dropped
+   * (closed) rather than kept, so an idle or stuck reader costs the evaluations nothing
+   * further. Returns false when it was dropped.
    */
-  send(frame: string): void {
-    if (this.closed) return;
+  send(frame: string): boolean {
+    if (this.closed) return true;
     if (this.waitingForDrain) {
       if (this.queue.length >= this.queueSize) {
-        this.queue.shift();
-        this.skipped++;
+        this.destroy();
+        return false;
       }
       this.queue.push(frame);
-      return;
+      return true;
     }
     this.write(frame);
+    return true;
   }
 
   /** Heartbeats are only worth sending to a socket that keeps up. */
@@ -132,8 +140,8 @@ class Subscriber implements StreamSubscriber {
 /**
  * Fan-out of live events to Server-Sent Events subscribers. Publishing is synchronous
  * and never waits for a subscriber: each has a small queue used only while its socket
- * is busy; a full queue drops its oldest frames and the client is told how many with
- * `event: lagged`; a client whose socket stays blocked past `stallMs` is disconnected.
+ * is busy; a subscriber whose queue overflows is disconnected at once (it can reconnect),
+ * and so is one whose socket stays blocked past `stallMs`. Drops are counted by reason.
  */
 export function createEventHub(opts: EventHubOptions = {}): EventHub {
   const heartbeatMs = opts.heartbeatMs ?? OBSERVABILITY_DEFAULTS.streamHeartbeatSeconds * 1000;
@@ -144,6 +152,7 @@ export function createEventHub(opts: EventHubOptions = {}): EventHub {
   const subs = new Set<Subscriber>();
   let nextId = 1;
   let timer: NodeJS.Timeout | null = null;
+  const dropped: Record<DropReason, number> = { behind: 0, stalled: 0 };
 
   const remove = (sub: Subscriber) => {
     subs.delete(sub);
@@ -153,11 +162,16 @@ export function createEventHub(opts: EventHubOptions = {}): EventHub {
     }
   };
 
+  const drop = (sub: Subscriber, reason: DropReason) => {
+    sub.destroy();
+    remove(sub);
+    dropped[reason]++;
+  };
+
   const tick = () => {
     for (const sub of subs) {
       if (sub.isStalled(stallMs)) {
-        sub.destroy();
-        remove(sub);
+        drop(sub, 'stalled');
       } else {
         sub.ping();
       }
@@ -166,10 +180,7 @@ export function createEventHub(opts: EventHubOptions = {}): EventHub {
 
   const dropStalled = () => {
     for (const sub of subs) {
-      if (sub.isStalled(stallMs)) {
-        sub.destroy();
-        remove(sub);
-      }
+      if (sub.isStalled(stallMs)) drop(sub, 'stalled');
     }
   };
 
@@ -177,6 +188,7 @@ export function createEventHub(opts: EventHubOptions = {}): EventHub {
     get size() {
       return subs.size;
     },
+    drops: () => ({ ...dropped }),
     subscribers: () => [...subs],
     subscribe(sink, filter) {
       if (subs.size >= maxSubscribers) return null;
@@ -202,15 +214,24 @@ export function createEventHub(opts: EventHubOptions = {}): EventHub {
         if (f.agent_name !== undefined && f.agent_name !== summary.agent_name) continue;
         if (f.decisions && !f.decisions.has(summary.decision)) continue;
         frame ??= sseFrame('evaluation', summary, summary.id);
-        sub.send(frame);
-        if (sub.waitingForDrain) sawStalled = true;
+        if (!sub.send(frame)) {
+          remove(sub);
+          dropped.behind++;
+        } else if (sub.waitingForDrain) {
+          sawStalled = true;
+        }
       }
       if (sawStalled) dropStalled();
     },
     publishReload(notice) {
       if (subs.size === 0) return;
       const frame = sseFrame('reload', notice);
-      for (const sub of subs) sub.send(frame);
+      for (const sub of subs) {
+        if (!sub.send(frame)) {
+          remove(sub);
+          dropped.behind++;
+        }
+      }
     },
     close() {
       for (const sub of subs) sub.end();

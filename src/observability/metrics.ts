@@ -23,6 +23,7 @@ export interface GuardMetrics {
   readonly eventsDropped: Counter<'reason'>;
   readonly reloads: Counter<'result'>;
   readonly streamSubscribers: Gauge;
+  readonly streamSubscribersDropped: Counter<'reason'>;
   /** Bound label values: the first N distinct names, then `other`. */
   readonly agentLabels: LabelLimiter;
   readonly controlLabels: LabelLimiter;
@@ -40,6 +41,8 @@ export interface MetricsOptions {
   /** How many events wait in the buffer, read at scrape time. */
   bufferedEvents?: () => number;
   streamSubscribers?: () => number;
+  /** Live stream subscribers dropped since start, by reason, read at scrape time. */
+  streamDrops?: () => Readonly<Record<'behind' | 'stalled', number>>;
   /** Process metrics (CPU, memory, event loop lag); off in tests that build many apps. */
   processMetrics?: boolean;
 }
@@ -72,6 +75,8 @@ export function createMetrics(opts: MetricsOptions): GuardMetrics {
   const countControls = opts.countControls;
   const bufferedEvents = opts.bufferedEvents;
   const streamSubscribers = opts.streamSubscribers;
+  const streamDrops = opts.streamDrops;
+  const dropsSeen = { behind: 0, stalled: 0 };
 
   const httpRequests = new CounterFamily({
     name: name('http_requests_total'),
@@ -176,6 +181,21 @@ export function createMetrics(opts: MetricsOptions): GuardMetrics {
       registers: [registry],
       collect() {
         if (streamSubscribers) this.set(streamSubscribers());
+      },
+    }),
+    streamSubscribersDropped: new Counter({
+      name: name('stream_subscribers_dropped_total'),
+      help: 'Live event stream subscribers disconnected by the server: behind (its queue overflowed while its socket took nothing) or stalled (its socket stayed blocked past the stall time)',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+      collect() {
+        if (!streamDrops) return;
+        const now = streamDrops();
+        for (const reason of ['behind', 'stalled'] as const) {
+          // Both series show from the first scrape, at 0 until a drop.
+          this.inc({ reason }, now[reason] - dropsSeen[reason]);
+          dropsSeen[reason] = now[reason];
+        }
       },
     }),
     agentLabels: new LabelLimiter(opts.maxLabelValues),

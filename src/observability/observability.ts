@@ -97,6 +97,7 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
     countControls: async () => (await store.listControls({ limit: 1 })).total,
     bufferedEvents: () => buffer?.size ?? 0,
     streamSubscribers: () => hub.size,
+    streamDrops: () => hub.drops(),
     processMetrics: opts.processMetrics,
   });
   const writer = chooseWriter(opts);

@@ -122,7 +122,8 @@ export function createRedactor(rules: readonly string[], options: RedactorOption
     if (typeof value === 'number') return maskNumber(value);
     if (Array.isArray(value)) return value.map((item) => redactAt(item, path));
     if (value === null || typeof value !== 'object') return value;
-    const out: Record<string, unknown> = {};
+    // Null prototype: a key named __proto__ stays a key, instead of replacing the copy's prototype.
+    const out = Object.create(null) as Record<string, unknown>;
     for (const [name, inner] of Object.entries(value as Record<string, unknown>)) {
       const key = keyOf(name);
       const here = [...path, key];

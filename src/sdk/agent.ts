@@ -25,6 +25,12 @@ import { endEvaluationSpan } from '../tracing/evaluation-span.js';
 import type { TracerLike } from '../tracing/types.js';
 import { AgentTracing, freshTraceIds, traceparentOfIds, type TraceIds } from './tracing.js';
 
+/**
+ * Statuses that say the step itself cannot be checked: malformed or not UTF-8 (400), over
+ * the body limit (413), not JSON (415), invalid (422). They deny whatever the fail mode.
+ */
+const STEP_REFUSALS = new Set([400, 413, 415, 422]);
+
 export type FailMode = 'closed' | 'open';
 
 export interface GuardLogger {
@@ -275,6 +281,11 @@ export class GuardAgent {
       } catch (error) {
         if (!(error instanceof ConnectionError || error instanceof ResponseShapeError || error instanceof ApiError)) {
           throw error;
+        }
+        // The server refused the step itself (too large, invalid): not an outage, so never
+        // let through by failMode open; otherwise a model could write a step it refuses.
+        if (error instanceof ApiError && STEP_REFUSALS.has(error.status)) {
+          throw new GuardUnavailableError(`the server refused to check step "${step.name}" (${stage}): HTTP ${error.status}: ${error.message}`, { cause: error });
         }
         this.#unavailable(`server check of step "${step.name}" (${stage}) failed: ${error.message}`, error);
       }

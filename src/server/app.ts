@@ -14,6 +14,8 @@ import { createServerCounters, type ServerCounters } from './counters.js';
 import { HealthMonitor } from './health.js';
 import { handleClientError, sendFrameworkError } from './client-errors.js';
 import { installHttpMetrics } from './http-metrics.js';
+import { sendOverLimit } from './body-drain.js';
+import { createCrossSiteGuard } from './cross-site.js';
 import { installJsonParser, requireJsonWrites } from './json-body.js';
 import { installTextGuard } from './text-guard.js';
 import type { OperationDoc } from './openapi.js';
@@ -126,6 +128,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       headersTimeout: config.headersTimeoutMs,
       requestTimeout: config.requestTimeoutMs,
       connectionsCheckingInterval: checkingIntervalOf(config),
+      // A request without Host gets a problem body from the cross-site guard, not Node's bare 400.
+      requireHostHeader: false,
     },
     // Body schemas are only a fast pre-check (the evaluation route): they must never
     // coerce, fill defaults or strip unknown keys, or they would accept what zod rejects.
@@ -167,12 +171,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installTextGuard(app);
   // First, so that requests refused by authentication are timed and counted too.
   if (observability) installHttpMetrics(app, observability.metrics);
+  // Before authentication: a rebound or cross-site request learns nothing, not even about keys.
+  app.addHook('onRequest', createCrossSiteGuard(config));
   // With authentication off there is nothing to check: no hook, nothing on the hot path.
   if (config.apiKeyEnabled) app.addHook('onRequest', createAuthHook(config));
   // After authentication: a request without a key learns nothing more than its 401.
   app.addHook('onRequest', requireJsonWrites);
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const problem = problemOfError(error);
+    const problem = problemOfError(error, config.bodyLimitBytes);
+    // The rest of the body is read first, so the client gets to read the answer (body-drain.ts).
+    if (problem.status === 413) return sendOverLimit(request, reply, problem, config.bodyLimitBytes, () => sendProblem(reply, problem));
     if (problem.status >= 500) {
       // Details (stack, SQL) go to the log only; the request headers (keys) never do.
       // A quiet server's requests have no logger of their own (see quietLogger).
@@ -227,14 +235,20 @@ function controlNamesOf(store: Store): (controlId: number) => Promise<string | u
   };
 }
 
+/** The 413 detail: the limit in bytes, so a client's error names it. */
+export function bodyLimitDetail(bodyLimitBytes: number | undefined): string {
+  const limit = bodyLimitBytes === undefined ? '' : `, ${bodyLimitBytes} bytes`;
+  return `the request body is larger than the server accepts (GUARD_BODY_LIMIT_BYTES${limit})`;
+}
+
 /** Every error leaves as problem+json; anything unexpected says only "internal error". */
-export function problemOfError(error: FastifyError | Error): Problem {
+export function problemOfError(error: FastifyError | Error, bodyLimitBytes?: number): Problem {
   if (error instanceof HttpProblem) return { ...problemOf(error.status, error.errorCode, error.detail, error.errors), ...error.extensions };
   if (error instanceof StoreError) return problemOfStoreError(error);
   const code = (error as FastifyError).code;
   switch (code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return problemOf(413, 'payload_too_large', 'the request body is larger than the server accepts (GUARD_BODY_LIMIT_BYTES)');
+      return problemOf(413, 'payload_too_large', bodyLimitDetail(bodyLimitBytes));
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return problemOf(400, 'malformed_json', 'the request body is not valid JSON');
@@ -246,7 +260,7 @@ export function problemOfError(error: FastifyError | Error): Problem {
   const status = (error as FastifyError).statusCode;
   if (status !== undefined && status >= 400 && status < 500) {
     // Fastify's own client errors (bad content length, etc.) carry safe messages.
-    return problemOf(status, status === 413 ? 'payload_too_large' : 'malformed_json', error.message);
+    return status === 413 ? problemOf(413, 'payload_too_large', bodyLimitDetail(bodyLimitBytes)) : problemOf(status, 'malformed_json', error.message);
   }
   return problemOf(500, 'internal', 'internal error');
 }

@@ -1,10 +1,17 @@
 import { UserError } from '../errors.js';
 import { tracingConfigOf, type TracingConfig } from '../tracing/config.js';
+import { allowedHostEntry, defaultAllowedHosts } from './allowed-hosts.js';
 import { LOG_FORMATS, type LogFormat } from './logging.js';
 
 /** Everything the server reads from its environment, parsed once and frozen. */
 export interface ServerConfig {
   readonly host: string;
+  /**
+   * Host names and addresses a request's Host header may name, in normal form
+   * (allowed-hosts.ts); `*` allows any (GUARD_ALLOWED_HOSTS). Default: the listen address,
+   * localhost, 127.0.0.1 and [::1] (on 0.0.0.0 or ::, the machine's addresses and name too).
+   */
+  readonly allowedHosts: readonly string[];
   readonly port: number;
   readonly debug: boolean;
   /** `human` lines (default) or pino's JSON lines (GUARD_LOG_FORMAT, `serve --log-format`). */
@@ -103,8 +110,10 @@ const DATABASE_SCHEMES = /^(postgres|postgresql|sqlite)$/i;
  * UserError naming the variable, so a typo fails at start rather than at first use.
  */
 export function loadConfig(env: Env = process.env, overrides: Partial<ServerConfig> = {}): ServerConfig {
-  const config: ServerConfig = {
+  const base: ServerConfig = {
     host: str(env, 'HOST') ?? '127.0.0.1',
+    // Filled in below, from the listen address the overrides may still change.
+    allowedHosts: [],
     port: int(env, 'PORT', 8000, 0, 65535),
     debug: bool(env, 'DEBUG', false),
     logFormat: oneOf(env, 'GUARD_LOG_FORMAT', LOG_FORMATS, 'human'),
@@ -142,15 +151,32 @@ export function loadConfig(env: Env = process.env, overrides: Partial<ServerConf
     tracing: tracingConfigOf(env),
     ...dropUndefined(overrides),
   };
+  const config: ServerConfig = overrides.allowedHosts === undefined ? { ...base, allowedHosts: allowedHosts(env, base.host) } : base;
   checkAuth(config);
   checkTimeouts(config);
   return Object.freeze({
     ...config,
+    allowedHosts: Object.freeze([...config.allowedHosts]),
     apiKeys: Object.freeze([...config.apiKeys]),
     adminApiKeys: Object.freeze([...config.adminApiKeys]),
     evaluatorPlugins: Object.freeze([...config.evaluatorPlugins]),
     recordRedact: Object.freeze([...config.recordRedact]),
   });
+}
+
+/** GUARD_ALLOWED_HOSTS when set (it replaces the default), else the default for the listen address. */
+function allowedHosts(env: Env, listenHost: string): string[] {
+  const entries = list(env, 'GUARD_ALLOWED_HOSTS');
+  if (entries.length === 0) return defaultAllowedHosts(listenHost);
+  const hosts: string[] = [];
+  for (const entry of entries) {
+    const parsed = allowedHostEntry(entry);
+    if ('problem' in parsed) {
+      throw new ConfigError('GUARD_ALLOWED_HOSTS', `holds ${parsed.problem}`, 'list host names and addresses separated by commas, or * to allow any Host');
+    }
+    if (!hosts.includes(parsed.host)) hosts.push(parsed.host);
+  }
+  return hosts;
 }
 
 /** Shorter keys can be guessed; a key is a secret, not a password someone types. */

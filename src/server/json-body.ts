@@ -10,17 +10,36 @@ export const MAX_JSON_DEPTH = 128;
  */
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * `flag`: a body nested past MAX_JSON_DEPTH is parsed anyway and the request says so
+     * (`request.bodyTooDeep`), so the route can answer for it (the evaluation route denies
+     * the step) instead of the 400 every other route gives.
+     */
+    deepJson?: 'refuse' | 'flag';
+  }
+  interface FastifyRequest {
+    /** Set by the JSON parser on routes with `deepJson: 'flag'`: the body nests past MAX_JSON_DEPTH. */
+    bodyTooDeep: boolean;
+  }
+}
+
 /**
  * Replaces Fastify's JSON parser with one that decodes UTF-8 strictly, then measures
  * nesting depth in a single linear pass: a body like `[[[[...` 100,000 levels deep would
  * otherwise parse fine and then overflow the stack of whatever walks it (validation,
- * storage, serialisation). Parsing itself still goes through Fastify's parser (prototype
- * poisoning checks). An empty body reads as "no body", so bodiless POSTs with a JSON
- * content type work. Fastify's text/plain parser is removed: no route reads text, and a
- * text/plain body is what a cross-site form or fetch can send without asking.
+ * storage, serialisation). An empty body reads as "no body", so bodiless POSTs with a JSON
+ * content type work. Fastify's text/plain parser is removed: no route reads text.
+ *
+ * Keys named `__proto__`, `constructor` or `prototype` are data. JSON.parse makes each an
+ * own property of a plain object and never touches a prototype, so a selector can select
+ * them and an evaluator sees them; refusing them (Fastify's default) made any step holding
+ * one uncheckable, a 400 that a fail-open client treats as "allow". Code that copies parsed
+ * values (the recorder's redaction) builds null-prototype objects for the same reason.
  */
 export function installJsonParser(app: FastifyInstance): void {
-  const parse = app.getDefaultJsonParser('error', 'error');
+  app.decorateRequest('bodyTooDeep', false);
   app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser(
     'application/json',
@@ -38,18 +57,26 @@ export function installJsonParser(app: FastifyInstance): void {
         return;
       }
       if (depthExceeds(text, MAX_JSON_DEPTH)) {
-        done(new HttpProblem(400, 'malformed_json', `the JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`));
+        if (request.routeOptions.config?.deepJson !== 'flag') {
+          done(new HttpProblem(400, 'malformed_json', `the JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`));
+          return;
+        }
+        // V8's JSON.parse does not recurse, so any nesting a body within the size limit holds parses.
+        request.bodyTooDeep = true;
+      }
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch {
+        done(new HttpProblem(400, 'malformed_json', 'the request body is not valid JSON'));
         return;
       }
-      void parse(request, text, (err, value) => {
-        if (err) done(new HttpProblem(400, 'malformed_json', 'the request body is not valid JSON'));
-        else done(null, value);
-      });
+      done(null, value);
     },
   );
 }
 
-/** Methods that change something: they must say their body is JSON (see requireJsonWrites). */
+/** Methods that may carry a body: what they carry must be JSON (see requireJsonWrites). */
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /** Whether a Content-Type header names JSON in UTF-8: `application/json`, any case, with at most a UTF-8 charset. */
@@ -63,25 +90,31 @@ export function isJsonContentType(header: string): boolean {
   });
 }
 
+/** Whether the request carries body bytes: chunked, or a Content-Length other than 0. */
+export function hasBody(headers: FastifyRequest['headers']): boolean {
+  const length = headers['content-length'];
+  return headers['transfer-encoding'] !== undefined || (length !== undefined && length.trim() !== '0');
+}
+
 /**
- * The onRequest hook refusing writes that are not JSON, with or without a body. Browsers
- * send a cross-site request without asking the server first (no CORS preflight) only when
- * it is a GET, HEAD or POST whose content type is text/plain, a form, or absent. Requiring
- * `application/json` on POST, PUT and PATCH, body or not, makes every write one a browser
- * must ask for, and the server never grants it. A DELETE is never sent unasked, so it may
- * come without a content type (`curl -X DELETE`), but not with another one.
+ * The onRequest hook refusing write bodies that are not JSON. A write without a body needs
+ * no content type: SPEC shows the link POST and the DELETEs with payload "none", and its
+ * clients (`curl -X POST`, `httpx.post(url)`, generated clients) send none. A body, or a
+ * content type, must say application/json in UTF-8: a form or text/plain is refused before
+ * any route reads it. This is not the cross-site defence (a browser can send a body-less
+ * POST unasked): that is the Host, Origin and Sec-Fetch-Site check (cross-site.ts).
  */
 export function requireJsonWrites(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
   if (!WRITE_METHODS.has(request.method)) return done();
   const header = request.headers['content-type'];
-  if (header === undefined ? request.method === 'DELETE' : isJsonContentType(header)) return done();
+  if (header === undefined ? !hasBody(request.headers) : isJsonContentType(header)) return done();
   void sendProblem(
     reply,
     problemOf(
       415,
       'unsupported_media_type',
       header === undefined
-        ? `send ${request.method} requests with content-type: application/json (an empty body is fine)`
+        ? `send the ${request.method} body with content-type: application/json (a write without a body needs none)`
         : `send the body as application/json in UTF-8, not ${header.split(';')[0]?.trim() ?? header}`,
     ),
   );

@@ -112,13 +112,13 @@ const PATH_PARAMETERS: Record<string, { description: string; schema: JsonSchema 
 
 /** The shared problem answers, one per status, in `components.responses`. */
 const PROBLEM_RESPONSES: Record<ErrorStatus, [name: string, description: string]> = {
-  400: ['MalformedJson', 'The body is not JSON (malformed_json), or not UTF-8 (invalid_utf8)'],
+  400: ['BadRequest', 'The body is not JSON (malformed_json) or not UTF-8 (invalid_utf8); or the request has no Host header, or two (bad_request)'],
   401: ['Unauthorized', 'Authentication is on and the X-API-Key header is missing or holds an unknown key (unauthorized)'],
-  403: ['Forbidden', 'The operation needs an admin key (forbidden)'],
+  403: ['Forbidden', 'The Host header names a host not in GUARD_ALLOWED_HOSTS (host_not_allowed, any route); Origin or Sec-Fetch-Site say the request is cross-site (cross_site, every route but /health and /metrics); or the operation needs an admin key (forbidden)'],
   404: ['NotFound', 'No such agent, control, revision or resource (not_found)'],
   409: ['Conflict', 'The write conflicts with what is stored (conflict), or the control is managed by GitOps or watch mode (read_only)'],
   413: ['PayloadTooLarge', 'The body is larger than GUARD_BODY_LIMIT_BYTES (payload_too_large)'],
-  415: ['UnsupportedMediaType', 'A write (POST, PUT, PATCH; DELETE when it names one) without content-type application/json in UTF-8, body or not (unsupported_media_type)'],
+  415: ['UnsupportedMediaType', 'A write (POST, PUT, PATCH, DELETE) whose body, or content type, is not application/json in UTF-8 (unsupported_media_type). A write without a body needs no content type'],
   422: ['ValidationFailed', 'The body or query string is not valid; errors[] names each field (validation_failed)'],
   429: ['TooManyRequests', 'Too many missing or unknown keys from this address (GUARD_AUTH_MAX_FAILURES a minute): every request needing a key is refused until Retry-After seconds pass (too_many_requests)'],
   503: ['Unavailable', 'The database, or another resource the operation needs, is unavailable; try again shortly (unavailable)'],
@@ -126,14 +126,15 @@ const PROBLEM_RESPONSES: Record<ErrorStatus, [name: string, description: string]
 
 /** The problem statuses of a route: its own plus those its access, body, query and path imply. */
 export function errorStatuses(route: DocumentedRoute, doc: OperationDoc): ErrorStatus[] {
-  const statuses = new Set<ErrorStatus>(doc.errors ?? []);
+  // Every route checks the Host header (cross-site.ts): 400 without one, 403 for one not allowed.
+  const statuses = new Set<ErrorStatus>([...(doc.errors ?? []), 400, 403]);
   if (route.access !== 'public') {
     statuses.add(401);
     statuses.add(429);
     if (!doc.storeless) statuses.add(503);
   }
   if (route.access === 'admin') statuses.add(403);
-  // Writes must say they are JSON, body or not (json-body.ts requireJsonWrites).
+  // A write that names a content type, or sends a body, must say JSON (json-body.ts requireJsonWrites).
   if (WRITE_METHODS.has(route.method.toUpperCase())) statuses.add(415);
   if (doc.body) for (const s of [400, 413, 415, 422] as const) statuses.add(s);
   if (doc.query) statuses.add(422);

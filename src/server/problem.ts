@@ -12,6 +12,8 @@ export const ERROR_CODES = [
   'conflict',
   'unauthorized',
   'forbidden',
+  'host_not_allowed',
+  'cross_site',
   'payload_too_large',
   'malformed_json',
   'unsupported_media_type',

@@ -68,6 +68,9 @@ export abstract class ComposedStore implements Store {
   patchAgent(name: string, patch: AgentPatch, origin?: WriteOrigin) {
     return this.controls.patchAgent(name, patch, origin);
   }
+  deleteAgent(name: string, origin?: WriteOrigin) {
+    return this.controls.deleteAgent(name, origin);
+  }
   linkControl(agentName: string, controlId: number, origin?: WriteOrigin) {
     return this.controls.linkControl(agentName, controlId, origin);
   }

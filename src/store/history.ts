@@ -97,8 +97,13 @@ export function linkEntry(op: 'link' | 'unlink', agentName: string, controlId: n
   };
 }
 
-export function agentEntry(op: 'create' | 'update', agentName: string, before: object | null, after: object): NewChangeEntry {
-  return { kind: 'agent', op, control_id: null, control_name: null, agent_name: agentName, before, after, note: null };
+export function agentEntry(op: 'create' | 'update' | 'delete', agentName: string, before: object | null, after: object | null, note: string | null = null): NewChangeEntry {
+  return { kind: 'agent', op, control_id: null, control_name: null, agent_name: agentName, before, after, note };
+}
+
+/** The note of an agent's delete: the controls it was unlinked from, by name. */
+export function unlinkedNote(controls: ReadonlyArray<{ name: string }>): string | null {
+  return controls.length > 0 ? `unlinked from ${controls.map((c) => c.name).join(', ')}` : null;
 }
 
 /** Whether two snapshots hold the same control (key order aside). */

@@ -194,6 +194,11 @@ export interface ControlStore {
   /** Inserts or replaces the agent; returns the stored record and whether it existed. */
   upsertAgent(agent: NewAgent, origin?: WriteOrigin): Promise<{ agent: AgentRecord; created: boolean }>;
   patchAgent(name: string, patch: AgentPatch, origin?: WriteOrigin): Promise<AgentRecord>;
+  /**
+   * Removes an agent and its links (the controls stay); its history, events and recorded
+   * steps are kept. Returns the ids of the controls it was linked to; not_found when unknown.
+   */
+  deleteAgent(name: string, origin?: WriteOrigin): Promise<{ unlinked_controls: number[] }>;
 
   /** Idempotent: true when a new link was made. */
   linkControl(agentName: string, controlId: number, origin?: WriteOrigin): Promise<boolean>;

@@ -76,6 +76,9 @@ describe('GuardClient against the server', () => {
     expect((await client.evaluate({ agent_name: 'client-bot', stage: 'pre', step })).decision).toBe('allow');
     const unknown = await client.evaluate({ agent_name: 'nobody', stage: 'pre', step }).catch((e: unknown) => e);
     expect((unknown as ApiError).status).toBe(404);
+    await client.link('client-bot', control_id);
+    expect(await client.deleteAgent('Client-Bot')).toEqual({ agent_name: 'client-bot', unlinked_controls: [control_id] });
+    expect(((await client.deleteAgent('client-bot').catch((e: unknown) => e)) as ApiError).status).toBe(404);
   });
 
   it('observability: ingest, query, stats', async () => {

@@ -50,4 +50,5 @@ export const METRIC_NAMES = [
   'events_dropped_total',
   'reloads_total',
   'stream_subscribers',
+  'stream_subscribers_dropped_total',
 ] as const;

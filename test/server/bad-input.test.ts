@@ -21,9 +21,11 @@ describe('bad input', () => {
     expect(json(res)).toMatchObject({ status: 400, error_code: 'malformed_json', title: 'Bad Request' });
   });
 
-  it('answers 400 for prototype poisoning attempts', async () => {
+  it('a __proto__ key in a control body is an unknown field (422), and no prototype changes', async () => {
     const res = await raw('PUT', '/api/v1/controls', '{"name": "x", "__proto__": {"admin": true}}');
-    expect(res.statusCode).toBe(400);
+    expect(res.statusCode).toBe(422);
+    expect(json(res).errors).toEqual([expect.objectContaining({ field: '__proto__' })]);
+    expect(({} as Record<string, unknown>).admin).toBeUndefined();
   });
 
   it('answers 413 for a body over the configured limit', async () => {
@@ -38,7 +40,7 @@ describe('bad input', () => {
     expect(json(res).error_code).toBe('unsupported_media_type');
   });
 
-  it('survives JSON nested 100,000 levels deep (400) and keeps serving', async () => {
+  it('survives JSON nested 100,000 levels deep (a step that deep is denied) and keeps serving', async () => {
     const deep = '['.repeat(100_000) + ']'.repeat(100_000);
     const bigServer = await startTestServer();
     try {
@@ -48,8 +50,11 @@ describe('bad input', () => {
         payload: `{"agent_name":"a","stage":"pre","step":{"type":"tool","name":"x","input":${deep}}}`,
         headers: { 'content-type': 'application/json' },
       });
-      expect(res.statusCode).toBe(400);
-      expect(json(res).detail).toContain('nested deeper');
+      expect(res.statusCode).toBe(200);
+      expect(json(res)).toMatchObject({ is_safe: false, decision: 'deny' });
+      const put = await bigServer.app.inject({ method: 'PUT', url: '/api/v1/controls', payload: `{"name":"x","data":${deep}}`, headers: { 'content-type': 'application/json' } });
+      expect(put.statusCode).toBe(400);
+      expect(json(put).detail).toContain('nested deeper');
       expect((await call(bigServer.app, 'GET', '/health')).statusCode).toBe(200);
     } finally {
       await bigServer.close();

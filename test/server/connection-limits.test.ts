@@ -46,7 +46,7 @@ describe('request timeouts', () => {
     ({ handle, port } = await startRawServer({ GUARD_REQUEST_TIMEOUT_MS: '400', GUARD_HEADERS_TIMEOUT_MS: '300' }));
     const answer = await rawRequest(
       port,
-      'POST /api/v1/evaluation HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"agent_name":',
+      'POST /api/v1/evaluation HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"agent_name":',
       10_000,
     );
     expect(answer.closed).toBe(true);
@@ -58,7 +58,7 @@ describe('request timeouts', () => {
   it('headers that never finish are cut off the same way', async () => {
     let port: number;
     ({ handle, port } = await startRawServer({ GUARD_REQUEST_TIMEOUT_MS: '400', GUARD_HEADERS_TIMEOUT_MS: '300' }));
-    const answer = await rawRequest(port, 'GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: a', 10_000);
+    const answer = await rawRequest(port, 'GET /health HTTP/1.1\r\nHost: localhost\r\nX-Slow: a', 10_000);
     expect(answer.closed).toBe(true);
     expect(answer.status).toBe(408);
   });
@@ -66,7 +66,7 @@ describe('request timeouts', () => {
   it('the live stream outlives the request timeout and still delivers events', async () => {
     let port: number;
     ({ handle, port } = await startRawServer({ OBSERVABILITY_ENABLED: 'true', GUARD_REQUEST_TIMEOUT_MS: '200', GUARD_HEADERS_TIMEOUT_MS: '100' }));
-    const stream = await openSocket(port, 'GET /api/v1/observability/events/stream HTTP/1.1\r\nHost: x\r\n\r\n');
+    const stream = await openSocket(port, 'GET /api/v1/observability/events/stream HTTP/1.1\r\nHost: localhost\r\n\r\n');
     await until(() => stream.received().includes(': connected'), 5000, 'the stream to open');
     // Many times the request timeout and Node's checking interval.
     await new Promise((r) => setTimeout(r, 1500));
@@ -91,20 +91,20 @@ describe('the connection cap', () => {
   it('closes connections past GUARD_MAX_CONNECTIONS at once and accepts again when one ends', async () => {
     let port: number;
     ({ handle, port } = await startRawServer({ GUARD_MAX_CONNECTIONS: '3' }));
-    const keepAlive = 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n';
+    const keepAlive = 'GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n';
     const held = await Promise.all([0, 1, 2].map(() => openSocket(port, keepAlive)));
     for (const h of held) await until(() => h.received().includes('healthy'), 5000, 'a held connection to be answered');
-    const refused = await rawRequest(port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 5000);
+    const refused = await rawRequest(port, 'GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n', 5000);
     expect(refused.closed).toBe(true);
     expect(refused.text).toBe('');
     held[0]!.socket.destroy();
     await held[0]!.closed;
     await until(() => handle!.app.server.listening, 1000, 'the server');
-    let accepted = await rawRequest(port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 5000);
+    let accepted = await rawRequest(port, 'GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n', 5000);
     // The server learns of the closed socket a moment after the client does.
     for (let i = 0; i < 20 && accepted.status !== 200; i++) {
       await new Promise((r) => setTimeout(r, 50));
-      accepted = await rawRequest(port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 5000);
+      accepted = await rawRequest(port, 'GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n', 5000);
     }
     expect(accepted.status).toBe(200);
     for (const h of held) h.socket.destroy();
@@ -117,7 +117,7 @@ describe('refused requests with a body', () => {
     ({ handle, port } = await startRawServer({ GUARD_API_KEY_ENABLED: 'true', GUARD_ADMIN_API_KEYS: ADMIN }));
     const answer = await rawRequest(
       port,
-      'POST /api/v1/evaluation HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"agent_name":',
+      'POST /api/v1/evaluation HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"agent_name":',
       10_000,
     );
     expect(answer.status).toBe(401);
@@ -128,7 +128,7 @@ describe('refused requests with a body', () => {
   it('a body-less 401 keeps the connection for the next request', async () => {
     let port: number;
     ({ handle, port } = await startRawServer({ GUARD_API_KEY_ENABLED: 'true', GUARD_ADMIN_API_KEYS: ADMIN }));
-    const answer = await rawRequest(port, 'GET /api/v1/agents HTTP/1.1\r\nHost: x\r\n\r\n', 500);
+    const answer = await rawRequest(port, 'GET /api/v1/agents HTTP/1.1\r\nHost: localhost\r\n\r\n', 500);
     expect(answer.status).toBe(401);
     expect(answer.closed).toBe(false);
   });

@@ -63,7 +63,7 @@ export async function call(
   payload?: unknown,
   headers: Record<string, string> = {},
 ): Promise<LightMyRequestResponse> {
-  // What every client does: a write says its (possibly empty) body is JSON.
+  // Writes say their (possibly empty) body is JSON; request-bodies and the contract test send none.
   const contentType = method === 'GET' ? {} : { 'content-type': 'application/json' };
   return app.inject({ method, url, payload: payload as never, headers: { ...contentType, ...headers } });
 }

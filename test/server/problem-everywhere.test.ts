@@ -26,7 +26,7 @@ function expectProblem(answer: RawAnswer, status: number, errorCode: string): vo
   expect(Number(answer.headers['content-length'])).toBe(Buffer.byteLength(answer.body));
 }
 
-const get = (path: string, extra = '') => `GET ${path} HTTP/1.1\r\nHost: x\r\n${extra}Connection: close\r\n\r\n`;
+const get = (path: string, extra = '') => `GET ${path} HTTP/1.1\r\nHost: localhost\r\n${extra}Connection: close\r\n\r\n`;
 
 describe('problem bodies before any route runs', () => {
   it('bad percent-encoding in the path (FST_ERR_BAD_URL) is a 400 problem', async () => {
@@ -47,25 +47,25 @@ describe('problem bodies before any route runs', () => {
   });
 
   it('malformed framing (a non-numeric Content-Length) is a 400 problem', async () => {
-    const answer = await rawRequest(port, 'POST /api/v1/evaluation HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}');
+    const answer = await rawRequest(port, 'POST /api/v1/evaluation HTTP/1.1\r\nHost: localhost\r\nContent-Length: abc\r\n\r\n{}');
     expectProblem(answer, 400, 'bad_request');
     expect(answer.closed).toBe(true);
   });
 
   it('a method the HTTP parser does not know is a 400 problem', async () => {
-    expectProblem(await rawRequest(port, 'BREW /health HTTP/1.1\r\nHost: x\r\n\r\n'), 400, 'bad_request');
+    expectProblem(await rawRequest(port, 'BREW /health HTTP/1.1\r\nHost: localhost\r\n\r\n'), 400, 'bad_request');
   });
 
   it('an unknown route and a known path with the wrong method are 404 problems', async () => {
     expectProblem(await rawRequest(port, get('/nothing/here')), 404, 'not_found');
-    expectProblem(await rawRequest(port, 'PROPFIND /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'), 404, 'not_found');
-    expectProblem(await rawRequest(port, 'DELETE /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'), 404, 'not_found');
+    expectProblem(await rawRequest(port, 'PROPFIND /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'), 404, 'not_found');
+    expectProblem(await rawRequest(port, 'DELETE /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'), 404, 'not_found');
   });
 
   it('a body declared larger than the limit is a 413 problem', async () => {
     const answer = await rawRequest(
       port,
-      'POST /api/v1/evaluation HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 99999999\r\nConnection: close\r\n\r\n{',
+      'POST /api/v1/evaluation HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 99999999\r\nConnection: close\r\n\r\n{',
     );
     expectProblem(answer, 413, 'payload_too_large');
   });

@@ -1,7 +1,9 @@
 /**
  * What a request body must be: UTF-8 (invalid bytes are refused, never replaced and
- * stored), and on every write an application/json content type, so that a cross-site
- * "simple" request (text/plain, a form) can change nothing even with authentication off.
+ * stored), and JSON: a body of any other content type is refused (415). A write with no
+ * body needs no content type (SPEC's clients send none: `curl -X POST`, httpx.post(url));
+ * cross-site requests are refused by the Host, Origin and Sec-Fetch-Site checks
+ * (cross-site.test.ts), never by the content type.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { call, json, seedAgentWithControl, sqlControl, startTestServer, type TestServer } from './helpers.js';
@@ -65,13 +67,46 @@ describe('content types of writes', () => {
     expect(await server.store.listLinks()).toEqual([]);
   });
 
-  it('a body-less POST without any content type is refused (a cross-site fetch sends none)', async () => {
+  it.each(['POST', 'DELETE'] as const)('a body-less %s without any content type is accepted (curl -X POST, httpx.post(url))', async (method) => {
     const id = await seedAgentWithControl(server.app, 'bot', 'ctl');
     await call(server.app, 'DELETE', `/api/v1/agents/bot/controls/${id}`);
-    const res = await send('POST', `/api/v1/agents/bot/controls/${id}`, undefined, {});
+    if (method === 'DELETE') await call(server.app, 'POST', `/api/v1/agents/bot/controls/${id}`);
+    const res = await send(method, `/api/v1/agents/bot/controls/${id}`, undefined, {});
+    expect(res.statusCode).toBe(200);
+    expect(json(res)).toEqual(method === 'POST' ? { linked: true } : { unlinked: true });
+    expect(await server.store.listLinks()).toHaveLength(method === 'POST' ? 1 : 0);
+  });
+
+  it('a body-less POST saying content-length: 0 without a content type is accepted', async () => {
+    const id = await seedAgentWithControl(server.app, 'bot', 'ctl');
+    await call(server.app, 'DELETE', `/api/v1/agents/bot/controls/${id}`);
+    const res = await send('POST', `/api/v1/agents/bot/controls/${id}`, '', { 'content-length': '0' });
+    expect(res.statusCode).toBe(200);
+    expect(await server.store.listLinks()).toHaveLength(1);
+  });
+
+  it('an empty JSON body (or only whitespace) on a body-less write is accepted', async () => {
+    const id = await seedAgentWithControl(server.app, 'bot', 'ctl');
+    await call(server.app, 'DELETE', `/api/v1/agents/bot/controls/${id}`);
+    const res = await send('POST', `/api/v1/agents/bot/controls/${id}`, ' \n', { 'content-type': 'application/json' });
+    expect(res.statusCode).toBe(200);
+    expect(await server.store.listLinks()).toHaveLength(1);
+  });
+
+  it.each([
+    ['PUT', '/api/v1/controls'],
+    ['POST', '/api/v1/agents/initAgent'],
+  ] as const)('a %s to %s with a body but no content type is refused (415), and nothing is written', async (method, url) => {
+    const res = await send(method, url, JSON.stringify({ name: 'x', agent_name: 'x' }), {});
     expect(res.statusCode).toBe(415);
-    expect(json(res).detail).toContain('application/json');
-    expect(await server.store.listLinks()).toEqual([]);
+    expect(json(res).error_code).toBe('unsupported_media_type');
+    expect(await server.store.listAllControls()).toEqual([]);
+    expect(await server.store.listAgents()).toEqual([]);
+  });
+
+  it('a body-less write that needs a body, sent without a content type, is a 422 naming the body', async () => {
+    const res = await send('PUT', '/api/v1/controls', undefined, {});
+    expect(res.statusCode).toBe(422);
   });
 
   it('a text/plain body holding JSON is refused on PUT and PATCH', async () => {
@@ -83,7 +118,7 @@ describe('content types of writes', () => {
     expect((await server.store.getControl(id))?.enabled).toBe(true);
   });
 
-  it('a DELETE with a text/plain content type is refused; a DELETE with none is allowed (browsers preflight it)', async () => {
+  it('a DELETE with a text/plain content type is refused; a DELETE with none is allowed', async () => {
     const id = await seedAgentWithControl(server.app, 'bot', 'ctl');
     const refused = await send('DELETE', `/api/v1/agents/bot/controls/${id}`, undefined, { 'content-type': 'text/plain' });
     expect(refused.statusCode).toBe(415);

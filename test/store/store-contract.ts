@@ -215,6 +215,27 @@ export function defineStoreContract(name: string, open: () => Promise<Store>): v
         expect((await store.listAgents()).map((a) => a.agent_name)).toEqual(['alpha', 'bot']);
       });
 
+      it('deletes an agent with its links, keeps the controls, and records the delete', async () => {
+        await store.upsertAgent({ agent_name: 'bot', agent_description: 'helps' });
+        await store.upsertAgent({ agent_name: 'other' });
+        const a = await store.createControl({ name: 'a', data: controlData() });
+        const b = await store.createControl({ name: 'b', data: controlData() });
+        await store.linkControl('bot', a.control_id);
+        await store.linkControl('bot', b.control_id);
+        await store.linkControl('other', a.control_id);
+        const before = await store.revision();
+        expect(await store.deleteAgent('bot')).toEqual({ unlinked_controls: [a.control_id, b.control_id] });
+        expect(await store.revision()).toBeGreaterThan(before);
+        expect(await store.getAgent('bot')).toBeNull();
+        expect(await store.listLinks()).toEqual([{ agent_name: 'other', control_id: a.control_id }]);
+        expect((await store.listAllControls()).map((c) => c.name)).toEqual(['a', 'b']);
+        expect(await store.agentControlSet('bot')).toBeNull();
+        const [entry] = (await store.auditLog({ limit: 1 })).entries;
+        expect(entry).toMatchObject({ kind: 'agent', op: 'delete', agent_name: 'bot', after: null, note: 'unlinked from a, b' });
+        expect(entry?.before).toMatchObject({ agent_description: 'helps' });
+        expect((await storeError(store.deleteAgent('bot'))).kind).toBe('not_found');
+      });
+
       it('links and unlinks idempotently, and refuses unknown ends', async () => {
         await store.upsertAgent({ agent_name: 'bot' });
         const c = await store.createControl({ name: 'c', data: controlData() });

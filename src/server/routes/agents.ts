@@ -57,6 +57,22 @@ const DOCS = {
   },
   get: { operationId: 'getAgent', summary: 'An agent and the ids and names of its controls', tag: 'agents', responses: { 200: AgentDetailSchema } },
   patch: { operationId: 'updateAgent', summary: 'Update agent fields', tag: 'agents', body: AgentPatchSchema, responses: { 200: AgentRecordSchema } },
+  delete: {
+    operationId: 'deleteAgent',
+    summary: 'Delete an agent and its links',
+    description:
+      'The controls it was linked to stay (their ids are listed); its history, events and recorded steps are kept, and the audit log records the delete. ' +
+      '409 read_only for an agent owned by watch mode.',
+    tag: 'agents',
+    responses: {
+      200: z.strictObject({
+        deleted: z.literal(true),
+        agent_name: z.string(),
+        unlinked_controls: z.array(z.number().int().positive()).describe('Ids of the controls the agent was linked to'),
+      }),
+    },
+    errors: [409],
+  },
   controls: {
     operationId: 'listAgentControls',
     summary: 'Full definitions of the controls linked to the agent (runtime refresh)',
@@ -130,6 +146,16 @@ export const agentRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) =
     }
     const agent = await existingAgent(request.params.agent_name);
     return store.patchAgent(agent.agent_name, patch, apiOrigin(ctx, request));
+  });
+
+  app.delete<{ Params: Params }>('/agents/:agent_name', { config: { access: 'admin', openapi: DOCS.delete } }, async (request) => {
+    const agent = await existingAgent(request.params.agent_name);
+    if (isWatchManaged(agent.managed_by)) {
+      throw new HttpProblem(409, 'read_only', `agent "${agent.agent_name}" is managed by ${agent.managed_by} and read-only through the API; remove it from the watched directory instead`);
+    }
+    const { unlinked_controls } = await store.deleteAgent(agent.agent_name, apiOrigin(ctx, request));
+    controlSets.invalidate([agent.agent_name]);
+    return { deleted: true, agent_name: agent.agent_name, unlinked_controls };
   });
 
   // What a client evaluates locally: full definitions, only controls that have data, and

@@ -7,6 +7,7 @@ import {
   isValidAgentName,
   normaliseAgentName,
   type EvaluationRequest,
+  type EvaluationResult,
 } from '../../model/index.js';
 import { traceIdsFromHeaders } from '../../observability/trace.js';
 import { EVALUATE_SPAN, endEvaluationSpan, endFailedSpan } from '../../tracing/evaluation-span.js';
@@ -14,12 +15,15 @@ import { parentOfHeaders } from '../../tracing/trace-context.js';
 import { SPAN_KIND } from '../../tracing/types.js';
 import { parseOr422, type ServerContext } from '../context.js';
 import type { OperationDoc } from '../openapi.js';
+import { MAX_JSON_DEPTH } from '../json-body.js';
 import { AnswerWriter } from '../result-json.js';
 
 const DOC = {
   operationId: 'evaluateStep',
   summary: 'Evaluate a step against the agent’s controls',
-  description: 'A deny or a steer is a result (200), not an error. An agent without controls (or not registered) is allowed.',
+  description:
+    'A deny or a steer is a result (200), not an error. An agent without controls (or not registered) is allowed. ' +
+    `A step nesting deeper than ${MAX_JSON_DEPTH} levels cannot be checked and is denied (200, decision deny, one match with control_id 0 naming the limit).`,
   tag: 'evaluation',
   body: EvaluationRequestSchema,
   responses: { 200: EvaluationResultSchema },
@@ -50,7 +54,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
   // No response schema: the answer is written by the AnswerWriter (result-json.ts).
   const schema = { body: requestSchema };
 
-  app.post('/evaluation', { config: { access: 'read', bodyText: 'unchecked', openapi: DOC }, schema, attachValidation: true }, async (request, reply) => {
+  app.post('/evaluation', { config: { access: 'read', bodyText: 'unchecked', deepJson: 'flag', openapi: DOC }, schema, attachValidation: true }, async (request, reply) => {
     // With tracing off this is the whole cost of it: one test.
     const span = tracing ? tracing.startSpan(EVALUATE_SPAN, SPAN_KIND.server, parentOfHeaders(request.headers)) : null;
     let body: EvaluationRequest;
@@ -58,6 +62,10 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
     let outcome: EvaluationOutcome;
     try {
       body = requestOf(request.body, request.validationError === undefined, validAgentName);
+      if (request.bodyTooDeep) {
+        span?.end();
+        return await reply.type('application/json; charset=utf-8').send(tooDeepResult());
+      }
       set = controlSets.peek(body.agent_name) ?? (await controlSets.get(body.agent_name));
       const base = span?.isRecording() || (observability !== undefined && observability.hub.size > 0) ? detailedOptions : options;
       // Only sets with rate or budget controls need the agent and the counters. Written
@@ -100,6 +108,34 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
     return reply.type('application/json; charset=utf-8').send(answers.answer(outcome.result));
   });
 };
+
+/**
+ * The answer for a step nesting past MAX_JSON_DEPTH. Walking it (selectors, evaluators,
+ * serialisation) could overflow the stack, and leaving the deep part out would hide what
+ * is in it from every control, so the step is denied: an uncheckable step must never be
+ * an error a fail-open client lets through. The one match names no stored control (id 0).
+ */
+export function tooDeepResult(): EvaluationResult {
+  const message = `the step nests deeper than ${MAX_JSON_DEPTH} levels, so it cannot be checked; it is denied`;
+  return {
+    is_safe: false,
+    decision: 'deny',
+    confidence: 1,
+    steering_context: null,
+    matches: [
+      {
+        control_id: 0,
+        control_name: 'step-depth-limit',
+        action: 'deny',
+        result: { matched: true, confidence: 1, message, metadata: { max_depth: MAX_JSON_DEPTH } },
+        error: message,
+      },
+    ],
+    errors: [],
+    non_matches: [],
+    shadow_matches: [],
+  };
+}
 
 /** The validated request: the fast path when the compiled schema passed, zod otherwise. */
 function requestOf(raw: unknown, passedSchema: boolean, validAgentName: (raw: string) => string | null): EvaluationRequest {

@@ -5,7 +5,7 @@
  */
 import { SYSTEM_ORIGIN, type AgentPatch, type AgentRecord, type ControlData, type ControlRecord, type WriteOrigin } from '../../model/index.js';
 import { applyChangesAsync } from '../apply-changes.js';
-import { agentEntry, agentSnapshot, controlEntry, controlSnapshot, linkEntry, planRestore, sameSnapshot } from '../history.js';
+import { agentEntry, agentSnapshot, controlEntry, controlSnapshot, linkEntry, planRestore, sameSnapshot, unlinkedNote } from '../history.js';
 import type { RestoreOutcome } from '../history.js';
 import { enabledAfter, nowIso, storedDataOf } from '../records.js';
 import { StoreError, type ControlPage, type ControlStore, type Link } from '../types.js';
@@ -243,6 +243,25 @@ export class PostgresControls implements ControlStore {
       const record = agentOf(row!);
       tx.entries.push(agentEntry('update', name, agentSnapshot(agentOf(current)), agentSnapshot(record)));
       return record;
+    }, origin);
+  }
+
+  async deleteAgent(name: string, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<{ unlinked_controls: number[] }> {
+    return this.database.write(async (tx) => {
+      const [current] = await this.database.rows<AgentRow>(tx, 'SELECT * FROM agents WHERE agent_name = $1 FOR UPDATE', [name]);
+      if (!current) throw new StoreError('not_found', `agent "${name}" does not exist`);
+      const controls = await this.database.rows<{ control_id: string | number; name: string }>(
+        tx,
+        `SELECT c.control_id, c.name FROM control_links l JOIN controls c ON c.control_id = l.control_id
+         WHERE l.agent_name = $1 ORDER BY c.control_id`,
+        [name],
+      );
+      // Its links go with it (control_links: ON DELETE CASCADE).
+      await tx.client.query('DELETE FROM agents WHERE agent_name = $1', [name]);
+      tx.changed = true;
+      tx.agents.add(name);
+      tx.entries.push(agentEntry('delete', name, agentSnapshot(agentOf(current)), null, unlinkedNote(controls)));
+      return { unlinked_controls: controls.map((c) => Number(c.control_id)) };
     }, origin);
   }
 

@@ -4,7 +4,7 @@
  */
 import { SYSTEM_ORIGIN, type AgentPatch, type AgentRecord, type ControlData, type ControlRecord, type WriteOrigin } from '../../model/index.js';
 import { applyChangesSync } from '../apply-changes.js';
-import { agentEntry, agentSnapshot, controlEntry, controlSnapshot, linkEntry, planRestore, sameSnapshot } from '../history.js';
+import { agentEntry, agentSnapshot, controlEntry, controlSnapshot, linkEntry, planRestore, sameSnapshot, unlinkedNote } from '../history.js';
 import type { NewChangeEntry, RestoreOutcome } from '../history.js';
 import { enabledAfter, nowIso, storedDataOf } from '../records.js';
 import { StoreError, type ControlPage, type ControlStore, type Link } from '../types.js';
@@ -46,6 +46,8 @@ function prepare(db: SqliteDatabase['db']) {
       `UPDATE agents SET agent_description = @agent_description, agent_version = @agent_version, steps = @steps,
        metadata = @metadata, managed_by = @managed_by, updated_at = @now WHERE agent_name = @agent_name RETURNING *`,
     ),
+    // Its links go with it (control_links: ON DELETE CASCADE).
+    deleteAgent: db.prepare('DELETE FROM agents WHERE agent_name = ?'),
     link: db.prepare('INSERT OR IGNORE INTO control_links (agent_name, control_id) VALUES (?, ?)'),
     unlink: db.prepare('DELETE FROM control_links WHERE agent_name = ? AND control_id = ?'),
     agentControls: db.prepare(
@@ -247,6 +249,17 @@ export class SqliteControls implements ControlStore {
       const record = agentOf(row);
       this.bumpWith(origin, () => agentEntry('update', name, agentSnapshot(agentOf(current)), agentSnapshot(record)));
       return record;
+    });
+  }
+
+  async deleteAgent(name: string, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<{ unlinked_controls: number[] }> {
+    return this.database.write(() => {
+      const current = this.s.agent.get(name) as AgentRow | undefined;
+      if (!current) throw new StoreError('not_found', `agent "${name}" does not exist`);
+      const controls = this.s.agentControls.all(name) as ControlRow[];
+      this.s.deleteAgent.run(name);
+      this.bumpWith(origin, () => agentEntry('delete', name, agentSnapshot(agentOf(current)), null, unlinkedNote(controls)));
+      return { unlinked_controls: controls.map((c) => c.control_id) };
     });
   }
 
