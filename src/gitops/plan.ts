@@ -90,14 +90,19 @@ export interface PlanOptions {
 
 export const DEFAULT_OWNER = 'default';
 
-/** The order the plan lists operations in, the order apply runs them: controls before links, unlinks before deletes. */
+/**
+ * The order the plan lists operations in, the order apply runs them: controls before
+ * links, links before unlinks, unlinks before deletes. Links come before unlinks so that
+ * an apply stopped anywhere (a refused batch, a killed CLI) leaves every agent with at
+ * least all of its old controls or all of its new ones, never fewer than both.
+ */
 export const OPERATION_ORDER: readonly OperationKind[] = [
   'create_control',
   'update_control',
   'create_agent',
   'update_agent',
-  'unlink',
   'link',
+  'unlink',
   'delete_control',
 ];
 
@@ -151,11 +156,11 @@ export function plan(desired: DesiredState, actual: ActualState, options: PlanOp
     }
     const current = new Set(have?.controls ?? []);
     const target = new Set(want.controls);
-    for (const name of [...current].sort()) {
-      if (!target.has(name)) operations.push({ op: 'unlink', agent_name: want.agent_name, control_name: name });
-    }
     for (const name of want.controls) {
       if (!current.has(name)) operations.push({ op: 'link', agent_name: want.agent_name, control_name: name });
+    }
+    for (const name of [...current].sort()) {
+      if (!target.has(name)) operations.push({ op: 'unlink', agent_name: want.agent_name, control_name: name });
     }
   }
 

@@ -78,10 +78,10 @@ const cases: Case[] = [
     ops: ['update_control a data'],
   },
   {
-    name: 'link and unlink for a declared agent; undeclared agents are left alone',
+    name: 'link and unlink for a declared agent (links first: never fewer guards than both states); undeclared agents are left alone',
     desired: { controls: [{ name: 'a', data: data('a'), source: null }, { name: 'b', data: data('b'), source: null }], agents: [{ agent_name: 'bot', fields: {}, controls: ['b'] }] },
     actual: { controls: [actualControl('a', data('a')), actualControl('b', data('b'))], agents: [agent('bot', ['a']), agent('other', ['a'])] },
-    ops: ['unlink bot a', 'link bot b'],
+    ops: ['link bot b', 'unlink bot a'],
   },
   {
     name: 'without prune an owned control the directory dropped stays',
