@@ -64,10 +64,16 @@ export interface ProgressEvent {
   status: 'start' | 'done' | 'failed';
 }
 
+/** The server's `error_code` when a batch was refused because its plan is stale. */
+export const STALE_REVISION = 'stale_revision';
+
 export interface ApplyResult {
   done: Operation[];
-  /** `status` is the HTTP status when the server refused (for example 403: not an admin key). */
-  failed: { operation: Operation; error: string; status?: number } | null;
+  /**
+   * `status` is the HTTP status when the server refused (for example 403: not an admin
+   * key), `code` its `error_code` (STALE_REVISION: someone wrote since the plan was made).
+   */
+  failed: { operation: Operation; error: string; status?: number; code?: string } | null;
   notDone: Operation[];
 }
 
@@ -143,6 +149,7 @@ async function applyInBatches(
       const blamed = error instanceof BatchFailure && error.operation && batch.includes(error.operation) ? error.operation : batch[0]!;
       const cause = error instanceof BatchFailure ? error.reason : error;
       const status = cause instanceof ApiError ? cause.status : undefined;
+      const code = cause instanceof ApiError ? cause.problem?.error_code : undefined;
       const others = batch.length - 1;
       // A refusal from the server rolled the batch back; without an answer (timeout,
       // connection lost) the batch may or may not have committed: a new plan tells.
@@ -151,7 +158,7 @@ async function applyInBatches(
           ? ` (the other ${others} operation(s) of its batch were rolled back with it)`
           : ` (the batch of ${others + 1} operation(s) may or may not have been applied; plan again to see)`;
       onProgress({ index: finished + batch.indexOf(blamed) + 1, total, operation: blamed, status: 'failed' });
-      const failed = { operation: blamed, error: `${errorMessage(cause)}${rolledBack}`, ...(status ? { status } : {}) };
+      const failed = { operation: blamed, error: `${errorMessage(cause)}${rolledBack}`, ...(status ? { status } : {}), ...(code ? { code } : {}) };
       return { done: ordered.slice(0, finished), failed, notDone: ordered.slice(finished).filter((o) => o !== blamed) };
     }
     for (const operation of batch) onProgress({ index: ++finished, total, operation, status: 'done' });

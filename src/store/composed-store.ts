@@ -7,6 +7,7 @@
 import type { AgentPatch, StoredEvent, WriteOrigin } from '../model/index.js';
 import type { AuditQuery, ChangePageQuery, HistoryStore } from './history.js';
 import type {
+  ApplyChangesOptions,
   ControlPatch,
   ControlStore,
   EventQuery,
@@ -83,8 +84,8 @@ export abstract class ComposedStore implements Store {
   listLinks() {
     return this.controls.listLinks();
   }
-  applyChanges(changes: StoreChange[], origin?: WriteOrigin) {
-    return this.controls.applyChanges(changes, origin);
+  applyChanges(changes: StoreChange[], origin?: WriteOrigin, options?: ApplyChangesOptions) {
+    return this.controls.applyChanges(changes, origin, options);
   }
   revision() {
     return this.controls.revision();
