@@ -12,7 +12,7 @@ import { controlValidator } from '../../src/gitops/control-validator.js';
 import { loadDirectory } from '../../src/gitops/directory.js';
 import { exportState } from '../../src/gitops/export.js';
 import { fetchActualState } from '../../src/gitops/fetch-state.js';
-import { loadDocuments } from '../../src/gitops/load.js';
+import { loadDocuments, type LoadResult } from '../../src/gitops/load.js';
 import { applyToServer, planAgainstServer } from '../../src/gitops/sync.js';
 import { AgentDocumentSchema, ControlDocumentSchema } from '../../src/model/index.js';
 import type { ServerHandle } from '../../src/server/start.js';
@@ -89,10 +89,10 @@ describe('export round trip', () => {
     const back = loadDocuments(exported.files, { validateControl: controlValidator(registry) });
     expect(back.diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
     expect((await planAgainstServer(client, back, {})).plan.operations).toEqual([]);
-    const byName = (l: typeof loaded) => Object.fromEntries(l.controls.map((c) => [c.name, c.data]));
+    const byName = (l: LoadResult) => Object.fromEntries(l.controls.map((c) => [c.name, c.data]));
     expect(byName(back)).toEqual(byName(loaded));
     // Links are a set: export lists them sorted.
-    const agents = (l: typeof loaded) => l.agents.map((a) => ({ ...a.document, controls: [...a.document.controls].sort() }));
+    const agents = (l: LoadResult) => l.agents.map((a) => ({ ...a.document, controls: [...a.document.controls].sort() }));
     expect(agents(back)).toEqual(agents(loaded));
   });
 });

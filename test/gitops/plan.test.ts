@@ -119,9 +119,17 @@ const cases: Case[] = [
   {
     name: 'force takes over a conflicting control',
     desired: { controls: [{ name: 'a', data: data('new'), source: null }], agents: [] },
-    actual: { controls: [actualControl('a', data('old'), 'watch:controls')], agents: [] },
+    actual: { controls: [actualControl('a', data('old'), 'gitops:other')], agents: [] },
     options: { force: true },
     ops: ['update_control a evaluator.config.pattern,managed_by'],
+  },
+  {
+    name: 'force does not take a control a watched directory keeps (the server refuses every write to it)',
+    desired: { controls: [{ name: 'a', data: data('new'), source: null }], agents: [] },
+    actual: { controls: [actualControl('a', data('old'), 'watch:controls')], agents: [] },
+    options: { force: true },
+    ops: [],
+    conflicts: ['a'],
   },
   {
     name: 'another owner id is a different owner',

@@ -33,3 +33,15 @@ describe('apply output', () => {
     }
   });
 });
+
+describe('errorMessage', () => {
+  it('says a refusal once: an issue that repeats the detail is not added again', async () => {
+    const { ApiError } = await import('../../../src/errors.js');
+    const { errorMessage } = await import('../../../src/gitops/errors.js');
+    const detail = 'change 1: control "w-0" is kept by the watched directory controls; edit it there';
+    const error = new ApiError(409, { type: 't', title: 'Conflict', status: 409, detail, error_code: 'read_only', errors: [{ field: 'changes[0]', code: 'read_only', message: 'control "w-0" is kept by the watched directory controls; edit it there' }] }, 'POST', 'http://x');
+    expect(errorMessage(error)).toBe(`HTTP 409: ${detail}`);
+    const other = new ApiError(422, { type: 't', title: 'Invalid', status: 422, detail: 'the request body is not valid', error_code: 'validation_failed', errors: [{ field: 'changes[0].control.data.action', code: 'invalid', message: 'Required' }] }, 'POST', 'http://x');
+    expect(errorMessage(other)).toBe('HTTP 422: the request body is not valid (changes[0].control.data.action: Required)');
+  });
+});
