@@ -5,7 +5,7 @@
  * The forwarding is written here once, for both dialects.
  */
 import type { AgentPatch, StoredEvent, WriteOrigin } from '../model/index.js';
-import type { AuditQuery, ChangePageQuery, HistoryStore } from './history.js';
+import type { AuditQuery, ChangePageQuery, HistoryLimits, HistoryStore } from './history.js';
 import type {
   ApplyChangesOptions,
   ControlPatch,
@@ -103,6 +103,9 @@ export abstract class ComposedStore implements Store {
   }
   auditLog(query: AuditQuery) {
     return this.history.auditLog(query);
+  }
+  pruneHistory(limits: HistoryLimits) {
+    return this.history.pruneHistory(limits);
   }
 
   // ---- events, rollups, stats ----
