@@ -108,7 +108,9 @@ export async function runPlan(dir: string, options: PlanCommandOptions): Promise
   if (refusal) {
     // The plan above says why and how to adopt; this line is for logs that keep stderr only.
     const n = result.plan.conflicts.length;
-    process.stderr.write(`error: apply would refuse this plan: ${n} conflict${n === 1 ? '' : 's'} (the plan above says why and the command that adopts them)${options.out ? `; nothing was saved to ${options.out}` : ''}\n`);
+    // Only some conflicts have a command that takes them over (none for a watched directory).
+    const next = refusal.groups.some((g) => g.command !== null) ? 'the command that takes them over' : 'what to do instead';
+    process.stderr.write(`error: apply would refuse this plan: ${n} conflict${n === 1 ? '' : 's'} (the plan above says why and ${next})${options.out ? `; nothing was saved to ${options.out}` : ''}\n`);
     return 1;
   }
   if (options.out && options.format === 'text') process.stdout.write(`Saved the plan to ${options.out}; run "guardctl apply ${options.out}" to apply exactly this.\n`);

@@ -1,5 +1,5 @@
 /** Apply output: a progress display on a terminal, plain lines in CI, a result summary or JSON. */
-import type { ApplyResult, ProgressEvent } from '../../src/gitops/apply.js';
+import { STALE_REVISION, type ApplyResult, type ProgressEvent } from '../../src/gitops/apply.js';
 import type { Operation } from '../../src/gitops/plan.js';
 import type { Colors } from './color.js';
 import { operationLine } from './plan.js';
@@ -24,19 +24,36 @@ export function progressPrinter(stream: { write(text: string): unknown; isTTY?: 
 
 export function renderApplyText(result: ApplyResult, c: Colors): string {
   const out: string[] = [];
-  if (result.failed) {
+  if (result.failed?.code === STALE_REVISION) {
+    // Another writer won the race: nothing is wrong with the directory, the plan is just old.
+    const done = result.done.length;
+    out.push(c.red(`✗ apply refused: ${result.failed.error.replace(/^HTTP 409: /, '').replace(/ \(the other .*\)$/, '')}`));
+    out.push(`  Another apply, a hot reload or a person wrote to the server after this plan was made; ${done === 0 ? 'this run changed nothing' : `only the ${done} operation(s) of its batches before that were applied`}.`);
+    out.push(c.cyan('  hint: run "guardctl plan" again to see the server as it is now, then apply'));
+  } else if (result.failed) {
     out.push(c.red(`✗ apply stopped: ${operationLine(result.failed.operation)} failed: ${result.failed.error}`));
     out.push(`  done: ${result.done.length} operation(s)`);
     for (const o of result.done) out.push(`    ${operationLine(o)}`);
     out.push(`  not done: ${result.notDone.length + 1} operation(s) (the failed one included)`);
     for (const o of [result.failed.operation, ...result.notDone]) out.push(`    ${operationLine(o)}`);
-    out.push(c.cyan('  hint: fix the cause and run "guardctl apply" again; it picks up where this run stopped'));
+    out.push(c.cyan(`  hint: ${failureHint(result.failed)}`));
   } else if (result.done.length === 0) {
     out.push(c.green('✓ nothing to do: the server already matches the directory'));
   } else {
     out.push(c.green(`✓ applied ${result.done.length} operation(s): ${countLine(result.done)}`));
   }
   return `${out.join('\n')}\n`;
+}
+
+/** What to do next, true for the kind of failure: a re-run only helps once the cause is gone. */
+function failureHint(failed: NonNullable<ApplyResult['failed']>): string {
+  if (failed.status === undefined) {
+    return 'the server did not answer, so the last batch may or may not have been applied: run "guardctl plan" to see the server as it is now, then apply again';
+  }
+  if (failed.code === 'read_only') {
+    return 'a watched directory (serve --watch) keeps this control: edit it in that directory, or take it out of this one; applying again fails the same way';
+  }
+  return 'fix the cause named above; applying again fails the same way until then. Then run "guardctl plan" and apply: only what is still missing is done';
 }
 
 function countLine(ops: readonly Operation[]): string {

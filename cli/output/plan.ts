@@ -77,6 +77,9 @@ function short(value: unknown, max = 120): string {
 
 function conflictLines(conflict: Conflict, c: Colors): string[] {
   const owner = conflict.managed_by === null ? 'made by hand' : `owned by ${conflict.managed_by}`;
+  if (conflict.op) {
+    return [c.red(`! conflict: ${conflict.op} agent "${conflict.agent_name}" -> control "${conflict.name}": the control is ${owner}, whose links the server refuses to change; it is left alone`)];
+  }
   return [
     c.red(`! conflict: control "${conflict.name}" exists on the server, ${owner}; it is left alone`),
     ...changeLines(conflict.changes),

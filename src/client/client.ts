@@ -39,6 +39,7 @@ import {
   AgentControlsSchema,
   AgentStatsSchema,
   AppliedChangesSchema,
+  RevisionSchema,
   ControlStatsSchema,
   AgentDetailSchema,
   AgentListSchema,
@@ -229,10 +230,17 @@ export class GuardClient {
    * Applies 1 to 500 changes in one transaction, all of them or none. A refusal is an
    * ApiError whose problem names the failing change (`errors[0].field` = `changes[N]`).
    */
-  applyChanges(changes: ChangeBody[]): Promise<AppliedChanges> {
+  applyChanges(changes: ChangeBody[], options: { expectedRevision?: number | undefined } = {}): Promise<AppliedChanges> {
+    const body = options.expectedRevision === undefined ? { changes } : { changes, expected_revision: options.expectedRevision };
     return this.#request({
-      method: 'POST', path: `${API}/changes`, endpoint: 'POST /changes', schema: AppliedChangesSchema, body: { changes },
+      method: 'POST', path: `${API}/changes`, endpoint: 'POST /changes', schema: AppliedChangesSchema, body,
     });
+  }
+
+  /** The store revision, which grows with every write to controls, agents or links. */
+  async getRevision(): Promise<number> {
+    const out = await this.#request({ method: 'GET', path: `${API}/changes/revision`, endpoint: 'GET /changes/revision', schema: RevisionSchema });
+    return out.revision;
   }
 
   // ---- agents ----

@@ -61,7 +61,12 @@ export const DeletedControlSchema = z.looseObject({
 export const AppliedChangesSchema = z.looseObject({
   applied: z.number().int(),
   touched_agents: z.array(z.string()),
+  /** The store revision after the batch (the expected_revision of the next one). */
+  revision: z.number().int().optional(),
 });
+
+/** `GET /changes/revision`. */
+export const RevisionSchema = z.looseObject({ revision: z.number().int().nonnegative() });
 export type AppliedChanges = z.infer<typeof AppliedChangesSchema>;
 
 export const AgentListSchema = z.looseObject({ agents: z.array(AgentRecordSchema.loose()) });

@@ -1,9 +1,11 @@
 /**
  * Executes a plan's operations through a Target, in the order the plan gives them (its
- * safe order: controls before links, unlinks before deletes). Stops at the first failure and says what was done and what was
- * not; every operation is idempotent on its own, so re-planning and re-applying converges.
- * A Target that can apply many operations at once (all or none) gets them in batches,
- * one step of the safe order at a time; a failed batch is not done as a whole.
+ * safe order: controls before links, links before unlinks, unlinks before deletes). Stops
+ * at the first failure and says what was done and what was not; every operation is
+ * idempotent on its own, so re-planning and re-applying converges. A Target that can
+ * apply many operations at once (all or none) gets them in batches cut from the plan in
+ * its order, across steps of the order, so a plan that fits one batch is one transaction;
+ * a failed batch is not done as a whole.
  */
 import { ApiError } from '../errors.js';
 import { errorMessage } from './errors.js';
@@ -31,7 +33,7 @@ export interface Target {
 export interface BatchTarget extends Target {
   /** Throws on failure, a BatchFailure when it can name the operation that caused it. */
   applyBatch(operations: readonly Operation[]): Promise<void>;
-  /** How to split one step's operations into batches, in order. Default: DEFAULT_BATCH_SIZE at a time. */
+  /** How to split operations (in plan order) into batches, in order. Default: DEFAULT_BATCH_SIZE at a time. */
   batchesOf?(operations: readonly Operation[]): Operation[][];
 }
 
@@ -62,10 +64,16 @@ export interface ProgressEvent {
   status: 'start' | 'done' | 'failed';
 }
 
+/** The server's `error_code` when a batch was refused because its plan is stale. */
+export const STALE_REVISION = 'stale_revision';
+
 export interface ApplyResult {
   done: Operation[];
-  /** `status` is the HTTP status when the server refused (for example 403: not an admin key). */
-  failed: { operation: Operation; error: string; status?: number } | null;
+  /**
+   * `status` is the HTTP status when the server refused (for example 403: not an admin
+   * key), `code` its `error_code` (STALE_REVISION: someone wrote since the plan was made).
+   */
+  failed: { operation: Operation; error: string; status?: number; code?: string } | null;
   notDone: Operation[];
 }
 
@@ -131,30 +139,29 @@ async function applyInBatches(
 ): Promise<ApplyResult> {
   const total = ordered.length;
   let finished = 0;
-  for (const phase of phasesOf(ordered)) {
-    const operations = phase.map((i) => ordered[i]!);
-    const batches = target.batchesOf ? target.batchesOf(operations) : chunksOf(operations, DEFAULT_BATCH_SIZE);
-    for (const batch of batches) {
-      batch.forEach((operation, k) => onProgress({ index: finished + k + 1, total, operation, status: 'start' }));
-      try {
-        await target.applyBatch(batch);
-      } catch (error) {
-        const blamed = error instanceof BatchFailure && error.operation && batch.includes(error.operation) ? error.operation : batch[0]!;
-        const cause = error instanceof BatchFailure ? error.reason : error;
-        const status = cause instanceof ApiError ? cause.status : undefined;
-        const others = batch.length - 1;
-        // A refusal from the server rolled the batch back; without an answer (timeout,
-        // connection lost) the batch may or may not have committed: a new plan tells.
-        const rolledBack =
-          others === 0 ? '' : cause instanceof ApiError
-            ? ` (the other ${others} operation(s) of its batch were rolled back with it)`
-            : ` (the batch of ${others + 1} operation(s) may or may not have been applied; plan again to see)`;
-        onProgress({ index: finished + batch.indexOf(blamed) + 1, total, operation: blamed, status: 'failed' });
-        const failed = { operation: blamed, error: `${errorMessage(cause)}${rolledBack}`, ...(status ? { status } : {}) };
-        return { done: ordered.slice(0, finished), failed, notDone: ordered.slice(finished).filter((o) => o !== blamed) };
-      }
-      for (const operation of batch) onProgress({ index: ++finished, total, operation, status: 'done' });
+  // Any cut of the plan's order is safe, so batches need not end where a step of it ends.
+  const batches = target.batchesOf ? target.batchesOf(ordered) : chunksOf(ordered, DEFAULT_BATCH_SIZE);
+  for (const batch of batches) {
+    batch.forEach((operation, k) => onProgress({ index: finished + k + 1, total, operation, status: 'start' }));
+    try {
+      await target.applyBatch(batch);
+    } catch (error) {
+      const blamed = error instanceof BatchFailure && error.operation && batch.includes(error.operation) ? error.operation : batch[0]!;
+      const cause = error instanceof BatchFailure ? error.reason : error;
+      const status = cause instanceof ApiError ? cause.status : undefined;
+      const code = cause instanceof ApiError ? cause.problem?.error_code : undefined;
+      const others = batch.length - 1;
+      // A refusal from the server rolled the batch back; without an answer (timeout,
+      // connection lost) the batch may or may not have committed: a new plan tells.
+      const rolledBack =
+        others === 0 ? '' : cause instanceof ApiError
+          ? ` (the other ${others} operation(s) of its batch were rolled back with it)`
+          : ` (the batch of ${others + 1} operation(s) may or may not have been applied; plan again to see)`;
+      onProgress({ index: finished + batch.indexOf(blamed) + 1, total, operation: blamed, status: 'failed' });
+      const failed = { operation: blamed, error: `${errorMessage(cause)}${rolledBack}`, ...(status ? { status } : {}), ...(code ? { code } : {}) };
+      return { done: ordered.slice(0, finished), failed, notDone: ordered.slice(finished).filter((o) => o !== blamed) };
     }
+    for (const operation of batch) onProgress({ index: ++finished, total, operation, status: 'done' });
   }
   return { done: [...ordered], failed: null, notDone: [] };
 }

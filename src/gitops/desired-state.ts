@@ -54,6 +54,11 @@ export interface ActualAgent {
 export interface ActualState {
   controls: ActualControl[];
   agents: ActualAgent[];
+  /**
+   * The store revision the state was read at, when the server told: apply sends it with its
+   * first batch, so a plan made against a state that changed since is refused, not mixed in.
+   */
+  revision?: number;
 }
 
 const byName = <T extends { name: string }>(a: T, b: T) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);

@@ -49,18 +49,25 @@ export function exportState(state: ActualState, schemaLine = SCHEMA_LINE): Expor
   return { files, skipped };
 }
 
-/** Keys in reading order; defaults (execution: server, empty scope) left out to stay short. */
+/** The keys a control document starts with, in reading order; any other key follows, sorted. */
+const CONTROL_KEY_ORDER = ['description', 'enabled', 'mode', 'execution', 'reveal_match', 'scope', 'selector', 'evaluator', 'condition', 'action'];
+
+/**
+ * Every field of the data, so a field added to the model is exported without a change
+ * here (test/gitops/export-round-trip.test.ts holds it); only the defaults the loader
+ * puts back (execution: server, an empty scope) are left out to stay short.
+ */
 function controlDocument(name: string, data: ControlData): Record<string, unknown> {
   const doc: Record<string, unknown> = { kind: 'Control', name };
-  if (data.description !== undefined) doc.description = data.description;
-  doc.enabled = data.enabled;
-  if (data.execution !== 'server') doc.execution = data.execution;
-  if (data.reveal_match !== undefined) doc.reveal_match = data.reveal_match;
-  if (Object.keys(data.scope).length > 0) doc.scope = data.scope;
-  if (data.selector) doc.selector = data.selector;
-  if (data.evaluator) doc.evaluator = data.evaluator;
-  if (data.condition) doc.condition = data.condition;
-  doc.action = data.action;
+  const fields = data as Record<string, unknown>;
+  const rest = Object.keys(fields).filter((key) => !CONTROL_KEY_ORDER.includes(key)).sort();
+  for (const key of [...CONTROL_KEY_ORDER, ...rest]) {
+    const value = fields[key];
+    if (value === undefined) continue;
+    if (key === 'execution' && value === 'server') continue;
+    if (key === 'scope' && Object.keys(value as object).length === 0) continue;
+    doc[key] = value;
+  }
   return doc;
 }
 

@@ -6,7 +6,7 @@
 import type { AgentRegistrationBody, GuardClient } from '../client/index.js';
 import { ApiError } from '../errors.js';
 import type { AgentPatch } from '../model/index.js';
-import { BatchFailure, type BatchTarget, type Target } from './apply.js';
+import { BatchFailure, STALE_REVISION, type BatchTarget, type Target } from './apply.js';
 import { changesOf } from './changes.js';
 import type { ActualState, AgentFields } from './desired-state.js';
 import { fetchActualState } from './fetch-state.js';
@@ -25,6 +25,12 @@ export class HttpTarget implements BatchTarget {
   readonly #created = new Set<string>();
   /** The agents the plan saw: an upsert keeps the fields a document leaves out. */
   readonly #actual: Pick<ActualState, 'agents'>;
+  /**
+   * The store revision the next batch expects: the plan's, then each batch's answer. A
+   * write by anyone else in between (a second apply, a hot reload, a person) makes the
+   * server refuse the batch whole (409 stale_revision).
+   */
+  #revision: number | undefined;
 
   constructor(
     readonly client: GuardClient,
@@ -34,6 +40,7 @@ export class HttpTarget implements BatchTarget {
   ) {
     for (const c of state.controls) this.#ids.set(c.name, c.control_id);
     this.#actual = { agents: state.agents };
+    this.#revision = state.revision;
   }
 
   /** Splits one step of the plan into requests, in order, within the count and size bounds. */
@@ -70,9 +77,11 @@ export class HttpTarget implements BatchTarget {
       if (changes.length === 0) return;
       this.counter.writes += changes.length;
       try {
-        await this.client.applyChanges(changes);
+        const answer = await this.client.applyChanges(changes, { expectedRevision: this.#revision });
+        this.#revision = answer.revision;
         break;
       } catch (error) {
+        if (isStale(error)) throw new BatchFailure(null, error);
         const blamed = blamedOperation(error, origins);
         if (blamed && (await this.#vanished(blamed, error))) {
           const at = origins.indexOf(blamed);
@@ -185,6 +194,10 @@ export class HttpTarget implements BatchTarget {
     if (optional) return null;
     throw new Error(`control "${name}" does not exist on the server`);
   }
+}
+
+function isStale(error: unknown): boolean {
+  return error instanceof ApiError && error.problem?.error_code === STALE_REVISION;
 }
 
 /** The server names the failing change by its index in the problem's `change_index`. */

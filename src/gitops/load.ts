@@ -23,6 +23,7 @@ import { locateField, parseFieldPath, spanOfOffsets, type Span } from './positio
 import { allowedKeysAt } from './schema-keys.js';
 import { diag, firstLine, locatorOf, startOf, type DocContext, type SourceLocation } from './load-context.js';
 import { checkCrossFile, type SeenAgent, type SeenControl } from './load-rules.js';
+import { aliasOverflow, MAX_ALIAS_EXPANSION } from './alias-size.js';
 
 export type { Span };
 export type { SourceLocation } from './load-context.js';
@@ -185,6 +186,19 @@ function readDocument(ctx: DocContext, out: Diagnostic[]): Record<string, unknow
       code: 'not_a_mapping',
       message: 'a document must be a mapping (key: value pairs), not a list or a single value',
       hint: 'start the document with "kind: Control", "kind: Agent" or "kind: Test"',
+    });
+    return undefined;
+  }
+  const overflow = aliasOverflow(doc);
+  if (overflow) {
+    out.push({
+      severity: 'error',
+      file,
+      ...spanOfOffsets(lineCounter, overflow.range[0], overflow.range[1]),
+      field: '',
+      code: 'alias_expansion',
+      message: `YAML aliases expand this document by more than ${MAX_ALIAS_EXPANSION.toLocaleString('en-US')} values (this alias brings it to ${Number.isFinite(overflow.added) ? overflow.added.toLocaleString('en-US') : 'an endless number, it is inside its own anchor'})`,
+      hint: 'write the values out, or split the list into several controls; aliases are for sharing small values',
     });
     return undefined;
   }

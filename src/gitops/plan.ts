@@ -34,13 +34,23 @@ export type Operation =
 
 export type OperationKind = Operation['op'];
 
-/** A control of the directory's name on the server that this directory does not own. */
+/**
+ * A control of the directory's name on the server that this directory does not own; or,
+ * with `op`, a link or unlink of a control that a watched directory keeps (the server
+ * refuses every write naming such a control, so apply could not make it).
+ */
 export interface Conflict {
   name: string;
   /** Who owns it now: null when made by hand. */
   managed_by: string | null;
   changes: Change[];
+  /** Set for a link conflict: the agent whose link to `name` the plan would change. */
+  agent_name?: string;
+  op?: 'link' | 'unlink';
 }
+
+/** The owner label prefix of hot reload (`serve --watch`), whose controls the API never writes. */
+export const WATCH_OWNER_PREFIX = 'watch:';
 
 export interface PlanSummary {
   create_control: number;
@@ -90,14 +100,19 @@ export interface PlanOptions {
 
 export const DEFAULT_OWNER = 'default';
 
-/** The order the plan lists operations in, the order apply runs them: controls before links, unlinks before deletes. */
+/**
+ * The order the plan lists operations in, the order apply runs them: controls before
+ * links, links before unlinks, unlinks before deletes. Links come before unlinks so that
+ * an apply stopped anywhere (a refused batch, a killed CLI) leaves every agent with at
+ * least all of its old controls or all of its new ones, never fewer than both.
+ */
 export const OPERATION_ORDER: readonly OperationKind[] = [
   'create_control',
   'update_control',
   'create_agent',
   'update_agent',
-  'unlink',
   'link',
+  'unlink',
   'delete_control',
 ];
 
@@ -112,7 +127,11 @@ export function plan(desired: DesiredState, actual: ActualState, options: PlanOp
   const actualControls = new Map(actual.controls.map((c) => [c.name, c]));
   const desiredNames = new Set(desired.controls.map((c) => c.name));
   const adopted = new Set((options.adopt ?? []).map((owner) => ownerLabel(owner)));
-  const takesOver = (have: ActualControl) => Boolean(options.force) || (have.managed_by !== null && adopted.has(have.managed_by));
+  // A watched directory's controls are written only by its hot reload: no flag takes them.
+  const watchedElsewhere = (managed: string | null | undefined) =>
+    !managedBy.startsWith(WATCH_OWNER_PREFIX) && typeof managed === 'string' && managed.startsWith(WATCH_OWNER_PREFIX);
+  const takesOver = (have: ActualControl) =>
+    !watchedElsewhere(have.managed_by) && (Boolean(options.force) || (have.managed_by !== null && adopted.has(have.managed_by)));
 
   for (const want of desired.controls) {
     const have = actualControls.get(want.name);
@@ -151,12 +170,13 @@ export function plan(desired: DesiredState, actual: ActualState, options: PlanOp
     }
     const current = new Set(have?.controls ?? []);
     const target = new Set(want.controls);
-    for (const name of [...current].sort()) {
-      if (!target.has(name)) operations.push({ op: 'unlink', agent_name: want.agent_name, control_name: name });
-    }
-    for (const name of want.controls) {
-      if (!current.has(name)) operations.push({ op: 'link', agent_name: want.agent_name, control_name: name });
-    }
+    const linkOrConflict = (op: 'link' | 'unlink', name: string) => {
+      const owner = actualControls.get(name)?.managed_by;
+      if (watchedElsewhere(owner)) conflicts.push({ name, managed_by: owner ?? null, changes: [], agent_name: want.agent_name, op });
+      else operations.push({ op, agent_name: want.agent_name, control_name: name });
+    };
+    for (const name of want.controls) if (!current.has(name)) linkOrConflict('link', name);
+    for (const name of [...current].sort()) if (!target.has(name)) linkOrConflict('unlink', name);
   }
 
   if (options.prune) {

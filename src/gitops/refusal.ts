@@ -7,7 +7,7 @@
  * `default`, the CI workflow as `--owner $GITHUB_REPOSITORY`, and CI's plan then finds
  * every changed control owned by someone else. `--adopt default` is its exact fix.
  */
-import { DEFAULT_OWNER, type Plan } from './plan.js';
+import { DEFAULT_OWNER, type Conflict, type Plan } from './plan.js';
 
 /** Conflicting controls of one owner, why they are not this plan's, and what takes them over. */
 export interface ConflictGroup {
@@ -37,14 +37,29 @@ export interface PlanInvocation {
 
 export function refusalOf(plan: Pick<Plan, 'conflicts' | 'managed_by'>, invocation: PlanInvocation): Refusal | null {
   if (plan.conflicts.length === 0) return null;
-  const byOwner = new Map<string | null, string[]>();
-  for (const conflict of plan.conflicts) byOwner.set(conflict.managed_by, [...(byOwner.get(conflict.managed_by) ?? []), conflict.name]);
-  const groups = [...byOwner].map(([owner, names]) => groupOf(owner, names, invocation));
-  const n = plan.conflicts.length;
-  return {
-    message: `${n} control${n === 1 ? '' : 's'} of the same name ${n === 1 ? 'exists' : 'exist'} on the server under another owner than ${plan.managed_by}`,
-    groups,
-  };
+  const byOwner = new Map<string | null, Conflict[]>();
+  for (const conflict of plan.conflicts) byOwner.set(conflict.managed_by, [...(byOwner.get(conflict.managed_by) ?? []), conflict]);
+  const groups = [...byOwner].map(([owner, conflicts]) => {
+    const group = groupOf(owner, [...new Set(conflicts.map((c) => c.name))], invocation);
+    const agents = [...new Set(conflicts.filter((c) => c.op).map((c) => c.agent_name))].map((a) => `"${a}"`);
+    if (agents.length === 0) return group;
+    // Links to a watched directory's controls are kept there, like the controls themselves.
+    return {
+      ...group,
+      why: `${group.why}; so are the links of agent ${agents.join(', ')} to them`,
+      advice: `${group.advice}; or leave agent ${agents.join(', ')} to that directory (take its kind: Agent document out of this one)`,
+    };
+  });
+  const controls = plan.conflicts.filter((c) => !c.op).length;
+  const links = plan.conflicts.length - controls;
+  const reasons: string[] = [];
+  if (controls > 0) {
+    reasons.push(`${controls} control${controls === 1 ? '' : 's'} of the same name ${controls === 1 ? 'exists' : 'exist'} on the server under another owner than ${plan.managed_by}`);
+  }
+  if (links > 0) {
+    reasons.push(`${links} link${links === 1 ? '' : 's'} it would change name${links === 1 ? 's' : ''} a control a watched directory keeps (guardctl serve --watch), which the server refuses`);
+  }
+  return { message: reasons.join('; '), groups };
 }
 
 function groupOf(managedBy: string | null, names: string[], invocation: PlanInvocation): ConflictGroup {

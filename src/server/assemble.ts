@@ -4,6 +4,7 @@
  * that stops them in the right order. `startServer` listens on what this builds; tests
  * and benchmarks build their servers here too, so every server is put together alike.
  */
+import { startHistoryRetention } from './history-retention.js';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { createDefaultRegistry, evaluatorPluginSpecs, loadEvaluatorPlugins, type EvaluatorRegistry } from '../evaluators/registry.js';
 import { createObservability, type CreateObservabilityOptions, type Observability } from '../observability/index.js';
@@ -74,9 +75,11 @@ export async function assembleServer(config: ServerConfig, options: AssembleOpti
   let observability: Observability | undefined;
   let hotReload: HotReload | undefined;
   let tracing: Tracing | undefined;
+  let retention: { stop(): Promise<void> } | undefined;
   const closeAll = async () => {
     // No reload may start writing into a store that is closing.
     await hotReload?.close();
+    await retention?.stop();
     // Fastify stops accepting and waits for in-flight requests before resolving.
     await app?.close();
     await observability?.close();
@@ -130,6 +133,7 @@ export async function assembleServer(config: ServerConfig, options: AssembleOpti
         ...(options.watch ? { watch: options.watch } : {}),
       });
     }
+    retention = startHistoryRetention(store, config, (err) => app?.log.warn({ err }, 'pruning the change history failed'));
     let closing: Promise<void> | undefined;
     return {
       app,
@@ -143,6 +147,7 @@ export async function assembleServer(config: ServerConfig, options: AssembleOpti
     };
   } catch (error) {
     await hotReload?.close().catch(() => undefined);
+    await retention?.stop().catch(() => undefined);
     await app?.close().catch(() => undefined);
     await observability?.close().catch(() => undefined);
     await tracing?.shutdown(0);

@@ -65,6 +65,10 @@ export interface ServerConfig {
   /** Steps whose redacted JSON is larger are not recorded (GUARD_RECORD_MAX_STEP_BYTES). */
   readonly recordMaxStepBytes: number;
   readonly recordRetentionDays: number;
+  /** GUARD_HISTORY_MAX_ENTRIES: change-history entries kept at most (newest first). */
+  readonly historyMaxEntries: number;
+  /** GUARD_HISTORY_MAX_AGE_DAYS: change-history entries older than this are deleted. */
+  readonly historyMaxAgeDays: number;
   /** Extra field names or paths to redact, beside the built-in ones (GUARD_RECORD_REDACT). */
   readonly recordRedact: readonly string[];
   /** OpenTelemetry export (the standard OTEL_* variables); null when tracing is off. */
@@ -147,6 +151,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<ServerConf
     recordSampleRate: fraction(env, 'GUARD_RECORD_SAMPLE_RATE', 1),
     recordMaxStepBytes: int(env, 'GUARD_RECORD_MAX_STEP_BYTES', 16_384, 64, 64 * 1024 * 1024),
     recordRetentionDays: num(env, 'GUARD_RECORD_RETENTION_DAYS', 7, 0.001),
+    historyMaxEntries: int(env, 'GUARD_HISTORY_MAX_ENTRIES', 100_000, 1, 1_000_000_000),
+    historyMaxAgeDays: num(env, 'GUARD_HISTORY_MAX_AGE_DAYS', 365, 0.001),
     recordRedact: list(env, 'GUARD_RECORD_REDACT'),
     tracing: tracingConfigOf(env),
     ...dropUndefined(overrides),

@@ -22,6 +22,7 @@ export const ERROR_CODES = [
   'headers_too_large',
   'too_many_requests',
   'read_only',
+  'stale_revision',
   'internal',
   'unavailable',
 ] as const;
@@ -104,6 +105,8 @@ export function problemOfStoreError(error: StoreError): Problem {
       return problemOf(409, 'conflict', error.message);
     case 'not_found':
       return problemOf(404, 'not_found', error.message);
+    case 'stale':
+      return problemOf(409, 'stale_revision', error.message);
     case 'unavailable':
       // The store's message may name hosts or SQL; clients only learn that it is down.
       return problemOf(503, 'unavailable', 'the database is unavailable; try again shortly');

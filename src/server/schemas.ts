@@ -82,6 +82,12 @@ function changesBodySchema(data: z.ZodType) {
       .array(changeSchemasOf(data, ManagedBySchema).change)
       .min(1, 'give at least one change')
       .max(MAX_CHANGES_PER_REQUEST, `at most ${MAX_CHANGES_PER_REQUEST} changes per request`),
+    expected_revision: z
+      .number()
+      .int()
+      .nonnegative()
+      .optional()
+      .describe('Apply only if the store is still at this revision (GET /changes/revision, or the revision of the previous batch); else 409 stale_revision and nothing is written'),
   });
 }
 

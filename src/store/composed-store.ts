@@ -5,8 +5,9 @@
  * The forwarding is written here once, for both dialects.
  */
 import type { AgentPatch, StoredEvent, WriteOrigin } from '../model/index.js';
-import type { AuditQuery, ChangePageQuery, HistoryStore } from './history.js';
+import type { AuditQuery, ChangePageQuery, HistoryLimits, HistoryStore } from './history.js';
 import type {
+  ApplyChangesOptions,
   ControlPatch,
   ControlStore,
   EventQuery,
@@ -86,8 +87,8 @@ export abstract class ComposedStore implements Store {
   listLinks() {
     return this.controls.listLinks();
   }
-  applyChanges(changes: StoreChange[], origin?: WriteOrigin) {
-    return this.controls.applyChanges(changes, origin);
+  applyChanges(changes: StoreChange[], origin?: WriteOrigin, options?: ApplyChangesOptions) {
+    return this.controls.applyChanges(changes, origin, options);
   }
   revision() {
     return this.controls.revision();
@@ -105,6 +106,9 @@ export abstract class ComposedStore implements Store {
   }
   auditLog(query: AuditQuery) {
     return this.history.auditLog(query);
+  }
+  pruneHistory(limits: HistoryLimits) {
+    return this.history.pruneHistory(limits);
   }
 
   // ---- events, rollups, stats ----

@@ -190,4 +190,14 @@ export interface HistoryStore {
   controlHistory(controlId: number, page: ChangePageQuery): Promise<ChangePage>;
   /** Every entry, newest first. */
   auditLog(query: AuditQuery): Promise<ChangePage>;
+  /**
+   * Deletes the entries older than `before` (ISO time) and those beyond the newest
+   * `maxEntries`; returns how many. A restore can go back only as far as history is kept.
+   */
+  pruneHistory(limits: HistoryLimits): Promise<number>;
+}
+
+export interface HistoryLimits {
+  maxEntries: number;
+  before: string;
 }

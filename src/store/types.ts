@@ -158,10 +158,29 @@ export interface FailedChange {
   reason: string;
 }
 
+export interface ApplyChangesOptions {
+  expectedRevision?: number | undefined;
+}
+
+export interface AppliedBatch {
+  touched_agents: string[];
+  /** The store revision once the batch committed. */
+  revision: number;
+}
+
+/** The StoreError of a batch whose expected revision is not the store's. */
+export function staleRevision(expected: number, actual: number): StoreError {
+  return new StoreError(
+    'stale',
+    `the server changed since this plan was made: it is at revision ${actual}, the plan was made at revision ${expected}`,
+  );
+}
+
 /** Raised by stores; the server maps each kind to its HTTP status. */
 export class StoreError extends Error {
   constructor(
-    readonly kind: 'conflict' | 'not_found' | 'unavailable',
+    /** `stale`: the store's revision is not the one an `applyChanges` batch expected. */
+    readonly kind: 'conflict' | 'not_found' | 'unavailable' | 'stale',
     message: string,
     /** Set when a change of an `applyChanges` batch failed: the batch was rolled back. */
     readonly failedChange?: FailedChange,
@@ -210,9 +229,12 @@ export interface ControlStore {
 
   /**
    * Applies every change in one transaction: all of them or none. Returns the agents
-   * touched. A refused change raises a StoreError whose `failedChange` names it.
+   * touched and the revision after the batch. A refused change raises a StoreError whose
+   * `failedChange` names it. With `expectedRevision`, the batch runs only when the store
+   * is still at that revision, checked inside its transaction (StoreError 'stale'
+   * otherwise): optimistic concurrency for a GitOps apply made against that state.
    */
-  applyChanges(changes: StoreChange[], origin?: WriteOrigin): Promise<{ touched_agents: string[] }>;
+  applyChanges(changes: StoreChange[], origin?: WriteOrigin, options?: ApplyChangesOptions): Promise<AppliedBatch>;
 
   /**
    * A number that grows with every write to controls, agents or links. Replicas compare it

@@ -78,10 +78,10 @@ const cases: Case[] = [
     ops: ['update_control a data'],
   },
   {
-    name: 'link and unlink for a declared agent; undeclared agents are left alone',
+    name: 'link and unlink for a declared agent (links first: never fewer guards than both states); undeclared agents are left alone',
     desired: { controls: [{ name: 'a', data: data('a'), source: null }, { name: 'b', data: data('b'), source: null }], agents: [{ agent_name: 'bot', fields: {}, controls: ['b'] }] },
     actual: { controls: [actualControl('a', data('a')), actualControl('b', data('b'))], agents: [agent('bot', ['a']), agent('other', ['a'])] },
-    ops: ['unlink bot a', 'link bot b'],
+    ops: ['link bot b', 'unlink bot a'],
   },
   {
     name: 'without prune an owned control the directory dropped stays',
@@ -119,9 +119,17 @@ const cases: Case[] = [
   {
     name: 'force takes over a conflicting control',
     desired: { controls: [{ name: 'a', data: data('new'), source: null }], agents: [] },
-    actual: { controls: [actualControl('a', data('old'), 'watch:controls')], agents: [] },
+    actual: { controls: [actualControl('a', data('old'), 'gitops:other')], agents: [] },
     options: { force: true },
     ops: ['update_control a evaluator.config.pattern,managed_by'],
+  },
+  {
+    name: 'force does not take a control a watched directory keeps (the server refuses every write to it)',
+    desired: { controls: [{ name: 'a', data: data('new'), source: null }], agents: [] },
+    actual: { controls: [actualControl('a', data('old'), 'watch:controls')], agents: [] },
+    options: { force: true },
+    ops: [],
+    conflicts: ['a'],
   },
   {
     name: 'another owner id is a different owner',

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -22,6 +22,38 @@ describe('readYamlDirectory', () => {
     const read = await readYamlDirectory(dir);
     expect(read.files.map((f) => f.path.slice(dir.length + 1))).toEqual(['UPPER.YAML', 'a.yml', 'b.yaml', 'sub/c.yaml']);
     expect(read.diagnostics).toEqual([]);
+  });
+
+  it('never skips a symbolic link silently: follows one to a file inside the directory, reports every other', async () => {
+    const outside = mkdtempSync(join(tmpdir(), 'guardctl-outside-'));
+    try {
+      writeFileSync(join(outside, 'secret.yaml'), 'kind: Agent\nagent_name: outside\n');
+      mkdirSync(join(dir, 'shared'));
+      writeFileSync(join(dir, 'shared', 'real.yml'), 'kind: Agent\nagent_name: inside\n');
+      symlinkSync(join(dir, 'shared', 'real.yml'), join(dir, 'inside.yaml'));
+      symlinkSync('../' + outside.split('/').pop() + '/secret.yaml', join(dir, 'escape.yaml'));
+      symlinkSync(join(dir, 'missing.yaml'), join(dir, 'dangling.yaml'));
+      symlinkSync(join(dir, 'shared'), join(dir, 'linked-dir'));
+      symlinkSync(join(dir, 'shared', 'real.yml'), join(dir, 'notes.txt'));
+      const read = await readYamlDirectory(dir);
+      expect(read.files.map((f) => f.path.slice(dir.length + 1))).toEqual(['inside.yaml', 'shared/real.yml']);
+      expect(read.diagnostics.map((d) => [d.file.slice(dir.length + 1), d.code, d.severity])).toEqual([
+        ['dangling.yaml', 'symlink', 'error'],
+        ['escape.yaml', 'symlink', 'error'],
+        ['linked-dir', 'symlink', 'error'],
+      ]);
+      expect(read.diagnostics.map((d) => d.message)).toEqual([
+        expect.stringMatching(/points to nothing/),
+        expect.stringMatching(/points outside the directory/),
+        expect.stringMatching(/directory.*not followed/),
+      ]);
+      // validate must not call such a directory valid; the followed link is read like a file
+      // (here a second definition of the agent it links to).
+      const loaded = await loadDirectory(dir, createDefaultRegistry());
+      expect(loaded.diagnostics.filter((d) => d.severity === 'error').map((d) => d.code).sort()).toEqual(['duplicate_agent', 'symlink', 'symlink', 'symlink']);
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
   });
 
   it('turns an oversized file into a diagnostic instead of reading it', async () => {

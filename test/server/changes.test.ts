@@ -39,7 +39,7 @@ describe('POST /api/v1/changes', () => {
       { op: 'delete_control', name: 'b' },
     ]);
     expect(res.statusCode).toBe(200);
-    expect(json(res)).toEqual({ applied: 8, touched_agents: ['bot'] });
+    expect(json(res)).toEqual({ applied: 8, touched_agents: ['bot'], revision: expect.any(Number) });
     expect(await names()).toEqual(['a']);
     const a = await server.store.getControlByName('a');
     expect(a).toMatchObject({ managed_by: 'gitops:default', source: 'c.yaml:1' });
@@ -53,13 +53,13 @@ describe('POST /api/v1/changes', () => {
     await seedAgentWithControl(server.app, 'bot', 'block-drop');
     expect(await denies('bot')).toBe(true);
     const update = await post([{ op: 'update_control', name: 'block-drop', patch: { data: sqlControl({ action: { decision: 'log' } }) } }]);
-    expect(json(update)).toEqual({ applied: 1, touched_agents: ['bot'] });
+    expect(json(update)).toEqual({ applied: 1, touched_agents: ['bot'], revision: expect.any(Number) });
     expect(await denies('bot')).toBe(false);
 
     await post([{ op: 'update_control', name: 'block-drop', patch: { data: sqlControl() } }]);
     expect(await denies('bot')).toBe(true);
     const del = await post([{ op: 'delete_control', name: 'block-drop' }]);
-    expect(json(del)).toEqual({ applied: 1, touched_agents: ['bot'] });
+    expect(json(del)).toEqual({ applied: 1, touched_agents: ['bot'], revision: expect.any(Number) });
     expect(await denies('bot')).toBe(false);
   });
 

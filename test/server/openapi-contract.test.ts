@@ -262,9 +262,11 @@ describe('the OpenAPI document against the real server', () => {
     expect(restored.control.name).toBe('contract-bare');
     await ok('get', '/api/v1/audit', { query: { since: '1h', limit: '5' } });
 
-    // A batch, watch mode's status, then unlink and delete.
+    // A batch at the revision read just before, watch mode's status, then unlink and delete.
+    const { revision } = await ok('get', '/api/v1/changes/revision', { key: 'regular' });
     await ok('post', '/api/v1/changes', {
       body: {
+        expected_revision: revision,
         changes: [
           { op: 'create_control', control: { name: 'contract-batch', data: sqlData() } },
           { op: 'link', agent_name: 'contract-bot', control_name: 'contract-batch' },

@@ -33,6 +33,23 @@ export function defineHistoryContract(name: string, open: () => Promise<Store>):
       await store.close();
     });
 
+    describe('history retention', () => {
+      it('prunes entries beyond the newest maxEntries, and entries older than the cutoff', async () => {
+        for (let i = 0; i < 12; i++) await store.createControl({ name: `c${i}`, data: controlData() }, admin);
+        const all = async () => (await store.auditLog({ limit: 100 })).entries;
+        expect(await all()).toHaveLength(12);
+        // Nothing is old yet: the age limit removes nothing.
+        expect(await store.pruneHistory({ maxEntries: 100, before: new Date(Date.now() - 60_000).toISOString() })).toBe(0);
+        expect(await store.pruneHistory({ maxEntries: 5, before: new Date(0).toISOString() })).toBe(7);
+        expect((await all()).map((e) => e.control_name)).toEqual(['c11', 'c10', 'c9', 'c8', 'c7']);
+        expect(await store.pruneHistory({ maxEntries: 100, before: new Date(Date.now() + 60_000).toISOString() })).toBe(5);
+        expect(await all()).toEqual([]);
+        // New writes are kept as before.
+        await store.createControl({ name: 'after' }, admin);
+        expect((await all()).map((e) => e.control_name)).toEqual(['after']);
+      });
+    });
+
     describe('history', () => {
       it('stores every write to a control and its links with actor, source, revision and the record before and after', async () => {
         const c = await store.createControl({ name: 'sql', data: controlData() }, admin);

@@ -326,6 +326,34 @@ export function defineStoreContract(name: string, open: () => Promise<Store>): v
         expect(conflict.message).toContain('change 2');
         expect(await store.getControlByName('one')).toBeNull();
       });
+
+      it('with an expected revision, applies only at that revision and answers the revision after the batch', async () => {
+        const start = await store.revision();
+        const first = await store.applyChanges([{ op: 'create_control', control: { name: 'a' } }], undefined, { expectedRevision: start });
+        expect(first.revision).toBeGreaterThan(start);
+        expect(first.revision).toBe(await store.revision());
+        // A second writer that planned against `start` loses, whole: nothing of its batch is written.
+        const stale = await storeError(
+          store.applyChanges([{ op: 'create_control', control: { name: 'b' } }, { op: 'upsert_agent', agent: { agent_name: 'x' } }], undefined, { expectedRevision: start }),
+        );
+        expect(stale.kind).toBe('stale');
+        expect(stale.message).toMatch(/changed since this plan was made/);
+        expect(await store.getControlByName('b')).toBeNull();
+        expect(await store.getAgent('x')).toBeNull();
+        expect(await store.revision()).toBe(first.revision);
+        // Chained on the answered revision it goes on.
+        const second = await store.applyChanges([{ op: 'create_control', control: { name: 'b' } }], undefined, { expectedRevision: first.revision });
+        expect(second.revision).toBeGreaterThan(first.revision);
+        // Two writers racing from the same revision: exactly one wins.
+        const racing = await Promise.allSettled(
+          ['c', 'd'].map((name) => store.applyChanges([{ op: 'create_control', control: { name } }], undefined, { expectedRevision: second.revision })),
+        );
+        expect(racing.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+        const lost = racing.find((r) => r.status === 'rejected');
+        expect((lost as PromiseRejectedResult).reason).toMatchObject({ kind: 'stale' });
+        // Without one, a batch runs whatever the revision.
+        expect((await store.applyChanges([{ op: 'create_control', control: { name: 'e' } }])).revision).toBe(await store.revision());
+      });
     });
 
     describe('revision', () => {

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { validateControlData } from '../../engine/index.js';
 import type { EvaluatorRegistry } from '../../evaluators/registry.js';
 import { controlNameOf, fieldIssuesOf, type ControlData, type ControlRecord, type FieldIssue } from '../../model/index.js';
-import { StoreError, type Store, type StoreChange } from '../../store/types.js';
+import { StoreError, type AppliedBatch, type Store, type StoreChange } from '../../store/types.js';
 import { apiOrigin, isWatchManaged, type ServerContext } from '../context.js';
 import type { OperationDoc } from '../openapi.js';
 import { HttpProblem } from '../problem.js';
@@ -25,9 +25,22 @@ const DOC = {
   tag: 'changes',
   body: ChangesBodySchema,
   responses: {
-    200: z.strictObject({ applied: z.number().int().describe('Changes applied'), touched_agents: z.array(z.string()).describe('Agents whose controls changed') }),
+    200: z.strictObject({
+      applied: z.number().int().describe('Changes applied'),
+      touched_agents: z.array(z.string()).describe('Agents whose controls changed'),
+      revision: z.number().int().describe('The store revision after the batch: the expected_revision of a next batch'),
+    }),
   },
   errors: [404, 409],
+} satisfies OperationDoc;
+
+const REVISION_DOC = {
+  operationId: 'getRevision',
+  summary: 'The store revision: it grows with every write to controls, agents or links',
+  description: 'GitOps apply reads it around reading the state it plans against and sends it as expected_revision.',
+  tag: 'changes',
+  responses: { 200: z.strictObject({ revision: z.number().int().nonnegative() }) },
+  errors: [],
 } satisfies OperationDoc;
 
 /**
@@ -37,6 +50,8 @@ const DOC = {
 export const changeRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) => {
   const { store, registry, controlSets } = ctx;
 
+  app.get('/changes/revision', { config: { access: 'read', openapi: REVISION_DOC } }, async () => ({ revision: await store.revision() }));
+
   app.post('/changes', { config: { access: 'admin', openapi: DOC } }, async (request) => {
     const parsed = ChangesEnvelopeSchema.safeParse(request.body);
     if (!parsed.success) {
@@ -44,15 +59,15 @@ export const changeRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) 
     }
     const changes = storeChangesOf(parsed.data.changes, registry);
     await refuseWatched(store, changes);
-    let touched: string[];
+    let applied: AppliedBatch;
     try {
       // This endpoint is how GitOps apply writes (docs/gitops.md): its writes are `apply` in history.
-      ({ touched_agents: touched } = await store.applyChanges(changes, apiOrigin(ctx, request, 'apply')));
+      applied = await store.applyChanges(changes, apiOrigin(ctx, request, 'apply'), { expectedRevision: parsed.data.expected_revision });
     } catch (error) {
       throw error instanceof StoreError ? problemNamingChange(error) : error;
     }
-    controlSets.invalidate(touched);
-    return { applied: changes.length, touched_agents: touched };
+    controlSets.invalidate(applied.touched_agents);
+    return { applied: changes.length, touched_agents: applied.touched_agents, revision: applied.revision };
   });
 };
 
@@ -137,7 +152,7 @@ async function refuseWatched(store: Store, changes: StoreChange[]): Promise<void
 /** A change the store refused: the problem names it by its index, as a field path and as `change_index`. */
 function problemNamingChange(error: StoreError): Error {
   const failed = error.failedChange;
-  if (!failed || error.kind === 'unavailable') return error;
+  if (!failed || error.kind === 'unavailable' || error.kind === 'stale') return error;
   const status = error.kind === 'conflict' ? 409 : 404;
   const code = error.kind === 'conflict' ? 'conflict' : 'not_found';
   return new HttpProblem(status, code, error.message, [{ field: `changes[${failed.index}]`, code, message: failed.reason }], {

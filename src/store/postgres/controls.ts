@@ -8,7 +8,7 @@ import { applyChangesAsync } from '../apply-changes.js';
 import { agentEntry, agentSnapshot, controlEntry, controlSnapshot, linkEntry, planRestore, sameSnapshot, unlinkedNote } from '../history.js';
 import type { RestoreOutcome } from '../history.js';
 import { enabledAfter, nowIso, storedDataOf } from '../records.js';
-import { StoreError, type ControlPage, type ControlStore, type Link } from '../types.js';
+import { StoreError, staleRevision, type AppliedBatch, type ApplyChangesOptions, type ControlPage, type ControlStore, type Link } from '../types.js';
 import type { ControlPatch, NewAgent, NewControl, StoreChange } from '../types.js';
 import type { PostgresDatabase, WriteTx } from './database.js';
 import { agentOf, controlOf, type AgentRow, type ControlRow } from './control-rows.js';
@@ -297,10 +297,20 @@ export class PostgresControls implements ControlStore {
     return rows.map((r) => ({ agent_name: r.agent_name, control_id: Number(r.control_id) }));
   }
 
-  async applyChanges(changes: StoreChange[], origin: WriteOrigin = SYSTEM_ORIGIN): Promise<{ touched_agents: string[] }> {
-    const touched_agents = await this.database.write((tx) => {
+  async applyChanges(changes: StoreChange[], origin: WriteOrigin = SYSTEM_ORIGIN, options: ApplyChangesOptions = {}): Promise<AppliedBatch> {
+    let revision = 0;
+    let revisionTx: WriteTx | undefined;
+    const touched_agents = await this.database.write(async (tx) => {
+      // With an expected revision the row is locked until COMMIT: a second apply's check
+      // waits for this batch, then sees the revision it produced.
+      const lock = options.expectedRevision === undefined ? '' : ' FOR UPDATE';
+      const read = await tx.client.query<{ value: string }>(`SELECT value FROM store_revision WHERE id = 1${lock}`);
+      revision = Number(read.rows[0]?.value);
+      // The write bumps the revision after this function returns, on `tx`.
+      revisionTx = tx;
+      if (options.expectedRevision !== undefined && options.expectedRevision !== revision) throw staleRevision(options.expectedRevision, revision);
       const byName = (name: string) => this.controlRowByNameTx(tx, name);
-      return applyChangesAsync(
+      const touched = await applyChangesAsync(
         changes,
         {
           createControl: (control) => this.createControlTx(tx, control),
@@ -316,8 +326,9 @@ export class PostgresControls implements ControlStore {
         },
         mapPgError,
       );
+      return touched;
     }, origin);
-    return { touched_agents };
+    return { touched_agents, revision: revisionTx?.revision ?? revision };
   }
 
   async revision(): Promise<number> {

@@ -49,6 +49,8 @@ export interface WriteTx {
   agents: Set<string>;
   /** History entries of the writes, stored under the revision the transaction bumps. */
   entries: NewChangeEntry[];
+  /** The revision once the transaction bumped it (set before COMMIT). */
+  revision?: number;
 }
 
 /** Applies pending migrations under an advisory lock, so replicas starting together take turns. */
@@ -173,6 +175,7 @@ export class PostgresDatabase {
       if (tx.changed) {
         const bumped = await client.query<{ value: string }>('UPDATE store_revision SET value = value + 1 WHERE id = 1 RETURNING value');
         const revision = Number(bumped.rows[0]?.value);
+        tx.revision = revision;
         await insertEntries(client, revision, origin, tx.entries);
         let agents: string[] | '*' = uniqueSorted(tx.agents);
         if (JSON.stringify(agents).length > MAX_NOTIFY_PAYLOAD) agents = '*';

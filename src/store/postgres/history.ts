@@ -5,7 +5,7 @@
  */
 import type pg from 'pg';
 import type { ChangeEntry, WriteOrigin } from '../../model/index.js';
-import { entryOf, type AuditQuery, type ChangePage, type ChangePageQuery, type HistoryStore, type NewChangeEntry } from '../history.js';
+import { entryOf, type AuditQuery, type ChangePage, type ChangePageQuery, type HistoryLimits, type HistoryStore, type NewChangeEntry } from '../history.js';
 import { isoOf } from '../records.js';
 
 interface EntryRow {
@@ -61,6 +61,17 @@ export class PostgresHistory implements HistoryStore {
   async entriesOf(client: pg.PoolClient, controlId: number): Promise<ChangeEntry[]> {
     const { rows } = await client.query<EntryRow>('SELECT * FROM change_log WHERE control_id = $1 ORDER BY id', [controlId]);
     return rows.map(rowToEntry);
+  }
+
+  async pruneHistory(limits: HistoryLimits): Promise<number> {
+    const count = async (sql: string, params: unknown[]) =>
+      Number((await this.database.query<{ n: string }>(`WITH gone AS (${sql} RETURNING 1) SELECT count(*) AS n FROM gone`, params))[0]?.n ?? 0);
+    const byAge = await count('DELETE FROM change_log WHERE ts < $1', [isoOf(limits.before, 'before')]);
+    const byCount = await count(
+      'DELETE FROM change_log WHERE id < (SELECT id FROM change_log ORDER BY id DESC OFFSET $1 LIMIT 1)',
+      [Math.max(0, limits.maxEntries - 1)],
+    );
+    return byAge + byCount;
   }
 
   async controlHistory(controlId: number, page: ChangePageQuery): Promise<ChangePage> {

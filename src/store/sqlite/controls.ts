@@ -7,7 +7,7 @@ import { applyChangesSync } from '../apply-changes.js';
 import { agentEntry, agentSnapshot, controlEntry, controlSnapshot, linkEntry, planRestore, sameSnapshot, unlinkedNote } from '../history.js';
 import type { NewChangeEntry, RestoreOutcome } from '../history.js';
 import { enabledAfter, nowIso, storedDataOf } from '../records.js';
-import { StoreError, type ControlPage, type ControlStore, type Link } from '../types.js';
+import { StoreError, staleRevision, type AppliedBatch, type ApplyChangesOptions, type ControlPage, type ControlStore, type Link } from '../types.js';
 import type { ControlPatch, NewAgent, NewControl, StoreChange } from '../types.js';
 import { agentOf, controlOf, type AgentRow, type ControlRow } from './control-rows.js';
 import { mapSqliteError, type SqliteDatabase } from './database.js';
@@ -291,9 +291,12 @@ export class SqliteControls implements ControlStore {
     return this.database.read(() => this.s.allLinks.all() as Link[]);
   }
 
-  async applyChanges(changes: StoreChange[], origin: WriteOrigin = SYSTEM_ORIGIN): Promise<{ touched_agents: string[] }> {
-    const touched_agents = this.database.write(() =>
-      applyChangesSync(
+  async applyChanges(changes: StoreChange[], origin: WriteOrigin = SYSTEM_ORIGIN, options: ApplyChangesOptions = {}): Promise<AppliedBatch> {
+    return this.database.write(() => {
+      // Inside the IMMEDIATE transaction: no other writer can commit between check and batch.
+      const before = this.s.revision.get() as number;
+      if (options.expectedRevision !== undefined && options.expectedRevision !== before) throw staleRevision(options.expectedRevision, before);
+      const touched_agents = applyChangesSync(
         changes,
         {
           createControl: (control) => this.createControlTx(control, origin),
@@ -308,9 +311,9 @@ export class SqliteControls implements ControlStore {
           unlink: (agentName, controlName) => this.unlinkTx(agentName, this.controlRowByName(controlName), origin),
         },
         mapSqliteError,
-      ),
-    );
-    return { touched_agents };
+      );
+      return { touched_agents, revision: this.s.revision.get() as number };
+    });
   }
 
   async revision(): Promise<number> {

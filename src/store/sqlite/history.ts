@@ -4,7 +4,7 @@
  * insert and answers the history and audit queries.
  */
 import type { ChangeEntry, WriteOrigin } from '../../model/index.js';
-import { entryOf, type AuditQuery, type ChangePage, type ChangePageQuery, type HistoryStore, type NewChangeEntry } from '../history.js';
+import { entryOf, type AuditQuery, type ChangePage, type ChangePageQuery, type HistoryLimits, type HistoryStore, type NewChangeEntry } from '../history.js';
 import { epochMsOf } from '../records.js';
 import type { SqliteDatabase } from './database.js';
 
@@ -60,6 +60,18 @@ export class SqliteHistory implements HistoryStore {
       entry.after === null ? null : JSON.stringify(entry.after),
       entry.note,
     );
+  }
+
+  async pruneHistory(limits: HistoryLimits): Promise<number> {
+    const db = this.database;
+    const cutoff = epochMsOf(limits.before, 'before');
+    let deleted = db.pruneInBatches(db.cached('DELETE FROM change_log WHERE id IN (SELECT id FROM change_log WHERE ts < ? LIMIT ?)'), cutoff);
+    // The id of the oldest entry kept: everything below it goes, in batches.
+    const oldestKept = db.read(() => db.cached('SELECT id FROM change_log ORDER BY id DESC LIMIT 1 OFFSET ?').pluck().get(Math.max(0, limits.maxEntries - 1))) as number | undefined;
+    if (oldestKept !== undefined) {
+      deleted += db.pruneInBatches(db.cached('DELETE FROM change_log WHERE id IN (SELECT id FROM change_log WHERE id < ? LIMIT ?)'), oldestKept);
+    }
+    return deleted;
   }
 
   /** Every entry of one control, oldest first (what restore decides from); call inside a transaction. */
