@@ -139,7 +139,8 @@ export class McpRelay {
     const step: StepInput = {
       type: 'tool',
       name: params.name,
-      input: params.arguments ?? {},
+      // A call that carries no arguments is a step with no input: null, as everywhere else.
+      input: params.arguments ?? null,
       context: { mcp_server: this.#serverName },
     };
     const pending: Pending = { method: request.method, step, forwarded: false, cancelled: false, timer: null };

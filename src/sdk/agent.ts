@@ -32,11 +32,14 @@ export interface GuardLogger {
   warn(message: string): void;
 }
 
-/** A step as callers give it: `context` and `output` are optional. */
+/**
+ * A step as callers give it: `context` and `output` are optional. A step with no input
+ * (a tool called with no argument) is checked with the input null.
+ */
 export interface StepInput {
   type: StepType;
   name: string;
-  input: unknown;
+  input?: unknown;
   output?: unknown;
   context?: JsonObject;
 }
@@ -227,7 +230,9 @@ export class GuardAgent {
    * or steer. Raises GuardUnavailableError when failMode is `closed` and the step could
    * not be checked.
    */
-  async evaluate(step: StepInput, stage: Stage): Promise<EvaluationResult> {
+  async evaluate(given: StepInput, stage: Stage): Promise<EvaluationResult> {
+    // JSON has no undefined: a step sent without input would be refused by the server.
+    const step: StepInput & { input: unknown } = given.input === undefined ? { ...given, input: null } : (given as StepInput & { input: unknown });
     // Plain-JavaScript callers get a clear error instead of a step that silently matches nothing.
     if (step.type !== 'tool' && step.type !== 'llm') throw new TypeError(`step.type must be "tool" or "llm", not ${JSON.stringify(step.type)}`);
     if (stage !== 'pre' && stage !== 'post') throw new TypeError(`stage must be "pre" or "post", not ${JSON.stringify(stage)}`);

@@ -104,9 +104,13 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
 /** The validated request: the fast path when the compiled schema passed, zod otherwise. */
 function requestOf(raw: unknown, passedSchema: boolean, validAgentName: (raw: string) => string | null): EvaluationRequest {
   if (passedSchema) {
-    const fast = raw as EvaluationRequest;
+    let fast = raw as EvaluationRequest;
     const agentName = validAgentName(fast.agent_name);
-    if (agentName !== null) return agentName === fast.agent_name ? fast : { ...fast, agent_name: agentName };
+    if (agentName !== null) {
+      // The compiled validator does not fill in defaults: a step sent without input is a step with input null, as zod would make it.
+      if (fast.step.input === undefined) fast = { ...fast, step: { ...fast.step, input: null } };
+      return agentName === fast.agent_name ? fast : { ...fast, agent_name: agentName };
+    }
   }
   return parseOr422(EvaluationRequestSchema, raw, 'evaluation request');
 }
