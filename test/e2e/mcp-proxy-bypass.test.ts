@@ -221,3 +221,41 @@ describe('the client going away', () => {
     expect(await client.exit).toBe(0);
   });
 });
+
+describe('an agent with no controls (issue #34 item 10)', () => {
+  function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    return new Promise((resolve) => {
+      const child = spawn(process.execPath, [cli, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+  }
+
+  it('does not start for a misspelt --agent: exit 1, naming the agent and the one meant', async () => {
+    const result = await run(['mcp-proxy', '--agent', 'gateway-bypas', '--server', guardServer.url, '--', process.execPath, fixture]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('agent "gateway-bypas" has no controls');
+    expect(result.stderr).toContain('did you mean --agent gateway-bypass?');
+    expect(result.stderr).toContain('--allow-unguarded');
+    expect(result.stdout).toBe('');
+    expect((await guardServer.client.listAgents()).map((a) => a.agent_name)).not.toContain('gateway-bypas');
+  });
+
+  it('starts with --allow-unguarded, and says on stderr that nothing is checked', async () => {
+    const log = join(dir, 'unguarded.log');
+    writeFileSync(log, '');
+    const child = spawn(process.execPath, [cli, 'mcp-proxy', '--agent', 'brand-new-agent', '--allow-unguarded', '--server', guardServer.url, '--', process.execPath, fixture], {
+      env: { ...process.env, MCP_FIXTURE_LOG: log },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const client = new RawClient(child, log);
+    running.push(client);
+    client.send({ id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    await client.answer(0);
+    expect(textOf(await client.call('run_sql', { query: 'select 9' }))).toBe('3 rows for select 9');
+    expect(client.stderr).toContain('agent "brand-new-agent" has no controls in force');
+  });
+});

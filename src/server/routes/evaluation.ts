@@ -90,6 +90,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
           outcome,
           set_revision: set.revision,
           trace: () => traceIdsFromHeaders(request.headers),
+          unguarded: isUnguarded(set),
         });
       } catch (error) {
         app.log.warn({ err: error }, 'recording an evaluation failed');
@@ -100,6 +101,11 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
     return reply.type('application/json; charset=utf-8').send(answers.answer(outcome.result));
   });
 };
+
+/** No control that could change a decision: none enabled, none failed to compile, only shadow ones. */
+function isUnguarded(set: CompiledControlSet): boolean {
+  return set.skipped.length === 0 && set.controls.length === (set.shadowIds?.size ?? 0);
+}
 
 /** The validated request: the fast path when the compiled schema passed, zod otherwise. */
 function requestOf(raw: unknown, passedSchema: boolean, validAgentName: (raw: string) => string | null): EvaluationRequest {
