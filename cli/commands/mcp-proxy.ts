@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { McpUpstream } from '../../src/adapters/mcp.js';
 import { UserError } from '../../src/errors.js';
-import { init, type GuardAgent, type GuardLogger } from '../../src/sdk/index.js';
+import { init, UnguardedAgentError, type GuardAgent, type GuardLogger } from '../../src/sdk/index.js';
 import { DISCLOSURES, type Disclosure } from '../../src/sdk/verdict.js';
 import { withExamples } from '../help.js';
 import { addConnectionOptions, connectionOf, parseDuration, type ConnectionFlags } from '../options.js';
@@ -14,6 +14,7 @@ export interface McpProxyFlags extends ConnectionFlags {
   requestTimeout?: string;
   disclosure?: string;
   failOpen?: boolean;
+  allowUnguarded?: boolean;
 }
 
 export interface McpProxyPlan {
@@ -23,6 +24,7 @@ export interface McpProxyPlan {
   requestTimeoutMs: number;
   disclosure: Disclosure;
   failOpen: boolean;
+  allowUnguarded: boolean;
 }
 
 export function registerMcpProxy(program: Command): void {
@@ -38,7 +40,8 @@ export function registerMcpProxy(program: Command): void {
       .option('--mcp-server-name <name>', "context.mcp_server of each step (default: the server's own name)")
       .option('--request-timeout <duration>', 'answer a request the MCP server has not answered after this long with an error; 0: never (default 120s)')
       .option('--disclosure <level>', `how much of the deciding control the model reads: ${DISCLOSURES.join(', ')} (default minimal)`)
-      .option('--fail-open', 'let calls through when the guard server cannot be reached (default: refuse them)'),
+      .option('--fail-open', 'let calls through when the guard server cannot be reached (default: refuse them)')
+      .option('--allow-unguarded', 'start even when no control is in force for the agent (default: refuse, as a misspelt --agent is the usual cause)'),
   ).action(async (args: string[], flags: McpProxyFlags) => {
     process.exitCode = await runMcpProxy(args, flags);
   });
@@ -76,6 +79,7 @@ export function planMcpProxy(command: string[], flags: McpProxyFlags): McpProxyP
     requestTimeoutMs: requestTimeoutOf(flags.requestTimeout),
     disclosure,
     failOpen: flags.failOpen === true,
+    allowUnguarded: flags.allowUnguarded === true,
   };
 }
 
@@ -120,8 +124,16 @@ export async function runMcpProxy(command: string[], flags: McpProxyFlags): Prom
       disclosure: plan.disclosure,
       agentDescription: 'MCP gateway (guardctl mcp-proxy)',
       logger: stderrLogger,
+      allowUnguarded: plan.allowUnguarded,
     });
   } catch (error) {
+    if (error instanceof UnguardedAgentError) {
+      const guess = error.suggestions.length > 0 ? `; did you mean ${error.suggestions.map((s) => `--agent ${s}`).join(' or ')}?` : '';
+      throw new UserError(
+        `agent "${error.agentName}" has no controls on ${connection.serverUrl} (${error.registered ? 'none in force' : 'the server does not know it'})${guess}`,
+        'every tool call would pass unchecked: check --agent, link controls to the agent, or pass --allow-unguarded to start anyway',
+      );
+    }
     // Without its controls the proxy would pass every call unchecked: it does not start.
     throw new UserError(
       `could not load the controls of agent "${plan.agentName}" from ${connection.serverUrl}: ${error instanceof Error ? error.message : String(error)}`,

@@ -1,9 +1,19 @@
 /**
  * The MCP gateway's message relay. JSON-RPC messages pass between the client's transport
- * and the server's untouched (initialize, tools/list, resources, prompts, notifications,
- * progress, cancellation, the server's own requests) except `tools/call`: its arguments
- * are checked before it reaches the server and its result before it reaches the client,
- * and a deny or steer answers the call with `isError: true` and the verdict's text.
+ * and the server's (initialize, tools/list, resources, prompts, notifications, progress,
+ * cancellation, the server's own requests) except `tools/call`: its arguments are checked
+ * before it reaches the server and its result before it reaches the client, and a deny or
+ * steer answers the call with `isError: true` and the verdict's text.
+ *
+ * What a client cannot do through it (docs/security.md, "The MCP gateway"):
+ * - call a tool under a name the server did not declare exactly (mcp-tools.ts);
+ * - send a tools/call the gateway cannot answer after checking: as a notification (no
+ *   id), under another spelling of the method, or task-augmented (its result would come
+ *   later, through another method);
+ * - have an answer taken for another request's: the server sees ids of the relay's own
+ *   (a counter), never the client's, so a reused, retyped ("1" and 1) or timed-out id
+ *   cannot pair an unchecked request with a tool's result; a request whose id is already
+ *   pending is refused.
  *
  * Every client request forwarded to the server is tracked until answered, so that a
  * server that exits, hangs or garbles its output leaves no client request unanswered.
@@ -16,12 +26,14 @@ import {
   isJSONRPCRequest,
   isJSONRPCResultResponse,
   type JSONRPCMessage,
+  type JSONRPCNotification,
   type JSONRPCRequest,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
 import { decide, type AdapterOptions } from './decisions.js';
+import { UpstreamTools } from './mcp-tools.js';
 
 export interface RelayOptions extends AdapterOptions {
   guard: GuardAgent;
@@ -38,28 +50,55 @@ export interface RelayOptions extends AdapterOptions {
   onProtocolVersion?(version: string): void;
 }
 
+type Outcome = { result: Record<string, unknown> } | { error: { code: number; message: string } };
+
 interface Pending {
+  /** The client's id; null for the relay's own requests. */
+  clientId: RequestId | null;
   method: string;
   /** Set for tools/call: the step whose result is checked post. */
   step: StepInput | null;
-  /** Sent on to the server (a tools/call waits for its pre check first). */
-  forwarded: boolean;
+  /** The id the server sees, once forwarded. */
+  upstreamId: number | null;
+  settled: boolean;
   cancelled: boolean;
   timer: NodeJS.Timeout | null;
+  /** The relay's own request: the answer goes here, not to the client. */
+  own?: (outcome: Outcome) => void;
 }
 
-/** Keys of the pending map: JSON-RPC ids may be numbers or strings, and 1 and "1" differ. */
-function keyOf(id: RequestId): string {
-  return typeof id === 'number' ? `n${id}` : `s${id}`;
+/**
+ * The key under which a client's pending request is known. Ids that a lenient peer could
+ * take for one another share a key ("1", " 1" and 1), so that one of them is refused while
+ * another is pending.
+ */
+function looseKeyOf(id: RequestId): string {
+  if (typeof id === 'number') return String(id);
+  const trimmed = id.trim();
+  return trimmed !== '' && Number.isFinite(Number(trimmed)) ? String(Number(trimmed)) : id;
+}
+
+/** A method as a lenient server might read it: case, width, whitespace and invisible characters folded. */
+function folded(method: string): string {
+  return method.normalize('NFKC').toLowerCase().replace(/[\s\p{Cf}]/gu, '');
+}
+
+/** A name for logs and errors, its invisible and non-ASCII characters written as escapes. */
+export function shown(name: string): string {
+  return JSON.stringify(name).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 export class McpRelay {
-  readonly #pending = new Map<string, Pending>();
+  readonly #byClient = new Map<string, Pending>();
+  readonly #byUpstream = new Map<number, Pending>();
+  readonly #tools: UpstreamTools;
+  #nextUpstreamId = 1;
   #serverName: string;
   #closed = false;
 
   constructor(private readonly o: RelayOptions) {
     this.#serverName = o.serverName;
+    this.#tools = new UpstreamTools((cursor) => this.#ownRequest('tools/list', cursor === undefined ? {} : { cursor }));
   }
 
   get serverName(): string {
@@ -68,99 +107,169 @@ export class McpRelay {
 
   /** Requests forwarded (or being checked) and not yet answered. */
   get pendingCount(): number {
-    return this.#pending.size;
+    return this.#all().size;
   }
 
   fromClient(message: JSONRPCMessage): void {
-    if (isJSONRPCRequest(message)) {
-      if (message.method === 'tools/call') void this.#toolCall(message);
-      else this.#forwardRequest(message, null);
-      return;
-    }
-    if (isJSONRPCNotification(message) && message.method === 'notifications/cancelled') {
-      const id = (message.params as { requestId?: RequestId } | undefined)?.requestId;
-      const pending = id === undefined ? undefined : this.#pending.get(keyOf(id));
-      if (pending) {
-        // A cancelled request gets no answer (MCP): stop waiting for one.
-        pending.cancelled = true;
-        this.#settle(id!);
-        if (!pending.forwarded) return;
+    if (isJSONRPCRequest(message)) this.#request(message);
+    else if (isJSONRPCNotification(message)) this.#notification(message);
+    // The client's answers to the server's own requests (sampling, elicitation, roots).
+    else this.#send(this.o.server, message, 'server');
+  }
+
+  /** A line of the client holding a JSON-RPC batch: not relayed (MCP since 2025-06-18 has none). */
+  clientBatch(items: unknown[]): void {
+    this.o.report(`refused a JSON-RPC batch of ${items.length} message(s) from the client: each message must come on its own line`);
+    for (const item of items) {
+      const id = (item as { id?: unknown } | null)?.id;
+      if (typeof id === 'string' || typeof id === 'number') {
+        this.#answerError(id, ErrorCode.InvalidRequest, 'JSON-RPC batches are not relayed: send each message on its own line');
       }
     }
-    this.#send(this.o.server, message, 'server');
   }
 
   fromServer(message: JSONRPCMessage): void {
     if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
       const id = message.id;
-      const pending = id === undefined || id === null ? undefined : this.#pending.get(keyOf(id));
+      const pending = typeof id === 'number' ? this.#byUpstream.get(id) : undefined;
       if (!pending) {
         this.o.report(`dropped an answer of the MCP server to request ${JSON.stringify(id)}, which is not pending (answered already, timed out or cancelled)`);
         return;
       }
-      this.#settle(id!);
-      if (isJSONRPCResultResponse(message)) {
-        if (pending.method === 'initialize') this.#learnServer(message.result);
-        if (pending.step) {
-          void this.#checkResult(id!, pending.step, message);
-          return;
-        }
+      this.#settle(pending);
+      if (pending.own) {
+        pending.own(isJSONRPCResultResponse(message) ? { result: message.result } : { error: message.error });
+        return;
       }
+      const clientId = pending.clientId!;
+      if (isJSONRPCResultResponse(message)) {
+        const answer = { ...message, id: clientId };
+        if (pending.method === 'initialize') this.#learnServer(message.result);
+        if (pending.step) void this.#checkResult(clientId, pending.step, answer);
+        else this.#send(this.o.client, answer, 'client');
+      } else {
+        this.#send(this.o.client, { ...message, id: clientId }, 'client');
+      }
+      return;
     }
+    if (isJSONRPCNotification(message) && message.method === 'notifications/tools/list_changed') this.#tools.invalidate();
     this.#send(this.o.client, message, 'client');
   }
 
   /** The server sent something that is not JSON-RPC: it cannot be trusted to answer what is pending. */
   serverGarbled(error: Error): void {
-    this.o.report(`the MCP server sent a message that is not JSON-RPC (${error.message}); answering the ${this.#pending.size} pending request(s) with an error`);
+    this.o.report(`the MCP server sent a message that is not JSON-RPC (${error.message}); answering the ${this.pendingCount} pending request(s) with an error`);
     this.failAll(ErrorCode.InternalError, 'the MCP server answered with malformed JSON-RPC');
+  }
+
+  /** The server sent a line longer than the proxy reads: whatever it answered is lost. */
+  serverOversize(limit: string): void {
+    this.o.report(`a message of the MCP server is larger than ${limit}, the most the proxy reads; it was skipped, answering the ${this.pendingCount} pending request(s) with an error`);
+    this.failAll(ErrorCode.InternalError, `the MCP server answered with a message larger than ${limit}, which the proxy does not read`);
   }
 
   /** Answers every pending request with an error (the server is gone or broken). */
   failAll(code: number, message: string): void {
-    for (const [key, pending] of [...this.#pending]) {
-      this.#pending.delete(key);
-      if (pending.timer) clearTimeout(pending.timer);
-      if (!pending.cancelled) this.#answerError(idOf(key), code, message);
+    for (const pending of this.#all()) {
+      this.#settle(pending);
+      this.#fail(pending, code, message);
     }
   }
 
   close(): void {
     this.#closed = true;
-    for (const pending of this.#pending.values()) if (pending.timer) clearTimeout(pending.timer);
+    for (const pending of this.#all()) if (pending.timer) clearTimeout(pending.timer);
   }
 
-  async #toolCall(request: JSONRPCRequest): Promise<void> {
-    const params = request.params as { name?: unknown; arguments?: unknown } | undefined;
-    if (typeof params?.name !== 'string' || params.name === '') {
-      this.#answerError(request.id, ErrorCode.InvalidParams, 'tools/call needs params.name, the tool to call');
+  #request(request: JSONRPCRequest): void {
+    const key = looseKeyOf(request.id);
+    if (this.#byClient.has(key)) {
+      this.o.report(`refused ${request.method} (id ${JSON.stringify(request.id)}): a request with that id is already pending`);
+      this.#answerError(request.id, ErrorCode.InvalidRequest, `request id ${JSON.stringify(request.id)} is already pending: give each request an id of its own`);
       return;
+    }
+    if (request.method !== 'tools/call' && folded(request.method) === 'tools/call') {
+      this.o.report(`refused a request of method ${shown(request.method)}: a tool call is relayed only as "tools/call"`);
+      this.#answerError(request.id, ErrorCode.MethodNotFound, `method ${shown(request.method)} is not relayed: a tool call is "tools/call", exactly`);
+      return;
+    }
+    const pending: Pending = { clientId: request.id, method: request.method, step: null, upstreamId: null, settled: false, cancelled: false, timer: null };
+    this.#byClient.set(key, pending);
+    if (request.method === 'tools/call') void this.#toolCall(request, pending);
+    else this.#forward(request, pending);
+  }
+
+  #notification(notification: JSONRPCNotification): void {
+    if (notification.method === 'notifications/cancelled') {
+      const id = (notification.params as { requestId?: RequestId } | undefined)?.requestId;
+      const pending = id === undefined || id === null ? undefined : this.#byClient.get(looseKeyOf(id));
+      // A cancelled request gets no answer (MCP): stop waiting for one, and tell the server under its id.
+      if (pending && pending.clientId === id) {
+        pending.cancelled = true;
+        this.#settle(pending);
+        if (pending.upstreamId !== null) {
+          this.#send(this.o.server, { ...notification, params: { ...notification.params, requestId: pending.upstreamId } }, 'server');
+        }
+      }
+      return;
+    }
+    if (!notification.method.startsWith('notifications/')) {
+      // Nothing could answer it with a refusal, and a lenient server might run it.
+      const what = folded(notification.method) === 'tools/call' ? 'tools/call' : `request of method ${shown(notification.method)}`;
+      this.o.report(`dropped a ${what} sent as a notification (no id): a call is relayed only as a request, whose answer can be checked`);
+      return;
+    }
+    this.#send(this.o.server, notification, 'server');
+  }
+
+  async #toolCall(request: JSONRPCRequest, pending: Pending): Promise<void> {
+    const params = request.params as { name?: unknown; arguments?: unknown; task?: unknown } | undefined;
+    const refuse = (code: number, message: string): void => {
+      this.#settle(pending);
+      this.#answerError(request.id, code, message);
+    };
+    if (typeof params?.name !== 'string' || params.name === '') return refuse(ErrorCode.InvalidParams, 'tools/call needs params.name, the tool to call');
+    const name = params.name;
+    if (params.task !== undefined) {
+      return refuse(ErrorCode.InvalidParams, 'a task-augmented tools/call is not relayed: its result would arrive where it cannot be checked');
+    }
+    let declared: ReadonlySet<string>;
+    try {
+      declared = await this.#tools.names();
+    } catch (error) {
+      if (pending.settled) return;
+      this.o.report(`could not read the MCP server's tools (tools/list), so tools/call ${shown(name)} was refused: ${messageOf(error)}`);
+      return refuse(ErrorCode.InternalError, "the gateway could not read the MCP server's tools, so the call was not run");
+    }
+    if (pending.settled) return;
+    if (!declared.has(name)) {
+      this.o.report(`refused tools/call ${shown(name)}: not a tool the MCP server declared`);
+      return refuse(ErrorCode.InvalidParams, `${shown(name)} is not a tool the MCP server declared (tool names are compared exactly)`);
     }
     const step: StepInput = {
       type: 'tool',
-      name: params.name,
-      input: params.arguments ?? {},
+      name,
+      // A call that carries no arguments is a step with no input: null, as everywhere else.
+      input: params.arguments ?? null,
       context: { mcp_server: this.#serverName },
     };
-    const pending: Pending = { method: request.method, step, forwarded: false, cancelled: false, timer: null };
-    this.#pending.set(keyOf(request.id), pending);
+    pending.step = step;
     let verdict: Verdict;
     try {
       verdict = await decide(this.o.guard, step, 'pre', this.o);
     } catch (error) {
-      this.#settle(request.id);
-      this.o.report(`checking tools/call "${step.name}" failed: ${messageOf(error)}`);
-      this.#answerError(request.id, ErrorCode.InternalError, 'the guard could not check this call, so it was not run');
-      return;
+      if (pending.settled) return;
+      this.o.report(`checking tools/call ${shown(name)} failed: ${messageOf(error)}`);
+      return refuse(ErrorCode.InternalError, 'the guard could not check this call, so it was not run');
     }
-    if (pending.cancelled) return;
-    this.#reportUnavailable(verdict, step.name, 'pre');
+    if (pending.settled) return;
+    this.#reportUnavailable(verdict, name, 'pre');
     if (verdict.decision !== 'allow') {
-      this.#settle(request.id);
+      this.#settle(pending);
       this.#answerRefusal(request.id, verdict);
       return;
     }
-    this.#forwardRequest(request, pending);
+    this.#forward(request, pending);
   }
 
   async #checkResult(id: RequestId, step: StepInput, response: JSONRPCMessage & { result: Record<string, unknown> }): Promise<void> {
@@ -168,7 +277,7 @@ export class McpRelay {
     try {
       verdict = await decide(this.o.guard, { ...step, output: response.result }, 'post', this.o);
     } catch (error) {
-      this.o.report(`checking the result of tools/call "${step.name}" failed: ${messageOf(error)}`);
+      this.o.report(`checking the result of tools/call ${shown(step.name)} failed: ${messageOf(error)}`);
       this.#answerError(id, ErrorCode.InternalError, 'the guard could not check the result of this call');
       return;
     }
@@ -180,37 +289,64 @@ export class McpRelay {
   /** The model reads only that the call could not be checked; the operator reads why. */
   #reportUnavailable(verdict: Verdict, tool: string, stage: 'pre' | 'post'): void {
     if (!verdict.unavailable) return;
-    this.o.report(`could not check tools/call "${tool}" (${stage}), so it was refused: ${messageOf(verdict.error?.cause ?? verdict.error)}`);
+    this.o.report(`could not check tools/call ${shown(tool)} (${stage}), so it was refused: ${messageOf(verdict.error?.cause ?? verdict.error)}`);
   }
 
-  #forwardRequest(request: JSONRPCRequest, tracked: Pending | null): void {
-    const pending = tracked ?? { method: request.method, step: null, forwarded: false, cancelled: false, timer: null };
-    pending.forwarded = true;
-    const key = keyOf(request.id);
-    this.#pending.set(key, pending);
+  /** Sends a request on under an id of the relay's own, and waits for its answer. */
+  #forward(request: JSONRPCRequest, pending: Pending): void {
+    const upstreamId = this.#nextUpstreamId++;
+    pending.upstreamId = upstreamId;
+    this.#byUpstream.set(upstreamId, pending);
     const timeout = this.o.requestTimeoutMs;
     if (timeout > 0) {
       pending.timer = setTimeout(() => {
-        if (this.#pending.get(key) !== pending) return;
-        this.#pending.delete(key);
-        this.o.report(`the MCP server did not answer ${request.method} (id ${JSON.stringify(request.id)}) within ${timeout / 1000}s`);
-        this.#answerError(request.id, ErrorCode.RequestTimeout, `the MCP server did not answer ${request.method} within ${timeout / 1000}s`);
+        if (pending.settled) return;
+        this.#settle(pending);
+        const what = pending.clientId === null ? `${request.method} (asked by the proxy)` : `${request.method} (id ${JSON.stringify(pending.clientId)})`;
+        this.o.report(`the MCP server did not answer ${what} within ${timeout / 1000}s`);
+        this.#fail(pending, ErrorCode.RequestTimeout, `the MCP server did not answer ${request.method} within ${timeout / 1000}s`);
       }, timeout);
       pending.timer.unref();
     }
-    this.o.server.send(request).catch((error: unknown) => {
-      if (this.#pending.get(key) !== pending) return;
-      this.#settle(request.id);
+    this.o.server.send({ ...request, id: upstreamId }).catch((error: unknown) => {
+      if (pending.settled) return;
+      this.#settle(pending);
       this.o.report(`could not send ${request.method} to the MCP server: ${messageOf(error)}`);
-      this.#answerError(request.id, ErrorCode.ConnectionClosed, `the MCP server could not be reached: ${messageOf(error)}`);
+      this.#fail(pending, ErrorCode.ConnectionClosed, `the MCP server could not be reached: ${messageOf(error)}`);
     });
   }
 
-  #settle(id: RequestId): void {
-    const key = keyOf(id);
-    const pending = this.#pending.get(key);
-    if (pending?.timer) clearTimeout(pending.timer);
-    this.#pending.delete(key);
+  /** A request of the relay itself (tools/list); rejects on an error answer, a timeout or a lost server. */
+  #ownRequest(method: string, params: Record<string, unknown>): Promise<{ tools?: unknown; nextCursor?: unknown }> {
+    return new Promise((resolve, reject) => {
+      const own = (outcome: Outcome): void => {
+        if ('result' in outcome) resolve(outcome.result);
+        else reject(new Error(`${method}: ${outcome.error.message}`));
+      };
+      const pending: Pending = { clientId: null, method, step: null, upstreamId: null, settled: false, cancelled: false, timer: null, own };
+      // The id is replaced by #forward.
+      this.#forward({ jsonrpc: '2.0', id: 0, method, params }, pending);
+    });
+  }
+
+  #settle(pending: Pending): void {
+    pending.settled = true;
+    if (pending.timer) clearTimeout(pending.timer);
+    pending.timer = null;
+    if (pending.clientId !== null) {
+      const key = looseKeyOf(pending.clientId);
+      if (this.#byClient.get(key) === pending) this.#byClient.delete(key);
+    }
+    if (pending.upstreamId !== null && this.#byUpstream.get(pending.upstreamId) === pending) this.#byUpstream.delete(pending.upstreamId);
+  }
+
+  #fail(pending: Pending, code: number, message: string): void {
+    if (pending.own) pending.own({ error: { code, message } });
+    else if (!pending.cancelled && pending.clientId !== null) this.#answerError(pending.clientId, code, message);
+  }
+
+  #all(): Set<Pending> {
+    return new Set([...this.#byClient.values(), ...this.#byUpstream.values()]);
   }
 
   #learnServer(result: Record<string, unknown>): void {
@@ -232,10 +368,6 @@ export class McpRelay {
     if (this.#closed && side === 'server') return;
     to.send(message).catch((error: unknown) => this.o.report(`could not send to the ${side}: ${messageOf(error)}`));
   }
-}
-
-function idOf(key: string): RequestId {
-  return key.startsWith('n') ? Number(key.slice(1)) : key.slice(1);
 }
 
 function messageOf(error: unknown): string {

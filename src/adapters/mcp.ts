@@ -11,14 +11,13 @@
  * untouched (mcp-relay.ts). `execution: sdk` controls run in this process.
  */
 import { basename } from 'node:path';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { GuardAgent } from '../sdk/agent.js';
 import type { AdapterOptions } from './decisions.js';
 import { McpRelay } from './mcp-relay.js';
+import { ChildProcessTransport, StdioLineServerTransport, type LineEvents } from './mcp-stdio.js';
 
 export type { McpRelay, RelayOptions } from './mcp-relay.js';
 
@@ -70,18 +69,18 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
   const maxBufferSize = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
   const upstream = options.upstream;
   const isHttp = 'url' in upstream;
-  const server: Transport = isHttp
+  const server: Transport & LineEvents = isHttp
     ? new StreamableHTTPClientTransport(new URL(upstream.url), { requestInit: { headers: upstream.headers ?? {} } })
-    : new StdioClientTransport({
+    : new ChildProcessTransport({
         command: upstream.command,
         args: upstream.args ?? [],
         // The server runs as it would without the proxy: with this process's environment.
         env: { ...definedEnv(process.env), ...upstream.env },
-        ...(upstream.cwd !== undefined && { cwd: upstream.cwd }),
-        stderr: 'inherit',
-        maxBufferSize,
+        cwd: upstream.cwd,
+        maxMessageBytes: maxBufferSize,
       });
-  const client = options.client ?? new StdioServerTransport(process.stdin, process.stdout, { maxBufferSize });
+  const client: Transport & LineEvents = options.client ?? new StdioLineServerTransport(process.stdin, process.stdout, maxBufferSize);
+  const limit = sizeText(maxBufferSize);
 
   let finish!: (exit: McpProxyExit) => void;
   const done = new Promise<McpProxyExit>((resolve) => (finish = resolve));
@@ -114,6 +113,9 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
     if (isParseError(error)) relay.serverGarbled(error);
     else report(`MCP server: ${error.message}`);
   };
+  server.onoversize = () => relay.serverOversize(limit);
+  // MCP has no batches since 2025-06-18: a server that sends one is not speaking it.
+  server.onbatch = () => relay.serverGarbled(new Error('a JSON-RPC batch'));
   server.onclose = () => {
     if (stopping) return;
     const reason = `the MCP server ${isHttp ? 'connection closed' : 'exited'}`;
@@ -123,7 +125,10 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
   };
   client.onmessage = (message: JSONRPCMessage) => relay.fromClient(message);
   client.onerror = (error) => report(`client: ${error.message}`);
+  // Its stdin closed (the stdio transport's close): the proxy closes the server and is done.
   client.onclose = () => void stop({ code: 0, reason: 'the client closed the connection' });
+  client.onoversize = () => report(`a message of the client is larger than ${limit}, the most the proxy reads; it was skipped (the client gets no answer to it)`);
+  client.onbatch = (items) => relay.clientBatch(items);
 
   try {
     await server.start();
@@ -132,14 +137,17 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
     throw new Error(`could not start the MCP server ${JSON.stringify(what)}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   }
   await client.start();
-  // The SDK's stdio server transport does not report the end of its input: the client is gone then.
-  if (options.client === undefined) process.stdin.once('end', () => void stop({ code: 0, reason: 'the client closed stdin' }));
 
   return { done, relay, close: () => stop({ code: 0, reason: 'closed' }) };
 }
 
 function isParseError(error: Error): boolean {
   return error instanceof SyntaxError || error.name === 'ZodError' || /JSON|Unexpected token|invalid_/i.test(error.message);
+}
+
+function sizeText(bytes: number): string {
+  const mib = bytes / (1024 * 1024);
+  return Number.isInteger(mib) ? `${mib} MiB` : `${bytes} bytes`;
 }
 
 function definedEnv(env: NodeJS.ProcessEnv): Record<string, string> {

@@ -8,11 +8,15 @@ import {
 } from './common.js';
 import { SteeringContextSchema } from './control.js';
 
-/** The object a control looks at: one tool or model call. */
+/**
+ * The object a control looks at: one tool or model call. A step made with no argument (a
+ * tool that takes none) has the input null; a request that leaves `input` out means the
+ * same, so clients that drop an undefined field are still checked.
+ */
 export const StepSchema = z.strictObject({
   type: StepTypeSchema,
   name: z.string().min(1).max(256),
-  input: z.unknown(),
+  input: z.unknown().default(null),
   output: z.unknown().optional(),
   context: JsonObjectSchema.optional(),
 });

@@ -17,6 +17,8 @@ export interface GuardMetrics {
   readonly evaluatorErrors: CounterFamily;
   /** Steps a control was scoped to but whose selector found nothing, by agent and control. */
   readonly selectorMissing: CounterFamily;
+  /** Evaluations of agents with no control in force (every step allowed), by agent. */
+  readonly unguardedEvaluations: CounterFamily;
   readonly controls: Gauge;
   readonly eventsBuffered: Gauge;
   readonly eventsWritten: Counter;
@@ -130,6 +132,12 @@ export function createMetrics(opts: MetricsOptions): GuardMetrics {
       name: name('selector_missing_total'),
       help: 'Steps in a control\'s scope whose selector found nothing to check, by agent and control',
       labelNames: ['agent', 'control'],
+      registry,
+    }),
+    unguardedEvaluations: new CounterFamily({
+      name: name('unguarded_evaluations_total'),
+      help: 'Evaluations of agents with no control in force (every step allowed unchecked), by agent',
+      labelNames: ['agent'],
       registry,
     }),
     controls: new Gauge({

@@ -7,7 +7,7 @@ import { createEventHub, type EventHub } from './event-hub.js';
 import { defaultWorkerUrl, inlineWriter, workerWriter, type EventWriter } from './event-writer.js';
 import { createMetrics, type GuardMetrics } from './metrics.js';
 import { NonMatchRollups } from './non-match-rollups.js';
-import { SelectorMissingReporter } from './selector-missing.js';
+import { SelectorMissingReporter, UnguardedReporter } from './selector-missing.js';
 import { eventOf, executionsOf, isNonMatch, metadataByControl, summaryOf, type RecordEvaluationInput } from './record.js';
 import { createExampleTaker } from './shadow-examples.js';
 import type { TraceIds } from './trace.js';
@@ -178,6 +178,7 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
 
   const examples = createExampleTaker(opts.exampleRedact);
   const missing = new SelectorMissingReporter(metrics, logger);
+  const unguarded = new UnguardedReporter(metrics, logger);
 
   // Unlabelled: one handle for the life of the app.
   const evaluationSeconds = metrics.evaluationDuration.child();
@@ -186,6 +187,7 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
     const executions = executionsOf(input);
     const { result } = input.outcome;
     metrics.evaluations.child(metrics.agentLabels.value(input.agent_name), result.decision).inc();
+    if (input.unguarded === true) unguarded.report(input.agent_name);
     for (const m of result.matches) metrics.controlMatches.child(metrics.controlLabels.value(m.control_name), m.action).inc();
     for (const m of result.shadow_matches) metrics.shadowMatches.child(metrics.controlLabels.value(m.control_name), m.action).inc();
     let durationMs = 0;

@@ -26,6 +26,8 @@ export interface RecordEvaluationInput {
    * and drawing fresh ids cost more than the rest of recording.
    */
   trace(): TraceIds;
+  /** The agent had no control in force: every step it sends is allowed unchecked. */
+  unguarded?: boolean;
 }
 
 const EXCERPT_LENGTH = 200;

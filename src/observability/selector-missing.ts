@@ -41,3 +41,31 @@ export class SelectorMissingReporter {
     );
   }
 }
+
+/** Distinct agents warned about at most; past it the metric still counts, silently. */
+const MAX_WARNED_AGENTS = 10_000;
+
+/**
+ * An agent evaluated with no control in force gets every step allowed: most often a
+ * misspelt name that registered a new, empty agent. Each such evaluation is counted in
+ * `unguarded_evaluations_total`, and the first one of each agent is logged.
+ */
+export class UnguardedReporter {
+  readonly #warned = new Set<string>();
+
+  constructor(
+    private readonly metrics: GuardMetrics,
+    private readonly logger: SelectorMissingLogger | undefined,
+  ) {}
+
+  report(agentName: string): void {
+    this.metrics.unguardedEvaluations.child(this.metrics.agentLabels.value(agentName)).inc();
+    if (this.#warned.has(agentName) || this.#warned.size >= MAX_WARNED_AGENTS) return;
+    this.#warned.add(agentName);
+    this.logger?.warn(
+      { agent_name: agentName },
+      `agent "${agentName}" was evaluated with no controls: every step it sends is allowed unchecked. ` +
+        'Link controls to it, or check the agent name its clients use (a misspelt name registers a new agent).',
+    );
+  }
+}

@@ -7,14 +7,7 @@ import { ConnectionError, GuardClient, ResponseShapeError } from '../client/inde
 import { evaluateStep } from '../engine/index.js';
 import { ApiError } from '../errors.js';
 import { createDefaultRegistry, type EvaluatorRegistry } from '../evaluators/registry.js';
-import type {
-  ControlRecord,
-  EvaluationResult,
-  JsonObject,
-  Stage,
-  StepDecl,
-  StepType,
-} from '../model/index.js';
+import type { ControlRecord, EvaluationResult, Stage } from '../model/index.js';
 import { buildControlSet, type AgentControlSet } from './control-set.js';
 import { ControlSteerError, ControlViolationError, GuardUnavailableError } from './errors.js';
 import { EventBatcher, eventsOf } from './events.js';
@@ -22,8 +15,8 @@ import { decidingMatch, emptyResult, mergeResults } from './merge.js';
 import { MissingSelectorWarnings } from './missing-selectors.js';
 import { DISCLOSURES, unavailableVerdict, verdictOf, type Disclosure, type Verdict } from './verdict.js';
 import { endEvaluationSpan } from '../tracing/evaluation-span.js';
-import type { TracerLike } from '../tracing/types.js';
 import { AgentTracing, freshTraceIds, traceparentOfIds, type TraceIds } from './tracing.js';
+import { consoleLogger, type ControlOptions, type FailMode, type GuardAgentOptions, type GuardLogger, type StepInput } from './options.js';
 
 /**
  * Statuses that say the step itself cannot be checked: malformed or not UTF-8 (400), over
@@ -31,86 +24,8 @@ import { AgentTracing, freshTraceIds, traceparentOfIds, type TraceIds } from './
  */
 const STEP_REFUSALS = new Set([400, 413, 415, 422]);
 
-export type FailMode = 'closed' | 'open';
-
-export interface GuardLogger {
-  info(message: string): void;
-  warn(message: string): void;
-}
-
-/** A step as callers give it: `context` and `output` are optional. */
-export interface StepInput {
-  type: StepType;
-  name: string;
-  input: unknown;
-  output?: unknown;
-  context?: JsonObject;
-}
-
-export interface GuardAgentOptions {
-  agentName: string;
-  serverUrl: string;
-  apiKey?: string | undefined;
-  agentDescription?: string | undefined;
-  agentVersion?: string | undefined;
-  /** The tools and models this agent declares at registration. */
-  steps?: StepDecl[] | undefined;
-  agentMetadata?: JsonObject | undefined;
-  /** Registration conflict mode (default `overwrite`). */
-  conflictMode?: 'strict' | 'overwrite' | undefined;
-  /** Background refresh of the agent's controls; 0 disables. Default 60. */
-  refreshIntervalSeconds?: number | undefined;
-  /** Bound on every request to the server. Default 30000. */
-  timeoutMs?: number | undefined;
-  /**
-   * What a check does when it needs the server and cannot get a valid answer (or a
-   * control in scope cannot be compiled here): `closed` (default) raises
-   * GuardUnavailableError, `open` logs a warning and lets the step go on.
-   */
-  failMode?: FailMode | undefined;
-  /**
-   * How much of the deciding control the text a model reads may reveal (error messages,
-   * verdict.message): `minimal` (default), `name` or `full`. See verdict.ts.
-   */
-  disclosure?: Disclosure | undefined;
-  /** Send events of in-process evaluations to the server. Default true. */
-  events?: boolean | undefined;
-  /** Send when this many events wait. Default 100. */
-  eventBatchSize?: number | undefined;
-  /** Send at least this often. Default 5. */
-  eventFlushIntervalSeconds?: number | undefined;
-  /** Events kept while the server cannot take them; the oldest go first. Default 10000. */
-  maxBufferedEvents?: number | undefined;
-  /** Evaluators for `execution: sdk` controls; the built-ins by default. */
-  registry?: EvaluatorRegistry | undefined;
-  logger?: GuardLogger | undefined;
-  fetch?: typeof fetch | undefined;
-  /**
-   * OpenTelemetry (docs/sdk.md, "Tracing"): the tracer of the `guardctl.evaluate` spans of
-   * in-process evaluations. Default: the global tracer provider's, when `@opentelemetry/api`
-   * is installed; `false` turns tracing (spans and propagation) off.
-   */
-  tracer?: TracerLike | false | undefined;
-}
-
-export interface ControlOptions<A extends unknown[] = unknown[]> {
-  /** The step name controls are scoped to; defaults to the function's name. */
-  stepName?: string;
-  type: StepType;
-  /**
-   * The step's input, picked out of the call's arguments. Default: the first argument,
-   * so that what frameworks pass after it (a tool call id, the whole conversation) is
-   * neither checked in its place nor sent to the server.
-   */
-  input?: (...args: A) => unknown;
-  /** Context metadata for `context.<field>` selectors (a user id, a tenant, ...). */
-  context?: JsonObject | (() => JsonObject);
-}
-
-const consoleLogger: GuardLogger = {
-  info: (message) => console.info(`[guardctl] ${message}`),
-  warn: (message) => console.warn(`[guardctl] ${message}`),
-};
+export { consoleLogger } from './options.js';
+export type { ControlOptions, FailMode, GuardAgentOptions, GuardLogger, StepInput } from './options.js';
 
 export class GuardAgent {
   readonly agentName: string;
@@ -233,7 +148,9 @@ export class GuardAgent {
    * or steer. Raises GuardUnavailableError when failMode is `closed` and the step could
    * not be checked.
    */
-  async evaluate(step: StepInput, stage: Stage): Promise<EvaluationResult> {
+  async evaluate(given: StepInput, stage: Stage): Promise<EvaluationResult> {
+    // JSON has no undefined: a step sent without input would be refused by the server.
+    const step: StepInput & { input: unknown } = given.input === undefined ? { ...given, input: null } : (given as StepInput & { input: unknown });
     // Plain-JavaScript callers get a clear error instead of a step that silently matches nothing.
     if (step.type !== 'tool' && step.type !== 'llm') throw new TypeError(`step.type must be "tool" or "llm", not ${JSON.stringify(step.type)}`);
     if (stage !== 'pre' && stage !== 'post') throw new TypeError(`stage must be "pre" or "post", not ${JSON.stringify(stage)}`);

@@ -71,3 +71,22 @@ export class GuardUnavailableError extends GuardError {
     this.name = 'GuardUnavailableError';
   }
 }
+
+/**
+ * `init` for an agent with no controls in force (unknown to the server, none linked, or
+ * all disabled or in shadow mode): every step would run unchecked, which is most often a
+ * misspelt agent name. `suggestions` are the known agents whose names are close to it.
+ * Not raised with `allowUnguarded: true`.
+ */
+export class UnguardedAgentError extends GuardError {
+  constructor(
+    readonly agentName: string,
+    /** False when the server did not know the agent (nothing was registered). */
+    readonly registered: boolean,
+    readonly suggestions: readonly string[],
+    message: string,
+  ) {
+    super(message);
+    this.name = 'UnguardedAgentError';
+  }
+}

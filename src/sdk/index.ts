@@ -8,14 +8,15 @@
  * `check()` are a convenience bound to the agent of the most recent init.
  */
 import type { EvaluationResult, Stage } from '../model/index.js';
-import { GuardAgent, type ControlOptions, type GuardAgentOptions, type StepInput } from './agent.js';
+import { consoleLogger, GuardAgent, type ControlOptions, type GuardAgentOptions, type StepInput } from './agent.js';
+import { controlsBeforeRegistration, enforcingCount, unguardedError } from './unguarded.js';
 
 export { GuardAgent } from './agent.js';
 export type { ControlOptions, FailMode, GuardAgentOptions, GuardLogger, StepInput } from './agent.js';
 export { DISCLOSURES, type Disclosure, type Verdict } from './verdict.js';
 // The `tracer` option's type: what of an @opentelemetry/api Tracer the SDK uses.
 export type { AttributeValue, Attributes, SpanContextLike, SpanLike, TracerLike } from '../tracing/types.js';
-export { ControlSteerError, ControlViolationError, GuardError, GuardUnavailableError } from './errors.js';
+export { ControlSteerError, ControlViolationError, GuardError, GuardUnavailableError, UnguardedAgentError } from './errors.js';
 export { ApiError, UserError, type ProblemBody } from '../errors.js';
 // Evaluators for `execution: sdk` controls (the `registry` option), with the plugin interface.
 export {
@@ -74,10 +75,29 @@ let defaultAgent: GuardAgent | null = null;
  * Registers the agent (POST /agents/initAgent), loads its controls (GET
  * /agents/{name}/controls) and starts the background refresh. Rejects when the server
  * cannot be reached or refuses the registration: an agent that cannot load its controls
- * does not start unchecked.
+ * does not start unchecked. Rejects with UnguardedAgentError, before registering
+ * anything, when no control is in force for the agent, unless `allowUnguarded` is true.
  */
 export async function init(options: InitOptions): Promise<GuardAgent> {
   const agent = new GuardAgent(options);
+  try {
+    await register(agent, options);
+  } catch (error) {
+    await agent.shutdown();
+    throw error;
+  }
+  agent.startRefresh();
+  defaultAgent = agent;
+  return agent;
+}
+
+async function register(agent: GuardAgent, options: InitOptions): Promise<void> {
+  const allowUnguarded = options.allowUnguarded === true;
+  if (!allowUnguarded) {
+    // Checked before registering: a misspelt name must not leave a new, empty agent behind.
+    const before = await controlsBeforeRegistration(agent.client, agent.agentName);
+    if (before === null || enforcingCount(before) === 0) throw await unguardedError(agent.client, agent.agentName, before !== null);
+  }
   await agent.client.initAgent({
     agent_name: options.agentName,
     ...(options.agentDescription !== undefined && { agent_description: options.agentDescription }),
@@ -87,9 +107,12 @@ export async function init(options: InitOptions): Promise<GuardAgent> {
     conflict_mode: options.conflictMode ?? 'overwrite',
   });
   await agent.refresh();
-  agent.startRefresh();
-  defaultAgent = agent;
-  return agent;
+  if (enforcingCount(agent.controls) > 0) return;
+  // The controls went away between the check and the load.
+  if (!allowUnguarded) throw await unguardedError(agent.client, agent.agentName, true);
+  (options.logger ?? consoleLogger).warn(
+    `agent ${JSON.stringify(agent.agentName)} has no controls in force: every step runs unchecked until controls are linked to it (allowUnguarded is true)`,
+  );
 }
 
 function current(): GuardAgent {

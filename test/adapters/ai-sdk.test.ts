@@ -215,3 +215,34 @@ describe('guardModel', () => {
     ]);
   });
 });
+
+describe('guardTools and a tool with no parameters (issue #35 item 2)', () => {
+  for (const sent of ['', '{}']) {
+    it(`runs it when the model sends ${JSON.stringify(sent)} as its input, checked pre and post`, async () => {
+      const listOrders = vi.fn(async () => '3 orders');
+      const set = { list_orders: tool({ description: 'list orders', inputSchema: z.object({}), execute: listOrders }) } satisfies ToolSet;
+      const decisions: GuardDecision[] = [];
+      const model = scripted(
+        { content: [{ type: 'tool-call', toolCallId: 'call-1', toolName: 'list_orders', input: sent }], finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage, warnings: [] },
+        answer('done'),
+      );
+      const result = await generateText({ model, tools: guardTools(setup.guard, set, { onDecision: (d) => decisions.push(d) }), prompt: 'list', stopWhen: stepCountIs(3) });
+      expect(listOrders).toHaveBeenCalledTimes(1);
+      expect(result.text).toBe('done');
+      expect(decisions.map((d) => [d.stage, d.verdict.decision, d.verdict.unavailable])).toEqual([['pre', 'allow', false], ['post', 'allow', false]]);
+    });
+  }
+
+  it('withholds a secret a zero-parameter tool returns', async () => {
+    const set = { read_keys: tool({ description: 'keys', inputSchema: z.object({}), execute: async () => 'AKIAIOSFODNN7EXAMPLE' }) } satisfies ToolSet;
+    const model = scripted(
+      { content: [{ type: 'tool-call', toolCallId: 'call-1', toolName: 'read_keys', input: '' }], finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage, warnings: [] },
+      answer('done'),
+    );
+    const result = await generateText({ model, tools: guardTools(setup.guard, set), prompt: 'keys', stopWhen: stepCountIs(3) });
+    const errors = result.steps.flatMap((s) => s.content).filter((p) => p.type === 'tool-error');
+    expect(errors).toHaveLength(1);
+    expect((errors[0] as { error: unknown }).error).toBeInstanceOf(ControlViolationError);
+    expect(lastToolResultText(model)).not.toContain('AKIA');
+  });
+});

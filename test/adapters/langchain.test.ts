@@ -104,3 +104,31 @@ describe('guardTools', () => {
     expect(message).toMatchObject({ status: 'success', content: '2 rows', artifact: { rows: [1, 2] } });
   });
 });
+
+describe('guardTools and a tool with no parameters (issue #35 item 2)', () => {
+  it('runs it when called with empty arguments, checked pre and post', async () => {
+    const listOrders = vi.fn(async () => '3 orders');
+    const decisions: GuardDecision[] = [];
+    const list = [tool(listOrders, { name: 'list_orders', description: 'list orders', schema: z.object({}) })] as StructuredToolInterface[];
+    const message = await turn(guardTools(setup.guard, list, { onDecision: (d) => decisions.push(d) }), 'list_orders', {});
+    expect(listOrders).toHaveBeenCalledTimes(1);
+    expect(message.status).not.toBe('error');
+    expect(message.content).toBe('3 orders');
+    expect(decisions.map((d) => [d.stage, d.verdict.decision, d.verdict.unavailable])).toEqual([['pre', 'allow', false], ['post', 'allow', false]]);
+  });
+
+  it('runs it when invoked with plain empty arguments (no tool call)', async () => {
+    const listOrders = vi.fn(async () => '3 orders');
+    const [guarded] = guardTools(setup.guard, [tool(listOrders, { name: 'list_orders', description: 'list orders', schema: z.object({}) })] as StructuredToolInterface[]);
+    await expect(guarded!.invoke({})).resolves.toBe('3 orders');
+    expect(listOrders).toHaveBeenCalledTimes(1);
+  });
+
+  it('withholds a secret a zero-parameter tool returns', async () => {
+    const list = [tool(async () => 'AKIAIOSFODNN7EXAMPLE', { name: 'read_keys', description: 'keys', schema: z.object({}) })] as StructuredToolInterface[];
+    const message = await turn(guardTools(setup.guard, list), 'read_keys', {});
+    expect(message.status).toBe('error');
+    expect(JSON.stringify(message.content)).not.toContain('AKIA');
+    expect(JSON.stringify(message.content)).not.toContain('could not be checked');
+  });
+});

@@ -147,3 +147,27 @@ describe('guardrailsFor', () => {
     expect(model.lastToolOutput()).toContain('could not check this call');
   });
 });
+
+describe('guardrailsFor and a tool with no parameters (issue #35 item 2)', () => {
+  // The SDK itself refuses arguments that are not JSON (an empty string) before any guardrail runs.
+  for (const sent of ['{}']) {
+    it(`runs it when the model sends ${JSON.stringify(sent)} as its arguments, checked pre and post`, async () => {
+      const listOrders = vi.fn(async () => '3 orders');
+      const decisions: GuardDecision[] = [];
+      const model = new ScriptedModel([
+        { type: 'function_call', callId: 'call-1', name: 'list_orders', arguments: sent, status: 'completed' },
+        say('done'),
+      ]);
+      const agent = new Agent({
+        name: 'analyst',
+        model,
+        tools: [tool({ name: 'list_orders', description: 'list orders', parameters: z.object({}), execute: listOrders, ...guardrailsFor(setup.guard, { onDecision: (d) => decisions.push(d) }) })],
+      });
+      const result = await runner().run(agent, 'list');
+      expect(listOrders).toHaveBeenCalledTimes(1);
+      expect(result.finalOutput).toBe('done');
+      expect(decisions.map((d) => [d.stage, d.verdict.decision, d.verdict.unavailable])).toEqual([['pre', 'allow', false], ['post', 'allow', false]]);
+      expect(decisions[0]!.step.input).toEqual({});
+    });
+  }
+});

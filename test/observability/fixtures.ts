@@ -44,6 +44,7 @@ export const METRIC_NAMES = [
   'evaluation_duration_seconds',
   'evaluator_errors_total',
   'selector_missing_total',
+  'unguarded_evaluations_total',
   'controls',
   'events_buffered',
   'events_written_total',

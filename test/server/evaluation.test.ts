@@ -75,7 +75,8 @@ describe('POST /api/v1/evaluation', () => {
     expect((await call(server.app, 'POST', '/api/v1/evaluation', step('x'))).statusCode).toBe(404);
     const bad = await call(server.app, 'POST', '/api/v1/evaluation', { agent_name: 'a', stage: 'during', step: { type: 'tool' } });
     expect(bad.statusCode).toBe(422);
-    expect(json(bad).errors.map((e: { field: string }) => e.field).sort()).toEqual(['stage', 'step.input', 'step.name']);
+    // A step without input is a step whose input is null (issue #35 item 2): not an error.
+    expect(json(bad).errors.map((e: { field: string }) => e.field).sort()).toEqual(['stage', 'step.name']);
   });
 
   // The route checks bodies with a compiled JSON Schema first and falls back to zod only

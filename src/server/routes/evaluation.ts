@@ -98,6 +98,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
           outcome,
           set_revision: set.revision,
           trace: () => traceIdsFromHeaders(request.headers),
+          unguarded: isUnguarded(set),
         });
       } catch (error) {
         app.log.warn({ err: error }, 'recording an evaluation failed');
@@ -137,12 +138,21 @@ export function tooDeepResult(): EvaluationResult {
   };
 }
 
+/** No control that could change a decision: none enabled, none failed to compile, only shadow ones. */
+function isUnguarded(set: CompiledControlSet): boolean {
+  return set.skipped.length === 0 && set.controls.length === (set.shadowIds?.size ?? 0);
+}
+
 /** The validated request: the fast path when the compiled schema passed, zod otherwise. */
 function requestOf(raw: unknown, passedSchema: boolean, validAgentName: (raw: string) => string | null): EvaluationRequest {
   if (passedSchema) {
-    const fast = raw as EvaluationRequest;
+    let fast = raw as EvaluationRequest;
     const agentName = validAgentName(fast.agent_name);
-    if (agentName !== null) return agentName === fast.agent_name ? fast : { ...fast, agent_name: agentName };
+    if (agentName !== null) {
+      // The compiled validator does not fill in defaults: a step sent without input is a step with input null, as zod would make it.
+      if (fast.step.input === undefined) fast = { ...fast, step: { ...fast.step, input: null } };
+      return agentName === fast.agent_name ? fast : { ...fast, agent_name: agentName };
+    }
   }
   return parseOr422(EvaluationRequestSchema, raw, 'evaluation request');
 }

@@ -1,0 +1,116 @@
+/**
+ * The gateway's relay between a real MCP client and a real MCP server (both from
+ * @modelcontextprotocol/sdk, over its in-memory transports): the server sees request ids
+ * of the relay's own, a cancellation reaches the server under the id it knows, and a
+ * tool added later (tools/list_changed) can be called once the server announces it.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { CallToolResultSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { McpRelay } from '../../src/adapters/mcp-relay.js';
+import { ControlDataSchema, type ControlRecord } from '../../src/model/index.js';
+import { GuardAgent } from '../../src/sdk/index.js';
+import { quietLogger } from './guarded-agent.js';
+
+const blockDrop: ControlRecord = {
+  control_id: 1, name: 'block-drop', enabled: true, managed_by: null, source: null, created_at: '', updated_at: '',
+  data: ControlDataSchema.parse({
+    execution: 'sdk',
+    scope: { step_types: ['tool'], stages: ['pre'] },
+    selector: { path: 'input.query' },
+    evaluator: { name: 'regex', config: { pattern: '(?i)drop' } },
+    action: { decision: 'deny' },
+  }),
+};
+
+const closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close();
+});
+
+async function setup() {
+  const server = new McpServer({ name: 'in-memory', version: '1.0.0' });
+  const aborted: string[] = [];
+  server.registerTool('wait', { description: 'waits until cancelled' }, (extra) => new Promise((resolve) => {
+    extra.signal.addEventListener('abort', () => {
+      aborted.push(String(extra.requestId));
+      resolve({ content: [{ type: 'text', text: 'aborted' }] });
+    });
+  }));
+  server.registerTool('run_sql', { inputSchema: { query: z.string() } }, ({ query }) => ({ content: [{ type: 'text', text: `ran ${query}` }] }));
+
+  const [clientSide, relayClientSide] = InMemoryTransport.createLinkedPair();
+  const [relayServerSide, serverSide] = InMemoryTransport.createLinkedPair();
+  const seenByServer: JSONRPCMessage[] = [];
+  const guard = new GuardAgent({ agentName: 'relay-test', serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, [blockDrop]);
+  const reports: string[] = [];
+  const relay = new McpRelay({ guard, client: relayClientSide, server: relayServerSide, serverName: 'in-memory', serverNameFixed: false, requestTimeoutMs: 0, report: (l) => reports.push(l) });
+  relayClientSide.onmessage = (m) => relay.fromClient(m);
+  relayServerSide.onmessage = (m) => relay.fromServer(m);
+  await relayClientSide.start();
+  await relayServerSide.start();
+  await server.connect(serverSide);
+  const deliver = serverSide.onmessage!;
+  serverSide.onmessage = (m, extra) => {
+    seenByServer.push(m);
+    deliver(m, extra);
+  };
+  const client = new Client({ name: 'test', version: '1.0.0' });
+  await client.connect(clientSide);
+  closers.push(async () => {
+    relay.close();
+    await client.close();
+    await server.close();
+    await guard.shutdown();
+  });
+  return { client, server, relay, seenByServer, aborted, reports };
+}
+
+describe('McpRelay', () => {
+  it('forwards requests under ids of its own and answers under the client\'s', async () => {
+    const { client, seenByServer } = await setup();
+    const answer = await client.request({ method: 'tools/call', params: { name: 'run_sql', arguments: { query: 'select 1' } } }, CallToolResultSchema);
+    expect(answer.content).toEqual([{ type: 'text', text: 'ran select 1' }]);
+    const calls = seenByServer.filter((m) => 'method' in m && m.method === 'tools/call');
+    expect(calls).toHaveLength(1);
+    // The relay's own tools/list came first; every id the server saw is one of the relay's.
+    const ids = seenByServer.filter((m) => 'id' in m).map((m) => (m as { id: unknown }).id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.every((id) => typeof id === 'number')).toBe(true);
+  });
+
+  it('passes a cancellation on under the id the server knows', async () => {
+    const { client, aborted, relay, seenByServer } = await setup();
+    const controller = new AbortController();
+    const call = client.request({ method: 'tools/call', params: { name: 'wait', arguments: {} } }, CallToolResultSchema, { signal: controller.signal });
+    // The call has passed its pre check and reached the server.
+    await expect.poll(() => seenByServer.some((m) => 'method' in m && m.method === 'tools/call')).toBe(true);
+    controller.abort('changed my mind');
+    await expect(call).rejects.toThrow();
+    await expect.poll(() => aborted.length).toBe(1);
+    expect(relay.pendingCount).toBe(0);
+  });
+
+  it('reads the tools again after tools/list_changed: a tool added later can be called', async () => {
+    const { client, server } = await setup();
+    await client.request({ method: 'tools/call', params: { name: 'run_sql', arguments: { query: 'select 1' } } }, CallToolResultSchema);
+    const before = await client.request({ method: 'tools/call', params: { name: 'late', arguments: {} } }, CallToolResultSchema).catch((e: unknown) => e);
+    expect(String(before)).toContain('not a tool the MCP server declared');
+    // registerTool announces the change (notifications/tools/list_changed).
+    server.registerTool('late', { description: 'added later' }, () => ({ content: [{ type: 'text', text: 'late' }] }));
+    await expect.poll(async () => {
+      const r = await client.request({ method: 'tools/call', params: { name: 'late', arguments: {} } }, CallToolResultSchema).catch((e: unknown) => e);
+      return JSON.stringify(r);
+    }).toContain('"text":"late"');
+  });
+
+  it('denies in the relay, before the server sees the call', async () => {
+    const { client, seenByServer } = await setup();
+    const answer = await client.request({ method: 'tools/call', params: { name: 'run_sql', arguments: { query: 'DROP TABLE t' } } }, CallToolResultSchema);
+    expect(answer.isError).toBe(true);
+    expect(seenByServer.some((m) => 'method' in m && m.method === 'tools/call')).toBe(false);
+  });
+});

@@ -1,0 +1,261 @@
+/**
+ * Issue #34 item 12: what a hostile or broken MCP client or server tries against
+ * `guardctl mcp-proxy`. The client here writes raw JSON-RPC lines (an SDK client would not
+ * send them); the server is the fixture built with @modelcontextprotocol/sdk, made lenient
+ * (MCP_FIXTURE_LENIENT=1: it folds case, width and invisible characters in tool names and
+ * methods, and runs a tools/call sent as a notification) so that whatever the proxy lets
+ * through really runs and shows in its log.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { blockDrop, denySecretOutput } from '../adapters/guarded-agent.js';
+import { addControl, startRealServer, type RunningServer } from '../sdk/real-server.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const cli = join(root, 'dist/cli/main.js');
+const fixture = join(root, 'test/fixtures/mcp/server.mjs');
+const AGENT = 'gateway-bypass';
+
+let guardServer: RunningServer;
+let dir: string;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'guardctl-mcp-bypass-'));
+  guardServer = await startRealServer();
+  await guardServer.client.initAgent({ agent_name: AGENT });
+  await addControl(guardServer.client, AGENT, 'block-drop', blockDrop);
+  await addControl(guardServer.client, AGENT, 'deny-secret-output', denySecretOutput('sdk'));
+});
+
+afterAll(async () => {
+  await guardServer.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+interface Message {
+  id?: unknown;
+  result?: { content?: Array<{ text?: string }>; isError?: boolean };
+  error?: { code: number; message: string };
+}
+
+/** The proxy spoken to line by line, as a hostile client would. */
+class RawClient {
+  readonly messages: Message[] = [];
+  stdout = '';
+  stderr = '';
+  readonly exit: Promise<number | null>;
+  #next = 100;
+  constructor(readonly child: ChildProcessWithoutNullStreams, readonly log: string) {
+    let buffered = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      this.stdout += chunk.toString();
+      buffered += chunk.toString();
+      for (let at = buffered.indexOf('\n'); at >= 0; at = buffered.indexOf('\n')) {
+        this.messages.push(JSON.parse(buffered.slice(0, at)) as Message);
+        buffered = buffered.slice(at + 1);
+      }
+    });
+    child.stderr.on('data', (chunk: Buffer) => (this.stderr += chunk.toString()));
+    this.exit = new Promise((resolve) => child.on('close', (code) => resolve(code)));
+  }
+
+  line(text: string): void {
+    this.child.stdin.write(`${text}\n`);
+  }
+
+  send(message: object): void {
+    this.line(JSON.stringify({ jsonrpc: '2.0', ...message }));
+  }
+
+  /** The answer to request `id` (ids compared with their type: 1 and "1" differ). */
+  async answer(id: unknown): Promise<Message> {
+    await expect.poll(() => this.messages.some((m) => m.id === id), { timeout: 20_000 }).toBe(true);
+    return this.messages.find((m) => m.id === id)!;
+  }
+
+  async call(name: string, args?: unknown, id: unknown = this.#next++): Promise<Message> {
+    this.send({ id, method: 'tools/call', params: args === undefined ? { name } : { name, arguments: args } });
+    return this.answer(id);
+  }
+
+  reached(): string {
+    return readFileSync(this.log, 'utf8');
+  }
+}
+
+const running: RawClient[] = [];
+afterEach(() => {
+  for (const c of running.splice(0)) c.child.kill('SIGKILL');
+});
+
+let seq = 0;
+async function start(extra: string[] = [], env: Record<string, string> = {}): Promise<RawClient> {
+  const log = join(dir, `calls-${++seq}.log`);
+  writeFileSync(log, '');
+  const child = spawn(process.execPath, [cli, 'mcp-proxy', '--agent', AGENT, '--server', guardServer.url, ...extra, '--', process.execPath, fixture], {
+    env: { ...process.env, MCP_FIXTURE_LOG: log, MCP_FIXTURE_LENIENT: '1', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const client = new RawClient(child, log);
+  running.push(client);
+  client.send({ id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+  await client.answer(0);
+  client.send({ method: 'notifications/initialized' });
+  return client;
+}
+
+const textOf = (m: Message): string => (m.result?.content ?? []).map((c) => c.text ?? '').join('');
+const refused = (m: Message): boolean => m.error !== undefined || m.result?.isError === true;
+
+describe('tool names are compared exactly as the server declared them', () => {
+  it('runs a declared name, and refuses every other spelling before it reaches the server', async () => {
+    const client = await start();
+    expect(textOf(await client.call('run_sql', { query: 'select 1' }))).toBe('3 rows for select 1');
+    const spellings = ['RUN_SQL', 'Run_Sql', 'run_sql ', ' run_sql', 'run_sql\t', 'run_sql\u00a0', 'run_sql\u200b', '\ufeffrun_sql', 'run_sql\u2060', 'run_\u017fql', '\uff32\uff35\uff2e\uff3f\uff33\uff31\uff2c'];
+    for (const name of spellings) {
+      const answer = await client.call(name, { query: `DROP TABLE orders -- ${spellings.indexOf(name)}` });
+      expect(answer.error?.code, JSON.stringify(name)).toBe(-32602);
+      expect(answer.error?.message).toContain('not a tool the MCP server declared');
+    }
+    expect(client.reached()).not.toContain('DROP');
+    // The exact name is the step name: the control scoped to run_sql still denies.
+    const denied = await client.call('run_sql', { query: 'DROP TABLE orders' });
+    expect(denied.result?.isError).toBe(true);
+    expect(client.reached()).not.toContain('DROP');
+  });
+
+  it('refuses a tools/call under another spelling of its method', async () => {
+    const client = await start();
+    for (const [i, method] of ['Tools/Call', 'TOOLS/CALL', 'tools/call ', 'tools/call\u200b', '\uff54ools/call'].entries()) {
+      client.send({ id: `m${i}`, method, params: { name: 'run_sql', arguments: { query: `DROP TABLE orders ${i}` } } });
+      expect(refused(await client.answer(`m${i}`)), method).toBe(true);
+    }
+    expect(client.reached()).not.toContain('DROP');
+  });
+});
+
+describe('a tools/call with no answer to check', () => {
+  it('never forwards a tools/call sent as a notification', async () => {
+    const client = await start();
+    client.send({ method: 'tools/call', params: { name: 'run_sql', arguments: { query: 'DROP TABLE orders' } } });
+    client.send({ method: 'TOOLS/CALL', params: { name: 'run_sql', arguments: { query: 'DROP TABLE customers' } } });
+    client.send({ id: null, method: 'tools/call', params: { name: 'run_sql', arguments: { query: 'DROP TABLE invoices' } } });
+    // A request sent after them is answered after them: by then they were handled.
+    expect(textOf(await client.call('run_sql', { query: 'select 5' }))).toBe('3 rows for select 5');
+    expect(client.reached()).toContain('select 5');
+    expect(client.reached()).not.toContain('DROP');
+    expect(client.stderr).toMatch(/dropped a tools\/call sent as a notification/);
+  });
+
+  it('never forwards a batch (an array of messages) unchecked', async () => {
+    const client = await start();
+    client.line(JSON.stringify([
+      { jsonrpc: '2.0', id: 'b1', method: 'tools/call', params: { name: 'run_sql', arguments: { query: 'DROP TABLE orders' } } },
+      { jsonrpc: '2.0', method: 'tools/call', params: { name: 'run_sql', arguments: { query: 'DROP TABLE customers' } } },
+    ]));
+    expect(textOf(await client.call('run_sql', { query: 'select 6' }))).toBe('3 rows for select 6');
+    expect(client.reached()).not.toContain('DROP');
+  });
+});
+
+describe('request ids', () => {
+  it('refuses a request whose id is already pending, so an answer is never checked as another request\'s', async () => {
+    const client = await start();
+    client.send({ id: 7, method: 'tools/call', params: { name: 'wait_keys', arguments: {} } });
+    await expect.poll(() => client.reached()).toContain('wait_keys');
+    // The same id on a request whose answer is not checked, then the same id as a string.
+    client.send({ id: 7, method: 'prompts/get', params: { name: 'wait' } });
+    client.send({ id: '7', method: 'prompts/get', params: { name: 'wait' } });
+    await expect.poll(() => client.messages.filter((m) => m.id === 7 || m.id === '7').length).toBeGreaterThanOrEqual(2);
+    const early = client.messages.filter((m) => m.id === 7 || m.id === '7');
+    expect(early.every((m) => m.error?.message.includes('already pending'))).toBe(true);
+    await client.call('release', {});
+    await expect.poll(() => client.messages.filter((m) => m.id === 7).length).toBe(2);
+    expect(client.stdout).not.toContain('AKIA');
+    expect(client.messages.filter((m) => m.id === 7).at(-1)!.result?.isError).toBe(true);
+  });
+
+  it('never takes a late answer of a timed-out call for a new request that reuses its id', async () => {
+    const client = await start(['--request-timeout', '2s']);
+    // The proxy reads the server's tools first (its own tools/list, under the same timeout).
+    expect(textOf(await client.call('run_sql', { query: 'select 8' }))).toBe('3 rows for select 8');
+    client.send({ id: 9, method: 'tools/call', params: { name: 'wait_keys', arguments: {} } });
+    expect((await client.answer(9)).error?.message).toContain('did not answer');
+    client.send({ id: 9, method: 'prompts/get', params: { name: 'wait' } });
+    await expect.poll(() => client.reached()).toContain('wait_keys');
+    await client.call('release', {});
+    await expect.poll(() => client.messages.filter((m) => m.id === 9).length).toBe(2);
+    expect(client.stdout).not.toContain('AKIA');
+  });
+});
+
+describe('a tools/call without arguments', () => {
+  it('is checked and forwarded (issue #35 item 2)', async () => {
+    const client = await start(['--mcp-server-name', 'elsewhere']);
+    const answer = await client.call('image');
+    expect(answer.error).toBeUndefined();
+    expect(answer.result?.isError).toBeFalsy();
+  });
+});
+
+describe('an MCP server line larger than the proxy reads', () => {
+  it('answers the pending calls with an error, says why on stderr and goes on', async () => {
+    const client = await start();
+    const answer = await client.call('flood', {});
+    expect(answer.error?.message).toMatch(/larger than 64 MiB/);
+    expect(client.stderr).toMatch(/a message of the MCP server is larger than 64 MiB/);
+    expect(textOf(await client.call('run_sql', { query: 'select 7' }))).toBe('3 rows for select 7');
+  }, 60_000);
+});
+
+describe('the client going away', () => {
+  it('exits 0 when its stdin closes, with a call pending, and ends the MCP server', async () => {
+    const client = await start();
+    client.send({ id: 11, method: 'tools/call', params: { name: 'wait_keys', arguments: {} } });
+    await expect.poll(() => client.reached()).toContain('wait_keys');
+    client.child.stdin.end();
+    expect(await client.exit).toBe(0);
+  });
+});
+
+describe('an agent with no controls (issue #34 item 10)', () => {
+  function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    return new Promise((resolve) => {
+      const child = spawn(process.execPath, [cli, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+  }
+
+  it('does not start for a misspelt --agent: exit 1, naming the agent and the one meant', async () => {
+    const result = await run(['mcp-proxy', '--agent', 'gateway-bypas', '--server', guardServer.url, '--', process.execPath, fixture]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('agent "gateway-bypas" has no controls');
+    expect(result.stderr).toContain('did you mean --agent gateway-bypass?');
+    expect(result.stderr).toContain('--allow-unguarded');
+    expect(result.stdout).toBe('');
+    expect((await guardServer.client.listAgents()).map((a) => a.agent_name)).not.toContain('gateway-bypas');
+  });
+
+  it('starts with --allow-unguarded, and says on stderr that nothing is checked', async () => {
+    const log = join(dir, 'unguarded.log');
+    writeFileSync(log, '');
+    const child = spawn(process.execPath, [cli, 'mcp-proxy', '--agent', 'brand-new-agent', '--allow-unguarded', '--server', guardServer.url, '--', process.execPath, fixture], {
+      env: { ...process.env, MCP_FIXTURE_LOG: log },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const client = new RawClient(child, log);
+    running.push(client);
+    client.send({ id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    await client.answer(0);
+    expect(textOf(await client.call('run_sql', { query: 'select 9' }))).toBe('3 rows for select 9');
+    expect(client.stderr).toContain('agent "brand-new-agent" has no controls in force');
+  });
+});
