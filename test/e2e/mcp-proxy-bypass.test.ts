@@ -157,6 +157,7 @@ describe('a tools/call with no answer to check', () => {
       { jsonrpc: '2.0', id: 'b1', method: 'tools/call', params: { name: 'run_sql', arguments: { query: 'DROP TABLE orders' } } },
       { jsonrpc: '2.0', method: 'tools/call', params: { name: 'run_sql', arguments: { query: 'DROP TABLE customers' } } },
     ]));
+    expect((await client.answer('b1')).error?.message).toContain('batches are not relayed');
     expect(textOf(await client.call('run_sql', { query: 'select 6' }))).toBe('3 rows for select 6');
     expect(client.reached()).not.toContain('DROP');
   });
@@ -209,6 +210,8 @@ describe('an MCP server line larger than the proxy reads', () => {
     expect(answer.error?.message).toMatch(/larger than 64 MiB/);
     expect(client.stderr).toMatch(/a message of the MCP server is larger than 64 MiB/);
     expect(textOf(await client.call('run_sql', { query: 'select 7' }))).toBe('3 rows for select 7');
+    client.child.stdin.end();
+    expect(await client.exit).toBe(0);
   }, 60_000);
 });
 
