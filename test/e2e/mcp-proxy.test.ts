@@ -171,8 +171,8 @@ describe('guardctl mcp-proxy in front of a stdio MCP server', () => {
     const result = await call(client, 'export');
     expect(result.isError).toBe(true);
     expect(textOf(result)).toContain('could not check the result');
-    // The guard server refuses the body (413, or a reset before the whole body is sent).
-    expect(stderr()).toMatch(/could not check tools\/call "export" \(post\), so it was refused: server check of step "export"/);
+    // The guard server reads the whole over-limit body and answers 413, naming its limit.
+    expect(stderr()).toMatch(/could not check tools\/call "export" \(post\), so it was refused: the server refused to check step "export" \(post\): HTTP 413: .*GUARD_BODY_LIMIT_BYTES, 1048576 bytes/);
   });
 
   it('survives arguments that are not objects', async () => {
