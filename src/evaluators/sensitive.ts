@@ -20,10 +20,11 @@ const ALL_FORMATS = formatsFor(SECRET_KINDS);
 
 /**
  * Characters read past the part of the text an excerpt can show, so that a value starting
- * in that part is found whole: the longest value a scanner reads (a PEM block's 64 KB body
- * and its lines) with room to spare.
+ * in that part is read whole by the scanners: more than any bounded format is long (tokens
+ * of at most 512 characters, a JWT header of at most 2 KB, an e-mail address). What can be
+ * longer is masked to the end of the text instead (sensitiveExcerpt).
  */
-export const SCAN_MARGIN = 70_000;
+export const SCAN_MARGIN = 4096;
 
 /** Values masked per excerpt at most; past that the rest of the text is not shown. */
 const MAX_VALUES = 2_000;
@@ -62,7 +63,7 @@ export function sensitiveExcerpt(text: string, options: ExcerptOptions): string 
   const { max } = options;
   // The part of the text an excerpt may show: masks shorten what they cover, so more than
   // `max` characters of the text can fit, but never more than this.
-  const shown = Math.min(text.length, max * 8);
+  const shown = Math.min(text.length, max * 4);
   const found = (options.found ?? []).filter((f) => f !== '');
   const longest = found.reduce((n, f) => Math.max(n, f.length), 0);
   const window = text.length <= shown + SCAN_MARGIN ? text : text.slice(0, shown + SCAN_MARGIN);
@@ -76,10 +77,12 @@ export function sensitiveExcerpt(text: string, options: ExcerptOptions): string 
   for (const v of values) {
     if (v === '' || keep?.has(v) === true) continue;
     const within = found.includes(v) ? text.slice(0, shown + longest) : window;
-    for (let at = within.indexOf(v); at >= 0 && at < shown; at = within.indexOf(v, at + 1)) ranges.push([at, at + v.length]);
+    // A private key whose end is not in the scanned part is masked to the end of the text.
+    const open = v.startsWith('-----BEGIN ') && !v.includes('-----END');
+    for (let at = within.indexOf(v); at >= 0 && at < shown; at = within.indexOf(v, at + 1)) ranges.push([at, open ? text.length : at + v.length]);
   }
-  // A value running past the scanned part could not be read whole: the last word that
-  // reaches the cut is masked from its start, to the end of the text.
+  // A value running past the scanned part (a JWT of a long payload) could not be read
+  // whole: the last word that reaches the cut is masked from its start, to the end of the text.
   if (window.length < text.length) {
     let start = window.length;
     while (start > 0 && !/\s/.test(window[start - 1]!)) start--;

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { compileControls, evaluateStep } from '../../src/engine/index.js';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import { ControlDataSchema } from '../../src/model/index.js';
+import { sensitiveExcerpt } from '../../src/evaluators/sensitive.js';
 
 const registry = createDefaultRegistry();
 
@@ -90,5 +91,39 @@ describe('reveal_match and excerpts', () => {
     const excerpts = await excerptsOf(`order 42 for ${AWS} ssn ${SSN}`, [{ control_id: 1, name: 'orders', data }]);
     expect(excerpts[0]![1]).toContain('order 42');
     expectClean(excerpts[0]![1]);
+  });
+});
+
+describe('sensitiveExcerpt: values longer than what is scanned', () => {
+  const b64 = (n: number) => Array.from({ length: n }, (_, i) => 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'[(i * 7) % 62]).join('');
+
+  it('a private key whose end lies far beyond the excerpt shows none of its body', () => {
+    const body = Array.from({ length: 200 }, () => b64(64)).join('\n');
+    const text = `key:\n-----BEGIN RSA PRIVATE KEY-----\n${body}\n-----END RSA PRIVATE KEY-----\nafter`;
+    const out = sensitiveExcerpt(text, { max: 200 });
+    expect(out.length).toBeLessThanOrEqual(200);
+    expect(out).not.toContain(b64(64).slice(0, 12));
+    expect(out.startsWith('key:\n')).toBe(true);
+  });
+
+  it('a JWT with a payload longer than the scan shows none of it', () => {
+    const jwt = `${JWT.split('.')[0]}.${b64(20_000)}.${b64(43)}`;
+    const out = sensitiveExcerpt(`token ${jwt} end`, { max: 200 });
+    expect(out).not.toContain(b64(20).slice(0, 12));
+    expect(out).toContain('token ');
+  });
+
+  it('a found text longer than the scan is masked whole', () => {
+    const long = `x${b64(9_000)}`;
+    const out = sensitiveExcerpt(`a ${long} b`, { max: 200, found: [long] });
+    expect(out.startsWith(`a ${long.slice(0, 4)}…`)).toBe(true);
+    expect(out).not.toContain(long.slice(100, 112));
+  });
+
+  it('many masked values: the excerpt still stops at its length, all masked', () => {
+    const text = Array.from({ length: 500 }, (_, i) => gh((i % 7) + 1)).join(' ');
+    const out = sensitiveExcerpt(text, { max: 200 });
+    expect(out.length).toBeLessThanOrEqual(200);
+    expect(out).not.toMatch(/ghp_[0-9]{5}/);
   });
 });
