@@ -47,7 +47,7 @@ export interface EventBufferOptions {
   /** A retryable write failed; `count` events stay buffered. */
   onWriteDeferred?(error: unknown, count: number): void;
   /** Events that start a flush within DENY_FLUSH_MS (isUrgentEvent): the rest wait for the interval or the threshold. */
-  urgent?(event: ObservabilityEvent): boolean;
+  urgent?: (event: ObservabilityEvent) => boolean;
 }
 
 function hasUrgent(events: readonly ObservabilityEvent[], count: number, urgent: (e: ObservabilityEvent) => boolean): boolean {
