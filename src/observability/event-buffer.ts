@@ -15,6 +15,17 @@ export const MAX_REFUSALS_IN_A_ROW = 10;
 
 export type DropReason = 'buffer_full' | 'write_failed' | 'rejected';
 
+/**
+ * How soon a flush follows an urgent event (a deny): what a crash (kill -9, a power cut)
+ * can lose of denied steps is bounded by this, not by the flush interval.
+ */
+export const DENY_FLUSH_MS = 100;
+
+/** An enforced deny match: the record of a blocked step, worth writing at once. */
+export function isUrgentEvent(e: ObservabilityEvent): boolean {
+  return e.matched && e.action === 'deny' && e.mode !== 'shadow';
+}
+
 export interface EventBufferOptions {
   /** Events held in memory at most, counting those being written. */
   capacity: number;
@@ -35,6 +46,13 @@ export interface EventBufferOptions {
   retryable?(error: unknown): boolean;
   /** A retryable write failed; `count` events stay buffered. */
   onWriteDeferred?(error: unknown, count: number): void;
+  /** Events that start a flush within DENY_FLUSH_MS (isUrgentEvent): the rest wait for the interval or the threshold. */
+  urgent?: (event: ObservabilityEvent) => boolean;
+}
+
+function hasUrgent(events: readonly ObservabilityEvent[], count: number, urgent: (e: ObservabilityEvent) => boolean): boolean {
+  for (let i = 0; i < count; i++) if (urgent(events[i]!)) return true;
+  return false;
 }
 
 /**
@@ -57,6 +75,7 @@ export class EventBuffer {
   private deferred = false;
   private readonly capacity: number;
   private readonly threshold: number;
+  private urgentTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly opts: EventBufferOptions) {
     this.capacity = Math.max(1, Math.floor(opts.capacity));
@@ -75,6 +94,14 @@ export class EventBuffer {
     const dropped = events.length - enqueued;
     if (dropped > 0) this.opts.onDropped?.(dropped, 'buffer_full');
     if (this.pending.length >= this.threshold && !this.running && !this.deferred) void this.flush();
+    else if (this.urgentTimer === null && !this.deferred && this.opts.urgent && hasUrgent(events, enqueued, this.opts.urgent)) {
+      // One timer for all the urgent events of the next DENY_FLUSH_MS: a burst of denies is one flush.
+      this.urgentTimer = setTimeout(() => {
+        this.urgentTimer = null;
+        void this.flush();
+      }, DENY_FLUSH_MS);
+      this.urgentTimer.unref();
+    }
     return { enqueued, dropped };
   }
 

@@ -2,7 +2,7 @@ import type { ObservabilityEvent, ReloadNotice, StoredEvent } from '../model/ind
 import { isoOfEpochMs } from '../model/iso-time.js';
 import { StoreError, type Store } from '../store/types.js';
 import { OBSERVABILITY_DEFAULTS, type ObservabilityConfig } from './config.js';
-import { EventBuffer } from './event-buffer.js';
+import { EventBuffer, isUrgentEvent } from './event-buffer.js';
 import { createEventHub, type EventHub } from './event-hub.js';
 import { defaultWorkerUrl, inlineWriter, workerWriter, type EventWriter } from './event-writer.js';
 import { createMetrics, type GuardMetrics } from './metrics.js';
@@ -111,6 +111,8 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
     // default, half the capacity.
     flushThreshold: writer.kind === 'worker' ? THREAD_HANDOVER_EVENTS : undefined,
     write: (batch) => writer.write(batch),
+    // A deny is written within DENY_FLUSH_MS: a crash loses at most that much of them.
+    urgent: isUrgentEvent,
     onWritten: (n) => metrics.eventsWritten.inc(n),
     onDropped: (n, reason) => metrics.eventsDropped.inc({ reason }, n),
     onWriteError: (err, n) => logger?.error({ err, events: n }, 'observability: writing events failed; the batch was dropped'),

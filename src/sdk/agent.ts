@@ -9,7 +9,7 @@ import { ApiError } from '../errors.js';
 import { createDefaultRegistry, type EvaluatorRegistry } from '../evaluators/registry.js';
 import type { ControlRecord, EvaluationResult, Stage } from '../model/index.js';
 import { buildControlSet, type AgentControlSet } from './control-set.js';
-import { ControlSteerError, ControlViolationError, GuardUnavailableError } from './errors.js';
+import { ControlSteerError, ControlViolationError, GuardUnavailableError, stepRefusalOf } from './errors.js';
 import { EventBatcher, eventsOf } from './events.js';
 import { decidingMatch, emptyResult, mergeResults } from './merge.js';
 import { MissingSelectorWarnings } from './missing-selectors.js';
@@ -17,12 +17,6 @@ import { DISCLOSURES, unavailableVerdict, verdictOf, type Disclosure, type Verdi
 import { endEvaluationSpan } from '../tracing/evaluation-span.js';
 import { AgentTracing, freshTraceIds, traceparentOfIds, type TraceIds } from './tracing.js';
 import { consoleLogger, type ControlOptions, type FailMode, type GuardAgentOptions, type GuardLogger, type StepInput } from './options.js';
-
-/**
- * Statuses that say the step itself cannot be checked: malformed or not UTF-8 (400), over
- * the body limit (413), not JSON (415), invalid (422). They deny whatever the fail mode.
- */
-const STEP_REFUSALS = new Set([400, 413, 415, 422]);
 
 export { consoleLogger } from './options.js';
 export type { ControlOptions, FailMode, GuardAgentOptions, GuardLogger, StepInput } from './options.js';
@@ -199,11 +193,8 @@ export class GuardAgent {
         if (!(error instanceof ConnectionError || error instanceof ResponseShapeError || error instanceof ApiError)) {
           throw error;
         }
-        // The server refused the step itself (too large, invalid): not an outage, so never
-        // let through by failMode open; otherwise a model could write a step it refuses.
-        if (error instanceof ApiError && STEP_REFUSALS.has(error.status)) {
-          throw new GuardUnavailableError(`the server refused to check step "${step.name}" (${stage}): HTTP ${error.status}: ${error.message}`, { cause: error });
-        }
+        const refusal = stepRefusalOf(error, `step "${step.name}" (${stage})`);
+        if (refusal) throw refusal;
         this.#unavailable(`server check of step "${step.name}" (${stage}) failed: ${error.message}`, error);
       }
     }

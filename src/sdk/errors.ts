@@ -3,6 +3,7 @@
  * ControlViolationError (deny), ControlSteerError (steer: correct and retry) and
  * GuardUnavailableError (the checks could not be done and failMode is `closed`).
  */
+import { ApiError } from '../errors.js';
 import type { EvaluationResult, JsonObject, SteeringContext } from '../model/index.js';
 
 /** Base class of everything the SDK raises about a checked step. */
@@ -89,4 +90,17 @@ export class UnguardedAgentError extends GuardError {
     super(message);
     this.name = 'UnguardedAgentError';
   }
+}
+
+/**
+ * Statuses that say the step itself cannot be checked: malformed or not UTF-8 (400), over
+ * the body limit (413), not JSON (415), invalid (422). A model could write such a step on
+ * purpose, so they deny whatever the fail mode.
+ */
+const STEP_REFUSALS = new Set([400, 413, 415, 422]);
+
+/** The error to raise when the server refused `what` for its content; null for anything else (an outage). */
+export function stepRefusalOf(error: unknown, what: string): GuardUnavailableError | null {
+  if (!(error instanceof ApiError) || !STEP_REFUSALS.has(error.status)) return null;
+  return new GuardUnavailableError(`the server refused to check ${what}: HTTP ${error.status}: ${error.message}`, { cause: error });
 }

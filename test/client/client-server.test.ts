@@ -82,7 +82,8 @@ describe('GuardClient against the server', () => {
   });
 
   it('observability: ingest, query, stats', async () => {
-    const { control_id } = await client.createControl({ name: 'obs-control', data: denyDrop });
+    // Run by the SDK: the server refuses ingested events of the controls it runs itself.
+    const { control_id } = await client.createControl({ name: 'obs-control', data: { ...denyDrop, execution: 'sdk' } });
     const event = {
       control_execution_id: 'ex-1', trace_id: 'tr-1', span_id: 'sp-1', agent_name: 'obs-bot', control_id,
       control_name: 'c', check_stage: 'pre' as const, applies_to: 'tool' as const, action: 'deny' as const,

@@ -180,7 +180,8 @@ describe('GET /observability/stats', () => {
 
   it('serves one control, 404 for an unknown one', async () => {
     t = await makeApp();
-    const id = await addControl(t.store, 'support-bot', 'block-sql', denySql);
+    // Run by the SDK: events of server-run controls are the server's own to write.
+    const id = await addControl(t.store, 'support-bot', 'block-sql', { ...denySql, execution: 'sdk' });
     await ingest(t.app, [makeEvent(1, { control_id: id, matched: true }), makeEvent(2, { control_id: id, matched: false })]);
     await t.observability.flush();
     const res = await t.app.inject({ url: `/api/v1/observability/stats/controls/${id}?time_range=1h` });
@@ -237,7 +238,7 @@ describe('evaluations produce events', () => {
     t = await makeApp({ observabilityEnabled: false });
     await addControl(t.store, 'support-bot', 'block-sql', denySql);
     await t.app.inject({ method: 'POST', url: '/api/v1/evaluation', payload: evaluation('DROP TABLE x') });
-    const ack = await ingest(t.app, [makeEvent(1)]);
+    const ack = await ingest(t.app, [makeEvent(1, { control_id: 999 })]);
     expect(ack.json()).toEqual({ received: 1, enqueued: 0, dropped: 1 });
     await t.observability.close();
     expect((await t.store.queryEvents({ limit: 10, offset: 0 })).total).toBe(0);

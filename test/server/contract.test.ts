@@ -144,10 +144,10 @@ describe('every SPEC endpoint, as SPEC shows it', () => {
     expect(noArgs.status).toBe(200);
     expect(noArgs.body.decision).toBe('allow');
 
-    // Observability: ingest, query, stats.
+    // Observability: ingest (an event of a control an SDK ran), query, stats.
     const event = {
-      control_execution_id: 'exec-1', trace_id: 'trace-1', span_id: 'span-1', agent_name: 'support-bot', control_id: id,
-      control_name: 'block-destructive-sql', check_stage: 'pre', applies_to: 'tool', action: 'deny', matched: true, confidence: 1,
+      control_execution_id: 'exec-1', trace_id: 'trace-1', span_id: 'span-1', agent_name: 'support-bot', control_id: 424_242,
+      control_name: 'sdk-local-control', check_stage: 'pre', applies_to: 'tool', action: 'deny', matched: true, confidence: 1,
       timestamp: new Date().toISOString(), execution_duration_ms: 0.5, evaluator_name: 'regex', selector_path: 'input.query',
     };
     const ingest = await request('POST', `${API}/observability/events`, { events: [event] });
@@ -158,7 +158,7 @@ describe('every SPEC endpoint, as SPEC shows it', () => {
       .toBeGreaterThanOrEqual(2);
     const events = await request('POST', `${API}/observability/events/query`, { agent_name: 'support-bot', limit: 50 });
     expect(events.status).toBe(200);
-    expect(events.body.events[0]).toMatchObject({ agent_name: 'support-bot', control_id: id });
+    expect(events.body.events.map((e: { control_id: number }) => e.control_id)).toEqual(expect.arrayContaining([id, 424_242]));
     const stats = await request('GET', `${API}/observability/stats?agent_name=support-bot&time_range=5m`);
     expect(stats.status).toBe(200);
     expect(JSON.stringify(stats.body)).toContain('block-destructive-sql');

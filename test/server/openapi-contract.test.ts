@@ -234,7 +234,8 @@ describe('the OpenAPI document against the real server', () => {
     // Observability: ingest, then read what the evaluations wrote.
     const event = {
       control_execution_id: 'exec-1', trace_id: 'trace-1', span_id: 'span-1', agent_name: 'contract-bot',
-      control_id: sql.control_id, control_name: 'contract-sql', check_stage: 'pre', applies_to: 'tool', action: 'deny',
+      // A control an SDK ran: events naming a server-run control are the server's own to write.
+      control_id: 424_242, control_name: 'sdk-local-control', check_stage: 'pre', applies_to: 'tool', action: 'deny',
       matched: true, confidence: 1, timestamp: new Date().toISOString(), execution_duration_ms: 0.5,
       evaluator_name: 'regex', selector_path: 'input.query',
     };

@@ -15,11 +15,12 @@ import type { ControlStatsRow, EventStore, Store } from '../../store/types.js';
 import type { Access } from '../auth.js';
 import { controlIdOf } from '../context.js';
 import type { OperationDoc } from '../openapi.js';
+import { serverRunControlsOf } from '../server-run-controls.js';
 import { sendError, sendValidationProblem } from '../problem.js';
 
 export interface ObservabilityRoutesOptions {
   observability: Observability;
-  store: EventStore & Pick<Store, 'getControl'>;
+  store: EventStore & Pick<Store, 'getControl' | 'listAllControls'>;
   config: ObservabilityConfig;
   /** Rate and budget counters: their current use is part of the stats. */
   counters?: CounterUseSource;
@@ -198,6 +199,7 @@ export const observabilityRoutes: FastifyPluginAsync<ObservabilityRoutesOptions>
   // A batch of 1,000 events is checked by Fastify's validator compiled from the same zod
   // schema, a fraction of zod's cost; zod runs only when that check fails, to word the 422.
   const { $schema: _unused, ...ingestBodySchema } = z.toJSONSchema(IngestBodySchema, { io: 'input' });
+  const serverRunControls = serverRunControlsOf(opts.store);
   app.post(
     '/observability/events',
     { config: { access: 'read', bodyText: 'unchecked', openapi: DOCS.ingest }, schema: { body: ingestBodySchema }, attachValidation: true },
@@ -208,7 +210,13 @@ export const observabilityRoutes: FastifyPluginAsync<ObservabilityRoutesOptions>
         if (!parsed.success) return sendValidationProblem(reply, 'events batch', fieldIssuesOf(parsed.error));
         events = parsed.data.events;
       }
-      return reply.code(202).send(observability.ingest(events));
+      // Events of controls the server runs are the server's to write (server-run-controls.ts).
+      const serverRun = await serverRunControls(events.map((e) => e.control_id));
+      const kept = serverRun.size === 0 ? events : events.filter((e) => !serverRun.has(e.control_id));
+      const refused = events.length - kept.length;
+      if (refused > 0) observability.metrics.eventsDropped.inc({ reason: 'server_control' }, refused);
+      const answer = observability.ingest(kept);
+      return reply.code(202).send({ received: events.length, enqueued: answer.enqueued, dropped: answer.dropped + refused });
     },
   );
 
