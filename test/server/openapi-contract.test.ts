@@ -195,6 +195,7 @@ describe('the OpenAPI document against the real server', () => {
     await ok('get', '/health', { key: 'none' });
     await ok('get', '/metrics', { key: 'none' });
     await ok('get', '/openapi.json', { key: 'none' });
+    await ok('get', '/schema.json', { key: 'none' });
     await ok('get', '/api/v1/evaluators', { key: 'regular' });
 
     // Controls: one with data, one in shadow mode, one without data yet.
@@ -355,6 +356,7 @@ describe('the OpenAPI document against the real server', () => {
       'warn operation-4xx-response #/paths/~1health/get/responses',
       'warn operation-4xx-response #/paths/~1metrics/get/responses',
       'warn operation-4xx-response #/paths/~1openapi.json/get/responses',
+      'warn operation-4xx-response #/paths/~1schema.json/get/responses',
     ]);
     expect(report.totals.errors).toBe(0);
   }, 60_000);
