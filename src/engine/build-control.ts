@@ -94,6 +94,7 @@ export function buildControl(
     name,
     decision,
     steering_context: data.action.steering_context ?? null,
+    actionMessage: data.action.message ?? null,
     shadow: data.mode === 'shadow',
     execution: data.execution ?? 'server',
     stages: scope.stages ? stagesOf(scope.stages) : BOTH_STAGES,

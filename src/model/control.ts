@@ -80,9 +80,25 @@ export const ActionSchema = z
   .strictObject({
     decision: DecisionSchema,
     steering_context: SteeringContextSchema.optional(),
+    message: z
+      .string()
+      .min(1, 'message must not be empty')
+      .max(4096)
+      .optional()
+      .describe(
+        'deny only: what the agent is told when this control denies, instead of the evaluator\'s own message ' +
+          '(for example "negated condition did not match" for a not condition)',
+      ),
     metadata: JsonObjectSchema.optional(),
   })
   .superRefine((action, ctx) => {
+    if (action.message !== undefined && action.decision !== 'deny') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['message'],
+        message: 'message is for deny actions; a steer action\'s guidance goes in steering_context.message',
+      });
+    }
     if (action.decision === 'steer' && !action.steering_context) {
       ctx.addIssue({
         code: 'custom',

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import { controlValidator } from '../../src/gitops/control-validator.js';
 import { loadDocuments, type SourceFile } from '../../src/gitops/load.js';
+import { compileControls, evaluateStep } from '../../src/engine/index.js';
 
 const load = (files: SourceFile[]) => loadDocuments(files, { validateControl: controlValidator(createDefaultRegistry()) });
 const errors = (files: SourceFile[]) => load(files).diagnostics.filter((d) => d.severity === 'error');
@@ -35,5 +36,23 @@ describe('a file that does not parse', () => {
   it('a link to a control no file defines is still reported when every file parses', () => {
     const found = errors([{ path: 'a.yaml', text: 'kind: Agent\nagent_name: bot\ncontrols: [nowhere]\n' }]);
     expect(found.map((d) => d.code)).toEqual(['dangling_link']);
+  });
+});
+
+describe('action.message', () => {
+  const deny = (extra: string) => `kind: Control\nname: c\ncondition:\n  not: { selector: { path: input.to }, evaluator: { name: list, config: { values: [ops@example.com] } } }\naction:\n  decision: ${extra}\n`;
+
+  it('a deny may carry the message the agent is shown', async () => {
+    const loaded = load([{ path: 'c.yaml', text: deny('deny\n  message: Mail may only go to ops@example.com') }]);
+    expect(loaded.diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
+    const set = compileControls(loaded.controls.map((c, i) => ({ control_id: i + 1, name: c.name, data: c.data })), createDefaultRegistry());
+    const { result } = await evaluateStep(set, { type: 'tool', name: 'send', input: { to: 'someone@else.org' } }, 'pre');
+    expect(result.decision).toBe('deny');
+    expect(result.matches[0]!.result.message).toBe('Mail may only go to ops@example.com');
+  });
+
+  it('is refused on other decisions, whose guidance has its own place', () => {
+    const found = errors([{ path: 'c.yaml', text: deny('steer\n  steering_context: { message: use ops }\n  message: x') }]);
+    expect(found.map((d) => d.field)).toEqual(['action.message']);
   });
 });
