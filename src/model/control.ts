@@ -53,6 +53,10 @@ export const SelectorSchema = z.strictObject({
       SELECTOR_PATH_PATTERN,
       'path must be one of input, output, name, *, or input.<field>, output.<field>, context.<field> (dots and [index] allowed)',
     ),
+  optional: z
+    .boolean()
+    .optional()
+    .describe('true: steps without this field are expected, so finding nothing there is not reported as a missing field (selector_missing)'),
 });
 export type Selector = z.infer<typeof SelectorSchema>;
 
