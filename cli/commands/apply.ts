@@ -102,7 +102,7 @@ async function applyTarget(target: string, options: ApplyCommandOptions, io: Pro
 
 async function freshPlan(dir: string, options: ApplyCommandOptions, connection: Connection): Promise<ServerPlan> {
   const loaded = await loadValidDirectory(dir);
-  const result = await withServer(connection, () => planAgainstServer(clientOf(connection), loaded, planOptionsOf(options), { figures: false }));
+  const result = await withServer(connection, () => planAgainstServer(clientOf(connection), loaded, planOptionsOf(options, dir), { figures: false }));
   const refusal = refusalOf(result.plan, { directory: dir, owner: options.owner, server: connection.explicit ? connection.serverUrl : null });
   if (refusal) {
     // Under `hint: `, each group's lines keep their indentation relative to one another.

@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { UserError } from '../../src/errors.js';
 import { exportState } from '../../src/gitops/export.js';
 import { fetchActualState } from '../../src/gitops/fetch-state.js';
+import { schemaLineFor } from '../../src/gitops/schema-location.js';
 import { withExamples } from '../help.js';
 import { addConnectionOptions, clientOf, connectionOf, formatOption, withServer, type ConnectionFlags } from '../options.js';
 
@@ -38,7 +39,7 @@ export async function runExport(dir: string, options: ExportOptions): Promise<nu
     );
   }
   const state = await withServer(connection, () => fetchActualState(clientOf(connection)));
-  const result = exportState(state);
+  const result = exportState(state, await schemaLineFor(dir, connection.serverUrl));
   await mkdir(dir, { recursive: true });
   for (const file of result.files) await writeFile(join(dir, file.path), file.text);
   const controls = result.files.filter((f) => f.path !== 'agents.yaml').length;

@@ -41,8 +41,9 @@ function collectOwner(value: string, previous: string[]): string[] {
 }
 
 /** Plan options from the flags plan and apply share. */
-export function planOptionsOf(options: Pick<PlanCommandOptions, 'prune' | 'force' | 'owner' | 'adopt'>): PlanOptions {
-  return { prune: Boolean(options.prune), force: Boolean(options.force), owner: options.owner, adopt: options.adopt ?? [] };
+export function planOptionsOf(options: Pick<PlanCommandOptions, 'prune' | 'force' | 'owner' | 'adopt'>, directory?: string): PlanOptions {
+  const base = { prune: Boolean(options.prune), force: Boolean(options.force), owner: options.owner, adopt: options.adopt ?? [] };
+  return directory === undefined ? base : { ...base, directory };
 }
 
 /** Owner ids end up in managed_by and in messages: keep them short and printable. */
@@ -79,7 +80,7 @@ export async function runPlan(dir: string, options: PlanCommandOptions): Promise
   const loaded = await loadValidDirectory(dir);
   const connection = connectionOf(options);
   const client = clientOf(connection);
-  const result = await withServer(connection, () => planAgainstServer(client, loaded, planOptionsOf(options)));
+  const result = await withServer(connection, () => planAgainstServer(client, loaded, planOptionsOf(options, dir)));
   const refusal = refusalOf(result.plan, { directory: dir, owner: options.owner, server: connection.explicit ? connection.serverUrl : null });
   const ctx = { directory: dir, server: connection.serverUrl, fingerprint: result.fingerprint, refusal, promotions: result.promotions };
   // A saved plan is applied as it is: one that leaves conflicts out must not be saved.

@@ -2,7 +2,7 @@
  * A plan for people (text, `+ ~ -`), for a pull-request comment (markdown: summary table
  * first, details collapsed, under 60,000 characters) and for machines (JSON, stable shape).
  */
-import type { Change, Conflict, Operation, Plan } from '../../src/gitops/plan.js';
+import type { Change, Conflict, KeptControl, Operation, Plan } from '../../src/gitops/plan.js';
 import { hasChanges } from '../../src/gitops/plan.js';
 import { promotionEffect, promotionLine, type Promotion } from '../../src/gitops/promotions.js';
 import type { Refusal } from '../../src/gitops/refusal.js';
@@ -33,7 +33,8 @@ export function operationLine(o: Operation, c: Colors = plain): string {
     case 'update_control':
       return c.yellow(`~ update control "${o.name}"`);
     case 'delete_control':
-      return c.red(`- delete control "${o.name}"`);
+      // Whose control a prune deletes, and which file defined it: what a reviewer checks.
+      return c.red(`- delete control "${o.name}"${o.managed_by === undefined ? '' : ` (${o.managed_by ?? 'no owner'}${o.source ? `, defined in ${o.source}` : ''})`}`);
     case 'create_agent':
       return c.green(`+ create agent "${o.agent_name}"`);
     case 'update_agent':
@@ -108,7 +109,8 @@ export function renderPlanText(p: Plan, ctx: PlanContext, c: Colors): string {
     if (o.op === 'update_control' || o.op === 'update_agent') out.push(...updateLines(o, ctx, '      '));
   }
   for (const conflict of p.conflicts) out.push(...conflictLines(conflict, c).map((l) => `  ${l}`));
-  if (p.operations.length > 0 || p.conflicts.length > 0) out.push('');
+  for (const k of p.kept) out.push(`  ${keptLine(k, ctx.directory, c)}`);
+  if (p.operations.length > 0 || p.conflicts.length > 0 || p.kept.length > 0) out.push('');
   out.push(c.bold(summaryText(p)));
   if (ctx.refusal) out.push('', c.red(`Apply would refuse this plan: ${ctx.refusal.message}.`), ...refusalGroupLines(ctx.refusal, c));
   return `${out.join('\n')}\n`;
@@ -123,6 +125,11 @@ export function refusalGroupLines(refusal: Refusal, c: Colors = plain): string[]
     else out.push(`    ${group.advice}.`);
   }
   return out;
+}
+
+/** A control --prune leaves alone because another directory of the same owner defines it. */
+export function keptLine(k: KeptControl, directory: string, c: Colors = plain): string {
+  return c.yellow(`= keep control "${k.name}" (${k.managed_by}, defined in ${k.source}): not in ${directory}, so --prune leaves it; delete it from the directory that defines it`);
 }
 
 function capitalised(text: string): string {
@@ -141,6 +148,7 @@ export function renderPlanJson(p: Plan, ctx: PlanContext): string {
       summary: p.summary,
       operations: p.operations,
       conflicts: p.conflicts,
+      kept: p.kept,
       refusal: ctx.refusal ?? null,
       promotions: ctx.promotions ?? [],
     },
@@ -174,6 +182,7 @@ export function renderPlanMarkdown(p: Plan, ctx: PlanContext, limit = MARKDOWN_L
     if (o.op === 'update_control' || o.op === 'update_agent') detail.push(...updateLines(o, ctx, '    '));
   }
   for (const conflict of p.conflicts) detail.push(...conflictLines(conflict, plain));
+  for (const k of p.kept) detail.push(keptLine(k, ctx.directory));
 
   const open = `<details><summary>Details (${p.operations.length} operations${p.conflicts.length ? `, ${p.conflicts.length} conflicts` : ''})</summary>\n\n\`\`\`diff`;
   const close = '```\n\n</details>';

@@ -31,6 +31,8 @@ export function renderShadowReportText(report: ShadowReport, ctx: { server: stri
   }
   const n = report.controls.length;
   out.push(`${n} shadow control${n === 1 ? '' : 's'}. Promote one with "mode: enforce"; guardctl plan shows these figures on the change.`);
+  // The figures are read from stored events, which the server writes in batches.
+  out.push(c.dim('Steps are counted once the server writes their events, every flush interval (OBSERVABILITY_FLUSH_INTERVAL_SECONDS, default 10 s): the most recent steps may not be in these figures yet.'));
   return `${out.join('\n')}\n`;
 }
 

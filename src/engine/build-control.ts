@@ -94,6 +94,7 @@ export function buildControl(
     name,
     decision,
     steering_context: data.action.steering_context ?? null,
+    actionMessage: data.action.message ?? null,
     shadow: data.mode === 'shadow',
     execution: data.execution ?? 'server',
     stages: scope.stages ? stagesOf(scope.stages) : BOTH_STAGES,
@@ -108,7 +109,10 @@ export function buildControl(
     revealMatch: reveal,
     counts: leavesOf(node).some((leaf) => leaf.stateful !== undefined),
     plainNonMatch: Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH }),
-    missingNonMatch: Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH, selector_missing: true as const }),
+    // A control whose every selector is declared optional finds nothing by design, never "missing".
+    missingNonMatch: allSelectorsOptional(data)
+      ? Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH })
+      : Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH, selector_missing: true as const }),
   });
   return { ok: true, control };
 }
@@ -225,4 +229,18 @@ function firstLeaf(node: CompiledNode): CompiledLeaf {
     case NodeKind.Or:
       return firstLeaf(node.children[0]!);
   }
+}
+
+/** True when every selector of the control (its own, or each leaf of its condition) says `optional: true`. */
+function allSelectorsOptional(data: ControlData): boolean {
+  const optional: boolean[] = [];
+  const walk = (cond: Condition): void => {
+    if ('and' in cond) cond.and.forEach(walk);
+    else if ('or' in cond) cond.or.forEach(walk);
+    else if ('not' in cond) walk(cond.not);
+    else optional.push(cond.selector.optional === true);
+  };
+  if (data.condition) walk(data.condition);
+  else if (data.selector) optional.push(data.selector.optional === true);
+  return optional.length > 0 && optional.every(Boolean);
 }

@@ -33,6 +33,8 @@ export interface CompiledControl {
   readonly name: string;
   readonly decision: ControlData['action']['decision'];
   readonly steering_context: SteeringContext | null;
+  /** `action.message` of a deny: the match's message the agent is shown, instead of the evaluator's. */
+  readonly actionMessage: string | null;
   /** `mode: shadow`: evaluated and reported, never part of the decision. */
   readonly shadow: boolean;
   readonly execution: 'server' | 'sdk';

@@ -308,6 +308,7 @@ function matchOf(c: CompiledControl, o: EvaluatorOutcome, value: unknown, memo: 
   const shown = memo === null ? o : presentOutcome(o, memo.text(value), c.revealMatch);
   const m: ControlMatch = { control_id: c.control_id, control_name: c.name, action: c.decision, result: resultOf(shown) };
   if (c.steering_context !== null && m.result.matched) m.steering_context = c.steering_context;
+  if (c.actionMessage !== null && m.result.matched) m.result = { ...m.result, message: c.actionMessage };
   return m;
 }
 

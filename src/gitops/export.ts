@@ -6,9 +6,13 @@
 import { stringify } from 'yaml';
 import type { ControlData } from '../model/index.js';
 import type { ActualState } from './desired-state.js';
-import { SCHEMA_ID } from './json-schema.js';
 
-export const SCHEMA_LINE = `# yaml-language-server: $schema=${SCHEMA_ID}`;
+/**
+ * The editor comment when the caller gives none: the schema in the repository, relative to
+ * an export into `controls/` at its root. `guardctl export` passes the line of
+ * schema-location.ts, which finds the schema from where the files go.
+ */
+export const SCHEMA_LINE = '# yaml-language-server: $schema=../schema/guardctl.schema.json';
 
 export interface ExportedFile {
   path: string;

@@ -16,8 +16,12 @@ import {
   AI_VENDOR_SCORER_NAME,
 } from '../evaluators/ai-vendor-scorer/index.js';
 
-/** Where the published package serves the schema (package.json `files` includes schema/). */
-export const SCHEMA_ID = 'https://unpkg.com/guardctl/schema/guardctl.schema.json';
+/**
+ * The schema's identifier: a name, not an address (no URL serves it under this name).
+ * Where to fetch it: schema/guardctl.schema.json in this repository and in the package,
+ * or a server's `GET /schema.json`.
+ */
+export const SCHEMA_ID = 'urn:guardctl:schema:document';
 
 type Json = Record<string, unknown>;
 

@@ -18,10 +18,11 @@ export interface SeenAgent {
   agent: { agent_name: string; controls: readonly string[] };
 }
 
-export function checkCrossFile(controls: readonly SeenControl[], agents: readonly SeenAgent[], out: Diagnostic[]): void {
+/** `complete`: false when a document could not be read, which may define what is linked. */
+export function checkCrossFile(controls: readonly SeenControl[], agents: readonly SeenAgent[], out: Diagnostic[], { complete = true } = {}): void {
   checkDuplicateControls(controls, out);
   checkDuplicateAgents(agents, out);
-  checkLinks(controls, agents, out);
+  checkLinks(controls, agents, out, complete);
 }
 
 function checkDuplicateControls(controls: readonly SeenControl[], out: Diagnostic[]): void {
@@ -58,7 +59,7 @@ function checkDuplicateAgents(agents: readonly SeenAgent[], out: Diagnostic[]): 
   }
 }
 
-function checkLinks(controls: readonly SeenControl[], agents: readonly SeenAgent[], out: Diagnostic[]): void {
+function checkLinks(controls: readonly SeenControl[], agents: readonly SeenAgent[], out: Diagnostic[], complete: boolean): void {
   const declared = new Map<string, SeenControl>();
   for (const c of controls) if (!declared.has(c.name)) declared.set(c.name, c);
   const linkedBy = new Map<string, string[]>();
@@ -74,6 +75,7 @@ function checkLinks(controls: readonly SeenControl[], agents: readonly SeenAgent
       }
       inThisAgent.add(name);
       if (!declared.has(name)) {
+        if (!complete) return;
         const guess = closestName(name, [...declared.keys()]);
         out.push({
           ...diag(ctx, 'error', ['controls', index], false, 'dangling_link', `agent "${agent.agent_name}" links control "${name}", which no file defines`),
@@ -91,6 +93,7 @@ function checkLinks(controls: readonly SeenControl[], agents: readonly SeenAgent
   for (const [name, c] of declared) {
     const by = linkedBy.get(name);
     if (!by) {
+      if (!complete) continue;
       out.push(diag(c.ctx, 'warning', ['name'], false, 'unlinked_control', `control "${name}" is linked to no agent, so it never runs`));
     } else if (!c.enabled) {
       out.push({

@@ -82,6 +82,9 @@ export interface LoadOptions {
 
 export const KINDS = ['Control', 'Agent', 'Test'] as const;
 
+/** Diagnostics of a document that could not be read at all (its names are unknown). */
+const UNREADABLE = new Set(['yaml_syntax', 'alias_expansion', 'not_a_mapping']);
+
 interface ControlSeen extends SeenControl {
   valid: LoadedControl | null;
 }
@@ -113,7 +116,10 @@ export function loadDocuments(files: readonly SourceFile[], options: LoadOptions
     }
   }
 
-  checkCrossFile(controls, agents, diagnostics);
+  // A document that could not be read may define what other documents link: rules that
+  // need every document would only add errors about what the broken file holds.
+  const complete = !diagnostics.some((d) => UNREADABLE.has(d.code));
+  checkCrossFile(controls, agents, diagnostics, { complete });
 
   const firstByName = new Map<string, LoadedControl>();
   for (const c of controls) if (c.valid && !firstByName.has(c.name)) firstByName.set(c.name, c.valid);
@@ -252,6 +258,7 @@ function loadControl(
     // The validator must not throw; if it does, the control is reported, not the run aborted.
     issues = [{ field: '', code: 'custom', message: `validation failed: ${error instanceof Error ? error.message : String(error)}` }];
   }
+  issues = withoutShadowedMissing(issues, value);
   const names = options.validateControl.evaluatorNames?.() ?? [];
   for (const issue of issues) out.push(issueDiagnostic(ctx, issue, ControlDocumentSchema, names));
   if (name === null) return null;
@@ -291,6 +298,23 @@ function loadAgent(ctx: DocContext, value: Record<string, unknown>, out: Diagnos
     controls: parsed.data.controls,
     source: startOf(ctx),
   };
+}
+
+/**
+ * A typo of a required key (`desicion:`) is one mistake: the unknown key, whose hint names
+ * the right one. The same object's complaint that the required key is missing or invalid
+ * (its value is undefined) only repeats it, so it is left out.
+ */
+function withoutShadowedMissing(issues: FieldIssue[], value: Record<string, unknown>): FieldIssue[] {
+  const parentOf = (field: string) => parseFieldPath(field).slice(0, -1).join('\u0000');
+  const withUnknown = new Set(issues.filter((i) => classifyIssue(i) === 'unknown_field').map((i) => parentOf(i.field)));
+  if (withUnknown.size === 0) return issues;
+  return issues.filter((issue) => {
+    if (classifyIssue(issue) === 'unknown_field' || !withUnknown.has(parentOf(issue.field))) return true;
+    let node: unknown = value;
+    for (const key of parseFieldPath(issue.field)) node = node !== null && typeof node === 'object' ? (node as Record<string | number, unknown>)[key] : undefined;
+    return node !== undefined;
+  });
 }
 
 /** `schema` is the document's kind, whose keys name the nearest one for an unknown key. */

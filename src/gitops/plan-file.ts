@@ -61,5 +61,5 @@ export function parsePlanFile(text: string): { ok: true; file: PlanFile } | { ok
 /** The saved plan as a Plan; a hand-edited file's operations are put back in plan order. */
 export function planOfFile(file: PlanFile): Plan {
   const operations = inPlanOrder(file.operations);
-  return { managed_by: file.managed_by, operations, conflicts: [], summary: summarise(operations, []) };
+  return { managed_by: file.managed_by, operations, conflicts: [], kept: [], summary: summarise(operations, []) };
 }

@@ -26,7 +26,8 @@ export type Operation =
       managed_by: string;
       source: string | null;
     }
-  | { op: 'delete_control'; name: string }
+  /** `managed_by` and `source`: whose control it is and which file defined it, for the reader. */
+  | { op: 'delete_control'; name: string; managed_by?: string | null; source?: string | null }
   | { op: 'create_agent'; agent_name: string; fields: AgentFields }
   | { op: 'update_agent'; agent_name: string; changes: Change[]; fields: AgentFields }
   | { op: 'unlink'; agent_name: string; control_name: string }
@@ -65,18 +66,33 @@ export interface PlanSummary {
   total: number;
 }
 
+/** A control of this owner that --prune leaves alone: another directory defined it. */
+export interface KeptControl {
+  name: string;
+  managed_by: string;
+  source: string;
+}
+
 export interface Plan {
   /** The owner label written to `managed_by`, for example `gitops:default`. */
   managed_by: string;
   /** In the order they must run (OPERATION_ORDER): whoever executes a plan keeps it. */
   operations: Operation[];
   conflicts: Conflict[];
+  /** With prune and a directory: this owner's controls defined outside the directory, not deleted. */
+  kept: KeptControl[];
   summary: PlanSummary;
 }
 
 export interface PlanOptions {
   /** Delete controls this owner manages that the directory no longer defines. */
   prune?: boolean;
+  /**
+   * The directory as its documents' `source` names it (`controls`): prune then deletes only
+   * the owner's controls whose source lies inside it (or is unknown), so a second directory
+   * applied under the same owner never deletes the first one's controls.
+   */
+  directory?: string;
   /** Take over controls of the same name that another owner (or a person) made. */
   force?: boolean;
   /**
@@ -179,16 +195,30 @@ export function plan(desired: DesiredState, actual: ActualState, options: PlanOp
     for (const name of [...current].sort()) if (!target.has(name)) linkOrConflict('unlink', name);
   }
 
+  const kept: KeptControl[] = [];
   if (options.prune) {
+    const inside = options.directory === undefined ? () => true : insideDirectory(options.directory);
     for (const have of actual.controls) {
-      if (!desiredNames.has(have.name) && have.managed_by === managedBy) {
-        operations.push({ op: 'delete_control', name: have.name });
-      }
+      if (desiredNames.has(have.name) || have.managed_by !== managedBy) continue;
+      if (have.source !== null && !inside(have.source)) kept.push({ name: have.name, managed_by: managedBy, source: have.source });
+      else operations.push({ op: 'delete_control', name: have.name, managed_by: have.managed_by, source: have.source });
     }
   }
 
   const ordered = inPlanOrder(operations);
-  return { managed_by: managedBy, operations: ordered, conflicts, summary: summarise(ordered, conflicts) };
+  kept.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return { managed_by: managedBy, operations: ordered, conflicts, kept, summary: summarise(ordered, conflicts) };
+}
+
+/** Whether a `source` (`dir/file.yaml:3`) names a file below `directory`, compared as written. */
+function insideDirectory(directory: string): (source: string) => boolean {
+  const dir = directory.replace(/\\/g, '/').replace(/^(\.\/)+/, '').replace(/\/+$/, '');
+  if (dir === '' || dir === '.') return (source) => !source.startsWith('../') && !source.startsWith('/');
+  // `dir:` too: a single file given instead of a directory keeps its own controls' deletes.
+  return (source) => {
+    const file = source.replace(/\\/g, '/').replace(/^(\.\/)+/, '');
+    return file.startsWith(`${dir}/`) || file.startsWith(`${dir}:`);
+  };
 }
 
 /** OPERATION_ORDER, then by name: the one place operations are ordered (a plan read from a file comes through it too). */

@@ -53,6 +53,10 @@ export const SelectorSchema = z.strictObject({
       SELECTOR_PATH_PATTERN,
       'path must be one of input, output, name, *, or input.<field>, output.<field>, context.<field> (dots and [index] allowed)',
     ),
+  optional: z
+    .boolean()
+    .optional()
+    .describe('true: steps without this field are expected, so finding nothing there is not reported as a missing field (selector_missing)'),
 });
 export type Selector = z.infer<typeof SelectorSchema>;
 
@@ -80,9 +84,25 @@ export const ActionSchema = z
   .strictObject({
     decision: DecisionSchema,
     steering_context: SteeringContextSchema.optional(),
+    message: z
+      .string()
+      .min(1, 'message must not be empty')
+      .max(4096)
+      .optional()
+      .describe(
+        'deny only: what the agent is told when this control denies, instead of the evaluator\'s own message ' +
+          '(for example "negated condition did not match" for a not condition)',
+      ),
     metadata: JsonObjectSchema.optional(),
   })
   .superRefine((action, ctx) => {
+    if (action.message !== undefined && action.decision !== 'deny') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['message'],
+        message: 'message is for deny actions; a steer action\'s guidance goes in steering_context.message',
+      });
+    }
     if (action.decision === 'steer' && !action.steering_context) {
       ctx.addIssue({
         code: 'custom',

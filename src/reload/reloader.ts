@@ -321,7 +321,10 @@ const DIRECTORY_PROBLEMS = new Set(['missing_directory', 'apply_failed']);
 /** `file:line:col field: message` (`dir: message` for the directory), the form logs and the live stream carry. */
 export function lineOf(d: Diagnostic): string {
   if (DIRECTORY_PROBLEMS.has(d.code)) return `${d.file}: ${d.message}`;
-  return `${d.file}:${d.line}:${d.column}${d.field ? ` ${d.field}` : ''}: ${d.message}`;
+  const at = `${d.file}:${d.line}:${d.column}`;
+  if (d.field === '') return `${at}: ${d.message}`;
+  // Most messages already start with their field path: it is said once.
+  return d.message.startsWith(`${d.field}: `) ? `${at} ${d.message}` : `${at} ${d.field}: ${d.message}`;
 }
 
 /** Short sha256 of every file's path (relative to the directory) and contents. */

@@ -71,8 +71,10 @@ afterAll(async () => {
 describe('a CLI killed in the middle of an apply', () => {
   it('leaves every agent with all of its old or all of its new controls, whichever batch it dies before', { timeout: 180_000 }, async () => {
     const perAgent = 100;
-    const oldGen = generation('old', perAgent);
-    const newGen = generation('new', perAgent);
+    // The reset applies the old generation as if from the directory the CLI applies, so the
+    // CLI's --prune deletes it (it keeps controls another directory defined).
+    const oldGen = generation('old', perAgent, work);
+    const newGen = generation('new', perAgent, work);
     writeFileSync(join(work, 'new.yaml'), generationText('new', perAgent));
     const proxy = await startProxy(server.url);
     try {

@@ -73,3 +73,20 @@ describe('selector_missing', () => {
     expect(result.matches[0]).not.toHaveProperty('selector_missing');
   });
 });
+
+describe('selector.optional', () => {
+  it('a control that declares its path optional is never reported as missing it; others still are', () => {
+    const set = compileControls([
+      regexControl('optional-note', 'x', { selector: { path: 'input.note', optional: true } }),
+      regexControl('required-query', 'x', { selector: { path: 'input.query' } }),
+      control('tree-optional', {
+        condition: { or: [{ selector: { path: 'input.a', optional: true }, evaluator: { name: 'regex', config: { pattern: 'x' } } }, { selector: { path: 'input.b', optional: true }, evaluator: { name: 'regex', config: { pattern: 'x' } } }] },
+        action: { decision: 'deny' },
+      }),
+    ], registry);
+    for (const collectExecutions of [false, true]) {
+      const outcome = sync(evaluateStep(set, toolStep('t', { other: 1 }), 'pre', { collectExecutions }));
+      expect(outcome.result.non_matches.filter((m) => m.selector_missing === true).map((m) => m.control_name)).toEqual(['required-query']);
+    }
+  });
+});

@@ -34,8 +34,10 @@ action: { decision: log }
   return docs.join('---\n');
 }
 
-export function generation(suffix: string, perAgent: number): LoadResult {
-  return loadDocuments([{ path: `${suffix}.yaml`, text: generationText(suffix, perAgent) }], { validateControl: controlValidator(createDefaultRegistry()) });
+/** `dir`: where the file is said to be (a prune keeps controls defined outside the directory it plans). */
+export function generation(suffix: string, perAgent: number, dir?: string): LoadResult {
+  const path = dir === undefined ? `${suffix}.yaml` : `${dir}/${suffix}.yaml`;
+  return loadDocuments([{ path, text: generationText(suffix, perAgent) }], { validateControl: controlValidator(createDefaultRegistry()) });
 }
 
 /** The agents whose links hold neither every old nor every new control. */

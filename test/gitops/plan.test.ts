@@ -204,3 +204,24 @@ describe('plan', () => {
     ]);
   });
 });
+
+describe('prune and the directory that defines a control', () => {
+  const at = (name: string, source: string | null, managed_by: string | null = OWNER): ActualControl => ({ ...actualControl(name, data(name), managed_by), source });
+
+  it('deletes only controls this owner made from this directory; names the owner and file of each deletion, and what it keeps', () => {
+    const actual = { controls: [at('mine', 'controls/a.yaml:1'), at('nested', 'controls/sub/b.yaml:4'), at('theirs', 'team-b/controls/c.yaml:1'), at('prefix', 'controls-old/d.yaml:1'), at('unknown', null)], agents: [] };
+    const p = plan({ controls: [], agents: [] }, actual, { prune: true, directory: './controls/' });
+    expect(p.operations).toEqual([
+      { op: 'delete_control', name: 'mine', managed_by: OWNER, source: 'controls/a.yaml:1' },
+      { op: 'delete_control', name: 'nested', managed_by: OWNER, source: 'controls/sub/b.yaml:4' },
+      { op: 'delete_control', name: 'unknown', managed_by: OWNER, source: null },
+    ]);
+    expect(p.kept.map((k) => [k.name, k.source])).toEqual([['prefix', 'controls-old/d.yaml:1'], ['theirs', 'team-b/controls/c.yaml:1']]);
+  });
+
+  it('without a directory (hot reload plans its own), every control of the owner may be pruned', () => {
+    const p = plan({ controls: [], agents: [] }, { controls: [at('theirs', 'elsewhere/c.yaml:1')], agents: [] }, { prune: true });
+    expect(p.operations.map((o) => o.op)).toEqual(['delete_control']);
+    expect(p.kept).toEqual([]);
+  });
+});

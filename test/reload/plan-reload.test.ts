@@ -18,7 +18,7 @@ describe('planReload (pure)', () => {
       controls: [have('ours', OURS), have('by-hand', null), have('by-apply', 'gitops:hot-reload'), have('other-watch', watchLabel('/elsewhere'))],
       agents: [],
     };
-    expect(planReload(desired, actual, OURS)).toEqual([{ op: 'delete_control', name: 'ours' }]);
+    expect(planReload(desired, actual, OURS)).toEqual([{ op: 'delete_control', name: 'ours', managed_by: OURS, source: null }]);
   });
 
   it('takes over a control of the same name made by someone else (the directory is the truth)', () => {

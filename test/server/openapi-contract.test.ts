@@ -193,6 +193,7 @@ describe('the OpenAPI document against the real server', () => {
     await ok('get', '/health', { key: 'none' });
     await ok('get', '/metrics', { key: 'none' });
     await ok('get', '/openapi.json', { key: 'none' });
+    await ok('get', '/schema.json', { key: 'none' });
     await ok('get', '/api/v1/evaluators', { key: 'regular' });
 
     // Controls: one with data, one in shadow mode, one without data yet.

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
+import { documentJsonSchema } from '../../gitops/json-schema.js';
 import { JsonObjectSchema } from '../../model/index.js';
 import { packageVersion } from '../../version.js';
 import type { ServerContext } from '../context.js';
@@ -40,6 +41,13 @@ const DOCS = {
     responses: { 200: EvaluatorListSchema },
     storeless: true,
   },
+  schema: {
+    operationId: 'getDocumentSchema',
+    summary: 'JSON Schema of the YAML control files (what guardctl schema prints), for editors',
+    tag: 'system',
+    responses: { 200: { description: 'The JSON Schema (draft 2020-12) of one document of a controls directory', schema: JsonObjectSchema } },
+    storeless: true,
+  },
   document: {
     operationId: 'getOpenApiDocument',
     summary: 'This OpenAPI 3.1 document',
@@ -64,6 +72,10 @@ export const systemRoutes: FastifyPluginAsync<ServerContext & { health: HealthMo
   );
 
   app.get('/api/v1/evaluators', { config: { access: 'read', openapi: DOCS.evaluators } }, async () => ({ evaluators: ctx.registry.list() }));
+
+  // Public like /openapi.json, so an editor can fetch it; it names only the built-in evaluators.
+  let documentSchema: unknown;
+  app.get('/schema.json', { config: { access: 'public', openapi: DOCS.schema } }, async () => (documentSchema ??= documentJsonSchema()));
 
   app.get('/openapi.json', { config: { access: 'public', openapi: DOCS.document } }, async () =>
     (openapi ??= buildOpenApiDocument(app.registeredRoutes, version)),

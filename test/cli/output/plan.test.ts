@@ -33,7 +33,7 @@ describe('plan renderers', () => {
     expect(lines).toContain('      evaluator.config.pattern: "old" -> "new"');
     expect(lines).toContain('  - unlink agent "bot" -> control "dropped"');
     expect(lines).toContain('  + link agent "bot" -> control "fresh"');
-    expect(lines).toContain('  - delete control "dropped"');
+    expect(lines).toContain('  - delete control "dropped" (gitops:default)');
     expect(lines.some((l) => l.includes('! conflict: control "hand"'))).toBe(true);
     expect(lines).toContain('Plan: 1 to create, 1 to update, 1 to delete, 0 agent changes, 1 to link, 1 to unlink, 1 conflict.');
   });
@@ -45,7 +45,7 @@ describe('plan renderers', () => {
 
   it('json: a stable shape', () => {
     const json = JSON.parse(renderPlanJson(p, ctx));
-    expect(Object.keys(json)).toEqual(['version', 'changes', 'directory', 'server', 'fingerprint', 'managed_by', 'summary', 'operations', 'conflicts', 'refusal', 'promotions']);
+    expect(Object.keys(json)).toEqual(['version', 'changes', 'directory', 'server', 'fingerprint', 'managed_by', 'summary', 'operations', 'conflicts', 'kept', 'refusal', 'promotions']);
     expect(json.summary).toMatchObject({ create_control: 1, update_control: 1, delete_control: 1, link: 1, unlink: 1, conflicts: 1, total: 5 });
   });
 
