@@ -6,6 +6,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     hookTimeout: 60_000,
+    // expect.poll waits for something to happen; its bound is a hang guard too.
+    expect: { poll: { timeout: 30_000 } },
     // Two cores: more workers only fight over them.
     maxWorkers: 2,
     projects: [

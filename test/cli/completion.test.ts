@@ -76,8 +76,8 @@ describe.skipIf(skipUnless('zsh') || spawnSync('tmux', ['-V']).status !== 0)(ins
     expect(started.status).toBe(0);
     tmux('send-keys', '-t', 'z', `autoload -Uz compinit && compinit -u && source ${join(dir, 'guardctl.zsh')} && clear`, 'Enter');
     tmux('send-keys', '-t', 'z', 'guardctl plan --form', 'Tab');
-    await vi.waitFor(() => expect(tmux('capture-pane', '-p', '-t', 'z').stdout).toContain('guardctl plan --format'), { timeout: 5000, interval: 50 });
+    await vi.waitFor(() => expect(tmux('capture-pane', '-p', '-t', 'z').stdout).toContain('guardctl plan --format'), { timeout: 30_000, interval: 50 });
     tmux('send-keys', '-t', 'z', ' ', 'Tab');
-    await vi.waitFor(() => expect(tmux('capture-pane', '-p', '-t', 'z').stdout).toMatch(/json\s+markdown\s+text/), { timeout: 5000, interval: 50 });
+    await vi.waitFor(() => expect(tmux('capture-pane', '-p', '-t', 'z').stdout).toMatch(/json\s+markdown\s+text/), { timeout: 30_000, interval: 50 });
   });
 });

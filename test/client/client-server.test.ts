@@ -93,7 +93,7 @@ describe('GuardClient against the server', () => {
     expect(await client.ingestEvents([event])).toMatchObject({ received: 1, enqueued: 1, dropped: 0 });
     await vi.waitFor(async () => {
       expect((await client.queryEvents({ agent_name: 'obs-bot' })).events.map((e) => e.control_execution_id)).toEqual(['ex-1']);
-    }, { timeout: 5000 });
+    }, { timeout: 30_000 });
     const stats = await client.stats({ agent_name: 'obs-bot', time_range: '1h' });
     expect(stats.totals).toMatchObject({ executions: 1, matches: 1 });
     const one = await client.controlStats(control_id, { agent_name: 'obs-bot', time_range: '1h' });

@@ -73,7 +73,7 @@ class RawClient {
 
   /** The answer to request `id` (ids compared with their type: 1 and "1" differ). */
   async answer(id: unknown): Promise<Message> {
-    await expect.poll(() => this.messages.some((m) => m.id === id), { timeout: 20_000 }).toBe(true);
+    await expect.poll(() => this.messages.some((m) => m.id === id), { timeout: 30_000 }).toBe(true);
     return this.messages.find((m) => m.id === id)!;
   }
 

@@ -70,7 +70,7 @@ describe('shadow-first rollout with the built binary', () => {
       expect(res.body.decision).toBe('allow');
     }
     // Events are written on the server's flush timer.
-    await expect.poll(async () => JSON.parse((await cli(['shadow-report', '--format', 'json'])).stdout).controls[0]?.evaluated, { timeout: 10_000 }).toBe(10);
+    await expect.poll(async () => JSON.parse((await cli(['shadow-report', '--format', 'json'])).stdout).controls[0]?.evaluated, { timeout: 30_000 }).toBe(10);
 
     const report = await cli(['shadow-report', '--since', '1h']);
     expect(report.code, report.stderr).toBe(0);

@@ -83,7 +83,7 @@ const untilScreen = (check: (s: string) => boolean) =>
       if (!check(s)) throw new Error(`screen did not show it yet:\n${s}`);
       return s;
     },
-    { timeout: 15_000, interval: 100 },
+    { timeout: 30_000, interval: 100 },
   );
 
 describe('guardctl tui under tmux against a real server', () => {
@@ -122,7 +122,7 @@ describe('guardctl tui under tmux against a real server', () => {
     tmux('send-keys', '-t', 'tui', 'Escape');
     await untilScreen((s) => s.includes('TIME') && !s.includes('Evaluation '));
     tmux('send-keys', '-t', 'tui', 'q');
-    await vi.waitFor(() => expect(tmux('has-session', '-t', 'tui').status).not.toBe(0), { timeout: 10_000, interval: 100 });
+    await vi.waitFor(() => expect(tmux('has-session', '-t', 'tui').status).not.toBe(0), { timeout: 30_000, interval: 100 });
   });
 
   it('at 80 columns: filters in the header, help that fits, no colour with --no-color, paused events shown on resume', async () => {
@@ -154,7 +154,7 @@ describe('guardctl tui under tmux against a real server', () => {
     expect(help).not.toContain('…');
     for (const line of help.split('\n')) expect(line.length).toBeLessThanOrEqual(80);
     tmux('send-keys', '-t', 'tui', 'q');
-    await vi.waitFor(() => expect(tmux('has-session', '-t', 'tui').status).not.toBe(0), { timeout: 10_000, interval: 100 });
+    await vi.waitFor(() => expect(tmux('has-session', '-t', 'tui').status).not.toBe(0), { timeout: 30_000, interval: 100 });
   });
 
   it('prints one line per event, or JSON lines, when stdout is not a terminal', async () => {
@@ -167,9 +167,9 @@ describe('guardctl tui under tmux against a real server', () => {
       let err = '';
       child.stdout.on('data', (c: Buffer) => (out += c.toString()));
       child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-      await vi.waitFor(() => expect(err).toContain('# live'), { timeout: 10_000, interval: 50 });
+      await vi.waitFor(() => expect(err).toContain('# live'), { timeout: 30_000, interval: 50 });
       await traffic(6);
-      await vi.waitFor(() => expect(out.split('\n').filter(Boolean)).toHaveLength(2), { timeout: 10_000, interval: 50 });
+      await vi.waitFor(() => expect(out.split('\n').filter(Boolean)).toHaveLength(2), { timeout: 30_000, interval: 50 });
       const lines = out.trim().split('\n');
       if (format === 'text') {
         for (const line of lines) expect(line).toMatch(/^\S+Z e2e-bot run_sql pre deny block-drop \d+\.\d+m?s$/);

@@ -107,7 +107,7 @@ describe('on_error in the SDK with events on', () => {
         const { events } = await server.client.queryEvents({ agent_name: agentName, limit: 10 });
         expect(events).toHaveLength(1);
         expect(events[0]).toMatchObject({ matched: row[2], error_message: expect.stringMatching(c.error), action: 'deny' });
-      }, { timeout: 5000 });
+      }, { timeout: 30_000 });
     } finally {
       await agent.shutdown();
     }

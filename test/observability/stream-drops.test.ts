@@ -67,7 +67,7 @@ describe('subscribers that fall behind', () => {
     const res = await t.app.inject({ method: 'POST', url: '/api/v1/evaluation', payload: evaluation('DROP TABLE x') });
     expect(res.json()).toMatchObject({ decision: 'deny' });
     // The reader gets the evaluation just made.
-    await expect.poll(() => reader.received().includes('"decision":"deny"') && reader.received().includes('run_sql'), { timeout: 10_000 }).toBe(true);
+    await expect.poll(() => reader.received().includes('"decision":"deny"') && reader.received().includes('run_sql'), { timeout: 30_000 }).toBe(true);
     // The dropped subscribers' connections were closed by the server: reading again, each
     // finds the end of its stream after what its buffers held.
     const closed = sockets.slice(0, idle).map((s) => new Promise<void>((resolve) => {

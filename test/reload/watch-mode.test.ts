@@ -95,7 +95,7 @@ describe('watch mode (real directory, real watcher, real SQLite)', () => {
     s.write('agents.yaml', agentDoc('sql-bot', ['block-drop', 'block-truncate']));
     await waitForStatus(s.app, (st) => st.reloads.success > before.reloads.success && st.state === 'ok', 'the new control');
     // Two writes may land in one reload or two; wait until both are in.
-    await expect.poll(() => decide(s.app, 'sql-bot', 'TRUNCATE logs'), { timeout: 10_000 }).toBe('deny');
+    await expect.poll(() => decide(s.app, 'sql-bot', 'TRUNCATE logs'), { timeout: 30_000 }).toBe('deny');
     expect(await decide(s.app, 'sql-bot', 'DROP TABLE users')).toBe('deny');
     expect((await controlNamed(s, 'block-truncate'))?.source).toBe(`${s.dir}/truncate.yaml:1`);
   });
@@ -105,12 +105,12 @@ describe('watch mode (real directory, real watcher, real SQLite)', () => {
     await s.store.getAgent('sql-bot');
     // Link the second control too, then remove its file and its link together.
     s.write('agents.yaml', agentDoc('sql-bot', ['block-drop', 'block-truncate']));
-    await expect.poll(() => decide(s.app, 'sql-bot', 'TRUNCATE logs'), { timeout: 10_000 }).toBe('deny');
+    await expect.poll(() => decide(s.app, 'sql-bot', 'TRUNCATE logs'), { timeout: 30_000 }).toBe('deny');
     const linked = await statusOf(s.app);
     s.write('agents.yaml', agentDoc('sql-bot', ['block-drop']));
     unlinkSync(join(s.dir, 'truncate.yaml'));
     await waitForStatus(s.app, (st) => st.reloads.success > linked.reloads.success && st.state === 'ok', 'the deletion');
-    await expect.poll(async () => controlNamed(s, 'block-truncate'), { timeout: 10_000 }).toBeNull();
+    await expect.poll(async () => controlNamed(s, 'block-truncate'), { timeout: 30_000 }).toBeNull();
     expect((await s.store.listAgentControls('sql-bot')).map((c) => c.name)).toEqual(['block-drop']);
     expect(await decide(s.app, 'sql-bot', 'TRUNCATE logs')).toBe('allow');
     expect(await decide(s.app, 'sql-bot', 'DROP TABLE users')).toBe('deny');
@@ -132,7 +132,7 @@ describe('watch mode (real directory, real watcher, real SQLite)', () => {
     const id = (await controlNamed(s, 'block-drop'))!.control_id;
     const before = await statusOf(s.app);
     renameSync(join(s.dir, 'sql.yaml'), join(s.dir, 'database.yml'));
-    await expect.poll(async () => (await controlNamed(s, 'block-drop'))?.source, { timeout: 10_000 }).toBe(`${s.dir}/database.yml:1`);
+    await expect.poll(async () => (await controlNamed(s, 'block-drop'))?.source, { timeout: 30_000 }).toBe(`${s.dir}/database.yml:1`);
     const after = await waitForStatus(s.app, (st) => st.state === 'ok' && st.reloads.success > before.reloads.success, 'the rename');
     expect(after.last_good_revision).not.toBe(before.last_good_revision);
     // Same control (same id, so links and statistics survive), same decision.
@@ -210,7 +210,7 @@ describe('watch mode (real directory, real watcher, real SQLite)', () => {
     s.write('sql.yaml', sqlControl('block-drop', TRUNCATE));
     s.write('agents.yaml', agentDoc('sql-bot', ['block-drop']));
     await waitForStatus(s.app, (st) => st.state === 'ok', 'recovery');
-    await expect.poll(() => decide(s.app, 'sql-bot', 'TRUNCATE users'), { timeout: 10_000 }).toBe('deny');
+    await expect.poll(() => decide(s.app, 'sql-bot', 'TRUNCATE users'), { timeout: 30_000 }).toBe('deny');
   });
 });
 

@@ -34,7 +34,7 @@ describe('a watched directory removed, recreated and moved', () => {
       await new Promise((r) => setTimeout(r, 400));
       writeIn(s.dir, 'sql.yaml', sqlControl('block', pattern));
       await expect
-        .poll(() => decide(s.app, 'bot', QUERIES[round]!), { timeout: 8000, message: `round ${round}: the edit after the race` })
+        .poll(() => decide(s.app, 'bot', QUERIES[round]!), { timeout: 30_000, message: `round ${round}: the edit after the race` })
         .toBe('deny');
     }
   });
@@ -94,9 +94,9 @@ describe('a file saved in parts (a plain, non-atomic write)', () => {
     const before = await statusOf(s.app);
     writeIn(s.dir, 'sql.yaml', `${sqlControl('block-truncate', '(?i)truncate')}---\n${agentDoc('bot', ['block-truncate'])}`);
     // The new control is in force while the old one's removal waits for confirmation...
-    await expect.poll(() => decide(s.app, 'bot', 'TRUNCATE users'), { timeout: 8000 }).toBe('deny');
+    await expect.poll(() => decide(s.app, 'bot', 'TRUNCATE users'), { timeout: 30_000 }).toBe('deny');
     // ...and the removal follows, without any further edit.
-    await expect.poll(() => decide(s.app, 'bot', 'DROP TABLE users'), { timeout: 8000 }).toBe('allow');
+    await expect.poll(() => decide(s.app, 'bot', 'DROP TABLE users'), { timeout: 30_000 }).toBe('allow');
     expect(await s.store.getControlByName('block-drop')).toBeNull();
     const after = await waitForStatus(s.app, (st) => st.pending_removals === 0 && st.reloads.success > before.reloads.success, 'the removal applied');
     expect(after.state).toBe('ok');

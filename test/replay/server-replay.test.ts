@@ -56,7 +56,7 @@ beforeAll(async () => {
     const r = await client.evaluate({ agent_name: 'bot', stage: 'pre', step: { type: 'tool', name: 'run_sql', input: { query } } });
     expect(r.decision).toBe(query.startsWith('DROP') ? 'deny' : 'allow');
   }
-  await vi.waitFor(async () => expect((await client.listRecordings({ limit: 10 })).steps).toHaveLength(5), { timeout: 5000 });
+  await vi.waitFor(async () => expect((await client.listRecordings({ limit: 10 })).steps).toHaveLength(5), { timeout: 30_000 });
   writeFileSync(join(dir, 'controls.yaml'), PR_CONTROLS);
 });
 

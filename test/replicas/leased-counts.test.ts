@@ -82,7 +82,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('leased exact 
     expect(three.map((a) => a.used).sort()).toEqual([1, 2, 3]);
     expect(statements()).toBe(2);
     // The lease's 64 were counted when it was granted, and what was not used comes back when it ends.
-    await expect.poll(() => storedSum(store), { timeout: 5000 }).toBe(3);
+    await expect.poll(() => storedSum(store), { timeout: 30_000 }).toBe(3);
     const stored = (await store.sharedCounters.counterUsage(Date.now()))[0]!;
     expect(stored.val.reduce((a, b) => a + b, 0)).toBe(3);
     await counts.close();

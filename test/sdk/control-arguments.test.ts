@@ -133,6 +133,6 @@ describe('a selector that finds nothing', () => {
       expect(stats.totals).toMatchObject({ executions: 4, non_matches: 4, selector_missing: 4 });
       const byName = Object.fromEntries(stats.controls.map((c) => [c.control_name, c.selector_missing]));
       expect(byName).toEqual({ 'block-drop-sdk': 2, 'block-drop-server': 2 });
-    }, { timeout: 5000 });
+    }, { timeout: 30_000 });
   });
 });

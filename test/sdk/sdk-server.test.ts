@@ -280,9 +280,9 @@ describe('refresh', () => {
       evaluator: { name: 'regex', config: { pattern: '^ORD-' } },
       action: { decision: 'deny' },
     });
-    await vi.waitFor(() => expect(agent.controls.map((c) => c.name)).toContain('deny-orders'), { timeout: 5000 });
+    await vi.waitFor(() => expect(agent.controls.map((c) => c.name)).toContain('deny-orders'), { timeout: 30_000 });
     await server.close();
-    await vi.waitFor(() => expect(logger.lines.some((l) => l.includes('refresh failed, keeping 5 controls'))).toBe(true), { timeout: 5000 });
+    await vi.waitFor(() => expect(logger.lines.some((l) => l.includes('refresh failed, keeping 5 controls'))).toBe(true), { timeout: 30_000 });
     expect(agent.controls).toHaveLength(5);
   });
 });
@@ -344,7 +344,7 @@ describe('events', () => {
     await vi.waitFor(async () => {
       const { totals } = await server.client.stats({ agent_name: 'support-bot', time_range: '1h' });
       expect(totals).toMatchObject({ executions: 4, matches: 1, non_matches: 3, errors: 0 });
-    }, { timeout: 5000 });
+    }, { timeout: 30_000 });
     // ... and the match is also stored as a single event.
     const { events } = await server.client.queryEvents({ agent_name: 'support-bot', matched: true, limit: 100 });
     expect(events).toHaveLength(1);
@@ -360,7 +360,7 @@ describe('events', () => {
     await vi.waitFor(async () => {
       const { totals } = await server.client.stats({ agent_name: 'support-bot', time_range: '1h' });
       expect(totals.executions).toBe(2);
-    }, { timeout: 5000 });
+    }, { timeout: 30_000 });
   });
 
   it('keeps events for retry while the server is down', async () => {
@@ -415,7 +415,7 @@ describe('shadow controls', () => {
     await vi.waitFor(async () => {
       const { stats } = await server.client.controlStats(shadowSdk, { time_range: '1h' });
       expect(stats).toMatchObject({ shadow_executions: 3, would_deny: 3 });
-    }, { timeout: 5000 });
+    }, { timeout: 30_000 });
     const { events } = await server.client.queryEvents({ control_ids: [shadowSdk], matched: true, limit: 100 });
     expect(events).toHaveLength(3);
     const revision = (await server.client.getAgentControls('support-bot')).set_revision;

@@ -144,7 +144,7 @@ describe('SqliteStore specifics', () => {
     );
     const messages: unknown[] = [];
     worker.on('message', (m) => messages.push(m));
-    await expect.poll(() => messages, { timeout: 5000 }).toContain('started');
+    await expect.poll(() => messages, { timeout: 30_000 }).toContain('started');
     const failures: string[] = [];
     for (let writes = 0; writes < 40; writes++) {
       try {
@@ -156,7 +156,7 @@ describe('SqliteStore specifics', () => {
     }
     Atomics.store(stop, 0, 1);
     Atomics.notify(stop, 0);
-    await expect.poll(() => messages.length, { timeout: 10_000 }).toBe(2);
+    await expect.poll(() => messages.length, { timeout: 30_000 }).toBe(2);
     await worker.terminate();
     const agents = await store.listAgents();
     await store.close();

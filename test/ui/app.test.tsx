@@ -39,7 +39,7 @@ function show(width = 120, height = 24, onQuit?: () => void) {
   );
   unmount = app.unmount;
   const frame = (): string => app.lastFrame() ?? '';
-  const until = (check: (f: string) => boolean | undefined) => vi.waitFor(() => expect(check(frame())).toBe(true), { timeout: 2000, interval: 10 });
+  const until = (check: (f: string) => boolean | undefined) => vi.waitFor(() => expect(check(frame())).toBe(true), { timeout: 30_000, interval: 10 });
   return { live, app, frame, until };
 }
 

@@ -28,7 +28,7 @@ describe('rate and budget use on the dashboard', () => {
       { control_name: 'searches-per-user', key: 'ann', used: 31, limit: 30, ratio: 31 / 30 },
       { control_name: 'refunds-per-day', key: 'c-17', used: 450.5, limit: 500, ratio: 0.901 },
     ]);
-    await vi.waitFor(() => expect(app.lastFrame()).toContain('LIMIT / KEY'), { timeout: 2000 });
+    await vi.waitFor(() => expect(app.lastFrame()).toContain('LIMIT / KEY'), { timeout: 30_000 });
     const frame = app.lastFrame() ?? '';
     expect(frame).toMatch(/searches-per-user\s*\n.*ann\s+31\/30/);
     expect(frame).toMatch(/refunds-per-day\s*\n.*c-17\s+450\.5\/500/);
