@@ -3,7 +3,9 @@
  * events are written by the server as it evaluates, so an ingested event naming one can
  * only pass a client's figures off as the server's (a read key inflating a shadow report).
  * The ids are read from the store at most every 10 s, and at most once a second more when
- * an event names a control not seen yet.
+ * an event names a control not seen yet. While the store cannot be read (a database
+ * outage) the last list read is used, so that ingest keeps acknowledging events into the
+ * buffer as it does for the server's own.
  */
 import type { Store } from '../store/types.js';
 
@@ -14,8 +16,13 @@ export function serverRunControlsOf(store: Pick<Store, 'listAllControls'>): (con
   let known = new Map<number, boolean>();
   let at = 0;
   const refresh = async () => {
-    known = new Map((await store.listAllControls()).map((c) => [c.control_id, c.data !== null && c.data.execution === 'server'] as const));
-    at = Date.now();
+    try {
+      known = new Map((await store.listAllControls()).map((c) => [c.control_id, c.data !== null && c.data.execution === 'server'] as const));
+      at = Date.now();
+    } catch {
+      // Asked again after MISS_REFRESH_MS at the earliest, not on every request of an outage.
+      at = Date.now() - FRESH_MS + MISS_REFRESH_MS;
+    }
   };
   return async (controlIds) => {
     const age = Date.now() - at;

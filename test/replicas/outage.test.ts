@@ -45,6 +45,9 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('database outa
     const id = (JSON.parse(created.body) as { control_id: number }).control_id;
     await app.app.inject({ method: 'POST', url: '/api/v1/agents/initAgent', payload: { agent_name: 'bot' } });
     await app.app.inject({ method: 'POST', url: `/api/v1/agents/bot/controls/${id}`, headers: { 'content-type': 'application/json' } });
+    // A control the agent's SDK runs: its events come to the server by ingest.
+    const sdkRun = await app.app.inject({ method: 'PUT', url: '/api/v1/controls', payload: { name: 'no-drop-in-sdk', data: { ...denyDrop, execution: 'sdk' } } });
+    const sdkId = (JSON.parse(sdkRun.body) as { control_id: number }).control_id;
     expect((await evaluate(app, 'bot')).body.decision).toBe('deny');
     expect((await app.app.inject({ method: 'GET', url: '/health' })).json()).toMatchObject({ status: 'healthy' });
 
@@ -83,8 +86,8 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('database outa
       trace_id: 't'.repeat(32),
       span_id: 's'.repeat(16),
       agent_name: 'bot',
-      control_id: id,
-      control_name: 'no-drop',
+      control_id: sdkId,
+      control_name: 'no-drop-in-sdk',
       check_stage: 'pre',
       applies_to: 'tool',
       action: 'deny',
