@@ -7,6 +7,7 @@ import type { ControlMatch, ControlResult, EvaluationResult, Stage, Step } from 
 import type { OnError } from '../model/index.js';
 import type { EvaluatorOutcome, ValueMemo } from '../evaluators/types.js';
 import { textOf } from '../evaluators/text.js';
+import { maskSensitiveIn } from '../evaluators/mask-sensitive.js';
 import type { ControlExecution, EvaluateOptions, EvaluationOutcome } from './api.js';
 import { NodeKind, type CompiledControl, type CompiledNode } from './build-control.js';
 import { evalNode, isPlain, isThenable, LeafFailure, messageOf, NOTHING, type Pending, type Verdict } from './conditions.js';
@@ -315,7 +316,8 @@ function matchOf(c: CompiledControl, o: EvaluatorOutcome, value: unknown, memo: 
 /** on_error allow: reported, not matched. on_error deny: the control's action fires. */
 function errorOf(c: CompiledControl, onError: OnError, err: unknown): ControlMatch {
   const cause = err instanceof LeafFailure ? err.cause : err;
-  const text = messageOf(cause);
+  // An error may quote the value it failed on: masked like a match's message (present.ts).
+  const text = c.revealMatch ? messageOf(cause) : maskSensitiveIn(messageOf(cause));
   const matched = onError === 'deny';
   const m: ControlMatch = {
     control_id: c.control_id,

@@ -5,6 +5,7 @@
  * and the excerpt; a control with `reveal_match: true` shows it in full. Pure.
  */
 import { maskEchoesInJson, maskFoundInJson, maskMatch, maskQuotedEchoes } from '../evaluators/mask.js';
+import { maskSensitiveIn, maskSensitiveInJson } from '../evaluators/mask-sensitive.js';
 import { sensitiveExcerpt } from '../evaluators/sensitive.js';
 import { truncate } from '../evaluators/text.js';
 import type { EvaluatorOutcome } from '../evaluators/types.js';
@@ -23,7 +24,9 @@ export const EXCERPT_MAX = 200;
  * unless `reveal`), and, unless `reveal`, masked wherever they occur in the metadata. As a
  * net under evaluators that echo the value without reporting it as found, parts of the
  * value (`text`, as the evaluator saw it) quoted in the message, and metadata strings of 8
- * characters or more that occur in it, are masked too. `found` is kept for the excerpt.
+ * characters or more that occur in it, are masked too; and so is every value any masking
+ * evaluator would find in any string of the message and the metadata, keys included
+ * (mask-sensitive.ts). `found` is kept for the excerpt.
  */
 export function presentOutcome(o: EvaluatorOutcome, text: string | undefined, reveal: boolean): EvaluatorOutcome {
   const found = o.found ?? null;
@@ -38,6 +41,12 @@ export function presentOutcome(o: EvaluatorOutcome, text: string | undefined, re
     const list = `${listed.join(', ')}${found.length > MAX_LISTED ? ', …' : ''}`;
     message = message === null || message === '' ? `matched ${list}` : `${message} ${list}`;
     if (!reveal && metadata !== null) metadata = maskFoundInJson(metadata, found) as JsonObject;
+  }
+  // The net under texts an evaluator built itself (keys in a path, a decoded identifier):
+  // every value a masking evaluator would find is masked, whoever wrote it.
+  if (!reveal) {
+    if (message !== null) message = maskSensitiveIn(message);
+    if (metadata !== null) metadata = maskSensitiveInJson(metadata) as JsonObject;
   }
   return { matched: o.matched, confidence: o.confidence, message, metadata, found };
 }

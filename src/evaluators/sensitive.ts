@@ -15,6 +15,7 @@ import { scanCards, scanIbans, scanLuhnNumbers, scanSsns } from './pii/numbers.j
 import { scanPhones } from './pii/phone.js';
 import { asciiLower, scanHighEntropy } from './secrets/entropy.js';
 import { formatsFor, scanSecrets, SECRET_KINDS } from './secrets/formats.js';
+import { scanVisible } from './secrets/ignorable.js';
 
 const ALL_FORMATS = formatsFor(SECRET_KINDS);
 
@@ -34,7 +35,7 @@ export function scanSensitive(text: string, report: (found: string) => boolean):
   const runs = digitRunsOf(text);
   return (
     scanSecrets(text, ALL_FORMATS, (_kind, f) => report(f)) &&
-    scanHighEntropy(text, asciiLower(text), 0, report) &&
+    scanVisible(text, (visible, r) => scanHighEntropy(visible, asciiLower(visible), 0, r), report) &&
     scanCards(text, runs, report) &&
     scanLuhnNumbers(text, runs, report) &&
     scanSsns(text, runs, report) &&

@@ -7,7 +7,7 @@
  * (`input.card_number`: that one field), compared the same way. A `sensitiveValue` check,
  * when given, also redacts a string whose content looks like a secret, whatever its field,
  * a `maskValue` masks the secrets inside the strings that are kept and a `maskNumber` the
- * numbers that are secrets (value-masks.ts).
+ * numbers that are secrets (value-masks.ts); object keys go through `maskValue` too.
  * Redacted values become "[REDACTED]". Pure; the input is never modified.
  */
 
@@ -117,6 +117,15 @@ export function createRedactor(rules: readonly string[], options: RedactorOption
   }
   const redactsField = (name: string, key: string, here: readonly string[]) =>
     names.has(key) || (useSecretNames && isSecretName(name)) || paths.some((p) => sameList(p, here));
+  // A key is data too (`{"4111111111111111": 1}`): masked as a kept string is; two keys
+  // masked alike stay two keys (`4111…1111`, `4111…1111#2`).
+  const keptName = (name: string, out: Record<string, unknown>): string => {
+    const masked = maskValue(name);
+    if (masked === name) return name;
+    let unique = masked;
+    for (let n = 2; Object.hasOwn(out, unique); n++) unique = `${masked}#${n}`;
+    return unique;
+  };
   const redactAt = (value: unknown, path: readonly string[]): unknown => {
     if (typeof value === 'string') return sensitiveValue?.(value) === true ? REDACTED : maskValue(value);
     if (typeof value === 'number') return maskNumber(value);
@@ -127,7 +136,7 @@ export function createRedactor(rules: readonly string[], options: RedactorOption
     for (const [name, inner] of Object.entries(value as Record<string, unknown>)) {
       const key = keyOf(name);
       const here = [...path, key];
-      out[name] = redactsField(name, key, here) ? REDACTED : redactAt(inner, here);
+      out[keptName(name, out)] = redactsField(name, key, here) ? REDACTED : redactAt(inner, here);
     }
     return out;
   };

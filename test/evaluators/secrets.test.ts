@@ -1,3 +1,4 @@
+import { IGNORABLE_LITERALS } from '../../src/evaluators/secrets/ignorable.js';
 import { describe, expect, it } from 'vitest';
 import { createDefaultRegistry, secretsEvaluator, type EvaluatorOutcome } from '../../src/evaluators/index.js';
 import { shannonEntropy } from '../../src/evaluators/secrets/entropy.js';
@@ -138,9 +139,9 @@ describe('secrets: the outcome', () => {
 
   it('declares the prefixes as its scan hint (lowercased with min_entropy)', () => {
     const aws = secretsEvaluator.compile({ kinds: ['aws_access_key'] }) as ScanHint;
-    expect(aws.scanPrefilter).toEqual({ literals: ['AKIA', 'ASIA'], folded: false });
+    expect(aws.scanPrefilter).toEqual({ literals: ['AKIA', 'ASIA', ...IGNORABLE_LITERALS], folded: false });
     const loose = secretsEvaluator.compile({ kinds: ['aws_access_key'], min_entropy: 4 }) as ScanHint;
-    expect(loose.scanPrefilter).toEqual({ literals: ['akia', 'asia', 'key', 'secret', 'token', 'passw', 'pwd', 'credential'], folded: true });
+    expect(loose.scanPrefilter).toEqual({ literals: ['akia', 'asia', 'key', 'secret', 'token', 'passw', 'pwd', 'credential', ...IGNORABLE_LITERALS], folded: true });
     // The hint holds for every true positive: a text without the literals has no secret.
     const all = secretsEvaluator.compile({}) as ScanHint;
     for (const [, text] of truePositives) expect(all.scanPrefilter!.literals.some((l) => text.includes(l))).toBe(true);

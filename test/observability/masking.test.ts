@@ -136,3 +136,35 @@ describe("the stream's excerpts mask what any masking evaluator finds", () => {
     for (const v of VALUES) expect(text).not.toContain(v);
   });
 });
+
+describe('texts evaluators build from the step are masked (json keys, sql identifiers)', () => {
+  const RAW_CARD = '4111111111111111';
+  const jsonControl: ControlDataInput = {
+    selector: { path: 'input' },
+    evaluator: { name: 'json', config: { schema: { type: 'object', properties: { query: { type: 'string' } }, additionalProperties: false } } },
+    action: { decision: 'deny' },
+  };
+  const sqlControl: ControlDataInput = {
+    selector: { path: 'input.query' },
+    evaluator: { name: 'sql', config: { allowed_tables: ['orders'] } },
+    action: { decision: 'deny' },
+  };
+
+  it('in the answer, the stored events and their metadata (failing_paths)', async () => {
+    t = await makeApp();
+    await addControl(t.store, 'support-bot', 'strict-shape', jsonControl);
+    await addControl(t.store, 'support-bot', 'orders-only', sqlControl);
+    const input = { query: `SELECT * FROM "${RAW_CARD}" JOIN ${KEY} ON true`, [RAW_CARD]: 1, [KEY]: 'x', nested: [{ [KEY]: 1 }] };
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/evaluation', payload: { agent_name: 'support-bot', stage: 'pre', step: { type: 'tool', name: 'run_sql', input } } });
+    expect(res.json().decision).toBe('deny');
+    expect(res.json<{ matches: unknown[] }>().matches).toHaveLength(2);
+    for (const leak of [RAW_CARD, KEY, KEY.toLowerCase()]) expect(res.body).not.toContain(leak);
+    expect(res.body).toContain('input.4111…1111');
+
+    await t.observability.flush();
+    const events = await t.app.inject({ method: 'POST', url: '/api/v1/observability/events/query', payload: { agent_name: 'support-bot' } });
+    expect(events.statusCode).toBe(200);
+    expect(events.body).toContain('failing_paths');
+    for (const leak of [RAW_CARD, KEY, KEY.toLowerCase()]) expect(events.body).not.toContain(leak);
+  });
+});

@@ -90,3 +90,27 @@ describe('numbers are redacted by value too (guardctl issue #34 item 5)', () => 
     expect(stored).not.toContain('5500005555555559');
   });
 });
+
+describe('object keys are redacted by value too', () => {
+  it('a key that is a card number or an AWS key is stored masked, nested and in arrays too', async () => {
+    const { url, store } = await startServer();
+    expect((await send(url, 'POST', '/api/v1/agents/initAgent', { agent_name: 'bot' })).status).toBeLessThan(300);
+    const input = { environment: 'prod', '4111111111111111': 1, [AWS_KEY]: 'x', nested: { deep: { '5500005555555559': true } }, list: [{ [`key=${AWS_KEY}`]: 2 }], order: 'kept' };
+    expect((await send(url, 'POST', '/api/v1/evaluation', { agent_name: 'bot', stage: 'pre', step: { type: 'tool', name: 'checkout', input } })).status).toBe(200);
+    const recorded = await vi.waitFor(async () => {
+      const page = (await send(url, 'GET', '/api/v1/recordings?agent_name=bot')).json as { steps: Array<{ step: { input: Record<string, unknown> } }> };
+      expect(page.steps).toHaveLength(1);
+      return page.steps[0]!.step;
+    });
+    expect(recorded.input).toEqual({
+      environment: 'prod',
+      '4111…1111': 1,
+      'AKIA…MPLE': 'x',
+      nested: { deep: { '5500…5559': true } },
+      list: [{ 'key=AKIA…MPLE': 2 }],
+      order: 'kept',
+    });
+    const stored = JSON.stringify((await store.queryRecordedSteps({ limit: 10 })).steps);
+    for (const leak of ['4111111111111111', '5500005555555559', AWS_KEY]) expect(stored).not.toContain(leak);
+  });
+});

@@ -121,3 +121,23 @@ describe('createRedactor', () => {
     expect(maskSecretsIn('AKIAIOSFODNN7EXAMPLE '.repeat(3))).toBe('AKIA…MPLE AKIA…MPLE AKIA…MPLE ');
   });
 });
+
+describe('keys redacted by value', () => {
+  const AWS = `AKIA${'IOSFODNN7EXAMPLE'}`;
+  it('masks keys that are card numbers or secrets and keeps masked keys unique', async () => {
+    const { stepRedactor } = await import('../../src/recording/value-masks.js');
+    const out = stepRedactor([]).redact({ '4111111111111111': 1, '4111200000081111': 2, [AWS]: { '5500005555555559': [{ [`x ${AWS}`]: 3 }] }, plain: 4 }) as Record<string, unknown>;
+    const text = JSON.stringify(out);
+    for (const leak of ['4111111111111111', '4111200000081111', '5500005555555559', AWS]) expect(text).not.toContain(leak);
+    expect(Object.keys(out)).toHaveLength(4);
+    expect(out['4111…1111']).toBe(1);
+    expect(out['plain']).toBe(4);
+    expect(out['AKIA…MPLE']).toEqual({ '5500…5559': [{ 'x AKIA…MPLE': 3 }] });
+  });
+
+  it('a key named __proto__ stays a key', async () => {
+    const { stepRedactor } = await import('../../src/recording/value-masks.js');
+    const out = stepRedactor([]).redact(JSON.parse('{"__proto__": {"a": 1}}')) as Record<string, unknown>;
+    expect(Object.keys(out)).toEqual(['__proto__']);
+  });
+});

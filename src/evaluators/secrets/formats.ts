@@ -5,6 +5,7 @@
  * it (bounded, or walked to its end once), and resumes after what it read, so it is linear
  * in the text.
  */
+import { visibleOf } from './ignorable.js';
 
 export const SECRET_KINDS = [
   'aws_access_key',
@@ -207,6 +208,13 @@ export function formatsFor(kinds: readonly SecretKind[]): readonly Format[] {
  * false when `report` asked to stop.
  */
 export function scanSecrets(text: string, formats: readonly Format[], report: (kind: SecretKind, found: string) => boolean): boolean {
+  // Invisible characters inside a token do not hide it (ignorable.ts).
+  const v = visibleOf(text);
+  if (v === null) return scanWritten(text, formats, report);
+  return scanWritten(v.visible, formats, (kind, found) => report(kind, v.written(found)));
+}
+
+function scanWritten(text: string, formats: readonly Format[], report: (kind: SecretKind, found: string) => boolean): boolean {
   const scan: ScanState = { pemEndAt: -1 };
   for (const format of formats) {
     for (const prefix of format.prefixes) {

@@ -1,6 +1,7 @@
 /**
  * The `secrets` evaluator: credentials found by their documented formats (formats.ts) and,
- * with `min_entropy`, high-entropy values assigned to secret-sounding names (entropy.ts).
+ * with `min_entropy`, high-entropy values assigned to secret-sounding names (entropy.ts),
+ * in the text read without default-ignorable code points (ignorable.ts).
  * Its message and metadata name kinds and counts, never a secret; what it found goes in
  * `found`, which the engine shows masked (`AKIA…MPLE`).
  */
@@ -9,6 +10,7 @@ import type { CompiledCheck, EvaluatorDefinition, EvaluatorOutcome, Prefilter, S
 import { textOf } from '../text.js';
 import { asciiLower, scanHighEntropy, SECRET_NAME_WORDS } from './entropy.js';
 import { formatsFor, prefixesOf, scanSecrets, SECRET_KINDS, type SecretKind } from './formats.js';
+import { IGNORABLE_LITERALS, scanVisible } from './ignorable.js';
 
 export const SecretsConfigSchema = z.strictObject({
   kinds: z
@@ -52,14 +54,15 @@ export const secretsEvaluator: EvaluatorDefinition = {
 /**
  * The scan hint (see ScanHint): every secret of a format holds its prefix. With min_entropy
  * a finding may hold only a secret-sounding name in any case instead, so the literals are
- * compared lowercased (a prefix found as written is also found lowercased).
+ * compared lowercased (a prefix found as written is also found lowercased). A text with an
+ * invisible character always passes, since one may split a prefix (ignorable.ts).
  */
 function hintOf(kinds: readonly SecretKind[], minEntropy: number | undefined): ScanHint {
   const prefixes = prefixesOf(kinds);
   const prefilter: Prefilter =
     minEntropy === undefined
-      ? Object.freeze({ literals: prefixes, folded: false })
-      : Object.freeze({ literals: [...new Set([...prefixes.map((p) => p.toLowerCase()), ...SECRET_NAME_WORDS])], folded: true });
+      ? Object.freeze({ literals: [...prefixes, ...IGNORABLE_LITERALS], folded: false })
+      : Object.freeze({ literals: [...new Set([...prefixes.map((p) => p.toLowerCase()), ...SECRET_NAME_WORDS, ...IGNORABLE_LITERALS])], folded: true });
   return { scanPrefilter: prefilter };
 }
 
@@ -77,9 +80,9 @@ function checkOf(kinds: readonly SecretKind[], minEntropy: number | undefined): 
     };
     const going = scanSecrets(text, formats, add);
     if (going && minEntropy !== undefined) {
-      const low = asciiLower(text, memo?.lower(text));
       // A value a format already reported is not counted again.
-      scanHighEntropy(text, low, minEntropy, (f) => (found.some((known) => known.includes(f) || f.includes(known)) ? true : add(HIGH_ENTROPY, f)));
+      const report = (f: string) => (found.some((known) => known.includes(f) || f.includes(known)) ? true : add(HIGH_ENTROPY, f));
+      scanVisible(text, (visible, r) => scanHighEntropy(visible, asciiLower(visible, visible === text ? memo?.lower(text) : undefined), minEntropy, r), report);
     }
     if (found.length === 0) return NO_MATCH;
     const capped = found.length >= MAX_FINDINGS;
