@@ -203,6 +203,44 @@ describe('a tools/call without arguments', () => {
   });
 });
 
+describe('what the server sends besides a result (issue #36 item 1)', () => {
+  const KEY = 'AKIAIOSFODNN7EXAMPLE';
+  /** Everything the client was sent once a later call is answered (checks run in order of arrival). */
+  async function settled(client: RawClient): Promise<string> {
+    await client.call('run_sql', { query: 'select 1' });
+    return client.stdout;
+  }
+
+  it('checks a JSON-RPC error answer (message and data) as the call\'s output', async () => {
+    const client = await start();
+    for (const how of ['error', 'error_data']) {
+      const answer = await client.call('leak', { how });
+      expect(refused(answer)).toBe(true);
+      expect(JSON.stringify(answer)).not.toContain(KEY);
+    }
+    expect(await settled(client)).not.toContain(KEY);
+    expect(client.stderr).not.toContain(KEY);
+  });
+
+  it('withholds a log or progress notification holding a guarded value while a call is pending', async () => {
+    const client = await start();
+    expect(textOf(await client.call('leak', { how: 'log' }))).toBe('done');
+    client.send({ id: 'p', method: 'tools/call', params: { name: 'leak', arguments: { how: 'progress' }, _meta: { progressToken: 'tok' } } });
+    expect(textOf(await client.answer('p'))).toBe('done');
+    expect(await settled(client)).not.toContain(KEY);
+    expect(client.stderr).toMatch(/withheld a "notifications\/message" notification/);
+    expect(client.stderr).toMatch(/withheld a "notifications\/progress" notification/);
+    expect(client.stderr).not.toContain(KEY);
+  });
+
+  it('relays an error answer and a log notification that hold nothing guarded', async () => {
+    const client = await start();
+    expect(textOf(await client.call('leak', { how: 'clean_log' }))).toBe('done');
+    await expect.poll(() => client.stdout.includes('nothing secret'), { timeout: 30_000 }).toBe(true);
+    expect((await client.call('leak', { how: 'clean_error' })).error).toEqual({ code: -32000, message: 'no such table' });
+  });
+});
+
 describe('an MCP server line larger than the proxy reads', () => {
   it('answers the pending calls with an error, says why on stderr and goes on', async () => {
     const client = await start();
