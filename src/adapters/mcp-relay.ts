@@ -210,6 +210,12 @@ export class McpRelay {
     };
     if (typeof params?.name !== 'string' || params.name === '') return refuse(ErrorCode.InvalidParams, 'tools/call needs params.name, the tool to call');
     const name = params.name;
+    const args = params.arguments;
+    // MCP's arguments are an object; a lenient server may parse a string or unwrap an array the selectors never saw.
+    if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) {
+      this.o.report(`refused tools/call ${shown(name)}: its arguments are ${args === null ? 'null' : Array.isArray(args) ? 'an array' : `a ${typeof args}`}, not an object`);
+      return refuse(ErrorCode.InvalidParams, 'tools/call params.arguments must be an object (or absent, for a call without arguments)');
+    }
     if (params.task !== undefined) {
       return refuse(ErrorCode.InvalidParams, 'a task-augmented tools/call is not relayed: its result would arrive where it cannot be checked');
     }
@@ -230,7 +236,7 @@ export class McpRelay {
       type: 'tool',
       name,
       // A call that carries no arguments is a step with no input: null, as everywhere else.
-      input: params.arguments ?? null,
+      input: args ?? null,
       context: { mcp_server: this.#serverName },
     };
     pending.step = step;

@@ -241,6 +241,22 @@ describe('what the server sends besides a result (issue #36 item 1)', () => {
   });
 });
 
+describe('tools/call arguments that are not an object (issue #36 item 2)', () => {
+  it('refuses them with -32602 and never forwards them', async () => {
+    const client = await start();
+    const drop = { query: 'DROP TABLE orders' };
+    const shapes: unknown[] = [JSON.stringify(drop), [drop], [[drop]], 'DROP TABLE orders', 42, true, null];
+    for (const args of shapes) {
+      const answer = await client.call('run_sql', args);
+      expect(answer.error?.code).toBe(-32602);
+    }
+    // A call with no arguments and one with an object still run.
+    expect(textOf(await client.call('run_sql', { query: 'select 2' }))).toBe('3 rows for select 2');
+    expect((await client.call('image')).error).toBeUndefined();
+    expect(client.reached()).not.toMatch(/drop/i);
+  });
+});
+
 describe('an MCP server line larger than the proxy reads', () => {
   it('answers the pending calls with an error, says why on stderr and goes on', async () => {
     const client = await start();
