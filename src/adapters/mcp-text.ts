@@ -6,13 +6,14 @@ import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
 
 /**
  * The key under which a client's pending request is known. Ids that a lenient peer could
- * take for one another share a key ("1", " 1" and 1), so that one of them is refused while
- * another is pending.
+ * take for one another share a key ("1", " 1", "01", "1\u200b", a full-width "１" and 1), so
+ * that one of them is refused while another is pending.
  */
 export function looseKeyOf(id: RequestId): string {
   if (typeof id === 'number') return String(id);
-  const trimmed = id.trim();
-  return trimmed !== '' && Number.isFinite(Number(trimmed)) ? String(Number(trimmed)) : id;
+  const plain = id.normalize('NFKC').replace(/\p{Default_Ignorable_Code_Point}/gu, '');
+  const trimmed = plain.trim();
+  return trimmed !== '' && Number.isFinite(Number(trimmed)) ? String(Number(trimmed)) : plain;
 }
 
 /** A method as a lenient server might read it: case, width, whitespace and invisible characters folded. */

@@ -180,6 +180,20 @@ describe('request ids', () => {
     expect(client.messages.filter((m) => m.id === 7).at(-1)!.result?.isError).toBe(true);
   });
 
+  it('takes ids that differ by width or invisible characters for the pending one (issue #36 item 3)', async () => {
+    const client = await start();
+    client.send({ id: 1, method: 'tools/call', params: { name: 'wait_keys', arguments: {} } });
+    await expect.poll(() => client.reached()).toContain('wait_keys');
+    const variants = ['1\u200b', '\uff11', '\u200b1', '1\u2060', '\ufeff1', '1\u00ad', ' \uff11 ', '\u{1d7cf}', '1\u180e'];
+    for (const id of variants) {
+      const answer = await client.answer((client.send({ id, method: 'prompts/get', params: { name: 'wait' } }), id));
+      expect(answer.error?.message, JSON.stringify(id)).toContain('already pending');
+    }
+    await client.call('release', {});
+    await expect.poll(() => client.messages.filter((m) => m.id === 1).length).toBe(1);
+    expect(client.stdout).not.toContain('AKIA');
+  });
+
   it('never takes a late answer of a timed-out call for a new request that reuses its id', async () => {
     const client = await start(['--request-timeout', '2s']);
     // The proxy reads the server's tools first (its own tools/list, under the same timeout).
