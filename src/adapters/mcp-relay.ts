@@ -33,6 +33,7 @@ import {
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
 import { decide, type AdapterOptions } from './decisions.js';
+import { folded, looseKeyOf, messageOf, shown } from './mcp-text.js';
 import { UpstreamTools } from './mcp-tools.js';
 
 export interface RelayOptions extends AdapterOptions {
@@ -67,27 +68,6 @@ interface Pending {
   own?: (outcome: Outcome) => void;
 }
 
-/**
- * The key under which a client's pending request is known. Ids that a lenient peer could
- * take for one another share a key ("1", " 1" and 1), so that one of them is refused while
- * another is pending.
- */
-function looseKeyOf(id: RequestId): string {
-  if (typeof id === 'number') return String(id);
-  const trimmed = id.trim();
-  return trimmed !== '' && Number.isFinite(Number(trimmed)) ? String(Number(trimmed)) : id;
-}
-
-/** A method as a lenient server might read it: case, width, whitespace and invisible characters folded. */
-function folded(method: string): string {
-  return method.normalize('NFKC').toLowerCase().replace(/[\s\p{Cf}]/gu, '');
-}
-
-/** A name for logs and errors, its invisible and non-ASCII characters written as escapes. */
-export function shown(name: string): string {
-  return JSON.stringify(name).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}
-
 export class McpRelay {
   readonly #byClient = new Map<string, Pending>();
   readonly #byUpstream = new Map<number, Pending>();
@@ -95,6 +75,7 @@ export class McpRelay {
   #nextUpstreamId = 1;
   #serverName: string;
   #closed = false;
+  #toClient: Promise<void> = Promise.resolve();
 
   constructor(private readonly o: RelayOptions) {
     this.#serverName = o.serverName;
@@ -142,18 +123,17 @@ export class McpRelay {
         return;
       }
       const clientId = pending.clientId!;
-      if (isJSONRPCResultResponse(message)) {
-        const answer = { ...message, id: clientId };
-        if (pending.method === 'initialize') this.#learnServer(message.result);
-        if (pending.step) void this.#checkResult(clientId, pending.step, answer);
-        else this.#send(this.o.client, answer, 'client');
-      } else {
-        this.#send(this.o.client, { ...message, id: clientId }, 'client');
-      }
+      const answer = { ...message, id: clientId };
+      if (isJSONRPCResultResponse(message) && pending.method === 'initialize') this.#learnServer(message.result);
+      // An error answer is the call's output as much as a result is: its message and data can carry what the tool read.
+      const output = isJSONRPCResultResponse(message) ? message.result : message.error;
+      this.#inOrder(pending.step ? this.#checkOutput(clientId, pending.step, answer, output) : Promise.resolve(answer));
       return;
     }
     if (isJSONRPCNotification(message) && message.method === 'notifications/tools/list_changed') this.#tools.invalidate();
-    this.#send(this.o.client, message, 'client');
+    const calls = isJSONRPCNotification(message) ? this.#pendingCalls() : [];
+    if (calls.length > 0) this.#inOrder(this.#checkNotification(message, calls));
+    else this.#inOrder(Promise.resolve(message));
   }
 
   /** The server sent something that is not JSON-RPC: it cannot be trusted to answer what is pending. */
@@ -230,6 +210,12 @@ export class McpRelay {
     };
     if (typeof params?.name !== 'string' || params.name === '') return refuse(ErrorCode.InvalidParams, 'tools/call needs params.name, the tool to call');
     const name = params.name;
+    const args = params.arguments;
+    // MCP's arguments are an object; a lenient server may parse a string or unwrap an array the selectors never saw.
+    if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) {
+      this.o.report(`refused tools/call ${shown(name)}: its arguments are ${args === null ? 'null' : Array.isArray(args) ? 'an array' : `a ${typeof args}`}, not an object`);
+      return refuse(ErrorCode.InvalidParams, 'tools/call params.arguments must be an object (or absent, for a call without arguments)');
+    }
     if (params.task !== undefined) {
       return refuse(ErrorCode.InvalidParams, 'a task-augmented tools/call is not relayed: its result would arrive where it cannot be checked');
     }
@@ -250,7 +236,7 @@ export class McpRelay {
       type: 'tool',
       name,
       // A call that carries no arguments is a step with no input: null, as everywhere else.
-      input: params.arguments ?? null,
+      input: args ?? null,
       context: { mcp_server: this.#serverName },
     };
     pending.step = step;
@@ -272,18 +258,53 @@ export class McpRelay {
     this.#forward(request, pending);
   }
 
-  async #checkResult(id: RequestId, step: StepInput, response: JSONRPCMessage & { result: Record<string, unknown> }): Promise<void> {
+  /** The answer to a tools/call, or the refusal that replaces it when a post control does not allow its output. */
+  async #checkOutput(id: RequestId, step: StepInput, answer: JSONRPCMessage, output: unknown): Promise<JSONRPCMessage> {
     let verdict: Verdict;
     try {
-      verdict = await decide(this.o.guard, { ...step, output: response.result }, 'post', this.o);
+      verdict = await decide(this.o.guard, { ...step, output }, 'post', this.o);
     } catch (error) {
       this.o.report(`checking the result of tools/call ${shown(step.name)} failed: ${messageOf(error)}`);
-      this.#answerError(id, ErrorCode.InternalError, 'the guard could not check the result of this call');
-      return;
+      return { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'the guard could not check the result of this call' } };
     }
     this.#reportUnavailable(verdict, step.name, 'post');
-    if (verdict.decision === 'allow') this.#send(this.o.client, response, 'client');
-    else this.#answerRefusal(id, verdict);
+    return verdict.decision === 'allow' ? answer : refusal(id, verdict);
+  }
+
+  /**
+   * A notification the server sends while a tool runs (a log line, a progress message) can
+   * carry what the tool read: it is checked as output of every pending call, and withheld
+   * unless each allows it.
+   */
+  async #checkNotification(notification: JSONRPCNotification, calls: StepInput[]): Promise<JSONRPCMessage | null> {
+    const output = notification.params ?? null;
+    for (const step of calls) {
+      let verdict: Verdict;
+      try {
+        verdict = await decide(this.o.guard, { ...step, output }, 'post', this.o);
+      } catch (error) {
+        this.o.report(`withheld a ${shown(notification.method)} notification of the MCP server sent during tools/call ${shown(step.name)}: checking it failed: ${messageOf(error)}`);
+        return null;
+      }
+      this.#reportUnavailable(verdict, step.name, 'post');
+      if (verdict.decision !== 'allow') {
+        this.o.report(`withheld a ${shown(notification.method)} notification of the MCP server sent during tools/call ${shown(step.name)}: a post control did not allow it`);
+        return null;
+      }
+    }
+    return notification;
+  }
+
+  /** The steps of the tool calls the server is running. */
+  #pendingCalls(): StepInput[] {
+    return [...this.#byUpstream.values()].flatMap((p) => (p.step && !p.settled ? [p.step] : []));
+  }
+
+  /** Sends what the server sent in the order it sent it, however long each check takes. */
+  #inOrder(message: Promise<JSONRPCMessage | null>): void {
+    this.#toClient = this.#toClient.then(() => message).then((m) => {
+      if (m) this.#send(this.o.client, m, 'client');
+    });
   }
 
   /** The model reads only that the call could not be checked; the operator reads why. */
@@ -355,9 +376,8 @@ export class McpRelay {
     if (typeof result.protocolVersion === 'string') this.o.onProtocolVersion?.(result.protocolVersion);
   }
 
-  /** A deny or steer, as a tool result the model reads (MCP: tool errors are results, not protocol errors). */
   #answerRefusal(id: RequestId, verdict: Verdict): void {
-    this.#send(this.o.client, { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: verdict.message! }], isError: true } }, 'client');
+    this.#send(this.o.client, refusal(id, verdict), 'client');
   }
 
   #answerError(id: RequestId, code: number, message: string): void {
@@ -370,6 +390,7 @@ export class McpRelay {
   }
 }
 
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+/** A deny or steer, as a tool result the model reads (MCP: tool errors are results, not protocol errors). */
+function refusal(id: RequestId, verdict: Verdict): JSONRPCMessage {
+  return { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: verdict.message! }], isError: true } };
 }

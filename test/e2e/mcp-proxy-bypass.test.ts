@@ -180,6 +180,20 @@ describe('request ids', () => {
     expect(client.messages.filter((m) => m.id === 7).at(-1)!.result?.isError).toBe(true);
   });
 
+  it('takes ids that differ by width or invisible characters for the pending one (issue #36 item 3)', async () => {
+    const client = await start();
+    client.send({ id: 1, method: 'tools/call', params: { name: 'wait_keys', arguments: {} } });
+    await expect.poll(() => client.reached()).toContain('wait_keys');
+    const variants = ['1\u200b', '\uff11', '\u200b1', '1\u2060', '\ufeff1', '1\u00ad', ' \uff11 ', '\u{1d7cf}', '1\u180e'];
+    for (const id of variants) {
+      const answer = await client.answer((client.send({ id, method: 'prompts/get', params: { name: 'wait' } }), id));
+      expect(answer.error?.message, JSON.stringify(id)).toContain('already pending');
+    }
+    await client.call('release', {});
+    await expect.poll(() => client.messages.filter((m) => m.id === 1).length).toBe(1);
+    expect(client.stdout).not.toContain('AKIA');
+  });
+
   it('never takes a late answer of a timed-out call for a new request that reuses its id', async () => {
     const client = await start(['--request-timeout', '2s']);
     // The proxy reads the server's tools first (its own tools/list, under the same timeout).
@@ -200,6 +214,60 @@ describe('a tools/call without arguments', () => {
     const answer = await client.call('image');
     expect(answer.error).toBeUndefined();
     expect(answer.result?.isError).toBeFalsy();
+  });
+});
+
+describe('what the server sends besides a result (issue #36 item 1)', () => {
+  const KEY = 'AKIAIOSFODNN7EXAMPLE';
+  /** Everything the client was sent once a later call is answered (checks run in order of arrival). */
+  async function settled(client: RawClient): Promise<string> {
+    await client.call('run_sql', { query: 'select 1' });
+    return client.stdout;
+  }
+
+  it('checks a JSON-RPC error answer (message and data) as the call\'s output', async () => {
+    const client = await start();
+    for (const how of ['error', 'error_data']) {
+      const answer = await client.call('leak', { how });
+      expect(refused(answer)).toBe(true);
+      expect(JSON.stringify(answer)).not.toContain(KEY);
+    }
+    expect(await settled(client)).not.toContain(KEY);
+    expect(client.stderr).not.toContain(KEY);
+  });
+
+  it('withholds a log or progress notification holding a guarded value while a call is pending', async () => {
+    const client = await start();
+    expect(textOf(await client.call('leak', { how: 'log' }))).toBe('done');
+    client.send({ id: 'p', method: 'tools/call', params: { name: 'leak', arguments: { how: 'progress' }, _meta: { progressToken: 'tok' } } });
+    expect(textOf(await client.answer('p'))).toBe('done');
+    expect(await settled(client)).not.toContain(KEY);
+    expect(client.stderr).toMatch(/withheld a "notifications\/message" notification/);
+    expect(client.stderr).toMatch(/withheld a "notifications\/progress" notification/);
+    expect(client.stderr).not.toContain(KEY);
+  });
+
+  it('relays an error answer and a log notification that hold nothing guarded', async () => {
+    const client = await start();
+    expect(textOf(await client.call('leak', { how: 'clean_log' }))).toBe('done');
+    await expect.poll(() => client.stdout.includes('nothing secret'), { timeout: 30_000 }).toBe(true);
+    expect((await client.call('leak', { how: 'clean_error' })).error).toEqual({ code: -32000, message: 'no such table' });
+  });
+});
+
+describe('tools/call arguments that are not an object (issue #36 item 2)', () => {
+  it('refuses them with -32602 and never forwards them', async () => {
+    const client = await start();
+    const drop = { query: 'DROP TABLE orders' };
+    const shapes: unknown[] = [JSON.stringify(drop), [drop], [[drop]], 'DROP TABLE orders', 42, true, null];
+    for (const args of shapes) {
+      const answer = await client.call('run_sql', args);
+      expect(answer.error?.code).toBe(-32602);
+    }
+    // A call with no arguments and one with an object still run.
+    expect(textOf(await client.call('run_sql', { query: 'select 2' }))).toBe('3 rows for select 2');
+    expect((await client.call('image')).error).toBeUndefined();
+    expect(client.reached()).not.toMatch(/drop/i);
   });
 });
 

@@ -1,0 +1,31 @@
+/**
+ * How the MCP gateway compares and shows the strings a client controls: request ids and
+ * methods, which a lenient peer may read more loosely than the gateway does.
+ */
+import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
+
+/**
+ * The key under which a client's pending request is known. Ids that a lenient peer could
+ * take for one another share a key ("1", " 1", "01", "1\u200b", a full-width "１" and 1), so
+ * that one of them is refused while another is pending.
+ */
+export function looseKeyOf(id: RequestId): string {
+  if (typeof id === 'number') return String(id);
+  const plain = id.normalize('NFKC').replace(/\p{Default_Ignorable_Code_Point}/gu, '');
+  const trimmed = plain.trim();
+  return trimmed !== '' && Number.isFinite(Number(trimmed)) ? String(Number(trimmed)) : plain;
+}
+
+/** A method as a lenient server might read it: case, width, whitespace and invisible characters folded. */
+export function folded(method: string): string {
+  return method.normalize('NFKC').toLowerCase().replace(/[\s\p{Cf}]/gu, '');
+}
+
+/** A name for logs and errors, its invisible and non-ASCII characters written as escapes. */
+export function shown(name: string): string {
+  return JSON.stringify(name).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
