@@ -13,6 +13,7 @@
  */
 import type { ParserAnswer } from './call-parser.js';
 import type { ReadStatement, StatementFacts, TableRef } from './facts.js';
+import { hasAmbiguousLiteral } from './literals.js';
 import { isNode } from './nodes.js';
 import { piecesOfPlpgsql } from './plpgsql.js';
 import { readTree } from './tree-reader.js';
@@ -36,12 +37,18 @@ export const MAX_PARSES = 1000;
 const NO_STATEMENTS: Parsed = Object.freeze({ ok: true, statements: Object.freeze([]) });
 /** The parser reads a C string, which would end at a NUL and leave what follows unread (`SELECT 1\0; DROP TABLE x`). */
 const NUL_IN_TEXT: Parsed = Object.freeze({ ok: false, error: 'a NUL character in the text' });
+/** literals.ts: a plain literal with a backslash means another text to a server with standard_conforming_strings off. */
+const AMBIGUOUS_LITERAL: Parsed = Object.freeze({
+  ok: false,
+  error: 'a plain string literal holds a backslash, which a server with standard_conforming_strings off reads as an escape (write it as E\'...\' or $$...$$)',
+});
 
 /** What a text parses to before the parser is called: nothing for blank text, a failure for a NUL; undefined otherwise. */
 export function answerBeforeParsing(text: string): Parsed | undefined {
   // The parser refuses empty input; blank text holds no statement.
   if (text.trim() === '') return NO_STATEMENTS;
   if (text.includes('\0')) return NUL_IN_TEXT;
+  if (hasAmbiguousLiteral(text)) return AMBIGUOUS_LITERAL;
   return undefined;
 }
 
@@ -87,7 +94,7 @@ export function* readBodies(text: string, statements: readonly ReadStatement[], 
       out.push(Object.freeze(factsOf(s, s)));
       continue;
     }
-    const facts: Facts = { kinds: [...s.kinds], tables: [...s.tables], unfiltered: [...s.unfiltered], unreadable: null, setsSearchPath: s.setsSearchPath };
+    const facts: Facts = { kinds: [...s.kinds], tables: [...s.tables], unfiltered: [...s.unfiltered], unreadable: s.unreadable, setsSearchPath: s.setsSearchPath };
     for (const body of s.bodies) {
       if (depth >= MAX_NESTING) {
         facts.unreadable ??= `a ${body.what} nested more than ${MAX_NESTING} deep cannot be read`;

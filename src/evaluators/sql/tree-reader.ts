@@ -27,9 +27,14 @@ interface Statement {
   limit: Limit | null;
   bodies: Body[];
   setsSearchPath: boolean;
+  /** Why the statement cannot be trusted to mean what it reads as (it changes how strings are read); null when it can. */
+  unreadable: string | null;
   location: number;
   length: number;
 }
+
+/** Settings that change what a string literal's backslash means. */
+const STRING_SETTINGS = new Set(['standard_conforming_strings', 'backslash_quote']);
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -147,6 +152,8 @@ export class TreeReader {
   #nameOrString(value: string, statement: Statement): void {
     // SET search_path, set_config('search_path', ...), ALTER ROLE ... SET search_path.
     if (value.length === 11 && value.toLowerCase() === 'search_path') statement.setsSearchPath = true;
+    // How later texts' string literals are read (literals.ts): set here, it would hold for requests the guard reads otherwise.
+    else if (STRING_SETTINGS.has(value.toLowerCase())) statement.unreadable ??= `it sets ${value.toLowerCase()}, which changes how string literals are read`;
     // {"FuncCall":{"funcname":[{"String":{"sval":"pg_read_file"}}]}}: the name as written (a quoted name keeps its case).
     const d = this.#depth;
     if (d >= 3 && FILE_FUNCTIONS.has(value) && this.#frames[d - 2]!.key === 'funcname' && this.#frames[d - 3]!.key === 'FuncCall') {
@@ -220,7 +227,7 @@ export class TreeReader {
     frame.value = frame.building ? (array ? [] : {}) : null;
     if (array) return;
     if (depth === 2 && parent!.key === 'stmts') {
-      this.#statement = { kinds: [], refs: [], unfiltered: [], limit: null, bodies: [], setsSearchPath: false, location: 0, length: 0 };
+      this.#statement = { kinds: [], refs: [], unfiltered: [], limit: null, bodies: [], setsSearchPath: false, unreadable: null, location: 0, length: 0 };
     }
     const statement = this.#statement;
     frame.refsStart = statement?.refs.length ?? 0;
@@ -321,7 +328,7 @@ function readStatementOf(s: Statement): ReadStatement {
     tables,
     unfiltered: s.unfiltered,
     limit: s.limit,
-    unreadable: null,
+    unreadable: s.unreadable,
     setsSearchPath: s.setsSearchPath,
     bodies: s.bodies,
     location: s.location,
