@@ -14,7 +14,7 @@
  * that holds them, so refs are resolved when the defining node closes.
  */
 import { isAlwaysTrue } from './where.js';
-import { bodyOf, DROPPED_TABLES, droppedTables, FILE_FUNCTIONS, kindOf, limitOf, mergeKindOf, type Body, type Limit, type ReadStatement, type TableRef } from './facts.js';
+import { bodyOf, DROPPED_TABLES, droppedTables, FILE_FUNCTIONS, SQL_TEXT_FUNCTIONS, kindOf, limitOf, mergeKindOf, type Body, type Limit, type ReadStatement, type TableRef } from './facts.js';
 import type { Node } from './nodes.js';
 import { FROM_LISTS, isStatementType, keeps, newFrame, type Frame } from './frames.js';
 import { resolveCtes, type Ref } from './scopes.js';
@@ -156,8 +156,12 @@ export class TreeReader {
     else if (STRING_SETTINGS.has(value.toLowerCase())) statement.unreadable ??= `it sets ${value.toLowerCase()}, which changes how string literals are read`;
     // {"FuncCall":{"funcname":[{"String":{"sval":"pg_read_file"}}]}}: the name as written (a quoted name keeps its case).
     const d = this.#depth;
-    if (d >= 3 && FILE_FUNCTIONS.has(value) && this.#frames[d - 2]!.key === 'funcname' && this.#frames[d - 3]!.key === 'FuncCall') {
-      statement.kinds.push('file_access');
+    if (d >= 3 && this.#frames[d - 2]!.key === 'funcname' && this.#frames[d - 3]!.key === 'FuncCall') {
+      if (FILE_FUNCTIONS.has(value)) statement.kinds.push('file_access');
+      const lower = value.toLowerCase();
+      // Matched in any case: failing closed on a same-named function of another spelling costs little.
+      if (SQL_TEXT_FUNCTIONS.has(lower)) statement.unreadable ??= `${lower}() runs SQL given as text or reads tables by name, which cannot be read`;
+      if (lower === 'set_config') statement.setsSearchPath = true;
     }
   }
 
