@@ -22,6 +22,8 @@ export interface Frame {
   hasInto: boolean;
   isGrant: boolean;
   isProgram: boolean;
+  /** A CopyStmt's filename: a server file, or with isProgram a command. */
+  hasFile: boolean;
   hasWhere: boolean;
   hasLimit: boolean;
   removeType: string | undefined;
@@ -47,6 +49,7 @@ export const newFrame = (): Frame => ({
   hasInto: false,
   isGrant: false,
   isProgram: false,
+  hasFile: false,
   hasWhere: false,
   hasLimit: false,
   removeType: undefined,

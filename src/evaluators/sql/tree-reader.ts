@@ -139,6 +139,18 @@ export class TreeReader {
       case 'commandType':
         frame.commandType = this.#text(i, close, escaped);
         break;
+      case 'filename':
+        // COPY to or from a file on the server (STDIN/STDOUT give none).
+        if (frame.key === 'CopyStmt') frame.hasFile = true;
+        break;
+      case 'defname':
+        // file_fdw's options (CREATE / ALTER FOREIGN TABLE): `program` runs a shell command, `filename` reads a server file.
+        if (this.#statement !== null && frame.key === 'DefElem') {
+          const option = this.#text(i, close, escaped);
+          if (option === 'program') this.#statement.kinds.push('copy_program');
+          else if (option === 'filename') this.#statement.kinds.push('file_access');
+        }
+        break;
       case 'name':
       case 'sval':
         if (this.#statement !== null) this.#nameOrString(this.#text(i, close, escaped), this.#statement);
@@ -222,7 +234,7 @@ export class TreeReader {
     } else {
       frame.relname = frame.schemaname = frame.ctename = frame.commandType = frame.removeType = frame.kept = undefined;
       frame.kindSlot = -1;
-      frame.hasInto = frame.isGrant = frame.isProgram = frame.hasWhere = frame.hasLimit = frame.recursive = false;
+      frame.hasInto = frame.isGrant = frame.isProgram = frame.hasFile = frame.hasWhere = frame.hasLimit = frame.recursive = false;
       frame.ctes = null;
     }
     frame.key = key;
@@ -303,6 +315,7 @@ export class TreeReader {
         break;
       case 'CopyStmt':
         if (frame.isProgram) statement.kinds.push('copy_program');
+        else if (frame.hasFile) statement.kinds.push('file_access');
         break;
       case 'CreateFunctionStmt':
       case 'DoStmt': {
