@@ -187,7 +187,7 @@ function stringOf(node: unknown, depth: number): string | undefined {
     const value = node.A_Const.sval;
     return isNode(value) ? (typeof value.sval === 'string' ? value.sval : '') : undefined;
   }
-  if (isNode(node.TypeCast)) return stringOf(node.TypeCast.arg, depth + 1);
+  if (isNode(node.TypeCast)) return keepsWholeString(node.TypeCast.typeName) ? stringOf(node.TypeCast.arg, depth + 1) : undefined;
   const expr = node.A_Expr;
   if (isNode(expr) && expr.kind === 'AEXPR_OP' && Array.isArray(expr.name) && expr.name.length === 1) {
     const op: unknown = expr.name[0];
@@ -197,4 +197,18 @@ function stringOf(node: unknown, depth: number): string | undefined {
     return left !== undefined && right !== undefined ? left + right : undefined;
   }
   return undefined;
+}
+
+/**
+ * Types a string keeps whole when cast to: text and varchar without a length. A length
+ * (`::varchar(13)`, `char(n)`), bpchar or `name` (63 bytes) cuts the string, and
+ * `'DELETE FROM t WHERE id = 1'::varchar(13)` runs `DELETE FROM t`: such a cast is not read.
+ */
+function keepsWholeString(typeName: unknown): boolean {
+  if (!isNode(typeName) || !Array.isArray(typeName.names)) return false;
+  if (typeName.typmods !== undefined || typeName.arrayBounds !== undefined) return false;
+  // Only pg_catalog's types: `evil.text` may be a domain with a length.
+  const names = typeName.names.map((n) => (isNode(n) && isNode(n.String) ? n.String.sval : undefined));
+  if (names.length > 2 || (names.length === 2 && names[0] !== 'pg_catalog')) return false;
+  return names.at(-1) === 'text' || names.at(-1) === 'varchar';
 }
