@@ -17,6 +17,10 @@ export interface Frame {
   schemaname: string | undefined;
   ctename: string | undefined;
   commandType: string | undefined;
+  /** A DELETE / UPDATE / MERGE target's alias. */
+  alias: string | undefined;
+  /** A MergeWhenClause's matchKind. */
+  matchKind: string | undefined;
   /** For a statement node (its key ends in Stmt): its place in the statement's kinds; else -1. */
   kindSlot: number;
   hasInto: boolean;
@@ -45,6 +49,8 @@ export const newFrame = (): Frame => ({
   schemaname: undefined,
   ctename: undefined,
   commandType: undefined,
+  matchKind: undefined,
+  alias: undefined,
   kindSlot: -1,
   hasInto: false,
   isGrant: false,
@@ -72,6 +78,10 @@ export function keeps(type: string, key: string): boolean {
       return type === 'DeleteStmt' || type === 'UpdateStmt';
     case 'objects':
       return type === 'DropStmt';
+    case 'joinCondition':
+      return type === 'MergeStmt';
+    case 'condition':
+      return type === 'MergeWhenClause';
     case 'limitCount':
       return type === 'SelectStmt';
     case 'args':

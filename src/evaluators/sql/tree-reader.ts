@@ -13,7 +13,7 @@
  * table, a schema-qualified name always name a table. CTE scopes close before the query
  * that holds them, so refs are resolved when the defining node closes.
  */
-import { isAlwaysTrue } from './where.js';
+import { isAlwaysTrue, unfilteredMerge, type MergeAction } from './where.js';
 import { bodyOf, DROPPED_TABLES, droppedTables, FILE_FUNCTIONS, SQL_TEXT_FUNCTIONS, kindOf, limitOf, mergeKindOf, type Body, type Limit, type ReadStatement, type TableRef } from './facts.js';
 import type { Node } from './nodes.js';
 import { FROM_LISTS, isStatementType, keeps, newFrame, type Frame } from './frames.js';
@@ -29,6 +29,8 @@ interface Statement {
   setsSearchPath: boolean;
   /** Why the statement cannot be trusted to mean what it reads as (it changes how strings are read); null when it can. */
   unreadable: string | null;
+  /** The WHEN clauses of the MERGEs being read, until their MergeStmt closes. */
+  mergeActions: MergeAction[];
   location: number;
   length: number;
 }
@@ -139,6 +141,12 @@ export class TreeReader {
       case 'commandType':
         frame.commandType = this.#text(i, close, escaped);
         break;
+      case 'aliasname':
+        if (frame.key === 'alias' && this.#depth >= 2 && this.#frames[this.#depth - 1]!.key === 'relation') this.#frames[this.#depth - 2]!.alias = this.#text(i, close, escaped);
+        break;
+      case 'matchKind':
+        frame.matchKind = this.#text(i, close, escaped);
+        break;
       case 'filename':
         // COPY to or from a file on the server (STDIN/STDOUT give none).
         if (frame.key === 'CopyStmt') frame.hasFile = true;
@@ -232,7 +240,7 @@ export class TreeReader {
       frame = newFrame();
       this.#frames.push(frame);
     } else {
-      frame.relname = frame.schemaname = frame.ctename = frame.commandType = frame.removeType = frame.kept = undefined;
+      frame.relname = frame.schemaname = frame.ctename = frame.commandType = frame.matchKind = frame.alias = frame.removeType = frame.kept = undefined;
       frame.kindSlot = -1;
       frame.hasInto = frame.isGrant = frame.isProgram = frame.hasFile = frame.hasWhere = frame.hasLimit = frame.recursive = false;
       frame.ctes = null;
@@ -243,7 +251,7 @@ export class TreeReader {
     frame.value = frame.building ? (array ? [] : {}) : null;
     if (array) return;
     if (depth === 2 && parent!.key === 'stmts') {
-      this.#statement = { kinds: [], refs: [], unfiltered: [], limit: null, bodies: [], setsSearchPath: false, unreadable: null, location: 0, length: 0 };
+      this.#statement = { kinds: [], refs: [], unfiltered: [], limit: null, bodies: [], setsSearchPath: false, unreadable: null, mergeActions: [], location: 0, length: 0 };
     }
     const statement = this.#statement;
     frame.refsStart = statement?.refs.length ?? 0;
@@ -266,6 +274,7 @@ export class TreeReader {
         (this.#frames[depth - 4]!.ctes ??= []).push({ name: frame.ctename, start: frame.refsStart, end: statement.refs.length });
       } else if (frame.key === 'MergeWhenClause') {
         statement.kinds.push(mergeKindOf(frame.commandType));
+        statement.mergeActions.push({ kind: mergeKindOf(frame.commandType), matchKind: frame.matchKind, condition: frame.kept });
       }
       if (frame.ctes !== null) resolveCtes(statement.refs, frame.refsStart, frame.ctes, frame.recursive);
       if (depth === 2) {
@@ -303,7 +312,12 @@ export class TreeReader {
     switch (type) {
       case 'DeleteStmt':
       case 'UpdateStmt':
-        if (!frame.hasWhere || isAlwaysTrue(frame.kept)) statement.unfiltered.push(type === 'DeleteStmt' ? 'delete' : 'update');
+        if (!frame.hasWhere || isAlwaysTrue(frame.kept, this.#targetOf(frame, statement))) statement.unfiltered.push(type === 'DeleteStmt' ? 'delete' : 'update');
+        break;
+      case 'MergeStmt':
+        // A MERGE's WHEN clauses close before it: they are the last ones pushed, a MERGE nested in its source's before them.
+        for (const op of unfilteredMerge(frame.kept, statement.mergeActions, this.#targetOf(frame, statement))) statement.unfiltered.push(op);
+        statement.mergeActions.length = 0;
         break;
       case 'DropStmt':
         if (frame.removeType !== undefined && DROPPED_TABLES.has(frame.removeType)) {
@@ -325,6 +339,15 @@ export class TreeReader {
         break;
       }
     }
+  }
+
+  /** The names a DML statement's target goes by in its conditions: the table's (its relation is its first ref) and its alias. */
+  #targetOf(frame: Frame, statement: Statement): ReadonlySet<string> {
+    const names = new Set<string>();
+    const relation = statement.refs[frame.refsStart];
+    if (relation !== undefined) names.add(relation.name);
+    if (frame.alias !== undefined) names.add(frame.alias);
+    return names;
   }
 
   /** A statement node that is the statement itself, or what its EXPLAIN explains. */
