@@ -30,6 +30,8 @@ export interface Frame {
   hasFile: boolean;
   hasWhere: boolean;
   hasLimit: boolean;
+  /** FETCH FIRST n ROWS WITH TIES: more rows than n. */
+  withTies: boolean;
   removeType: string | undefined;
   /** The built subtree a rule looks into: a DELETE/UPDATE's whereClause, a DROP's objects, a SELECT's limitCount, a body's options. */
   kept: unknown;
@@ -58,6 +60,7 @@ export const newFrame = (): Frame => ({
   hasFile: false,
   hasWhere: false,
   hasLimit: false,
+  withTies: false,
   removeType: undefined,
   kept: undefined,
   refsStart: 0,

@@ -35,6 +35,9 @@ interface Statement {
   length: number;
 }
 
+/** Statements whose `query` returns its rows to the client: EXPLAIN (ANALYZE runs it), a cursor, a prepared statement, COPY (query) TO. */
+const QUERY_HOLDERS = new Set(['ExplainStmt', 'DeclareCursorStmt', 'PrepareStmt', 'CopyStmt']);
+
 /** Settings that change what a string literal's backslash means. */
 const STRING_SETTINGS = new Set(['standard_conforming_strings', 'backslash_quote']);
 
@@ -144,6 +147,9 @@ export class TreeReader {
       case 'aliasname':
         if (frame.key === 'alias' && this.#depth >= 2 && this.#frames[this.#depth - 1]!.key === 'relation') this.#frames[this.#depth - 2]!.alias = this.#text(i, close, escaped);
         break;
+      case 'limitOption':
+        if (this.#text(i, close, escaped) === 'LIMIT_OPTION_WITH_TIES') frame.withTies = true;
+        break;
       case 'matchKind':
         frame.matchKind = this.#text(i, close, escaped);
         break;
@@ -242,7 +248,7 @@ export class TreeReader {
     } else {
       frame.relname = frame.schemaname = frame.ctename = frame.commandType = frame.matchKind = frame.alias = frame.removeType = frame.kept = undefined;
       frame.kindSlot = -1;
-      frame.hasInto = frame.isGrant = frame.isProgram = frame.hasFile = frame.hasWhere = frame.hasLimit = frame.recursive = false;
+      frame.hasInto = frame.isGrant = frame.isProgram = frame.hasFile = frame.hasWhere = frame.hasLimit = frame.withTies = frame.recursive = false;
       frame.ctes = null;
     }
     frame.key = key;
@@ -325,7 +331,12 @@ export class TreeReader {
         }
         break;
       case 'SelectStmt':
-        if (this.#isTopLevel(depth)) statement.limit = frame.hasInto ? null : limitOf(frame.hasLimit, frame.kept);
+        if (this.#isTopLevel(depth)) statement.limit = frame.hasInto ? null : frame.withTies ? 'none' : limitOf(frame.hasLimit, frame.kept);
+        break;
+      case 'FetchStmt':
+      case 'ExecuteStmt':
+        // Rows of a cursor or prepared statement declared elsewhere: their bound cannot be seen.
+        if (depth === 4) statement.limit = 'none';
         break;
       case 'CopyStmt':
         if (frame.isProgram) statement.kinds.push('copy_program');
@@ -350,11 +361,11 @@ export class TreeReader {
     return names;
   }
 
-  /** A statement node that is the statement itself, or what its EXPLAIN explains. */
+  /** A statement node that is the statement itself, or the query of a QUERY_HOLDERS statement. */
   #isTopLevel(depth: number): boolean {
     const f = this.#frames;
     if (depth === 4) return f[3]!.key === 'stmt';
-    return depth === 6 && f[5]!.key === 'query' && f[4]!.key === 'ExplainStmt' && f[3]!.key === 'stmt';
+    return depth === 6 && f[5]!.key === 'query' && QUERY_HOLDERS.has(f[4]!.key) && f[3]!.key === 'stmt';
   }
 }
 
