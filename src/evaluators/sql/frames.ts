@@ -28,6 +28,7 @@ export interface Frame {
   isProgram: boolean;
   /** A CopyStmt's filename: a server file, or with isProgram a command. */
   hasFile: boolean;
+  isFrom: boolean;
   hasWhere: boolean;
   hasLimit: boolean;
   /** FETCH FIRST n ROWS WITH TIES: more rows than n. */
@@ -58,6 +59,7 @@ export const newFrame = (): Frame => ({
   isGrant: false,
   isProgram: false,
   hasFile: false,
+  isFrom: false,
   hasWhere: false,
   hasLimit: false,
   withTies: false,

@@ -228,6 +228,7 @@ export class TreeReader {
       if (s.startsWith('true', i)) {
         if (key === 'is_grant') frame.isGrant = true;
         else if (key === 'is_program') frame.isProgram = true;
+        else if (key === 'is_from') frame.isFrom = true;
         else if (key === 'recursive' && frame.key === 'withClause' && depth > 0) this.#frames[depth - 1]!.recursive = true;
       } else if (depth === 2 && this.#statement !== null) {
         if (key === 'stmt_location') this.#statement.location = Number(s.slice(i, end));
@@ -248,7 +249,7 @@ export class TreeReader {
     } else {
       frame.relname = frame.schemaname = frame.ctename = frame.commandType = frame.matchKind = frame.alias = frame.removeType = frame.kept = undefined;
       frame.kindSlot = -1;
-      frame.hasInto = frame.isGrant = frame.isProgram = frame.hasFile = frame.hasWhere = frame.hasLimit = frame.withTies = frame.recursive = false;
+      frame.hasInto = frame.isGrant = frame.isProgram = frame.hasFile = frame.isFrom = frame.hasWhere = frame.hasLimit = frame.withTies = frame.recursive = false;
       frame.ctes = null;
     }
     frame.key = key;
@@ -341,6 +342,8 @@ export class TreeReader {
       case 'CopyStmt':
         if (frame.isProgram) statement.kinds.push('copy_program');
         else if (frame.hasFile) statement.kinds.push('file_access');
+        // COPY table TO: every row (COPY (query) TO has its query's limit already).
+        if (depth === 4 && !frame.isFrom && statement.limit === null) statement.limit = 'none';
         break;
       case 'CreateFunctionStmt':
       case 'DoStmt': {
