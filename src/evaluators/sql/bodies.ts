@@ -13,6 +13,7 @@
  */
 import type { ParserAnswer } from './call-parser.js';
 import type { ReadStatement, StatementFacts, TableRef } from './facts.js';
+import { hasAmbiguousLiteral } from './literals.js';
 import { isNode } from './nodes.js';
 import { piecesOfPlpgsql } from './plpgsql.js';
 import { readTree } from './tree-reader.js';
@@ -36,12 +37,18 @@ export const MAX_PARSES = 1000;
 const NO_STATEMENTS: Parsed = Object.freeze({ ok: true, statements: Object.freeze([]) });
 /** The parser reads a C string, which would end at a NUL and leave what follows unread (`SELECT 1\0; DROP TABLE x`). */
 const NUL_IN_TEXT: Parsed = Object.freeze({ ok: false, error: 'a NUL character in the text' });
+/** literals.ts: a plain literal with a backslash means another text to a server with standard_conforming_strings off. */
+const AMBIGUOUS_LITERAL: Parsed = Object.freeze({
+  ok: false,
+  error: 'a plain string literal holds a backslash, which a server with standard_conforming_strings off reads as an escape (write it as E\'...\' or $$...$$)',
+});
 
 /** What a text parses to before the parser is called: nothing for blank text, a failure for a NUL; undefined otherwise. */
 export function answerBeforeParsing(text: string): Parsed | undefined {
   // The parser refuses empty input; blank text holds no statement.
   if (text.trim() === '') return NO_STATEMENTS;
   if (text.includes('\0')) return NUL_IN_TEXT;
+  if (hasAmbiguousLiteral(text)) return AMBIGUOUS_LITERAL;
   return undefined;
 }
 
@@ -87,7 +94,7 @@ export function* readBodies(text: string, statements: readonly ReadStatement[], 
       out.push(Object.freeze(factsOf(s, s)));
       continue;
     }
-    const facts: Facts = { kinds: [...s.kinds], tables: [...s.tables], unfiltered: [...s.unfiltered], unreadable: null, setsSearchPath: s.setsSearchPath };
+    const facts: Facts = { kinds: [...s.kinds], tables: [...s.tables], unfiltered: [...s.unfiltered], unreadable: s.unreadable, setsSearchPath: s.setsSearchPath };
     for (const body of s.bodies) {
       if (depth >= MAX_NESTING) {
         facts.unreadable ??= `a ${body.what} nested more than ${MAX_NESTING} deep cannot be read`;
@@ -180,7 +187,7 @@ function stringOf(node: unknown, depth: number): string | undefined {
     const value = node.A_Const.sval;
     return isNode(value) ? (typeof value.sval === 'string' ? value.sval : '') : undefined;
   }
-  if (isNode(node.TypeCast)) return stringOf(node.TypeCast.arg, depth + 1);
+  if (isNode(node.TypeCast)) return keepsWholeString(node.TypeCast.typeName) ? stringOf(node.TypeCast.arg, depth + 1) : undefined;
   const expr = node.A_Expr;
   if (isNode(expr) && expr.kind === 'AEXPR_OP' && Array.isArray(expr.name) && expr.name.length === 1) {
     const op: unknown = expr.name[0];
@@ -190,4 +197,18 @@ function stringOf(node: unknown, depth: number): string | undefined {
     return left !== undefined && right !== undefined ? left + right : undefined;
   }
   return undefined;
+}
+
+/**
+ * Types a string keeps whole when cast to: text and varchar without a length. A length
+ * (`::varchar(13)`, `char(n)`), bpchar or `name` (63 bytes) cuts the string, and
+ * `'DELETE FROM t WHERE id = 1'::varchar(13)` runs `DELETE FROM t`: such a cast is not read.
+ */
+function keepsWholeString(typeName: unknown): boolean {
+  if (!isNode(typeName) || !Array.isArray(typeName.names)) return false;
+  if (typeName.typmods !== undefined || typeName.arrayBounds !== undefined) return false;
+  // Only pg_catalog's types: `evil.text` may be a domain with a length.
+  const names = typeName.names.map((n) => (isNode(n) && isNode(n.String) ? n.String.sval : undefined));
+  if (names.length > 2 || (names.length === 2 && names[0] !== 'pg_catalog')) return false;
+  return names.at(-1) === 'text' || names.at(-1) === 'varchar';
 }

@@ -120,7 +120,54 @@ export function mergeKindOf(commandType: string | undefined): string | null {
  * directories (`file_access`): the generic file access functions and the large-object
  * import/export ones.
  */
-export const FILE_FUNCTIONS = new Set(['pg_read_file', 'pg_read_binary_file', 'pg_ls_dir', 'pg_stat_file', 'lo_import', 'lo_export', 'pg_file_write', 'pg_file_rename', 'pg_file_unlink']);
+export const FILE_FUNCTIONS = new Set([
+  'pg_read_file',
+  'pg_read_binary_file',
+  'pg_ls_dir',
+  'pg_stat_file',
+  'lo_import',
+  'lo_export',
+  'pg_file_write',
+  'pg_file_rename',
+  'pg_file_unlink',
+  'pg_ls_waldir',
+  'pg_ls_logdir',
+  'pg_ls_tmpdir',
+  'pg_ls_archive_statusdir',
+  'pg_ls_logicalsnapdir',
+  'pg_ls_logicalmapdir',
+  'pg_ls_replslotdir',
+  'pg_current_logfile',
+]);
+
+/**
+ * Functions that run SQL given as a string (dblink's, the query_to_xml family, ts_stat,
+ * ts_rewrite's query form) or read a table, cursor, schema or database named by a value:
+ * what they do is not in the parse tree, so a call makes the statement unreadable.
+ */
+export const SQL_TEXT_FUNCTIONS = new Set([
+  'dblink',
+  'dblink_exec',
+  'dblink_send_query',
+  'dblink_open',
+  'dblink_fetch',
+  'query_to_xml',
+  'query_to_xmlschema',
+  'query_to_xml_and_xmlschema',
+  'table_to_xml',
+  'table_to_xmlschema',
+  'table_to_xml_and_xmlschema',
+  'cursor_to_xml',
+  'cursor_to_xmlschema',
+  'database_to_xml',
+  'database_to_xmlschema',
+  'database_to_xml_and_xmlschema',
+  'schema_to_xml',
+  'schema_to_xmlschema',
+  'schema_to_xml_and_xmlschema',
+  'ts_stat',
+  'ts_rewrite',
+]);
 
 /** DROP targets that are tables (or read like them). */
 export const DROPPED_TABLES = new Set(['OBJECT_TABLE', 'OBJECT_VIEW', 'OBJECT_MATVIEW', 'OBJECT_FOREIGN_TABLE', 'OBJECT_SEQUENCE', 'OBJECT_INDEX']);

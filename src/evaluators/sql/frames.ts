@@ -17,13 +17,22 @@ export interface Frame {
   schemaname: string | undefined;
   ctename: string | undefined;
   commandType: string | undefined;
+  /** A DELETE / UPDATE / MERGE target's alias. */
+  alias: string | undefined;
+  /** A MergeWhenClause's matchKind. */
+  matchKind: string | undefined;
   /** For a statement node (its key ends in Stmt): its place in the statement's kinds; else -1. */
   kindSlot: number;
   hasInto: boolean;
   isGrant: boolean;
   isProgram: boolean;
+  /** A CopyStmt's filename: a server file, or with isProgram a command. */
+  hasFile: boolean;
+  isFrom: boolean;
   hasWhere: boolean;
   hasLimit: boolean;
+  /** FETCH FIRST n ROWS WITH TIES: more rows than n. */
+  withTies: boolean;
   removeType: string | undefined;
   /** The built subtree a rule looks into: a DELETE/UPDATE's whereClause, a DROP's objects, a SELECT's limitCount, a body's options. */
   kept: unknown;
@@ -43,12 +52,17 @@ export const newFrame = (): Frame => ({
   schemaname: undefined,
   ctename: undefined,
   commandType: undefined,
+  matchKind: undefined,
+  alias: undefined,
   kindSlot: -1,
   hasInto: false,
   isGrant: false,
   isProgram: false,
+  hasFile: false,
+  isFrom: false,
   hasWhere: false,
   hasLimit: false,
+  withTies: false,
   removeType: undefined,
   kept: undefined,
   refsStart: 0,
@@ -69,6 +83,10 @@ export function keeps(type: string, key: string): boolean {
       return type === 'DeleteStmt' || type === 'UpdateStmt';
     case 'objects':
       return type === 'DropStmt';
+    case 'joinCondition':
+      return type === 'MergeStmt';
+    case 'condition':
+      return type === 'MergeWhenClause';
     case 'limitCount':
       return type === 'SelectStmt';
     case 'args':

@@ -13,8 +13,8 @@
  * table, a schema-qualified name always name a table. CTE scopes close before the query
  * that holds them, so refs are resolved when the defining node closes.
  */
-import { isAlwaysTrue } from './where.js';
-import { bodyOf, DROPPED_TABLES, droppedTables, FILE_FUNCTIONS, kindOf, limitOf, mergeKindOf, type Body, type Limit, type ReadStatement, type TableRef } from './facts.js';
+import { isAlwaysTrue, unfilteredMerge, type MergeAction } from './where.js';
+import { bodyOf, DROPPED_TABLES, droppedTables, FILE_FUNCTIONS, SQL_TEXT_FUNCTIONS, kindOf, limitOf, mergeKindOf, type Body, type Limit, type ReadStatement, type TableRef } from './facts.js';
 import type { Node } from './nodes.js';
 import { FROM_LISTS, isStatementType, keeps, newFrame, type Frame } from './frames.js';
 import { resolveCtes, type Ref } from './scopes.js';
@@ -27,9 +27,19 @@ interface Statement {
   limit: Limit | null;
   bodies: Body[];
   setsSearchPath: boolean;
+  /** Why the statement cannot be trusted to mean what it reads as (it changes how strings are read); null when it can. */
+  unreadable: string | null;
+  /** The WHEN clauses of the MERGEs being read, until their MergeStmt closes. */
+  mergeActions: MergeAction[];
   location: number;
   length: number;
 }
+
+/** Statements whose `query` returns its rows to the client: EXPLAIN (ANALYZE runs it), a cursor, a prepared statement, COPY (query) TO. */
+const QUERY_HOLDERS = new Set(['ExplainStmt', 'DeclareCursorStmt', 'PrepareStmt', 'CopyStmt']);
+
+/** Settings that change what a string literal's backslash means. */
+const STRING_SETTINGS = new Set(['standard_conforming_strings', 'backslash_quote']);
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -134,6 +144,27 @@ export class TreeReader {
       case 'commandType':
         frame.commandType = this.#text(i, close, escaped);
         break;
+      case 'aliasname':
+        if (frame.key === 'alias' && this.#depth >= 2 && this.#frames[this.#depth - 1]!.key === 'relation') this.#frames[this.#depth - 2]!.alias = this.#text(i, close, escaped);
+        break;
+      case 'limitOption':
+        if (this.#text(i, close, escaped) === 'LIMIT_OPTION_WITH_TIES') frame.withTies = true;
+        break;
+      case 'matchKind':
+        frame.matchKind = this.#text(i, close, escaped);
+        break;
+      case 'filename':
+        // COPY to or from a file on the server (STDIN/STDOUT give none).
+        if (frame.key === 'CopyStmt') frame.hasFile = true;
+        break;
+      case 'defname':
+        // file_fdw's options (CREATE / ALTER FOREIGN TABLE): `program` runs a shell command, `filename` reads a server file.
+        if (this.#statement !== null && frame.key === 'DefElem') {
+          const option = this.#text(i, close, escaped);
+          if (option === 'program') this.#statement.kinds.push('copy_program');
+          else if (option === 'filename') this.#statement.kinds.push('file_access');
+        }
+        break;
       case 'name':
       case 'sval':
         if (this.#statement !== null) this.#nameOrString(this.#text(i, close, escaped), this.#statement);
@@ -147,10 +178,16 @@ export class TreeReader {
   #nameOrString(value: string, statement: Statement): void {
     // SET search_path, set_config('search_path', ...), ALTER ROLE ... SET search_path.
     if (value.length === 11 && value.toLowerCase() === 'search_path') statement.setsSearchPath = true;
+    // How later texts' string literals are read (literals.ts): set here, it would hold for requests the guard reads otherwise.
+    else if (STRING_SETTINGS.has(value.toLowerCase())) statement.unreadable ??= `it sets ${value.toLowerCase()}, which changes how string literals are read`;
     // {"FuncCall":{"funcname":[{"String":{"sval":"pg_read_file"}}]}}: the name as written (a quoted name keeps its case).
     const d = this.#depth;
-    if (d >= 3 && FILE_FUNCTIONS.has(value) && this.#frames[d - 2]!.key === 'funcname' && this.#frames[d - 3]!.key === 'FuncCall') {
-      statement.kinds.push('file_access');
+    if (d >= 3 && this.#frames[d - 2]!.key === 'funcname' && this.#frames[d - 3]!.key === 'FuncCall') {
+      if (FILE_FUNCTIONS.has(value)) statement.kinds.push('file_access');
+      const lower = value.toLowerCase();
+      // Matched in any case: failing closed on a same-named function of another spelling costs little.
+      if (SQL_TEXT_FUNCTIONS.has(lower)) statement.unreadable ??= `${lower}() runs SQL given as text or reads tables by name, which cannot be read`;
+      if (lower === 'set_config') statement.setsSearchPath = true;
     }
   }
 
@@ -191,6 +228,7 @@ export class TreeReader {
       if (s.startsWith('true', i)) {
         if (key === 'is_grant') frame.isGrant = true;
         else if (key === 'is_program') frame.isProgram = true;
+        else if (key === 'is_from') frame.isFrom = true;
         else if (key === 'recursive' && frame.key === 'withClause' && depth > 0) this.#frames[depth - 1]!.recursive = true;
       } else if (depth === 2 && this.#statement !== null) {
         if (key === 'stmt_location') this.#statement.location = Number(s.slice(i, end));
@@ -209,9 +247,9 @@ export class TreeReader {
       frame = newFrame();
       this.#frames.push(frame);
     } else {
-      frame.relname = frame.schemaname = frame.ctename = frame.commandType = frame.removeType = frame.kept = undefined;
+      frame.relname = frame.schemaname = frame.ctename = frame.commandType = frame.matchKind = frame.alias = frame.removeType = frame.kept = undefined;
       frame.kindSlot = -1;
-      frame.hasInto = frame.isGrant = frame.isProgram = frame.hasWhere = frame.hasLimit = frame.recursive = false;
+      frame.hasInto = frame.isGrant = frame.isProgram = frame.hasFile = frame.isFrom = frame.hasWhere = frame.hasLimit = frame.withTies = frame.recursive = false;
       frame.ctes = null;
     }
     frame.key = key;
@@ -220,7 +258,7 @@ export class TreeReader {
     frame.value = frame.building ? (array ? [] : {}) : null;
     if (array) return;
     if (depth === 2 && parent!.key === 'stmts') {
-      this.#statement = { kinds: [], refs: [], unfiltered: [], limit: null, bodies: [], setsSearchPath: false, location: 0, length: 0 };
+      this.#statement = { kinds: [], refs: [], unfiltered: [], limit: null, bodies: [], setsSearchPath: false, unreadable: null, mergeActions: [], location: 0, length: 0 };
     }
     const statement = this.#statement;
     frame.refsStart = statement?.refs.length ?? 0;
@@ -243,6 +281,7 @@ export class TreeReader {
         (this.#frames[depth - 4]!.ctes ??= []).push({ name: frame.ctename, start: frame.refsStart, end: statement.refs.length });
       } else if (frame.key === 'MergeWhenClause') {
         statement.kinds.push(mergeKindOf(frame.commandType));
+        statement.mergeActions.push({ kind: mergeKindOf(frame.commandType), matchKind: frame.matchKind, condition: frame.kept });
       }
       if (frame.ctes !== null) resolveCtes(statement.refs, frame.refsStart, frame.ctes, frame.recursive);
       if (depth === 2) {
@@ -280,7 +319,12 @@ export class TreeReader {
     switch (type) {
       case 'DeleteStmt':
       case 'UpdateStmt':
-        if (!frame.hasWhere || isAlwaysTrue(frame.kept)) statement.unfiltered.push(type === 'DeleteStmt' ? 'delete' : 'update');
+        if (!frame.hasWhere || isAlwaysTrue(frame.kept, this.#targetOf(frame, statement))) statement.unfiltered.push(type === 'DeleteStmt' ? 'delete' : 'update');
+        break;
+      case 'MergeStmt':
+        // A MERGE's WHEN clauses close before it: they are the last ones pushed, a MERGE nested in its source's before them.
+        for (const op of unfilteredMerge(frame.kept, statement.mergeActions, this.#targetOf(frame, statement))) statement.unfiltered.push(op);
+        statement.mergeActions.length = 0;
         break;
       case 'DropStmt':
         if (frame.removeType !== undefined && DROPPED_TABLES.has(frame.removeType)) {
@@ -288,10 +332,18 @@ export class TreeReader {
         }
         break;
       case 'SelectStmt':
-        if (this.#isTopLevel(depth)) statement.limit = frame.hasInto ? null : limitOf(frame.hasLimit, frame.kept);
+        if (this.#isTopLevel(depth)) statement.limit = frame.hasInto ? null : frame.withTies ? 'none' : limitOf(frame.hasLimit, frame.kept);
+        break;
+      case 'FetchStmt':
+      case 'ExecuteStmt':
+        // Rows of a cursor or prepared statement declared elsewhere: their bound cannot be seen.
+        if (depth === 4) statement.limit = 'none';
         break;
       case 'CopyStmt':
         if (frame.isProgram) statement.kinds.push('copy_program');
+        else if (frame.hasFile) statement.kinds.push('file_access');
+        // COPY table TO: every row (COPY (query) TO has its query's limit already).
+        if (depth === 4 && !frame.isFrom && statement.limit === null) statement.limit = 'none';
         break;
       case 'CreateFunctionStmt':
       case 'DoStmt': {
@@ -303,11 +355,20 @@ export class TreeReader {
     }
   }
 
-  /** A statement node that is the statement itself, or what its EXPLAIN explains. */
+  /** The names a DML statement's target goes by in its conditions: the table's (its relation is its first ref) and its alias. */
+  #targetOf(frame: Frame, statement: Statement): ReadonlySet<string> {
+    const names = new Set<string>();
+    const relation = statement.refs[frame.refsStart];
+    if (relation !== undefined) names.add(relation.name);
+    if (frame.alias !== undefined) names.add(frame.alias);
+    return names;
+  }
+
+  /** A statement node that is the statement itself, or the query of a QUERY_HOLDERS statement. */
   #isTopLevel(depth: number): boolean {
     const f = this.#frames;
     if (depth === 4) return f[3]!.key === 'stmt';
-    return depth === 6 && f[5]!.key === 'query' && f[4]!.key === 'ExplainStmt' && f[3]!.key === 'stmt';
+    return depth === 6 && f[5]!.key === 'query' && QUERY_HOLDERS.has(f[4]!.key) && f[3]!.key === 'stmt';
   }
 }
 
@@ -321,7 +382,7 @@ function readStatementOf(s: Statement): ReadStatement {
     tables,
     unfiltered: s.unfiltered,
     limit: s.limit,
-    unreadable: null,
+    unreadable: s.unreadable,
     setsSearchPath: s.setsSearchPath,
     bodies: s.bodies,
     location: s.location,
