@@ -7,7 +7,7 @@
  * so that a key an evaluator lowercased (`akiaiosfodnn7example`) is still known. PURE.
  */
 import { maskMatch } from './mask.js';
-import { scanSensitive } from './sensitive.js';
+import { mergeRanges, scanSensitive } from './sensitive.js';
 
 /** Values masked per text at most; past that the rest of the text is replaced by `…`. */
 const MAX_VALUES = 1_000;
@@ -34,12 +34,7 @@ export function maskSensitiveIn(text: string): string {
     }
   }
   if (ranges.length === 0) return complete ? text : maskMatch(text);
-  const merged: Array<[number, number]> = [];
-  for (const [start, end] of ranges.sort((a, b) => a[0] - b[0])) {
-    const last = merged.at(-1);
-    if (last !== undefined && start < last[1]) last[1] = Math.max(last[1], end);
-    else merged.push([start, end]);
-  }
+  const merged = mergeRanges(ranges);
   let out = '';
   let at = 0;
   for (const [start, end] of merged) {

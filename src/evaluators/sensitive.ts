@@ -89,13 +89,7 @@ export function sensitiveExcerpt(text: string, options: ExcerptOptions): string 
     while (start > 0 && !/\s/.test(window[start - 1]!)) start--;
     if (start < shown) ranges.push([start, text.length]);
   }
-  // Overlapping values are masked as one, from the first start to the last end.
-  const merged: Array<[number, number]> = [];
-  for (const [start, end] of ranges.sort((a, b) => a[0] - b[0])) {
-    const last = merged.at(-1);
-    if (last !== undefined && start < last[1]) last[1] = Math.max(last[1], end);
-    else merged.push([start, end]);
-  }
+  const merged = mergeRanges(ranges);
   let out = '';
   let at = 0;
   for (const [start, end] of merged) {
@@ -111,4 +105,15 @@ export function sensitiveExcerpt(text: string, options: ExcerptOptions): string 
   const more = at < text.length;
   if (out.length > max || (more && out.length >= max)) return `${out.slice(0, max - 1)}${MASK}`;
   return more ? `${out}${MASK}` : out;
+}
+
+/** Overlapping ranges as one, from the first start to the last end, in order; sorts `ranges`. */
+export function mergeRanges(ranges: Array<[number, number]>): Array<[number, number]> {
+  const merged: Array<[number, number]> = [];
+  for (const [start, end] of ranges.sort((a, b) => a[0] - b[0])) {
+    const last = merged.at(-1);
+    if (last !== undefined && start < last[1]) last[1] = Math.max(last[1], end);
+    else merged.push([start, end]);
+  }
+  return merged;
 }

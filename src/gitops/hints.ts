@@ -1,5 +1,6 @@
 /** Turns a field issue into a stable diagnostic code and a hint that says what would fix it. */
 import type { FieldIssue } from '../model/index.js';
+import { editDistance } from '../model/edit-distance.js';
 
 const PATTERN_FIELD = /(^|\.)(pattern|step_name_regex)$/;
 
@@ -108,16 +109,4 @@ export function closestName(word: string, candidates: readonly string[]): string
     }
   }
   return best;
-}
-
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= b.length; j++) {
-      cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    prev = cur;
-  }
-  return prev[b.length]!;
 }

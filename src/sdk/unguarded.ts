@@ -7,6 +7,7 @@ import type { GuardClient } from '../client/index.js';
 import { ApiError } from '../errors.js';
 import { modeOf, type ControlRecord } from '../model/index.js';
 import { UnguardedAgentError } from './errors.js';
+import { editDistance } from '../model/edit-distance.js';
 
 /** Controls that can change a decision: enabled, with data, not in shadow mode. */
 export function enforcingCount(records: readonly ControlRecord[]): number {
@@ -59,16 +60,4 @@ export function nearestNames(word: string, candidates: readonly string[]): strin
     .sort((a, b) => a.distance - b.distance || a.name.localeCompare(b.name))
     .slice(0, 3)
     .map((c) => c.name);
-}
-
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= b.length; j++) {
-      cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    prev = cur;
-  }
-  return prev[b.length]!;
 }
