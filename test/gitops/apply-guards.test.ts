@@ -1,24 +1,18 @@
 // Apply never leaves an agent with fewer guards than both the old and the new state: a
 // rename of every control, watched after every batch and by a concurrent evaluator.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { GuardClient } from '../../src/client/index.js';
+import { describe, expect, it } from 'vitest';
+import type { GuardClient } from '../../src/client/index.js';
 import { applyOperations, type BatchTarget } from '../../src/gitops/apply.js';
 import { HttpTarget } from '../../src/gitops/http-target.js';
 import type { Operation } from '../../src/gitops/plan.js';
 import { applyToServer, planAgainstServer } from '../../src/gitops/sync.js';
-import type { ServerHandle } from '../../src/server/start.js';
 import { AGENTS, generation, unguarded } from './generations.js';
-import { startTestServer } from './server.js';
+import { serverPerTest } from './server.js';
 
-let server: ServerHandle;
 let client: GuardClient;
 
-beforeEach(async () => {
-  server = await startTestServer();
-  client = new GuardClient({ serverUrl: server.url, timeoutMs: 20_000 });
-});
-afterEach(async () => {
-  await server.close();
+serverPerTest((_server, c) => {
+  client = c;
 });
 
 async function linksOf(): Promise<Map<string, string[]>> {

@@ -1,13 +1,12 @@
 // Two applies at once (two CLIs, same owner, --prune): one wins, the other is refused
 // with nothing written, and the server ends up matching the winner's directory.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { GuardClient } from '../../src/client/index.js';
+import { describe, expect, it } from 'vitest';
+import type { GuardClient } from '../../src/client/index.js';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import { controlValidator } from '../../src/gitops/control-validator.js';
 import { loadDocuments, type LoadResult } from '../../src/gitops/load.js';
 import { applyToServer, planAgainstServer } from '../../src/gitops/sync.js';
-import type { ServerHandle } from '../../src/server/start.js';
-import { startTestServer } from './server.js';
+import { serverPerTest } from './server.js';
 
 /** A directory of `count` controls named `<prefix>-N`, all linked to agent `bot`. */
 function directory(prefix: string, count: number): LoadResult {
@@ -22,15 +21,10 @@ action: { decision: deny }
   return loadDocuments([{ path: `${prefix}.yaml`, text: docs.join('---\n') }], { validateControl: controlValidator(createDefaultRegistry()) });
 }
 
-let server: ServerHandle;
 let client: GuardClient;
 
-beforeEach(async () => {
-  server = await startTestServer();
-  client = new GuardClient({ serverUrl: server.url, timeoutMs: 20_000 });
-});
-afterEach(async () => {
-  await server.close();
+serverPerTest((_server, c) => {
+  client = c;
 });
 
 describe('concurrent applies of the same owner', () => {

@@ -5,8 +5,8 @@
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { GuardClient } from '../../src/client/index.js';
+import { describe, expect, it } from 'vitest';
+import type { GuardClient } from '../../src/client/index.js';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import { controlValidator } from '../../src/gitops/control-validator.js';
 import { loadDirectory } from '../../src/gitops/directory.js';
@@ -15,9 +15,8 @@ import { fetchActualState } from '../../src/gitops/fetch-state.js';
 import { loadDocuments, type LoadResult } from '../../src/gitops/load.js';
 import { applyToServer, planAgainstServer } from '../../src/gitops/sync.js';
 import { AgentDocumentSchema, ControlDocumentSchema } from '../../src/model/index.js';
-import type { ServerHandle } from '../../src/server/start.js';
 import { readFileSync } from 'node:fs';
-import { startTestServer } from './server.js';
+import { serverPerTest } from './server.js';
 
 const fixture = join(import.meta.dirname, '../fixtures/every-field');
 
@@ -57,15 +56,10 @@ function dataPaths(value: unknown, prefix = ''): string[] {
 /** Condition subtrees repeat the condition's own keys: `condition.and[].or[].not.selector` -> `condition.selector`. */
 const folded = (path: string) => path.replace(/^condition((\.(and|or)\[\])|\.not)+\./, 'condition.');
 
-let server: ServerHandle;
 let client: GuardClient;
 
-beforeEach(async () => {
-  server = await startTestServer();
-  client = new GuardClient({ serverUrl: server.url, timeoutMs: 20_000 });
-});
-afterEach(async () => {
-  await server.close();
+serverPerTest((_server, c) => {
+  client = c;
 });
 
 describe('export round trip', () => {

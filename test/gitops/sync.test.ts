@@ -1,6 +1,6 @@
 // Plan and apply against a real server: convergence, failure reports, ownership, export.
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { GuardClient } from '../../src/client/index.js';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import type { ServerHandle } from '../../src/server/start.js';
@@ -13,7 +13,7 @@ import { fingerprintOf } from '../../src/gitops/fingerprint.js';
 import { CHANGES_PER_REQUEST, HttpTarget } from '../../src/gitops/http-target.js';
 import { loadDocuments, type LoadResult } from '../../src/gitops/load.js';
 import { applyToServer, planAgainstServer, type ServerPlan } from '../../src/gitops/sync.js';
-import { startTestServer } from './server.js';
+import { serverPerTest } from './server.js';
 
 /** The target's methods as plain functions, so a test can replace one of them. */
 function bind(target: HttpTarget): Target {
@@ -32,13 +32,10 @@ const controlsDir = join(import.meta.dirname, '../fixtures/example-controls');
 let server: ServerHandle;
 let client: GuardClient;
 
-beforeEach(async () => {
-  server = await startTestServer();
-  client = new GuardClient({ serverUrl: server.url, timeoutMs: 10_000 });
-});
-afterEach(async () => {
-  await server.close();
-});
+serverPerTest((s, c) => {
+  server = s;
+  client = c;
+}, 10_000);
 
 describe('plan and apply against a server', () => {
   it('applies the repository controls, then re-plans to no changes with zero writes', async () => {
