@@ -4,15 +4,24 @@ import { defineConfig } from 'vitest/config';
 // servers and CLI processes, whose wall time grows with whatever else the machine runs, so
 // they get a bound a loaded two-core machine stays far below.
 export default defineConfig({
+  // Vitest's caches (test durations, which order the next run's files) stay in this
+  // checkout: node_modules may be shared with other checkouts.
+  cacheDir: '.cache/vite',
   test: {
     hookTimeout: 60_000,
     // expect.poll waits for something to happen; its bound is a hang guard too.
     expect: { poll: { timeout: 30_000 } },
     // Two cores: more workers only fight over them.
     maxWorkers: 2,
+    // A worker runs file after file in one module graph instead of importing the sources
+    // again for each file (importing was about as long as the tests themselves). Tests keep
+    // their state in what they create (apps, stores, servers, temp directories), never in a
+    // module; docs/testing.md says what that asks of a new test.
+    isolate: false,
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/**/*.test.ts', 'test/**/*.test.tsx'], exclude: ['test/e2e/**'], testTimeout: 30_000 } },
-      { extends: true, test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'], testTimeout: 120_000 } },
+      // The tests of compiled JavaScript: the build is brought up to date once, before them.
+      { extends: true, test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'], testTimeout: 120_000, globalSetup: ['test/support/build-once.ts'] } },
     ],
   },
 });

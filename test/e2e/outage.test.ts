@@ -5,7 +5,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSchema, dropSchemas, pgRequired, pgTarget, pgSuiteTitle, pgUnreachable, schemaUrl, skipReasonOf } from '../replicas/pg.js';
-import { denyDrop, dropStep, until } from '../replicas/pg-app.js';
+import { denyDrop, dropStep } from '../replicas/pg-app.js';
 import { send, startServeProcess, type ServeProcess } from './serve-process.js';
 import { startTcpProxy, type TcpProxy } from '../replicas/tcp-proxy.js';
 
@@ -47,19 +47,19 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('database outa
     expect(write.status).toBe(503);
     expect(write.type).toContain('application/problem+json');
     expect(write.body).toMatchObject({ status: 503, error_code: 'unavailable' });
-    await until(async () => (await send(server.url, 'GET', '/health')).body.status === 'degraded', 'health to say degraded');
+    await expect.poll(async () => (await send(server.url, 'GET', '/health')).body.status === 'degraded', { interval: 20, message: 'health to say degraded' }).toBe(true);
     expect((await send(server.url, 'GET', '/health')).body).toMatchObject({ database: 'unavailable' });
 
     // The other replica still reaches the database; its write cannot notify the cut one.
     expect((await send(other.url, 'PATCH', `/api/v1/controls/${id}`, { enabled: false })).status).toBe(200);
 
     await proxy.restore();
-    await until(async () => (await send(server.url, 'PUT', '/api/v1/controls', { name: 'after-outage' })).status === 201, 'writes to succeed');
-    await until(async () => (await send(server.url, 'GET', '/health')).body.status === 'healthy', 'health to recover');
-    await until(
+    await expect.poll(async () => (await send(server.url, 'PUT', '/api/v1/controls', { name: 'after-outage' })).status === 201, { interval: 20, message: 'writes to succeed' }).toBe(true);
+    await expect.poll(async () => (await send(server.url, 'GET', '/health')).body.status === 'healthy', { interval: 20, message: 'health to recover' }).toBe(true);
+    await expect.poll(
       async () => (await send(server.url, 'POST', '/api/v1/evaluation', dropStep('bot'))).body.decision === 'allow',
-      'the write made during the outage to show up',
-    );
+      { interval: 20, message: 'the write made during the outage to show up' },
+    ).toBe(true);
     // The control written after the outage is there for everyone.
     expect((await send(other.url, 'GET', '/api/v1/controls?limit=100')).body.pagination).toMatchObject({ total: 2 });
   });

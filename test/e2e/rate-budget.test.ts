@@ -95,9 +95,7 @@ describe.skipIf(unreachable !== null)(unreachable ? skipReasonOf(unreachable) : 
     await setUp(a.url, 'searches-per-user', rateData(limit));
     // B hears of the control through the database's notification.
     const linked = async () => ((await send(b.url, 'GET', '/api/v1/agents/bot/controls')).body.controls as unknown[] | undefined)?.length === 1;
-    for (let i = 0; i < 100 && !(await linked()); i++) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await expect.poll(linked, { interval: 20, message: 'B to hear of the control' }).toBe(true);
     const decisions = await Promise.all(Array.from({ length: 3 * limit }, (_, i) => decide(i % 2 === 0 ? a.url : b.url, search('ann'))));
     expect(decisions.filter((d) => d === 'allow')).toHaveLength(limit);
     expect(decisions.filter((d) => d === 'deny')).toHaveLength(2 * limit);

@@ -4,7 +4,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSchema, dropSchemas, pgRequired, pgUnreachable, pgUrl, schemaUrl, skipReasonOf } from '../replicas/pg.js';
-import { denyDrop, dropStep, until } from '../replicas/pg-app.js';
+import { denyDrop, dropStep } from '../replicas/pg-app.js';
 import { send, startServeProcess, type ServeProcess } from './serve-process.js';
 
 const unreachable = await pgUnreachable();
@@ -41,7 +41,7 @@ describe.skipIf(unreachable !== null)(unreachable ? skipReasonOf(unreachable) : 
     const link = await send(a.url, 'POST', `/api/v1/agents/bot/controls/${created.body.control_id as number}`);
     expect(link.status).toBe(200);
 
-    await until(async () => (await send(b.url, 'POST', '/api/v1/evaluation', dropStep('bot'))).body.decision === 'deny', 'B to deny');
+    await expect.poll(async () => (await send(b.url, 'POST', '/api/v1/evaluation', dropStep('bot'))).body.decision === 'deny', { interval: 20, message: 'B to deny' }).toBe(true);
     const after = await send(b.url, 'POST', '/api/v1/evaluation', dropStep('bot'));
     expect(after.body).toMatchObject({ decision: 'deny', is_safe: false });
     expect((after.body.matches as Array<{ control_name: string }>)[0]?.control_name).toBe('no-drop');

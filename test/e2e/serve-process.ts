@@ -1,8 +1,8 @@
 /**
  * The built binary in tests: `node dist/cli/main.js serve` on 127.0.0.1 port 0, started
  * with a clean environment, its URL read from the "guardctl listening on URL" line.
- * npm test builds first; for a local run `npx tsc -p tsconfig.build.json` refreshes dist/,
- * and GUARDCTL_MAIN may point at another build.
+ * The e2e project's globalSetup (test/support/build-once.ts) builds first when a source
+ * changed after the last build; GUARDCTL_MAIN may point at another build.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -10,9 +10,9 @@ import { join } from 'node:path';
 
 export const MAIN = process.env.GUARDCTL_MAIN ?? join(import.meta.dirname, '../../dist/cli/main.js');
 
-/** Fails with the command to run when dist/ has not been built. */
+/** Fails with the command to run when the binary is missing (a GUARDCTL_MAIN that names no file). */
 export function requireBuiltBinary(): void {
-  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run "npx tsc -p tsconfig.build.json" (or npm run build) before the end-to-end tests`);
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build (the e2e project builds by itself unless GUARDCTL_MAIN is set)`);
 }
 
 // Settings of the machine running the tests that would change what a child does: guardctl's

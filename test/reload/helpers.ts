@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { expect } from 'vitest';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import type { ReloadNotice } from '../../src/model/index.js';
 import type { HotReload, ReloadStatus } from '../../src/reload/index.js';
@@ -73,16 +74,11 @@ export async function statusOf(app: FastifyInstance): Promise<ReloadStatus> {
   return JSON.parse(res.body) as ReloadStatus;
 }
 
-/** Polls the status endpoint until `ok` holds (generous overall timeout; no fixed sleeps). */
-export async function waitForStatus(app: FastifyInstance, ok: (s: ReloadStatus) => boolean, what: string, timeoutMs = 10_000): Promise<ReloadStatus> {
-  const deadline = Date.now() + timeoutMs;
+/** Polls the status endpoint until `ok` holds (no fixed sleeps); a timeout shows the last status. */
+export async function waitForStatus(app: FastifyInstance, ok: (s: ReloadStatus) => boolean, what: string): Promise<ReloadStatus> {
   let last: ReloadStatus | undefined;
-  while (Date.now() < deadline) {
-    last = await statusOf(app);
-    if (ok(last)) return last;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out waiting for ${what}; last status: ${JSON.stringify(last)}`);
+  await expect.poll(async () => (last = await statusOf(app)), { interval: 20, message: `waiting for ${what}` }).toSatisfy(ok);
+  return last!;
 }
 
 /** Waits for one more successful (or failed) reload than `before` counted. */

@@ -54,8 +54,7 @@ describe('ControlSetCache during a store outage', () => {
     await store.linkControl('bot', b.control_id);
     now = 1000;
     expect(await cache.get('bot')).toEqual(['a']); // answered from the stale set; rebuild started
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(await cache.get('bot')).toEqual(['a', 'b']);
+    await expect.poll(() => cache.get('bot'), { interval: 10 }).toEqual(['a', 'b']);
     expect(cache.degraded).toBe(0);
     expect(cache.size).toBe(1);
   });

@@ -8,7 +8,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { CountRequest } from '../../src/evaluators/types.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { createSchema, dropSchemas, pgRequired, pgSuiteTitle, pgTarget, pgUnreachable, schemaUrl } from './pg.js';
-import { startPgApp, until, type PgApp } from './pg-app.js';
+import { startPgApp, type PgApp } from './pg-app.js';
 import { startTcpProxy } from './tcp-proxy.js';
 
 const unreachable = await pgUnreachable();
@@ -71,7 +71,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('counters duri
     expect(open.errors).toHaveLength(1);
     await proxy.restore();
 
-    await until(async () => (await evaluate(app, 'strict', 'cat')).decision === 'allow', 'counting to recover after the cut', 10_000);
+    await expect.poll(async () => (await evaluate(app, 'strict', 'cat')).decision === 'allow', { interval: 20, message: 'counting to recover after the cut' }).toBe(true);
 
     proxy.freeze();
     const frozen = await evaluate(app, 'strict', 'dan');
@@ -81,7 +81,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('counters duri
     expect(frozenOpen.decision).toBe('allow');
     proxy.thaw();
 
-    await until(async () => (await evaluate(app, 'strict', 'eve')).decision === 'allow', 'counting to recover after the freeze', 10_000);
+    await expect.poll(async () => (await evaluate(app, 'strict', 'eve')).decision === 'allow', { interval: 20, message: 'counting to recover after the freeze' }).toBe(true);
     // Counts made before the outage are still there.
     expect((await evaluate(app, 'strict', 'ann')).decision).toBe('deny');
   });
@@ -104,14 +104,14 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('counters duri
     expect(frozen.map((r) => r.status)).toEqual(Array(6).fill('rejected'));
     for (const r of frozen) expect(String((r as PromiseRejectedResult).reason)).toMatch(/timed out/);
     proxy.thaw();
-    await until(async () => (await burst()).every((r) => r.status === 'fulfilled'), 'counting to recover after the freeze', 10_000);
+    await expect.poll(async () => (await burst()).every((r) => r.status === 'fulfilled'), { interval: 20, message: 'counting to recover after the freeze' }).toBe(true);
 
     await proxy.cut();
     const cut = await burst();
     expect(cut.map((r) => r.status)).toEqual(Array(6).fill('rejected'));
     for (const r of cut) expect(String((r as PromiseRejectedResult).reason)).toMatch(/database unavailable|timed out/i);
     await proxy.restore();
-    await until(async () => (await burst()).every((r) => r.status === 'fulfilled'), 'counting to recover after the cut', 10_000);
+    await expect.poll(async () => (await burst()).every((r) => r.status === 'fulfilled'), { interval: 20, message: 'counting to recover after the cut' }).toBe(true);
     // After the outage, steps of the key are counted one after the other again.
     const after = (await burst()).map((r) => (r as PromiseFulfilledResult<{ used: number }>).value.used);
     expect(after.slice(1).map((used, i) => used - after[i]!)).toEqual(Array(5).fill(1));

@@ -8,7 +8,7 @@
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createSchema, dropSchemas, pgRequired, pgSuiteTitle, pgTarget, pgUnreachable, pgUrl, schemaUrl, skipReasonOf } from './pg.js';
-import { denyDrop, dropStep, startPgApp, until, type PgApp } from './pg-app.js';
+import { denyDrop, dropStep, startPgApp, type PgApp } from './pg-app.js';
 import { startTcpProxy } from './tcp-proxy.js';
 
 const unreachable = await pgUnreachable();
@@ -80,7 +80,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('a frozen data
     expect(verdict.body.decision).toBe('deny');
 
     proxy.thaw();
-    await until(async () => (await send(app, 'PUT', '/api/v1/controls', { name: 'after-freeze' })).status === 201, 'writes to succeed');
+    await expect.poll(async () => (await send(app, 'PUT', '/api/v1/controls', { name: 'after-freeze' })).status === 201, { interval: 20, message: 'writes to succeed' }).toBe(true);
     const list = await send(app, 'GET', '/api/v1/controls');
     expect((list.body.controls as Array<{ name: string }>).map((c) => c.name).sort()).toEqual(['after-freeze', 'no-drop']);
   });

@@ -6,7 +6,7 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { HealthMonitor } from '../../src/server/health.js';
 import { createSchema, dropSchemas, pgRequired, pgTarget, pgSuiteTitle, pgUnreachable, schemaUrl, skipReasonOf } from './pg.js';
-import { denyDrop, dropStep, startPgApp, until, type PgApp } from './pg-app.js';
+import { denyDrop, dropStep, startPgApp, type PgApp } from './pg-app.js';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 
 const unreachable = await pgUnreachable();
@@ -72,10 +72,10 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('database outa
     const unknown = await evaluate(app, 'never-seen');
     expect(unknown.status).toBe(503);
 
-    await until(
+    await expect.poll(
       async () => (await app.app.inject({ method: 'GET', url: '/health' })).json<{ status: string }>().status === 'degraded',
-      'health to say degraded',
-    );
+      { interval: 20, message: 'health to say degraded' },
+    ).toBe(true);
     const health = await app.app.inject({ method: 'GET', url: '/health' });
     expect(health.statusCode).toBe(200);
     expect(health.json()).toMatchObject({ status: 'degraded', database: 'unavailable', version: expect.any(String) });
@@ -112,12 +112,12 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('database outa
     await direct.app.inject({ method: 'PATCH', url: `/api/v1/controls/${id}`, payload: { enabled: false } });
 
     await proxy.restore();
-    await until(async () => (await app.app.inject({ method: 'PUT', url: '/api/v1/controls', payload: { name: 'after' } })).statusCode === 201, 'writes to succeed');
-    await until(async () => (await evaluate(app, 'bot')).body.decision === 'allow', 'the write made elsewhere to show up');
-    await until(
+    await expect.poll(async () => (await app.app.inject({ method: 'PUT', url: '/api/v1/controls', payload: { name: 'after' } })).statusCode === 201, { interval: 20, message: 'writes to succeed' }).toBe(true);
+    await expect.poll(async () => (await evaluate(app, 'bot')).body.decision === 'allow', { interval: 20, message: 'the write made elsewhere to show up' }).toBe(true);
+    await expect.poll(
       async () => (await app.app.inject({ method: 'GET', url: '/health' })).json<{ status: string }>().status === 'healthy',
-      'health to recover',
-    );
+      { interval: 20, message: 'health to recover' },
+    ).toBe(true);
     await app.observability.buffer.flush();
     expect(app.observability.buffer.size).toBe(0);
     const stored = await direct.store.queryEvents({ limit: 1000, offset: 0 });
@@ -139,9 +139,9 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('database outa
     now = 1500;
     expect(await monitor.database()).toBe('unavailable'); // cached
     now = 2000;
-    await until(async () => {
+    await expect.poll(async () => {
       now += 1000;
       return (await monitor.database()) === 'ok';
-    }, 'the monitor to see the database again');
+    }, { interval: 20, message: 'the monitor to see the database again' }).toBe(true);
   });
 });

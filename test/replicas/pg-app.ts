@@ -36,13 +36,3 @@ export const dropStep = (agent: string) => ({
   stage: 'pre',
   step: { type: 'tool', name: 'run_sql', input: { query: 'DROP TABLE users' } },
 });
-
-/** Polls `check` every 20 ms until it is true; returns the milliseconds it took. */
-export async function until(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 5000): Promise<number> {
-  const start = performance.now();
-  for (;;) {
-    if (await check()) return performance.now() - start;
-    if (performance.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}

@@ -6,7 +6,7 @@
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createSchema, dropSchemas, pgRequired, pgSuiteTitle, pgUnreachable, pgUrl, schemaUrl, skipReasonOf } from './pg.js';
-import { denyDrop, dropStep, startPgApp, until, type PgApp } from './pg-app.js';
+import { denyDrop, dropStep, startPgApp, type PgApp } from './pg-app.js';
 
 const unreachable = await pgUnreachable();
 if (unreachable && !pgRequired) console.warn(skipReasonOf(unreachable));
@@ -53,12 +53,12 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('replicas on o
     expect(linked.statusCode).toBe(200);
 
     // The one-second goal is measured by `npm run bench -- postgres`; tests only poll.
-    await until(async () => (await decisionOn(b, 'bot')) === 'deny', 'B to deny');
+    await expect.poll(async () => (await decisionOn(b, 'bot')) === 'deny', { interval: 20, message: 'B to deny' }).toBe(true);
 
     // And back: disabling on B reaches A.
     expect(await decisionOn(a, 'bot')).toBe('deny');
     await b.app.inject({ method: 'PATCH', url: `/api/v1/controls/${id}`, payload: { enabled: false } });
-    await until(async () => (await decisionOn(a, 'bot')) === 'allow', 'A to allow again');
+    await expect.poll(async () => (await decisionOn(a, 'bot')) === 'allow', { interval: 20, message: 'A to allow again' }).toBe(true);
   });
 
   it('the periodic revision check catches a write whose notification never came', async () => {
@@ -67,7 +67,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('replicas on o
     const id = (JSON.parse(created.body) as { control_id: number }).control_id;
     await a.app.inject({ method: 'POST', url: '/api/v1/agents/initAgent', payload: { agent_name: 'bot' } });
     await a.app.inject({ method: 'POST', url: `/api/v1/agents/bot/controls/${id}`, headers: { 'content-type': 'application/json' } });
-    await until(async () => (await decisionOn(b, 'bot')) === 'deny', 'B to deny');
+    await expect.poll(async () => (await decisionOn(b, 'bot')) === 'deny', { interval: 20, message: 'B to deny' }).toBe(true);
 
     // A write straight to the tables, bumping the revision but sending no NOTIFY.
     const client = new pg.Client({ connectionString: schemaUrl(schemas.at(-1)!) });
@@ -80,6 +80,6 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('replicas on o
     } finally {
       await client.end();
     }
-    await until(async () => (await decisionOn(b, 'bot')) === 'allow', 'B to notice the silent write');
+    await expect.poll(async () => (await decisionOn(b, 'bot')) === 'allow', { interval: 20, message: 'B to notice the silent write' }).toBe(true);
   });
 });

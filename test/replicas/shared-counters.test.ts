@@ -59,10 +59,7 @@ async function whileRowLocked<T>(
       );
     const fired = fire();
     let waiting = 0;
-    for (let i = 0; i < 200 && waiting === 0; i++) {
-      waiting = await blocked();
-      if (waiting === 0) await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+    await expect.poll(async () => (waiting = await blocked()), { interval: 10, message: 'a statement waiting for the lock' }).toBeGreaterThan(0);
     // Statements sent one per step would all be waiting by now (the pool has 10 connections).
     await new Promise((resolve) => setTimeout(resolve, 200));
     waiting = Math.max(waiting, await blocked());

@@ -31,15 +31,6 @@ function openSocket(port: number, text: string): Promise<{ socket: net.Socket; r
   });
 }
 
-/** Resolves when `predicate` holds, polling; rejects after `ms`. */
-async function until(predicate: () => boolean, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 describe('request timeouts', () => {
   it('a body that never finishes gets a 408 problem and the connection is closed', async () => {
     let port: number;
@@ -67,7 +58,7 @@ describe('request timeouts', () => {
     let port: number;
     ({ handle, port } = await startRawServer({ OBSERVABILITY_ENABLED: 'true', GUARD_REQUEST_TIMEOUT_MS: '200', GUARD_HEADERS_TIMEOUT_MS: '100' }));
     const stream = await openSocket(port, 'GET /api/v1/observability/events/stream HTTP/1.1\r\nHost: localhost\r\n\r\n');
-    await until(() => stream.received().includes(': connected'), 5000, 'the stream to open');
+    await expect.poll(() => stream.received().includes(': connected'), { interval: 20, message: 'the stream to open' }).toBe(true);
     // Many times the request timeout and Node's checking interval.
     await new Promise((r) => setTimeout(r, 1500));
     const base = handle.url;
@@ -80,7 +71,7 @@ describe('request timeouts', () => {
       method: 'POST', headers, body: JSON.stringify({ agent_name: 'bot', stage: 'pre', step: { type: 'tool', name: 'q', input: { query: 'DROP x' } } }),
     });
     expect(evaluated.status).toBe(200);
-    await until(() => /event: evaluation/.test(stream.received()), 5000, 'the evaluation event');
+    await expect.poll(() => /event: evaluation/.test(stream.received()), { interval: 20, message: 'the evaluation event' }).toBe(true);
     expect(stream.socket.destroyed).toBe(false);
     expect(parseAnswer(stream.received(), false).status).toBe(200);
     stream.socket.destroy();
@@ -93,20 +84,16 @@ describe('the connection cap', () => {
     ({ handle, port } = await startRawServer({ GUARD_MAX_CONNECTIONS: '3' }));
     const keepAlive = 'GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n';
     const held = await Promise.all([0, 1, 2].map(() => openSocket(port, keepAlive)));
-    for (const h of held) await until(() => h.received().includes('healthy'), 5000, 'a held connection to be answered');
+    for (const h of held) await expect.poll(() => h.received().includes('healthy'), { interval: 20, message: 'a held connection to be answered' }).toBe(true);
     const refused = await rawRequest(port, 'GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n', 5000);
     expect(refused.closed).toBe(true);
     expect(refused.text).toBe('');
     held[0]!.socket.destroy();
     await held[0]!.closed;
-    await until(() => handle!.app.server.listening, 1000, 'the server');
-    let accepted = await rawRequest(port, 'GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n', 5000);
+    await expect.poll(() => handle!.app.server.listening, { interval: 20, message: 'the server' }).toBe(true);
     // The server learns of the closed socket a moment after the client does.
-    for (let i = 0; i < 20 && accepted.status !== 200; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      accepted = await rawRequest(port, 'GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n', 5000);
-    }
-    expect(accepted.status).toBe(200);
+    const accepted = () => rawRequest(port, 'GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n', 5000);
+    await expect.poll(async () => (await accepted()).status, { interval: 50, message: 'a connection accepted again' }).toBe(200);
     for (const h of held) h.socket.destroy();
   });
 });

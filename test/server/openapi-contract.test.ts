@@ -108,12 +108,9 @@ async function ok(method: string, template: string, request: Request = {}): Prom
 
 /** Polls a read until `done` holds (events and recordings are written in the background). */
 async function eventually(read: () => Promise<Loose>, done: (body: Loose) => boolean): Promise<Loose> {
-  for (let i = 0; i < 100; i++) {
-    const body = await read();
-    if (done(body)) return body;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return read();
+  let last: Loose;
+  await expect.poll(async () => (last = await read()), { interval: 100 }).toSatisfy(done);
+  return last;
 }
 
 const sqlData = (overrides: Record<string, unknown> = {}) => ({

@@ -54,14 +54,6 @@ describe.skipIf(unreachable !== null)(unreachable ? skipReason : 'PostgreSQL sto
     return seen;
   }
 
-  async function until(check: () => boolean, what: string): Promise<void> {
-    for (let i = 0; i < 200; i++) {
-      if (check()) return;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    throw new Error(`timed out waiting for ${what}`);
-  }
-
   it('migrates once when two stores open one schema at the same time', async () => {
     const schema = freshSchema();
     const [a, b, c] = await Promise.all([
@@ -89,13 +81,13 @@ describe.skipIf(unreachable !== null)(unreachable ? skipReason : 'PostgreSQL sto
       await reader.listening();
       const agent = `agent-${schema}`;
       await writer.upsertAgent({ agent_name: agent });
-      await until(() => seen.some((s) => s.agents?.includes(agent)), 'the upsert notification');
+      await expect.poll(() => seen.some((s) => s.agents?.includes(agent)), { interval: 25, message: 'the upsert notification' }).toBe(true);
 
       const c = await writer.createControl({ name: 'c', data: controlData() });
       await writer.linkControl(agent, c.control_id);
       seen.length = 0;
       await writer.updateControl(c.control_id, { enabled: false });
-      await until(() => seen.some((s) => s.agents?.includes(agent)), 'the linked control update notification');
+      await expect.poll(() => seen.some((s) => s.agents?.includes(agent)), { interval: 25, message: 'the linked control update notification' }).toBe(true);
 
       // A rolled-back batch sends nothing: its NOTIFY was inside the transaction.
       const marker = `rolled-back-${schema}`;
@@ -107,7 +99,7 @@ describe.skipIf(unreachable !== null)(unreachable ? skipReason : 'PostgreSQL sto
         ]),
       ).rejects.toBeInstanceOf(StoreError);
       await writer.upsertAgent({ agent_name: `after-${schema}` });
-      await until(() => seen.some((s) => s.agents?.includes(`after-${schema}`)), 'the later notification');
+      await expect.poll(() => seen.some((s) => s.agents?.includes(`after-${schema}`)), { interval: 25, message: 'the later notification' }).toBe(true);
       expect(seen.some((s) => s.agents?.includes(marker))).toBe(false);
     } finally {
       await writer.close();
@@ -127,12 +119,12 @@ describe.skipIf(unreachable !== null)(unreachable ? skipReason : 'PostgreSQL sto
       const pid = reader.listenerBackendPid();
       expect(pid).not.toBeNull();
       await admin.query('SELECT pg_terminate_backend($1)', [pid]);
-      await until(() => seen.some((s) => s.agents === null), 'the reconnect notice');
-      await until(() => reader.listenerBackendPid() !== null && reader.listenerBackendPid() !== pid, 'a new session');
+      await expect.poll(() => seen.some((s) => s.agents === null), { interval: 25, message: 'the reconnect notice' }).toBe(true);
+      await expect.poll(() => reader.listenerBackendPid() !== null && reader.listenerBackendPid() !== pid, { interval: 25, message: 'a new session' }).toBe(true);
 
       const agent = `back-${schema}`;
       await writer.upsertAgent({ agent_name: agent });
-      await until(() => seen.some((s) => s.agents?.includes(agent)), 'a notification after reconnecting');
+      await expect.poll(() => seen.some((s) => s.agents?.includes(agent)), { interval: 25, message: 'a notification after reconnecting' }).toBe(true);
     } finally {
       await admin.end();
       await writer.close();

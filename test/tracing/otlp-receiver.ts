@@ -8,6 +8,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { expect } from 'vitest';
 
 export type Attr = string | number | boolean | Attr[] | null;
 
@@ -222,12 +223,10 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const { port } = server.address() as AddressInfo;
   return Object.assign(receiver, {
     url: `http://127.0.0.1:${port}`,
-    async waitFor(predicate: (spans: ReceivedSpan[]) => boolean, timeoutMs = 10_000) {
-      const deadline = Date.now() + timeoutMs;
-      while (!predicate(receiver.spans)) {
-        if (Date.now() > deadline) throw new Error(`timed out waiting for spans; got ${receiver.spans.map((s) => s.name).join(', ') || 'none'}; errors: ${receiver.errors.join('; ') || 'none'}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
+    async waitFor(predicate: (spans: ReceivedSpan[]) => boolean, timeoutMs?: number) {
+      // While waiting, the poll reads what arrived so far: a timeout shows it.
+      const got = () => (predicate(receiver.spans) ? true : `got ${receiver.spans.map((s) => s.name).join(', ') || 'none'}; errors: ${receiver.errors.join('; ') || 'none'}`);
+      await expect.poll(got, { interval: 20, message: 'waiting for spans', ...(timeoutMs === undefined ? {} : { timeout: timeoutMs }) }).toBe(true);
       return receiver.spans;
     },
     close: () =>

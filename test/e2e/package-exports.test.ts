@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import * as lib from '../src/index.js';
+import * as lib from '../../src/index.js';
 
 describe('package entry points', () => {
   it('exports the library pieces from "guardctl"', () => {
@@ -14,7 +14,7 @@ describe('package entry points', () => {
     const out = execFileSync(
       process.execPath,
       ['--input-type=module', '-e', "const a = await import('guardctl'); const s = await import('guardctl/sdk'); console.log(typeof a.buildApp, typeof s.init, typeof s.ControlViolationError)"],
-      { cwd: new URL('..', import.meta.url), encoding: 'utf8' },
+      { cwd: new URL('../..', import.meta.url), encoding: 'utf8' },
     );
     expect(out.trim()).toBe('function function function');
   });
@@ -28,7 +28,7 @@ describe('package entry points', () => {
         "const a = await import('guardctl/ai-sdk'); const l = await import('guardctl/langchain'); const o = await import('guardctl/openai-agents'); const m = await import('guardctl/mcp');" +
           'console.log(typeof a.guardTools, typeof a.guardModel, typeof l.guardTool, typeof l.guardTools, typeof o.guardrailsFor, typeof m.startMcpProxy)',
       ],
-      { cwd: new URL('..', import.meta.url), encoding: 'utf8' },
+      { cwd: new URL('../..', import.meta.url), encoding: 'utf8' },
     );
     expect(out.trim()).toBe('function function function function function function');
   });
