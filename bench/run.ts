@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { BenchSection } from './harness.js';
+import type { BenchRow, BenchSection } from './harness.js';
 import { formatValue, renderBenchmarksDoc, withHeadline } from './render.js';
 import { currentLoad, describeMachine, mergeResult, parseResults, type Results } from './results.js';
 
@@ -76,13 +76,22 @@ async function main(): Promise<void> {
   const wanted = (section: BenchSection, name: string) =>
     options.only.length === 0 || options.only.some((o) => section.name.includes(o) || name.includes(o));
   let ran = 0;
+  const failed: string[] = [];
   for (const section of sections) {
     for (const bench of section.benchmarks) {
       if (!wanted(section, bench.name)) continue;
       process.stderr.write(`running ${section.name}: ${bench.name}...\n`);
       const loadBefore = currentLoad();
       const started = new Date();
-      const rows = await bench.run();
+      let rows: BenchRow[];
+      try {
+        rows = await bench.run();
+      } catch (error) {
+        // One failing benchmark must not cost the others' figures; the run still fails.
+        failed.push(`${bench.name}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+        process.stderr.write(`  FAILED ${failed.at(-1)}\n`);
+        continue;
+      }
       const seconds = (Date.now() - started.getTime()) / 1000;
       results = mergeResult(results, section, { name: bench.name, ranAt: started.toISOString(), seconds, machine: describeMachine(loadBefore), rows });
       writePages(results);
@@ -96,6 +105,7 @@ async function main(): Promise<void> {
   if (ran === 0) throw new Error(`no benchmark matches ${options.only.join(', ')}; sections: ${sections.map((s) => s.name).join(', ')}`);
   mkdirSync('bench-results', { recursive: true });
   writeFileSync('bench-results/latest.json', JSON.stringify(results, null, 2));
+  if (failed.length > 0) throw new Error(`${failed.length} benchmark(s) failed:\n${failed.join('\n')}`);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) await main();
