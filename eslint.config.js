@@ -90,6 +90,12 @@ export default tseslint.config(
     },
   },
   {
+    // No circles outside src/ either: the CLI and the benchmarks.
+    files: ['cli/**/*.ts', 'cli/**/*.tsx', 'bench/**/*.ts'],
+    plugins: { guardctl: { rules: { 'no-import-cycle': noImportCycle } } },
+    rules: { 'guardctl/no-import-cycle': 'error' },
+  },
+  {
     files: ['src/engine/**/*.ts', 'src/model/**/*.ts', 'src/gitops/plan*.ts', 'src/gitops/load*.ts', 'src/gitops/diagnostics*.ts', ...pureByHeader],
     rules: {
       'no-restricted-imports': ['error', { paths: ioModules.map((name) => ({ name, message: 'this layer is pure: no I/O' })) }],

@@ -5,7 +5,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { median, type Benchmark, type BenchRow } from './harness.js';
+import { median, type Benchmark, type BenchRow, type BenchSection } from './harness.js';
 
 const MAIN = fileURLToPath(new URL('../cli/main.js', import.meta.url));
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
@@ -51,4 +51,13 @@ async function run(): Promise<BenchRow[]> {
   ];
 }
 
-export const benchmarks: Benchmark[] = [{ name: 'cli startup', run }];
+const benchmarks: Benchmark[] = [{ name: 'cli startup', run }];
+
+export const section: BenchSection = {
+  name: 'CLI startup',
+  chapter: 'CLI, dashboard, SDK and gateway',
+  method: `How long the guardctl binary takes from start to exit, against Node.js starting an empty
+script (the baseline): each command line runs in turn with the baseline, 15 times, and the
+medians are compared.`,
+  benchmarks,
+};

@@ -1,7 +1,10 @@
 /**
- * The benchmark harness: each bench/<topic>.ts exports `benchmarks`, a list of named
- * async functions that measure and return rows. `npm run bench` runs them all (or those
- * named on the command line) and prints a table; results also go to bench-results/.
+ * The benchmark harness. A benchmark module is one file, bench/<topic>.ts, that exports
+ * `section`: its name, the chapter of docs/benchmarks.md it belongs to, the method text
+ * (workload, baseline, how it is measured) and its benchmarks, each a named async function
+ * returning rows. `npm run bench` finds every such file (bench/run.ts), runs them (or those
+ * named with `--only`), merges the rows into bench/results.json and regenerates
+ * docs/benchmarks.md and the README's headline table from it (bench/render.ts).
  * Speeds are reported as ratios against a baseline measured in the same run.
  */
 export interface BenchRow {
@@ -14,11 +17,34 @@ export interface BenchRow {
   /** Whether the goal was met; undefined when there is no goal. */
   pass?: boolean;
   note?: string;
+  /** Set on the few rows the README's performance table shows. */
+  headline?: Headline;
+}
+
+/** How a row reads in the README's headline table. */
+export interface Headline {
+  measure: string;
+  /** The workload and the baseline the figure is against. */
+  workload: string;
 }
 
 export interface Benchmark {
   name: string;
   run(): Promise<BenchRow[]>;
+}
+
+/** The chapters of docs/benchmarks.md, in the order they are printed. */
+export const CHAPTERS = ['Server', 'Engine and evaluators', 'Observability and storage', 'GitOps, reload, testing', 'CLI, dashboard, SDK and gateway'] as const;
+export type Chapter = (typeof CHAPTERS)[number];
+
+/** What a bench module exports as `section`. */
+export interface BenchSection {
+  /** The section's heading in docs/benchmarks.md; `--only` matches it too. */
+  name: string;
+  chapter: Chapter;
+  /** Markdown: the workload, the baseline and how it is measured. No figures. */
+  method: string;
+  benchmarks: Benchmark[];
 }
 
 /** Runs `fn` repeatedly for about `ms` milliseconds and returns operations per second. */

@@ -10,7 +10,7 @@ import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { Benchmark, BenchRow } from './harness.js';
+import type { Benchmark, BenchRow, BenchSection } from './harness.js';
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '../..');
@@ -59,4 +59,14 @@ async function measure(): Promise<BenchRow[]> {
   ];
 }
 
-export const benchmarks: Benchmark[] = [{ name: 'sdk-install size and time', run: measure }];
+const benchmarks: Benchmark[] = [{ name: 'sdk-install size and time', run: measure }];
+
+export const section: BenchSection = {
+  name: 'SDK package install',
+  chapter: 'CLI, dashboard, SDK and gateway',
+  method: `\`@guardctl/sdk\` (packages/sdk) packed and installed into an empty project, install scripts
+included (re2's native build), next to the whole \`guardctl\` package installed the same way
+in the same run (the baseline). Both install from the npm cache where they can, so the
+times are mostly unpacking and native builds. Slow: minutes.`,
+  benchmarks,
+};

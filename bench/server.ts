@@ -14,10 +14,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { createDefaultRegistry } from '../src/evaluators/registry.js';
-import type { ControlDataInput } from '../src/model/index.js';
 import { openStore } from '../src/store/open-store.js';
 import type { Store } from '../src/store/types.js';
-import { median, type Benchmark, type BenchRow } from './harness.js';
+import { benchControls, EVALUATION_BODY } from './best-case.js';
+import { median, type Benchmark, type BenchRow, type BenchSection } from './harness.js';
 import { runLoad } from './load-generator.js';
 import { startServerProcess, type ServerProcess, type ServerSpec } from './server-process.js';
 
@@ -54,21 +54,8 @@ export function bracketedRatio(rate: number, bareBefore: number, bareAfter: numb
   return rate / ((bareBefore + bareAfter) / 2);
 }
 
-/**
- * The best-case step (bench/workloads.ts): a tool call with 10 controls in scope, none of
- * whose words the query holds, so the prefilter rules every one out and no evaluator runs.
- * The observability, PostgreSQL and shadow benchmarks post it too.
- */
-export const EVALUATION_BODY = JSON.stringify({
-  agent_name: 'bench-bot',
-  stage: 'pre',
-  step: {
-    type: 'tool',
-    name: 'run_sql',
-    input: { query: 'SELECT id, email FROM customers WHERE region = $1 ORDER BY created_at DESC LIMIT 50', params: ['eu'] },
-    context: { user_id: 'u-1234', session: 's-42' },
-  },
-});
+// The best-case step and its 50 controls live in bench/best-case.ts (workloads.ts uses them too).
+export { benchControls, EVALUATION_BODY } from './best-case.js';
 
 /**
  * Sends the evaluation body at `url` after a short warm-up. The load generator runs in its
@@ -154,32 +141,6 @@ export async function startBareBaseline(): Promise<{ app: FastifyInstance; url: 
   return { app, url: `${address}/evaluate` };
 }
 
-/** 50 controls for `bench-bot`: 10 in scope for the benchmark step (regex and list), 40 not. */
-export function benchControls(): Array<{ name: string; data: ControlDataInput }> {
-  const controls: Array<{ name: string; data: ControlDataInput }> = [];
-  for (let i = 0; i < 50; i++) {
-    const inScope = i < 10;
-    const scope = inScope
-      ? { step_types: ['tool' as const], step_names: ['run_sql'], stages: ['pre' as const] }
-      : i % 2
-        ? { step_types: ['llm' as const], stages: ['pre' as const] }
-        : { step_types: ['tool' as const], step_names: [`other_tool_${i}`], stages: ['pre' as const, 'post' as const] };
-    const evaluator = i % 2
-      ? { name: 'list', config: { values: [`forbidden_${i}`, 'drop', 'truncate'], match_mode: 'contains' } }
-      : { name: 'regex', config: { pattern: `(?i)\\b(drop|truncate|alter)\\s+table\\s+t${i}\\b` } };
-    controls.push({
-      name: `bench-${i}`,
-      data: {
-        scope,
-        selector: { path: i % 3 === 0 ? 'input' : 'input.query' },
-        evaluator,
-        action: { decision: i % 5 === 0 ? 'steer' : 'deny', ...(i % 5 === 0 ? { steering_context: { message: 'rewrite the query' } } : {}) },
-      },
-    });
-  }
-  return controls;
-}
-
 /** Creates `bench-bot` with `controls` (default: the 50 benchmark controls) linked, all of them in `mode` (default: enforce). */
 export async function seedBenchAgent(store: Store, mode?: 'shadow', controls = benchControls()): Promise<void> {
   await store.upsertAgent({ agent_name: 'bench-bot' });
@@ -254,6 +215,7 @@ async function memory(): Promise<BenchRow[]> {
         goal: '< 200 MB',
         pass: mb < 200,
         note: `JS heap ${Math.round(heap / 1048576)} MB, external ${Math.round(external / 1048576)} MB`,
+        headline: { measure: 'server memory, 10,000 controls across 1,000 agents', workload: 'resident set, every set compiled' },
       },
     ];
   } finally {
@@ -339,7 +301,21 @@ async function sameServerTwice(): Promise<BenchRow[]> {
 }
 
 // The evaluation throughput benchmarks, on three workloads, are in bench/workload-throughput.ts.
-export const benchmarks: Benchmark[] = [
+const benchmarks: Benchmark[] = [
   { name: 'server: memory', run: memory },
   { name: 'server: the same server twice', run: sameServerTwice },
 ];
+
+export const section: BenchSection = {
+  name: 'Server memory and the noise floor',
+  chapter: 'Server',
+  method: `- **Memory**: a child process starts the real server on a SQLite file holding 10,000
+  controls across 1,000 agents, evaluates one step per agent over HTTP (so every agent's
+  set is compiled) and reads its resident set size after a garbage collection.
+- **The same server twice**: the best-case server compared with an identical one, over
+  fresh pairs of processes started in both orders, as the two-server comparisons below
+  (shadow mode, rate controls) are measured. Two processes of the same code do not run at
+  the same speed; this ratio is the noise floor of such comparisons: a ratio of two
+  different servers closer to 1 than it does not tell them apart.`,
+  benchmarks,
+};

@@ -20,7 +20,7 @@ import { assembleServer } from '../src/server/assemble.js';
 import { loadConfig } from '../src/server/config.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { writeGeneratedDirectory } from './gitops.js';
-import { median, type Benchmark, type BenchRow } from './harness.js';
+import { median, type Benchmark, type BenchRow, type BenchSection } from './harness.js';
 import { EVALUATION_BODY, LOAD, pairedRounds, ROUNDS } from './server.js';
 import { startServerProcess } from './server-process.js';
 
@@ -120,7 +120,21 @@ async function applyWithHistory(): Promise<BenchRow[]> {
   }
 }
 
-export const benchmarks: Benchmark[] = [
+const benchmarks: Benchmark[] = [
   { name: 'shadow: evaluation throughput', run: throughput },
   { name: 'shadow: apply with history', run: applyWithHistory },
 ];
+
+export const section: BenchSection = {
+  name: 'Shadow mode',
+  chapter: 'Server',
+  method: `- **Throughput**: the 10 in-scope best-case controls in shadow mode, against the same 10
+  enforced (the baseline); observability on in both (shadow mode reports through events),
+  each server in its own process, paired rounds over fresh pairs of processes. The step
+  matches none of them (the common case); a second pair sends a step one of them matches
+  (enforced: a steer; shadow: an allow with one shadow match), for information.
+- **Apply with history**: a GitOps apply of 1,000 controls and 100 agents into an empty
+  server with history (one entry per write, in the write's transaction), against the same
+  apply without history (the baseline), alternated in the same run.`,
+  benchmarks,
+};

@@ -15,7 +15,7 @@
  * What each evaluation did is counted, not assumed: bench/work-counter.ts.
  */
 import type { ControlDataInput } from '../src/model/index.js';
-import { benchControls, EVALUATION_BODY } from './server.js';
+import { benchControls, EVALUATION_BODY } from './best-case.js';
 
 export type WorkloadName = 'best' | 'realistic' | 'worst';
 
