@@ -33,6 +33,7 @@ const pureByHeader = readdirSync(join(import.meta.dirname, 'src'), { recursive: 
  */
 const floors = [
   ['model', 'errors.ts', 'version.ts'],
+  ['counting'],
   ['evaluators', 'store', 'client'],
   ['engine', 'recording', 'tracing'],
   ['observability', 'gitops', 'sdk'],

@@ -10,7 +10,7 @@ import { createActorOf, createAuthHook, defaultAccess, type Access } from './aut
 import type { ServerConfig } from './config.js';
 import type { ServerContext } from './context.js';
 import { ControlSetCache } from './control-sets.js';
-import { createServerCounters, type ServerCounters } from './counters.js';
+import { createServerCounters, type ServerCounters } from '../counting/index.js';
 import { HealthMonitor } from './health.js';
 import { handleClientError, sendFrameworkError } from './client-errors.js';
 import { installHttpMetrics } from './http-metrics.js';
@@ -47,7 +47,7 @@ export interface AppDeps {
   tracing?: Tracing;
   /** Fastify logger options (false by default, so tests stay quiet). */
   logger?: FastifyServerOptions['logger'];
-  /** Where rate and budget controls count; default: made from the store (counters.ts). The app closes them. */
+  /** Where rate and budget controls count; default: made from the store (counting/). The app closes them. */
   counters?: ServerCounters;
 }
 

@@ -1,7 +1,6 @@
 import type {
   AgentPatch,
   AgentRecord,
-  CounterRow,
   ControlMode,
   ControlPatch,
   ControlRecord,
@@ -11,7 +10,10 @@ import type {
   StoredEvent,
   WriteOrigin,
 } from '../model/index.js';
+import type { CounterRowStore, SharedCounterStore } from '../counting/types.js';
 import type { HistoryStore, RestoreOutcome } from './history.js';
+
+export type { CounterRowStore, LeaseTerms, SharedCountAnswer, SharedCountRequest, SharedCounterStore, StoredCounter } from '../counting/types.js';
 
 export type { ControlPatch, NewAgent, NewControl, StoreChange } from '../model/index.js';
 
@@ -276,63 +278,6 @@ export interface RecordingStore {
   queryRecordedSteps(query: RecordedStepQuery): Promise<RecordedStepPage>;
   /** Deletes recorded steps older than `before` (ISO time); returns how many. */
   pruneRecordedSteps(before: string): Promise<number>;
-}
-
-/** One key's counter of a rate or budget control (see evaluators/counting/). */
-export type StoredCounter = CounterRow;
-
-/** One counted step as a shared store takes it (the fields of CountRequest, plus the time). */
-export interface SharedCountRequest {
-  counter: string;
-  control_id: number;
-  key: string;
-  kind: 'rate' | 'budget';
-  window_ms: number;
-  amount: number;
-  max: number;
-  always: boolean;
-}
-
-/** The SQLite file's counters: long windows written through, read back when the server starts. */
-export interface CounterRowStore {
-  loadCounters(now: number): StoredCounter[];
-  saveCounter(row: StoredCounter): void;
-  deleteExpiredCounters(now: number): void;
-}
-
-/**
- * What a step carries for its replica's lease of a key (server/leased-counts.ts): the
- * lease it gives back, if any, and the room it asks for.
- */
-export interface LeaseTerms {
-  /** The step may be answered `retryAt` instead of refused when only unused leases keep it out. */
-  defer: boolean;
-  /** The lease given back: as granted, the part not used, and the bucket it went into. */
-  release: { granted: number; unused: number; bucket: number } | null;
-  /** Room to lease after this step (0: none). */
-  ask: number;
-  /** How long a lease granted now lasts (ms). */
-  leaseMs: number;
-}
-
-/** A shared count's answer; with lease terms, also the lease granted and a retry time. */
-export interface SharedCountAnswer {
-  used: number;
-  over: boolean;
-  /** Room leased to this replica (counted already), and the bucket it went into. */
-  granted?: number;
-  leaseBucket?: number;
-  /** Not decided: only leases keep it out; count it again after this time (ms since the epoch). */
-  retryAt?: number;
-}
-
-/** PostgreSQL's counters: each counted step checked and added in one statement, under a row lock. */
-export interface SharedCounterStore {
-  countShared(request: SharedCountRequest, now: number, allowNewKey: boolean, lease?: LeaseTerms): Promise<SharedCountAnswer>;
-  /** Keys with something in their window at `now`. */
-  counterUsage(now: number): Promise<StoredCounter[]>;
-  /** Deletes idle rows; returns how many rows are left per control id (the key cap is per control). */
-  pruneCounters(now: number): Promise<ReadonlyMap<number, number>>;
 }
 
 /**

@@ -4,7 +4,7 @@
  */
 import { evaluateStep, type CompiledControlSet } from '../engine/index.js';
 import type { EvaluatorRegistry } from '../evaluators/registry.js';
-import { MemoryCounters } from '../evaluators/counting/memory-counters.js';
+import { MemoryCounters } from '../counting/index.js';
 import { sortDiagnostics } from '../gitops/diagnostics.js';
 import type { LoadedTest } from '../gitops/load.js';
 import type { ControlData, EvaluationResult } from '../model/index.js';

@@ -7,7 +7,7 @@
  * call (at most MAX_BATCH), so a busy key costs one statement, one row lock and one commit
  * per batch rather than per step. The row lock serialises replicas counting the same key,
  * so the limit holds exactly. Different keys are counted in parallel. A step may also carry
- * its replica's lease terms (give a lease back, ask for one: server/leased-counts.ts).
+ * its replica's lease terms (give a lease back, ask for one: counting/leased-counts.ts).
  *
  * A step that has no answer within the timeout (waiting for an earlier call, for a
  * connection or for the statement) fails, and so does every step of a call that fails:

@@ -4,9 +4,9 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { CompileSite, CountAnswer, CountRequest, EvaluatorDefinition, EvaluatorOutcome, StepContext } from '../types.js';
+import { parseWindow, type CountAnswer, type CountRequest } from '../../counting/index.js';
+import type { CompileSite, EvaluatorDefinition, EvaluatorOutcome, StepContext } from '../types.js';
 import { parseStepPath, readStepPath, type StepPath } from './paths.js';
-import { parseWindow } from './window.js';
 
 /** Longer key values are counted under a digest, so a 10 KB key costs what a short one does. */
 export const MAX_KEY_LENGTH = 128;
