@@ -35,7 +35,7 @@ const floors = [
   ['model', 'errors.ts', 'version.ts'],
   ['counting'],
   ['evaluators', 'store', 'client'],
-  ['engine', 'recording', 'tracing'],
+  ['engine', 'recording', 'tracing', 'sessions'],
   ['observability', 'gitops', 'sdk'],
   ['reload', 'testing', 'adapters'],
   ['replay', 'server'],

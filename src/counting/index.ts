@@ -5,6 +5,7 @@
  * approximate (batched). The stores implement the persistence interfaces of types.ts in
  * their own SQL; everything else about counting lives here.
  */
+export { counterKindOf } from './types.js';
 export type {
   CountAnswer,
   CounterKind,

@@ -5,7 +5,7 @@
  */
 
 /** The evaluators that count: each key's counter belongs to one of them. */
-export type CounterKind = 'rate' | 'budget';
+export type CounterKind = 'rate' | 'budget' | 'repeat';
 
 /** One key's counter, as the stores persist it and stats show it. */
 export interface CounterRow {
@@ -128,4 +128,9 @@ export interface CounterUsage {
 /** What stats and metrics read from any counters. */
 export interface CounterReport {
   usage(): CounterUsage[] | Promise<CounterUsage[]>;
+}
+
+/** A kind as a store's text column holds it (rows of older versions hold rate or budget). */
+export function counterKindOf(text: string): CounterKind {
+  return text === 'budget' || text === 'repeat' ? text : 'rate';
 }

@@ -13,4 +13,5 @@ export type { PluginContext } from './load-plugins.js';
 export { createAiVendorScorer, type AiVendorScorerOptions, type ScoreOperator } from './ai-vendor-scorer/index.js';
 export { rateEvaluator, RateConfigSchema, type RateConfig } from './rate/index.js';
 export { budgetEvaluator, BudgetConfigSchema, type BudgetConfig } from './budget/index.js';
+export { repeatEvaluator, RepeatConfigSchema, type RepeatConfig } from './repeat/index.js';
 

@@ -44,6 +44,8 @@ export interface StepContext {
   readonly agentName: string | undefined;
   /** Where counts live; undefined where none were provided (stateful checks then fail). */
   readonly counters: Counters | undefined;
+  /** The step's session (EvaluationRequest.session_id); undefined for a step without one. */
+  readonly sessionId?: string | undefined;
 }
 
 /** Where a compiled evaluator sits: the control, and the config's place in its data. */
@@ -134,6 +136,11 @@ export interface EvaluatorDefinition {
    * cannot see other agents' counts). The text says why, for the validation error.
    */
   stateful?: string;
+  /**
+   * Set by evaluators that count per session (repeat): a control using one is
+   * session-aware, so the server keeps its agent's sessions (docs/sessions.md).
+   */
+  perSession?: true;
 }
 
 /** A config problem found while compiling; `field` is relative to the evaluator config. */

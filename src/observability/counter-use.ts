@@ -19,7 +19,7 @@ export interface CounterUse {
    * user ids or e-mail addresses, which stats must not repeat. Two keys may look alike.
    */
   key: string;
-  kind: 'rate' | 'budget';
+  kind: CounterUsage['kind'];
   window_ms: number;
   used: number;
   limit: number;

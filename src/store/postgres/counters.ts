@@ -14,6 +14,7 @@
  * each follows its control's on_error.
  */
 import type { LeaseTerms, SharedCountAnswer, SharedCountRequest, SharedCounterStore, StoredCounter } from '../types.js';
+import { counterKindOf } from '../../counting/index.js';
 import type { PostgresDatabase } from './database.js';
 import { mapPgError } from './errors.js';
 
@@ -142,7 +143,7 @@ export class PostgresCounters implements SharedCounterStore {
       counter: r.counter,
       key: r.key,
       control_id: Number(r.control_id),
-      kind: r.kind === 'budget' ? 'budget' : 'rate',
+      kind: counterKindOf(r.kind),
       window_ms: r.window_ms,
       max: r.max,
       idx: r.buckets.map(Number),
