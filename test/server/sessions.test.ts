@@ -229,3 +229,24 @@ describe('repeat', () => {
     for (let i = 0; i < 4; i++) expect((await evaluate(s, 'search', 'pre', undefined, { q: 'same', page: 1 })).decision).toBe('allow');
   });
 });
+
+describe('saving session-aware controls', () => {
+  it('PUT data answers a warning for a required label no stored control adds, and stores the data', async () => {
+    const s = await start();
+    await seed(s, { 'block-exfiltration': EXFILTRATION['block-exfiltration']! });
+    const id = json(await call(s.app, 'GET', '/api/v1/controls?name=block-exfiltration')).controls[0].control_id;
+    const put = await call(s.app, 'PUT', `/api/v1/controls/${id}/data`, { data: EXFILTRATION['block-exfiltration'] });
+    expect(put.statusCode).toBe(200);
+    expect(json(put).warnings.map((w: { field: string }) => w.field)).toEqual(['data.scope.session_labels[0]', 'data.scope.session_labels[1]']);
+    await seed(s, { 'mark-untrusted': EXFILTRATION['mark-untrusted']!, 'mark-private': EXFILTRATION['mark-private']! });
+    const again = await call(s.app, 'PUT', `/api/v1/controls/${id}/data`, { data: EXFILTRATION['block-exfiltration'] });
+    expect(json(again).warnings).toBeUndefined();
+  });
+
+  it('refuses execution: sdk controls that add or require labels (422 naming execution)', async () => {
+    const s = await start();
+    const res = await call(s.app, 'PUT', '/api/v1/controls', { name: 'sdk-marker', data: { ...EXFILTRATION['mark-untrusted']!, execution: 'sdk' } });
+    expect(res.statusCode).toBe(422);
+    expect(json(res).errors).toEqual([expect.objectContaining({ field: 'data.execution', message: expect.stringContaining('session labels are server state') })]);
+  });
+});
