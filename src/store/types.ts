@@ -116,6 +116,8 @@ export interface NewRecordedStep {
   /** The step as JSON text (redacted, within the size cap). */
   step_json: string;
   decision: 'allow' | 'deny' | 'steer';
+  /** The step's session (docs/sessions.md); null or absent without one. */
+  session_id?: string | null;
 }
 
 export interface RecordedStepRow {
@@ -126,6 +128,8 @@ export interface RecordedStepRow {
   /** The parsed step as recorded; replay re-validates it against today's model. */
   step: unknown;
   decision: string;
+  /** The step's session; null without one. */
+  session_id: string | null;
 }
 
 export interface RecordedStepQuery {

@@ -250,3 +250,15 @@ describe('saving session-aware controls', () => {
     expect(json(res).errors).toEqual([expect.objectContaining({ field: 'data.execution', message: expect.stringContaining('session labels are server state') })]);
   });
 });
+
+describe('recording sessions', () => {
+  it('keeps each recorded step\'s session_id (null without one)', async () => {
+    const s = await start(':memory:', { GUARD_RECORD_STEPS: 'true', OBSERVABILITY_FLUSH_INTERVAL_SECONDS: '0.05' });
+    await seed(s, EXFILTRATION);
+    await evaluate(s, 'fetch_url', 'post', 'rec-1');
+    await evaluate(s, 'send_email', 'pre');
+    await expect
+      .poll(async () => json(await call(s.app, 'GET', '/api/v1/recordings?agent_name=mail-bot')).steps.map((r: { session_id: string | null }) => r.session_id), { timeout: 5000 })
+      .toEqual(['rec-1', null]);
+  });
+});

@@ -109,7 +109,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
       }
     }
     // Queues a reference only; redaction and the write happen on the recorder's timer.
-    ctx.recorder?.record({ agent_name: body.agent_name, stage: body.stage, step: body.step, decision: outcome.result.decision });
+    ctx.recorder?.record({ agent_name: body.agent_name, stage: body.stage, step: body.step, decision: outcome.result.decision, session_id: body.session_id });
     return reply.type('application/json; charset=utf-8').send(answers.answer(outcome.result));
   });
 };

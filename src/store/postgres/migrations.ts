@@ -264,7 +264,7 @@ export const postgresMigrations: readonly Migration[] = [
   },
   {
     version: 8,
-    name: 'sessions and their labels, shared by the replicas',
+    name: 'sessions and their labels, shared by the replicas; the session of recorded steps',
     // A session's labels belong to its epoch: a session idle past its TTL starts again in
     // the next epoch, and the labels of earlier epochs no longer count (pruned later).
     // session_count holds how many sessions there are, so that a new session is refused at
@@ -294,6 +294,7 @@ export const postgresMigrations: readonly Migration[] = [
       );
       CREATE TABLE session_count (id INTEGER PRIMARY KEY CHECK (id = 1), n BIGINT NOT NULL);
       INSERT INTO session_count (id, n) VALUES (1, 0);
+      ALTER TABLE recorded_steps ADD COLUMN session_id TEXT;
     `,
   },
 ];

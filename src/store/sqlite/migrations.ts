@@ -205,7 +205,7 @@ export const sqliteMigrations: readonly Migration[] = [
   },
   {
     version: 6,
-    name: 'sessions and their labels',
+    name: 'sessions and their labels; the session of recorded steps',
     // One row per agent and session (times in epoch ms), one per label with the control and
     // step that added it. The server keeps sessions in memory and writes them through.
     sql: `
@@ -229,6 +229,7 @@ export const sqliteMigrations: readonly Migration[] = [
         added_at INTEGER NOT NULL,
         PRIMARY KEY (agent_name, session_id, label)
       ) WITHOUT ROWID;
+      ALTER TABLE recorded_steps ADD COLUMN session_id TEXT;
     `,
   },
 ];
