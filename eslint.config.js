@@ -33,8 +33,9 @@ const pureByHeader = readdirSync(join(import.meta.dirname, 'src'), { recursive: 
  */
 const floors = [
   ['model', 'errors.ts', 'version.ts'],
+  ['counting'],
   ['evaluators', 'store', 'client'],
-  ['engine', 'recording', 'tracing'],
+  ['engine', 'recording', 'tracing', 'sessions'],
   ['observability', 'gitops', 'sdk'],
   ['reload', 'testing', 'adapters'],
   ['replay', 'server'],

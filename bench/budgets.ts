@@ -5,7 +5,7 @@
  *   controls without it, each server in its own process, paired rounds as in
  *   bench/server.ts over PROCESS_PAIRS fresh pairs of processes (pairedAcrossProcesses); on SQLite (counted in memory) and on PostgreSQL (exact: the steps of
  *   the key are counted from room leased to the server under the limit, one
- *   `counter_take_leased` statement per lease, see server/leased-counts.ts);
+ *   `counter_take_leased` statement per lease, see counting/leased-counts.ts);
  * - exactness: two server processes on one PostgreSQL schema, 3 x limit concurrent steps of
  *   one key split between them; the run reports how many were allowed against the limit.
  */

@@ -52,6 +52,30 @@ async function seedRateControl(store: Store, limit: number): Promise<void> {
   await store.linkControl('bench-bot', control.control_id);
 }
 
+/**
+ * Two session-aware controls in scope for the benchmark step (bench/sessions.ts): one
+ * that would label the session (its pattern never matches the step) and a deny that
+ * requires the label; every step reads and counts its session, none adds a label.
+ */
+async function seedSessionControls(store: Store): Promise<void> {
+  const mark = ControlDataSchema.parse({
+    scope: { step_types: ['tool'], step_names: ['run_sql'], stages: ['pre'] },
+    selector: { path: 'input.query' },
+    evaluator: { name: 'regex', config: { pattern: '(?i)\\bcopy\\b.*\\bprogram\\b' } },
+    action: { decision: 'log', session_labels: ['bench_marked'] },
+  });
+  const deny = ControlDataSchema.parse({
+    scope: { step_types: ['tool'], step_names: ['run_sql'], stages: ['pre'], session_labels: ['bench_marked'] },
+    selector: { path: 'name' },
+    evaluator: { name: 'regex', config: { pattern: '.' } },
+    action: { decision: 'deny' },
+  });
+  for (const [name, data] of [['bench-session-mark', mark], ['bench-session-deny', deny]] as const) {
+    const control = await store.createControl({ name, data });
+    await store.linkControl('bench-bot', control.control_id);
+  }
+}
+
 async function counterTotal(observability: Observability, name: string): Promise<number> {
   const { registry, prefix } = observability.metrics;
   const text = await registry.getSingleMetricAsString(`${prefix}_${name}`);
@@ -90,6 +114,7 @@ if (spec.kind === 'bare') {
     if (spec.workload) await seedBenchAgent(store, spec.mode, WORKLOADS[spec.workload].controls());
     else await (spec.controls === 1 ? seedOneControl(store) : seedBenchAgent(store, spec.mode));
     if (spec.rateLimit !== undefined) await seedRateControl(store, spec.rateLimit);
+    if (spec.sessions) await seedSessionControls(store);
   }
   url = `${await app.listen({ host: '127.0.0.1', port: 0 })}/api/v1/evaluation`;
   observability?.start();

@@ -24,6 +24,8 @@ export interface ServerSpec {
   databaseUrl?: string;
   /** Also a `rate` control in scope for the step with this limit (bench/budgets.ts). */
   rateLimit?: number;
+  /** Also two session-aware controls in scope for the step (bench/sessions.ts). */
+  sessions?: boolean;
   /** false: the database is seeded already (a second replica on the same schema). */
   seed?: boolean;
 }

@@ -251,6 +251,7 @@ export async function pairedAcrossProcesses(
   baselineSpec: () => ServerSpec | Promise<ServerSpec>,
   serverSpec: () => ServerSpec | Promise<ServerSpec>,
   pairs = PROCESS_PAIRS,
+  body: string = EVALUATION_BODY,
 ): Promise<AcrossProcesses> {
   const pairRatios: number[] = [];
   const baseRates: number[] = [];
@@ -259,7 +260,7 @@ export async function pairedAcrossProcesses(
     // Every other pair starts the server first, so that start order cannot bias the median.
     const [baseline, server] = i % 2 === 0 ? await startInTurn(baselineSpec, serverSpec) : swapped(await startInTurn(serverSpec, baselineSpec));
     try {
-      const { bare, real, ratios } = await pairedRounds(baseline, server);
+      const { bare, real, ratios } = await pairedRounds(baseline, server, {}, body);
       pairRatios.push(median(ratios));
       baseRates.push(bare.rps);
       serverRates.push(real.rps);

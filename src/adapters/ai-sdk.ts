@@ -10,6 +10,11 @@
  * the model as the tool's error and keeps the error itself in the result's steps
  * (`tool-error` parts), and `onDecision` sees every verdict. Model calls are `llm` steps
  * checked by the middleware; a deny or steer there rejects the call.
+ *
+ * Sessions (docs/sessions.md): the tool steps of one generateText or streamText call share
+ * one session, unless `sessionId` is given (here or to `init`). The call is told by its
+ * first prompt message, the object the AI SDK hands every step of the call; a new call
+ * builds new message objects. Model steps (guardModel) take the given sessionId only.
  */
 import type { LanguageModelMiddleware, ToolExecutionOptions, ToolSet } from 'ai';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
@@ -38,16 +43,18 @@ export function guardTools<TOOLS extends ToolSet>(guard: GuardAgent, tools: TOOL
     const checked = isAsyncGeneratorFunction(execute)
       ? async function* (input: unknown, callOptions: ToolExecutionOptions): AsyncGenerator<unknown> {
           const step: StepInput = { type: 'tool', name, input };
-          await enforce(guard, step, 'pre', options);
-          yield* checkedStream(guard, step, execute(input, callOptions) as AsyncIterable<unknown>, options);
+          const session = sessionOfCall(callOptions);
+          await enforce(guard, step, 'pre', options, session);
+          yield* checkedStream(guard, step, execute(input, callOptions) as AsyncIterable<unknown>, options, session);
         }
       : async (input: unknown, callOptions: ToolExecutionOptions): Promise<unknown> => {
           const step: StepInput = { type: 'tool', name, input };
-          await enforce(guard, step, 'pre', options);
+          const session = sessionOfCall(callOptions);
+          await enforce(guard, step, 'pre', options, session);
           let output: unknown = await execute(input, callOptions);
           // An iterable from a plain function cannot stream through here: its last output is the result.
           if (isAsyncIterable(output)) output = (await collect(output)).at(-1);
-          await enforce(guard, { ...step, output }, 'post', options);
+          await enforce(guard, { ...step, output }, 'post', options, session);
           return output;
         };
     guarded[name] = { ...original, execute: checked };
@@ -60,10 +67,21 @@ export function guardTools<TOOLS extends ToolSet>(guard: GuardAgent, tools: TOOL
  * last output, the tool's result, has passed the post check: what a deny withholds must
  * not have been shown as a preliminary result.
  */
-async function* checkedStream(guard: GuardAgent, step: StepInput, stream: AsyncIterable<unknown>, options: AdapterOptions): AsyncGenerator<unknown> {
+async function* checkedStream(guard: GuardAgent, step: StepInput, stream: AsyncIterable<unknown>, options: AdapterOptions, session: string | undefined): AsyncGenerator<unknown> {
   const outputs = await collect(stream);
-  await enforce(guard, { ...step, output: outputs.at(-1) }, 'post', options);
+  await enforce(guard, { ...step, output: outputs.at(-1) }, 'post', options, session);
   yield* outputs;
+}
+
+/** Sessions of generateText/streamText calls, by the call's first prompt message (weak: a finished call's goes with it). */
+const callSessions = new WeakMap<object, string>();
+
+function sessionOfCall(callOptions: ToolExecutionOptions | undefined): string | undefined {
+  const first: unknown = callOptions?.messages?.[0];
+  if (typeof first !== 'object' || first === null) return undefined;
+  let id = callSessions.get(first);
+  if (id === undefined) callSessions.set(first, (id = `ai-sdk:${globalThis.crypto.randomUUID()}`));
+  return id;
 }
 
 async function collect(stream: AsyncIterable<unknown>): Promise<unknown[]> {

@@ -2,7 +2,8 @@
  * What every framework adapter shares: a step checked through `guard.verdict`, and the
  * application told about each verdict (the model only ever reads `verdict.message`).
  */
-import type { Stage } from '../model/index.js';
+import { createHash } from 'node:crypto';
+import { isValidSessionId, type Stage } from '../model/index.js';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
 
@@ -19,19 +20,36 @@ export interface AdapterOptions {
    * that throws stops the step: the adapter never lets a step through on an error.
    */
   onDecision?: ((decision: GuardDecision) => void) | undefined;
+  /**
+   * The session of the checked steps (docs/sessions.md); a function is read per step.
+   * Default: the `sessionId` given to `init`, else the one the adapter derives from the
+   * framework's run (docs/integrations.md).
+   */
+  sessionId?: string | (() => string | undefined) | undefined;
 }
 
-/** Checks one stage of a step and reports the verdict. */
-export async function decide(guard: GuardAgent, step: StepInput, stage: Stage, options: AdapterOptions): Promise<Verdict> {
-  const verdict = await guard.verdict(step, stage);
+/**
+ * Checks one stage of a step and reports the verdict. `derived` is the session the
+ * adapter read off the framework's run; the options' and `init`'s come first.
+ */
+export async function decide(guard: GuardAgent, step: StepInput, stage: Stage, options: AdapterOptions, derived?: string): Promise<Verdict> {
+  const given = typeof options.sessionId === 'function' ? options.sessionId() : options.sessionId;
+  const sessionId = given ?? guard.sessionId ?? derived;
+  const verdict = await guard.verdict(step, stage, sessionId === undefined ? {} : { sessionId });
   options.onDecision?.({ step, stage, verdict });
   return verdict;
 }
 
 /** Checks one stage and raises the verdict's error (a deny, a steer, or fail closed). */
-export async function enforce(guard: GuardAgent, step: StepInput, stage: Stage, options: AdapterOptions): Promise<void> {
-  const verdict = await decide(guard, step, stage, options);
+export async function enforce(guard: GuardAgent, step: StepInput, stage: Stage, options: AdapterOptions, derived?: string): Promise<void> {
+  const verdict = await decide(guard, step, stage, options, derived);
   if (verdict.error) throw verdict.error;
+}
+
+/** A session id made from a framework's id: as it is when the server takes it, else its digest (too long, control characters). */
+export function derivedSessionId(prefix: string, raw: string): string {
+  const id = `${prefix}:${raw}`;
+  return isValidSessionId(id) ? id : `${prefix}:sha256:${createHash('sha256').update(raw).digest('hex')}`;
 }
 
 /** Tool arguments that arrive as JSON text: controls select into the parsed value (or read the text when it is not JSON). */

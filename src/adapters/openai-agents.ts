@@ -10,15 +10,21 @@
  * model reads the verdict's text as the tool's output. With `deny: 'throw'` a deny ends
  * the run instead (the SDK's tripwire exception). The verdict is also in the guardrail
  * result's `outputInfo` and goes to `onDecision`.
+ *
+ * Sessions (docs/sessions.md): unless `sessionId` is given (here or to `init`), a run's
+ * steps belong to the session of its trace's group id (a conversation spanning runs, set
+ * with the run's `groupId`), else of its trace id (one per run), else (tracing off) of
+ * the run itself.
  */
-import type {
-  ToolGuardrailFunctionOutput,
-  ToolInputGuardrailDefinition,
-  ToolOutputGuardrailDefinition,
+import {
+  getCurrentTrace,
+  type ToolGuardrailFunctionOutput,
+  type ToolInputGuardrailDefinition,
+  type ToolOutputGuardrailDefinition,
 } from '@openai/agents';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
-import { decide, parseJsonText, type AdapterOptions } from './decisions.js';
+import { decide, derivedSessionId, parseJsonText, type AdapterOptions } from './decisions.js';
 
 export type { AdapterOptions, GuardDecision } from './decisions.js';
 
@@ -52,18 +58,39 @@ export function guardrailsFor(guard: GuardAgent, options: GuardrailsOptions = {}
       {
         type: 'tool_input',
         name: 'guardctl',
-        run: async ({ toolCall }) => behaviour(await decide(guard, stepOf(toolCall), 'pre', options)),
+        run: async ({ context, toolCall }) => behaviour(await decide(guard, stepOf(toolCall), 'pre', options, sessionOfRun(context))),
       },
     ],
     outputGuardrails: [
       {
         type: 'tool_output',
         name: 'guardctl',
-        run: async ({ toolCall, output }) => behaviour(await decide(guard, { ...stepOf(toolCall), output }, 'post', options)),
+        run: async ({ context, toolCall, output }) => behaviour(await decide(guard, { ...stepOf(toolCall), output }, 'post', options, sessionOfRun(context))),
       },
     ],
   };
 }
+
+/** Sessions of runs whose trace says nothing (tracing off), by the run's context object. */
+const runSessions = new WeakMap<object, string>();
+
+/**
+ * The run's trace group id (a conversation), else its trace id, else (tracing off: every
+ * run has the same no-op trace) one id per run context.
+ */
+function sessionOfRun(context: object): string {
+  const trace = getCurrentTrace();
+  if (trace && trace.traceId !== NO_OP_TRACE) {
+    if (typeof trace.groupId === 'string' && trace.groupId !== '') return derivedSessionId('openai-agents:group', trace.groupId);
+    if (trace.traceId) return derivedSessionId('openai-agents:trace', trace.traceId);
+  }
+  let id = runSessions.get(context);
+  if (id === undefined) runSessions.set(context, (id = `openai-agents:run:${globalThis.crypto.randomUUID()}`));
+  return id;
+}
+
+/** The trace id the SDK gives every run while tracing is off. */
+const NO_OP_TRACE = 'no-op';
 
 function stepOf(toolCall: { name: string; arguments: string }): StepInput {
   return { type: 'tool', name: toolCall.name, input: parseJsonText(toolCall.arguments) };

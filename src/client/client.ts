@@ -19,7 +19,9 @@ import {
   type Stage,
   type ShadowReport,
   type Step,
+  type SessionInfo,
   AgentRecordSchema,
+  SessionInfoSchema,
 } from '../model/index.js';
 import { ResponseShapeError } from './errors.js';
 import {
@@ -311,6 +313,14 @@ export class GuardClient {
     return this.#request({
       method: 'POST', path: `${API}/evaluation`, endpoint: 'POST /evaluation', schema: EvaluationResultSchema,
       body: request, headers: options.headers ?? {},
+    });
+  }
+
+  /** GET /sessions/{id}?agent_name=: a session's labels with who added them (docs/sessions.md); ApiError 404 when unknown. */
+  getSession(sessionId: string, agentName: string): Promise<SessionInfo> {
+    return this.#request({
+      method: 'GET', path: `${API}/sessions/${enc(sessionId)}`, endpoint: 'GET /sessions/{session_id}', schema: SessionInfoSchema,
+      query: { agent_name: agentName },
     });
   }
 

@@ -178,7 +178,8 @@ export type ControlStatsResult = z.infer<typeof ControlStatsSchema>;
 
 /** Steps are kept unparsed (`unknown`): replay checks each one and skips what no longer fits. */
 export const RecordingPageSchema = z.object({
-  steps: z.array(z.object({ id: z.number(), timestamp: z.string(), agent_name: z.string(), stage: z.string(), step: z.unknown(), decision: z.string() })),
+  // session_id: absent from servers before sessions.
+  steps: z.array(z.object({ id: z.number(), timestamp: z.string(), agent_name: z.string(), stage: z.string(), step: z.unknown(), decision: z.string(), session_id: z.string().nullable().optional() })),
   next_cursor: z.number().nullable(),
   /** Whether the server records steps (GUARD_RECORD_STEPS). */
   recording: z.boolean().optional(),

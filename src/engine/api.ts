@@ -3,7 +3,7 @@
  * is pure (no I/O) so that the server, the SDK, `guardctl test` and replay share it.
  */
 import type { ControlData, ControlMode, EvaluationResult, FieldIssue } from '../model/index.js';
-import type { Counters } from '../evaluators/types.js';
+import type { Counters } from '../counting/index.js';
 
 /** What the engine needs of a control: its id, name and (validated) data. */
 export interface ControlInput {
@@ -57,6 +57,16 @@ export interface EvaluateOptions {
   agentName?: string;
   /** Where rate and budget controls count (the server's); without them those controls fail (on_error). */
   counters?: Counters;
+  /**
+   * The step's session, for sets with session-aware controls: its id (repeat counts per
+   * session) and its labels before this step. Absent: the step has no session (no labels).
+   */
+  session?: StepSession;
+}
+
+export interface StepSession {
+  readonly id: string;
+  readonly labels: ReadonlySet<string>;
 }
 
 export interface EvaluationOutcome {

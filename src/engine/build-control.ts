@@ -75,6 +75,10 @@ export function buildControl(
 
   if (issues.length > 0 || node === null) return { ok: false, issues };
   if (data.execution === 'sdk') {
+    const sessionField = data.action.session_labels !== undefined ? 'action.session_labels' : data.scope?.session_labels !== undefined ? 'scope.session_labels' : data.scope?.session_labels_absent !== undefined ? 'scope.session_labels_absent' : null;
+    if (sessionField !== null) {
+      return { ok: false, issues: [{ field: 'execution', code: 'invalid_value', message: `${sessionField}: session labels are server state; an agent process cannot see the session's other steps, so this control cannot run with execution: sdk; use execution: server` }] };
+    }
     const stateful = leavesOf(node).find((leaf) => leaf.stateful !== undefined);
     if (stateful !== undefined) {
       return {
@@ -108,6 +112,7 @@ export function buildControl(
     selectorPaths: Object.freeze([...new Set(leavesOf(node).map((leaf) => leaf.selector.path))]),
     revealMatch: reveal,
     counts: leavesOf(node).some((leaf) => leaf.stateful !== undefined),
+    ...sessionPartsOf(data, node),
     plainNonMatch: Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH }),
     // A control whose every selector is declared optional finds nothing by design, never "missing".
     missingNonMatch: allSelectorsOptional(data)
@@ -176,6 +181,7 @@ function buildLeaf(
     onError: compiled.compiled.onError,
     reveal,
     ...(compiled.compiled.stateful === undefined ? {} : { stateful: compiled.compiled.stateful }),
+    ...(compiled.compiled.perSession ? { perSession: true as const } : {}),
   });
 }
 
@@ -205,6 +211,16 @@ function stepNamesOf(names: readonly string[], parts: CompileCache | undefined):
   if (!parts) return new Set(names);
   const key = stepNamesKey(names);
   return parts.stepNames.find(key) ?? parts.stepNames.keep(key, new Set(names));
+}
+
+/** The control's session fields, compiled (docs/sessions.md). */
+function sessionPartsOf(data: ControlData, node: CompiledNode) {
+  const list = (labels: readonly string[] | undefined) => (labels === undefined ? null : Object.freeze([...labels]));
+  const sessionRequired = list(data.scope?.session_labels);
+  const sessionAbsent = list(data.scope?.session_labels_absent);
+  const sessionAdds = list(data.action.session_labels);
+  const perSession = leavesOf(node).some((leaf) => leaf.perSession === true);
+  return { sessionRequired, sessionAbsent, sessionAdds, sessionAware: perSession || sessionRequired !== null || sessionAbsent !== null || sessionAdds !== null };
 }
 
 function leavesOf(node: CompiledNode): CompiledLeaf[] {

@@ -38,6 +38,11 @@ export interface CompiledControlSet {
    * `counters` (EvaluateOptions). False for most sets, whose evaluation needs neither.
    */
   readonly counting: boolean;
+  /**
+   * Some control is session-aware (session labels in scope or action, or the repeat
+   * evaluator): evaluate with `session` (EvaluateOptions) when the step has one.
+   */
+  readonly sessions: boolean;
 }
 
 export interface CompileOptions {
@@ -111,6 +116,7 @@ function freezeSet(compiled: CompiledControl[], skipped: SkippedControl[], inact
     shadowIds: shadow.length === 0 ? null : new Set(shadow.map((c) => c.control_id)),
     revision,
     counting: compiled.some((c) => c.counts),
+    sessions: compiled.some((c) => c.sessionAware),
   });
 }
 

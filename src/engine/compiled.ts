@@ -21,6 +21,8 @@ export interface CompiledLeaf {
   readonly reveal: boolean;
   /** Set for evaluators that count on the server (rate, budget): why they need it. */
   readonly stateful?: string;
+  /** Set for evaluators that count per session (repeat). */
+  readonly perSession?: true;
 }
 
 export type CompiledNode =
@@ -55,6 +57,14 @@ export interface CompiledControl {
   readonly revealMatch: boolean;
   /** Some leaf counts on the server (rate, budget): evaluating it needs the agent and counters. */
   readonly counts: boolean;
+  /** scope.session_labels: the session must carry all of them; null when not given. */
+  readonly sessionRequired: readonly string[] | null;
+  /** scope.session_labels_absent: the session must carry none of them; null when not given. */
+  readonly sessionAbsent: readonly string[] | null;
+  /** action.session_labels: what a match adds to the session; null when not given. */
+  readonly sessionAdds: readonly string[] | null;
+  /** Any of the three, or a leaf counting per session: the agent's sessions must be kept. */
+  readonly sessionAware: boolean;
   /**
    * This control's record for an ordinary non-match (no score, message or metadata), which
    * says the same thing every time: most of an answer is non-matches, and one frozen

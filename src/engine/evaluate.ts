@@ -15,6 +15,7 @@ import type { CompiledControlSet } from './compile.js';
 import { CLEARED_MISSING, clearedByScan, NOT_CLEARED, scanGroupsOf, type Clock } from './scan-groups.js';
 import { countsAsMissing, selectValue, StepView, type CompiledSelector } from './select.js';
 import { presentOutcome, StepExcerpts } from './present.js';
+import { inSessionScope } from './session-scope.js';
 // The global `performance` is a lazy getter in Node: reading it on every clock read costs.
 import { performance } from 'node:perf_hooks';
 
@@ -33,9 +34,10 @@ export function evaluateStep(
   stage: Stage,
   options?: EvaluateOptions,
 ): Pending<EvaluationOutcome> {
-  const candidates = candidatesOf(set, stage, step);
+  // Session scope (session-scope.ts) is applied per step, after the per-name memo.
+  const candidates = set.sessions ? inSessionScope(candidatesOf(set, stage, step), options?.session?.labels) : candidatesOf(set, stage, step);
   const only = options?.execution;
-  const view = new StepView(step, stage, options?.agentName, options?.counters);
+  const view = new StepView(step, stage, options?.agentName, options?.counters, options?.session?.id);
   const records: Array<Pending<ControlMatch>> = [];
   let waiting = false;
   // Regex controls of one field scanned together (scan-groups.ts); 1 = known non-match.

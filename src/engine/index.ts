@@ -2,6 +2,7 @@ export * from './api.js';
 export { compileControls, EMPTY_CONTROL_SET, type CompiledControlSet, type CompileOptions, type SkippedControl } from './compile.js';
 export { CompileCache } from './compile-cache.js';
 export { evaluateStep } from './evaluate.js';
+export { inSessionScope, sessionOutcome, type AddedLabel, type SessionOutcome } from './session-scope.js';
 export {
   validateControlData,
   validateControlDocument,

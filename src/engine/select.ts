@@ -3,7 +3,8 @@
  * `input.messages[0].content` and `input.messages.0.content` parse to the same walk.
  */
 import { TextMemo } from '../evaluators/text.js';
-import type { Counters, StepContext } from '../evaluators/types.js';
+import type { Counters } from '../counting/index.js';
+import type { StepContext } from '../evaluators/types.js';
 import type { Stage, Step } from '../model/index.js';
 
 export const Root = { Whole: 0, Name: 1, Input: 2, Output: 3, Context: 4 } as const;
@@ -60,6 +61,7 @@ export class StepView implements StepContext {
     readonly stage: Stage,
     readonly agentName: string | undefined = undefined,
     readonly counters: Counters | undefined = undefined,
+    readonly sessionId: string | undefined = undefined,
   ) {}
 
   /** Text of selected values, shared by this step's checks (created on first use). */

@@ -13,6 +13,5 @@ export type { PluginContext } from './load-plugins.js';
 export { createAiVendorScorer, type AiVendorScorerOptions, type ScoreOperator } from './ai-vendor-scorer/index.js';
 export { rateEvaluator, RateConfigSchema, type RateConfig } from './rate/index.js';
 export { budgetEvaluator, BudgetConfigSchema, type BudgetConfig } from './budget/index.js';
-export { MemoryCounters, DEFAULT_MAX_KEYS, PERSIST_MIN_WINDOW_MS } from './counting/memory-counters.js';
-export type { CounterPersistence, CounterRow, CounterUsage, CounterReport, MemoryCountersOptions } from './counting/memory-counters.js';
-export { parseWindow, BUCKETS, MAX_WINDOW_MS } from './counting/window.js';
+export { repeatEvaluator, RepeatConfigSchema, type RepeatConfig } from './repeat/index.js';
+

@@ -9,6 +9,7 @@ import { piiEvaluator } from './pii/index.js';
 import { regexEvaluator } from './regex/index.js';
 import { rateEvaluator } from './rate/index.js';
 import { budgetEvaluator } from './budget/index.js';
+import { repeatEvaluator } from './repeat/index.js';
 import { jsonEvaluator } from './json/index.js';
 import { sqlEvaluator } from './sql/index.js';
 import { secretsEvaluator } from './secrets/index.js';
@@ -28,6 +29,8 @@ export interface CompiledEvaluator {
   onError: OnError | undefined;
   /** Why the evaluator needs the server (EvaluatorDefinition.stateful); undefined for most. */
   stateful: string | undefined;
+  /** Counts per session (EvaluatorDefinition.perSession). */
+  perSession: boolean;
 }
 
 export type CompileResult = { ok: true; compiled: CompiledEvaluator } | { ok: false; issues: FieldIssue[] };
@@ -116,7 +119,7 @@ export class EvaluatorRegistry {
     try {
       const site = selectorPath === undefined ? { controlId, at } : { controlId, at, selectorPath };
       const check = def.compile(rest, parts?.forEvaluator(def.name), site);
-      return { ok: true, compiled: { check, onError, stateful: def.stateful } };
+      return { ok: true, compiled: { check, onError, stateful: def.stateful, perSession: def.perSession === true } };
     } catch (err) {
       if (err instanceof ConfigError) {
         const field = err.field === '' ? configPath : `${configPath}.${err.field}`;
@@ -133,12 +136,12 @@ export interface DefaultRegistryOptions {
   extra?: EvaluatorDefinition[];
 }
 
-/** A registry holding the built-in evaluators `regex`, `list`, `json`, `sql`, `pii`, `secrets`, `rate` and `budget`. */
+/** A registry holding the built-in evaluators `regex`, `list`, `json`, `sql`, `pii`, `secrets`, `rate`, `budget` and `repeat`. */
 export function createDefaultRegistry(options: DefaultRegistryOptions = {}): EvaluatorRegistry {
   const registry = new EvaluatorRegistry().register(regexEvaluator).register(listEvaluator);
   registry.register(jsonEvaluator).register(sqlEvaluator);
   registry.register(piiEvaluator).register(secretsEvaluator);
-  registry.register(rateEvaluator).register(budgetEvaluator);
+  registry.register(rateEvaluator).register(budgetEvaluator).register(repeatEvaluator);
   for (const def of options.extra ?? []) registry.register(def);
   return registry;
 }

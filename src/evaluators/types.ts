@@ -1,5 +1,8 @@
 import type { z } from 'zod';
+import type { Counters } from '../counting/types.js';
 import type { JsonObject } from '../model/index.js';
+
+export type { CountAnswer, CountRequest, Counters } from '../counting/types.js';
 
 /** What an evaluator says about the selected value. */
 export interface EvaluatorOutcome {
@@ -41,40 +44,8 @@ export interface StepContext {
   readonly agentName: string | undefined;
   /** Where counts live; undefined where none were provided (stateful checks then fail). */
   readonly counters: Counters | undefined;
-}
-
-/**
- * One counted step: add `amount` to the counter `counter` (a control, or one leaf of a
- * condition tree) for `key` within a sliding window of `window_ms`.
- * - `always` (rate): the amount is always added; `over` when the sum after it exceeds `max`.
- * - not `always` (budget): added only when the sum after it stays within `max`; else
- *   nothing is added and `over` is true.
- */
-export interface CountRequest {
-  readonly control_id: number;
-  /** The control id, plus the leaf's place for a condition tree (`12`, `12/condition.and[0]`). */
-  readonly counter: string;
-  readonly key: string;
-  readonly window_ms: number;
-  readonly amount: number;
-  readonly max: number;
-  readonly always: boolean;
-  readonly kind: 'rate' | 'budget';
-  readonly consistency: 'exact' | 'approximate';
-}
-
-export interface CountAnswer {
-  /** The window's sum once this step is counted (or, refused by a budget, without it). */
-  used: number;
-  over: boolean;
-}
-
-/**
- * Counting for stateful evaluators, provided by the server: in memory (and the SQLite
- * file) for one server, PostgreSQL for replicas. May answer with a promise.
- */
-export interface Counters {
-  count(request: CountRequest): CountAnswer | Promise<CountAnswer>;
+  /** The step's session (EvaluationRequest.session_id); undefined for a step without one. */
+  readonly sessionId?: string | undefined;
 }
 
 /** Where a compiled evaluator sits: the control, and the config's place in its data. */
@@ -165,6 +136,11 @@ export interface EvaluatorDefinition {
    * cannot see other agents' counts). The text says why, for the validation error.
    */
   stateful?: string;
+  /**
+   * Set by evaluators that count per session (repeat): a control using one is
+   * session-aware, so the server keeps its agent's sessions (docs/sessions.md).
+   */
+  perSession?: true;
 }
 
 /** A config problem found while compiling; `field` is relative to the evaluator config. */

@@ -1,7 +1,8 @@
 /**
  * PURE: the loader's cross-file rules, run once every document is read: a control or
  * agent defined twice, a link to a control no file defines, a control linked twice, a
- * control that is linked to no agent or disabled while linked.
+ * control that is linked to no agent or disabled while linked, a session label required
+ * that no control adds.
  */
 import type { Diagnostic } from './diagnostics.js';
 import { closestName } from './hints.js';
@@ -11,6 +12,9 @@ export interface SeenControl {
   name: string;
   ctx: DocContext;
   enabled: boolean;
+  /** scope.session_labels as written (strings only), and action.session_labels. */
+  requiresLabels?: readonly string[];
+  addsLabels?: readonly string[];
 }
 
 export interface SeenAgent {
@@ -23,6 +27,26 @@ export function checkCrossFile(controls: readonly SeenControl[], agents: readonl
   checkDuplicateControls(controls, out);
   checkDuplicateAgents(agents, out);
   checkLinks(controls, agents, out, complete);
+  if (complete) checkSessionLabels(controls, out);
+}
+
+/**
+ * A label a control requires that no control of the directory adds is a typo: the control
+ * would never apply, which silently turns a deny off (docs/sessions.md).
+ */
+function checkSessionLabels(controls: readonly SeenControl[], out: Diagnostic[]): void {
+  const added = new Set(controls.flatMap((c) => c.addsLabels ?? []));
+  for (const c of controls) {
+    (c.requiresLabels ?? []).forEach((label, index) => {
+      if (added.has(label)) return;
+      const guess = closestName(label, [...added]);
+      out.push({
+        ...diag(c.ctx, 'error', ['scope', 'session_labels', index], false, 'session_label_never_added',
+          `session label "${label}" is required here, but no control adds it (action.session_labels): control "${c.name}" would never apply`),
+        hint: guess ? `did you mean "${guess}"?` : 'add it to the action.session_labels of the control whose match should mark the session',
+      });
+    });
+  }
 }
 
 function checkDuplicateControls(controls: readonly SeenControl[], out: Diagnostic[]): void {

@@ -263,17 +263,19 @@ function loadControl(
   for (const issue of issues) out.push(issueDiagnostic(ctx, issue, ControlDocumentSchema, names));
   if (name === null) return null;
   const enabled = value.enabled !== false;
-  if (issues.length > 0) return { name, ctx, enabled, valid: null };
+  const labels = sessionLabelsOf(value);
+  if (issues.length > 0) return { name, ctx, enabled, ...labels, valid: null };
   const parsed = ControlDocumentSchema.safeParse(value);
   if (!parsed.success) {
     // The engine accepted what the model rejects: report rather than guess.
     for (const issue of fieldIssuesOf(parsed.error)) out.push(issueDiagnostic(ctx, issue, ControlDocumentSchema, names));
-    return { name, ctx, enabled, valid: null };
+    return { name, ctx, enabled, ...labels, valid: null };
   }
   return {
     name,
     ctx,
     enabled,
+    ...labels,
     valid: {
       name,
       data: controlDataOf(parsed.data),
@@ -281,6 +283,13 @@ function loadControl(
       locate: locatorOf(ctx),
     },
   };
+}
+
+/** The session labels a control document requires and adds, as written (for the cross-file rule). */
+function sessionLabelsOf(value: Record<string, unknown>): { requiresLabels: string[]; addsLabels: string[] } {
+  const strings = (list: unknown) => (Array.isArray(list) ? list.filter((l): l is string => typeof l === 'string') : []);
+  const field = (holder: unknown, key: string) => (typeof holder === 'object' && holder !== null ? (holder as Record<string, unknown>)[key] : undefined);
+  return { requiresLabels: strings(field(value.scope, 'session_labels')), addsLabels: strings(field(value.action, 'session_labels')) };
 }
 
 function loadAgent(ctx: DocContext, value: Record<string, unknown>, out: Diagnostic[]): LoadedAgent | null {

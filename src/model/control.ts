@@ -6,6 +6,7 @@ import {
   StageSchema,
   StepTypeSchema,
 } from './common.js';
+import { SessionLabelListSchema } from './session.js';
 
 /** How deep `and`/`or`/`not` trees may nest; deeper trees are rejected when saved. */
 export const MAX_CONDITION_DEPTH = 8;
@@ -35,6 +36,8 @@ export const ScopeSchema = z.strictObject({
   step_names: nonEmpty(z.string().min(1), 'step_names').optional(),
   step_name_regex: PatternTextSchema.optional(),
   stages: nonEmpty(StageSchema, 'stages').optional(),
+  session_labels: SessionLabelListSchema.optional().describe('The control applies only to steps whose session carries all of these labels (docs/sessions.md)'),
+  session_labels_absent: SessionLabelListSchema.optional().describe('The control applies only to steps whose session carries none of these labels; a step without a session carries none'),
 });
 export type Scope = z.infer<typeof ScopeSchema>;
 
@@ -94,6 +97,9 @@ export const ActionSchema = z
           '(for example "negated condition did not match" for a not condition)',
       ),
     metadata: JsonObjectSchema.optional(),
+    session_labels: SessionLabelListSchema.optional().describe(
+      'Labels the step\'s session gains when this control matches; they apply from the session\'s next step (docs/sessions.md)',
+    ),
   })
   .superRefine((action, ctx) => {
     if (action.message !== undefined && action.decision !== 'deny') {

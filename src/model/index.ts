@@ -10,4 +10,4 @@ export * from './history.js';
 export * from './shadow.js';
 export * from './change.js';
 export * from './text.js';
-export * from './counter.js';
+export * from './session.js';

@@ -7,6 +7,7 @@ import {
   StepTypeSchema,
 } from './common.js';
 import { SteeringContextSchema } from './control.js';
+import { SessionIdSchema, SessionResultSchema } from './session.js';
 
 /**
  * The object a control looks at: one tool or model call. A step made with no argument (a
@@ -27,6 +28,8 @@ export const EvaluationRequestSchema = z.strictObject({
   agent_name: AgentNameSchema,
   stage: StageSchema,
   step: StepSchema,
+  /** Steps of one agent with the same session_id share session labels (docs/sessions.md). */
+  session_id: SessionIdSchema.optional(),
 });
 export type EvaluationRequest = z.infer<typeof EvaluationRequestSchema>;
 
@@ -53,6 +56,8 @@ export const ControlMatchSchema = z.strictObject({
    * as looking and finding nothing wrong.
    */
   selector_missing: z.literal(true).optional(),
+  /** The labels this match added to the step's session (action.session_labels); on a shadow match, the labels it would have added. */
+  session_labels_added: z.array(z.string()).optional(),
 });
 export type ControlMatch = z.infer<typeof ControlMatchSchema>;
 
@@ -71,5 +76,7 @@ export const EvaluationResultSchema = z.strictObject({
    * shadow mode, so it defaults to empty.
    */
   shadow_matches: z.array(ControlMatchSchema).default([]),
+  /** The step's session, when the request names one and the agent has session-aware controls. */
+  session: SessionResultSchema.optional(),
 });
 export type EvaluationResult = z.infer<typeof EvaluationResultSchema>;

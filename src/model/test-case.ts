@@ -12,14 +12,39 @@ export const TestExpectationSchema = z.strictObject({
 });
 export type TestExpectation = z.infer<typeof TestExpectationSchema>;
 
-export const TestCaseSchema = z.strictObject({
-  name: z.string().min(1).max(256),
-  /** Overrides the document's agent for this case. */
-  agent: AgentNameSchema.optional(),
+/** One step of a multi-step case: evaluated in order, in the case's one session. */
+export const TestStepSchema = z.strictObject({
   stage: StageSchema,
   step: StepSchema,
   expect: TestExpectationSchema,
 });
+export type TestStep = z.infer<typeof TestStepSchema>;
+
+/**
+ * A case is one step (`stage`, `step`, `expect`) or several (`steps`), which run in order
+ * in one fresh session: labels a step adds decide the steps after it (docs/sessions.md).
+ */
+export const TestCaseSchema = z
+  .strictObject({
+    name: z.string().min(1).max(256),
+    /** Overrides the document's agent for this case. */
+    agent: AgentNameSchema.optional(),
+    stage: StageSchema.optional(),
+    step: StepSchema.optional(),
+    expect: TestExpectationSchema.optional(),
+    steps: z.array(TestStepSchema).min(1, 'steps must not be empty').max(100, 'at most 100 steps per case').optional(),
+  })
+  .superRefine((c, ctx) => {
+    const single = c.stage !== undefined || c.step !== undefined || c.expect !== undefined;
+    if (c.steps !== undefined && single) {
+      ctx.addIssue({ code: 'custom', path: ['steps'], message: 'a case has either stage, step and expect, or steps, not both' });
+      return;
+    }
+    if (c.steps !== undefined) return;
+    for (const key of ['stage', 'step', 'expect'] as const) {
+      if (c[key] === undefined) ctx.addIssue({ code: 'custom', path: [key], message: `${key} is required (or give steps)` });
+    }
+  });
 export type TestCase = z.infer<typeof TestCaseSchema>;
 
 /**

@@ -4,7 +4,7 @@
  * `guard_budget_used_ratio{control}`. No per-key label: keys are unbounded.
  */
 import { Gauge } from 'prom-client';
-import type { CounterUsage } from '../evaluators/counting/memory-counters.js';
+import type { CounterUsage } from '../counting/index.js';
 import { maskMatch } from '../evaluators/mask.js';
 import type { GuardMetrics } from './metrics.js';
 
@@ -19,7 +19,7 @@ export interface CounterUse {
    * user ids or e-mail addresses, which stats must not repeat. Two keys may look alike.
    */
   key: string;
-  kind: 'rate' | 'budget';
+  kind: CounterUsage['kind'];
   window_ms: number;
   used: number;
   limit: number;

@@ -44,6 +44,8 @@ export interface RecordInput {
   stage: Stage;
   step: Step;
   decision: 'allow' | 'deny' | 'steer';
+  /** The step's session: replay runs a session's steps in order in one session. */
+  session_id?: string | undefined;
 }
 
 export class StepRecorder {
@@ -152,7 +154,7 @@ export class StepRecorder {
         this.stats.too_large++;
         continue;
       }
-      rows.push({ timestamp: new Date(e.timestamp).toISOString(), agent_name: e.agent_name, stage: e.stage, step_json, decision: e.decision });
+      rows.push({ timestamp: new Date(e.timestamp).toISOString(), agent_name: e.agent_name, stage: e.stage, step_json, decision: e.decision, session_id: e.session_id ?? null });
     }
     return rows;
   }

@@ -4,7 +4,7 @@
  * change. A record that no longer fits the model is counted and skipped, never fatal.
  */
 import { sensitiveExcerpt } from '../evaluators/sensitive.js';
-import { EMPTY_CONTROL_SET, evaluateStep, type CompiledControlSet, type EvaluationOutcome } from '../engine/index.js';
+import { EMPTY_CONTROL_SET, evaluateStep, sessionOutcome, type CompiledControlSet, type EvaluateOptions, type EvaluationOutcome } from '../engine/index.js';
 import { EvaluationRequestSchema, fieldIssuesOf, type EvaluationResult, type Stage, type Step } from '../model/index.js';
 import { maskSelected } from '../observability/shadow-examples.js';
 import type { Redactor } from '../recording/redact.js';
@@ -47,6 +47,8 @@ export async function replay(
   const changes = new Map<string, ReplayChange>();
   // Recorded steps were redacted when recorded; a JSON-lines file may not have been.
   const redactor = stepRedactor([]);
+  // Recorded sessions replay in order, each side keeping its own labels (docs/sessions.md).
+  const labels = { before: new Map<string, Set<string>>(), after: new Map<string, Set<string>>() };
 
   for (const record of records) {
     total++;
@@ -59,20 +61,26 @@ export async function replay(
       }
       continue;
     }
-    const { agent_name, stage, step } = parsed.data;
+    const { agent_name, stage, step, session_id } = parsed.data;
     let was: Verdict;
     let now: Verdict;
     try {
-      // Awaited only when an evaluator went asynchronous: the common case costs no microtask.
-      let shared: EvaluationResult | null = null;
-      if (options.common) {
-        const c = resultOf(evaluateStep(setOf(options.common, agent_name), step, stage, SERVER));
-        shared = c instanceof Promise ? await c : c;
+      if (session_id !== undefined) {
+        const key = `${agent_name}\u0000${session_id}`;
+        was = await sessionSide(labels.before, key, session_id, [options.common, before], agent_name, step, stage);
+        now = await sessionSide(labels.after, key, session_id, [options.common, after], agent_name, step, stage);
+      } else {
+        // Awaited only when an evaluator went asynchronous: the common case costs no microtask.
+        let shared: EvaluationResult | null = null;
+        if (options.common) {
+          const c = resultOf(evaluateStep(setOf(options.common, agent_name), step, stage, SERVER));
+          shared = c instanceof Promise ? await c : c;
+        }
+        const a = resultOf(evaluateStep(setOf(before, agent_name), step, stage, SERVER));
+        was = verdictOf(shared, a instanceof Promise ? await a : a);
+        const b = resultOf(evaluateStep(setOf(after, agent_name), step, stage, SERVER));
+        now = verdictOf(shared, b instanceof Promise ? await b : b);
       }
-      const a = resultOf(evaluateStep(setOf(before, agent_name), step, stage, SERVER));
-      was = verdictOf(shared, a instanceof Promise ? await a : a);
-      const b = resultOf(evaluateStep(setOf(after, agent_name), step, stage, SERVER));
-      now = verdictOf(shared, b instanceof Promise ? await b : b);
     } catch (error) {
       skipped++;
       if (warnings.length < maxWarnings) warnings.push(`${record.label}: skipped, evaluating it failed (${error instanceof Error ? error.message : String(error)})`);
@@ -114,6 +122,37 @@ export async function replay(
     unchanged,
     source: options.source ?? 'recordings',
   };
+}
+
+/**
+ * One side's verdict on a step of a recorded session: the side's controls (the common ones
+ * and its own) see the labels this side's earlier steps of the session added, and what
+ * they add now is kept for the session's next step.
+ */
+async function sessionSide(
+  sessions: Map<string, Set<string>>,
+  key: string,
+  id: string,
+  sides: ReadonlyArray<AgentSets | undefined>,
+  agent: string,
+  step: Step,
+  stage: Stage,
+): Promise<Verdict> {
+  const held = sessions.get(key) ?? new Set<string>();
+  const session = { id, labels: held };
+  const options: EvaluateOptions = { execution: 'server', session };
+  const results: EvaluationResult[] = [];
+  const added: string[] = [];
+  for (const sets of sides) {
+    if (sets === undefined) continue;
+    const set = setOf(sets, agent);
+    const pending = resultOf(evaluateStep(set, step, stage, options));
+    const result = pending instanceof Promise ? await pending : pending;
+    results.push(result);
+    for (const label of sessionOutcome(result, set, session).added) added.push(label.label);
+  }
+  sessions.set(key, new Set([...held, ...added]));
+  return results.length === 2 ? verdictOf(results[0]!, results[1]!) : verdictOf(null, results[0]!);
 }
 
 function setOf(sets: AgentSets, agent: string): CompiledControlSet {

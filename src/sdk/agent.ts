@@ -16,16 +16,19 @@ import { MissingSelectorWarnings } from './missing-selectors.js';
 import { DISCLOSURES, unavailableVerdict, verdictOf, type Disclosure, type Verdict } from './verdict.js';
 import { endEvaluationSpan } from '../tracing/evaluation-span.js';
 import { AgentTracing, freshTraceIds, traceparentOfIds, type TraceIds } from './tracing.js';
-import { consoleLogger, type ControlOptions, type FailMode, type GuardAgentOptions, type GuardLogger, type StepInput } from './options.js';
+import { consoleLogger, type CheckOptions, type ControlOptions, type FailMode, type GuardAgentOptions, type GuardLogger, type StepInput } from './options.js';
+import { isValidSessionId } from '../model/index.js';
 
 export { consoleLogger } from './options.js';
-export type { ControlOptions, FailMode, GuardAgentOptions, GuardLogger, StepInput } from './options.js';
+export type { CheckOptions, ControlOptions, FailMode, GuardAgentOptions, GuardLogger, StepInput } from './options.js';
 
 export class GuardAgent {
   readonly agentName: string;
   readonly client: GuardClient;
   readonly failMode: FailMode;
   readonly disclosure: Disclosure;
+  /** The default session of this agent's checks (GuardAgentOptions.sessionId). */
+  readonly sessionId: string | undefined;
   readonly #registry: EvaluatorRegistry;
   readonly #logger: GuardLogger;
   readonly #refreshMs: number;
@@ -51,6 +54,7 @@ export class GuardAgent {
     });
     this.failMode = options.failMode ?? 'closed';
     this.disclosure = options.disclosure ?? 'minimal';
+    this.sessionId = sessionIdOf(options.sessionId);
     if (!DISCLOSURES.includes(this.disclosure)) {
       throw new TypeError(`disclosure must be one of ${DISCLOSURES.join(', ')}, not ${JSON.stringify(options.disclosure)}`);
     }
@@ -142,7 +146,8 @@ export class GuardAgent {
    * or steer. Raises GuardUnavailableError when failMode is `closed` and the step could
    * not be checked.
    */
-  async evaluate(given: StepInput, stage: Stage): Promise<EvaluationResult> {
+  async evaluate(given: StepInput, stage: Stage, options: CheckOptions = {}): Promise<EvaluationResult> {
+    const sessionId = options.sessionId === undefined ? this.sessionId : sessionIdOf(options.sessionId);
     // JSON has no undefined: a step sent without input would be refused by the server.
     const step: StepInput & { input: unknown } = given.input === undefined ? { ...given, input: null } : (given as StepInput & { input: unknown });
     // Plain-JavaScript callers get a clear error instead of a step that silently matches nothing.
@@ -185,7 +190,7 @@ export class GuardAgent {
     if (local.decision !== 'deny' && set.server.some((c) => c.matches(step.type, step.name, stage))) {
       try {
         remote = await this.client.evaluate(
-          { agent_name: this.agentName, stage, step },
+          sessionId === undefined ? { agent_name: this.agentName, stage, step } : { agent_name: this.agentName, stage, step, session_id: sessionId },
           // The server's events for this step share the trace id of the local ones.
           { headers: trace?.headers ?? { traceparent: traceparentOfIds(ids ?? freshTraceIds()) } },
         );
@@ -210,10 +215,10 @@ export class GuardAgent {
    * deny verdict with `unavailable: true` (`open` logs and allows). warn and log matches
    * are logged. Raises only on invalid arguments.
    */
-  async verdict(step: StepInput, stage: Stage): Promise<Verdict> {
+  async verdict(step: StepInput, stage: Stage, options: CheckOptions = {}): Promise<Verdict> {
     let result: EvaluationResult;
     try {
-      result = await this.evaluate(step, stage);
+      result = await this.evaluate(step, stage, options);
     } catch (error) {
       if (!(error instanceof GuardUnavailableError)) throw error;
       const verdict = unavailableVerdict(stage);
@@ -229,8 +234,8 @@ export class GuardAgent {
    * ControlViolationError on deny and ControlSteerError on steer (their messages are the
    * verdict's model text). warn and log matches are logged.
    */
-  async check(step: StepInput, stage: Stage): Promise<EvaluationResult> {
-    const result = await this.evaluate(step, stage);
+  async check(step: StepInput, stage: Stage, options: CheckOptions = {}): Promise<EvaluationResult> {
+    const result = await this.evaluate(step, stage, options);
     this.#enforce(result, step, stage);
     return result;
   }
@@ -253,9 +258,11 @@ export class GuardAgent {
       const input = inputOf(...args);
       const context = typeof contextOf === 'function' ? contextOf() : contextOf;
       const step: StepInput = context ? { type, name, input, context } : { type, name, input };
-      await this.check(step, 'pre');
+      const session = typeof options.sessionId === 'function' ? options.sessionId() : options.sessionId;
+      const checkOptions: CheckOptions = session === undefined ? {} : { sessionId: session };
+      await this.check(step, 'pre', checkOptions);
       const output = await fn(...args);
-      await this.check({ ...step, output }, 'post');
+      await this.check({ ...step, output }, 'post', checkOptions);
       return output;
     };
   }
@@ -310,6 +317,13 @@ export class GuardAgent {
         : new ControlSteerError(decider?.control_id ?? null, verdict.control_name, verdict.steering_context!, metadata, result, text);
     return verdict;
   }
+}
+
+/** A session id as the server takes it (docs/sessions.md); a plain-JavaScript caller's mistake is a TypeError, never a step sent without its session. */
+function sessionIdOf(id: unknown): string | undefined {
+  if (id === undefined) return undefined;
+  if (!isValidSessionId(id)) throw new TypeError('sessionId must be 1-128 characters of printable, well-formed text (no NUL or control character)');
+  return id;
 }
 
 function messageOf(error: unknown): string {

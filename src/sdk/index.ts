@@ -12,7 +12,7 @@ import { consoleLogger, GuardAgent, type ControlOptions, type GuardAgentOptions,
 import { controlsBeforeRegistration, enforcingCount, unguardedError } from './unguarded.js';
 
 export { GuardAgent } from './agent.js';
-export type { ControlOptions, FailMode, GuardAgentOptions, GuardLogger, StepInput } from './agent.js';
+export type { CheckOptions, ControlOptions, FailMode, GuardAgentOptions, GuardLogger, StepInput } from './agent.js';
 export { DISCLOSURES, type Disclosure, type Verdict } from './verdict.js';
 // The `tracer` option's type: what of an @opentelemetry/api Tracer the SDK uses.
 export type { AttributeValue, Attributes, SpanContextLike, SpanLike, TracerLike } from '../tracing/types.js';
@@ -42,6 +42,7 @@ export type {
   CountRequest,
   CountAnswer,
 } from '../evaluators/types.js';
+export type { CounterKind } from '../counting/index.js';
 // Every type a public signature above names, so that callers (and adapters) can name it too.
 export * from '../client/index.js';
 export type {

@@ -73,6 +73,17 @@ export interface GuardAgentOptions {
    * is installed; `false` turns tracing (spans and propagation) off.
    */
   tracer?: TracerLike | false | undefined;
+  /**
+   * The session every check of this agent belongs to (docs/sessions.md), unless a call
+   * names another (`CheckOptions.sessionId`, `ControlOptions.sessionId`). Default: none.
+   */
+  sessionId?: string | undefined;
+}
+
+/** Per-call options of `evaluate`, `verdict` and `check`. */
+export interface CheckOptions {
+  /** The step's session; overrides `GuardAgentOptions.sessionId`. */
+  sessionId?: string | undefined;
 }
 
 export interface ControlOptions<A extends unknown[] = unknown[]> {
@@ -87,6 +98,8 @@ export interface ControlOptions<A extends unknown[] = unknown[]> {
   input?: (...args: A) => unknown;
   /** Context metadata for `context.<field>` selectors (a user id, a tenant, ...). */
   context?: JsonObject | (() => JsonObject);
+  /** The session of each call (a function: read per call); overrides `GuardAgentOptions.sessionId`. */
+  sessionId?: string | (() => string | undefined);
 }
 
 export const consoleLogger: GuardLogger = {

@@ -10,7 +10,9 @@ import { createActorOf, createAuthHook, defaultAccess, type Access } from './aut
 import type { ServerConfig } from './config.js';
 import type { ServerContext } from './context.js';
 import { ControlSetCache } from './control-sets.js';
-import { createServerCounters, type ServerCounters } from './counters.js';
+import { createServerCounters, type ServerCounters } from '../counting/index.js';
+import { createSessionState, type SessionState } from '../sessions/index.js';
+import { sessionRoutes } from './routes/sessions.js';
 import { HealthMonitor } from './health.js';
 import { handleClientError, sendFrameworkError } from './client-errors.js';
 import { installHttpMetrics } from './http-metrics.js';
@@ -47,8 +49,10 @@ export interface AppDeps {
   tracing?: Tracing;
   /** Fastify logger options (false by default, so tests stay quiet). */
   logger?: FastifyServerOptions['logger'];
-  /** Where rate and budget controls count; default: made from the store (counters.ts). The app closes them. */
+  /** Where rate and budget controls count; default: made from the store (counting/). The app closes them. */
   counters?: ServerCounters;
+  /** Agents' sessions; default: made from the store (sessions/). The app closes them. */
+  sessions?: SessionState;
 }
 
 export interface RegisteredRoute {
@@ -196,9 +200,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (recorder) app.addHook('onClose', async () => recorder.close());
   const counters = deps.counters ?? createServerCounters(store, config);
   app.addHook('onClose', async () => counters.close());
+  const sessions = deps.sessions ?? createSessionState(store, config);
+  app.addHook('onClose', async () => sessions.close());
   const controlName = controlNamesOf(store);
   if (observability) registerCounterMetrics(observability.metrics, counters, controlName);
-  const ctx: ServerContext = { store, config, registry, controlSets, observability, recorder, tracing: deps.tracing, counters, actorOf: createActorOf(config) };
+  const ctx: ServerContext = { store, config, registry, controlSets, observability, recorder, tracing: deps.tracing, counters, sessions, actorOf: createActorOf(config) };
   if (observability && deps.tracing) registerSpanDropsMetric(observability.metrics, deps.tracing);
   // One plugin per resource, in one readable list.
   await app.register(systemRoutes, { ...ctx, health: new HealthMonitor(store) });
@@ -207,6 +213,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(changeRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(historyRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(evaluationRoutes, { ...ctx, prefix: '/api/v1' });
+  await app.register(sessionRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(recordingRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(reloadRoutes, { reload: deps.reload, prefix: '/api/v1' });
   if (observability) {

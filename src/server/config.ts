@@ -1,3 +1,4 @@
+import { parseWindow } from '../counting/index.js';
 import { UserError } from '../errors.js';
 import { tracingConfigOf, type TracingConfig } from '../tracing/config.js';
 import { allowedHostEntry, defaultAllowedHosts } from './allowed-hosts.js';
@@ -58,6 +59,10 @@ export interface ServerConfig {
   readonly counterMaxKeys: number;
   /** Longest wait for PostgreSQL to count a step before it is an evaluator error (GUARD_COUNTER_TIMEOUT_MS). */
   readonly counterTimeoutMs: number;
+  /** A session is forgotten this long after its last step (GUARD_SESSION_TTL, default 24h; docs/sessions.md). */
+  readonly sessionTtlMs: number;
+  /** Sessions kept at most (GUARD_SESSION_MAX): at the bound, new sessions are refused (docs/sessions.md). */
+  readonly sessionMax: number;
   /** Step recording for `plan --replay` (docs/testing.md): GUARD_RECORD_STEPS, off by default. */
   readonly recordSteps: boolean;
   /** Share of evaluated steps recorded, 0..1 (GUARD_RECORD_SAMPLE_RATE). */
@@ -147,6 +152,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<ServerConf
     pgConnectTimeoutMs: int(env, 'GUARD_PG_CONNECT_TIMEOUT_MS', PG_TIMEOUT_DEFAULTS.connectMs, 1, 3_600_000),
     counterMaxKeys: int(env, 'GUARD_COUNTER_MAX_KEYS', 100_000, 1, 100_000_000),
     counterTimeoutMs: int(env, 'GUARD_COUNTER_TIMEOUT_MS', 2000, 10, 60_000),
+    sessionTtlMs: duration(env, 'GUARD_SESSION_TTL', 86_400_000),
+    sessionMax: int(env, 'GUARD_SESSION_MAX', 100_000, 1, 100_000_000),
     recordSteps: bool(env, 'GUARD_RECORD_STEPS', false),
     recordSampleRate: fraction(env, 'GUARD_RECORD_SAMPLE_RATE', 1),
     recordMaxStepBytes: int(env, 'GUARD_RECORD_MAX_STEP_BYTES', 16_384, 64, 64 * 1024 * 1024),
@@ -295,6 +302,15 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
     throw new ConfigError(name, `must be a whole number from ${min} to ${max}, got "${value}"`);
   }
   return Number(value);
+}
+
+/** A duration as windows are written (30s, 10m, 24h, 7d), at most 30 days. */
+function duration(env: Env, name: string, fallback: number): number {
+  const value = str(env, name);
+  if (value === undefined) return fallback;
+  const parsed = parseWindow(value);
+  if (typeof parsed === 'string') throw new ConfigError(name, `must be a duration such as 30m, 24h or 7d (at most 30d), got "${value}"`);
+  return parsed;
 }
 
 function list(env: Env, name: string): string[] {

@@ -9,7 +9,8 @@ import type { Store } from '../store/types.js';
 import type { Tracing } from '../tracing/start.js';
 import type { ServerConfig } from './config.js';
 import type { ControlSetCache } from './control-sets.js';
-import type { ServerCounters } from './counters.js';
+import type { ServerCounters } from '../counting/index.js';
+import type { SessionState } from '../sessions/index.js';
 import { invalid, notFound } from './problem.js';
 
 /** What every route plugin receives: the app's own parts, never globals. */
@@ -19,8 +20,10 @@ export interface ServerContext {
   registry: EvaluatorRegistry;
   controlSets: ControlSetCache<CompiledControlSet>;
   observability: Observability | undefined;
-  /** Where rate and budget controls count (counters.ts). */
+  /** Where rate and budget controls count (counting/). */
   counters: ServerCounters;
+  /** The labels agents' sessions carry (sessions/). */
+  sessions: SessionState;
   /** Records evaluated steps for replay; absent when GUARD_RECORD_STEPS is off. */
   recorder?: StepRecorder | null;
   /** OpenTelemetry export; absent when tracing is off (docs/observability.md, "Tracing"). */

@@ -108,6 +108,7 @@ const MODELS: ReadonlyArray<[string, z.ZodType]> = [
 const PATH_PARAMETERS: Record<string, { description: string; schema: JsonSchema }> = {
   agent_name: { description: 'The agent’s name (matched case-insensitively: names are stored lowercase)', schema: { type: 'string', minLength: 1, maxLength: 128 } },
   control_id: { description: 'The control’s id (anything but a positive integer answers 404)', schema: { type: 'integer', minimum: 1 } },
+  session_id: { description: 'The session’s id, as steps send it in session_id (percent-encoded)', schema: { type: 'string', minLength: 1, maxLength: 128 } },
 };
 
 /** The shared problem answers, one per status, in `components.responses`. */

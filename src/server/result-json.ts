@@ -40,7 +40,8 @@ export class AnswerWriter {
       `,"matches":${this.#listJson(result.matches)}` +
       `,"errors":${this.#listJson(result.errors)}` +
       `,"non_matches":${this.#listJson(result.non_matches)}` +
-      `,"shadow_matches":${result.shadow_matches.length === 0 ? '[]' : `[${result.shadow_matches.map((m) => this.#entryJson(m)).join(',')}]`}}`
+      `,"shadow_matches":${result.shadow_matches.length === 0 ? '[]' : `[${result.shadow_matches.map((m) => this.#entryJson(m)).join(',')}]`}` +
+      (result.session === undefined ? '}' : `,"session":{"id":${JSON.stringify(result.session.id)},"labels":${JSON.stringify(result.session.labels)}}}`)
     );
   }
 
@@ -53,7 +54,7 @@ export class AnswerWriter {
    */
   answer(result: EvaluationResult): Buffer {
     const repeatable =
-      result.matches.length === 0 && result.errors.length === 0 && result.shadow_matches.length === 0 && result.steering_context === null;
+      result.matches.length === 0 && result.errors.length === 0 && result.shadow_matches.length === 0 && result.steering_context === null && result.session === undefined;
     if (!repeatable) return Buffer.from(this.json(result), 'utf8');
     const key: object = result.non_matches[0] ?? NO_ENTRIES;
     const kept = this.#repeated.get(key);
@@ -134,6 +135,7 @@ function entryJson(m: ControlMatch): string {
   if (m.steering_context !== undefined) parts.push(`,"steering_context":${steeringJson(m.steering_context)}`);
   if (m.error !== undefined) parts.push(`,"error":${JSON.stringify(m.error)}`);
   if (m.selector_missing === true) parts.push(',"selector_missing":true');
+  if (m.session_labels_added !== undefined) parts.push(`,"session_labels_added":${JSON.stringify(m.session_labels_added)}`);
   parts.push('}');
   // join makes one flat string: a cached text built with + would stay a tree of pieces,
   // several times its size, for as long as its control is compiled.

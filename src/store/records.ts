@@ -283,6 +283,7 @@ export interface RecordedStepColumns<Id, Time, Step> {
   stage: 'pre' | 'post';
   step: Step;
   decision: string;
+  session_id: string | null;
 }
 
 export const MINUTE_MS = 60_000;

@@ -1,7 +1,6 @@
 import type {
   AgentPatch,
   AgentRecord,
-  CounterRow,
   ControlMode,
   ControlPatch,
   ControlRecord,
@@ -11,7 +10,10 @@ import type {
   StoredEvent,
   WriteOrigin,
 } from '../model/index.js';
+import type { CounterRowStore, SharedCounterStore } from '../counting/types.js';
 import type { HistoryStore, RestoreOutcome } from './history.js';
+
+export type { CounterRowStore, LeaseTerms, SharedCountAnswer, SharedCountRequest, SharedCounterStore, StoredCounter } from '../counting/types.js';
 
 export type { ControlPatch, NewAgent, NewControl, StoreChange } from '../model/index.js';
 
@@ -114,6 +116,8 @@ export interface NewRecordedStep {
   /** The step as JSON text (redacted, within the size cap). */
   step_json: string;
   decision: 'allow' | 'deny' | 'steer';
+  /** The step's session (docs/sessions.md); null or absent without one. */
+  session_id?: string | null;
 }
 
 export interface RecordedStepRow {
@@ -124,6 +128,8 @@ export interface RecordedStepRow {
   /** The parsed step as recorded; replay re-validates it against today's model. */
   step: unknown;
   decision: string;
+  /** The step's session; null without one. */
+  session_id: string | null;
 }
 
 export interface RecordedStepQuery {
@@ -278,61 +284,58 @@ export interface RecordingStore {
   pruneRecordedSteps(before: string): Promise<number>;
 }
 
-/** One key's counter of a rate or budget control (see evaluators/counting/). */
-export type StoredCounter = CounterRow;
-
-/** One counted step as a shared store takes it (the fields of CountRequest, plus the time). */
-export interface SharedCountRequest {
-  counter: string;
+/** A label of a stored session, with the control and step that added it (times: epoch ms). */
+export interface StoredSessionLabel {
+  label: string;
   control_id: number;
-  key: string;
-  kind: 'rate' | 'budget';
-  window_ms: number;
-  amount: number;
-  max: number;
-  always: boolean;
+  control_name: string;
+  stage: 'pre' | 'post';
+  step_name: string;
+  added_at: number;
 }
 
-/** The SQLite file's counters: long windows written through, read back when the server starts. */
-export interface CounterRowStore {
-  loadCounters(now: number): StoredCounter[];
-  saveCounter(row: StoredCounter): void;
-  deleteExpiredCounters(now: number): void;
+/** One session of one agent (docs/sessions.md). */
+export interface StoredSession {
+  agent_name: string;
+  session_id: string;
+  first_seen: number;
+  last_seen: number;
+  steps: number;
+  labels: StoredSessionLabel[];
+}
+
+/** The SQLite file's sessions: kept in memory by the server, written through, read back when it starts. */
+export interface SessionRowStore {
+  /** Every session whose last step is after `after`, with its labels. */
+  loadSessions(after: number): StoredSession[];
+  /** Writes the session's row (not its labels); `fresh` also drops labels of an expired session of the same id. */
+  saveSession(session: Omit<StoredSession, 'labels'>, fresh: boolean): void;
+  saveSessionLabels(agentName: string, sessionId: string, labels: readonly StoredSessionLabel[]): void;
+  /** Deletes sessions (and their labels) whose last step is at or before `before`. */
+  deleteExpiredSessions(before: number): void;
+}
+
+/** A step's start in a shared session: the labels it carries, and the session's epoch its labels go into. */
+export interface SharedSessionStep {
+  labels: string[];
+  epoch: number;
 }
 
 /**
- * What a step carries for its replica's lease of a key (server/leased-counts.ts): the
- * lease it gives back, if any, and the room it asks for.
+ * PostgreSQL's sessions, shared by the replicas and exact: each step reads the session's
+ * labels in the statement that counts it, and labels are added by an upsert that never
+ * loses a concurrent step's labels.
  */
-export interface LeaseTerms {
-  /** The step may be answered `retryAt` instead of refused when only unused leases keep it out. */
-  defer: boolean;
-  /** The lease given back: as granted, the part not used, and the bucket it went into. */
-  release: { granted: number; unused: number; bucket: number } | null;
-  /** Room to lease after this step (0: none). */
-  ask: number;
-  /** How long a lease granted now lasts (ms). */
-  leaseMs: number;
-}
-
-/** A shared count's answer; with lease terms, also the lease granted and a retry time. */
-export interface SharedCountAnswer {
-  used: number;
-  over: boolean;
-  /** Room leased to this replica (counted already), and the bucket it went into. */
-  granted?: number;
-  leaseBucket?: number;
-  /** Not decided: only leases keep it out; count it again after this time (ms since the epoch). */
-  retryAt?: number;
-}
-
-/** PostgreSQL's counters: each counted step checked and added in one statement, under a row lock. */
-export interface SharedCounterStore {
-  countShared(request: SharedCountRequest, now: number, allowNewKey: boolean, lease?: LeaseTerms): Promise<SharedCountAnswer>;
-  /** Keys with something in their window at `now`. */
-  counterUsage(now: number): Promise<StoredCounter[]>;
-  /** Deletes idle rows; returns how many rows are left per control id (the key cap is per control). */
-  pruneCounters(now: number): Promise<ReadonlyMap<number, number>>;
+export interface SharedSessionStore {
+  /**
+   * Counts a step of the session and reads its labels. A session idle since `expiredBefore`
+   * starts again empty. A new session beyond `max` sessions is refused: null.
+   */
+  beginSessionStep(agentName: string, sessionId: string, now: number, expiredBefore: number, max: number): Promise<SharedSessionStep | null>;
+  addSessionLabels(agentName: string, sessionId: string, epoch: number, labels: readonly StoredSessionLabel[]): Promise<void>;
+  readSession(agentName: string, sessionId: string, expiredBefore: number): Promise<StoredSession | null>;
+  /** Deletes sessions idle since `expiredBefore` and recounts the rest; returns how many are left. */
+  pruneSessions(expiredBefore: number): Promise<number>;
 }
 
 /**
@@ -346,6 +349,10 @@ export interface Store extends ControlStore, EventStore, RecordingStore, History
   readonly counterRows?: CounterRowStore;
   /** PostgreSQL: counters shared by the replicas. */
   readonly sharedCounters?: SharedCounterStore;
+  /** SQLite: where sessions are written through. */
+  readonly sessionRows?: SessionRowStore;
+  /** PostgreSQL: sessions shared by the replicas. */
+  readonly sharedSessions?: SharedSessionStore;
 
   /**
    * Present on stores shared by several server replicas (PostgreSQL): calls `listener`

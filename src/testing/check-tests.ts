@@ -7,13 +7,16 @@ import type { Diagnostic } from '../gitops/diagnostics.js';
 import { classifyIssue, hintFor } from '../gitops/hints.js';
 import type { LoadedTest, Span } from '../gitops/load.js';
 import { parseFieldPath } from '../gitops/positions.js';
-import { TestCaseSchema, TestDocumentSchema, fieldIssuesOf, type FieldIssue, type TestCase } from '../model/index.js';
+import { TestCaseSchema, TestDocumentSchema, fieldIssuesOf, type FieldIssue, type TestStep } from '../model/index.js';
 
+/** One step to evaluate: a single-step case, or one step of a case with `steps`. */
 export interface RunnableCase {
   test: string;
   agent: string;
   index: number;
-  testCase: TestCase;
+  testCase: { name: string } & TestStep;
+  /** The case's session, for the steps of a case with `steps` (one fresh session per case). */
+  session: string | undefined;
   file: string;
   line: number;
   column: number;
@@ -78,9 +81,13 @@ export function checkTests(tests: readonly LoadedTest[], known: KnownNames): Che
         return;
       }
       let ok = true;
-      for (const list of ['matched', 'not_matched'] as const) {
-        (testCase.expect[list] ?? []).forEach((control, j) => {
-          const field = `cases[${index}].expect.${list}[${j}]`;
+      const steps: Array<{ at: string; step: TestStep }> =
+        testCase.steps !== undefined
+          ? testCase.steps.map((step, j) => ({ at: `cases[${index}].steps[${j}]`, step }))
+          : [{ at: `cases[${index}]`, step: { stage: testCase.stage!, step: testCase.step!, expect: testCase.expect! } }];
+      for (const { at: where, step } of steps) for (const list of ['matched', 'not_matched'] as const) {
+        (step.expect[list] ?? []).forEach((control, j) => {
+          const field = `${where}.expect.${list}[${j}]`;
           if (!known.controls.has(control)) {
             ok = false;
             report(field, 'unknown_control', `case "${testCase.name}" names control "${control}", which no kind: Control document defines`, 'fix the spelling or add the control');
@@ -91,8 +98,12 @@ export function checkTests(tests: readonly LoadedTest[], known: KnownNames): Che
         });
       }
       if (!ok) return;
-      const span = at(`cases[${index}]`);
-      cases.push({ test: name, agent, index, testCase, file: doc.source.file, line: span.line, column: span.column });
+      const session = testCase.steps === undefined ? undefined : `test:${doc.source.file}:${name}:${index}`;
+      steps.forEach(({ at: where, step }, j) => {
+        const span = at(where);
+        const caseName = session === undefined ? testCase.name : `${testCase.name} (step ${j + 1})`;
+        cases.push({ test: name, agent, index, testCase: { name: caseName, ...step }, session, file: doc.source.file, line: span.line, column: span.column });
+      });
     });
   }
   return { cases, diagnostics, documents: tests.length };

@@ -2,9 +2,9 @@
  * Runs decision tests offline with the server's engine: each agent's linked controls are
  * compiled once, every case is one `evaluateStep`. PURE (no fs, no network).
  */
-import { evaluateStep, type CompiledControlSet } from '../engine/index.js';
+import { evaluateStep, sessionOutcome, type CompiledControlSet } from '../engine/index.js';
 import type { EvaluatorRegistry } from '../evaluators/registry.js';
-import { MemoryCounters } from '../evaluators/counting/memory-counters.js';
+import { MemoryCounters } from '../counting/index.js';
 import { sortDiagnostics } from '../gitops/diagnostics.js';
 import type { LoadedTest } from '../gitops/load.js';
 import type { ControlData, EvaluationResult } from '../model/index.js';
@@ -31,6 +31,8 @@ export async function runTests(input: TestRunInput): Promise<TestRunReport> {
   // cases at one instant: a document's cases are successive steps within every window.
   const counters = new Map<string, MemoryCounters>();
   const instant = Date.now();
+  // The labels of each multi-step case's session, which starts empty (check-tests.ts).
+  const sessions = new Map<string, ReadonlySet<string>>();
   for (const runnable of checked.cases) {
     const set = sets.get(runnable.agent) as CompiledControlSet;
     const { testCase } = runnable;
@@ -38,8 +40,13 @@ export async function runTests(input: TestRunInput): Promise<TestRunReport> {
     let documentCounters = counters.get(documentKey);
     if (documentCounters === undefined) counters.set(documentKey, (documentCounters = new MemoryCounters({ now: () => instant })));
     // Every control takes part (server and sdk execution): a test asks what the agent ends up with.
-    const pending = evaluateStep(set, testCase.step, testCase.stage, { agentName: runnable.agent, counters: documentCounters });
-    const { result } = pending instanceof Promise ? await pending : pending;
+    const session = runnable.session === undefined ? undefined : { id: runnable.session, labels: sessions.get(runnable.session) ?? new Set<string>() };
+    const pending = evaluateStep(set, testCase.step, testCase.stage, { agentName: runnable.agent, counters: documentCounters, ...(session ? { session } : {}) });
+    let { result } = pending instanceof Promise ? await pending : pending;
+    if (session !== undefined) {
+      result = sessionOutcome(result, set, session).result;
+      sessions.set(session.id, new Set(result.session!.labels));
+    }
     for (const m of result.matches) exercised.add(m.control_name);
     outcomes.push(outcomeOf(runnable, result));
   }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { compileControls, evaluateStep, validateControlData, type EvaluationOutcome } from '../../src/engine/index.js';
-import { createDefaultRegistry, MemoryCounters } from '../../src/evaluators/index.js';
-import { parseWindow } from '../../src/evaluators/counting/window.js';
+import { MemoryCounters, parseWindow } from '../../src/counting/index.js';
+import { createDefaultRegistry } from '../../src/evaluators/index.js';
 import type { ControlDataInput } from '../../src/model/index.js';
 import { control, toolStep } from '../engine/helpers.js';
 

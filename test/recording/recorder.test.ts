@@ -77,6 +77,7 @@ describe('StepRecorder', () => {
         stage: 'post',
         decision: 'steer',
         step: { type: 'llm', name: 'm', input: { card_number: REDACTED, q: 'hi' }, output: 'ok', context: { user: { api_key: REDACTED } } },
+        session_id: null,
       },
     ]);
   });

@@ -229,6 +229,15 @@ describe('the OpenAPI document against the real server', () => {
     expect(denied.shadow_matches).toHaveLength(1);
     await ok('post', '/api/v1/evaluation', { body: step('select 1'), key: 'regular' });
 
+    // Sessions: a control that labels the session, a step in one, and the session read back.
+    const marker = await ok('put', '/api/v1/controls', { body: { name: 'contract-session-mark', data: sqlData({ action: { decision: 'log', session_labels: ['touched_sql'] } }) } });
+    await ok('post', '/api/v1/agents/initAgent', { body: { agent_name: 'session-bot' } });
+    await ok('post', '/api/v1/agents/{agent_name}/controls/{control_id}', { params: { agent_name: 'session-bot', control_id: marker.control_id } });
+    const inSession = await ok('post', '/api/v1/evaluation', { body: { ...step('DROP TABLE users'), agent_name: 'session-bot', session_id: 'contract-session' }, key: 'regular' });
+    expect(inSession.session).toEqual({ id: 'contract-session', labels: ['touched_sql'] });
+    const session = await ok('get', '/api/v1/sessions/{session_id}', { params: { session_id: 'contract-session' }, query: { agent_name: 'session-bot' }, key: 'regular' });
+    expect(session.labels.map((l: { label: string }) => l.label)).toEqual(['touched_sql']);
+
     // Observability: ingest, then read what the evaluations wrote.
     const event = {
       control_execution_id: 'exec-1', trace_id: 'trace-1', span_id: 'span-1', agent_name: 'contract-bot',
@@ -285,8 +294,10 @@ describe('the OpenAPI document against the real server', () => {
 
   it('declares the problems the server answers with, and each problem body conforms', async () => {
     failures.length = 0;
-    const unknown = { agent_name: 'nobody-here', control_id: 999_999 };
-    const known = { agent_name: 'contract-bot', control_id: 1 };
+    const unknown = { agent_name: 'nobody-here', control_id: 999_999, session_id: 'nobody-session' };
+    const known = { agent_name: 'contract-bot', control_id: 1, session_id: 'contract-session' };
+    // Sessions are per agent: the agent is a required query parameter.
+    const needsQuery: Record<string, Record<string, string>> = { 'GET /api/v1/sessions/{session_id}': { agent_name: 'session-bot' } };
     /** Sends a request the operation must refuse, and checks the status is the one expected. */
     const refused = async (name: string, request: Request, expected: number) => {
       const [method, path] = name.split(' ') as [string, string];
@@ -300,7 +311,7 @@ describe('the OpenAPI document against the real server', () => {
       if (op['x-access'] !== 'public') await refused(name, { params: known, key: 'none' }, 401);
       if (op['x-access'] === 'admin') await refused(name, { params: known, key: 'regular' }, 403);
       // A valid body, so that the unknown name or id is what gets refused.
-      if (path.includes('{')) await refused(name, { params: unknown, ...(op.requestBody ? { body: VALID_BODIES[name] } : {}) }, 404);
+      if (path.includes('{')) await refused(name, { params: unknown, ...(needsQuery[name] ? { query: needsQuery[name] } : {}), ...(op.requestBody ? { body: VALID_BODIES[name] } : {}) }, 404);
       if (method !== 'GET') await refused(name, { params: known, raw: op.requestBody ? 'text' : '', contentType: 'text/plain' }, 415);
       if (op.requestBody) {
         await refused(name, { params: known, raw: '{"not json' }, 400);

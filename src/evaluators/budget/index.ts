@@ -5,8 +5,8 @@
  * non-numeric or negative amount is an evaluator error (`on_error` decides).
  */
 import { z } from 'zod';
-import { ConsistencySchema, countingEvaluator, KeySchema, PathSchema, WindowSchema } from '../counting/config.js';
-import { parseStepPath, readStepPath, type StepPath } from '../counting/paths.js';
+import { ConsistencySchema, countingEvaluator, KeySchema, PathSchema, WindowSchema } from '../counted/config.js';
+import { parseStepPath, readStepPath, type StepPath } from '../counted/paths.js';
 
 export const BudgetConfigSchema = z.strictObject({
   max: z.number().positive().max(1e15).describe('Most the amounts within the window may add up to'),

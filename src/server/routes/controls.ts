@@ -72,7 +72,17 @@ const DOCS = {
     summary: 'Replace the control data',
     tag: 'controls',
     body: ControlDataBodySchema,
-    responses: { 200: z.strictObject({ success: z.literal(true), control_id: z.number().int().positive(), data: ControlDataSchema }) },
+    description:
+      'warnings names each session label the data requires (scope.session_labels) that no stored control adds (action.session_labels): ' +
+      'the control would never apply until one does (docs/sessions.md). The data is stored all the same.',
+    responses: {
+      200: z.strictObject({
+        success: z.literal(true),
+        control_id: z.number().int().positive(),
+        data: ControlDataSchema,
+        warnings: z.array(z.strictObject({ field: z.string(), code: z.string(), message: z.string() })).optional(),
+      }),
+    },
     errors: [409],
   },
 } satisfies Record<string, OperationDoc>;
@@ -172,8 +182,21 @@ export const controlRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx)
     await writable(id);
     const control = await store.updateControl(id, { data }, apiOrigin(ctx, request));
     await invalidateAgentsOf(id);
-    return { success: true, control_id: id, data: control.data };
+    const warnings = await labelsNeverAdded(data);
+    return { success: true, control_id: id, data: control.data, ...(warnings.length > 0 ? { warnings } : {}) };
   });
+
+  /** Required session labels no stored control adds (gitops' load-rules.ts refuses the same in a directory). */
+  async function labelsNeverAdded(data: ControlData): Promise<FieldIssue[]> {
+    const required = data.scope?.session_labels ?? [];
+    if (required.length === 0) return [];
+    const added = new Set((await store.listAllControls()).flatMap((c) => c.data?.action.session_labels ?? []));
+    return required.flatMap((label, index) =>
+      added.has(label)
+        ? []
+        : [{ field: `data.scope.session_labels[${index}]`, code: 'session_label_never_added', message: `no control adds session label "${label}" (action.session_labels): this control never applies until one does` }],
+    );
+  }
 };
 
 function prefixData(issue: FieldIssue): FieldIssue {

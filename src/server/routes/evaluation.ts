@@ -5,6 +5,7 @@ import {
   EvaluationRequestSchema,
   EvaluationResultSchema,
   isValidAgentName,
+  isValidSessionId,
   normaliseAgentName,
   type EvaluationRequest,
   type EvaluationResult,
@@ -17,6 +18,7 @@ import { parseOr422, type ServerContext } from '../context.js';
 import type { OperationDoc } from '../openapi.js';
 import { MAX_JSON_DEPTH } from '../json-body.js';
 import { AnswerWriter } from '../result-json.js';
+import { evaluateInSession } from '../session-step.js';
 
 const DOC = {
   operationId: 'evaluateStep',
@@ -35,7 +37,7 @@ const DOC = {
  * result (200), not an error.
  */
 export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) => {
-  const { controlSets, observability, config, tracing, counters } = ctx;
+  const { controlSets, observability, config, tracing, counters, sessions } = ctx;
   // This app's memos of the hot path: the answer writer's, and the last agent name checked.
   const answers = new AnswerWriter();
   const validAgentName = agentNameChecker();
@@ -71,15 +73,17 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
       // Only sets with rate or budget controls need the agent and the counters. Written
       // out field by field: a spread ({ ...base, agentName }) made V8 give each request's
       // options a new hidden class, so every read of them in the engine missed its cache.
-      const pending = evaluateStep(
-        set,
-        body.step,
-        body.stage,
-        set.counting
-          ? { execution: base.execution, collectExecutions: base.collectExecutions, excerpts: base.excerpts, agentName: body.agent_name, counters }
-          : base,
-      );
-      outcome = pending instanceof Promise ? await pending : pending;
+      const stepOptions = set.counting
+        ? { execution: base.execution, collectExecutions: base.collectExecutions, excerpts: base.excerpts, agentName: body.agent_name, counters }
+        : base;
+      if (set.sessions && body.session_id !== undefined) {
+        // Session-aware controls and a session: its labels are read before the step, and
+        // what the step adds is stored before the answer (session-step.ts).
+        outcome = await evaluateInSession(set, body, body.session_id, stepOptions, sessions);
+      } else {
+        const pending = evaluateStep(set, body.step, body.stage, stepOptions);
+        outcome = pending instanceof Promise ? await pending : pending;
+      }
     } catch (error) {
       if (span) endFailedSpan(span, error);
       throw error;
@@ -105,7 +109,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
       }
     }
     // Queues a reference only; redaction and the write happen on the recorder's timer.
-    ctx.recorder?.record({ agent_name: body.agent_name, stage: body.stage, step: body.step, decision: outcome.result.decision });
+    ctx.recorder?.record({ agent_name: body.agent_name, stage: body.stage, step: body.step, decision: outcome.result.decision, session_id: body.session_id });
     return reply.type('application/json; charset=utf-8').send(answers.answer(outcome.result));
   });
 };
@@ -148,7 +152,8 @@ function requestOf(raw: unknown, passedSchema: boolean, validAgentName: (raw: st
   if (passedSchema) {
     let fast = raw as EvaluationRequest;
     const agentName = validAgentName(fast.agent_name);
-    if (agentName !== null) {
+    // The compiled schema cannot say "well-formed Unicode": zod words that 422.
+    if (agentName !== null && (fast.session_id === undefined || isValidSessionId(fast.session_id))) {
       // The compiled validator does not fill in defaults: a step sent without input is a step with input null, as zod would make it.
       if (fast.step.input === undefined) fast = { ...fast, step: { ...fast.step, input: null } };
       return agentName === fast.agent_name ? fast : { ...fast, agent_name: agentName };

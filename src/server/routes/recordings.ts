@@ -24,6 +24,7 @@ export const RecordingPageSchema = z.strictObject({
       stage: StageSchema,
       step: z.unknown().describe('The step as recorded (redacted); replay re-validates it'),
       decision: z.enum(['allow', 'deny', 'steer']),
+      session_id: z.string().nullable().describe('The step’s session (docs/sessions.md); null without one'),
     }),
   ),
   next_cursor: z.number().int().nullable().describe('Pass as cursor for the next page; null on the last page'),

@@ -16,7 +16,7 @@
  * A step may also release what its replica leased before (`p_release`, the part it did not
  * use in `p_unused`, taken back from the bucket the lease went into) and ask for a lease
  * (`p_ask`): room under the limit counted now, which that replica then hands out to its
- * next steps without a round trip (server/leased-counts.ts).
+ * next steps without a round trip (counting/leased-counts.ts).
  * - A lease is counted like the steps it stands for, so the sum never passes `max`.
  * - It goes into the bucket of the lease's end, so a step taken from it is remembered at
  *   least a window long. That bucket may be ahead of every step's: it does not move the

@@ -7,13 +7,14 @@
  * call (at most MAX_BATCH), so a busy key costs one statement, one row lock and one commit
  * per batch rather than per step. The row lock serialises replicas counting the same key,
  * so the limit holds exactly. Different keys are counted in parallel. A step may also carry
- * its replica's lease terms (give a lease back, ask for one: server/leased-counts.ts).
+ * its replica's lease terms (give a lease back, ask for one: counting/leased-counts.ts).
  *
  * A step that has no answer within the timeout (waiting for an earlier call, for a
  * connection or for the statement) fails, and so does every step of a call that fails:
  * each follows its control's on_error.
  */
 import type { LeaseTerms, SharedCountAnswer, SharedCountRequest, SharedCounterStore, StoredCounter } from '../types.js';
+import { counterKindOf } from '../../counting/index.js';
 import type { PostgresDatabase } from './database.js';
 import { mapPgError } from './errors.js';
 
@@ -142,7 +143,7 @@ export class PostgresCounters implements SharedCounterStore {
       counter: r.counter,
       key: r.key,
       control_id: Number(r.control_id),
-      kind: r.kind === 'budget' ? 'budget' : 'rate',
+      kind: counterKindOf(r.kind),
       window_ms: r.window_ms,
       max: r.max,
       idx: r.buckets.map(Number),

@@ -262,4 +262,39 @@ export const postgresMigrations: readonly Migration[] = [
       ${COUNTER_TAKE_LEASED}
     `,
   },
+  {
+    version: 8,
+    name: 'sessions and their labels, shared by the replicas; the session of recorded steps',
+    // A session's labels belong to its epoch: a session idle past its TTL starts again in
+    // the next epoch, and the labels of earlier epochs no longer count (pruned later).
+    // session_count holds how many sessions there are, so that a new session is refused at
+    // GUARD_SESSION_MAX by one row update (store/postgres/sessions.ts).
+    sql: `
+      CREATE TABLE sessions (
+        agent_name TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        epoch INTEGER NOT NULL DEFAULT 0,
+        first_seen DOUBLE PRECISION NOT NULL,
+        last_seen DOUBLE PRECISION NOT NULL,
+        steps BIGINT NOT NULL,
+        PRIMARY KEY (agent_name, session_id)
+      );
+      CREATE INDEX sessions_last_seen ON sessions (last_seen);
+      CREATE TABLE session_labels (
+        agent_name TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        label TEXT NOT NULL,
+        epoch INTEGER NOT NULL,
+        control_id BIGINT NOT NULL,
+        control_name TEXT NOT NULL,
+        stage TEXT NOT NULL,
+        step_name TEXT NOT NULL,
+        added_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (agent_name, session_id, label)
+      );
+      CREATE TABLE session_count (id INTEGER PRIMARY KEY CHECK (id = 1), n BIGINT NOT NULL);
+      INSERT INTO session_count (id, n) VALUES (1, 0);
+      ALTER TABLE recorded_steps ADD COLUMN session_id TEXT;
+    `,
+  },
 ];

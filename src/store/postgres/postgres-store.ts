@@ -13,6 +13,7 @@ import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
 import { PostgresEvents } from './events.js';
 import { PostgresHistory } from './history.js';
 import { PostgresRecordings } from './recordings.js';
+import { PostgresSessions } from './sessions.js';
 
 export { migratePostgres, type PostgresStoreOptions } from './database.js';
 
@@ -20,6 +21,7 @@ export class PostgresStore extends ComposedStore {
   readonly kind = 'postgres' as const;
   private readonly listener: ChangeListener;
   readonly sharedCounters: PostgresCounters;
+  readonly sharedSessions: PostgresSessions;
 
   private constructor(
     private readonly database: PostgresDatabase,
@@ -28,6 +30,7 @@ export class PostgresStore extends ComposedStore {
     const history = new PostgresHistory(database);
     super(new PostgresControls(database, history), new PostgresEvents(database), new PostgresRecordings(database), history);
     this.sharedCounters = new PostgresCounters(database, options.counterTimeoutMs);
+    this.sharedSessions = new PostgresSessions(database);
     this.listener = new ChangeListener(
       { ...database.clientConfig, application_name: 'guardctl-listener' },
       options.listenerRetryMs ?? 1000,

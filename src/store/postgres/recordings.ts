@@ -15,14 +15,15 @@ export class PostgresRecordings implements RecordingStore {
       const batch = steps.slice(start, start + size);
       // One statement per batch: each column is one array parameter, unnested server-side.
       await this.database.query(
-        `INSERT INTO recorded_steps (ts, agent_name, stage, step, decision)
-         SELECT * FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::jsonb[], $5::text[])`,
+        `INSERT INTO recorded_steps (ts, agent_name, stage, step, decision, session_id)
+         SELECT * FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::jsonb[], $5::text[], $6::text[])`,
         [
           batch.map((r) => isoOf(r.timestamp, 'timestamp')),
           batch.map((r) => r.agent_name),
           batch.map((r) => r.stage),
           batch.map((r) => r.step_json),
           batch.map((r) => r.decision),
+          batch.map((r) => r.session_id ?? null),
         ],
       );
     }
@@ -47,7 +48,7 @@ export class PostgresRecordings implements RecordingStore {
     );
     const page = rows.slice(0, limit);
     return {
-      steps: page.map((r) => ({ id: Number(r.id), timestamp: r.ts.toISOString(), agent_name: r.agent_name, stage: r.stage, step: r.step, decision: r.decision })),
+      steps: page.map((r) => ({ id: Number(r.id), timestamp: r.ts.toISOString(), agent_name: r.agent_name, stage: r.stage, step: r.step, decision: r.decision, session_id: r.session_id })),
       next_cursor: rows.length > limit ? Number(page[page.length - 1]!.id) : null,
     };
   }

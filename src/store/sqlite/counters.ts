@@ -5,6 +5,7 @@
  * the server starts.
  */
 import type Database from 'better-sqlite3';
+import { counterKindOf } from '../../counting/index.js';
 import type { StoredCounter } from '../types.js';
 import type { SqliteDatabase } from './database.js';
 
@@ -42,7 +43,7 @@ export class SqliteCounters {
         counter: r.counter,
         key: r.key,
         control_id: r.control_id,
-        kind: r.kind === 'budget' ? 'budget' : 'rate',
+        kind: counterKindOf(r.kind),
         window_ms: r.window_ms,
         max: r.max,
         idx: JSON.parse(r.buckets) as number[],

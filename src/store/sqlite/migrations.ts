@@ -203,4 +203,33 @@ export const sqliteMigrations: readonly Migration[] = [
       CREATE INDEX counters_expiry ON counters (expires_at);
     `,
   },
+  {
+    version: 6,
+    name: 'sessions and their labels; the session of recorded steps',
+    // One row per agent and session (times in epoch ms), one per label with the control and
+    // step that added it. The server keeps sessions in memory and writes them through.
+    sql: `
+      CREATE TABLE sessions (
+        agent_name TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        first_seen INTEGER NOT NULL,
+        last_seen INTEGER NOT NULL,
+        steps INTEGER NOT NULL,
+        PRIMARY KEY (agent_name, session_id)
+      ) WITHOUT ROWID;
+      CREATE INDEX sessions_last_seen ON sessions (last_seen);
+      CREATE TABLE session_labels (
+        agent_name TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        label TEXT NOT NULL,
+        control_id INTEGER NOT NULL,
+        control_name TEXT NOT NULL,
+        stage TEXT NOT NULL,
+        step_name TEXT NOT NULL,
+        added_at INTEGER NOT NULL,
+        PRIMARY KEY (agent_name, session_id, label)
+      ) WITHOUT ROWID;
+      ALTER TABLE recorded_steps ADD COLUMN session_id TEXT;
+    `,
+  },
 ];

@@ -11,9 +11,9 @@ export class SqliteRecordings implements RecordingStore {
 
   async insertRecordedSteps(steps: NewRecordedStep[]): Promise<void> {
     if (steps.length === 0) return;
-    const insert = this.database.cached('INSERT INTO recorded_steps (ts, agent_name, stage, step, decision) VALUES (?, ?, ?, ?, ?)');
+    const insert = this.database.cached('INSERT INTO recorded_steps (ts, agent_name, stage, step, decision, session_id) VALUES (?, ?, ?, ?, ?, ?)');
     this.database.write(() => {
-      for (const r of steps) insert.run(epochMsOf(r.timestamp, 'timestamp'), r.agent_name, r.stage, r.step_json, r.decision);
+      for (const r of steps) insert.run(epochMsOf(r.timestamp, 'timestamp'), r.agent_name, r.stage, r.step_json, r.decision, r.session_id ?? null);
     });
   }
 
@@ -34,7 +34,7 @@ export class SqliteRecordings implements RecordingStore {
       const rows = this.database.cached(sql).all(...params, limit + 1) as RecordedStepRow[];
       const page = rows.slice(0, limit);
       return {
-        steps: page.map((r) => ({ id: r.id, timestamp: new Date(r.ts).toISOString(), agent_name: r.agent_name, stage: r.stage, step: parseStoredJson(r.step), decision: r.decision })),
+        steps: page.map((r) => ({ id: r.id, timestamp: new Date(r.ts).toISOString(), agent_name: r.agent_name, stage: r.stage, step: parseStoredJson(r.step), decision: r.decision, session_id: r.session_id })),
         next_cursor: rows.length > limit ? page[page.length - 1]!.id : null,
       };
     });

@@ -11,6 +11,7 @@ import { SqliteDatabase, type SqliteStoreOptions } from './database.js';
 import { SqliteEvents } from './events.js';
 import { SqliteHistory } from './history.js';
 import { SqliteRecordings } from './recordings.js';
+import { SqliteSessions } from './sessions.js';
 
 export { migrateSqlite, type SqliteStoreOptions } from './database.js';
 
@@ -18,6 +19,7 @@ export class SqliteStore extends ComposedStore {
   readonly kind = 'sqlite' as const;
   private readonly database: SqliteDatabase;
   readonly counterRows: SqliteCounters;
+  readonly sessionRows: SqliteSessions;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     const database = new SqliteDatabase(path, options);
@@ -25,6 +27,7 @@ export class SqliteStore extends ComposedStore {
     super(new SqliteControls(database, history), new SqliteEvents(database), new SqliteRecordings(database), history);
     this.database = database;
     this.counterRows = new SqliteCounters(database);
+    this.sessionRows = new SqliteSessions(database);
   }
 
   async close(): Promise<void> {

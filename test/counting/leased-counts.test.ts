@@ -1,16 +1,14 @@
 /**
- * Exact counting with leases on a real PostgreSQL (server/leased-counts.ts): a replica
+ * Exact counting with leases on a real PostgreSQL (src/counting/leased-counts.ts): a replica
  * counts most steps from room leased under the limit, gives back what it did not use, and
  * a step that only another replica's unused lease keeps out waits for it instead of being
  * refused, so replicas together still admit exactly the limit.
  */
 import { describe, expect, it } from 'vitest';
-import type { CountAnswer, CountRequest } from '../../src/evaluators/types.js';
-import { usedAt } from '../../src/evaluators/counting/window.js';
-import { LEASE_MS, LeasedCounts } from '../../src/server/leased-counts.js';
+import { LEASE_MS, LeasedCounts, usedAt, type CountAnswer, type CountRequest } from '../../src/counting/index.js';
 import type { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import type { LeaseTerms, SharedCounterStore } from '../../src/store/types.js';
-import { pgRequired, pgSuiteTitle, pgUnreachable, storeOpener } from './pg.js';
+import { pgRequired, pgSuiteTitle, pgUnreachable, storeOpener } from '../replicas/pg.js';
 
 const unreachable = await pgUnreachable();
 const { open, lastSchema } = storeOpener('guard_lease', unreachable);

@@ -3,13 +3,11 @@
  * (long windows written through to the SQLite file), or PostgreSQL's shared table for
  * replicas. Made per app (buildApp), with what stats, the dashboard and /metrics read.
  */
-import { keyCapMessage, MemoryCounters, type CounterUsage } from '../evaluators/counting/memory-counters.js';
-import type { CountAnswer, CountRequest, Counters } from '../evaluators/types.js';
-import { usedAt } from '../evaluators/counting/window.js';
-import type { SharedCounterStore, Store } from '../store/types.js';
-import type { ServerConfig } from './config.js';
 import { ApproximateCounts } from './approximate-counts.js';
 import { LeasedCounts } from './leased-counts.js';
+import { keyCapMessage, MemoryCounters } from './memory-counters.js';
+import type { CountAnswer, CounterRowStore, CounterUsage, CountRequest, Counters, SharedCounterStore } from './types.js';
+import { usedAt } from './window.js';
 
 export interface ServerCounters extends Counters {
   /** Keys with something in their window, with their use and limit. */
@@ -22,12 +20,24 @@ export interface ServerCountersOptions {
   now?: () => number;
 }
 
+/** Where a store keeps counts: the SQLite file's rows, or PostgreSQL's shared table (store/types.ts Store). */
+export interface CounterStores {
+  readonly counterRows?: CounterRowStore;
+  readonly sharedCounters?: SharedCounterStore;
+}
+
+/** GUARD_COUNTER_MAX_KEYS and GUARD_COUNTER_TIMEOUT_MS (server/config.ts). */
+export interface CounterLimits {
+  readonly counterMaxKeys: number;
+  readonly counterTimeoutMs?: number;
+}
+
 /** Idle rows of the shared table are deleted (and the keys counted) this often. */
 const PRUNE_INTERVAL_MS = 60_000;
 
 export function createServerCounters(
-  store: Store,
-  config: Pick<ServerConfig, 'counterMaxKeys'> & Partial<Pick<ServerConfig, 'counterTimeoutMs'>>,
+  store: CounterStores,
+  config: CounterLimits,
   options: ServerCountersOptions = {},
 ): ServerCounters {
   const now = options.now ?? Date.now;

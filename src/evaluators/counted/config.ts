@@ -4,9 +4,9 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { CompileSite, CountAnswer, CountRequest, EvaluatorDefinition, EvaluatorOutcome, StepContext } from '../types.js';
+import { parseWindow, type CountAnswer, type CounterKind, type CountRequest } from '../../counting/index.js';
+import type { CompileSite, EvaluatorDefinition, EvaluatorOutcome, StepContext } from '../types.js';
 import { parseStepPath, readStepPath, type StepPath } from './paths.js';
-import { parseWindow } from './window.js';
 
 /** Longer key values are counted under a digest, so a 10 KB key costs what a short one does. */
 export const MAX_KEY_LENGTH = 128;
@@ -56,7 +56,7 @@ export function keyOf(path: StepPath | null, ctx: StepContext): string {
 }
 
 export interface CountingCheckSpec {
-  kind: 'rate' | 'budget';
+  kind: CounterKind;
   windowText: string;
   windowMs: number;
   max: number;
@@ -65,6 +65,8 @@ export interface CountingCheckSpec {
   site: CompileSite | undefined;
   /** The amount this step adds (rate: 1); throws for a step it cannot count. */
   amountOf: (ctx: StepContext) => number;
+  /** The key, where it is not keyOf's (repeat: per session); null: the step is not counted. */
+  keyOf?: (ctx: StepContext) => string | null;
 }
 
 /** The counter a control (or one leaf of a condition tree) counts in. */
@@ -79,7 +81,8 @@ const UNDER: EvaluatorOutcome = Object.freeze({ matched: false, confidence: 1, m
 /** The check: counts the step and matches when it is over the limit. */
 export function countingCheck(spec: CountingCheckSpec) {
   const { control_id, counter } = counterOf(spec.site);
-  const unit = spec.kind === 'rate' ? 'steps' : 'spent';
+  const unit = UNITS[spec.kind];
+  const keyOfStep = spec.keyOf ?? ((ctx: StepContext) => keyOf(spec.key, ctx));
   const outcomeOf = (answer: CountAnswer): EvaluatorOutcome => {
     if (!answer.over) return UNDER;
     return {
@@ -93,14 +96,16 @@ export function countingCheck(spec: CountingCheckSpec) {
     if (ctx?.counters === undefined) {
       throw new Error(`the ${spec.kind} evaluator counts steps on the server; no counters here`);
     }
+    const key = keyOfStep(ctx);
+    if (key === null) return UNDER;
     const request: CountRequest = {
       control_id,
       counter,
-      key: keyOf(spec.key, ctx),
+      key,
       window_ms: spec.windowMs,
       amount: spec.amountOf(ctx),
       max: spec.max,
-      always: spec.kind === 'rate',
+      always: spec.kind !== 'budget',
       kind: spec.kind,
       consistency: spec.consistency,
     };
@@ -108,6 +113,8 @@ export function countingCheck(spec: CountingCheckSpec) {
     return answer instanceof Promise ? answer.then(outcomeOf) : outcomeOf(answer);
   };
 }
+
+const UNITS: Record<CounterKind, string> = { rate: 'steps', budget: 'spent', repeat: 'repeats' };
 
 function formatAmount(n: number): string {
   return Number.isInteger(n) ? String(n) : n.toFixed(2);

@@ -7,8 +7,7 @@
  * decides: deny controls fail closed), never a reset. One control flooded with keys
  * leaves every other control counting.
  */
-import type { CounterRow } from '../../model/counter.js';
-import type { CountAnswer, CountRequest, Counters } from '../types.js';
+import type { CountAnswer, CounterRow, CounterRowStore, CounterUsage, CountRequest, Counters } from './types.js';
 import { emptyState, idleAfter, take, usedAt, type WindowState } from './window.js';
 
 /** Windows at least this long are written through to the persistence. */
@@ -17,32 +16,8 @@ export const PERSIST_MIN_WINDOW_MS = 3_600_000;
 /** Keys held at most per control, unless configured. */
 export const DEFAULT_MAX_KEYS = 100_000;
 
-export type { CounterRow };
-
 /** Where counters of long windows are kept across restarts (store/sqlite/counters.ts). */
-export interface CounterPersistence {
-  /** Every row not yet expired at `now`. */
-  loadCounters(now: number): CounterRow[];
-  saveCounter(row: CounterRow): void;
-  /** Deletes rows expired before `now`. */
-  deleteExpiredCounters(now: number): void;
-}
-
-/** A key's use, for stats, the dashboard and metrics. */
-export interface CounterUsage {
-  control_id: number;
-  counter: string;
-  key: string;
-  kind: 'rate' | 'budget';
-  window_ms: number;
-  used: number;
-  max: number;
-}
-
-/** What stats and metrics read from any counters. */
-export interface CounterReport {
-  usage(): CounterUsage[] | Promise<CounterUsage[]>;
-}
+export type CounterPersistence = CounterRowStore;
 
 export interface MemoryCountersOptions {
   now?: () => number;
@@ -55,7 +30,7 @@ interface Entry {
   state: WindowState;
 }
 
-export class MemoryCounters implements Counters, CounterReport {
+export class MemoryCounters implements Counters {
   readonly #entries = new Map<string, Entry>();
   /** Keys held per control id. */
   readonly #perControl = new Map<number, number>();

@@ -7,8 +7,7 @@
  * admit for the key between two flushes: with R replicas, at most (R - 1) times the
  * limit within one flush interval, and nothing once every replica has flushed.
  */
-import type { CountAnswer, CountRequest } from '../evaluators/types.js';
-import type { SharedCounterStore } from '../store/types.js';
+import type { CountAnswer, CountRequest, SharedCounterStore } from './types.js';
 
 export const FLUSH_INTERVAL_MS = 100;
 
@@ -30,7 +29,7 @@ export class ApproximateCounts {
   constructor(
     private readonly shared: SharedCounterStore,
     private readonly now: () => number,
-    /** Whether a new key of this control may be counted (its key cap: counters.ts). */
+    /** Whether a new key of this control may be counted (its key cap: server-counters.ts). */
     private readonly allowNew: (controlId: number) => boolean,
   ) {
     this.#timer = setInterval(() => void this.flush(), FLUSH_INTERVAL_MS);

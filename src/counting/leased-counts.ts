@@ -21,8 +21,7 @@
  * no lease to a busy key (its room is small), that key's steps are counted one statement
  * per batch as without leases, until LEASE_MS has passed.
  */
-import type { CountAnswer, CountRequest } from '../evaluators/types.js';
-import type { LeaseTerms, SharedCountAnswer, SharedCounterStore } from '../store/types.js';
+import type { CountAnswer, CountRequest, LeaseTerms, SharedCountAnswer, SharedCounterStore } from './types.js';
 
 /** How long a granted lease stays counted as unused room another replica may wait for. */
 export const LEASE_MS = 100;
@@ -65,7 +64,7 @@ export class LeasedCounts {
   constructor(
     private readonly shared: SharedCounterStore,
     private readonly now: () => number,
-    /** Whether a new key of this control may be counted (its key cap: counters.ts). */
+    /** Whether a new key of this control may be counted (its key cap: server-counters.ts). */
     private readonly allowNew: (controlId: number) => boolean,
     /** Longest a step may wait, retries behind other replicas' leases included (ms). */
     private readonly timeoutMs: number,

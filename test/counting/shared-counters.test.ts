@@ -6,12 +6,10 @@
  */
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import type { CountRequest } from '../../src/evaluators/types.js';
-import { createServerCounters } from '../../src/server/counters.js';
-import { ApproximateCounts } from '../../src/server/approximate-counts.js';
+import { ApproximateCounts, createServerCounters, type CountRequest } from '../../src/counting/index.js';
 import type { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import type { SharedCounterStore } from '../../src/store/types.js';
-import { pgRequired, pgSuiteTitle, pgUnreachable, pgUrl, schemaUrl, storeOpener } from './pg.js';
+import { pgRequired, pgSuiteTitle, pgUnreachable, pgUrl, schemaUrl, storeOpener } from '../replicas/pg.js';
 
 const unreachable = await pgUnreachable();
 const { open, lastSchema } = storeOpener('guard_cnt', unreachable);

@@ -1,0 +1,151 @@
+/**
+ * Sessions (issue #37):
+ * - POST /api/v1/evaluation throughput with two session-aware controls in scope and a
+ *   session_id on every step (each step reads and counts its session; SQLite: in memory,
+ *   written through; PostgreSQL: one statement per step), against the same 10 benchmark
+ *   controls without them, each server in its own process, paired rounds over
+ *   PROCESS_PAIRS fresh pairs of processes as in bench/budgets.ts. Both get the same body.
+ * - a label added through replica A to the decision on replica B: two server processes on
+ *   one PostgreSQL schema; a step on A adds a label to a fresh session, then the next step
+ *   of that session goes to B, which must deny. Reported: the median time from A's answer
+ *   to B's deny, and how many of the B steps were decided by the label.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { median, type Benchmark, type BenchRow, type BenchSection } from './harness.js';
+import { EVALUATION_BODY, LOAD, pairedAcrossProcesses, PROCESS_PAIRS, ROUNDS, type AcrossProcesses } from './server.js';
+import { startServerProcess } from './server-process.js';
+
+const PG_URL = process.env.GUARD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** The benchmark step in one session: the same for both servers of a pair. */
+const SESSION_BODY = JSON.stringify({ ...(JSON.parse(EVALUATION_BODY) as object), session_id: 'bench-session' });
+
+async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+async function freshSchema(schemas: string[]): Promise<string> {
+  const schema = `guard_bench_sess_${randomBytes(5).toString('hex')}`;
+  schemas.push(schema);
+  await admin((c) => c.query(`CREATE SCHEMA "${schema}"`));
+  const url = new URL(PG_URL);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return url.toString();
+}
+
+async function dropSchemas(schemas: string[]): Promise<void> {
+  await admin(async (c) => {
+    for (const s of schemas.splice(0)) await c.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
+  });
+}
+
+const pgReachable = () => admin(async () => true).catch(() => false);
+
+const setting = `${LOAD.connections} connections, every step in one session; in each of ${PROCESS_PAIRS} pairs of fresh processes, ${ROUNDS.rounds} rounds of ${ROUNDS.seconds} s between two runs of the set without them; medians`;
+
+function rows(where: string, goal: number, r: AcrossProcesses): BenchRow[] {
+  return [
+    { name: `${where}: evaluation, 10 controls in scope (baseline)`, value: Math.round(r.baseRps), unit: 'req/s', note: setting },
+    { name: `${where}: evaluation, the same plus two session-aware controls`, value: Math.round(r.serverRps), unit: 'req/s', note: setting },
+    {
+      name: `${where}: session-aware / without`,
+      value: r.ratio,
+      unit: 'ratio',
+      goal: `>= ${goal}`,
+      pass: r.ratio >= goal,
+      note: `median over ${PROCESS_PAIRS} pairs of processes; each pair's median: ${r.pairRatios.map((x) => x.toFixed(2)).join(', ')}`,
+    },
+  ];
+}
+
+async function sqliteThroughput(): Promise<BenchRow[]> {
+  const r = await pairedAcrossProcesses(() => ({ kind: 'guard', controls: 10 }), () => ({ kind: 'guard', controls: 10, sessions: true }), PROCESS_PAIRS, SESSION_BODY);
+  return rows('SQLite sessions', 0.85, r);
+}
+
+async function postgresThroughput(): Promise<BenchRow[]> {
+  if (!(await pgReachable())) return [{ name: 'PostgreSQL sessions: throughput', value: 0, unit: '', note: `skipped: ${PG_URL} unreachable` }];
+  const schemas: string[] = [];
+  try {
+    const r = await pairedAcrossProcesses(
+      async () => ({ kind: 'guard', controls: 10, databaseUrl: await freshSchema(schemas) }),
+      async () => ({ kind: 'guard', controls: 10, sessions: true, databaseUrl: await freshSchema(schemas) }),
+      PROCESS_PAIRS,
+      SESSION_BODY,
+    );
+    return rows('PostgreSQL sessions', 0.6, r);
+  } finally {
+    await dropSchemas(schemas);
+  }
+}
+
+const HANDOFFS = 200;
+
+async function labelAcrossReplicas(): Promise<BenchRow[]> {
+  if (!(await pgReachable())) return [{ name: 'PostgreSQL sessions: label on A to decision on B', value: 0, unit: '', note: `skipped: ${PG_URL} unreachable` }];
+  const schemas: string[] = [];
+  const url = await freshSchema(schemas);
+  const a = await startServerProcess({ kind: 'guard', controls: 1, sessions: true, databaseUrl: url });
+  const b = await startServerProcess({ kind: 'guard', controls: 1, databaseUrl: url, seed: false });
+  try {
+    const base = JSON.parse(EVALUATION_BODY) as { step: { input: { query: string } } };
+    const send = async (target: string, session: string, query: string) => {
+      const body = JSON.stringify({ ...base, session_id: session, step: { ...base.step, input: { ...base.step.input, query } } });
+      const res = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      return ((await res.json()) as { decision: string }).decision;
+    };
+    // B learns of A's controls through replica sync: wait until it applies them.
+    for (let tries = 0; (await send(b.url, 'warm-up', 'COPY t TO PROGRAM x')) !== 'allow' || (await send(b.url, 'warm-up', 'select 1')) !== 'deny'; tries++) {
+      if (tries > 100) throw new Error('replica B never saw the session controls');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const times: number[] = [];
+    let decided = 0;
+    for (let i = 0; i < HANDOFFS; i++) {
+      const session = `handoff-${i}`;
+      await send(a.url, session, 'COPY t TO PROGRAM x');
+      const t0 = performance.now();
+      if ((await send(b.url, session, 'select 1')) === 'deny') decided++;
+      times.push(performance.now() - t0);
+    }
+    return [
+      {
+        name: 'PostgreSQL sessions: label added on A to the decision on B',
+        value: median(times),
+        unit: 'ms',
+        note: `median of ${HANDOFFS}: from A's answer (the label stored) to B's answer on the session's next step (one HTTP request); decided by the label at the very next step: ${decided} of ${HANDOFFS}`,
+      },
+    ];
+  } finally {
+    await b.close();
+    await a.close();
+    await dropSchemas(schemas);
+  }
+}
+
+export const benchmarks: Benchmark[] = [
+  { name: 'sessions: SQLite throughput', run: sqliteThroughput },
+  { name: 'sessions: PostgreSQL throughput', run: postgresThroughput },
+  { name: 'sessions: PostgreSQL label on A to decision on B', run: labelAcrossReplicas },
+];
+
+export const section: BenchSection = {
+  name: 'Sessions',
+  chapter: 'Server',
+  method: `POST /api/v1/evaluation with two session-aware controls in scope and a \`session_id\` on
+every step (each step reads and counts its session; SQLite keeps sessions in memory and writes
+them through, PostgreSQL spends one statement per step), against the same benchmark controls
+without them (the baseline), each server in a process of its own, in paired rounds over fresh
+pairs of processes as in the budgets section; both get the same body. Across replicas: two
+server processes on one PostgreSQL schema; a step on A adds a label to a fresh session, the
+next step of that session goes to B, which must deny; reported is the median time from A's
+answer to B's deny.`,
+  benchmarks,
+};

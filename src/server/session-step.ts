@@ -1,0 +1,69 @@
+/**
+ * One step of a session on the evaluation route (docs/sessions.md): the session's labels
+ * are read (and the step counted) before the step is evaluated, and the labels its matches
+ * added are stored before the answer goes out, so the session's next step, on any replica,
+ * sees them. A failure to read or store them fails the request (a 5xx the client's fail
+ * mode handles), never an answer given as if the session had no labels.
+ */
+import { evaluateStep, sessionOutcome, type CompiledControlSet, type EvaluateOptions, type EvaluationOutcome } from '../engine/index.js';
+import type { EvaluationRequest, EvaluationResult } from '../model/index.js';
+import type { SessionState } from '../sessions/index.js';
+
+export async function evaluateInSession(
+  set: CompiledControlSet,
+  body: EvaluationRequest,
+  sessionId: string,
+  base: EvaluateOptions,
+  sessions: SessionState,
+): Promise<EvaluationOutcome> {
+  const begun = await sessions.begin(body.agent_name, sessionId);
+  if (begun === null) {
+    // GUARD_SESSION_MAX reached and this would be a new session: no labels can be kept
+    // for it. A set whose session-aware controls could deny or steer fails closed; one
+    // whose session-aware controls only allow, warn or log runs without the session.
+    if (failsClosedAtBound(set)) return { result: sessionLimitResult(), executions: [] };
+    const pending = evaluateStep(set, body.step, body.stage, base);
+    return pending instanceof Promise ? await pending : pending;
+  }
+  const session = { id: sessionId, labels: begun.labels };
+  const options: EvaluateOptions = {
+    execution: base.execution,
+    collectExecutions: base.collectExecutions,
+    excerpts: base.excerpts,
+    agentName: body.agent_name,
+    counters: base.counters,
+    session,
+  };
+  const pending = evaluateStep(set, body.step, body.stage, options);
+  const outcome = pending instanceof Promise ? await pending : pending;
+  const { result, added } = sessionOutcome(outcome.result, set, session);
+  await sessions.add(body.agent_name, sessionId, begun, added, body.stage, body.step.name);
+  return { result, executions: outcome.executions };
+}
+
+function failsClosedAtBound(set: CompiledControlSet): boolean {
+  return set.controls.some((c) => c.sessionAware && !c.shadow && c.onError === 'deny');
+}
+
+/** The answer for a step that would start a session beyond GUARD_SESSION_MAX (like the depth limit: control_id 0). */
+export function sessionLimitResult(): EvaluationResult {
+  const message = 'the server holds as many sessions as GUARD_SESSION_MAX allows, so this new session cannot be kept; the step is denied';
+  return {
+    is_safe: false,
+    decision: 'deny',
+    confidence: 1,
+    steering_context: null,
+    matches: [
+      {
+        control_id: 0,
+        control_name: 'session-limit',
+        action: 'deny',
+        result: { matched: true, confidence: 1, message, metadata: null },
+        error: message,
+      },
+    ],
+    errors: [],
+    non_matches: [],
+    shadow_matches: [],
+  };
+}

@@ -1,0 +1,22 @@
+/**
+ * Sessions (docs/sessions.md): the labels steps of one agent's session share. In memory
+ * for one server (written through to the SQLite file), on PostgreSQL for replicas.
+ */
+import type { SessionRowStore, SharedSessionStore } from '../store/types.js';
+import { MemorySessions } from './memory-sessions.js';
+import { SharedSessions } from './shared-sessions.js';
+import type { SessionSettings, SessionState } from './types.js';
+
+export type { NewLabel, SessionSettings, SessionState, SessionStep } from './types.js';
+export { MemorySessions } from './memory-sessions.js';
+export { SharedSessions } from './shared-sessions.js';
+
+/** The sessions of a server made from its store (store/types.ts Store). */
+export function createSessionState(
+  store: { readonly sessionRows?: SessionRowStore; readonly sharedSessions?: SharedSessionStore },
+  settings: SessionSettings,
+  now: () => number = Date.now,
+): SessionState {
+  if (store.sharedSessions) return new SharedSessions(store.sharedSessions, settings, now);
+  return new MemorySessions(settings, store.sessionRows, now);
+}

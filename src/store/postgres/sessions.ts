@@ -1,0 +1,121 @@
+/**
+ * Sessions shared by the replicas (docs/sessions.md), exact: a step's labels are read in
+ * the statement that counts the step, after every label added by an answered step was
+ * committed, so a label added through one replica decides on another at the very next
+ * step. Concurrent steps of one session update its row under the row's lock (the step
+ * count never loses one), and labels are added by an upsert keyed by label (two steps
+ * adding labels at once both keep theirs).
+ */
+import type { SharedSessionStep, SharedSessionStore, StoredSession, StoredSessionLabel } from '../types.js';
+import type { PostgresDatabase } from './database.js';
+
+/**
+ * One statement per step: a new session takes a slot in session_count (refused at `max`:
+ * no row comes back); an existing one counts the step, and starts a new epoch when it was
+ * idle past its TTL. Two steps starting the same new session at once may both take a
+ * slot: the count is one high until the next prune recounts it.
+ */
+const BEGIN_STEP = `
+  WITH prev AS (
+    SELECT 1 FROM sessions WHERE agent_name = $1 AND session_id = $2
+  ), slot AS (
+    UPDATE session_count SET n = n + 1 WHERE id = 1 AND NOT EXISTS (SELECT 1 FROM prev) AND n < $5 RETURNING n
+  ), up AS (
+    INSERT INTO sessions AS s (agent_name, session_id, epoch, first_seen, last_seen, steps)
+      SELECT $1, $2, 0, $3, $3, 1 WHERE EXISTS (SELECT 1 FROM prev) OR EXISTS (SELECT 1 FROM slot)
+    ON CONFLICT (agent_name, session_id) DO UPDATE SET
+      epoch = CASE WHEN s.last_seen <= $4 THEN s.epoch + 1 ELSE s.epoch END,
+      first_seen = CASE WHEN s.last_seen <= $4 THEN $3 ELSE s.first_seen END,
+      steps = CASE WHEN s.last_seen <= $4 THEN 1 ELSE s.steps + 1 END,
+      last_seen = GREATEST(s.last_seen, $3)
+    RETURNING s.epoch
+  )
+  SELECT up.epoch, coalesce((SELECT array_agg(l.label) FROM session_labels l
+    WHERE l.agent_name = $1 AND l.session_id = $2 AND l.epoch = up.epoch), '{}') AS labels
+  FROM up`;
+
+/** A label already there (same epoch) keeps its first adder; one of an earlier epoch is replaced. */
+const ADD_LABELS = `
+  INSERT INTO session_labels (agent_name, session_id, label, epoch, control_id, control_name, stage, step_name, added_at)
+    SELECT $1, $2, u.label, $3, u.control_id, u.control_name, u.stage, u.step_name, u.added_at
+    FROM unnest($4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::double precision[])
+      AS u(label, control_id, control_name, stage, step_name, added_at)
+  ON CONFLICT (agent_name, session_id, label) DO UPDATE SET epoch = excluded.epoch, control_id = excluded.control_id,
+    control_name = excluded.control_name, stage = excluded.stage, step_name = excluded.step_name, added_at = excluded.added_at
+    WHERE session_labels.epoch < excluded.epoch`;
+
+interface SessionDbRow {
+  epoch: number;
+  first_seen: number;
+  last_seen: number;
+  steps: string;
+}
+
+interface LabelDbRow {
+  label: string;
+  control_id: string;
+  control_name: string;
+  stage: string;
+  step_name: string;
+  added_at: number;
+}
+
+export class PostgresSessions implements SharedSessionStore {
+  constructor(private readonly database: PostgresDatabase) {}
+
+  async beginSessionStep(agentName: string, sessionId: string, now: number, expiredBefore: number, max: number): Promise<SharedSessionStep | null> {
+    const rows = await this.database.query<{ epoch: number; labels: string[] }>(BEGIN_STEP, [agentName, sessionId, now, expiredBefore, max]);
+    const row = rows[0];
+    return row === undefined ? null : { epoch: row.epoch, labels: row.labels };
+  }
+
+  async addSessionLabels(agentName: string, sessionId: string, epoch: number, labels: readonly StoredSessionLabel[]): Promise<void> {
+    if (labels.length === 0) return;
+    await this.database.query(ADD_LABELS, [
+      agentName,
+      sessionId,
+      epoch,
+      labels.map((l) => l.label),
+      labels.map((l) => l.control_id),
+      labels.map((l) => l.control_name),
+      labels.map((l) => l.stage),
+      labels.map((l) => l.step_name),
+      labels.map((l) => l.added_at),
+    ]);
+  }
+
+  async readSession(agentName: string, sessionId: string, expiredBefore: number): Promise<StoredSession | null> {
+    const sessions = await this.database.query<SessionDbRow>(
+      'SELECT epoch, first_seen, last_seen, steps FROM sessions WHERE agent_name = $1 AND session_id = $2 AND last_seen > $3',
+      [agentName, sessionId, expiredBefore],
+    );
+    const session = sessions[0];
+    if (session === undefined) return null;
+    const labels = await this.database.query<LabelDbRow>(
+      `SELECT label, control_id, control_name, stage, step_name, added_at FROM session_labels
+        WHERE agent_name = $1 AND session_id = $2 AND epoch = $3 ORDER BY added_at, label`,
+      [agentName, sessionId, session.epoch],
+    );
+    return {
+      agent_name: agentName,
+      session_id: sessionId,
+      first_seen: session.first_seen,
+      last_seen: session.last_seen,
+      steps: Number(session.steps),
+      labels: labels.map((l) => ({ ...l, control_id: Number(l.control_id), stage: l.stage === 'post' ? 'post' : 'pre' })),
+    };
+  }
+
+  async pruneSessions(expiredBefore: number): Promise<number> {
+    return this.database.write(async (tx) => {
+      await this.database.rows(tx, 'DELETE FROM sessions WHERE last_seen <= $1', [expiredBefore]);
+      await this.database.rows(
+        tx,
+        `DELETE FROM session_labels l WHERE NOT EXISTS (SELECT 1 FROM sessions s
+          WHERE s.agent_name = l.agent_name AND s.session_id = l.session_id AND s.epoch = l.epoch)`,
+      );
+      const left = await this.database.rows<{ n: string }>(tx, 'UPDATE session_count SET n = (SELECT count(*) FROM sessions) WHERE id = 1 RETURNING n');
+      return Number(left[0]?.n ?? 0);
+    });
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * Sessions on PostgreSQL shared by two replicas (two real apps on one schema): a label
+ * added through A decides on B at the very next step; concurrent steps of many sessions
+ * through both replicas lose no label and no count; repeat counts across replicas; the
+ * bound holds for a flood spread over both; TTL expiry with an injected clock.
+ */
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { SharedSessions } from '../../src/sessions/index.js';
+import { createSchema, dropSchemas, pgRequired, pgSuiteTitle, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
+import { startPgApp, until, type PgApp } from './pg-app.js';
+
+const unreachable = await pgUnreachable();
+const schemas: string[] = [];
+const apps: PgApp[] = [];
+const opener = storeOpener('guard_sess', unreachable);
+afterEach(async () => {
+  for (const app of apps.splice(0)) await app.close();
+});
+afterAll(async () => {
+  if (!unreachable) await dropSchemas(schemas);
+});
+
+const on = (names: string[], stage: 'pre' | 'post', action: Record<string, unknown>, scope: Record<string, unknown> = {}) => ({
+  scope: { step_types: ['tool'], step_names: names, stages: [stage], ...scope },
+  selector: { path: 'name' },
+  evaluator: { name: 'regex', config: { pattern: '.' } },
+  action,
+});
+
+async function twoReplicas(env: Record<string, string> = {}): Promise<[PgApp, PgApp]> {
+  const schema = await createSchema(schemas);
+  const a = await startPgApp(schemaUrl(schema), env);
+  apps.push(a);
+  const b = await startPgApp(schemaUrl(schema), env);
+  apps.push(b);
+  return [a, b];
+}
+
+async function link(app: PgApp, agent: string, controls: Record<string, unknown>): Promise<void> {
+  await app.app.inject({ method: 'POST', url: '/api/v1/agents/initAgent', payload: { agent_name: agent } });
+  for (const [name, data] of Object.entries(controls)) {
+    const created = await app.app.inject({ method: 'PUT', url: '/api/v1/controls', payload: { name, data } });
+    expect(created.statusCode, created.body).toBe(201);
+    const id = created.json<{ control_id: number }>().control_id;
+    expect((await app.app.inject({ method: 'POST', url: `/api/v1/agents/${agent}/controls/${id}`, payload: {} })).statusCode).toBe(200);
+  }
+}
+
+interface Answer {
+  decision: string;
+  session?: { id: string; labels: string[] };
+  matches: Array<{ control_name: string }>;
+}
+
+async function evaluate(app: PgApp, name: string, stage: 'pre' | 'post', session: string, input: unknown = {}): Promise<Answer> {
+  const res = await app.app.inject({
+    method: 'POST',
+    url: '/api/v1/evaluation',
+    payload: { agent_name: 'mail-bot', stage, session_id: session, step: { type: 'tool', name, input } },
+  });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json<Answer>();
+}
+
+const EXFILTRATION = {
+  'mark-untrusted': on(['fetch_url'], 'post', { decision: 'log', session_labels: ['untrusted_content'] }),
+  'mark-private': on(['get_customer'], 'post', { decision: 'log', session_labels: ['private_data'] }),
+  'block-exfiltration': on(['send_email'], 'pre', { decision: 'deny' }, { session_labels: ['untrusted_content', 'private_data'] }),
+};
+
+/** Waits until replica `b` has the agent's controls (replica sync). */
+async function synced(b: PgApp, count: number): Promise<void> {
+  await until(async () => {
+    const res = await b.app.inject({ method: 'GET', url: '/api/v1/agents/mail-bot' });
+    return res.statusCode === 200 && res.json<{ controls: unknown[] }>().controls.length === count;
+  }, 'replica B to see the controls');
+}
+
+describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('sessions shared by replicas', unreachable), () => {
+  it('a label added through replica A decides on replica B at the very next step', async () => {
+    const [a, b] = await twoReplicas();
+    await link(a, 'mail-bot', EXFILTRATION);
+    await synced(b, 3);
+    await evaluate(a, 'fetch_url', 'post', 's1');
+    expect((await evaluate(b, 'send_email', 'pre', 's1')).decision).toBe('allow');
+    await evaluate(b, 'get_customer', 'post', 's1');
+    const denied = await evaluate(a, 'send_email', 'pre', 's1');
+    expect(denied.decision).toBe('deny');
+    expect(denied.session!.labels).toEqual(['private_data', 'untrusted_content']);
+    const info = await b.app.inject({ method: 'GET', url: '/api/v1/sessions/s1?agent_name=mail-bot' });
+    expect(info.json()).toMatchObject({ steps: 4, labels: [{ label: 'untrusted_content', step_name: 'fetch_url' }, { label: 'private_data', step_name: 'get_customer' }] });
+  });
+
+  it('concurrent steps of many sessions through both replicas lose no label and no step', async () => {
+    const [a, b] = await twoReplicas();
+    const labels = Array.from({ length: 8 }, (_, i) => `l${i}`);
+    await link(a, 'mail-bot', Object.fromEntries(labels.map((l) => [`mark-${l}`, on([`tool_${l}`], 'post', { decision: 'log', session_labels: [l] })])));
+    await synced(b, labels.length);
+    const sessions = Array.from({ length: 6 }, (_, i) => `c${i}`);
+    // Every session gets each label once, from alternating replicas, all at once.
+    await Promise.all(sessions.flatMap((s) => labels.map((l, i) => evaluate(i % 2 === 0 ? a : b, `tool_${l}`, 'post', s))));
+    for (const s of sessions) {
+      const info = (await a.app.inject({ method: 'GET', url: `/api/v1/sessions/${s}?agent_name=mail-bot` })).json<{ steps: number; labels: Array<{ label: string }> }>();
+      expect(info.steps).toBe(labels.length);
+      expect(info.labels.map((l) => l.label).sort()).toEqual(labels);
+    }
+  });
+
+  it('repeat counts one session across replicas exactly', async () => {
+    const [a, b] = await twoReplicas();
+    await link(a, 'mail-bot', {
+      loop: { scope: { stages: ['pre'] }, selector: { path: 'input' }, evaluator: { name: 'repeat', config: { max: 5, window: '10m' } }, action: { decision: 'deny' } },
+    });
+    await synced(b, 1);
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => evaluate(i % 2 === 0 ? a : b, 'search', 'pre', 'loop', { q: 'x' })));
+    expect(answers.filter((r) => r.decision === 'allow')).toHaveLength(5);
+  });
+
+  it('a flood of new session ids over both replicas stays within GUARD_SESSION_MAX; held sessions keep deciding', async () => {
+    const [a, b] = await twoReplicas({ GUARD_SESSION_MAX: '4' });
+    await link(a, 'mail-bot', EXFILTRATION);
+    await synced(b, 3);
+    await evaluate(a, 'fetch_url', 'post', 'held');
+    await evaluate(b, 'get_customer', 'post', 'held');
+    const flood = await Promise.all(Array.from({ length: 30 }, (_, i) => evaluate(i % 2 === 0 ? a : b, 'fetch_url', 'post', `flood-${i}`)));
+    expect(flood.filter((r) => r.session !== undefined).length).toBeLessThanOrEqual(3);
+    expect(flood.filter((r) => r.session === undefined).every((r) => r.decision === 'deny' && r.matches[0]!.control_name === 'session-limit')).toBe(true);
+    expect((await evaluate(b, 'send_email', 'pre', 'held')).decision).toBe('deny');
+  });
+
+  it('forgets a session idle past its TTL (injected clock), and prunes it', async () => {
+    const store = await opener.open();
+    let now = 1_000_000;
+    const sessions = new SharedSessions(store.sharedSessions, { sessionTtlMs: 60_000, sessionMax: 10 }, () => now);
+    const step = (await sessions.begin('bot', 'ttl'))!;
+    await sessions.add('bot', 'ttl', step, [{ label: 'seen', control_id: 1, control_name: 'mark' }], 'post', 'fetch_url');
+    now += 59_000;
+    expect([...(await sessions.begin('bot', 'ttl'))!.labels]).toEqual(['seen']);
+    now += 60_001;
+    expect([...(await sessions.begin('bot', 'ttl'))!.labels]).toEqual([]);
+    expect((await sessions.info('bot', 'ttl'))!.steps).toBe(1);
+    now += 60_001;
+    expect(await sessions.info('bot', 'ttl')).toBeNull();
+    await sessions.prune();
+    expect(await store.sharedSessions.pruneSessions(now - 60_000)).toBe(0);
+    await sessions.close();
+  });
+});
