@@ -30,6 +30,8 @@ export interface Totals {
   allow: number;
   deny: number;
   steer: number;
+  /** Steps waiting for a person's approval (decision ask). */
+  ask: number;
 }
 
 export interface RateState {
@@ -99,7 +101,7 @@ export type Action =
   | { type: 'filter/set'; text: string }
   | { type: 'limits/received'; limits: LimitUse[] };
 
-const emptyTotals = (): Totals => ({ events: 0, allow: 0, deny: 0, steer: 0 });
+const emptyTotals = (): Totals => ({ events: 0, allow: 0, deny: 0, steer: 0, ask: 0 });
 const emptyRate = (): RateState => ({ buckets: [], since: null, perSecond: 0 });
 
 export function initialState(options: { capacity?: number; filter?: string } = {}): DashboardState {

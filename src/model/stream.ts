@@ -6,7 +6,7 @@ import { SteeringContextSchema } from './control.js';
 const SummaryMatchSchema = z.strictObject({
   control_id: z.number().int(),
   control_name: z.string(),
-  action: z.enum(['allow', 'deny', 'steer', 'warn', 'log']),
+  action: z.enum(['allow', 'deny', 'steer', 'ask', 'warn', 'log']),
   message: z.string().nullable(),
   steering_context: SteeringContextSchema.nullable(),
   /** The selected value the control looked at, truncated to 200 characters. */
@@ -28,7 +28,7 @@ export const EvaluationSummarySchema = z.strictObject({
   step_name: z.string(),
   step_type: StepTypeSchema,
   stage: StageSchema,
-  decision: z.enum(['allow', 'deny', 'steer']),
+  decision: z.enum(['allow', 'deny', 'steer', 'ask']),
   /** Engine time for the whole step, in milliseconds. */
   duration_ms: z.number(),
   /** How many controls were evaluated. */

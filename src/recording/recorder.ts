@@ -43,7 +43,7 @@ export interface RecordInput {
   agent_name: string;
   stage: Stage;
   step: Step;
-  decision: 'allow' | 'deny' | 'steer';
+  decision: 'allow' | 'deny' | 'steer' | 'ask';
 }
 
 export class StepRecorder {

@@ -9,11 +9,11 @@ import { ApiError } from '../errors.js';
 import { createDefaultRegistry, type EvaluatorRegistry } from '../evaluators/registry.js';
 import type { ControlRecord, EvaluationResult, Stage } from '../model/index.js';
 import { buildControlSet, type AgentControlSet } from './control-set.js';
-import { ControlSteerError, ControlViolationError, GuardUnavailableError, stepRefusalOf } from './errors.js';
+import { ApprovalError, ControlSteerError, ControlViolationError, GuardUnavailableError, stepRefusalOf } from './errors.js';
 import { EventBatcher, eventsOf } from './events.js';
 import { decidingMatch, emptyResult, mergeResults } from './merge.js';
 import { MissingSelectorWarnings } from './missing-selectors.js';
-import { DISCLOSURES, unavailableVerdict, verdictOf, type Disclosure, type Verdict } from './verdict.js';
+import { approvalTextOf, DISCLOSURES, unavailableVerdict, verdictOf, type Disclosure, type Verdict } from './verdict.js';
 import { endEvaluationSpan } from '../tracing/evaluation-span.js';
 import { AgentTracing, freshTraceIds, traceparentOfIds, type TraceIds } from './tracing.js';
 import { consoleLogger, type ControlOptions, type FailMode, type GuardAgentOptions, type GuardLogger, type StepInput } from './options.js';
@@ -304,8 +304,15 @@ export class GuardAgent {
     const decider = decidingMatch(result);
     const metadata = decider ? (this.#set.actionMetadata.get(decider.control_id) ?? null) : null;
     const text = verdict.message!;
+    const approval = verdict.approval;
+    if (approval !== undefined && verdict.decision !== 'steer') {
+      // Ask (pending), or a denied or expired approval: an approval error, never a violation.
+      verdict.error = new ApprovalError(approval.id, approval.status, approval.expires_at, approval.reason ?? null, result, approvalTextOf(approval, text));
+      return verdict;
+    }
+    // An ask without an approval (a server that cannot store one) is refused, never run.
     verdict.error =
-      verdict.decision === 'deny'
+      verdict.decision === 'deny' || verdict.decision === 'ask'
         ? new ControlViolationError(decider?.control_id ?? -1, verdict.control_name ?? 'unknown', verdict.detail, metadata, result, text)
         : new ControlSteerError(decider?.control_id ?? null, verdict.control_name, verdict.steering_context!, metadata, result, text);
     return verdict;

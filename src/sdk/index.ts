@@ -16,7 +16,7 @@ export type { ControlOptions, FailMode, GuardAgentOptions, GuardLogger, StepInpu
 export { DISCLOSURES, type Disclosure, type Verdict } from './verdict.js';
 // The `tracer` option's type: what of an @opentelemetry/api Tracer the SDK uses.
 export type { AttributeValue, Attributes, SpanContextLike, SpanLike, TracerLike } from '../tracing/types.js';
-export { ControlSteerError, ControlViolationError, GuardError, GuardUnavailableError, UnguardedAgentError } from './errors.js';
+export { ApprovalError, ControlSteerError, ControlViolationError, GuardError, GuardUnavailableError, UnguardedAgentError } from './errors.js';
 export { ApiError, UserError, type ProblemBody } from '../errors.js';
 // Evaluators for `execution: sdk` controls (the `registry` option), with the plugin interface.
 export {

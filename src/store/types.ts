@@ -113,7 +113,7 @@ export interface NewRecordedStep {
   stage: 'pre' | 'post';
   /** The step as JSON text (redacted, within the size cap). */
   step_json: string;
-  decision: 'allow' | 'deny' | 'steer';
+  decision: 'allow' | 'deny' | 'steer' | 'ask';
 }
 
 export interface RecordedStepRow {
