@@ -4,7 +4,7 @@ import { createDefaultRegistry } from '../../src/evaluators/index.js';
 import { ControlDataSchema, fieldIssuesOf, parseApprovalTimeout } from '../../src/model/index.js';
 import { control, toolStep } from './helpers.js';
 
-const ask = { selector: { path: 'input.to' }, evaluator: { name: 'regex', config: { pattern: '@customer' } }, action: { decision: 'ask' } };
+const ask = { selector: { path: 'input.to' }, evaluator: { name: 'regex', config: { pattern: '@customer' } }, action: { decision: 'ask' as const } };
 
 function issuesOf(data: unknown) {
   const parsed = ControlDataSchema.safeParse(data);

@@ -1,0 +1,116 @@
+/**
+ * Approvals of asked steps in PostgreSQL (rules: approval-rules.ts), shared by replicas.
+ * A submission holds a transaction-scoped advisory lock on its digest, so two replicas
+ * submitting one step take turns: the second sees the first one's question. Using an
+ * approval is `UPDATE ... WHERE used_at IS NULL RETURNING`, so only one submission wins
+ * it even without the lock.
+ */
+import { newApprovalId } from '../approval-ids.js';
+import { approvalRecordOf, approvalStepOf, type ApprovalRow } from '../approval-rules.js';
+import type { ApprovalDecision, ApprovalQuery, ApprovalRequest, ApprovalStore, DecideOutcome } from '../types.js';
+import type { PostgresDatabase } from './database.js';
+
+/** pg returns BIGINT as strings and JSONB parsed. */
+type PgApprovalRow = Omit<ApprovalRow, 'timeout_ms' | 'created_at' | 'expires_at' | 'decided_at' | 'used_at'> & {
+  timeout_ms: string;
+  created_at: string;
+  expires_at: string;
+  decided_at: string | null;
+  used_at: string | null;
+};
+
+const num = (v: string | null) => (v === null ? null : Number(v));
+
+function rowOf(r: PgApprovalRow): ApprovalRow {
+  return {
+    ...r,
+    timeout_ms: Number(r.timeout_ms),
+    created_at: Number(r.created_at),
+    expires_at: Number(r.expires_at),
+    decided_at: num(r.decided_at),
+    used_at: num(r.used_at),
+  };
+}
+
+export class PostgresApprovals implements ApprovalStore {
+  constructor(private readonly database: PostgresDatabase) {}
+
+  async submitApproval(request: ApprovalRequest, now: number) {
+    const db = this.database;
+    return db.write(async (tx) => {
+      await db.rows(tx, 'SELECT pg_advisory_xact_lock(hashtext($1))', [`guardctl:approval:${request.digest}`]);
+      const [latestRow] = await db.rows<PgApprovalRow>(tx, 'SELECT * FROM approvals WHERE digest = $1 ORDER BY seq DESC LIMIT 1', [request.digest]);
+      const latest = latestRow === undefined ? null : rowOf(latestRow);
+      switch (approvalStepOf(latest, now)) {
+        case 'reuse':
+          return { approval: approvalRecordOf(latest!, now), outcome: 'pending' as const };
+        case 'expire': {
+          const [row] = await db.rows<PgApprovalRow>(tx, "UPDATE approvals SET status = 'expired', used_at = $1 WHERE id = $2 RETURNING *", [now, latest!.id]);
+          return { approval: approvalRecordOf(rowOf(row!), now), outcome: 'expired' as const };
+        }
+        case 'use': {
+          const [row] = await db.rows<PgApprovalRow>(
+            tx,
+            "UPDATE approvals SET used_at = $1 WHERE id = $2 AND status IN ('approved', 'denied') AND used_at IS NULL RETURNING *",
+            [now, latest!.id],
+          );
+          if (row !== undefined) return { approval: approvalRecordOf(rowOf(row), now), outcome: row.status === 'approved' ? ('approved' as const) : ('denied' as const) };
+          break;
+        }
+        case 'create':
+          break;
+      }
+      const [row] = await db.rows<PgApprovalRow>(
+        tx,
+        `INSERT INTO approvals (id, digest, status, agent_name, stage, step_type, step_name, control_id, control_name, step, timeout_ms, created_at, expires_at)
+         VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12) RETURNING *`,
+        [
+          newApprovalId(), request.digest, request.agent_name, request.stage, request.step_type, request.step_name,
+          request.control_id, request.control_name, request.step_json, request.timeout_ms, now, now + request.timeout_ms,
+        ],
+      );
+      return { approval: approvalRecordOf(rowOf(row!), now), outcome: 'created' as const };
+    });
+  }
+
+  async getApproval(id: string, now: number) {
+    const [row] = await this.database.query<PgApprovalRow>('SELECT * FROM approvals WHERE id = $1', [id]);
+    return row === undefined ? null : approvalRecordOf(rowOf(row), now);
+  }
+
+  async listApprovals(query: ApprovalQuery, now: number) {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (query.status === 'pending') {
+      params.push(now);
+      where.push(`status = 'pending' AND expires_at > $${params.length}`);
+    } else if (query.status === 'expired') {
+      params.push(now);
+      where.push(`(status = 'expired' OR (status = 'pending' AND expires_at <= $${params.length}))`);
+    } else if (query.status !== undefined) {
+      params.push(query.status);
+      where.push(`status = $${params.length}`);
+    }
+    if (query.agent_name !== undefined) {
+      params.push(query.agent_name);
+      where.push(`agent_name = $${params.length}`);
+    }
+    params.push(Math.max(1, query.limit));
+    const rows = await this.database.query<PgApprovalRow>(
+      `SELECT * FROM approvals ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT $${params.length}`,
+      params,
+    );
+    return rows.map((r) => approvalRecordOf(rowOf(r), now));
+  }
+
+  async decideApproval(id: string, decision: ApprovalDecision, now: number): Promise<DecideOutcome> {
+    const db = this.database;
+    const [row] = await db.query<PgApprovalRow>(
+      "UPDATE approvals SET status = $1, decided_at = $2, decided_by = $3, reason = $4 WHERE id = $5 AND status = 'pending' AND expires_at > $2 RETURNING *",
+      [decision.status, now, decision.by, decision.reason, id],
+    );
+    if (row !== undefined) return { decided: approvalRecordOf(rowOf(row), now) };
+    const current = await this.getApproval(id, now);
+    return current === null ? null : { conflict: current };
+  }
+}
