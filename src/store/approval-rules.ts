@@ -54,6 +54,27 @@ export function statusAt(row: Pick<ApprovalRow, 'status' | 'expires_at'>, now: n
   return row.status === 'pending' && row.expires_at <= now ? 'expired' : row.status;
 }
 
+/** The audit entry of something that happened to an approval (kind `approval`, no control id: it changes no control). */
+export interface ApprovalAudit {
+  op: 'ask' | 'approve' | 'deny' | 'use' | 'expire';
+  actor: string;
+  control_name: string;
+  agent_name: string;
+  after: { id: string; status: ApprovalStatus; stage: Stage; step_name: string };
+  note: string | null;
+}
+
+export function approvalAuditOf(op: ApprovalAudit['op'], row: ApprovalRow, actor: string): ApprovalAudit {
+  return {
+    op,
+    actor,
+    control_name: row.control_name,
+    agent_name: row.agent_name,
+    after: { id: row.id, status: row.status, stage: row.stage, step_name: row.step_name },
+    note: op === 'approve' || op === 'deny' ? row.reason : null,
+  };
+}
+
 export function approvalRecordOf(row: ApprovalRow, now: number): ApprovalRecord {
   const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
   return {

@@ -295,6 +295,8 @@ export interface ApprovalRequest {
   /** The step as JSON text, already masked as recorded steps are. */
   step_json: string;
   timeout_ms: number;
+  /** Who submitted the step (the evaluation request's key), for the audit log. */
+  actor: string;
 }
 
 /**
@@ -328,7 +330,8 @@ export type DecideOutcome = { decided: ApprovalRecord } | { conflict: ApprovalRe
  * Approvals of asked steps (docs/approvals.md). Shared by replicas: every method is one
  * transaction, and a submission of one digest is serialised with the others of that
  * digest, so a pending question is reused and an approval is used by exactly one
- * submission, whichever replica takes it. `now` is epoch ms.
+ * submission, whichever replica takes it. `now` is epoch ms. Each question asked, decision,
+ * use and expiry is written to the audit log (kind `approval`) in the same transaction.
  */
 export interface ApprovalStore {
   submitApproval(request: ApprovalRequest, now: number): Promise<{ approval: ApprovalRecord; outcome: ApprovalOutcome }>;

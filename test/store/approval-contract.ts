@@ -20,6 +20,7 @@ export function approvalRequest(overrides: Partial<ApprovalRequest> = {}): Appro
     control_name: 'large-payments',
     step_json: JSON.stringify({ type: 'tool', name: 'pay', input: { amount: 82_000 } }),
     timeout_ms: 15 * MIN,
+    actor: 'regular:12345678',
     ...overrides,
   };
 }
@@ -110,6 +111,21 @@ export function defineApprovalContract(label: string, open: () => Promise<Store>
       expect(await store.decideApproval(approval.id, { status: 'approved', reason: null, ...by }, T0)).toEqual({ conflict: expect.objectContaining({ status: 'denied', reason: 'no' }) });
       expect(await store.decideApproval('apr_unknown', { status: 'approved', reason: null, ...by }, T0)).toBeNull();
       expect(await store.getApproval('apr_unknown', T0)).toBeNull();
+    });
+
+    it('writes each question, decision and use to the audit log', async () => {
+      const store = await fresh();
+      const { approval } = await store.submitApproval(approvalRequest(), T0);
+      await store.decideApproval(approval.id, { status: 'approved', reason: 'fine', ...by }, T0);
+      await store.submitApproval(approvalRequest(), T0);
+      const { entries } = await store.auditLog({ limit: 10 });
+      expect(entries.map((e) => [e.kind, e.op, e.actor, e.control_id, e.control_name, e.agent_name, e.after?.id, e.note])).toEqual([
+        ['approval', 'use', 'regular:12345678', null, 'large-payments', 'bot', approval.id, null],
+        ['approval', 'approve', 'admin:abcd1234', null, 'large-payments', 'bot', approval.id, 'fine'],
+        ['approval', 'ask', 'regular:12345678', null, 'large-payments', 'bot', approval.id, null],
+      ]);
+      // Nothing about a control changed: the store's revision stays.
+      expect(await store.revision()).toBe(0);
     });
 
     it('lists newest first, by status and agent', async () => {

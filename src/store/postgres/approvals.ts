@@ -6,9 +6,9 @@
  * it even without the lock.
  */
 import { newApprovalId } from '../approval-ids.js';
-import { approvalRecordOf, approvalStepOf, type ApprovalRow } from '../approval-rules.js';
+import { approvalAuditOf, approvalRecordOf, approvalStepOf, type ApprovalAudit, type ApprovalRow } from '../approval-rules.js';
 import type { ApprovalDecision, ApprovalQuery, ApprovalRequest, ApprovalStore, DecideOutcome } from '../types.js';
-import type { PostgresDatabase } from './database.js';
+import type { PostgresDatabase, WriteTx } from './database.js';
 
 /** pg returns BIGINT as strings and JSONB parsed. */
 type PgApprovalRow = Omit<ApprovalRow, 'timeout_ms' | 'created_at' | 'expires_at' | 'decided_at' | 'used_at'> & {
@@ -46,6 +46,7 @@ export class PostgresApprovals implements ApprovalStore {
           return { approval: approvalRecordOf(latest!, now), outcome: 'pending' as const };
         case 'expire': {
           const [row] = await db.rows<PgApprovalRow>(tx, "UPDATE approvals SET status = 'expired', used_at = $1 WHERE id = $2 RETURNING *", [now, latest!.id]);
+          await this.audit(tx, approvalAuditOf('expire', rowOf(row!), request.actor), now);
           return { approval: approvalRecordOf(rowOf(row!), now), outcome: 'expired' as const };
         }
         case 'use': {
@@ -54,6 +55,7 @@ export class PostgresApprovals implements ApprovalStore {
             "UPDATE approvals SET used_at = $1 WHERE id = $2 AND status IN ('approved', 'denied') AND used_at IS NULL RETURNING *",
             [now, latest!.id],
           );
+          if (row !== undefined) await this.audit(tx, approvalAuditOf('use', rowOf(row), request.actor), now);
           if (row !== undefined) return { approval: approvalRecordOf(rowOf(row), now), outcome: row.status === 'approved' ? ('approved' as const) : ('denied' as const) };
           break;
         }
@@ -69,6 +71,7 @@ export class PostgresApprovals implements ApprovalStore {
           request.control_id, request.control_name, request.step_json, request.timeout_ms, now, now + request.timeout_ms,
         ],
       );
+      await this.audit(tx, approvalAuditOf('ask', rowOf(row!), request.actor), now);
       return { approval: approvalRecordOf(rowOf(row!), now), outcome: 'created' as const };
     });
   }
@@ -105,12 +108,27 @@ export class PostgresApprovals implements ApprovalStore {
 
   async decideApproval(id: string, decision: ApprovalDecision, now: number): Promise<DecideOutcome> {
     const db = this.database;
-    const [row] = await db.query<PgApprovalRow>(
-      "UPDATE approvals SET status = $1, decided_at = $2, decided_by = $3, reason = $4 WHERE id = $5 AND status = 'pending' AND expires_at > $2 RETURNING *",
-      [decision.status, now, decision.by, decision.reason, id],
-    );
+    const row = await db.write(async (tx) => {
+      const [decided] = await db.rows<PgApprovalRow>(
+        tx,
+        "UPDATE approvals SET status = $1, decided_at = $2, decided_by = $3, reason = $4 WHERE id = $5 AND status = 'pending' AND expires_at > $2 RETURNING *",
+        [decision.status, now, decision.by, decision.reason, id],
+      );
+      if (decided !== undefined) await this.audit(tx, approvalAuditOf(decision.status === 'approved' ? 'approve' : 'deny', rowOf(decided), decision.by), now);
+      return decided;
+    });
     if (row !== undefined) return { decided: approvalRecordOf(rowOf(row), now) };
     const current = await this.getApproval(id, now);
     return current === null ? null : { conflict: current };
+  }
+
+  /** Inside the caller's transaction; at the store's revision (an approval changes no control, so nothing is notified). */
+  private async audit(tx: WriteTx, entry: ApprovalAudit, now: number): Promise<void> {
+    await this.database.rows(
+      tx,
+      `INSERT INTO change_log (revision, ts, actor, source, kind, op, control_id, control_name, agent_name, before, after, note)
+       VALUES ((SELECT value FROM store_revision WHERE id = 1), to_timestamp($1::double precision / 1000), $2, 'api', 'approval', $3, NULL, $4, $5, NULL, $6::jsonb, $7)`,
+      [now, entry.actor, entry.op, entry.control_name, entry.agent_name, JSON.stringify(entry.after), entry.note],
+    );
   }
 }

@@ -1,6 +1,6 @@
 /** Approvals of asked steps in SQLite (rules: approval-rules.ts). Each call is one IMMEDIATE transaction. */
 import { newApprovalId } from '../approval-ids.js';
-import { approvalRecordOf, approvalStepOf, type ApprovalRow } from '../approval-rules.js';
+import { approvalAuditOf, approvalRecordOf, approvalStepOf, type ApprovalAudit, type ApprovalRow } from '../approval-rules.js';
 import type { ApprovalDecision, ApprovalQuery, ApprovalRequest, ApprovalStore, DecideOutcome } from '../types.js';
 import type { SqliteDatabase } from './database.js';
 
@@ -20,6 +20,7 @@ export class SqliteApprovals implements ApprovalStore {
           return { approval: approvalRecordOf(rowOf(latest!), now), outcome: 'pending' as const };
         case 'expire': {
           const row = db.cached("UPDATE approvals SET status = 'expired', used_at = ? WHERE id = ? RETURNING *").get(now, latest!.id) as SqliteApprovalRow;
+          this.audit(approvalAuditOf('expire', rowOf(row), request.actor), now);
           return { approval: approvalRecordOf(rowOf(row), now), outcome: 'expired' as const };
         }
         case 'use': {
@@ -27,6 +28,7 @@ export class SqliteApprovals implements ApprovalStore {
           const row = db
             .cached("UPDATE approvals SET used_at = ? WHERE id = ? AND status IN ('approved', 'denied') AND used_at IS NULL RETURNING *")
             .get(now, latest!.id) as SqliteApprovalRow | undefined;
+          if (row !== undefined) this.audit(approvalAuditOf('use', rowOf(row), request.actor), now);
           if (row !== undefined) return { approval: approvalRecordOf(rowOf(row), now), outcome: row.status === 'approved' ? ('approved' as const) : ('denied' as const) };
           break;
         }
@@ -42,6 +44,7 @@ export class SqliteApprovals implements ApprovalStore {
           newApprovalId(), request.digest, request.agent_name, request.stage, request.step_type, request.step_name,
           request.control_id, request.control_name, request.step_json, request.timeout_ms, now, now + request.timeout_ms,
         ) as SqliteApprovalRow;
+      this.audit(approvalAuditOf('ask', rowOf(row), request.actor), now);
       return { approval: approvalRecordOf(rowOf(row), now), outcome: 'created' as const };
     });
   }
@@ -80,11 +83,24 @@ export class SqliteApprovals implements ApprovalStore {
       const row = db
         .cached("UPDATE approvals SET status = ?, decided_at = ?, decided_by = ?, reason = ? WHERE id = ? AND status = 'pending' AND expires_at > ? RETURNING *")
         .get(decision.status, now, decision.by, decision.reason, id, now) as SqliteApprovalRow | undefined;
-      if (row !== undefined) return { decided: approvalRecordOf(rowOf(row), now) };
+      if (row !== undefined) {
+        this.audit(approvalAuditOf(decision.status === 'approved' ? 'approve' : 'deny', rowOf(row), decision.by), now);
+        return { decided: approvalRecordOf(rowOf(row), now) };
+      }
       const current = db.cached('SELECT * FROM approvals WHERE id = ?').get(id) as SqliteApprovalRow | undefined;
       if (current === undefined) return null;
       return { conflict: approvalRecordOf(rowOf(current), now) };
     });
+  }
+
+  /** Inside the caller's transaction; at the store's revision (an approval changes no control). */
+  private audit(entry: ApprovalAudit, now: number): void {
+    this.database
+      .cached(
+        `INSERT INTO change_log (revision, ts, actor, source, kind, op, control_id, control_name, agent_name, before, after, note)
+         VALUES ((SELECT value FROM store_revision WHERE id = 1), ?, ?, 'api', 'approval', ?, NULL, ?, ?, NULL, ?, ?)`,
+      )
+      .run(now, entry.actor, entry.op, entry.control_name, entry.agent_name, JSON.stringify(entry.after), entry.note);
   }
 }
 
