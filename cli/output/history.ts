@@ -48,7 +48,7 @@ export function entryLines(entry: ChangeEntry, c: Colors = plain): string[] {
     case 'use':
     case 'expire':
       // Approvals are in the audit log only; their entry says what happened to which one.
-      return [`  ${entry.op} approval ${String(after.id ?? '?')}${entry.note ? ` (${entry.note})` : ''}`];
+      return [`  ${entry.op} approval ${typeof after.id === 'string' ? after.id : '?'}${entry.note ? ` (${entry.note})` : ''}`];
   }
 }
 
