@@ -21,6 +21,7 @@ import {
   type Step,
   AgentRecordSchema,
 } from '../model/index.js';
+import { ApprovalsClient } from './approvals.js';
 import { ResponseShapeError } from './errors.js';
 import {
   AuditPageSchema,
@@ -125,9 +126,12 @@ export class GuardClient {
   readonly serverUrl: string;
   readonly timeoutMs: number;
   readonly #transport: Transport;
+  /** Approvals of asked steps: list, get, wait, approve, deny. */
+  readonly approvals: ApprovalsClient;
 
   constructor(options: GuardClientOptions) {
     this.#transport = new Transport(options);
+    this.approvals = new ApprovalsClient(this.#transport);
     this.serverUrl = this.#transport.serverUrl;
     this.timeoutMs = this.#transport.timeoutMs;
   }
