@@ -13,6 +13,7 @@ import { ApprovalError, ControlSteerError, ControlViolationError, GuardUnavailab
 import { EventBatcher, eventsOf } from './events.js';
 import { decidingMatch, emptyResult, mergeResults } from './merge.js';
 import { MissingSelectorWarnings } from './missing-selectors.js';
+import { approvalErrorOf, awaitDecision, type ApprovalMode } from './approval-wait.js';
 import { approvalTextOf, DISCLOSURES, unavailableVerdict, verdictOf, type Disclosure, type Verdict } from './verdict.js';
 import { endEvaluationSpan } from '../tracing/evaluation-span.js';
 import { AgentTracing, freshTraceIds, traceparentOfIds, type TraceIds } from './tracing.js';
@@ -26,6 +27,8 @@ export class GuardAgent {
   readonly client: GuardClient;
   readonly failMode: FailMode;
   readonly disclosure: Disclosure;
+  readonly approvalMode: ApprovalMode;
+  readonly #approvalTimeoutMs: number;
   readonly #registry: EvaluatorRegistry;
   readonly #logger: GuardLogger;
   readonly #refreshMs: number;
@@ -54,6 +57,9 @@ export class GuardAgent {
     if (!DISCLOSURES.includes(this.disclosure)) {
       throw new TypeError(`disclosure must be one of ${DISCLOSURES.join(', ')}, not ${JSON.stringify(options.disclosure)}`);
     }
+    this.approvalMode = options.approval ?? 'wait';
+    if (this.approvalMode !== 'wait' && this.approvalMode !== 'throw') throw new TypeError(`approval must be "wait" or "throw", not ${JSON.stringify(options.approval)}`);
+    this.#approvalTimeoutMs = options.approvalTimeout ?? Number.POSITIVE_INFINITY;
     this.#registry = options.registry ?? createDefaultRegistry();
     this.#logger = options.logger ?? consoleLogger;
     this.#missing = new MissingSelectorWarnings(this.#logger);
@@ -231,7 +237,17 @@ export class GuardAgent {
    */
   async check(step: StepInput, stage: Stage): Promise<EvaluationResult> {
     const result = await this.evaluate(step, stage);
-    this.#enforce(result, step, stage);
+    try {
+      this.#enforce(result, step, stage);
+    } catch (error) {
+      if (!(error instanceof ApprovalError) || error.status !== 'pending' || this.approvalMode === 'throw') throw error;
+      const decided = await awaitDecision(this.client, error, this.#approvalTimeoutMs);
+      if (decided?.status !== 'approved') throw approvalErrorOf(error, decided);
+      // Submitted again: the server lets exactly this step through once on its approval.
+      const again = await this.evaluate(step, stage);
+      this.#enforce(again, step, stage);
+      return again;
+    }
     return result;
   }
 
