@@ -3,7 +3,8 @@
 // denied or when its own timeout ends; approval: 'throw' raises at once with the id;
 // verdict() says ask with the id.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApprovalError, ControlViolationError, GuardAgent, init } from '../../src/sdk/index.js';
+import type { GuardAgent} from '../../src/sdk/index.js';
+import { ApprovalError, ControlViolationError, init } from '../../src/sdk/index.js';
 import type { ControlDataInput } from '../../src/model/index.js';
 import { addControl, startRealServer, type RunningServer } from './real-server.js';
 
