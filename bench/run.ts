@@ -23,6 +23,7 @@ const modules: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
   () => import('./shadow.js'),
   () => import('./otel.js'),
   () => import('./budgets.js'),
+  () => import('./approvals.js'),
 ];
 
 async function main(): Promise<void> {

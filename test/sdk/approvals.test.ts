@@ -54,7 +54,7 @@ describe('SDK and approvals', () => {
   it('raises ApprovalError with the reason when denied: not a violation', async () => {
     const agent = await agentWith();
     let ran = false;
-    const pay = agent.control(async () => void (ran = true), { type: 'tool', stepName: 'pay' });
+    const pay = agent.control(async (_p: { amount: number }) => void (ran = true), { type: 'tool', stepName: 'pay' });
     const [error] = await Promise.all([pay({ amount: 71_000 }).then(() => null, (e: unknown) => e), decideNext('deny', 'over budget')]);
     expect(error).toBeInstanceOf(ApprovalError);
     expect(error).not.toBeInstanceOf(ControlViolationError);
@@ -66,7 +66,7 @@ describe('SDK and approvals', () => {
 
   it('approval: throw raises at once with the id; verdict() says ask with the id', async () => {
     const agent = await agentWith({ approval: 'throw' });
-    const pay = agent.control(async () => 'paid', { type: 'tool', stepName: 'pay' });
+    const pay = agent.control(async (_p: { amount: number }) => 'paid', { type: 'tool', stepName: 'pay' });
     const started = performance.now();
     const error = (await pay({ amount: 72_000 }).catch((e: unknown) => e)) as ApprovalError;
     expect(performance.now() - started).toBeLessThan(2000);
@@ -84,7 +84,7 @@ describe('SDK and approvals', () => {
 
   it('approvalTimeout ends the wait with a pending ApprovalError', async () => {
     const agent = await agentWith({ approvalTimeout: 300 });
-    const pay = agent.control(async () => 'paid', { type: 'tool', stepName: 'pay' });
+    const pay = agent.control(async (_p: { amount: number }) => 'paid', { type: 'tool', stepName: 'pay' });
     const started = performance.now();
     const error = (await pay({ amount: 73_000 }).catch((e: unknown) => e)) as ApprovalError;
     expect(performance.now() - started).toBeGreaterThanOrEqual(250);
