@@ -10,7 +10,21 @@ const ListSchema = z.object({ approvals: z.array(ApprovalRecordSchema) });
 /** How much longer than the server's long-poll the client waits for its answer. */
 const WAIT_SLACK_MS = 10_000;
 
-export class ApprovalsClient {
+/** `GuardClient.approvals`: the approvals endpoints. */
+export interface ApprovalsApi {
+  list(query?: { status?: ApprovalStatus; agent_name?: string; limit?: number }): Promise<ApprovalRecord[]>;
+  get(id: string): Promise<ApprovalRecord>;
+  /** Long-poll: the approval once decided or expired, or still pending after `timeoutMs` (the server caps it at 120 s). */
+  wait(id: string, timeoutMs: number): Promise<ApprovalRecord>;
+  approve(id: string, reason?: string): Promise<ApprovalRecord>;
+  deny(id: string, reason?: string): Promise<ApprovalRecord>;
+}
+
+export function approvalsApiOf(transport: Transport): ApprovalsApi {
+  return new ApprovalsClient(transport);
+}
+
+class ApprovalsClient implements ApprovalsApi {
   constructor(private readonly transport: Transport) {}
 
   async list(query: { status?: ApprovalStatus; agent_name?: string; limit?: number } = {}): Promise<ApprovalRecord[]> {

@@ -21,7 +21,7 @@ import {
   type Step,
   AgentRecordSchema,
 } from '../model/index.js';
-import { ApprovalsClient } from './approvals.js';
+import { approvalsApiOf, type ApprovalsApi } from './approvals.js';
 import { ResponseShapeError } from './errors.js';
 import {
   AuditPageSchema,
@@ -127,11 +127,11 @@ export class GuardClient {
   readonly timeoutMs: number;
   readonly #transport: Transport;
   /** Approvals of asked steps: list, get, wait, approve, deny. */
-  readonly approvals: ApprovalsClient;
+  readonly approvals: ApprovalsApi;
 
   constructor(options: GuardClientOptions) {
     this.#transport = new Transport(options);
-    this.approvals = new ApprovalsClient(this.#transport);
+    this.approvals = approvalsApiOf(this.#transport);
     this.serverUrl = this.#transport.serverUrl;
     this.timeoutMs = this.#transport.timeoutMs;
   }

@@ -1,5 +1,5 @@
 export { GuardClient, DEFAULT_TIMEOUT_MS } from './client.js';
-export type { ApprovalsClient } from './approvals.js';
+export type { ApprovalsApi } from './approvals.js';
 export type {
   GuardClientOptions,
   NewControlBody,
