@@ -89,7 +89,9 @@ export function explainServerError(error: unknown, connection: Connection): unkn
     );
   }
   if (error instanceof ApiError && error.status === 403) {
-    return new UserError(`${where} refused: this needs an admin key (403): use a key listed in the server's GUARD_ADMIN_API_KEYS`);
+    return new UserError(
+      `${where} refused: this needs an admin key (403): use a key listed in the server's GUARD_ADMIN_API_KEYS (to decide approvals, GUARD_APPROVER_API_KEYS)`,
+    );
   }
   return error;
 }

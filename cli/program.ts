@@ -21,6 +21,7 @@ const COMMANDS: ReadonlyArray<readonly [name: string, load: () => Promise<Regist
   ['test', async () => (await import('./commands/test.js')).registerTest],
   ['shadow-report', async () => (await import('./commands/shadow-report.js')).registerShadowReport],
   ['history', async () => (await import('./commands/history.js')).registerHistory],
+  ['approvals', async () => (await import('./commands/approvals.js')).registerApprovals],
   ['completion', async () => (await import('./commands/completion.js')).registerCompletion],
   ['mcp-proxy', async () => (await import('./commands/mcp-proxy.js')).registerMcpProxy],
 ];

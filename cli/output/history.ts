@@ -42,6 +42,13 @@ export function entryLines(entry: ChangeEntry, c: Colors = plain): string[] {
       const changes = entry.kind === 'control' ? controlChanges(before, after) : diffValues('', before, after);
       return [head, ...(changes.length === 0 ? ['    (no field changed)'] : changeLines(changes))];
     }
+    case 'ask':
+    case 'approve':
+    case 'deny':
+    case 'use':
+    case 'expire':
+      // Approvals are in the audit log only; their entry says what happened to which one.
+      return [`  ${entry.op} approval ${typeof after.id === 'string' ? after.id : '?'}${entry.note ? ` (${entry.note})` : ''}`];
   }
 }
 

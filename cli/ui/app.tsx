@@ -6,7 +6,10 @@
 import { Box, useApp, useInput, useStdout } from 'ink';
 import { useEffect, useMemo, useReducer, useRef, useState } from 'react';
 import type { StreamState } from '../../src/client/event-stream.js';
-import type { EvaluationSummary, ReloadNotice } from '../../src/model/stream.js';
+import type { ApprovalNotice, EvaluationSummary, ReloadNotice } from '../../src/model/stream.js';
+import type { ApprovalRecord } from '../../src/model/index.js';
+import { ApprovalPane } from './approval-pane.js';
+import type { ApprovalVerb } from './approvals-state.js';
 import { EventBatcher } from './batcher.js';
 import { ControlPane } from './control-pane.js';
 import { DetailView } from './detail-view.js';
@@ -28,7 +31,13 @@ export interface DashboardSink {
   connection(state: StreamState): void;
   /** Rate and budget use per key (polled); sources without it never call it. */
   limits?(limits: LimitUse[]): void;
+  /** The pending approvals (polled) and the stream's approval events. */
+  approvals?(approvals: ApprovalRecord[]): void;
+  approval?(notice: ApprovalNotice): void;
 }
+
+/** Approves or denies; resolves with the line the pane shows (`approved apr_…`, or why not). */
+export type ApprovalDecider = (verb: ApprovalVerb, id: string) => Promise<string>;
 
 /** Starts delivering to the sink; returns how to stop. */
 export type DashboardSource = (sink: DashboardSink) => () => void;
@@ -46,6 +55,8 @@ export interface DashboardProps {
   onQuit?: () => void;
   /** Colours (default on); NO_COLOR and --no-color turn them off. */
   color?: boolean;
+  /** Decides approvals from the approvals pane; without it the pane only shows them. */
+  decide?: ApprovalDecider;
 }
 
 const PANE_WIDTH = 32;
@@ -69,6 +80,8 @@ export function Dashboard(props: DashboardProps) {
       invalid: () => dispatch({ type: 'invalid', count: 1 }),
       connection: (connection) => dispatch({ type: 'connection/changed', state: connection }),
       limits: (limits) => dispatch({ type: 'limits/received', limits }),
+      approvals: (approvals) => dispatch({ type: 'approvals/received', approvals }),
+      approval: (notice) => dispatch({ type: 'approvals/notice', notice }),
     });
     // Once a second: the rate window rolls and "reconnecting in Ns" counts down.
     const clock = setInterval(() => {
@@ -96,6 +109,12 @@ export function Dashboard(props: DashboardProps) {
         exit();
         return;
       }
+      // The one side effect of a key: a confirmed decision goes to the server.
+      const confirmed = action.type === 'approvals/execute' ? latest.current.approvals.confirm : null;
+      if (confirmed !== null) {
+        const decide = props.decide ?? (async () => 'deciding needs a server connection');
+        void decide(confirmed.verb, confirmed.id).then((outcome) => dispatch({ type: 'approvals/done', id: confirmed.id, outcome }));
+      }
       latest.current = reduce(latest.current, action);
       dispatch(action);
     }
@@ -112,8 +131,11 @@ export function Dashboard(props: DashboardProps) {
   const paneBelow = !paneSide && bodyHeight >= 14 ? Math.min(6, Math.max(2, ranking.length + 1)) : 0;
   const mainWidth = paneSide ? width - PANE_WIDTH - 3 : width;
   // Rate and budget use takes the lower part of the side pane (up to half of it) when there is any.
-  const limitHeight = paneSide && state.limits.length > 0 ? Math.min(state.limits.length * 2 + 1, Math.floor(bodyHeight / 2)) : 0;
-  const mainHeight = bodyHeight - paneBelow;
+  const limitHeight = paneSide && state.limits.length > 0 ? Math.min(state.limits.length * 2 + 1, Math.floor(bodyHeight / 3)) : 0;
+  // Pending approvals take the top of the side pane (up to a third of it) while there are any, or while it has the keys.
+  const showApprovals = state.approvals.pending.length > 0 || state.approvals.focused || state.approvals.message !== null;
+  const approvalHeight = paneSide && showApprovals ? Math.max(3, Math.min(state.approvals.pending.length + 2, Math.floor(bodyHeight / 3))) : 0;
+  const mainHeight = bodyHeight - paneBelow - (!paneSide && showApprovals ? 3 : 0);
 
   let main;
   if (state.view === 'help') main = <HelpView width={mainWidth} height={mainHeight} />;
@@ -137,11 +159,13 @@ export function Dashboard(props: DashboardProps) {
           {main}
           {paneSide ? (
             <Box flexDirection="column" borderStyle="single" borderTop={false} borderBottom={false} borderRight={false} borderDimColor paddingLeft={1} marginLeft={1}>
-              <ControlPane controls={ranking} width={PANE_WIDTH} height={mainHeight - limitHeight} />
+              {approvalHeight > 0 ? <ApprovalPane approvals={state.approvals} width={PANE_WIDTH} height={approvalHeight} /> : null}
+              <ControlPane controls={ranking} width={PANE_WIDTH} height={mainHeight - limitHeight - approvalHeight} />
               {limitHeight > 0 ? <LimitPane limits={state.limits} width={PANE_WIDTH} height={limitHeight} /> : null}
             </Box>
           ) : null}
         </Box>
+        {!paneSide && showApprovals ? <ApprovalPane approvals={state.approvals} width={width} height={3} /> : null}
         {paneBelow > 0 ? <ControlPane controls={ranking} width={width} height={paneBelow} /> : null}
         <Footer state={state} width={width} />
       </Box>

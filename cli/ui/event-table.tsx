@@ -3,7 +3,7 @@ import type { EvaluationSummary } from '../../src/model/stream.js';
 import { cellText, fit, formatHeaderRow, layoutColumns } from './format.js';
 import { useTint } from './palette.js';
 
-const decisionColor: Record<EvaluationSummary['decision'], string> = { allow: 'green', deny: 'red', steer: 'yellow' };
+const decisionColor: Record<EvaluationSummary['decision'], string> = { allow: 'green', deny: 'red', steer: 'yellow', ask: 'magenta' };
 
 /**
  * The live table, newest first. It draws exactly `height` lines (header included) so

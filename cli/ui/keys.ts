@@ -29,6 +29,7 @@ export const HELP_LINES: Array<[string, string]> = [
   ['/', 'filter: agent=NAME control=~REGEX decision=deny step=NAME stage=pre, or a bare REGEX; ! inverts a term; empty clears'],
   ['p', 'pause the table (totals keep counting; what arrives meanwhile shows on resume)'],
   ['c', 'clear rows and counts'],
+  ['a', 'the approvals pane: ↑↓ select, y approve, n deny (each asks y/n to confirm), a or esc leaves'],
   ['?', 'this help'],
   ['q', 'quit'],
 ];
@@ -42,6 +43,8 @@ export function keyToAction(state: DashboardState, input: string, key: KeyInfo):
     return { type: 'filter/input', text: input };
   }
   if (input === 'q' || (key.ctrl && input === 'c')) return { type: 'quit' };
+  const approvals = approvalKey(state, input, key);
+  if (approvals !== undefined) return approvals;
   if (state.view === 'help') {
     return key.escape || key.return || input === '?' ? { type: 'view/back' } : null;
   }
@@ -71,6 +74,29 @@ export function keyToAction(state: DashboardState, input: string, key: KeyInfo):
     default:
       return null;
   }
+}
+
+/**
+ * Keys of the approvals pane: a confirmation takes y (or enter) and n (or esc) before
+ * anything else; in focus, the pane takes the moves and y/n. undefined: not its key.
+ */
+function approvalKey(state: DashboardState, input: string, key: KeyInfo): KeyResult | undefined {
+  const { approvals } = state;
+  if (approvals.confirm !== null) {
+    if (input === 'y' || key.return) return { type: 'approvals/execute' };
+    if (input === 'n' || key.escape) return { type: 'approvals/cancel' };
+    return null;
+  }
+  if (approvals.focused) {
+    if (key.upArrow || input === 'k') return { type: 'approvals/move', delta: -1 };
+    if (key.downArrow || input === 'j') return { type: 'approvals/move', delta: 1 };
+    if (input === 'y') return { type: 'approvals/ask', verb: 'approve' };
+    if (input === 'n') return { type: 'approvals/ask', verb: 'deny' };
+    if (input === 'a' || key.escape) return { type: 'approvals/focus' };
+    return null;
+  }
+  if (input === 'a' && state.view === 'table') return { type: 'approvals/focus' };
+  return undefined;
 }
 
 /**

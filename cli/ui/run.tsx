@@ -2,7 +2,7 @@
 import { render } from 'ink';
 import { followEventStream, type EventStreamOptions, type StreamState } from '../../src/client/event-stream.js';
 import { GuardClient } from '../../src/client/index.js';
-import { Dashboard, type DashboardSource } from './app.js';
+import { Dashboard, type ApprovalDecider, type DashboardSource } from './app.js';
 import { initialState } from './state.js';
 
 /** How often the dashboard reads rate and budget use from the server. */
@@ -22,6 +22,7 @@ export async function runInteractive(options: InteractiveOptions): Promise<Strea
       {
         onEvaluation: (summary) => sink.evaluation(summary),
         onReload: (notice) => sink.reload(notice),
+        onApproval: (notice) => sink.approval?.(notice),
         onLagged: (skipped) => sink.lagged(skipped),
         onInvalid: () => sink.invalid(),
         onState: (state) => {
@@ -37,8 +38,18 @@ export async function runInteractive(options: InteractiveOptions): Promise<Strea
         .stats({ time_range: '1m' })
         .then((stats) => sink.limits?.((stats.counters ?? []).map(({ control_name, key, used, limit, ratio }) => ({ control_name, key, used, limit, ratio }))))
         .catch(() => undefined);
+    // Pending approvals too: the stream tells what changes, the poll what was there before.
+    const pollApprovals = () =>
+      void client.approvals
+        .list({ status: 'pending', limit: 100, ...(options.agentName ? { agent_name: options.agentName } : {}) })
+        .then((approvals) => sink.approvals?.(approvals))
+        .catch(() => undefined);
     poll();
-    const timer = setInterval(poll, LIMITS_POLL_MS);
+    pollApprovals();
+    const timer = setInterval(() => {
+      poll();
+      pollApprovals();
+    }, LIMITS_POLL_MS);
     return () => {
       clearInterval(timer);
       controller.abort();
@@ -47,9 +58,19 @@ export async function runInteractive(options: InteractiveOptions): Promise<Strea
   const initial = initialState({ ...(options.capacity ? { capacity: options.capacity } : {}), ...(options.filter ? { filter: options.filter } : {}) });
   // The server's filters in / filter terms, so the header says them the way the user would type them.
   const serverFilter = [options.agentName ? `agent=${options.agentName}` : '', options.decision ? `decision=${options.decision}` : ''].filter(Boolean).join(' ');
+  const client = new GuardClient({ serverUrl: options.server, ...(options.apiKey ? { apiKey: options.apiKey } : {}), timeoutMs: 5000 });
+  const decide: ApprovalDecider = async (verb, id) => {
+    try {
+      const decided = verb === 'approve' ? await client.approvals.approve(id) : await client.approvals.deny(id, 'denied in guardctl tui');
+      return `${decided.status} ${id}`;
+    } catch (error) {
+      // 403 (a regular key), 409 (decided elsewhere): the server's own words.
+      return `not ${verb === 'approve' ? 'approved' : 'denied'}: ${error instanceof Error ? error.message : String(error)}`;
+    }
+  };
   // Our batcher already limits redraws to 20 per second; Ink's cap matches it.
   const app = render(
-    <Dashboard server={options.server} source={source} initial={initial} color={!process.env.NO_COLOR} {...(serverFilter ? { serverFilter } : {})} />,
+    <Dashboard server={options.server} source={source} initial={initial} decide={decide} color={!process.env.NO_COLOR} {...(serverFilter ? { serverFilter } : {})} />,
     { maxFps: 20, exitOnCtrlC: true },
   );
   await app.waitUntilExit();

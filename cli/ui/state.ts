@@ -5,6 +5,7 @@
  * Time never comes from a clock in here: actions that need it carry `now` (ms).
  */
 import type { EvaluationSummary, ReloadNotice } from '../../src/model/stream.js';
+import { initialApprovals, reduceApprovals, type ApprovalsAction, type ApprovalsState } from './approvals-state.js';
 import type { StreamState } from '../../src/client/event-stream.js';
 import { matchesFilter, parseFilter, type Filter } from './filter.js';
 
@@ -30,6 +31,8 @@ export interface Totals {
   allow: number;
   deny: number;
   steer: number;
+  /** Steps waiting for a person's approval (decision ask). */
+  ask: number;
 }
 
 export interface RateState {
@@ -75,6 +78,8 @@ export interface DashboardState {
   rate: RateState;
   /** Rate and budget controls' use per key, the most used first (docs/evaluators.md). */
   limits: LimitUse[];
+  /** Pending approvals and the pane's selection and confirmation (approvals-state.ts). */
+  approvals: ApprovalsState;
 }
 
 export type Action =
@@ -97,9 +102,10 @@ export type Action =
   | { type: 'filter/submit' }
   | { type: 'filter/cancel' }
   | { type: 'filter/set'; text: string }
-  | { type: 'limits/received'; limits: LimitUse[] };
+  | { type: 'limits/received'; limits: LimitUse[] }
+  | ApprovalsAction;
 
-const emptyTotals = (): Totals => ({ events: 0, allow: 0, deny: 0, steer: 0 });
+const emptyTotals = (): Totals => ({ events: 0, allow: 0, deny: 0, steer: 0, ask: 0 });
 const emptyRate = (): RateState => ({ buckets: [], since: null, perSecond: 0 });
 
 export function initialState(options: { capacity?: number; filter?: string } = {}): DashboardState {
@@ -122,12 +128,22 @@ export function initialState(options: { capacity?: number; filter?: string } = {
     lastReload: null,
     rate: emptyRate(),
     limits: [],
+    approvals: initialApprovals(),
   };
   return options.filter ? reduce(base, { type: 'filter/set', text: options.filter }) : base;
 }
 
 export function reduce(state: DashboardState, action: Action): DashboardState {
   switch (action.type) {
+    case 'approvals/received':
+    case 'approvals/notice':
+    case 'approvals/focus':
+    case 'approvals/move':
+    case 'approvals/ask':
+    case 'approvals/cancel':
+    case 'approvals/execute':
+    case 'approvals/done':
+      return { ...state, approvals: reduceApprovals(state.approvals, action) };
     case 'limits/received':
       return { ...state, limits: action.limits };
     case 'events/received':

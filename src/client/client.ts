@@ -23,6 +23,7 @@ import {
   AgentRecordSchema,
   SessionInfoSchema,
 } from '../model/index.js';
+import { approvalsApiOf, type ApprovalsApi } from './approvals.js';
 import { ResponseShapeError } from './errors.js';
 import {
   AuditPageSchema,
@@ -127,9 +128,12 @@ export class GuardClient {
   readonly serverUrl: string;
   readonly timeoutMs: number;
   readonly #transport: Transport;
+  /** Approvals of asked steps: list, get, wait, approve, deny. */
+  readonly approvals: ApprovalsApi;
 
   constructor(options: GuardClientOptions) {
     this.#transport = new Transport(options);
+    this.approvals = approvalsApiOf(this.#transport);
     this.serverUrl = this.#transport.serverUrl;
     this.timeoutMs = this.#transport.timeoutMs;
   }

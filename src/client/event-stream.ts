@@ -5,8 +5,10 @@
  * reconnect policy and a state a dashboard can always show.
  */
 import {
+  ApprovalNoticeSchema,
   EvaluationSummarySchema,
   ReloadNoticeSchema,
+  type ApprovalNotice,
   type EvaluationSummary,
   type ReloadNotice,
 } from '../model/stream.js';
@@ -114,6 +116,8 @@ export type StreamState =
 export interface EventStreamHandlers {
   onEvaluation(summary: EvaluationSummary): void;
   onReload?(notice: ReloadNotice): void;
+  /** An approval was asked, decided, used or expired (docs/approvals.md). */
+  onApproval?(notice: ApprovalNotice): void;
   /** The server dropped `skipped` events because this client read too slowly. */
   onLagged?(skipped: number): void;
   onState?(state: StreamState): void;
@@ -182,6 +186,12 @@ export function dispatchMessage(message: SseMessage, handlers: EventStreamHandle
       const parsed = ReloadNoticeSchema.safeParse(body);
       if (parsed.success) handlers.onReload?.(parsed.data);
       else handlers.onInvalid?.(message, 'invalid reload notice');
+      return;
+    }
+    case 'approval': {
+      const parsed = ApprovalNoticeSchema.safeParse(body);
+      if (parsed.success) handlers.onApproval?.(parsed.data);
+      else handlers.onInvalid?.(message, 'invalid approval notice');
       return;
     }
     case 'lagged': {

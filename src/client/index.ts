@@ -1,4 +1,5 @@
 export { GuardClient, DEFAULT_TIMEOUT_MS } from './client.js';
+export type { ApprovalsApi } from './approvals.js';
 export type {
   GuardClientOptions,
   NewControlBody,

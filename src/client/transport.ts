@@ -36,6 +36,8 @@ export interface RequestSpec<S extends z.ZodType> {
   body?: unknown;
   schema: S;
   headers?: Record<string, string>;
+  /** This request's time limit instead of the client's (a long-poll is meant to take long). */
+  timeoutMs?: number;
 }
 
 export class Transport {
@@ -77,7 +79,8 @@ export class Transport {
     if (spec.body !== undefined || spec.method !== 'GET') headers['content-type'] = 'application/json';
     if (this.#apiKey) headers['x-api-key'] = this.#apiKey;
     // One signal bounds the whole exchange: connecting, headers and reading the body.
-    const signal = AbortSignal.timeout(this.timeoutMs);
+    const limitMs = spec.timeoutMs ?? this.timeoutMs;
+    const signal = AbortSignal.timeout(limitMs);
 
     let response: Response;
     try {
@@ -88,14 +91,14 @@ export class Transport {
         signal,
       });
     } catch (error) {
-      throw this.#connectionError(spec.method, url, error);
+      throw this.#connectionError(spec.method, url, error, limitMs);
     }
 
     let text: string;
     try {
       text = await response.text();
     } catch (error) {
-      if (isTimeout(error)) throw this.#connectionError(spec.method, url, error);
+      if (isTimeout(error)) throw this.#connectionError(spec.method, url, error, limitMs);
       throw new ResponseShapeError(
         spec.endpoint, url, `the body was cut off (${describeCause(error).reason})`,
       );
@@ -120,9 +123,9 @@ export class Transport {
     return parsed.data;
   }
 
-  #connectionError(method: string, url: string, error: unknown): ConnectionError {
+  #connectionError(method: string, url: string, error: unknown, limitMs: number): ConnectionError {
     if (isTimeout(error)) {
-      return new ConnectionError(method, url, 'TIMEOUT', `no answer within ${this.timeoutMs} ms`, { cause: error });
+      return new ConnectionError(method, url, 'TIMEOUT', `no answer within ${limitMs} ms`, { cause: error });
     }
     const { code, reason } = describeCause(error);
     return new ConnectionError(method, url, code, reason, { cause: error });

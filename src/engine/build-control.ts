@@ -5,6 +5,7 @@
  * so a control that validates also compiles.
  */
 import {
+  approvalTimeoutMs,
   conditionDepth,
   MAX_CONDITION_DEPTH,
   type Condition,
@@ -27,9 +28,12 @@ const PLAIN_NON_MATCH: ControlResult = Object.freeze({ matched: false, confidenc
 
 export type BuildResult = { ok: true; control: CompiledControl } | { ok: false; issues: FieldIssue[] };
 
-/** Deny and steer controls fail closed by default; the others fail open (PRODUCT.md). */
+/**
+ * Deny and steer controls fail closed by default; so do ask controls (a failed check asks
+ * the person rather than letting the step through). The others fail open (PRODUCT.md).
+ */
 export function defaultOnError(decision: ControlData['action']['decision']): OnError {
-  return decision === 'deny' || decision === 'steer' ? 'deny' : 'allow';
+  return decision === 'deny' || decision === 'steer' || decision === 'ask' ? 'deny' : 'allow';
 }
 
 /**
@@ -99,6 +103,7 @@ export function buildControl(
     decision,
     steering_context: data.action.steering_context ?? null,
     actionMessage: data.action.message ?? null,
+    approvalTimeoutMs: decision === 'ask' ? approvalTimeoutMs(data.action.approval) : null,
     shadow: data.mode === 'shadow',
     execution: data.execution ?? 'server',
     stages: scope.stages ? stagesOf(scope.stages) : BOTH_STAGES,

@@ -37,6 +37,8 @@ export interface CompiledControl {
   readonly steering_context: SteeringContext | null;
   /** `action.message` of a deny: the match's message the agent is shown, instead of the evaluator's. */
   readonly actionMessage: string | null;
+  /** An ask control's `action.approval.timeout` in ms (default 15m); null for other decisions. */
+  readonly approvalTimeoutMs: number | null;
   /** `mode: shadow`: evaluated and reported, never part of the decision. */
   readonly shadow: boolean;
   readonly execution: 'server' | 'sdk';

@@ -333,7 +333,9 @@ function errorOf(c: CompiledControl, onError: OnError, err: unknown): ControlMat
 }
 
 /**
- * SPEC section 1: deny wins, then steer; allow, warn and log never block. Matches of
+ * SPEC section 1: deny wins, then steer, then ask (PRODUCT.md: a person approves the step;
+ * the server binds the answer to an approval, routes/approval-gate.ts); allow, warn and
+ * log never block. Matches of
  * shadow controls (`shadowIds`) go to `shadow_matches` and take no part in the decision.
  */
 function decide(records: ControlMatch[], shadowIds: ReadonlySet<number> | null): EvaluationResult {
@@ -343,6 +345,7 @@ function decide(records: ControlMatch[], shadowIds: ReadonlySet<number> | null):
   const shadowMatches: ControlMatch[] = [];
   let firstDeny: ControlMatch | null = null;
   let firstSteer: ControlMatch | null = null;
+  let firstAsk: ControlMatch | null = null;
   for (let i = 0; i < records.length; i++) {
     const m = records[i]!;
     // Each control lands in exactly one list: fail-closed errors count as matches.
@@ -354,6 +357,7 @@ function decide(records: ControlMatch[], shadowIds: ReadonlySet<number> | null):
       matches.push(m);
       if (m.action === 'deny') firstDeny ??= m;
       else if (m.action === 'steer') firstSteer ??= m;
+      else if (m.action === 'ask') firstAsk ??= m;
     } else if (m.error !== undefined) {
       errors.push(m);
     } else {
@@ -378,6 +382,19 @@ function decide(records: ControlMatch[], shadowIds: ReadonlySet<number> | null):
       decision: 'steer',
       confidence: firstSteer.result.confidence,
       steering_context: firstSteer.steering_context ?? null,
+      matches,
+      errors,
+      non_matches: nonMatches,
+      shadow_matches: shadowMatches,
+    };
+  }
+  if (firstAsk !== null) {
+    // Not safe until a person says so: the approval itself is the server's to attach.
+    return {
+      is_safe: false,
+      decision: 'ask',
+      confidence: firstAsk.result.confidence,
+      steering_context: null,
       matches,
       errors,
       non_matches: nonMatches,

@@ -97,6 +97,8 @@ export function promotionEffect(promotion: Promotion): string {
       return `would have denied ${count(f.would_deny)} ${of}`;
     case 'steer':
       return `would have steered ${count(f.would_steer)} ${of}`;
+    case 'ask':
+      return `would have asked for approval of ${count(f.matched)} ${of}`;
     case 'allow':
     case 'warn':
     case 'log':

@@ -10,7 +10,8 @@ export type StepType = z.infer<typeof StepTypeSchema>;
 export const StageSchema = z.enum(['pre', 'post']);
 export type Stage = z.infer<typeof StageSchema>;
 
-export const DecisionSchema = z.enum(['allow', 'deny', 'steer', 'warn', 'log']);
+/** `ask`: a person approves the exact step (docs/approvals.md); deny > steer > ask > allow, warn, log. */
+export const DecisionSchema = z.enum(['allow', 'deny', 'steer', 'ask', 'warn', 'log']);
 export type Decision = z.infer<typeof DecisionSchema>;
 
 /**

@@ -7,6 +7,7 @@ import {
   StepTypeSchema,
 } from './common.js';
 import { SessionLabelListSchema } from './session.js';
+import { ApprovalSettingsSchema } from './approval.js';
 
 /** How deep `and`/`or`/`not` trees may nest; deeper trees are rejected when saved. */
 export const MAX_CONDITION_DEPTH = 8;
@@ -100,8 +101,12 @@ export const ActionSchema = z
     session_labels: SessionLabelListSchema.optional().describe(
       'Labels the step\'s session gains when this control matches; they apply from the session\'s next step (docs/sessions.md)',
     ),
+    approval: ApprovalSettingsSchema.optional().describe('ask only: how long the person has to answer (docs/approvals.md)'),
   })
   .superRefine((action, ctx) => {
+    if (action.approval !== undefined && action.decision !== 'ask') {
+      ctx.addIssue({ code: 'custom', path: ['approval'], message: 'approval is for ask actions: set decision: ask, or remove approval' });
+    }
     if (action.message !== undefined && action.decision !== 'deny') {
       ctx.addIssue({
         code: 'custom',
@@ -185,6 +190,8 @@ const controlBodyShape = {
 };
 
 type ControlBody = {
+  execution?: 'server' | 'sdk' | undefined;
+  action?: { decision: string } | undefined;
   selector?: Selector | undefined;
   evaluator?: EvaluatorSpec | undefined;
   condition?: Condition | undefined;
@@ -192,6 +199,15 @@ type ControlBody = {
 
 /** A control checks either one selector+evaluator pair or a condition tree, never both. */
 function refineCheckForm(body: ControlBody, ctx: z.RefinementCtx): void {
+  // An approval lives in the server's store and is decided through its API: a control the
+  // agent evaluates in its own process could never wait for one, and failing open is not an option.
+  if (body.execution === 'sdk' && body.action?.decision === 'ask') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['execution'],
+      message: 'an ask control runs on the server (approvals are stored and decided there): remove execution: sdk or use execution: server',
+    });
+  }
   if (body.condition) {
     if (body.selector || body.evaluator) {
       ctx.addIssue({

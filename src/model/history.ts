@@ -18,10 +18,11 @@ export interface WriteOrigin {
 /** The origin of writes made by the process itself (tests, tools that open a store directly). */
 export const SYSTEM_ORIGIN: WriteOrigin = Object.freeze({ actor: 'system', source: 'api' });
 
-export const ChangeKindSchema = z.enum(['control', 'agent', 'link']);
+/** `approval`: an approval asked, decided, used or expired (audit only: it changes no control). */
+export const ChangeKindSchema = z.enum(['control', 'agent', 'link', 'approval']);
 export type ChangeKind = z.infer<typeof ChangeKindSchema>;
 
-export const ChangeOpSchema = z.enum(['create', 'update', 'delete', 'restore', 'link', 'unlink']);
+export const ChangeOpSchema = z.enum(['create', 'update', 'delete', 'restore', 'link', 'unlink', 'ask', 'approve', 'deny', 'use', 'expire']);
 export type ChangeOp = z.infer<typeof ChangeOpSchema>;
 
 /**

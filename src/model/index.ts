@@ -11,3 +11,4 @@ export * from './shadow.js';
 export * from './change.js';
 export * from './text.js';
 export * from './session.js';
+export * from './approval.js';

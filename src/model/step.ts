@@ -8,6 +8,7 @@ import {
 } from './common.js';
 import { SteeringContextSchema } from './control.js';
 import { SessionIdSchema, SessionResultSchema } from './session.js';
+import { ApprovalRefSchema } from './approval.js';
 
 /**
  * The object a control looks at: one tool or model call. A step made with no argument (a
@@ -64,7 +65,8 @@ export type ControlMatch = z.infer<typeof ControlMatchSchema>;
 /** The result of evaluating one step at one stage. */
 export const EvaluationResultSchema = z.strictObject({
   is_safe: z.boolean(),
-  decision: z.enum(['allow', 'deny', 'steer']),
+  /** `ask`: a person must approve this exact step first (`approval` says which question). */
+  decision: z.enum(['allow', 'deny', 'steer', 'ask']),
   confidence: z.number().min(0).max(1),
   steering_context: SteeringContextSchema.nullable(),
   matches: z.array(ControlMatchSchema),
@@ -78,5 +80,11 @@ export const EvaluationResultSchema = z.strictObject({
   shadow_matches: z.array(ControlMatchSchema).default([]),
   /** The step's session, when the request names one and the agent has session-aware controls. */
   session: SessionResultSchema.optional(),
+  /**
+   * Set when an `ask` control matched: the approval of this exact step. Pending with
+   * decision ask; approved with decision allow (this submission used it); denied or
+   * expired with decision deny.
+   */
+  approval: ApprovalRefSchema.optional(),
 });
 export type EvaluationResult = z.infer<typeof EvaluationResultSchema>;

@@ -1,12 +1,13 @@
 import { z } from 'zod';
 import { StageSchema, StepTypeSchema } from './common.js';
 import { SteeringContextSchema } from './control.js';
+import { ApprovalRecordSchema } from './approval.js';
 
 /** One matched control in a stream summary. */
 const SummaryMatchSchema = z.strictObject({
   control_id: z.number().int(),
   control_name: z.string(),
-  action: z.enum(['allow', 'deny', 'steer', 'warn', 'log']),
+  action: z.enum(['allow', 'deny', 'steer', 'ask', 'warn', 'log']),
   message: z.string().nullable(),
   steering_context: SteeringContextSchema.nullable(),
   /** The selected value the control looked at, truncated to 200 characters. */
@@ -28,7 +29,7 @@ export const EvaluationSummarySchema = z.strictObject({
   step_name: z.string(),
   step_type: StepTypeSchema,
   stage: StageSchema,
-  decision: z.enum(['allow', 'deny', 'steer']),
+  decision: z.enum(['allow', 'deny', 'steer', 'ask']),
   /** Engine time for the whole step, in milliseconds. */
   duration_ms: z.number(),
   /** How many controls were evaluated. */
@@ -39,6 +40,17 @@ export const EvaluationSummarySchema = z.strictObject({
   errors: z.array(z.strictObject({ control_id: z.number().int(), control_name: z.string(), message: z.string() })),
 });
 export type EvaluationSummary = z.infer<typeof EvaluationSummarySchema>;
+
+/**
+ * `event: approval`: an approval was asked, approved, denied, used (the approved step ran)
+ * or expired. The approval's step is masked as the API shows it.
+ */
+export const ApprovalNoticeSchema = z.strictObject({
+  timestamp: z.string(),
+  event: z.enum(['asked', 'approved', 'denied', 'expired', 'used']),
+  approval: ApprovalRecordSchema,
+});
+export type ApprovalNotice = z.infer<typeof ApprovalNoticeSchema>;
 
 /** `event: reload`: the watched controls directory was reloaded (or failed to). */
 export const ReloadNoticeSchema = z.strictObject({

@@ -4,7 +4,7 @@ import { StepSchema } from './step.js';
 
 /** What a decision test expects of one step. */
 export const TestExpectationSchema = z.strictObject({
-  decision: z.enum(['allow', 'deny', 'steer']),
+  decision: z.enum(['allow', 'deny', 'steer', 'ask']),
   /** Controls that must match. */
   matched: z.array(ControlNameSchema).optional(),
   /** Controls that must not match. */

@@ -1,4 +1,4 @@
-import type { EvaluationSummary, ReloadNotice } from '../model/index.js';
+import type { ApprovalNotice, EvaluationSummary, ReloadNotice } from '../model/index.js';
 import { OBSERVABILITY_DEFAULTS } from './config.js';
 
 type Decision = EvaluationSummary['decision'];
@@ -36,6 +36,8 @@ export interface EventHub {
   unsubscribe(subscriber: StreamSubscriber): void;
   publishEvaluation(summary: EvaluationSummary): void;
   publishReload(notice: ReloadNotice): void;
+  /** `event: approval`, to the subscribers of its agent (or of every agent), whatever their decision filter. */
+  publishApproval(notice: ApprovalNotice): void;
   /** Open subscribers; evaluations skip building summaries when it is 0. */
   readonly size: number;
   /** Subscribers dropped since the hub began, by reason (the `stream_subscribers_dropped_total` metric). */
@@ -227,6 +229,17 @@ export function createEventHub(opts: EventHubOptions = {}): EventHub {
       if (subs.size === 0) return;
       const frame = sseFrame('reload', notice);
       for (const sub of subs) {
+        if (!sub.send(frame)) {
+          remove(sub);
+          dropped.behind++;
+        }
+      }
+    },
+    publishApproval(notice) {
+      if (subs.size === 0) return;
+      const frame = sseFrame('approval', notice);
+      for (const sub of subs) {
+        if (sub.filter.agent_name !== undefined && sub.filter.agent_name !== notice.approval.agent_name) continue;
         if (!sub.send(frame)) {
           remove(sub);
           dropped.behind++;

@@ -89,7 +89,7 @@ export const StatsQuerySchema = z.strictObject({
 const decisionList = z
   .string()
   .transform((s) => s.split(',').map((d) => d.trim()).filter((d) => d !== ''))
-  .pipe(z.array(z.enum(['allow', 'deny', 'steer'], { error: () => 'decision must be a comma list of allow, deny, steer' })).min(1));
+  .pipe(z.array(z.enum(['allow', 'deny', 'steer', 'ask'], { error: () => 'decision must be a comma list of allow, deny, steer, ask' })).min(1));
 
 /** Query string of `GET /observability/events/stream`. */
 export const StreamQuerySchema = z.strictObject({

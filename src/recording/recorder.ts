@@ -43,7 +43,7 @@ export interface RecordInput {
   agent_name: string;
   stage: Stage;
   step: Step;
-  decision: 'allow' | 'deny' | 'steer';
+  decision: 'allow' | 'deny' | 'steer' | 'ask';
   /** The step's session: replay runs a session's steps in order in one session. */
   session_id?: string | undefined;
 }

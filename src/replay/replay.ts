@@ -43,7 +43,7 @@ export async function replay(
   let skipped = options.sourceSkipped?.count ?? 0;
   let total = skipped;
   let evaluated = 0;
-  const unchanged: Record<ReplayDecision, number> = { allow: 0, deny: 0, steer: 0 };
+  const unchanged: Record<ReplayDecision, number> = { allow: 0, deny: 0, steer: 0, ask: 0 };
   const changes = new Map<string, ReplayChange>();
   // Recorded steps were redacted when recorded; a JSON-lines file may not have been.
   const redactor = stepRedactor([]);
@@ -163,20 +163,18 @@ function resultOf(pending: EvaluationOutcome | Promise<EvaluationOutcome>): Eval
   return pending instanceof Promise ? pending.then((o) => o.result) : pending.result;
 }
 
+const PRIORITY: Record<ReplayDecision, number> = { allow: 0, ask: 1, steer: 2, deny: 3 };
+
 interface Verdict {
   decision: ReplayDecision;
   /** The controls behind a deny or steer decision. */
   deciding: string[];
 }
 
-/** SPEC's priority over the shared matches plus one side's: deny wins, then steer. */
+/** SPEC's priority over the shared matches plus one side's: deny wins, then steer, then ask. */
 function verdictOf(shared: EvaluationResult | null, side: EvaluationResult): Verdict {
   const decision: ReplayDecision =
-    shared === null || shared.decision === side.decision
-      ? side.decision
-      : shared.decision === 'deny' || side.decision === 'deny'
-        ? 'deny'
-        : 'steer';
+    shared === null || PRIORITY[side.decision] >= PRIORITY[shared.decision] ? side.decision : shared.decision;
   if (decision === 'allow') return { decision, deciding: [] };
   const names: string[] = [];
   for (const m of shared?.matches ?? []) if (m.action === decision) names.push(m.control_name);
@@ -185,9 +183,9 @@ function verdictOf(shared: EvaluationResult | null, side: EvaluationResult): Ver
   return { decision, deciding: names.sort() };
 }
 
-const RANK: Record<ReplayDecision, number> = { deny: 0, steer: 1, allow: 2 };
+const RANK: Record<ReplayDecision, number> = { deny: 0, steer: 1, ask: 2, allow: 3 };
 function order(c: ReplayChange): number {
-  return RANK[c.to] * 3 + RANK[c.from];
+  return RANK[c.to] * 4 + RANK[c.from];
 }
 
 /**
@@ -225,5 +223,6 @@ export function describeChange(change: Pick<ReplayChange, 'from' | 'to' | 'count
   const of = `${change.count.toLocaleString('en-US')} of ${evaluated.toLocaleString('en-US')} step${evaluated === 1 ? '' : 's'}`;
   if (change.to === 'deny') return `would newly deny ${of} (${change.from} before)`;
   if (change.to === 'steer') return `would newly steer ${of} (${change.from} before)`;
+  if (change.to === 'ask') return `would newly ask for approval of ${of} (${change.from} before)`;
   return `would newly allow ${of} (${change.from} before)`;
 }

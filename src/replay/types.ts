@@ -1,7 +1,7 @@
 /** What a replay found: plain data for the plan renderers (text, JSON, markdown). */
 import type { Stage, StepType } from '../model/index.js';
 
-export type ReplayDecision = 'allow' | 'deny' | 'steer';
+export type ReplayDecision = 'allow' | 'deny' | 'steer' | 'ask';
 
 /** One recorded step as a source delivers it: unchecked until replay parses it. */
 export interface RawRecord {

@@ -9,11 +9,12 @@ import { ApiError } from '../errors.js';
 import { createDefaultRegistry, type EvaluatorRegistry } from '../evaluators/registry.js';
 import type { ControlRecord, EvaluationResult, Stage } from '../model/index.js';
 import { buildControlSet, type AgentControlSet } from './control-set.js';
-import { ControlSteerError, ControlViolationError, GuardUnavailableError, stepRefusalOf } from './errors.js';
+import { ApprovalError, ControlSteerError, ControlViolationError, GuardUnavailableError, stepRefusalOf } from './errors.js';
 import { EventBatcher, eventsOf } from './events.js';
 import { decidingMatch, emptyResult, mergeResults } from './merge.js';
 import { MissingSelectorWarnings } from './missing-selectors.js';
-import { DISCLOSURES, unavailableVerdict, verdictOf, type Disclosure, type Verdict } from './verdict.js';
+import { approvalErrorOf, awaitDecision, type ApprovalMode } from './approval-wait.js';
+import { approvalTextOf, DISCLOSURES, unavailableVerdict, verdictOf, type Disclosure, type Verdict } from './verdict.js';
 import { endEvaluationSpan } from '../tracing/evaluation-span.js';
 import { AgentTracing, freshTraceIds, traceparentOfIds, type TraceIds } from './tracing.js';
 import { consoleLogger, type CheckOptions, type ControlOptions, type FailMode, type GuardAgentOptions, type GuardLogger, type StepInput } from './options.js';
@@ -29,6 +30,8 @@ export class GuardAgent {
   readonly disclosure: Disclosure;
   /** The default session of this agent's checks (GuardAgentOptions.sessionId). */
   readonly sessionId: string | undefined;
+  readonly approvalMode: ApprovalMode;
+  readonly #approvalTimeoutMs: number;
   readonly #registry: EvaluatorRegistry;
   readonly #logger: GuardLogger;
   readonly #refreshMs: number;
@@ -58,6 +61,9 @@ export class GuardAgent {
     if (!DISCLOSURES.includes(this.disclosure)) {
       throw new TypeError(`disclosure must be one of ${DISCLOSURES.join(', ')}, not ${JSON.stringify(options.disclosure)}`);
     }
+    this.approvalMode = options.approval ?? 'wait';
+    if (this.approvalMode !== 'wait' && this.approvalMode !== 'throw') throw new TypeError(`approval must be "wait" or "throw", not ${JSON.stringify(options.approval)}`);
+    this.#approvalTimeoutMs = options.approvalTimeout ?? Number.POSITIVE_INFINITY;
     this.#registry = options.registry ?? createDefaultRegistry();
     this.#logger = options.logger ?? consoleLogger;
     this.#missing = new MissingSelectorWarnings(this.#logger);
@@ -236,7 +242,17 @@ export class GuardAgent {
    */
   async check(step: StepInput, stage: Stage, options: CheckOptions = {}): Promise<EvaluationResult> {
     const result = await this.evaluate(step, stage, options);
-    this.#enforce(result, step, stage);
+    try {
+      this.#enforce(result, step, stage);
+    } catch (error) {
+      if (!(error instanceof ApprovalError) || error.status !== 'pending' || this.approvalMode === 'throw') throw error;
+      const decided = await awaitDecision(this.client, error, this.#approvalTimeoutMs);
+      if (decided?.status !== 'approved') throw approvalErrorOf(error, decided);
+      // Submitted again: the server lets exactly this step through once on its approval.
+      const again = await this.evaluate(step, stage, options);
+      this.#enforce(again, step, stage);
+      return again;
+    }
     return result;
   }
 
@@ -311,8 +327,15 @@ export class GuardAgent {
     const decider = decidingMatch(result);
     const metadata = decider ? (this.#set.actionMetadata.get(decider.control_id) ?? null) : null;
     const text = verdict.message!;
+    const approval = verdict.approval;
+    if (approval !== undefined && verdict.decision !== 'steer') {
+      // Ask (pending), or a denied or expired approval: an approval error, never a violation.
+      verdict.error = new ApprovalError(approval.id, approval.status, approval.expires_at, approval.reason ?? null, result, approvalTextOf(approval, text));
+      return verdict;
+    }
+    // An ask without an approval (a server that cannot store one) is refused, never run.
     verdict.error =
-      verdict.decision === 'deny'
+      verdict.decision === 'deny' || verdict.decision === 'ask'
         ? new ControlViolationError(decider?.control_id ?? -1, verdict.control_name ?? 'unknown', verdict.detail, metadata, result, text)
         : new ControlSteerError(decider?.control_id ?? null, verdict.control_name, verdict.steering_context!, metadata, result, text);
     return verdict;

@@ -4,7 +4,7 @@
  * GuardUnavailableError (the checks could not be done and failMode is `closed`).
  */
 import { ApiError } from '../errors.js';
-import type { EvaluationResult, JsonObject, SteeringContext } from '../model/index.js';
+import type { ApprovalStatus, EvaluationResult, JsonObject, SteeringContext } from '../model/index.js';
 
 /** Base class of everything the SDK raises about a checked step. */
 export class GuardError extends Error {
@@ -58,6 +58,29 @@ export class ControlSteerError extends GuardError {
 
   get requiredActions(): string[] {
     return this.steeringContext.required_actions ?? [];
+  }
+}
+
+/**
+ * An ask control matched and no person allowed the step: still pending (with
+ * `approval: 'throw'`, or when the caller's `approvalTimeout` ran out), denied (with the
+ * approver's reason) or expired. Not a ControlViolationError: the step was not judged
+ * wrong, a person has not said yes. `approvalId` is what `GET /api/v1/approvals/{id}` and
+ * `guardctl approvals show` take, so an agent that pauses can resume on the same question.
+ */
+export class ApprovalError extends GuardError {
+  constructor(
+    readonly approvalId: string,
+    readonly status: ApprovalStatus,
+    /** When the question expires (ISO time). */
+    readonly expiresAt: string,
+    /** The approver's reason of a denial, when given. */
+    readonly reason: string | null,
+    readonly result: EvaluationResult | null,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ApprovalError';
   }
 }
 

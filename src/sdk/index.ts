@@ -14,9 +14,10 @@ import { controlsBeforeRegistration, enforcingCount, unguardedError } from './un
 export { GuardAgent } from './agent.js';
 export type { CheckOptions, ControlOptions, FailMode, GuardAgentOptions, GuardLogger, StepInput } from './agent.js';
 export { DISCLOSURES, type Disclosure, type Verdict } from './verdict.js';
+export type { ApprovalMode } from './approval-wait.js';
 // The `tracer` option's type: what of an @opentelemetry/api Tracer the SDK uses.
 export type { AttributeValue, Attributes, SpanContextLike, SpanLike, TracerLike } from '../tracing/types.js';
-export { ControlSteerError, ControlViolationError, GuardError, GuardUnavailableError, UnguardedAgentError } from './errors.js';
+export { ApprovalError, ControlSteerError, ControlViolationError, GuardError, GuardUnavailableError, UnguardedAgentError } from './errors.js';
 export { ApiError, UserError, type ProblemBody } from '../errors.js';
 // Evaluators for `execution: sdk` controls (the `registry` option), with the plugin interface.
 export {
@@ -50,6 +51,9 @@ export type {
   OnError,
   AgentPatch,
   AgentRecord,
+  ApprovalRecord,
+  ApprovalRef,
+  ApprovalStatus,
   ControlData,
   ControlDataInput,
   ControlMatch,

@@ -1,7 +1,8 @@
 /**
  * Merges the result of the in-process (`execution: sdk`) controls with the server's
- * result under SPEC section 1's priority: deny beats steer beats allow, whichever side
- * the deciding control ran on.
+ * result under SPEC section 1's priority: deny beats steer beats ask beats allow, whichever
+ * side the deciding control ran on. Ask controls run only on the server (model/control.ts),
+ * so an approval always comes from the server's half.
  */
 import type { ControlMatch, EvaluationResult } from '../model/index.js';
 
@@ -10,7 +11,7 @@ export function emptyResult(): EvaluationResult {
   return { is_safe: true, decision: 'allow', confidence: 1, steering_context: null, matches: [], errors: [], non_matches: [], shadow_matches: [] };
 }
 
-const rank = { allow: 0, steer: 1, deny: 2 } as const;
+const rank = { allow: 0, ask: 1, steer: 2, deny: 3 } as const;
 
 export function mergeResults(local: EvaluationResult, remote: EvaluationResult | null): EvaluationResult {
   if (remote === null) return local;
@@ -24,8 +25,8 @@ export function mergeResults(local: EvaluationResult, remote: EvaluationResult |
     const first = matches.find((m) => m.action === 'steer' && m.steering_context);
     steering = first?.steering_context ?? steering;
   }
-  return {
-    is_safe: decision !== 'deny',
+  const merged: EvaluationResult = {
+    is_safe: decision !== 'deny' && decision !== 'ask',
     decision,
     confidence: decision === 'allow' ? Math.min(local.confidence, remote.confidence) : winner.confidence,
     steering_context: decision === 'steer' ? steering : null,
@@ -34,6 +35,9 @@ export function mergeResults(local: EvaluationResult, remote: EvaluationResult |
     non_matches: byControlOrder([...local.non_matches, ...remote.non_matches]),
     shadow_matches: byControlOrder([...local.shadow_matches, ...remote.shadow_matches]),
   };
+  // The server's approval stays with its answer only while that answer decides.
+  if (remote.approval !== undefined && decision === remote.decision) merged.approval = remote.approval;
+  return merged;
 }
 
 function byControlOrder(list: ControlMatch[]): ControlMatch[] {

@@ -55,6 +55,14 @@ export interface GuardAgentOptions {
    * verdict.message): `minimal` (default), `name` or `full`. See verdict.ts.
    */
   disclosure?: Disclosure | undefined;
+  /**
+   * A step an ask control holds for a person (docs/approvals.md): `wait` (default) holds
+   * `check` and `control()` until the approval is decided, then runs the call or raises
+   * ApprovalError (denied, expired); `throw` raises ApprovalError (pending, with its id) at once.
+   */
+  approval?: 'wait' | 'throw' | undefined;
+  /** With `approval: 'wait'`, the longest wait in ms; default: until the approval expires. */
+  approvalTimeout?: number | undefined;
   /** Send events of in-process evaluations to the server. Default true. */
   events?: boolean | undefined;
   /** Send when this many events wait. Default 100. */

@@ -6,7 +6,7 @@
  * control's name and its evaluator's message can tell an adversarial prompt what the
  * rule looks for.
  */
-import type { EvaluationResult, Stage, SteeringContext } from '../model/index.js';
+import type { ApprovalRef, EvaluationResult, Stage, SteeringContext } from '../model/index.js';
 import type { GuardError } from './errors.js';
 import { decidingMatch } from './merge.js';
 
@@ -23,7 +23,10 @@ export type Disclosure = 'minimal' | 'name' | 'full';
 export const DISCLOSURES: readonly Disclosure[] = ['minimal', 'name', 'full'];
 
 export interface Verdict {
-  decision: 'allow' | 'deny' | 'steer';
+  /** `ask`: a person must approve this exact step first; `approval` names the question. */
+  decision: 'allow' | 'deny' | 'steer' | 'ask';
+  /** The server's approval of this step (ask: pending; allow: the approval it used; deny: denied or expired). */
+  approval?: ApprovalRef;
   /** The deciding control (deny or steer), for the application; null on allow. */
   control_name: string | null;
   /** The text for the model, within the guard's disclosure; null on allow. */
@@ -45,7 +48,7 @@ export interface Verdict {
 
 /** What the model reads about a decision, in the words of `disclosure`. */
 export interface ModelTextInput {
-  decision: 'deny' | 'steer';
+  decision: 'deny' | 'steer' | 'ask';
   stage: Stage;
   controlName: string | null;
   detail: string | null;
@@ -55,6 +58,11 @@ export interface ModelTextInput {
 export function modelTextOf(input: ModelTextInput, disclosure: Disclosure): string {
   const who = disclosure !== 'minimal' && input.controlName !== null ? ` by control "${input.controlName}"` : '';
   const why = disclosure === 'full' && input.detail ? ` (${input.detail})` : '';
+  if (input.decision === 'ask') {
+    return input.stage === 'pre'
+      ? `Waiting for approval${who}: a person must approve this exact call before it runs. It was not run.`
+      : `Result withheld${who}: a person must approve this result before it is used.`;
+  }
   if (input.decision === 'deny') {
     return input.stage === 'pre'
       ? `Blocked${who}${why}: this call was not run. Do not retry it as it is.`
@@ -68,6 +76,20 @@ export function modelTextOf(input: ModelTextInput, disclosure: Disclosure): stri
   return lines.join('\n');
 }
 
+/** The text of an approval error: the model text, and what became of the approval (never the step). */
+export function approvalTextOf(approval: ApprovalRef, modelText: string): string {
+  switch (approval.status) {
+    case 'pending':
+      return `${modelText} (approval ${approval.id} is pending until ${approval.expires_at})`;
+    case 'denied':
+      return `Not run: a person denied this call (approval ${approval.id})${approval.reason ? `: ${approval.reason}` : ''}. Do not retry it as it is.`;
+    case 'expired':
+      return `Not run: nobody approved this call before ${approval.expires_at} (approval ${approval.id}).`;
+    case 'approved':
+      return modelText;
+  }
+}
+
 /** The model's text when the guard could not check the step: nothing about why (URLs, errors). */
 export function unavailableTextOf(stage: Stage): string {
   return stage === 'pre'
@@ -78,13 +100,15 @@ export function unavailableTextOf(stage: Stage): string {
 export function verdictOf(result: EvaluationResult, stage: Stage, disclosure: Disclosure): Verdict {
   const decision = result.decision;
   if (decision === 'allow') {
-    return { decision, control_name: null, message: null, steering_context: null, detail: null, unavailable: false, result, error: null };
+    const allowed: Verdict = { decision, control_name: null, message: null, steering_context: null, detail: null, unavailable: false, result, error: null };
+    if (result.approval !== undefined) allowed.approval = result.approval;
+    return allowed;
   }
   const decider = decidingMatch(result);
   const controlName = decider?.control_name ?? null;
   const detail = decider ? (decider.result.message ?? decider.error ?? null) : null;
   const steering = decision === 'steer' ? (result.steering_context ?? decider?.steering_context ?? { message: 'steer control matched' }) : null;
-  return {
+  const verdict: Verdict = {
     decision,
     control_name: controlName,
     message: modelTextOf({ decision, stage, controlName, detail, steering }, disclosure),
@@ -94,6 +118,8 @@ export function verdictOf(result: EvaluationResult, stage: Stage, disclosure: Di
     result,
     error: null,
   };
+  if (result.approval !== undefined) verdict.approval = result.approval;
+  return verdict;
 }
 
 export function unavailableVerdict(stage: Stage): Verdict {

@@ -30,6 +30,8 @@ import { historyRoutes } from './routes/history.js';
 import { shadowReportRoutes } from './routes/shadow-report.js';
 import { evaluationRoutes } from './routes/evaluation.js';
 import { recordingRoutes } from './routes/recordings.js';
+import { approvalRoutes } from './routes/approvals.js';
+import { Approvals } from './approvals.js';
 import { recorderFromConfig } from '../recording/from-config.js';
 import { reloadRoutes } from './routes/reload.js';
 import { metricsRoutes, observabilityRoutes } from './routes/observability.js';
@@ -204,7 +206,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onClose', async () => sessions.close());
   const controlName = controlNamesOf(store);
   if (observability) registerCounterMetrics(observability.metrics, counters, controlName);
-  const ctx: ServerContext = { store, config, registry, controlSets, observability, recorder, tracing: deps.tracing, counters, sessions, actorOf: createActorOf(config) };
+  const approvals = new Approvals(store, config, observability, app.log);
+  app.addHook('onClose', async () => approvals.close());
+  const ctx: ServerContext = { store, config, registry, controlSets, observability, recorder, tracing: deps.tracing, counters, sessions, approvals, actorOf: createActorOf(config) };
   if (observability && deps.tracing) registerSpanDropsMetric(observability.metrics, deps.tracing);
   // One plugin per resource, in one readable list.
   await app.register(systemRoutes, { ...ctx, health: new HealthMonitor(store) });
@@ -215,6 +219,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(evaluationRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(sessionRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(recordingRoutes, { ...ctx, prefix: '/api/v1' });
+  await app.register(approvalRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(reloadRoutes, { reload: deps.reload, prefix: '/api/v1' });
   if (observability) {
     await app.register(observabilityRoutes, { observability, store, config, counters, controlName, prefix: '/api/v1' });

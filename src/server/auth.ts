@@ -4,8 +4,12 @@ import { AuthThrottle } from './auth-throttle.js';
 import type { ServerConfig } from './config.js';
 import { problemOf, sendProblem } from './problem.js';
 
-/** What a route needs: nothing, a regular (or admin) key, or an admin key. */
-export type Access = 'public' | 'read' | 'admin';
+/**
+ * What a route needs: nothing, a regular (or admin) key, or an admin key. Approvals have
+ * two levels of their own: `approvals` (reading them: regular, admin or approver keys) and
+ * `approve` (deciding them: admin or approver keys). An approver key opens nothing else.
+ */
+export type Access = 'public' | 'read' | 'admin' | 'approvals' | 'approve';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -14,7 +18,7 @@ declare module 'fastify' {
   }
 }
 
-type KeyClass = 'admin' | 'regular' | null;
+type KeyClass = 'admin' | 'regular' | 'approver' | null;
 
 /** Routes that forget to declare a level get the strictest level their method suggests. */
 export function defaultAccess(method: string): Access {
@@ -52,11 +56,24 @@ export function createAuthHook(config: ServerConfig, throttle = new AuthThrottle
         problemOf(401, 'unauthorized', key ? 'the X-API-Key header holds an unknown key' : 'send an API key in the X-API-Key header'),
       );
     }
-    if (access === 'admin' && keyClass !== 'admin') {
-      return sendProblem(reply, problemOf(403, 'forbidden', 'this operation needs an admin key'));
-    }
+    const refusal = refusalOf(access, keyClass);
+    if (refusal !== null) return sendProblem(reply, problemOf(403, 'forbidden', refusal));
     return undefined;
   };
+}
+
+/** Why a known key may not use a route of `access`, or null when it may. */
+function refusalOf(access: Exclude<Access, 'public'>, keyClass: Exclude<KeyClass, null>): string | null {
+  switch (access) {
+    case 'read':
+      return keyClass === 'approver' ? 'an approver key reads and decides approvals only' : null;
+    case 'admin':
+      return keyClass === 'admin' ? null : 'this operation needs an admin key';
+    case 'approvals':
+      return null;
+    case 'approve':
+      return keyClass === 'regular' ? 'deciding an approval needs an admin or approver key (GUARD_APPROVER_API_KEYS)' : null;
+  }
 }
 
 /**
@@ -74,13 +91,17 @@ function refuseBody(request: FastifyRequest, reply: FastifyReply): void {
 function keyClassifier(config: ServerConfig): (key: string) => KeyClass {
   const admin = config.adminApiKeys.map(digest);
   const regular = config.apiKeys.map(digest);
+  const approver = config.approverApiKeys.map(digest);
   return (key) => {
     const given = digest(key);
     let isAdmin = false;
     let isRegular = false;
+    let isApprover = false;
     for (const d of admin) isAdmin = timingSafeEqual(d, given) || isAdmin;
     for (const d of regular) isRegular = timingSafeEqual(d, given) || isRegular;
-    return isAdmin ? 'admin' : isRegular ? 'regular' : null;
+    for (const d of approver) isApprover = timingSafeEqual(d, given) || isApprover;
+    // A key listed in two classes counts as the first of admin, regular, approver.
+    return isAdmin ? 'admin' : isRegular ? 'regular' : isApprover ? 'approver' : null;
   };
 }
 

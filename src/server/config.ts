@@ -22,6 +22,12 @@ export interface ServerConfig {
   readonly apiKeyEnabled: boolean;
   readonly apiKeys: readonly string[];
   readonly adminApiKeys: readonly string[];
+  /** Keys that may read and decide approvals and nothing else (GUARD_APPROVER_API_KEYS, docs/approvals.md). */
+  readonly approverApiKeys: readonly string[];
+  /** Where each new approval is posted as chat-webhook JSON (GUARD_APPROVAL_WEBHOOK_URL); operator-set only. */
+  readonly approvalWebhookUrl: string | null;
+  /** How often a waiting approval request looks at the store for a decision made on another replica (GUARD_APPROVAL_POLL_MS). */
+  readonly approvalPollMs: number;
   readonly observabilityEnabled: boolean;
   readonly flushIntervalSeconds: number;
   readonly vendorApiKey: string | undefined;
@@ -130,6 +136,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<ServerConf
     apiKeyEnabled: bool(env, 'GUARD_API_KEY_ENABLED', false),
     apiKeys: list(env, 'GUARD_API_KEYS'),
     adminApiKeys: list(env, 'GUARD_ADMIN_API_KEYS'),
+    approverApiKeys: list(env, 'GUARD_APPROVER_API_KEYS'),
+    approvalWebhookUrl: webhookUrl(env, 'GUARD_APPROVAL_WEBHOOK_URL'),
+    approvalPollMs: int(env, 'GUARD_APPROVAL_POLL_MS', 250, 10, 60_000),
     observabilityEnabled: bool(env, 'OBSERVABILITY_ENABLED', true),
     flushIntervalSeconds: num(env, 'OBSERVABILITY_FLUSH_INTERVAL_SECONDS', 10, 0.001),
     vendorApiKey: str(env, 'VENDOR_API_KEY'),
@@ -172,6 +181,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<ServerConf
     allowedHosts: Object.freeze([...config.allowedHosts]),
     apiKeys: Object.freeze([...config.apiKeys]),
     adminApiKeys: Object.freeze([...config.adminApiKeys]),
+    approverApiKeys: Object.freeze([...config.approverApiKeys]),
     evaluatorPlugins: Object.freeze([...config.evaluatorPlugins]),
     recordRedact: Object.freeze([...config.recordRedact]),
   });
@@ -204,7 +214,8 @@ function checkAuth(config: ServerConfig): void {
       'set GUARD_ADMIN_API_KEYS (and GUARD_API_KEYS for read-only clients) to comma-separated secrets, or GUARD_API_KEY_ENABLED=false for local development',
     );
   }
-  for (const [name, keys] of [['GUARD_API_KEYS', config.apiKeys], ['GUARD_ADMIN_API_KEYS', config.adminApiKeys]] as const) {
+  const classes = [['GUARD_API_KEYS', config.apiKeys], ['GUARD_ADMIN_API_KEYS', config.adminApiKeys], ['GUARD_APPROVER_API_KEYS', config.approverApiKeys]] as const;
+  for (const [name, keys] of classes) {
     const short = keys.findIndex((key) => key.length < MIN_API_KEY_LENGTH);
     const key = keys[short];
     if (key === undefined) continue;
@@ -237,6 +248,21 @@ function checkTimeouts(config: ServerConfig): void {
 
 function dropUndefined<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** An http(s) URL without credentials in it (they would show in logs and errors); null when unset. */
+function webhookUrl(env: Env, name: string): string | null {
+  const raw = str(env, name);
+  if (raw === undefined) return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(name, 'is not a URL', 'give the chat incoming-webhook address, for example https://hooks.example.com/services/...');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError(name, `uses ${url.protocol}`, 'use an http or https URL');
+  if (url.username !== '' || url.password !== '') throw new ConfigError(name, 'holds a user name or password', 'put the secret in the path or query, as chat webhooks do');
+  return url.toString();
 }
 
 function str(env: Env, name: string): string | undefined {

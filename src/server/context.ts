@@ -7,6 +7,7 @@ import type { Observability } from '../observability/index.js';
 import type { StepRecorder } from '../recording/recorder.js';
 import type { Store } from '../store/types.js';
 import type { Tracing } from '../tracing/start.js';
+import type { Approvals } from './approvals.js';
 import type { ServerConfig } from './config.js';
 import type { ControlSetCache } from './control-sets.js';
 import type { ServerCounters } from '../counting/index.js';
@@ -28,6 +29,8 @@ export interface ServerContext {
   recorder?: StepRecorder | null;
   /** OpenTelemetry export; absent when tracing is off (docs/observability.md, "Tracing"). */
   tracing?: Tracing | undefined;
+  /** Approvals of asked steps: the evaluation route's gate, long-polls, stream and webhook. */
+  approvals: Approvals;
   /** Who a write request is, for history and audit (auth.ts createActorOf). */
   actorOf: (request: FastifyRequest) => string;
 }

@@ -8,6 +8,7 @@
 import type { z } from 'zod';
 import {
   AgentRecordSchema,
+  ApprovalRecordSchema,
   ChangeEntrySchema,
   ConditionSchema,
   ControlDataSchema,
@@ -37,6 +38,7 @@ export const TAGS = {
   observability: 'Events, statistics, the live stream and the shadow report',
   recordings: 'Evaluated steps recorded for replay',
   reload: 'Watch mode (guardctl serve --watch)',
+  approvals: 'Steps an ask control holds until a person approves or denies them (docs/approvals.md)',
 } as const;
 export type Tag = keyof typeof TAGS;
 
@@ -102,6 +104,7 @@ const MODELS: ReadonlyArray<[string, z.ZodType]> = [
   ['EvaluationResult', EvaluationResultSchema],
   ['ObservabilityEvent', ObservabilityEventSchema],
   ['ShadowReport', ShadowReportSchema],
+  ['Approval', ApprovalRecordSchema],
 ];
 
 /** Path parameters by name: every route spells them alike. */
@@ -109,6 +112,7 @@ const PATH_PARAMETERS: Record<string, { description: string; schema: JsonSchema 
   agent_name: { description: 'The agent’s name (matched case-insensitively: names are stored lowercase)', schema: { type: 'string', minLength: 1, maxLength: 128 } },
   control_id: { description: 'The control’s id (anything but a positive integer answers 404)', schema: { type: 'integer', minimum: 1 } },
   session_id: { description: 'The session’s id, as steps send it in session_id (percent-encoded)', schema: { type: 'string', minLength: 1, maxLength: 128 } },
+  approval_id: { description: 'The approval’s id (apr_ and 24 hex digits)', schema: { type: 'string', minLength: 1, maxLength: 64 } },
 };
 
 /** The shared problem answers, one per status, in `components.responses`. */
@@ -134,7 +138,7 @@ export function errorStatuses(route: DocumentedRoute, doc: OperationDoc): ErrorS
     statuses.add(429);
     if (!doc.storeless) statuses.add(503);
   }
-  if (route.access === 'admin') statuses.add(403);
+  if (route.access === 'admin' || route.access === 'approve') statuses.add(403);
   // A write that names a content type, or sends a body, must say JSON (json-body.ts requireJsonWrites).
   if (WRITE_METHODS.has(route.method.toUpperCase())) statuses.add(415);
   if (doc.body) for (const s of [400, 413, 415, 422] as const) statuses.add(s);
@@ -244,7 +248,8 @@ export function buildOpenApiDocument(routes: readonly DocumentedRoute[], version
           name: 'X-API-Key',
           description:
             'Needed only when GUARD_API_KEY_ENABLED is true: a key from GUARD_API_KEYS (read and runtime operations) or ' +
-            'GUARD_ADMIN_API_KEYS (every operation). x-access on each operation says which: read or admin.',
+            'GUARD_ADMIN_API_KEYS (every operation); a key from GUARD_APPROVER_API_KEYS reads and decides approvals only. ' +
+            'x-access on each operation says which: read, admin, approvals (any key) or approve (admin or approver).',
         },
       },
     },

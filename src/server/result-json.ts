@@ -1,4 +1,4 @@
-import type { ControlMatch, ControlResult, EvaluationResult, SteeringContext } from '../model/index.js';
+import type { ApprovalRef, ControlMatch, ControlResult, EvaluationResult, SteeringContext } from '../model/index.js';
 
 /**
  * The evaluation answer as JSON text, written by hand for the hot path. Most of an answer
@@ -41,7 +41,9 @@ export class AnswerWriter {
       `,"errors":${this.#listJson(result.errors)}` +
       `,"non_matches":${this.#listJson(result.non_matches)}` +
       `,"shadow_matches":${result.shadow_matches.length === 0 ? '[]' : `[${result.shadow_matches.map((m) => this.#entryJson(m)).join(',')}]`}` +
-      (result.session === undefined ? '}' : `,"session":{"id":${JSON.stringify(result.session.id)},"labels":${JSON.stringify(result.session.labels)}}}`)
+      (result.session === undefined ? '' : `,"session":{"id":${JSON.stringify(result.session.id)},"labels":${JSON.stringify(result.session.labels)}}`) +
+      // Only asked steps carry an approval; its fields are the server's own (ids, times, the approver's reason).
+      `${result.approval === undefined ? '' : `,"approval":${JSON.stringify(approvalFields(result.approval))}`}}`
     );
   }
 
@@ -103,6 +105,14 @@ export class AnswerWriter {
     if (cacheable) this.#frozenText.set(m, text);
     return text;
   }
+}
+
+/** The approval's fields by name, so nothing else an object carries reaches the answer. */
+function approvalFields(a: ApprovalRef): ApprovalRef {
+  const out: ApprovalRef = { id: a.id, status: a.status, expires_at: a.expires_at };
+  if (a.decided_by !== undefined) out.decided_by = a.decided_by;
+  if (a.reason !== undefined) out.reason = a.reason;
+  return out;
 }
 
 /** The key of answers without non-matches (no control in scope). */

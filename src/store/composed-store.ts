@@ -1,6 +1,6 @@
 /**
- * A Store made of its four concerns: each dialect writes controls, events, recorded steps
- * and reads history in their own modules, and its store class hands every call to the
+ * A Store made of its five concerns: each dialect writes controls, events, recorded steps
+ * and approvals, and reads history in their own modules, and its store class hands every call to the
  * right one.
  * The forwarding is written here once, for both dialects.
  */
@@ -8,6 +8,10 @@ import type { AgentPatch, StoredEvent, WriteOrigin } from '../model/index.js';
 import type { AuditQuery, ChangePageQuery, HistoryLimits, HistoryStore } from './history.js';
 import type {
   ApplyChangesOptions,
+  ApprovalDecision,
+  ApprovalQuery,
+  ApprovalRequest,
+  ApprovalStore,
   ControlPatch,
   ControlStore,
   EventQuery,
@@ -31,6 +35,7 @@ export abstract class ComposedStore implements Store {
     private readonly events: EventStore,
     private readonly recordings: RecordingStore,
     private readonly history: HistoryStore,
+    private readonly approvals: ApprovalStore,
   ) {}
 
   abstract close(): Promise<void>;
@@ -137,5 +142,19 @@ export abstract class ComposedStore implements Store {
   }
   pruneRecordedSteps(before: string) {
     return this.recordings.pruneRecordedSteps(before);
+  }
+
+  // ---- approvals ----
+  submitApproval(request: ApprovalRequest, now: number) {
+    return this.approvals.submitApproval(request, now);
+  }
+  getApproval(id: string, now: number) {
+    return this.approvals.getApproval(id, now);
+  }
+  listApprovals(query: ApprovalQuery, now: number) {
+    return this.approvals.listApprovals(query, now);
+  }
+  decideApproval(id: string, decision: ApprovalDecision, now: number) {
+    return this.approvals.decideApproval(id, decision, now);
   }
 }

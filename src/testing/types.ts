@@ -2,7 +2,7 @@
 import type { Diagnostic } from '../gitops/diagnostics.js';
 import type { Stage, StepType } from '../model/index.js';
 
-export type VerdictDecision = 'allow' | 'deny' | 'steer';
+export type VerdictDecision = 'allow' | 'deny' | 'steer' | 'ask';
 
 export interface CaseOutcome {
   /** The `kind: Test` document's name. */

@@ -19,7 +19,7 @@ describe('guardctl startup', () => {
     for (const args of [['--help'], ['--help', 'plan']]) {
       const run = await runCli(args, { cwd: tmpdir() });
       expect(run.code).toBe(0);
-      for (const name of ['serve', 'tui', 'validate', 'plan', 'apply', 'export', 'schema', 'test', 'shadow-report', 'history', 'completion', 'mcp-proxy']) {
+      for (const name of ['serve', 'tui', 'validate', 'plan', 'apply', 'export', 'schema', 'test', 'shadow-report', 'history', 'approvals', 'completion', 'mcp-proxy']) {
         expect(run.stdout).toMatch(new RegExp(`^  ${name} `, 'm'));
       }
     }

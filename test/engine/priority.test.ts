@@ -17,7 +17,7 @@ function ctl(name: string, decision: Decision, hits: boolean, enabled = true) {
 }
 
 type Spec = [Decision, boolean] | [Decision, boolean, boolean];
-type Case = [label: string, controls: Spec[], decision: 'allow' | 'deny' | 'steer', steerFrom: string | null];
+type Case = [label: string, controls: Spec[], decision: 'allow' | 'deny' | 'steer' | 'ask', steerFrom: string | null];
 
 const cases: Case[] = [
   ['nothing matches', [['deny', false], ['steer', false]], 'allow', null],
@@ -36,6 +36,12 @@ const cases: Case[] = [
   ['disabled deny never runs', [['deny', true, false]], 'allow', null],
   ['disabled steer never runs', [['steer', true, false], ['warn', true]], 'allow', null],
   ['disabled deny, enabled steer', [['deny', true, false], ['steer', true]], 'steer', 'c1'],
+  ['ask alone', [['ask', true]], 'ask', null],
+  ['ask beats allow, warn and log', [['allow', true], ['warn', true], ['log', true], ['ask', true]], 'ask', null],
+  ['steer beats ask', [['ask', true], ['steer', true]], 'steer', 'c1'],
+  ['deny beats ask', [['ask', true], ['deny', true]], 'deny', null],
+  ['ask that does not match', [['ask', false], ['allow', true]], 'allow', null],
+  ['disabled ask never runs', [['ask', true, false]], 'allow', null],
 ];
 
 describe('decision priority', () => {
@@ -47,7 +53,7 @@ describe('decision priority', () => {
     expect(outcome).not.toBeInstanceOf(Promise);
     const { result } = await outcome;
     expect(result.decision).toBe(decision);
-    expect(result.is_safe).toBe(decision !== 'deny');
+    expect(result.is_safe).toBe(decision !== 'deny' && decision !== 'ask');
     expect(result.steering_context).toEqual(steerFrom ? { message: `fix from ${steerFrom}` } : null);
     const enabledCount = specs.filter((s) => s[2] !== false).length;
     expect(result.matches.length + result.non_matches.length).toBe(enabledCount);

@@ -7,7 +7,7 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { SharedSessions } from '../../src/sessions/index.js';
 import { createSchema, dropSchemas, pgRequired, pgSuiteTitle, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
-import { startPgApp, until, type PgApp } from './pg-app.js';
+import { startPgApp, type PgApp } from './pg-app.js';
 
 const unreachable = await pgUnreachable();
 const schemas: string[] = [];
@@ -70,10 +70,15 @@ const EXFILTRATION = {
 
 /** Waits until replica `b` has the agent's controls (replica sync). */
 async function synced(b: PgApp, count: number): Promise<void> {
-  await until(async () => {
-    const res = await b.app.inject({ method: 'GET', url: '/api/v1/agents/mail-bot' });
-    return res.statusCode === 200 && res.json<{ controls: unknown[] }>().controls.length === count;
-  }, 'replica B to see the controls');
+  await expect
+    .poll(
+      async () => {
+        const res = await b.app.inject({ method: 'GET', url: '/api/v1/agents/mail-bot' });
+        return res.statusCode === 200 && res.json<{ controls: unknown[] }>().controls.length === count;
+      },
+      { interval: 20, message: 'replica B to see the controls' },
+    )
+    .toBe(true);
 }
 
 describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('sessions shared by replicas', unreachable), () => {

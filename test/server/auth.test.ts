@@ -25,7 +25,7 @@ afterAll(async () => {
 });
 
 function concrete(url: string): string {
-  return url.replace(/:control_id|:id/g, String(controlId)).replace(/:name/g, 'bot');
+  return url.replace(/:control_id|:id/g, String(controlId)).replace(/:name/g, 'bot').replace(/:approval_id/g, 'apr_unknown');
 }
 
 /** The live stream never ends, so it is checked over a real socket and aborted after the headers. */
@@ -61,7 +61,8 @@ describe('auth matrix: every registered route × no key, regular key, admin key'
       const regular = await statusOf(route.method, url, REGULAR);
       const admin = await statusOf(route.method, url, ADMIN);
       const expectNone = route.access === 'public' ? 'allowed' : 401;
-      const expectRegular = route.access === 'admin' ? 403 : 'allowed';
+      // Deciding an approval needs an admin or approver key (approvals.test.ts checks the approver's).
+      const expectRegular = route.access === 'admin' || route.access === 'approve' ? 403 : 'allowed';
       const verdict = (status: number) => (status === 401 || status === 403 ? status : 'allowed');
       const got = [verdict(none), verdict(unknown), verdict(regular), verdict(admin)];
       const want = [expectNone, expectNone, expectRegular, 'allowed'];

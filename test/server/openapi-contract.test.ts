@@ -128,6 +128,8 @@ const VALID_BODIES: Record<string, unknown> = {
   'PATCH /api/v1/controls/{control_id}': { enabled: true },
   'PUT /api/v1/controls/{control_id}/data': { data: sqlData() },
   'POST /api/v1/controls/{control_id}/restore': { revision: 1 },
+  'POST /api/v1/approvals/{approval_id}/approve': { reason: 'fine' },
+  'POST /api/v1/approvals/{approval_id}/deny': { reason: 'no' },
 };
 
 beforeAll(async () => {
@@ -263,6 +265,21 @@ describe('the OpenAPI document against the real server', () => {
     const recordings = await eventually(() => ok('get', '/api/v1/recordings', { query: { agent_name: 'contract-bot' } }), (b) => b.steps.length >= 2);
     expect(recordings.steps.length).toBeGreaterThanOrEqual(2);
 
+    // Approvals: an ask control, its question listed, read, waited on, approved without a body, another denied.
+    const ask = await ok('put', '/api/v1/controls', {
+      body: { name: 'contract-ask', data: { ...sqlData(), evaluator: { name: 'regex', config: { pattern: '(?i)^refund' } }, action: { decision: 'ask' } } },
+    });
+    await ok('post', '/api/v1/agents/{agent_name}/controls/{control_id}', { params: { agent_name: 'contract-bot', control_id: ask.control_id } });
+    const asked = await ok('post', '/api/v1/evaluation', { body: step('refund 1'), key: 'regular' });
+    expect(asked.decision).toBe('ask');
+    const other = await ok('post', '/api/v1/evaluation', { body: step('refund 2'), key: 'regular' });
+    await ok('get', '/api/v1/approvals', { query: { status: 'pending', limit: '5' }, key: 'regular' });
+    await ok('get', '/api/v1/approvals/{approval_id}', { params: { approval_id: asked.approval.id }, key: 'regular' });
+    await ok('get', '/api/v1/approvals/{approval_id}/wait', { params: { approval_id: asked.approval.id }, query: { timeout: '50ms' }, key: 'regular' });
+    await ok('post', '/api/v1/approvals/{approval_id}/approve', { params: { approval_id: asked.approval.id } });
+    await ok('post', '/api/v1/approvals/{approval_id}/deny', { params: { approval_id: other.approval.id }, body: { reason: 'no refunds today' } });
+    expect((await ok('post', '/api/v1/evaluation', { body: step('refund 1'), key: 'regular' })).decision).toBe('allow');
+
     // History: the renamed control's revisions, restoring the first, the audit log.
     const history = await ok('get', '/api/v1/controls/{control_id}/history', { params: { control_id: bare.control_id }, query: { limit: '10' } });
     const first = history.entries.at(-1).revision as number;
@@ -294,8 +311,8 @@ describe('the OpenAPI document against the real server', () => {
 
   it('declares the problems the server answers with, and each problem body conforms', async () => {
     failures.length = 0;
-    const unknown = { agent_name: 'nobody-here', control_id: 999_999, session_id: 'nobody-session' };
-    const known = { agent_name: 'contract-bot', control_id: 1, session_id: 'contract-session' };
+    const unknown = { agent_name: 'nobody-here', control_id: 999_999, session_id: 'nobody-session', approval_id: 'apr_nobody' };
+    const known = { agent_name: 'contract-bot', control_id: 1, session_id: 'contract-session', approval_id: 'apr_nobody' };
     // Sessions are per agent: the agent is a required query parameter.
     const needsQuery: Record<string, Record<string, string>> = { 'GET /api/v1/sessions/{session_id}': { agent_name: 'session-bot' } };
     /** Sends a request the operation must refuse, and checks the status is the one expected. */

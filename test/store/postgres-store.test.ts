@@ -13,6 +13,7 @@ import { StoreError } from '../../src/store/types.js';
 import { dropSchemas, pgRequired as required, pgUnreachable, pgUrl as url, skipReasonOf } from '../replicas/pg.js';
 import { controlData, defineStoreContract } from './store-contract.js';
 import { defineHistoryContract } from './history-contract.js';
+import { defineApprovalContract } from './approval-contract.js';
 
 const unreachable = await pgUnreachable();
 const skipReason = skipReasonOf(unreachable);
@@ -47,6 +48,20 @@ describe('PostgreSQL availability', () => {
 describe.skipIf(unreachable !== null)(unreachable ? skipReason : 'PostgreSQL store', () => {
   defineStoreContract('postgres', () => PostgresStore.open(url, { schema: freshSchema() }));
   defineHistoryContract('postgres', () => PostgresStore.open(url, { schema: freshSchema() }));
+  {
+    const schemaOf = new WeakMap<object, string>();
+    defineApprovalContract(
+      'postgres',
+      async () => {
+        const schema = freshSchema();
+        const store = await PostgresStore.open(url, { schema });
+        schemaOf.set(store, schema);
+        return store;
+      },
+      // A second pool on the same schema: another replica.
+      async (store) => PostgresStore.open(url, { schema: schemaOf.get(store)! }),
+    );
+  }
 
   function collect(store: PostgresStore): ChangeInfo[] {
     const seen: ChangeInfo[] = [];

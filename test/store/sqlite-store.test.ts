@@ -9,6 +9,7 @@ import { SqliteStore, migrateSqlite } from '../../src/store/sqlite/sqlite-store.
 import { sqliteMigrations } from '../../src/store/sqlite/migrations.js';
 import { defineStoreContract, event } from './store-contract.js';
 import { defineHistoryContract } from './history-contract.js';
+import { defineApprovalContract } from './approval-contract.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'guardctl-store-'));
 let n = 0;
@@ -17,6 +18,21 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 defineStoreContract('sqlite file', async () => new SqliteStore(join(dir, `contract-${++n}`, 'guard.db')));
 defineStoreContract('sqlite :memory:', async () => new SqliteStore(':memory:'));
 defineHistoryContract('sqlite file', async () => new SqliteStore(join(dir, `history-${++n}`, 'guard.db')));
+{
+  // Two connections to one file, as two processes (a restart, a second server) have.
+  const files = new WeakMap<object, string>();
+  defineApprovalContract(
+    'sqlite file',
+    async () => {
+      const file = join(dir, `approvals-${++n}`, 'guard.db');
+      const store = new SqliteStore(file);
+      files.set(store, file);
+      return store;
+    },
+    async (store) => new SqliteStore(files.get(store)!),
+  );
+}
+defineApprovalContract('sqlite :memory:', async () => new SqliteStore(':memory:'));
 
 describe('SqliteStore specifics', () => {
   it('creates the parent directory and sets WAL, foreign keys and busy_timeout', async () => {

@@ -108,9 +108,11 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
         app.log.warn({ err: error }, 'recording an evaluation failed');
       }
     }
+    // An ask is bound to this exact step's approval: ask while pending, allow once approved, deny when denied or expired.
+    const result = outcome.result.decision === 'ask' ? await ctx.approvals.gate.settle(outcome.result, body, set, ctx.actorOf(request)) : outcome.result;
     // Queues a reference only; redaction and the write happen on the recorder's timer.
-    ctx.recorder?.record({ agent_name: body.agent_name, stage: body.stage, step: body.step, decision: outcome.result.decision, session_id: body.session_id });
-    return reply.type('application/json; charset=utf-8').send(answers.answer(outcome.result));
+    ctx.recorder?.record({ agent_name: body.agent_name, stage: body.stage, step: body.step, decision: result.decision, session_id: body.session_id });
+    return reply.type('application/json; charset=utf-8').send(answers.answer(result));
   });
 };
 

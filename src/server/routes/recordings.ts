@@ -23,7 +23,7 @@ export const RecordingPageSchema = z.strictObject({
       agent_name: z.string(),
       stage: StageSchema,
       step: z.unknown().describe('The step as recorded (redacted); replay re-validates it'),
-      decision: z.enum(['allow', 'deny', 'steer']),
+      decision: z.enum(['allow', 'deny', 'steer', 'ask']),
       session_id: z.string().nullable().describe('The step’s session (docs/sessions.md); null without one'),
     }),
   ),

@@ -297,4 +297,33 @@ export const postgresMigrations: readonly Migration[] = [
       ALTER TABLE recorded_steps ADD COLUMN session_id TEXT;
     `,
   },
+  {
+    version: 9,
+    name: 'approvals of asked steps',
+    // Times are epoch ms, as the replicas pass them (the same rules as SQLite's, approval-rules.ts).
+    sql: `
+      CREATE TABLE approvals (
+        seq BIGSERIAL PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        digest TEXT NOT NULL,
+        status TEXT NOT NULL,
+        agent_name TEXT NOT NULL,
+        stage TEXT NOT NULL,
+        step_type TEXT NOT NULL,
+        step_name TEXT NOT NULL,
+        control_id INTEGER NOT NULL,
+        control_name TEXT NOT NULL,
+        step JSONB NOT NULL,
+        timeout_ms BIGINT NOT NULL,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        decided_at BIGINT,
+        decided_by TEXT,
+        reason TEXT,
+        used_at BIGINT
+      );
+      CREATE INDEX approvals_digest ON approvals (digest, seq);
+      CREATE INDEX approvals_status ON approvals (status, seq);
+    `,
+  },
 ];

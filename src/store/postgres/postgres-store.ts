@@ -6,6 +6,7 @@
  */
 import { ComposedStore } from '../composed-store.js';
 import type { ChangeInfo } from '../types.js';
+import { PostgresApprovals } from './approvals.js';
 import { ChangeListener } from './change-listener.js';
 import { PostgresControls } from './controls.js';
 import { PostgresCounters } from './counters.js';
@@ -28,7 +29,7 @@ export class PostgresStore extends ComposedStore {
     options: PostgresStoreOptions,
   ) {
     const history = new PostgresHistory(database);
-    super(new PostgresControls(database, history), new PostgresEvents(database), new PostgresRecordings(database), history);
+    super(new PostgresControls(database, history), new PostgresEvents(database), new PostgresRecordings(database), history, new PostgresApprovals(database));
     this.sharedCounters = new PostgresCounters(database, options.counterTimeoutMs);
     this.sharedSessions = new PostgresSessions(database);
     this.listener = new ChangeListener(

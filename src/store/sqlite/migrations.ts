@@ -232,4 +232,34 @@ export const sqliteMigrations: readonly Migration[] = [
       ALTER TABLE recorded_steps ADD COLUMN session_id TEXT;
     `,
   },
+  {
+    version: 7,
+    name: 'approvals of asked steps',
+    // Times are epoch ms. `seq` orders the approvals of one digest (the latest decides);
+    // `used_at` is set by the one submission an approval or a denial answers.
+    sql: `
+      CREATE TABLE approvals (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        digest TEXT NOT NULL,
+        status TEXT NOT NULL,
+        agent_name TEXT NOT NULL,
+        stage TEXT NOT NULL,
+        step_type TEXT NOT NULL,
+        step_name TEXT NOT NULL,
+        control_id INTEGER NOT NULL,
+        control_name TEXT NOT NULL,
+        step TEXT NOT NULL,
+        timeout_ms INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        decided_at INTEGER,
+        decided_by TEXT,
+        reason TEXT,
+        used_at INTEGER
+      );
+      CREATE INDEX approvals_digest ON approvals (digest, seq);
+      CREATE INDEX approvals_status ON approvals (status, seq);
+    `,
+  },
 ];

@@ -1,10 +1,12 @@
 /**
  * The embedded store: one SQLite file (or `:memory:`) through better-sqlite3, one
- * connection shared by its four concerns (controls.ts, events.ts, recordings.ts, history.ts).
+ * connection shared by its five concerns (controls.ts, events.ts, recordings.ts, history.ts,
+ * approvals.ts).
  * Every statement is prepared once; every multi-row change runs inside one
  * transaction, so a failure rolls the whole change back.
  */
 import { ComposedStore } from '../composed-store.js';
+import { SqliteApprovals } from './approvals.js';
 import { SqliteControls } from './controls.js';
 import { SqliteCounters } from './counters.js';
 import { SqliteDatabase, type SqliteStoreOptions } from './database.js';
@@ -24,7 +26,7 @@ export class SqliteStore extends ComposedStore {
   constructor(path: string, options: SqliteStoreOptions = {}) {
     const database = new SqliteDatabase(path, options);
     const history = new SqliteHistory(database, options.history !== false);
-    super(new SqliteControls(database, history), new SqliteEvents(database), new SqliteRecordings(database), history);
+    super(new SqliteControls(database, history), new SqliteEvents(database), new SqliteRecordings(database), history, new SqliteApprovals(database));
     this.database = database;
     this.counterRows = new SqliteCounters(database);
     this.sessionRows = new SqliteSessions(database);

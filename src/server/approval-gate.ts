@@ -1,0 +1,114 @@
+/**
+ * Binds an `ask` answer to an approval in the store (docs/approvals.md). The engine only
+ * says that an ask control matched; here the step's digest finds or opens its approval,
+ * and the answer becomes: ask (pending), allow (this submission used an approval), or
+ * deny (denied, or expired). A different input is a different digest, so an approval is
+ * never stretched to a step nobody saw.
+ */
+import { createHash } from 'node:crypto';
+import type { CompiledControlSet } from '../engine/index.js';
+import { canonicalJson } from '../gitops/canonical.js';
+import {
+  approvalTimeoutMs,
+  type ApprovalRecord,
+  type ApprovalRef,
+  type EvaluationResult,
+  type Stage,
+  type Step,
+} from '../model/index.js';
+import type { Redactor } from '../recording/redact.js';
+import type { ApprovalOutcome, Store } from '../store/types.js';
+
+/** What happened to an approval, as the live stream, the webhook and waiting requests hear it. */
+export type ApprovalEventKind = 'asked' | 'approved' | 'denied' | 'expired' | 'used';
+
+export type ApprovalListener = (kind: ApprovalEventKind, approval: ApprovalRecord) => void;
+
+export interface GateRequest {
+  agent_name: string;
+  stage: Stage;
+  step: Step;
+}
+
+/**
+ * The digest an approval is bound to: agent, stage, step type, name and input in canonical
+ * JSON (key order never matters, every other difference does); at `post` the output too,
+ * so an approved result is the result a person saw.
+ */
+export function approvalDigestOf(request: GateRequest): string {
+  const { agent_name, stage, step } = request;
+  const bound = [agent_name, stage, step.type, step.name, step.input ?? null, stage === 'post' ? (step.output ?? null) : null];
+  return createHash('sha256').update(canonicalJson(bound), 'utf8').digest('hex');
+}
+
+export class ApprovalGate {
+  constructor(
+    private readonly store: Pick<Store, 'submitApproval'>,
+    /** The recordings' redaction: an approval shows the step as a recorded step is shown. */
+    private readonly redactor: Redactor,
+    private readonly listener: ApprovalListener,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** The answer for a result whose decision is ask; any other result is returned as it is. */
+  async settle(result: EvaluationResult, request: GateRequest, set: CompiledControlSet, actor: string): Promise<EvaluationResult> {
+    if (result.decision !== 'ask') return result;
+    const asking = result.matches.find((m) => m.action === 'ask');
+    if (asking === undefined) return result;
+    const control = set.controls.find((c) => c.control_id === asking.control_id);
+    const { approval, outcome } = await this.store.submitApproval(
+      {
+        digest: approvalDigestOf(request),
+        agent_name: request.agent_name,
+        stage: request.stage,
+        step_type: request.step.type,
+        step_name: request.step.name,
+        control_id: asking.control_id,
+        control_name: asking.control_name,
+        step_json: JSON.stringify(this.redactor.redact(request.step)),
+        timeout_ms: control?.approvalTimeoutMs ?? approvalTimeoutMs(undefined),
+        actor,
+      },
+      this.now(),
+    );
+    const kind = eventOf(outcome);
+    if (kind !== null) this.listener(kind, approval);
+    return answerOf(result, approval, outcome);
+  }
+}
+
+function eventOf(outcome: ApprovalOutcome): ApprovalEventKind | null {
+  switch (outcome) {
+    case 'created':
+      return 'asked';
+    case 'approved':
+      return 'used';
+    case 'expired':
+      return 'expired';
+    case 'pending':
+    case 'denied':
+      return null;
+  }
+}
+
+export function approvalRefOf(approval: ApprovalRecord): ApprovalRef {
+  const ref: ApprovalRef = { id: approval.id, status: approval.status, expires_at: approval.expires_at };
+  if (approval.decided_by !== null) ref.decided_by = approval.decided_by;
+  if (approval.reason !== null) ref.reason = approval.reason;
+  return ref;
+}
+
+function answerOf(result: EvaluationResult, approval: ApprovalRecord, outcome: ApprovalOutcome): EvaluationResult {
+  const ref = approvalRefOf(approval);
+  switch (outcome) {
+    case 'created':
+    case 'pending':
+      return { ...result, approval: ref };
+    case 'approved':
+      // A person allowed exactly this step, this once.
+      return { ...result, is_safe: true, decision: 'allow', confidence: 1, approval: ref };
+    case 'denied':
+    case 'expired':
+      return { ...result, is_safe: false, decision: 'deny', approval: ref };
+  }
+}

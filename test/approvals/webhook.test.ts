@@ -1,0 +1,100 @@
+// GUARD_APPROVAL_WEBHOOK_URL against a real local HTTP receiver: chat-webhook JSON, retried
+// and counted, never carrying a secret or card number of the step.
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/server/config.js';
+import { startTestServer, type TestServer } from '../server/helpers.js';
+import { evaluate, payment, seedPayments } from './helpers.js';
+
+interface Receiver {
+  url: string;
+  bodies: string[];
+  close(): Promise<void>;
+}
+
+/** Answers each post with the next status of `statuses` (the last one repeats). */
+async function receiver(statuses: number[]): Promise<Receiver> {
+  const bodies: string[] = [];
+  let calls = 0;
+  const server = createServer((req: IncomingMessage, res) => {
+    let text = '';
+    req.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+    req.on('end', () => {
+      bodies.push(text);
+      res.statusCode = statuses[Math.min(calls++, statuses.length - 1)]!;
+      res.end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}/hooks/T000/secret-path`, bodies, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+async function until(check: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if (check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+let open: Array<{ close(): Promise<void> }> = [];
+afterEach(async () => {
+  for (const o of open) await o.close();
+  open = [];
+});
+
+async function metric(server: TestServer, result: string): Promise<number> {
+  const text = await server.observability!.metrics.registry.metrics();
+  const line = text.split('\n').find((l) => l.startsWith(`guard_approval_webhook_deliveries_total{result="${result}"}`));
+  return line === undefined ? 0 : Number(line.split(' ').at(-1));
+}
+
+describe('approval webhook', () => {
+  it('posts each new approval once, as chat JSON, retried after a failure and counted', async () => {
+    const hook = await receiver([503, 200]);
+    const server = await startTestServer({ observability: true, env: { OBSERVABILITY_ENABLED: 'true', GUARD_APPROVAL_WEBHOOK_URL: hook.url } });
+    open.push(server, hook);
+    await seedPayments(server.app);
+    const card = '4111111111111111';
+    const aws = 'AKIAIOSFODNN7EXAMPLE';
+    const asked = await evaluate(server.app, payment(75_000, { memo: `card ${card} key ${aws}`, card }));
+    // The same question again posts nothing more.
+    await evaluate(server.app, payment(75_000, { memo: `card ${card} key ${aws}`, card }));
+    await until(() => hook.bodies.length === 2, 'the retried post');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(hook.bodies).toHaveLength(2);
+    const body = JSON.parse(hook.bodies[1]!) as Record<string, unknown>;
+    expect(body).toMatchObject({
+      approval_id: asked.approval.id, status: 'pending', agent_name: 'payer', control_name: 'large-payments', stage: 'pre', step_type: 'tool', step_name: 'pay',
+    });
+    expect(body.text).toEqual(expect.stringContaining(`guardctl approvals approve ${asked.approval.id}`));
+    expect((body.step as { input: { amount: number } }).input.amount).toBe(75_000);
+    for (const raw of hook.bodies) {
+      expect(raw).not.toContain(card);
+      expect(raw).not.toContain(aws);
+    }
+    expect(await metric(server, 'retried')).toBe(1);
+    expect(await metric(server, 'sent')).toBe(1);
+  });
+
+  it('gives up after its retries and counts the failure; the step still waits for a person', async () => {
+    const hook = await receiver([500]);
+    const server = await startTestServer({ observability: true, env: { OBSERVABILITY_ENABLED: 'true', GUARD_APPROVAL_WEBHOOK_URL: hook.url } });
+    open.push(server, hook);
+    await seedPayments(server.app);
+    expect((await evaluate(server.app, payment(12_000))).decision).toBe('ask');
+    await until(() => hook.bodies.length === 4, 'four attempts');
+    for (let i = 0; i < 50 && (await metric(server, 'failed')) === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await metric(server, 'failed')).toBe(1);
+    expect(await metric(server, 'retried')).toBe(3);
+  }, 20_000);
+
+  it('is the operator’s setting only: a URL with credentials or another scheme stops the start', () => {
+    expect(() => loadConfig({ GUARD_APPROVAL_WEBHOOK_URL: 'ftp://hooks.example/x' })).toThrow(/GUARD_APPROVAL_WEBHOOK_URL uses ftp:/);
+    expect(() => loadConfig({ GUARD_APPROVAL_WEBHOOK_URL: 'https://user:pw@hooks.example/x' })).toThrow(/user name or password/);
+    expect(() => loadConfig({ GUARD_APPROVAL_WEBHOOK_URL: 'not a url' })).toThrow(/is not a URL/);
+    expect(loadConfig({}).approvalWebhookUrl).toBeNull();
+  });
+});
