@@ -94,6 +94,8 @@ export const AgentControlsSchema = z.looseObject({
   controls: z.array(ControlRecordSchema),
   /** The store revision these controls were read at; absent from servers that predate it. */
   set_revision: z.number().int().nullable().optional(),
+  /** By control id: `link` and/or `policy:<name>`; absent from servers that predate policies. */
+  sources: z.record(z.string(), z.array(z.string())).optional(),
 });
 export type AgentControls = z.infer<typeof AgentControlsSchema>;
 

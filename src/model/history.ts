@@ -18,7 +18,7 @@ export interface WriteOrigin {
 /** The origin of writes made by the process itself (tests, tools that open a store directly). */
 export const SYSTEM_ORIGIN: WriteOrigin = Object.freeze({ actor: 'system', source: 'api' });
 
-export const ChangeKindSchema = z.enum(['control', 'agent', 'link']);
+export const ChangeKindSchema = z.enum(['control', 'agent', 'link', 'policy']);
 export type ChangeKind = z.infer<typeof ChangeKindSchema>;
 
 export const ChangeOpSchema = z.enum(['create', 'update', 'delete', 'restore', 'link', 'unlink']);
@@ -45,6 +45,8 @@ export const ChangeEntrySchema = z.strictObject({
   control_id: z.number().int().nullable(),
   control_name: z.string().nullable(),
   agent_name: z.string().nullable(),
+  /** Set on a policy's entries (kind `policy`); their snapshots hold its name. */
+  policy_id: z.number().int().positive().optional(),
   /** The control record (name, enabled, data, managed_by, source), the agent's fields, or `{linked}`; null when absent. */
   before: JsonObjectSchema.nullable(),
   after: JsonObjectSchema.nullable(),

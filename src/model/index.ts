@@ -11,3 +11,5 @@ export * from './shadow.js';
 export * from './change.js';
 export * from './text.js';
 export * from './counter.js';
+export * from './labels.js';
+export * from './policy.js';

@@ -31,6 +31,7 @@ export const TAGS = {
   system: 'Health, metrics, the evaluator list and this document',
   agents: 'Agent registration and the links between agents and controls',
   controls: 'Controls and their data',
+  policies: 'Controls bound to every agent a name or label selector picks, including agents that register later',
   history: 'Revisions of controls, restoring one, and the audit log of every write',
   changes: 'Many writes in one transaction (what guardctl apply sends)',
   evaluation: 'Checking a step against the agent’s controls',

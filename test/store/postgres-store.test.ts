@@ -13,6 +13,7 @@ import { StoreError } from '../../src/store/types.js';
 import { dropSchemas, pgRequired as required, pgUnreachable, pgUrl as url, skipReasonOf } from '../replicas/pg.js';
 import { controlData, defineStoreContract } from './store-contract.js';
 import { defineHistoryContract } from './history-contract.js';
+import { definePolicyContract } from './policy-contract.js';
 
 const unreachable = await pgUnreachable();
 const skipReason = skipReasonOf(unreachable);
@@ -47,6 +48,7 @@ describe('PostgreSQL availability', () => {
 describe.skipIf(unreachable !== null)(unreachable ? skipReason : 'PostgreSQL store', () => {
   defineStoreContract('postgres', () => PostgresStore.open(url, { schema: freshSchema() }));
   defineHistoryContract('postgres', () => PostgresStore.open(url, { schema: freshSchema() }));
+  definePolicyContract('postgres', () => PostgresStore.open(url, { schema: freshSchema() }));
 
   function collect(store: PostgresStore): ChangeInfo[] {
     const seen: ChangeInfo[] = [];

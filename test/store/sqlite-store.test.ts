@@ -9,6 +9,7 @@ import { SqliteStore, migrateSqlite } from '../../src/store/sqlite/sqlite-store.
 import { sqliteMigrations } from '../../src/store/sqlite/migrations.js';
 import { defineStoreContract, event } from './store-contract.js';
 import { defineHistoryContract } from './history-contract.js';
+import { definePolicyContract } from './policy-contract.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'guardctl-store-'));
 let n = 0;
@@ -16,6 +17,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 defineStoreContract('sqlite file', async () => new SqliteStore(join(dir, `contract-${++n}`, 'guard.db')));
 defineStoreContract('sqlite :memory:', async () => new SqliteStore(':memory:'));
+definePolicyContract('sqlite file', async () => new SqliteStore(join(dir, `policy-${++n}`, 'guard.db')));
 defineHistoryContract('sqlite file', async () => new SqliteStore(join(dir, `history-${++n}`, 'guard.db')));
 
 describe('SqliteStore specifics', () => {

@@ -19,6 +19,7 @@ export interface AgentRow {
   agent_version: string | null;
   steps: AgentRecord['steps'];
   metadata: Record<string, unknown> | null;
+  labels: Record<string, string>;
   managed_by: string | null;
   created_at: Date;
   updated_at: Date;
@@ -38,6 +39,7 @@ export function agentOf(row: AgentRow): AgentRecord {
   return agentRecordOf(row, {
     steps: row.steps,
     metadata: row.metadata,
+    labels: row.labels,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   });

@@ -12,6 +12,7 @@ import { PostgresCounters } from './counters.js';
 import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
 import { PostgresEvents } from './events.js';
 import { PostgresHistory } from './history.js';
+import { PostgresPolicies } from './policies.js';
 import { PostgresRecordings } from './recordings.js';
 
 export { migratePostgres, type PostgresStoreOptions } from './database.js';
@@ -26,7 +27,8 @@ export class PostgresStore extends ComposedStore {
     options: PostgresStoreOptions,
   ) {
     const history = new PostgresHistory(database);
-    super(new PostgresControls(database, history), new PostgresEvents(database), new PostgresRecordings(database), history);
+    const policies = new PostgresPolicies(database);
+    super(new PostgresControls(database, history, policies), policies, new PostgresEvents(database), new PostgresRecordings(database), history);
     this.sharedCounters = new PostgresCounters(database, options.counterTimeoutMs);
     this.listener = new ChangeListener(
       { ...database.clientConfig, application_name: 'guardctl-listener' },

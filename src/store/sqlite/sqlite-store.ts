@@ -10,6 +10,7 @@ import { SqliteCounters } from './counters.js';
 import { SqliteDatabase, type SqliteStoreOptions } from './database.js';
 import { SqliteEvents } from './events.js';
 import { SqliteHistory } from './history.js';
+import { SqlitePolicies } from './policies.js';
 import { SqliteRecordings } from './recordings.js';
 
 export { migrateSqlite, type SqliteStoreOptions } from './database.js';
@@ -22,7 +23,8 @@ export class SqliteStore extends ComposedStore {
   constructor(path: string, options: SqliteStoreOptions = {}) {
     const database = new SqliteDatabase(path, options);
     const history = new SqliteHistory(database, options.history !== false);
-    super(new SqliteControls(database, history), new SqliteEvents(database), new SqliteRecordings(database), history);
+    const policies = new SqlitePolicies(database, history);
+    super(new SqliteControls(database, history, policies), policies, new SqliteEvents(database), new SqliteRecordings(database), history);
     this.database = database;
     this.counterRows = new SqliteCounters(database);
   }
