@@ -33,6 +33,7 @@ import {
   type RecordingPage,
   type RestoreResult,
 } from './schemas.js';
+import { PolicyClient } from './policies.js';
 import { Transport, type GuardClientOptions, type RequestSpec } from './transport.js';
 import {
   AckSchema,
@@ -125,9 +126,12 @@ export class GuardClient {
   readonly serverUrl: string;
   readonly timeoutMs: number;
   readonly #transport: Transport;
+  /** `/policies`: CRUD and history. */
+  readonly policies: PolicyClient;
 
   constructor(options: GuardClientOptions) {
     this.#transport = new Transport(options);
+    this.policies = new PolicyClient(this.#transport);
     this.serverUrl = this.#transport.serverUrl;
     this.timeoutMs = this.#transport.timeoutMs;
   }
@@ -245,8 +249,10 @@ export class GuardClient {
 
   // ---- agents ----
 
-  async listAgents(): Promise<AgentRecord[]> {
-    const out = await this.#request({ method: 'GET', path: `${API}/agents`, endpoint: 'GET /agents', schema: AgentListSchema });
+  /** Every agent; with `labels` (`key=value`, `key!=value`, `key`), only those matching all of them. */
+  async listAgents(labels: readonly string[] = []): Promise<AgentRecord[]> {
+    const query = labels.length > 0 ? { label: [...labels] } : {};
+    const out = await this.#request({ method: 'GET', path: `${API}/agents`, endpoint: 'GET /agents', schema: AgentListSchema, query });
     return out.agents;
   }
 
@@ -388,5 +394,4 @@ export class GuardClient {
       query: { agent_name: page.agent_name, since: page.since, limit: page.limit, cursor: page.cursor ?? undefined },
     });
   }
-
 }

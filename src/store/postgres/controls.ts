@@ -12,15 +12,10 @@ import { enabledAfter, nowIso, storedDataOf } from '../records.js';
 import { StoreError, staleRevision, type AgentControlSet, type AppliedBatch, type ApplyChangesOptions, type ControlPage, type ControlStore, type Link } from '../types.js';
 import type { ControlPatch, NewAgent, NewControl, StoreChange } from '../types.js';
 import type { PostgresDatabase, WriteTx } from './database.js';
-import { agentOf, controlOf, type AgentRow, type ControlRow } from './control-rows.js';
+import { AGENT_CONTROL_SET, GUARDED_BY, agentOf, controlOf, type AgentRow, type ControlRow } from './control-rows.js';
 import { mapPgError } from './errors.js';
 import type { PostgresHistory } from './history.js';
 import type { PostgresPolicies } from './policies.js';
-
-/** The agents a control guards: linked, or selected by a policy that binds it. */
-const GUARDED_BY = `SELECT agent_name FROM control_links WHERE control_id = $1
-  UNION SELECT m.agent_name FROM policy_controls pc JOIN policy_members m ON m.policy_id = pc.policy_id WHERE pc.control_id = $1
-  ORDER BY agent_name`;
 
 export class PostgresControls implements ControlStore {
   constructor(
@@ -42,11 +37,7 @@ export class PostgresControls implements ControlStore {
   }
 
   private async agentsOfControlTx(tx: WriteTx, controlId: number | string): Promise<string[]> {
-    const rows = await this.database.rows<{ agent_name: string }>(
-      tx,
-      'SELECT agent_name FROM control_links WHERE control_id = $1 ORDER BY agent_name',
-      [controlId],
-    );
+    const rows = await this.database.rows<{ agent_name: string }>(tx, 'SELECT agent_name FROM control_links WHERE control_id = $1 ORDER BY agent_name', [controlId]);
     return rows.map((r) => r.agent_name);
   }
 
@@ -362,16 +353,7 @@ export class PostgresControls implements ControlStore {
   async agentControlSet(agentName: string): Promise<AgentControlSet | null> {
     // One statement, one snapshot: the links, the policies' controls and the revision they are at.
     const rows = await this.database.query<Partial<ControlRow> & { set_revision: string; agent_exists: boolean; via: string | null }>(
-      `SELECT r.value AS set_revision, EXISTS (SELECT 1 FROM agents WHERE agent_name = $1) AS agent_exists, b.via, c.*
-       FROM store_revision r
-       LEFT JOIN (
-         SELECT l.control_id, 'link' AS via FROM control_links l WHERE l.agent_name = $1
-         UNION ALL
-         SELECT pc.control_id, 'policy:' || p.name FROM policy_members m JOIN policies p ON p.policy_id = m.policy_id
-           JOIN policy_controls pc ON pc.policy_id = m.policy_id WHERE m.agent_name = $1
-       ) b ON true
-       LEFT JOIN controls c ON c.control_id = b.control_id
-       WHERE r.id = 1 ORDER BY c.control_id`,
+      AGENT_CONTROL_SET,
       [agentName],
     );
     const first = rows[0];
