@@ -8,6 +8,7 @@
 import type { z } from 'zod';
 import {
   AgentRecordSchema,
+  PolicyRecordSchema,
   ChangeEntrySchema,
   ConditionSchema,
   ControlDataSchema,
@@ -93,6 +94,7 @@ const MODELS: ReadonlyArray<[string, z.ZodType]> = [
   ['ControlData', ControlDataSchema],
   ['ControlRecord', ControlRecordSchema],
   ['AgentRecord', AgentRecordSchema],
+  ['PolicyRecord', PolicyRecordSchema],
   ['StepDecl', StepSchemaDeclSchema],
   ['ChangeEntry', ChangeEntrySchema],
   ['ControlMatch', ControlMatchSchema],
@@ -109,6 +111,7 @@ const MODELS: ReadonlyArray<[string, z.ZodType]> = [
 const PATH_PARAMETERS: Record<string, { description: string; schema: JsonSchema }> = {
   agent_name: { description: 'The agent’s name (matched case-insensitively: names are stored lowercase)', schema: { type: 'string', minLength: 1, maxLength: 128 } },
   control_id: { description: 'The control’s id (anything but a positive integer answers 404)', schema: { type: 'integer', minimum: 1 } },
+  policy_id: { description: 'The policy’s id (anything but a positive integer answers 404)', schema: { type: 'integer', minimum: 1 } },
 };
 
 /** The shared problem answers, one per status, in `components.responses`. */

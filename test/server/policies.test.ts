@@ -35,7 +35,8 @@ describe('labels on agents', () => {
   });
 
   it('refuses invalid label syntax and values over 63 characters with 422, storing nothing', async () => {
-    for (const labels of [{ 'bad key!': 'x' }, { team: 'x'.repeat(64) }, { team: '-leading' }, { 'UPPER.example.com/x': 'y' }, { '/x': 'y' }]) {
+    const bad: Array<Record<string, string>> = [{ 'bad key!': 'x' }, { team: 'x'.repeat(64) }, { team: '-leading' }, { 'UPPER.example.com/x': 'y' }, { '/x': 'y' }];
+    for (const labels of bad) {
       const res = await register('bot', labels);
       expect(res.statusCode, JSON.stringify(labels)).toBe(422);
       expect(res.headers['content-type']).toContain('application/problem+json');
