@@ -84,6 +84,7 @@ export type ControlPatchBody = Omit<Extract<ChangeBody, { op: 'update_control' }
 /** `AgentRegistration` as callers write it: defaults (steps, conflict_mode) may be left out. */
 export type AgentRegistrationBody = {
   agent_name: string;
+  labels?: Record<string, string>;
   agent_description?: string;
   agent_version?: string;
   steps?: Array<{

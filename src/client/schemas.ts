@@ -73,7 +73,7 @@ export const AgentListSchema = z.looseObject({ agents: z.array(AgentRecordSchema
 
 /** `GET /agents/{name}`: the agent record plus the ids and names of its controls. */
 export const AgentDetailSchema = AgentRecordSchema.extend({
-  controls: z.array(z.looseObject({ control_id: z.number().int(), name: z.string() })).optional(),
+  controls: z.array(z.looseObject({ control_id: z.number().int(), name: z.string(), sources: z.array(z.string()).optional() })).optional(),
 }).loose();
 export type AgentDetail = z.infer<typeof AgentDetailSchema>;
 
