@@ -12,6 +12,7 @@ const modules: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
   () => import('./observability.js'),
   () => import('./tui.js'),
   () => import('./gitops.js'),
+  () => import('./policies.js'),
   () => import('./cli-startup.js'),
   () => import('./sdk.js'),
   () => import('./mcp.js'),
