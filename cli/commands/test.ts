@@ -46,7 +46,7 @@ export async function testDirectory(dir: string): Promise<TestRunReport & { sour
     throw new UserError(`${dir} holds no kind: Test documents`, 'add a file with "kind: Test" beside the controls (docs/testing.md shows one)');
   }
   const registry = await createRegistryFromEnv(process.env);
-  const report = await runTests({ directory: dir, controls: loaded.controls, agents: loaded.agents, tests: loaded.tests, registry });
+  const report = await runTests({ directory: dir, controls: loaded.controls, agents: loaded.agents, policies: loaded.policies, tests: loaded.tests, registry });
   return { ...report, sources: new Map(loaded.files.map((f) => [f.path, f.text])) };
 }
 

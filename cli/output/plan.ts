@@ -43,7 +43,18 @@ export function operationLine(o: Operation, c: Colors = plain): string {
       return c.green(`+ link agent "${o.agent_name}" -> control "${o.control_name}"`);
     case 'unlink':
       return c.red(`- unlink agent "${o.agent_name}" -> control "${o.control_name}"`);
+    case 'create_policy':
+      return c.green(`+ ${o.name} -> ${reachText(o.reach)}`);
+    case 'update_policy':
+      return c.yellow(`~ ${o.name} -> ${reachText(o.reach)}`);
+    case 'delete_policy':
+      return c.red(`- ${o.name} (guarded ${-o.reach.new_agents} agents)`);
   }
+}
+
+/** `37 agents (3 new)`: whom a policy guards after the apply, and how many of them it does not guard today. */
+function reachText(reach: { agents: number; new_agents: number }): string {
+  return `${reach.agents} agent${reach.agents === 1 ? '' : 's'} (${reach.new_agents} new)`;
 }
 
 export function describeData(data: Extract<Operation, { op: 'create_control' }>['data']): string {
@@ -98,6 +109,8 @@ export function summaryText(p: Plan): string {
     `${s.link} to link`,
     `${s.unlink} to unlink`,
   ];
+  const policies = s.create_policy + s.update_policy + s.delete_policy;
+  if (policies > 0) parts.push(`${policies} polic${policies === 1 ? 'y' : 'ies'} to change`);
   if (s.conflicts > 0) parts.push(`${s.conflicts} conflict${s.conflicts === 1 ? '' : 's'}`);
   return `Plan: ${parts.join(', ')}.`;
 }
@@ -107,6 +120,7 @@ export function renderPlanText(p: Plan, ctx: PlanContext, c: Colors): string {
   for (const o of p.operations) {
     out.push(`  ${operationLine(o, c)}`);
     if (o.op === 'update_control' || o.op === 'update_agent') out.push(...updateLines(o, ctx, '      '));
+    if (o.op === 'update_policy') out.push(...changeLines(o.changes, '      '));
   }
   for (const conflict of p.conflicts) out.push(...conflictLines(conflict, c).map((l) => `  ${l}`));
   for (const k of p.kept) out.push(`  ${keptLine(k, ctx.directory, c)}`);
@@ -168,6 +182,7 @@ export function renderPlanMarkdown(p: Plan, ctx: PlanContext, limit = MARKDOWN_L
     '|---|---:|---:|---:|---:|---:|---:|',
     `| controls | ${s.create_control} | ${s.update_control} | ${s.delete_control} | | | ${s.conflicts} |`,
     `| agents | ${s.create_agent} | ${s.update_agent} | | ${s.link} | ${s.unlink} | |`,
+    ...(s.create_policy + s.update_policy + s.delete_policy > 0 ? [`| policies | ${s.create_policy} | ${s.update_policy} | ${s.delete_policy} | | | |`] : []),
     '',
     // Outside the collapsed details: turning a rule on is what a reviewer must see.
     ...promotionBlock(ctx.promotions ?? []),
@@ -180,6 +195,7 @@ export function renderPlanMarkdown(p: Plan, ctx: PlanContext, limit = MARKDOWN_L
   for (const o of p.operations) {
     detail.push(operationLine(o));
     if (o.op === 'update_control' || o.op === 'update_agent') detail.push(...updateLines(o, ctx, '    '));
+    if (o.op === 'update_policy') detail.push(...changeLines(o.changes, '    '));
   }
   for (const conflict of p.conflicts) detail.push(...conflictLines(conflict, plain));
   for (const k of p.kept) detail.push(keptLine(k, ctx.directory));

@@ -36,6 +36,7 @@ import {
   type RecordingPage,
   type RestoreResult,
 } from './schemas.js';
+import { PolicyClient } from './policies.js';
 import { Transport, type GuardClientOptions, type RequestSpec } from './transport.js';
 import {
   AckSchema,
@@ -86,6 +87,7 @@ export type ControlPatchBody = Omit<Extract<ChangeBody, { op: 'update_control' }
 /** `AgentRegistration` as callers write it: defaults (steps, conflict_mode) may be left out. */
 export type AgentRegistrationBody = {
   agent_name: string;
+  labels?: Record<string, string>;
   agent_description?: string;
   agent_version?: string;
   steps?: Array<{
@@ -130,10 +132,13 @@ export class GuardClient {
   readonly #transport: Transport;
   /** Approvals of asked steps: list, get, wait, approve, deny. */
   readonly approvals: ApprovalsApi;
+  /** `/policies`: CRUD and history. */
+  readonly policies: PolicyClient;
 
   constructor(options: GuardClientOptions) {
     this.#transport = new Transport(options);
     this.approvals = approvalsApiOf(this.#transport);
+    this.policies = new PolicyClient(this.#transport);
     this.serverUrl = this.#transport.serverUrl;
     this.timeoutMs = this.#transport.timeoutMs;
   }
@@ -251,8 +256,10 @@ export class GuardClient {
 
   // ---- agents ----
 
-  async listAgents(): Promise<AgentRecord[]> {
-    const out = await this.#request({ method: 'GET', path: `${API}/agents`, endpoint: 'GET /agents', schema: AgentListSchema });
+  /** Every agent; with `labels` (`key=value`, `key!=value`, `key`), only those matching all of them. */
+  async listAgents(labels: readonly string[] = []): Promise<AgentRecord[]> {
+    const query = labels.length > 0 ? { label: [...labels] } : {};
+    const out = await this.#request({ method: 'GET', path: `${API}/agents`, endpoint: 'GET /agents', schema: AgentListSchema, query });
     return out.agents;
   }
 
@@ -402,5 +409,4 @@ export class GuardClient {
       query: { agent_name: page.agent_name, since: page.since, limit: page.limit, cursor: page.cursor ?? undefined },
     });
   }
-
 }

@@ -73,7 +73,7 @@ export const AgentListSchema = z.looseObject({ agents: z.array(AgentRecordSchema
 
 /** `GET /agents/{name}`: the agent record plus the ids and names of its controls. */
 export const AgentDetailSchema = AgentRecordSchema.extend({
-  controls: z.array(z.looseObject({ control_id: z.number().int(), name: z.string() })).optional(),
+  controls: z.array(z.looseObject({ control_id: z.number().int(), name: z.string(), sources: z.array(z.string()).optional() })).optional(),
 }).loose();
 export type AgentDetail = z.infer<typeof AgentDetailSchema>;
 
@@ -94,6 +94,8 @@ export const AgentControlsSchema = z.looseObject({
   controls: z.array(ControlRecordSchema),
   /** The store revision these controls were read at; absent from servers that predate it. */
   set_revision: z.number().int().nullable().optional(),
+  /** By control id: `link` and/or `policy:<name>`; absent from servers that predate policies. */
+  sources: z.record(z.string(), z.array(z.string())).optional(),
 });
 export type AgentControls = z.infer<typeof AgentControlsSchema>;
 

@@ -24,7 +24,8 @@ export interface GuardClientOptions {
   headers?: Record<string, string> | undefined;
 }
 
-export type Query = Record<string, string | number | boolean | undefined>;
+/** Query parameters; a list repeats its parameter (`label=a&label=b`). */
+export type Query = Record<string, string | number | boolean | readonly string[] | undefined>;
 
 export interface RequestSpec<S extends z.ZodType> {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -65,7 +66,10 @@ export class Transport {
     let url = this.serverUrl + path;
     if (query) {
       const params = new URLSearchParams();
-      for (const [key, value] of Object.entries(query)) if (value !== undefined) params.set(key, String(value));
+      for (const [key, value] of Object.entries(query)) {
+        if (Array.isArray(value)) for (const item of value as readonly string[]) params.append(key, item);
+        else if (value !== undefined) params.set(key, String(value));
+      }
       const text = params.toString();
       if (text) url += `?${text}`;
     }

@@ -9,7 +9,7 @@
  */
 import { ApiError } from '../errors.js';
 import { errorMessage } from './errors.js';
-import type { Operation } from './plan.js';
+import type { Operation, PolicyOperation } from './plan.js';
 
 type Op<K extends Operation['op']> = Extract<Operation, { op: K }>;
 
@@ -21,6 +21,8 @@ export interface Target {
   upsertAgent(op: Op<'create_agent'> | Op<'update_agent'>): Promise<void>;
   link(op: Op<'link'>): Promise<void>;
   unlink(op: Op<'unlink'>): Promise<void>;
+  /** Creates, replaces or deletes a policy; a target without it cannot apply plans that hold policies. */
+  policy?(op: PolicyOperation): Promise<void>;
   /** The fingerprint of the target's current state (to check a saved plan is still current). */
   fingerprint(): Promise<string>;
 }
@@ -199,5 +201,10 @@ async function run(target: Target, operation: Operation): Promise<void> {
       return target.link(operation);
     case 'unlink':
       return target.unlink(operation);
+    case 'create_policy':
+    case 'update_policy':
+    case 'delete_policy':
+      if (!target.policy) throw new Error(`this target cannot apply policies (${operation.op} "${operation.name}")`);
+      return target.policy(operation);
   }
 }

@@ -37,6 +37,13 @@ function changeOf(op: Operation, agents: ReadonlyMap<string, ActualAgent>): Stor
     case 'link':
     case 'unlink':
       return { op: op.op, agent_name: op.agent_name, control_name: op.control_name };
+    case 'create_policy':
+    case 'update_policy': {
+      const { name, description, controls, agents: selector, source } = op.policy;
+      return { op: 'upsert_policy', policy: { name, ...(description !== null ? { description } : {}), controls, agents: selector, managed_by: op.managed_by, source } };
+    }
+    case 'delete_policy':
+      return { op: 'delete_policy', name: op.name };
   }
 }
 
@@ -48,5 +55,6 @@ function agentOf(agentName: string, fields: AgentFields, have: ActualAgent | und
     agent_version: pick('agent_version', have?.agent_version ?? null) ?? null,
     steps: pick('steps', have?.steps ?? []) ?? [],
     metadata: pick('metadata', have?.metadata ?? null) ?? null,
+    labels: pick('labels', have?.labels ?? {}) ?? {},
   };
 }

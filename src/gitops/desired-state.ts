@@ -2,7 +2,7 @@
  * The two sides a plan compares: the directory (desired) and the server (actual), both
  * normalised so that equal meaning gives equal data. Pure.
  */
-import { type AgentRecord, type ControlData, type StepDecl } from '../model/index.js';
+import { type AgentRecord, type AgentSelector, type ControlData, type Labels, type StepDecl } from '../model/index.js';
 import type { LoadResult } from './load.js';
 
 export interface DesiredControl {
@@ -18,6 +18,21 @@ export interface AgentFields {
   agent_version?: string | null;
   steps?: StepDecl[];
   metadata?: Record<string, unknown> | null;
+  labels?: Labels;
+}
+
+/** A `kind: Policy` document: controls (by name) bound to the agents its selector picks. */
+export interface DesiredPolicy {
+  name: string;
+  description: string | null;
+  controls: string[];
+  agents: AgentSelector;
+  source: string | null;
+}
+
+/** A policy on the server. */
+export interface ActualPolicy extends DesiredPolicy {
+  managed_by: string | null;
 }
 
 export interface DesiredAgent {
@@ -30,6 +45,8 @@ export interface DesiredAgent {
 export interface DesiredState {
   controls: DesiredControl[];
   agents: DesiredAgent[];
+  /** Absent: the directory says nothing about policies (older callers). */
+  policies?: DesiredPolicy[];
 }
 
 export interface ActualControl {
@@ -47,6 +64,8 @@ export interface ActualAgent {
   agent_version: string | null;
   steps: StepDecl[];
   metadata: Record<string, unknown> | null;
+  /** Absent from servers without labels. */
+  labels?: Labels;
   /** Names of linked controls, sorted. */
   controls: string[];
 }
@@ -54,6 +73,8 @@ export interface ActualAgent {
 export interface ActualState {
   controls: ActualControl[];
   agents: ActualAgent[];
+  /** Absent: not read (a server without policies). */
+  policies?: ActualPolicy[];
   /**
    * The store revision the state was read at, when the server told: apply sends it with its
    * first batch, so a plan made against a state that changed since is refused, not mixed in.
@@ -65,7 +86,7 @@ const byName = <T extends { name: string }>(a: T, b: T) => (a.name < b.name ? -1
 const byAgent = <T extends { agent_name: string }>(a: T, b: T) =>
   a.agent_name < b.agent_name ? -1 : a.agent_name > b.agent_name ? 1 : 0;
 
-export function desiredStateOf(loaded: Pick<LoadResult, 'controls' | 'agents'>): DesiredState {
+export function desiredStateOf(loaded: Pick<LoadResult, 'controls' | 'agents'> & Partial<Pick<LoadResult, 'policies'>>): DesiredState {
   const controls = loaded.controls
     .map((c) => ({ name: c.name, data: c.data, source: `${c.source.file}:${c.source.line}` }))
     .sort(byName);
@@ -77,18 +98,30 @@ export function desiredStateOf(loaded: Pick<LoadResult, 'controls' | 'agents'>):
       if (doc.agent_version !== undefined) fields.agent_version = doc.agent_version;
       if (doc.steps !== undefined) fields.steps = doc.steps;
       if (doc.metadata !== undefined) fields.metadata = doc.metadata;
+      if (doc.labels !== undefined) fields.labels = doc.labels;
       return { agent_name: a.agent_name, fields, controls: [...new Set(a.controls)].sort() };
     })
     .sort(byAgent);
-  return { controls, agents };
+  const policies = (loaded.policies ?? [])
+    .map((p): DesiredPolicy => ({
+      name: p.document.name,
+      description: p.document.description ?? null,
+      controls: p.document.controls,
+      agents: p.document.agents,
+      source: `${p.source.file}:${p.source.line}`,
+    }))
+    .sort(byName);
+  return { controls, agents, policies };
 }
 
 /** Server records -> actual state, sorted by name. */
 export function actualStateOf(
   controls: ReadonlyArray<{ control_id: number; name: string; enabled: boolean; data: unknown; managed_by?: string | null; source?: string | null }>,
-  agents: ReadonlyArray<Pick<AgentRecord, 'agent_name' | 'agent_description' | 'agent_version' | 'steps' | 'metadata'> & { controls: string[] }>,
+  agents: ReadonlyArray<Pick<AgentRecord, 'agent_name' | 'agent_description' | 'agent_version' | 'steps' | 'metadata'> & { controls: string[]; labels?: Labels }>,
+  policies?: ReadonlyArray<Omit<ActualPolicy, 'source'> & { source: string | null }>,
 ): ActualState {
   return {
+    ...(policies ? { policies: policies.map((p) => ({ name: p.name, description: p.description, controls: p.controls, agents: p.agents, source: p.source, managed_by: p.managed_by })).sort(byName) } : {}),
     controls: controls
       .map((c) => ({
         control_id: c.control_id,
@@ -107,6 +140,7 @@ export function actualStateOf(
         agent_version: a.agent_version ?? null,
         steps: a.steps ?? [],
         metadata: a.metadata ?? null,
+        ...(a.labels ? { labels: a.labels } : {}),
         controls: [...new Set(a.controls)].sort(),
       }))
       .sort(byAgent),

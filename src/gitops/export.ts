@@ -28,7 +28,7 @@ export interface ExportResult {
 export function exportState(state: ActualState, schemaLine = SCHEMA_LINE): ExportResult {
   const files: ExportedFile[] = [];
   const skipped: string[] = [];
-  const used = new Set<string>(['agents']);
+  const used = new Set<string>(['agents', 'policies']);
   for (const control of [...state.controls].sort((a, b) => (a.name < b.name ? -1 : 1))) {
     if (!control.data) {
       skipped.push(control.name);
@@ -44,11 +44,22 @@ export function exportState(state: ActualState, schemaLine = SCHEMA_LINE): Expor
       if (a.agent_version !== null) doc.agent_version = a.agent_version;
       if (a.steps.length > 0) doc.steps = a.steps;
       if (a.metadata !== null) doc.metadata = a.metadata;
+      if (a.labels !== undefined && Object.keys(a.labels).length > 0) doc.labels = a.labels;
       // Links to controls that were not exported would dangle; they have no data to run anyway.
       doc.controls = a.controls.filter((name) => !skipped.includes(name));
       return stringify(doc, { lineWidth: 0 });
     });
     files.push({ path: 'agents.yaml', text: `${schemaLine}\n${docs.join('---\n')}` });
+  }
+  if (state.policies && state.policies.length > 0) {
+    const docs = state.policies.map((p) => {
+      const doc: Record<string, unknown> = { kind: 'Policy', name: p.name };
+      if (p.description !== null) doc.description = p.description;
+      doc.controls = p.controls.filter((name) => !skipped.includes(name));
+      doc.agents = p.agents;
+      return stringify(doc, { lineWidth: 0 });
+    });
+    files.push({ path: 'policies.yaml', text: `${schemaLine}\n${docs.join('---\n')}` });
   }
   return { files, skipped };
 }

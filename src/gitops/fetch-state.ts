@@ -40,12 +40,24 @@ async function revisionOf(client: GuardClient): Promise<number | null> {
 }
 
 async function readState(client: GuardClient): Promise<ActualState> {
-  const [controls, agents] = await Promise.all([client.listAllControls(100), client.listAgents()]);
+  const [controls, agents, policies] = await Promise.all([client.listAllControls(100), client.listAgents(), policiesOf(client)]);
   const withLinks = await mapLimit(agents, AGENT_CONCURRENCY, async (agent) => {
     const detail = await client.getAgent(agent.agent_name);
-    return { ...agent, controls: (detail.controls ?? []).map((c) => c.name) };
+    // Only its own links: controls a policy binds are the policy's (no sources: a server without policies).
+    const links = (detail.controls ?? []).filter((c) => !Array.isArray(c.sources) || c.sources.includes('link'));
+    return { ...agent, controls: links.map((c) => c.name) };
   });
-  return actualStateOf(controls, withLinks);
+  return actualStateOf(controls, withLinks, policies);
+}
+
+/** The server's policies; undefined from a server that predates them (404). */
+async function policiesOf(client: GuardClient) {
+  try {
+    return await client.policies.listAll();
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return undefined;
+    throw error;
+  }
 }
 
 export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {

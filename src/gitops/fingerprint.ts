@@ -14,6 +14,8 @@ export function fingerprintOf(state: ActualState): string {
       managed_by: c.managed_by,
     })),
     agents: state.agents,
+    // Only when read, so fingerprints of plans made without policies stay as they were.
+    ...(state.policies ? { policies: state.policies.map(({ source: _source, ...p }) => p) } : {}),
   };
   return `sha256:${createHash('sha256').update(canonicalJson(essence)).digest('hex')}`;
 }

@@ -11,7 +11,7 @@ import { changesOf } from './changes.js';
 import type { ActualState, AgentFields } from './desired-state.js';
 import { fetchActualState } from './fetch-state.js';
 import { fingerprintOf } from './fingerprint.js';
-import type { Operation } from './plan.js';
+import type { Operation, PolicyOperation } from './plan.js';
 
 /** Changes per request: half the server's maximum (500), a few transactions for 1,000 controls. */
 export const CHANGES_PER_REQUEST = 250;
@@ -168,6 +168,20 @@ export class HttpTarget implements BatchTarget {
     await this.client.link(op.agent_name, await this.#idOf(op.control_name));
   }
 
+  /** One request per policy operation (apply sends batches; this is the plain Target's path). */
+  async policy(op: PolicyOperation): Promise<void> {
+    this.counter.writes++;
+    const [have] = (await this.client.policies.list({ name: op.name })).policies;
+    if (op.op === 'delete_policy') {
+      if (have) await this.client.policies.delete(have.policy_id);
+      return;
+    }
+    const { name, description, controls, agents, source } = op.policy;
+    const body = { name, ...(description !== null ? { description } : {}), controls, agents, managed_by: op.managed_by, source };
+    if (have) await this.client.policies.replace(have.policy_id, body);
+    else await this.client.policies.create(body);
+  }
+
   async unlink(op: Parameters<Target['unlink']>[0]): Promise<void> {
     const id = await this.#idOf(op.control_name, true);
     if (id === null) return;
@@ -213,5 +227,6 @@ function registrationOf(agentName: string, fields: AgentFields): AgentRegistrati
   if (fields.agent_version != null) body.agent_version = fields.agent_version;
   if (fields.steps) body.steps = fields.steps;
   if (fields.metadata != null) body.metadata = fields.metadata;
+  if (fields.labels !== undefined) body.labels = fields.labels;
   return body;
 }

@@ -23,10 +23,16 @@ export interface SeenAgent {
 }
 
 /** `complete`: false when a document could not be read, which may define what is linked. */
-export function checkCrossFile(controls: readonly SeenControl[], agents: readonly SeenAgent[], out: Diagnostic[], { complete = true } = {}): void {
+/** `boundByPolicy`: controls a policy binds, which run without being linked. */
+export function checkCrossFile(
+  controls: readonly SeenControl[],
+  agents: readonly SeenAgent[],
+  out: Diagnostic[],
+  { complete = true, boundByPolicy = new Set<string>() }: { complete?: boolean; boundByPolicy?: ReadonlySet<string> } = {},
+): void {
   checkDuplicateControls(controls, out);
   checkDuplicateAgents(agents, out);
-  checkLinks(controls, agents, out, complete);
+  checkLinks(controls, agents, out, complete, boundByPolicy);
   if (complete) checkSessionLabels(controls, out);
 }
 
@@ -83,7 +89,7 @@ function checkDuplicateAgents(agents: readonly SeenAgent[], out: Diagnostic[]): 
   }
 }
 
-function checkLinks(controls: readonly SeenControl[], agents: readonly SeenAgent[], out: Diagnostic[], complete: boolean): void {
+function checkLinks(controls: readonly SeenControl[], agents: readonly SeenAgent[], out: Diagnostic[], complete: boolean, boundByPolicy: ReadonlySet<string>): void {
   const declared = new Map<string, SeenControl>();
   for (const c of controls) if (!declared.has(c.name)) declared.set(c.name, c);
   const linkedBy = new Map<string, string[]>();
@@ -117,7 +123,7 @@ function checkLinks(controls: readonly SeenControl[], agents: readonly SeenAgent
   for (const [name, c] of declared) {
     const by = linkedBy.get(name);
     if (!by) {
-      if (!complete) continue;
+      if (!complete || boundByPolicy.has(name)) continue;
       out.push(diag(c.ctx, 'warning', ['name'], false, 'unlinked_control', `control "${name}" is linked to no agent, so it never runs`));
     } else if (!c.enabled) {
       out.push({

@@ -24,9 +24,11 @@ import { allowedKeysAt } from './schema-keys.js';
 import { diag, firstLine, locatorOf, startOf, type DocContext, type SourceLocation } from './load-context.js';
 import { checkCrossFile, type SeenAgent, type SeenControl } from './load-rules.js';
 import { aliasOverflow, MAX_ALIAS_EXPANSION } from './alias-size.js';
+import { checkPolicies, loadPolicy, type LoadedPolicy, type PolicySeen } from './load-policy.js';
 
 export type { Span };
 export type { SourceLocation } from './load-context.js';
+export type { LoadedPolicy } from './load-policy.js';
 
 export interface SourceFile {
   /** Path shown in diagnostics, relative to the directory being loaded. */
@@ -64,6 +66,7 @@ export interface LoadedTest {
 export interface LoadResult {
   controls: LoadedControl[];
   agents: LoadedAgent[];
+  policies: LoadedPolicy[];
   tests: LoadedTest[];
   diagnostics: Diagnostic[];
 }
@@ -80,7 +83,7 @@ export interface LoadOptions {
   validateControl: ControlValidator;
 }
 
-export const KINDS = ['Control', 'Agent', 'Test'] as const;
+export const KINDS = ['Control', 'Agent', 'Policy', 'Test'] as const;
 
 /** Diagnostics of a document that could not be read at all (its names are unknown). */
 const UNREADABLE = new Set(['yaml_syntax', 'alias_expansion', 'not_a_mapping']);
@@ -98,6 +101,7 @@ export function loadDocuments(files: readonly SourceFile[], options: LoadOptions
   const controls: ControlSeen[] = [];
   const agents: AgentSeen[] = [];
   const tests: LoadedTest[] = [];
+  const policies: PolicySeen[] = [];
 
   for (const file of files) {
     for (const ctx of parseFile(file, diagnostics)) {
@@ -110,6 +114,9 @@ export function loadDocuments(files: readonly SourceFile[], options: LoadOptions
       } else if (kind === 'Agent') {
         const agent = loadAgent(ctx, value, diagnostics);
         if (agent) agents.push({ ctx, agent });
+      } else if (kind === 'Policy') {
+        const policy = loadPolicy(ctx, value, diagnostics, issueDiagnostic);
+        if (policy) policies.push(policy);
       } else if (kind === 'Test') {
         tests.push({ value, source: startOf(ctx), locate: (field, atKey = false) => locateField(ctx.doc, ctx.lineCounter, parseFieldPath(field), atKey) });
       }
@@ -119,7 +126,12 @@ export function loadDocuments(files: readonly SourceFile[], options: LoadOptions
   // A document that could not be read may define what other documents link: rules that
   // need every document would only add errors about what the broken file holds.
   const complete = !diagnostics.some((d) => UNREADABLE.has(d.code));
-  checkCrossFile(controls, agents, diagnostics, { complete });
+  const bound = new Set(policies.flatMap((p) => p.policy.document.controls));
+  checkCrossFile(controls, agents, diagnostics, { complete, boundByPolicy: bound });
+  const agentLabels = agents.map((a) => ({ agent_name: a.agent.agent_name, labels: a.agent.document.labels ?? {} }));
+  checkPolicies(policies, new Set(controls.map((c) => c.name)), agentLabels, diagnostics, complete);
+  const policyByName = new Map<string, LoadedPolicy>();
+  for (const p of policies) if (!policyByName.has(p.policy.name)) policyByName.set(p.policy.name, p.policy);
 
   const firstByName = new Map<string, LoadedControl>();
   for (const c of controls) if (c.valid && !firstByName.has(c.name)) firstByName.set(c.name, c.valid);
@@ -128,6 +140,7 @@ export function loadDocuments(files: readonly SourceFile[], options: LoadOptions
   return {
     controls: [...firstByName.values()],
     agents: [...agentByName.values()],
+    policies: [...policyByName.values()],
     tests,
     diagnostics: sortDiagnostics(diagnostics),
   };
@@ -149,7 +162,7 @@ function parseFile(file: SourceFile, out: Diagnostic[]): DocContext[] {
       field: '',
       code: 'empty_file',
       message: 'the file holds no YAML document',
-      hint: 'add a document (kind: Control, Agent or Test) or delete the file',
+      hint: 'add a document (kind: Control, Agent, Policy or Test) or delete the file',
     });
     return [];
   }

@@ -7,14 +7,12 @@
 import type { ControlData } from '../model/index.js';
 import { canonicalJson, deepEqual, isPlainObject } from './canonical.js';
 import type { ActualAgent, ActualControl, ActualState, AgentFields, DesiredState } from './desired-state.js';
+import { planPolicies, type PolicyOperation } from './plan-policies.js';
+import type { Change, Conflict } from './plan-types.js';
 
-export interface Change {
-  /** Field path, for example `action.decision` or `enabled`. */
-  path: string;
-  /** Absent (undefined) when the field is added or removed. */
-  before?: unknown;
-  after?: unknown;
-}
+export type { Change, Conflict } from './plan-types.js';
+
+export type { PolicyOperation, PolicyReach } from './plan-policies.js';
 
 export type Operation =
   | { op: 'create_control'; name: string; data: ControlData; managed_by: string; source: string | null }
@@ -31,24 +29,10 @@ export type Operation =
   | { op: 'create_agent'; agent_name: string; fields: AgentFields }
   | { op: 'update_agent'; agent_name: string; changes: Change[]; fields: AgentFields }
   | { op: 'unlink'; agent_name: string; control_name: string }
-  | { op: 'link'; agent_name: string; control_name: string };
+  | { op: 'link'; agent_name: string; control_name: string }
+  | PolicyOperation;
 
 export type OperationKind = Operation['op'];
-
-/**
- * A control of the directory's name on the server that this directory does not own; or,
- * with `op`, a link or unlink of a control that a watched directory keeps (the server
- * refuses every write naming such a control, so apply could not make it).
- */
-export interface Conflict {
-  name: string;
-  /** Who owns it now: null when made by hand. */
-  managed_by: string | null;
-  changes: Change[];
-  /** Set for a link conflict: the agent whose link to `name` the plan would change. */
-  agent_name?: string;
-  op?: 'link' | 'unlink';
-}
 
 /** The owner label prefix of hot reload (`serve --watch`), whose controls the API never writes. */
 export const WATCH_OWNER_PREFIX = 'watch:';
@@ -61,6 +45,9 @@ export interface PlanSummary {
   update_agent: number;
   link: number;
   unlink: number;
+  create_policy: number;
+  update_policy: number;
+  delete_policy: number;
   conflicts: number;
   /** Operations in total (conflicts not included). */
   total: number;
@@ -127,8 +114,11 @@ export const OPERATION_ORDER: readonly OperationKind[] = [
   'update_control',
   'create_agent',
   'update_agent',
+  'create_policy',
+  'update_policy',
   'link',
   'unlink',
+  'delete_policy',
   'delete_control',
 ];
 
@@ -205,6 +195,10 @@ export function plan(desired: DesiredState, actual: ActualState, options: PlanOp
     }
   }
 
+  const policies = planPolicies(desired, actual, managedBy, { prune: Boolean(options.prune), force: Boolean(options.force), followSources: Boolean(options.followSources) });
+  operations.push(...policies.operations);
+  conflicts.push(...policies.conflicts);
+
   const ordered = inPlanOrder(operations);
   kept.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return { managed_by: managedBy, operations: ordered, conflicts, kept, summary: summarise(ordered, conflicts) };
@@ -237,6 +231,9 @@ export function summarise(operations: readonly Operation[], conflicts: readonly 
     update_agent: 0,
     link: 0,
     unlink: 0,
+    create_policy: 0,
+    update_policy: 0,
+    delete_policy: 0,
     conflicts: conflicts.length,
     total: operations.length,
   };
@@ -261,8 +258,12 @@ export function diffControl(have: ActualControl, want: ControlData): Change[] {
 
 function diffAgent(have: ActualAgent, want: AgentFields): Change[] {
   const changes: Change[] = [];
-  for (const key of ['agent_description', 'agent_version', 'steps', 'metadata'] as const) {
+  for (const key of ['agent_description', 'agent_version', 'steps', 'metadata', 'labels'] as const) {
     if (!(key in want)) continue;
+    if (key === 'labels') {
+      if (!deepEqual(have.labels ?? {}, want.labels ?? {})) changes.push({ path: 'labels', before: have.labels ?? {}, after: want.labels ?? {} });
+      continue;
+    }
     const after = want[key] ?? null;
     const before = have[key] ?? null;
     if (!deepEqual(before, after)) changes.push({ path: key, before, after });

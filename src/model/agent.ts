@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AgentNameSchema, ControlNameSchema, JsonObjectSchema, StepTypeSchema } from './common.js';
+import { LabelsSchema } from './labels.js';
 
 /** A step an agent declares at registration: a tool or a model it may call. */
 export const StepSchemaDeclSchema = z.strictObject({
@@ -26,6 +27,8 @@ export const AgentRegistrationSchema = z.strictObject({
   steps: z.array(StepSchemaDeclSchema).max(1000).optional(),
   conflict_mode: ConflictModeSchema.default('overwrite'),
   metadata: JsonObjectSchema.optional(),
+  /** Kubernetes-style labels; policies select agents by them. */
+  labels: LabelsSchema.optional(),
 });
 export type AgentRegistration = z.infer<typeof AgentRegistrationSchema>;
 
@@ -35,6 +38,8 @@ export const AgentPatchSchema = z.strictObject({
   agent_version: z.string().max(128).nullable().optional(),
   steps: z.array(StepSchemaDeclSchema).max(1000).optional(),
   metadata: JsonObjectSchema.nullable().optional(),
+  /** Replaces every label (`{}` removes them all). */
+  labels: LabelsSchema.optional(),
 });
 export type AgentPatch = z.infer<typeof AgentPatchSchema>;
 
@@ -45,6 +50,7 @@ export const AgentRecordSchema = z.strictObject({
   agent_version: z.string().nullable(),
   steps: z.array(StepSchemaDeclSchema),
   metadata: JsonObjectSchema.nullable(),
+  labels: z.record(z.string(), z.string()),
   managed_by: z.string().nullable(),
   created_at: z.string(),
   updated_at: z.string(),
@@ -59,6 +65,7 @@ export const AgentDocumentSchema = z.strictObject({
   agent_version: z.string().max(128).optional(),
   steps: z.array(StepSchemaDeclSchema).max(1000).optional(),
   metadata: JsonObjectSchema.optional(),
+  labels: LabelsSchema.optional(),
   controls: z.array(ControlNameSchema).default([]),
 });
 export type AgentDocument = z.infer<typeof AgentDocumentSchema>;

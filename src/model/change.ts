@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { AgentPatchSchema } from './agent.js';
 import { AgentNameSchema, ControlNameSchema } from './common.js';
 import { ControlDataSchema } from './control.js';
+import { PolicyBodySchema, PolicyNameSchema } from './policy.js';
 
 /** Who owns a control: `gitops:<owner>`, `watch:<dir>`, or null when made by hand. */
 export const OwnerLabelSchema = z.string().min(1).max(256);
@@ -41,6 +42,7 @@ export function changeSchemasOf<D extends z.ZodType, M extends z.ZodType>(data: 
   });
   const agent = AgentPatchSchema.extend({ agent_name: AgentNameSchema, managed_by: owner.managed_by });
   const link = { agent_name: AgentNameSchema, control_name: ControlNameSchema };
+  const policy = PolicyBodySchema.extend(owner);
   const change = z.discriminatedUnion('op', [
     z.strictObject({ op: z.literal('create_control'), control }),
     z.strictObject({ op: z.literal('update_control'), name: ControlNameSchema, patch }),
@@ -49,8 +51,11 @@ export function changeSchemasOf<D extends z.ZodType, M extends z.ZodType>(data: 
     z.strictObject({ op: z.literal('upsert_agent'), agent }),
     z.strictObject({ op: z.literal('link'), ...link }),
     z.strictObject({ op: z.literal('unlink'), ...link }),
+    /** Creates the policy or replaces it whole; its members are resolved in the same transaction. */
+    z.strictObject({ op: z.literal('upsert_policy'), policy }),
+    z.strictObject({ op: z.literal('delete_policy'), name: PolicyNameSchema }),
   ]);
-  return { control, patch, agent, change };
+  return { control, patch, agent, policy, change };
 }
 
 const storeSchemas = changeSchemasOf(ControlDataSchema, OwnerLabelSchema);
@@ -85,10 +90,14 @@ function whatOf(change: StoreChange): string {
     case 'link':
     case 'unlink':
       return `${change.op} "${change.agent_name}" -> "${change.control_name}"`;
+    case 'upsert_policy':
+      return `upsert_policy "${change.policy.name}"`;
+    case 'delete_policy':
+      return `delete_policy "${change.name}"`;
   }
 }
 
-/** The control a change names, or null for an agent upsert. */
+/** The control a change names, or null for an agent or policy change. */
 export function controlNameOf(change: StoreChange): string | null {
   switch (change.op) {
     case 'create_control':
@@ -100,6 +109,8 @@ export function controlNameOf(change: StoreChange): string | null {
     case 'unlink':
       return change.control_name;
     case 'upsert_agent':
+    case 'upsert_policy':
+    case 'delete_policy':
       return null;
   }
 }

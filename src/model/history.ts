@@ -19,7 +19,7 @@ export interface WriteOrigin {
 export const SYSTEM_ORIGIN: WriteOrigin = Object.freeze({ actor: 'system', source: 'api' });
 
 /** `approval`: an approval asked, decided, used or expired (audit only: it changes no control). */
-export const ChangeKindSchema = z.enum(['control', 'agent', 'link', 'approval']);
+export const ChangeKindSchema = z.enum(['control', 'agent', 'link', 'policy', 'approval']);
 export type ChangeKind = z.infer<typeof ChangeKindSchema>;
 
 export const ChangeOpSchema = z.enum(['create', 'update', 'delete', 'restore', 'link', 'unlink', 'ask', 'approve', 'deny', 'use', 'expire']);
@@ -46,6 +46,8 @@ export const ChangeEntrySchema = z.strictObject({
   control_id: z.number().int().nullable(),
   control_name: z.string().nullable(),
   agent_name: z.string().nullable(),
+  /** Set on a policy's entries (kind `policy`); their snapshots hold its name. */
+  policy_id: z.number().int().positive().optional(),
   /** The control record (name, enabled, data, managed_by, source), the agent's fields, or `{linked}`; null when absent. */
   before: JsonObjectSchema.nullable(),
   after: JsonObjectSchema.nullable(),

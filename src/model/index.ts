@@ -12,3 +12,5 @@ export * from './change.js';
 export * from './text.js';
 export * from './session.js';
 export * from './approval.js';
+export * from './labels.js';
+export * from './policy.js';

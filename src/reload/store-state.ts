@@ -5,8 +5,8 @@
 import { actualStateOf, type ActualState } from '../gitops/desired-state.js';
 import type { Store } from '../store/types.js';
 
-export async function readStoreState(store: Pick<Store, 'listAllControls' | 'listAgents' | 'listLinks'>): Promise<ActualState> {
-  const [controls, agents, links] = await Promise.all([store.listAllControls(), store.listAgents(), store.listLinks()]);
+export async function readStoreState(store: Pick<Store, 'listAllControls' | 'listAgents' | 'listLinks' | 'listAllPolicies'>): Promise<ActualState> {
+  const [controls, agents, links, policies] = await Promise.all([store.listAllControls(), store.listAgents(), store.listLinks(), store.listAllPolicies()]);
   const nameOf = new Map(controls.map((c) => [c.control_id, c.name]));
   const linked = new Map<string, string[]>();
   for (const link of links) {
@@ -20,5 +20,6 @@ export async function readStoreState(store: Pick<Store, 'listAllControls' | 'lis
   return actualStateOf(
     controls,
     agents.map((a) => ({ ...a, controls: linked.get(a.agent_name) ?? [] })),
+    policies,
   );
 }

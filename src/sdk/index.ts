@@ -9,7 +9,7 @@
  */
 import type { EvaluationResult, Stage } from '../model/index.js';
 import { consoleLogger, GuardAgent, type ControlOptions, type GuardAgentOptions, type StepInput } from './agent.js';
-import { controlsBeforeRegistration, enforcingCount, unguardedError } from './unguarded.js';
+import { controlsBeforeRegistration, selectedByPolicy, enforcingCount, unguardedError } from './unguarded.js';
 
 export { GuardAgent } from './agent.js';
 export type { CheckOptions, ControlOptions, FailMode, GuardAgentOptions, GuardLogger, StepInput } from './agent.js';
@@ -101,13 +101,16 @@ async function register(agent: GuardAgent, options: InitOptions): Promise<void> 
   if (!allowUnguarded) {
     // Checked before registering: a misspelt name must not leave a new, empty agent behind.
     const before = await controlsBeforeRegistration(agent.client, agent.agentName);
-    if (before === null || enforcingCount(before) === 0) throw await unguardedError(agent.client, agent.agentName, before !== null);
+    // An agent whose labels a policy selects is guarded once registered; the check after loading stands.
+    const policyWillGuard = options.labels !== undefined && (await selectedByPolicy(agent.client, agent.agentName, options.labels));
+    if (!policyWillGuard && (before === null || enforcingCount(before) === 0)) throw await unguardedError(agent.client, agent.agentName, before !== null);
   }
   await agent.client.initAgent({
     agent_name: options.agentName,
     ...(options.agentDescription !== undefined && { agent_description: options.agentDescription }),
     ...(options.agentVersion !== undefined && { agent_version: options.agentVersion }),
     ...(options.agentMetadata !== undefined && { metadata: options.agentMetadata }),
+    ...(options.labels !== undefined && { labels: options.labels }),
     ...(options.steps !== undefined && { steps: options.steps }),
     conflict_mode: options.conflictMode ?? 'overwrite',
   });

@@ -32,6 +32,11 @@ export interface GuardAgentOptions {
   /** The tools and models this agent declares at registration. */
   steps?: StepDecl[] | undefined;
   agentMetadata?: JsonObject | undefined;
+  /**
+   * Kubernetes-style labels sent at registration. Policies whose selectors match guard the
+   * agent from its first evaluation; a label left out keeps what the server has.
+   */
+  labels?: Record<string, string> | undefined;
   /** Registration conflict mode (default `overwrite`). */
   conflictMode?: 'strict' | 'overwrite' | undefined;
   /**

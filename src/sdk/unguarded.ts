@@ -5,7 +5,7 @@
  */
 import type { GuardClient } from '../client/index.js';
 import { ApiError } from '../errors.js';
-import { modeOf, type ControlRecord } from '../model/index.js';
+import { modeOf, selectsAgent, type ControlRecord } from '../model/index.js';
 import { UnguardedAgentError } from './errors.js';
 import { editDistance } from '../model/edit-distance.js';
 
@@ -26,6 +26,20 @@ export async function controlsBeforeRegistration(client: GuardClient, agentName:
   } catch (error) {
     if (error instanceof ApiError && error.status === 404) return null;
     throw error;
+  }
+}
+
+/**
+ * Whether some policy on the server selects an agent of this name with these labels (so
+ * registering it with them guards it). A server without policies, or one that refuses the
+ * read, counts as "no": the check after registration decides then.
+ */
+export async function selectedByPolicy(client: GuardClient, agentName: string, labels: Record<string, string> | undefined): Promise<boolean> {
+  try {
+    const policies = await client.policies.listAll();
+    return policies.some((p) => p.controls.length > 0 && selectsAgent(p.agents, agentName.trim().toLowerCase(), labels ?? {}));
+  } catch {
+    return false;
   }
 }
 

@@ -9,6 +9,7 @@ import type { z } from 'zod';
 import {
   AgentRecordSchema,
   ApprovalRecordSchema,
+  PolicyRecordSchema,
   ChangeEntrySchema,
   ConditionSchema,
   ControlDataSchema,
@@ -32,6 +33,7 @@ export const TAGS = {
   system: 'Health, metrics, the evaluator list and this document',
   agents: 'Agent registration and the links between agents and controls',
   controls: 'Controls and their data',
+  policies: 'Controls bound to every agent a name or label selector picks, including agents that register later',
   history: 'Revisions of controls, restoring one, and the audit log of every write',
   changes: 'Many writes in one transaction (what guardctl apply sends)',
   evaluation: 'Checking a step against the agent’s controls',
@@ -94,6 +96,7 @@ const MODELS: ReadonlyArray<[string, z.ZodType]> = [
   ['ControlData', ControlDataSchema],
   ['ControlRecord', ControlRecordSchema],
   ['AgentRecord', AgentRecordSchema],
+  ['PolicyRecord', PolicyRecordSchema],
   ['StepDecl', StepSchemaDeclSchema],
   ['ChangeEntry', ChangeEntrySchema],
   ['ControlMatch', ControlMatchSchema],
@@ -113,6 +116,7 @@ const PATH_PARAMETERS: Record<string, { description: string; schema: JsonSchema 
   control_id: { description: 'The control’s id (anything but a positive integer answers 404)', schema: { type: 'integer', minimum: 1 } },
   session_id: { description: 'The session’s id, as steps send it in session_id (percent-encoded)', schema: { type: 'string', minLength: 1, maxLength: 128 } },
   approval_id: { description: 'The approval’s id (apr_ and 24 hex digits)', schema: { type: 'string', minLength: 1, maxLength: 64 } },
+  policy_id: { description: 'The policy’s id (anything but a positive integer answers 404)', schema: { type: 'integer', minimum: 1 } },
 };
 
 /** The shared problem answers, one per status, in `components.responses`. */

@@ -61,6 +61,16 @@ export const pageLimit = () =>
 /** `cursor` of a cursor-paged list. */
 export const pageCursor = () => queryInteger('cursor', 'next_cursor of the previous page').optional();
 
+/** `PUT /policies` and `PUT /policies/{id}`: the whole policy (an upsert_policy change's policy). */
+export const PolicyWriteBodySchema = changeSchemasOf(ControlDataSchema, ManagedBySchema).policy;
+
+/** `GET /policies?cursor&limit&name`. */
+export const ListPoliciesQuerySchema = z.strictObject({
+  cursor: pageCursor(),
+  limit: pageLimit(),
+  name: z.string().min(1).max(128).optional().describe('Exact name lookup: a page of zero or one policy'),
+});
+
 /** `GET /controls?cursor&limit&name`. */
 export const ListControlsQuerySchema = z.strictObject({
   cursor: pageCursor(),

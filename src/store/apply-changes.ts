@@ -4,7 +4,7 @@
  * supplies the steps, run inside the transaction it opened (synchronous for SQLite, whose
  * transactions cannot await; asynchronous for PostgreSQL).
  */
-import { changeLabel, type ControlPatch, type NewAgent, type NewControl, type StoreChange } from '../model/index.js';
+import { changeLabel, type ControlPatch, type NewAgent, type NewControl, type NewPolicy, type StoreChange } from '../model/index.js';
 import { uniqueSorted } from './records.js';
 import { StoreError } from './types.js';
 
@@ -18,6 +18,10 @@ export interface ChangeSteps<Agents, Done> {
   upsertAgent(agent: NewAgent): Done;
   link(agentName: string, controlName: string): Done;
   unlink(agentName: string, controlName: string): Done;
+  /** Creates or replaces the policy; returns the agents whose set changed. */
+  upsertPolicy(policy: NewPolicy): Agents;
+  /** Returns the agents the policy guarded. */
+  deletePolicy(name: string): Agents;
 }
 
 type SyncSteps = ChangeSteps<string[], unknown>;
@@ -67,12 +71,17 @@ function dispatch<Agents, Done>(change: StoreChange, steps: ChangeSteps<Agents, 
       return steps.link(change.agent_name, change.control_name);
     case 'unlink':
       return steps.unlink(change.agent_name, change.control_name);
+    case 'upsert_policy':
+      return steps.upsertPolicy(change.policy);
+    case 'delete_policy':
+      return steps.deletePolicy(change.name);
   }
 }
 
 /**
  * The agents whose controls a change touched: those linked to an updated or deleted
- * control (its step's answer), the agent upserted, linked or unlinked; none for a create.
+ * control or written policy (its step's answer), the agent upserted, linked or unlinked;
+ * none for a create.
  */
 function touchedBy(change: StoreChange, answer: unknown): string[] {
   switch (change.op) {
@@ -80,6 +89,8 @@ function touchedBy(change: StoreChange, answer: unknown): string[] {
       return [];
     case 'update_control':
     case 'delete_control':
+    case 'upsert_policy':
+    case 'delete_policy':
       return answer as string[];
     case 'upsert_agent':
       return [change.agent.agent_name];

@@ -4,7 +4,7 @@
  * right one.
  * The forwarding is written here once, for both dialects.
  */
-import type { AgentPatch, StoredEvent, WriteOrigin } from '../model/index.js';
+import type { AgentPatch, NewPolicy, StoredEvent, WriteOrigin } from '../model/index.js';
 import type { AuditQuery, ChangePageQuery, HistoryLimits, HistoryStore } from './history.js';
 import type {
   ApplyChangesOptions,
@@ -20,6 +20,7 @@ import type {
   NewAgent,
   NewControl,
   NewRecordedStep,
+  PolicyStore,
   RecordedStepQuery,
   RecordingStore,
   StatsQuery,
@@ -32,6 +33,7 @@ export abstract class ComposedStore implements Store {
 
   protected constructor(
     private readonly controls: ControlStore,
+    private readonly policies: PolicyStore,
     private readonly events: EventStore,
     private readonly recordings: RecordingStore,
     private readonly history: HistoryStore,
@@ -105,7 +107,36 @@ export abstract class ComposedStore implements Store {
     return this.controls.restoreControl(controlId, revision, origin);
   }
 
+  // ---- policies ----
+  createPolicy(policy: NewPolicy, origin?: WriteOrigin) {
+    return this.policies.createPolicy(policy, origin);
+  }
+  getPolicy(id: number) {
+    return this.policies.getPolicy(id);
+  }
+  getPolicyByName(name: string) {
+    return this.policies.getPolicyByName(name);
+  }
+  listPolicies(page: { cursor?: number | undefined; limit: number }) {
+    return this.policies.listPolicies(page);
+  }
+  listAllPolicies() {
+    return this.policies.listAllPolicies();
+  }
+  replacePolicy(id: number, policy: NewPolicy, origin?: WriteOrigin) {
+    return this.policies.replacePolicy(id, policy, origin);
+  }
+  deletePolicy(id: number, origin?: WriteOrigin) {
+    return this.policies.deletePolicy(id, origin);
+  }
+  policyMembers(id: number) {
+    return this.policies.policyMembers(id);
+  }
+
   // ---- history and audit ----
+  policyHistory(policyId: number, page: ChangePageQuery) {
+    return this.history.policyHistory(policyId, page);
+  }
   controlHistory(controlId: number, page: ChangePageQuery) {
     return this.history.controlHistory(controlId, page);
   }

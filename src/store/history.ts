@@ -24,6 +24,8 @@ export interface NewChangeEntry {
   before: object | null;
   after: object | null;
   note: string | null;
+  /** Only on a policy's entries. */
+  policy_id?: number;
 }
 
 export interface ChangePageQuery {
@@ -68,12 +70,13 @@ export function controlSnapshot(record: Pick<ControlRecord, 'name' | 'enabled' |
   };
 }
 
-export function agentSnapshot(record: Pick<AgentRecord, 'agent_description' | 'agent_version' | 'steps' | 'metadata' | 'managed_by'>): object {
+export function agentSnapshot(record: Pick<AgentRecord, 'agent_description' | 'agent_version' | 'steps' | 'metadata' | 'labels' | 'managed_by'>): object {
   return {
     agent_description: record.agent_description,
     agent_version: record.agent_version,
     steps: record.steps,
     metadata: record.metadata,
+    labels: record.labels,
     managed_by: record.managed_by,
   };
 }
@@ -95,6 +98,11 @@ export function linkEntry(op: 'link' | 'unlink', agentName: string, controlId: n
     after: op === 'link' ? linked : unlinked,
     note: null,
   };
+}
+
+/** A policy written: its record (without times) before and after. */
+export function policyEntry(op: 'create' | 'update' | 'delete', policyId: number, before: object | null, after: object | null, note: string | null = null): NewChangeEntry {
+  return { kind: 'policy', op, control_id: null, control_name: null, agent_name: null, before, after, note, policy_id: policyId };
 }
 
 export function agentEntry(op: 'create' | 'update' | 'delete', agentName: string, before: object | null, after: object | null, note: string | null = null): NewChangeEntry {
@@ -160,6 +168,7 @@ export function entryOf(row: {
   before: unknown;
   after: unknown;
   note: string | null;
+  policy_id?: number | string | null;
 }): ChangeEntry {
   const json = (value: unknown): Record<string, unknown> | null =>
     value === null || value === undefined ? null : typeof value === 'string' ? (JSON.parse(value) as Record<string, unknown>) : (value as Record<string, unknown>);
@@ -177,6 +186,7 @@ export function entryOf(row: {
     before: json(row.before),
     after: json(row.after),
     note: row.note,
+    ...(row.policy_id !== null && row.policy_id !== undefined ? { policy_id: Number(row.policy_id) } : {}),
   };
 }
 
@@ -186,6 +196,8 @@ export function entryOf(row: {
  * the ControlStore's writes in the same transaction as the write.
  */
 export interface HistoryStore {
+  /** A policy's entries, newest first; kept after it is deleted. */
+  policyHistory(policyId: number, page: ChangePageQuery): Promise<ChangePage>;
   /** A control's entries (its own writes and its links), newest first; kept after it is deleted. */
   controlHistory(controlId: number, page: ChangePageQuery): Promise<ChangePage>;
   /** Every entry, newest first. */

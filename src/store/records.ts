@@ -49,7 +49,7 @@ export function controlRecordOf(row: ControlColumns, own: ControlConverted): Con
 }
 
 type AgentColumns = Pick<AgentRecord, 'agent_name' | 'agent_description' | 'agent_version' | 'managed_by'>;
-type AgentConverted = Pick<AgentRecord, 'steps' | 'metadata' | 'created_at' | 'updated_at'>;
+type AgentConverted = Pick<AgentRecord, 'steps' | 'metadata' | 'labels' | 'created_at' | 'updated_at'>;
 
 export function agentRecordOf(row: AgentColumns, own: AgentConverted): AgentRecord {
   return {
@@ -58,6 +58,7 @@ export function agentRecordOf(row: AgentColumns, own: AgentConverted): AgentReco
     agent_version: row.agent_version,
     steps: own.steps,
     metadata: own.metadata,
+    labels: own.labels,
     managed_by: row.managed_by,
     created_at: own.created_at,
     updated_at: own.updated_at,

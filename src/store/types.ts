@@ -10,6 +10,9 @@ import type {
   Stage,
   StepType,
   NewControl,
+  NewPolicy,
+  BindingSource,
+  PolicyRecord,
   StoreChange,
   StoredEvent,
   WriteOrigin,
@@ -26,6 +29,44 @@ export interface ControlPage {
   next_cursor: number | null;
   has_more: boolean;
   total: number;
+}
+
+export interface PolicyPage {
+  policies: PolicyRecord[];
+  next_cursor: number | null;
+  has_more: boolean;
+  total: number;
+}
+
+/**
+ * An agent's controls: the union of its links and its policies' controls, each control
+ * once (ordered by id), with where each came from; and the store revision they were read at.
+ */
+export interface AgentControlSet {
+  controls: ControlRecord[];
+  revision: number;
+  /** By control id: `link` and/or `policy:<name>`, links first, then policies by name. */
+  sources: ReadonlyMap<number, readonly BindingSource[]>;
+}
+
+/**
+ * Policies: controls bound to every agent a selector picks. Membership is resolved when a
+ * policy or an agent is written (in the same transaction), never when a set is read.
+ * Unknown control names raise StoreError('not_found'), a taken name 'conflict'.
+ */
+export interface PolicyStore {
+  createPolicy(policy: NewPolicy, origin?: WriteOrigin): Promise<PolicyRecord>;
+  getPolicy(id: number): Promise<PolicyRecord | null>;
+  getPolicyByName(name: string): Promise<PolicyRecord | null>;
+  /** Ordered by policy_id; `cursor` is the last id of the previous page. */
+  listPolicies(page: { cursor?: number | undefined; limit: number }): Promise<PolicyPage>;
+  listAllPolicies(): Promise<PolicyRecord[]>;
+  /** Replaces the policy whole; returns it and the agents whose set changed (members before and after). */
+  replacePolicy(id: number, policy: NewPolicy, origin?: WriteOrigin): Promise<{ policy: PolicyRecord; touched_agents: string[] }>;
+  /** Returns the agents it guarded. */
+  deletePolicy(id: number, origin?: WriteOrigin): Promise<{ touched_agents: string[] }>;
+  /** The registered agents the policy selects now, by name. */
+  policyMembers(id: number): Promise<string[]>;
 }
 
 export interface Link {
@@ -215,7 +256,7 @@ export interface ControlStore {
   listControls(page: { cursor?: number | undefined; limit: number }): Promise<ControlPage>;
   listAllControls(): Promise<ControlRecord[]>;
   updateControl(id: number, patch: ControlPatch, origin?: WriteOrigin): Promise<ControlRecord>;
-  /** Deletes the control and its links; returns the agents it was linked to. */
+  /** Deletes the control, its links and its policy bindings; returns the agents it guarded. */
   deleteControl(id: number, origin?: WriteOrigin): Promise<{ unlinked_agents: string[] }>;
 
   getAgent(name: string): Promise<AgentRecord | null>;
@@ -234,6 +275,7 @@ export interface ControlStore {
   /** Idempotent: true when a link was removed. */
   unlinkControl(agentName: string, controlId: number, origin?: WriteOrigin): Promise<boolean>;
   listAgentControls(agentName: string): Promise<ControlRecord[]>;
+  /** The agents the control guards: linked, or members of a policy binding it. */
   agentsOfControl(controlId: number): Promise<string[]>;
   listLinks(): Promise<Link[]>;
 
@@ -256,7 +298,7 @@ export interface ControlStore {
    * An agent's controls and the store revision they were read at, from one snapshot (the
    * revision evaluation events name as `set_revision`); null when the agent does not exist.
    */
-  agentControlSet(agentName: string): Promise<{ controls: ControlRecord[]; revision: number } | null>;
+  agentControlSet(agentName: string): Promise<AgentControlSet | null>;
 
   /**
    * Puts a hand-managed control back as it was right after `revision`, recreating it
@@ -405,7 +447,7 @@ export interface SharedSessionStore {
  * Persistence for everything the server keeps, one database behind all five concerns.
  * Asynchronous so that SQLite and PostgreSQL share it.
  */
-export interface Store extends ControlStore, EventStore, RecordingStore, HistoryStore, ApprovalStore {
+export interface Store extends ControlStore, PolicyStore, EventStore, RecordingStore, HistoryStore, ApprovalStore {
   readonly kind: 'sqlite' | 'postgres';
 
   /** SQLite: where rate and budget counters of long windows persist. */

@@ -40,7 +40,9 @@ export function compileAgentSets(
       .filter((c): c is NonNullable<typeof c> => c !== undefined)
       // The server evaluates linked controls in id order; keep that order here too.
       .sort((a, b) => a.control_id - b.control_id);
-    sets.set(agent.agent_name.trim().toLowerCase(), compileControls(linked, registry, { cache }));
+    // Label keys (`labels:{...}`) keep their case: label values are case-sensitive.
+    const key = agent.agent_name.startsWith('labels:') ? agent.agent_name : agent.agent_name.trim().toLowerCase();
+    sets.set(key, compileControls(linked, registry, { cache }));
   }
   return sets;
 }

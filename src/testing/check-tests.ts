@@ -7,7 +7,7 @@ import type { Diagnostic } from '../gitops/diagnostics.js';
 import { classifyIssue, hintFor } from '../gitops/hints.js';
 import type { LoadedTest, Span } from '../gitops/load.js';
 import { parseFieldPath } from '../gitops/positions.js';
-import { TestCaseSchema, TestDocumentSchema, fieldIssuesOf, type FieldIssue, type TestStep } from '../model/index.js';
+import { TestCaseSchema, TestDocumentSchema, fieldIssuesOf, type FieldIssue, type Labels, type TestCase, type TestStep } from '../model/index.js';
 
 /** One step to evaluate: a single-step case, or one step of a case with `steps`. */
 export interface RunnableCase {
@@ -33,6 +33,8 @@ export interface KnownNames {
   agents: ReadonlyMap<string, ReadonlySet<string>>;
   /** Every control the directory defines. */
   controls: ReadonlySet<string>;
+  /** The key and controls of an unnamed agent with these labels (its policies'); absent: labels are not supported. */
+  byLabels?: (labels: Labels) => { key: string; controls: ReadonlySet<string> };
 }
 
 // The document without its cases: each case is parsed on its own so one typo skips one case.
@@ -62,8 +64,22 @@ export function checkTests(tests: readonly LoadedTest[], known: KnownNames): Che
       continue;
     }
     const name = header.data.name;
-    const docAgent = header.data.agent;
-    if (!known.agents.has(docAgent)) {
+    const lookup = (agent: string | undefined, labels: Labels | undefined): { key: string; controls: ReadonlySet<string> | undefined } | null => {
+      if (agent !== undefined) return { key: agent, controls: known.agents.get(agent) };
+      if (labels !== undefined && known.byLabels) return known.byLabels(labels);
+      return null;
+    };
+    const docTarget = lookup(header.data.agent, header.data.agent_labels);
+    if (header.data.agent !== undefined && header.data.agent_labels !== undefined) {
+      report('agent_labels', 'custom', `test "${name}" names both agent and agent_labels`, 'keep one: a named agent, or the labels of an unnamed one');
+      continue;
+    }
+    const docAgent = docTarget?.key ?? '';
+    if (docTarget === null) {
+      report('agent', 'missing_field', `test "${name}" names no agent`, 'add agent: <name> or agent_labels: {key: value}');
+      continue;
+    }
+    if (docTarget.controls === undefined) {
       report('agent', 'unknown_agent', `test "${name}" names agent "${docAgent}", which no kind: Agent document defines`, agentHint(known));
       continue;
     }
@@ -74,8 +90,9 @@ export function checkTests(tests: readonly LoadedTest[], known: KnownNames): Che
         return;
       }
       const testCase = parsed.data;
-      const agent = testCase.agent ?? docAgent;
-      const linked = known.agents.get(agent);
+      const target = testCase.agent !== undefined || testCase.agent_labels !== undefined ? lookup(testCase.agent, testCase.agent_labels) : docTarget;
+      const agent = target?.key ?? docAgent;
+      const linked = target?.controls;
       if (linked === undefined) {
         report(`cases[${index}].agent`, 'unknown_agent', `case "${testCase.name}" names agent "${agent}", which no kind: Agent document defines`, agentHint(known));
         return;

@@ -7,7 +7,7 @@ import type { EvaluatorRegistry } from '../evaluators/registry.js';
 import { MemoryCounters } from '../counting/index.js';
 import { sortDiagnostics } from '../gitops/diagnostics.js';
 import type { LoadedTest } from '../gitops/load.js';
-import type { ControlData, EvaluationResult } from '../model/index.js';
+import { selectsAgent, type AgentSelector, type ControlData, type EvaluationResult, type Labels } from '../model/index.js';
 import { compileAgentSets, type AgentLinks } from './agent-sets.js';
 import { checkTests, type RunnableCase } from './check-tests.js';
 import type { CaseOutcome, TestRunReport } from './types.js';
@@ -15,15 +15,33 @@ import type { CaseOutcome, TestRunReport } from './types.js';
 export interface TestRunInput {
   directory: string;
   controls: ReadonlyArray<{ name: string; data: ControlData }>;
-  agents: readonly AgentLinks[];
+  agents: ReadonlyArray<AgentLinks & { document?: { labels?: Labels | undefined } }>;
+  /** The directory's policies: an agent runs its links and the controls of every policy selecting it. */
+  policies?: ReadonlyArray<{ document: { controls: readonly string[]; agents: AgentSelector } }>;
   tests: readonly LoadedTest[];
   registry: EvaluatorRegistry;
 }
 
 export async function runTests(input: TestRunInput): Promise<TestRunReport> {
-  const agents = new Map(input.agents.map((a) => [a.agent_name, new Set(a.controls)]));
-  const checked = checkTests(input.tests, { agents, controls: new Set(input.controls.map((c) => c.name)) });
-  const sets = compileAgentSets(input.controls, input.agents, input.registry);
+  const policies = input.policies ?? [];
+  const guarded = (name: string, labels: Labels, links: readonly string[]) => [
+    ...links,
+    ...policies.filter((p) => selectsAgent(p.document.agents, name, labels)).flatMap((p) => p.document.controls),
+  ];
+  const effective: AgentLinks[] = input.agents.map((a) => ({ agent_name: a.agent_name, controls: guarded(a.agent_name, a.document?.labels ?? {}, a.controls) }));
+  const agents = new Map(effective.map((a) => [a.agent_name, new Set(a.controls)]));
+  // Unnamed agents of `agent_labels`: keyed by their labels, guarded by policies alone.
+  const byLabels = (labels: Labels) => {
+    const key = `labels:${JSON.stringify(Object.fromEntries(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1))))}`;
+    if (!agents.has(key)) {
+      const controls = guarded('', labels, []);
+      effective.push({ agent_name: key, controls });
+      agents.set(key, new Set(controls));
+    }
+    return { key, controls: agents.get(key)! };
+  };
+  const checked = checkTests(input.tests, { agents, controls: new Set(input.controls.map((c) => c.name)), byLabels });
+  const sets = compileAgentSets(input.controls, effective, input.registry);
 
   const outcomes: CaseOutcome[] = [];
   const exercised = new Set<string>();

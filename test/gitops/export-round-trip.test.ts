@@ -14,7 +14,7 @@ import { exportState } from '../../src/gitops/export.js';
 import { fetchActualState } from '../../src/gitops/fetch-state.js';
 import { loadDocuments, type LoadResult } from '../../src/gitops/load.js';
 import { applyToServer, planAgainstServer } from '../../src/gitops/sync.js';
-import { AgentDocumentSchema, ControlDocumentSchema } from '../../src/model/index.js';
+import { AgentDocumentSchema, ControlDocumentSchema, PolicyDocumentSchema } from '../../src/model/index.js';
 import { readFileSync } from 'node:fs';
 import { serverPerTest } from './server.js';
 
@@ -66,7 +66,7 @@ describe('export round trip', () => {
   it('the fixture sets every field of every kind the server keeps', () => {
     const docs = parseAllDocuments(readFileSync(join(fixture, 'controls.yaml'), 'utf8')).map((d) => d.toJS() as Record<string, unknown>);
     const present = (kind: string) => new Set(docs.filter((d) => d.kind === kind).flatMap((d) => dataPaths(d)).map(folded));
-    for (const [kind, schema] of [['Control', ControlDocumentSchema], ['Agent', AgentDocumentSchema]] as const) {
+    for (const [kind, schema] of [['Control', ControlDocumentSchema], ['Agent', AgentDocumentSchema], ['Policy', PolicyDocumentSchema]] as const) {
       const have = present(kind);
       const missing = [...new Set(schemaPaths(schema).map(folded))].filter((path) => !have.has(path));
       expect(missing, `fields of kind ${kind} the fixture ${fixture} does not set`).toEqual([]);
@@ -88,5 +88,6 @@ describe('export round trip', () => {
     // Links are a set: export lists them sorted.
     const agents = (l: LoadResult) => l.agents.map((a) => ({ ...a.document, controls: [...a.document.controls].sort() }));
     expect(agents(back)).toEqual(agents(loaded));
+    expect(back.policies.map((p) => p.document)).toEqual(loaded.policies.map((p) => p.document));
   });
 });

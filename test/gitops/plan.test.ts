@@ -1,7 +1,7 @@
 // The plan as data: tables of (desired, actual, options) -> operations and conflicts.
 import { describe, expect, it } from 'vitest';
 import { ControlDataSchema, type ControlData } from '../../src/model/index.js';
-import type { ActualControl, ActualState, DesiredState } from '../../src/gitops/desired-state.js';
+import type { ActualControl, ActualState, DesiredPolicy, DesiredState } from '../../src/gitops/desired-state.js';
 import { hasChanges, plan, type PlanOptions } from '../../src/gitops/plan.js';
 
 const data = (pattern: string, extra: Record<string, unknown> = {}): ControlData =>
@@ -41,8 +41,15 @@ const brief = (p: ReturnType<typeof plan>) =>
       case 'link':
       case 'unlink':
         return `${o.op} ${o.agent_name} ${o.control_name}`;
+      case 'create_policy':
+      case 'delete_policy':
+        return `${o.op} ${o.name} -> ${o.reach.agents} (${o.reach.new_agents} new)`;
+      case 'update_policy':
+        return `${o.op} ${o.name} ${o.changes.map((c) => c.path).join(',')} -> ${o.reach.agents} (${o.reach.new_agents} new)`;
     }
   });
+
+const policy = (name: string, controls: string[], agents: DesiredPolicy['agents']): DesiredPolicy => ({ name, description: null, controls, agents, source: null });
 
 const empty: ActualState = { controls: [], agents: [] };
 
@@ -168,6 +175,46 @@ const cases: Case[] = [
     desired: { controls: [], agents: [{ agent_name: 'bot', fields: { agent_version: '2' }, controls: [] }] },
     actual: { controls: [], agents: [agent('bot', [], { agent_version: '1', agent_description: 'kept' })] },
     ops: ['update_agent bot agent_version'],
+  },
+  {
+    name: 'a policy reaches the server agents its labels select, plus the new ones, counting those it does not guard yet',
+    desired: {
+      controls: [{ name: 'a', data: data('a'), source: null }],
+      agents: [{ agent_name: 'new-bot', fields: { labels: { pci: 'true' } }, controls: [] }, { agent_name: 'relabelled', fields: { labels: { pci: 'true' } }, controls: [] }],
+      policies: [policy('pci', ['a'], { match_labels: { pci: 'true' } })],
+    },
+    actual: {
+      controls: [actualControl('a', data('a'))],
+      agents: [agent('old-1', [], { labels: { pci: 'true' } }), agent('old-2', [], { labels: { pci: 'false' } }), agent('relabelled', [], { labels: {} })],
+      policies: [],
+    },
+    ops: ['create_agent new-bot', 'update_agent relabelled labels', 'create_policy pci -> 3 (3 new)'],
+  },
+  {
+    name: 'a policy changed and one pruned; an unchanged one is no operation',
+    desired: {
+      controls: [{ name: 'a', data: data('a'), source: null }],
+      agents: [],
+      policies: [policy('same', ['a'], { names: ['x'] }), policy('wider', ['a'], { match_labels: {} })],
+    },
+    actual: {
+      controls: [actualControl('a', data('a'))],
+      agents: [agent('x', []), agent('y', [])],
+      policies: [
+        { ...policy('same', ['a'], { names: ['x'] }), managed_by: OWNER },
+        { ...policy('wider', ['a'], { names: ['x'] }), managed_by: OWNER },
+        { ...policy('gone', ['a'], { names: ['y'] }), managed_by: OWNER },
+      ],
+    },
+    options: { prune: true },
+    ops: ['update_policy wider agents -> 2 (1 new)', 'delete_policy gone -> 0 (-1 new)'],
+  },
+  {
+    name: 'a policy of another owner is a conflict',
+    desired: { controls: [], agents: [], policies: [policy('p', ['a'], { names: ['x'] })] },
+    actual: { controls: [], agents: [], policies: [{ ...policy('p', ['b'], { names: ['x'] }), managed_by: null }] },
+    ops: [],
+    conflicts: ['p'],
   },
 ];
 

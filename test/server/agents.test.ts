@@ -94,7 +94,7 @@ describe('agents', () => {
     const id = await seedAgentWithControl(server.app);
     const res = await call(server.app, 'GET', '/api/v1/agents/SUPPORT-BOT');
     expect(res.statusCode).toBe(200);
-    expect(json(res).controls).toEqual([{ control_id: id, name: 'block-drop' }]);
+    expect(json(res).controls).toEqual([{ control_id: id, name: 'block-drop', sources: ['link'] }]);
     expect((await call(server.app, 'GET', '/api/v1/agents/nobody')).statusCode).toBe(404);
   });
 

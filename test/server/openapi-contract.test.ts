@@ -130,6 +130,7 @@ const VALID_BODIES: Record<string, unknown> = {
   'POST /api/v1/controls/{control_id}/restore': { revision: 1 },
   'POST /api/v1/approvals/{approval_id}/approve': { reason: 'fine' },
   'POST /api/v1/approvals/{approval_id}/deny': { reason: 'no' },
+  'PUT /api/v1/policies/{policy_id}': { name: 'contract-policy', controls: ['contract-sql'], agents: { names: ['x'] } },
 };
 
 beforeAll(async () => {
@@ -223,6 +224,22 @@ describe('the OpenAPI document against the real server', () => {
     const detail = await ok('get', '/api/v1/agents/{agent_name}', { params: { agent_name: 'contract-bot' } });
     expect(detail.controls).toHaveLength(3);
     await ok('get', '/api/v1/agents/{agent_name}/controls', { params: { agent_name: 'contract-bot' }, key: 'regular' });
+    await ok('get', '/api/v1/agents', { query: { label: 'team=payments' }, key: 'regular' });
+
+    // Policies: bound by label, then replaced, read, paged, and its history.
+    const policy = await ok('put', '/api/v1/policies', {
+      body: { name: 'contract-policy', controls: ['contract-sql'], agents: { match_labels: { team: 'payments' } } },
+    });
+    await ok('put', '/api/v1/policies/{policy_id}', {
+      params: { policy_id: policy.policy_id },
+      body: { name: 'contract-policy', description: 'payments', controls: ['contract-sql'], agents: { match_expressions: [{ key: 'team', operator: 'In', values: ['payments'] }] } },
+    });
+    await ok('get', '/api/v1/policies', { query: { limit: '5' }, key: 'regular' });
+    await ok('get', '/api/v1/policies/{policy_id}', { params: { policy_id: policy.policy_id }, key: 'regular' });
+    await ok('get', '/api/v1/policies/{policy_id}/history', { params: { policy_id: policy.policy_id }, key: 'regular' });
+    await ok('put', '/api/v1/policies', { body: { name: 'contract-doomed', controls: ['contract-sql'], agents: { names: ['x'] } } });
+    const doomed = await ok('get', '/api/v1/policies', { query: { name: 'contract-doomed' } });
+    await ok('delete', '/api/v1/policies/{policy_id}', { params: { policy_id: doomed.policies[0].policy_id } });
 
     // Evaluation: a deny with a shadow match, and an allow.
     const step = (query: string) => ({ agent_name: 'contract-bot', stage: 'pre', step: { type: 'tool', name: 'run_sql', input: { query } } });
@@ -311,8 +328,8 @@ describe('the OpenAPI document against the real server', () => {
 
   it('declares the problems the server answers with, and each problem body conforms', async () => {
     failures.length = 0;
-    const unknown = { agent_name: 'nobody-here', control_id: 999_999, session_id: 'nobody-session', approval_id: 'apr_nobody' };
-    const known = { agent_name: 'contract-bot', control_id: 1, session_id: 'contract-session', approval_id: 'apr_nobody' };
+    const unknown = { agent_name: 'nobody-here', control_id: 999_999, session_id: 'nobody-session', approval_id: 'apr_nobody', policy_id: 999_999 };
+    const known = { agent_name: 'contract-bot', control_id: 1, session_id: 'contract-session', approval_id: 'apr_nobody', policy_id: 1 };
     // Sessions are per agent: the agent is a required query parameter.
     const needsQuery: Record<string, Record<string, string>> = { 'GET /api/v1/sessions/{session_id}': { agent_name: 'session-bot' } };
     /** Sends a request the operation must refuse, and checks the status is the one expected. */

@@ -243,7 +243,7 @@ export function defineHistoryContract(name: string, open: () => Promise<Store>):
       it('reads an agent’s controls with the revision they are at', async () => {
         expect(await store.agentControlSet('nobody')).toBeNull();
         await store.upsertAgent({ agent_name: 'bot' });
-        expect(await store.agentControlSet('bot')).toEqual({ controls: [], revision: await store.revision() });
+        expect(await store.agentControlSet('bot')).toEqual({ controls: [], sources: new Map(), revision: await store.revision() });
         const a = await store.createControl({ name: 'a', data: controlData() });
         const b = await store.createControl({ name: 'b' });
         await store.linkControl('bot', b.control_id);

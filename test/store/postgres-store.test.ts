@@ -14,6 +14,7 @@ import { dropSchemas, pgRequired as required, pgUnreachable, pgUrl as url, skipR
 import { controlData, defineStoreContract } from './store-contract.js';
 import { defineHistoryContract } from './history-contract.js';
 import { defineApprovalContract } from './approval-contract.js';
+import { definePolicyContract } from './policy-contract.js';
 
 const unreachable = await pgUnreachable();
 const skipReason = skipReasonOf(unreachable);
@@ -62,6 +63,7 @@ describe.skipIf(unreachable !== null)(unreachable ? skipReason : 'PostgreSQL sto
       async (store) => PostgresStore.open(url, { schema: schemaOf.get(store)! }),
     );
   }
+  definePolicyContract('postgres', () => PostgresStore.open(url, { schema: freshSchema() }));
 
   function collect(store: PostgresStore): ChangeInfo[] {
     const seen: ChangeInfo[] = [];

@@ -10,6 +10,7 @@ import { sqliteMigrations } from '../../src/store/sqlite/migrations.js';
 import { defineStoreContract, event } from './store-contract.js';
 import { defineHistoryContract } from './history-contract.js';
 import { defineApprovalContract } from './approval-contract.js';
+import { definePolicyContract } from './policy-contract.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'guardctl-store-'));
 let n = 0;
@@ -17,6 +18,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 defineStoreContract('sqlite file', async () => new SqliteStore(join(dir, `contract-${++n}`, 'guard.db')));
 defineStoreContract('sqlite :memory:', async () => new SqliteStore(':memory:'));
+definePolicyContract('sqlite file', async () => new SqliteStore(join(dir, `policy-${++n}`, 'guard.db')));
 defineHistoryContract('sqlite file', async () => new SqliteStore(join(dir, `history-${++n}`, 'guard.db')));
 {
   // Two connections to one file, as two processes (a restart, a second server) have.

@@ -55,7 +55,7 @@ export async function runOn(testsYaml: string, controls = CONTROLS): Promise<Tes
   const loaded = loadDocuments(files, { validateControl: controlValidator(registry) });
   const errors = loaded.diagnostics.filter((d) => d.severity === 'error');
   if (errors.length > 0) throw new Error(`fixture invalid: ${JSON.stringify(errors)}`);
-  return runTests({ directory: 'fixture', controls: loaded.controls, agents: loaded.agents, tests: loaded.tests, registry });
+  return runTests({ directory: 'fixture', controls: loaded.controls, agents: loaded.agents, policies: loaded.policies, tests: loaded.tests, registry });
 }
 
 /** A test document with the given cases (YAML list items, indented by two). */

@@ -7,6 +7,8 @@ import {
   AgentRecordSchema,
   AgentRegistrationSchema,
   ControlRecordSchema,
+  matchesLabelFilter,
+  parseLabelFilter,
   type AgentRecord,
   type AgentRegistration,
 } from '../../model/index.js';
@@ -19,7 +21,7 @@ type Params = { agent_name: string };
 type LinkParams = { agent_name: string; control_id: string };
 
 /** The registration fields initAgent compares and reports on. */
-const REGISTERED_FIELDS = ['agent_description', 'agent_version', 'steps', 'metadata'] as const;
+const REGISTERED_FIELDS = ['agent_description', 'agent_version', 'steps', 'metadata', 'labels'] as const;
 
 /** `POST /agents/initAgent`: the stored agent, whether it is new, and each field the registration changed. */
 export const InitAgentResultSchema = z.strictObject({
@@ -29,9 +31,22 @@ export const InitAgentResultSchema = z.strictObject({
 });
 export type AgentChange = z.infer<typeof InitAgentResultSchema>['changes'][number];
 
-/** `GET /agents/{agent_name}`: the record plus the ids and names of the linked controls. */
+/** Where each control of an agent's set comes from, by control id: `link` and/or `policy:<name>`. */
+const SourcesSchema = z
+  .record(z.string(), z.array(z.string()))
+  .describe('By control id: where the control comes from, "link" (linked to the agent) and/or "policy:<name>"');
+
+/** `GET /agents/{agent_name}`: the record plus the ids and names of its controls (links and policies). */
 export const AgentDetailSchema = AgentRecordSchema.extend({
-  controls: z.array(z.strictObject({ control_id: z.number().int().positive(), name: z.string() })),
+  controls: z.array(z.strictObject({ control_id: z.number().int().positive(), name: z.string(), sources: z.array(z.string()) })),
+});
+
+/** `GET /agents?label=key=value`: every filter must hold (`key=value`, `key!=value`, or `key` present). */
+export const ListAgentsQuerySchema = z.strictObject({
+  label: z
+    .union([z.string(), z.array(z.string())])
+    .optional()
+    .describe('A label filter: key=value, key!=value or key; repeat it to require several'),
 });
 
 /** `GET /agents/{agent_name}/controls`: what a client evaluates locally. */
@@ -39,10 +54,11 @@ export const AgentControlsSchema = z.strictObject({
   agent_name: z.string(),
   controls: z.array(ControlRecordSchema),
   set_revision: z.number().int().nonnegative().describe('The store revision the controls were read at'),
+  sources: SourcesSchema,
 });
 
 const DOCS = {
-  list: { operationId: 'listAgents', summary: 'List agents', tag: 'agents', responses: { 200: z.strictObject({ agents: z.array(AgentRecordSchema) }) } },
+  list: { operationId: 'listAgents', summary: 'List agents, optionally only those whose labels match', tag: 'agents', query: ListAgentsQuerySchema, responses: { 200: z.strictObject({ agents: z.array(AgentRecordSchema) }) } },
   init: {
     operationId: 'initAgent',
     summary: 'Register an agent (strict or overwrite); reports what changed',
@@ -75,8 +91,8 @@ const DOCS = {
   },
   controls: {
     operationId: 'listAgentControls',
-    summary: 'Full definitions of the controls linked to the agent (runtime refresh)',
-    description: 'Only controls that have data; disabled ones included (clients skip them).',
+    summary: "Full definitions of the agent's controls, linked or bound by a policy (runtime refresh)",
+    description: 'Only controls that have data; disabled ones included (clients skip them). Each control appears once, however many links and policies bind it; `sources` says where it comes from.',
     tag: 'agents',
     responses: { 200: AgentControlsSchema },
   },
@@ -107,7 +123,17 @@ export const agentRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) =
     return agent;
   }
 
-  app.get('/agents', { config: { access: 'read', openapi: DOCS.list } }, async () => ({ agents: await store.listAgents() }));
+  app.get('/agents', { config: { access: 'read', openapi: DOCS.list } }, async (request) => {
+    const query = parseOr422(ListAgentsQuerySchema, request.query, 'query');
+    const texts = query.label === undefined ? [] : Array.isArray(query.label) ? query.label : [query.label];
+    const filters = texts.map((text) => {
+      const filter = parseLabelFilter(text);
+      if (typeof filter === 'string') throw invalid('the query is not valid', [{ field: 'label', code: 'invalid_label', message: filter }]);
+      return filter;
+    });
+    const agents = await store.listAgents();
+    return { agents: filters.length === 0 ? agents : agents.filter((a) => filters.every((f) => matchesLabelFilter(f, a.labels))) };
+  });
 
   app.post('/agents/initAgent', { config: { access: 'read', openapi: DOCS.init } }, async (request, reply) => {
     const registration = parseOr422(AgentRegistrationSchema, request.body, 'registration');
@@ -133,19 +159,23 @@ export const agentRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) =
 
   app.get<{ Params: Params }>('/agents/:agent_name', { config: { access: 'read', openapi: DOCS.get } }, async (request) => {
     const agent = await existingAgent(request.params.agent_name);
-    const controls = await store.listAgentControls(agent.agent_name);
-    return { ...agent, controls: controls.map((c) => ({ control_id: c.control_id, name: c.name })) };
+    const set = await store.agentControlSet(agent.agent_name);
+    const controls = set?.controls ?? [];
+    return { ...agent, controls: controls.map((c) => ({ control_id: c.control_id, name: c.name, sources: [...(set?.sources.get(c.control_id) ?? ['link'])] })) };
   });
 
   app.patch<{ Params: Params }>('/agents/:agent_name', { config: { access: 'admin', openapi: DOCS.patch } }, async (request) => {
     const patch = parseOr422(AgentPatchSchema, request.body, 'request body');
     if (Object.values(patch).every((v) => v === undefined)) {
       throw invalid('the request body is not valid', [
-        { field: '', code: 'custom', message: 'give at least one of agent_description, agent_version, steps, metadata' },
+        { field: '', code: 'custom', message: 'give at least one of agent_description, agent_version, steps, metadata, labels' },
       ]);
     }
     const agent = await existingAgent(request.params.agent_name);
-    return store.patchAgent(agent.agent_name, patch, apiOrigin(ctx, request));
+    const patched = await store.patchAgent(agent.agent_name, patch, apiOrigin(ctx, request));
+    // New labels can move the agent into or out of policies.
+    controlSets.invalidate([agent.agent_name]);
+    return patched;
   });
 
   app.delete<{ Params: Params }>('/agents/:agent_name', { config: { access: 'admin', openapi: DOCS.delete } }, async (request) => {
@@ -164,7 +194,9 @@ export const agentRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) =
     const name = agentNameOfPath(request.params.agent_name);
     const set = await store.agentControlSet(name);
     if (!set) throw notFound(`agent "${name}" is not registered; register it with POST /api/v1/agents/initAgent`);
-    return { agent_name: name, controls: set.controls.filter((c) => c.data !== null), set_revision: set.revision };
+    const controls = set.controls.filter((c) => c.data !== null);
+    const sources = Object.fromEntries(controls.map((c) => [String(c.control_id), [...(set.sources.get(c.control_id) ?? ['link'])]]));
+    return { agent_name: name, controls, set_revision: set.revision, sources };
   });
 
   app.post<{ Params: LinkParams }>('/agents/:agent_name/controls/:control_id', { config: { access: 'admin', openapi: DOCS.link } }, async (request) => {
@@ -209,6 +241,7 @@ function registeredFields(before: AgentRecord | null, registration: AgentRegistr
     agent_version: registration.agent_version ?? before?.agent_version ?? null,
     steps: registration.steps ?? before?.steps ?? [],
     metadata: registration.metadata ?? before?.metadata ?? null,
+    labels: registration.labels ?? before?.labels ?? {},
   };
 }
 
@@ -219,7 +252,8 @@ export function diffRegistration(before: AgentRecord | null, registration: Agent
   for (const field of REGISTERED_FIELDS) {
     const old = before ? before[field] : null;
     const next = after[field];
-    const unchanged = before ? isDeepStrictEqual(old, next) : next === null || (Array.isArray(next) && next.length === 0);
+    const empty = next === null || (Array.isArray(next) ? next.length === 0 : typeof next === 'object' && Object.keys(next).length === 0);
+    const unchanged = before ? isDeepStrictEqual(old, next) : empty;
     if (!unchanged) changes.push({ field, before: old, after: next });
   }
   return changes;

@@ -20,7 +20,7 @@ const LOOKUPS_BEFORE_FULL_READ = 16;
 
 const DOC = {
   operationId: 'applyChanges',
-  summary: 'Apply 1 to 500 changes (controls, agents, links) in one transaction, all or none',
+  summary: 'Apply 1 to 500 changes (controls, agents, links, policies) in one transaction, all or none',
   description: 'A refused batch writes nothing; its problem names the failing change as change_index and in errors[].',
   tag: 'changes',
   body: ChangesBodySchema,
@@ -102,6 +102,8 @@ function storeChangesOf(bodies: ChangeBody[], registry: EvaluatorRegistry): Stor
       case 'delete_control':
       case 'link':
       case 'unlink':
+      case 'upsert_policy':
+      case 'delete_policy':
         return change;
     }
   });

@@ -19,6 +19,7 @@ export interface AgentRow {
   agent_version: string | null;
   steps: AgentRecord['steps'];
   metadata: Record<string, unknown> | null;
+  labels: Record<string, string>;
   managed_by: string | null;
   created_at: Date;
   updated_at: Date;
@@ -38,7 +39,25 @@ export function agentOf(row: AgentRow): AgentRecord {
   return agentRecordOf(row, {
     steps: row.steps,
     metadata: row.metadata,
+    labels: row.labels,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   });
 }
+
+/** The agents a control guards: linked, or selected by a policy that binds it. */
+export const GUARDED_BY = `SELECT agent_name FROM control_links WHERE control_id = $1
+  UNION SELECT m.agent_name FROM policy_controls pc JOIN policy_members m ON m.policy_id = pc.policy_id WHERE pc.control_id = $1
+  ORDER BY agent_name`;
+
+/** An agent's links and its policies' controls, the revision, and whether it exists: one statement, one snapshot. */
+export const AGENT_CONTROL_SET = `SELECT r.value AS set_revision, EXISTS (SELECT 1 FROM agents WHERE agent_name = $1) AS agent_exists, b.via, c.*
+  FROM store_revision r
+  LEFT JOIN (
+    SELECT l.control_id, 'link' AS via FROM control_links l WHERE l.agent_name = $1
+    UNION ALL
+    SELECT pc.control_id, 'policy:' || p.name FROM policy_members m JOIN policies p ON p.policy_id = m.policy_id
+      JOIN policy_controls pc ON pc.policy_id = m.policy_id WHERE m.agent_name = $1
+  ) b ON true
+  LEFT JOIN controls c ON c.control_id = b.control_id
+  WHERE r.id = 1 ORDER BY c.control_id`;

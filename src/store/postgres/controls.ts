@@ -7,18 +7,21 @@ import { SYSTEM_ORIGIN, type AgentPatch, type AgentRecord, type ControlData, typ
 import { applyChangesAsync } from '../apply-changes.js';
 import { agentEntry, agentSnapshot, controlEntry, controlSnapshot, linkEntry, planRestore, sameSnapshot, unlinkedNote } from '../history.js';
 import type { RestoreOutcome } from '../history.js';
+import { sameLabels, unionOfBindings } from '../policy-records.js';
 import { enabledAfter, nowIso, storedDataOf } from '../records.js';
-import { StoreError, staleRevision, type AppliedBatch, type ApplyChangesOptions, type ControlPage, type ControlStore, type Link } from '../types.js';
+import { StoreError, staleRevision, type AgentControlSet, type AppliedBatch, type ApplyChangesOptions, type ControlPage, type ControlStore, type Link } from '../types.js';
 import type { ControlPatch, NewAgent, NewControl, StoreChange } from '../types.js';
 import type { PostgresDatabase, WriteTx } from './database.js';
-import { agentOf, controlOf, type AgentRow, type ControlRow } from './control-rows.js';
+import { AGENT_CONTROL_SET, GUARDED_BY, agentOf, controlOf, type AgentRow, type ControlRow } from './control-rows.js';
 import { mapPgError } from './errors.js';
 import type { PostgresHistory } from './history.js';
+import type { PostgresPolicies } from './policies.js';
 
 export class PostgresControls implements ControlStore {
   constructor(
     private readonly database: PostgresDatabase,
     private readonly history: PostgresHistory,
+    private readonly policies: PostgresPolicies,
   ) {}
 
   private async controlRowTx(tx: WriteTx, id: number): Promise<ControlRow> {
@@ -34,11 +37,13 @@ export class PostgresControls implements ControlStore {
   }
 
   private async agentsOfControlTx(tx: WriteTx, controlId: number | string): Promise<string[]> {
-    const rows = await this.database.rows<{ agent_name: string }>(
-      tx,
-      'SELECT agent_name FROM control_links WHERE control_id = $1 ORDER BY agent_name',
-      [controlId],
-    );
+    const rows = await this.database.rows<{ agent_name: string }>(tx, 'SELECT agent_name FROM control_links WHERE control_id = $1 ORDER BY agent_name', [controlId]);
+    return rows.map((r) => r.agent_name);
+  }
+
+  /** Linked, or members of a policy that binds the control: the agents its writes touch. */
+  private async guardedByTx(tx: WriteTx, controlId: number | string): Promise<string[]> {
+    const rows = await this.database.rows<{ agent_name: string }>(tx, GUARDED_BY, [controlId]);
     return rows.map((r) => r.agent_name);
   }
 
@@ -80,7 +85,7 @@ export class PostgresControls implements ControlStore {
       ],
     );
     tx.changed = true;
-    for (const agent of await this.agentsOfControlTx(tx, current.control_id)) tx.agents.add(agent);
+    for (const agent of await this.guardedByTx(tx, current.control_id)) tx.agents.add(agent);
     const record = controlOf(row!);
     tx.entries.push(controlEntry('update', record.control_id, record.name, controlSnapshot(controlOf(current)), controlSnapshot(record)));
     return record;
@@ -88,24 +93,26 @@ export class PostgresControls implements ControlStore {
 
   private async deleteControlTx(tx: WriteTx, current: ControlRow): Promise<string[]> {
     const agents = await this.agentsOfControlTx(tx, current.control_id);
+    const guarded = await this.guardedByTx(tx, current.control_id);
     await tx.client.query('DELETE FROM controls WHERE control_id = $1', [current.control_id]);
     tx.changed = true;
-    for (const agent of agents) tx.agents.add(agent);
+    for (const agent of guarded) tx.agents.add(agent);
     const note = agents.length > 0 ? `unlinked from ${agents.join(', ')}` : null;
     tx.entries.push(controlEntry('delete', Number(current.control_id), current.name, controlSnapshot(controlOf(current)), null, note));
-    return agents;
+    return guarded;
   }
 
   private async upsertAgentTx(tx: WriteTx, agent: NewAgent): Promise<{ agent: AgentRecord; created: boolean }> {
     const now = nowIso();
+    await this.policies.lockMembershipTx(tx);
     const [existing] = await this.database.rows<AgentRow>(tx, 'SELECT * FROM agents WHERE agent_name = $1 FOR UPDATE', [agent.agent_name]);
     // xmax = 0 only for a freshly inserted row: the one-statement way to tell insert from update.
     const [row] = await this.database.rows<AgentRow & { inserted: boolean }>(
       tx,
-      `INSERT INTO agents AS a (agent_name, agent_description, agent_version, steps, metadata, managed_by, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
+      `INSERT INTO agents AS a (agent_name, agent_description, agent_version, steps, metadata, managed_by, created_at, updated_at, labels)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $9)
        ON CONFLICT (agent_name) DO UPDATE SET agent_description = EXCLUDED.agent_description,
-         agent_version = EXCLUDED.agent_version, steps = EXCLUDED.steps, metadata = EXCLUDED.metadata,
+         agent_version = EXCLUDED.agent_version, steps = EXCLUDED.steps, metadata = EXCLUDED.metadata, labels = EXCLUDED.labels,
          managed_by = CASE WHEN $8 THEN EXCLUDED.managed_by ELSE a.managed_by END, updated_at = EXCLUDED.updated_at
        RETURNING *, (xmax = 0) AS inserted`,
       [
@@ -118,12 +125,15 @@ export class PostgresControls implements ControlStore {
         now,
         // A registration that does not say who owns the agent keeps the owner it had.
         agent.managed_by !== undefined,
+        JSON.stringify(agent.labels ?? {}),
       ],
     );
     tx.changed = true;
     tx.agents.add(agent.agent_name);
     const { inserted, ...stored } = row!;
     const record = agentOf(stored);
+    // Membership changes only when the agent is new or its labels moved (names never change).
+    if (!existing || !sameLabels(existing.labels, record.labels)) await this.policies.refreshAgentTx(tx, record.agent_name, record.labels);
     const before = existing ? agentSnapshot(agentOf(existing)) : null;
     tx.entries.push(agentEntry(existing ? 'update' : 'create', record.agent_name, before, agentSnapshot(record)));
     return { agent: record, created: inserted };
@@ -222,12 +232,13 @@ export class PostgresControls implements ControlStore {
 
   async patchAgent(name: string, patch: AgentPatch, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<AgentRecord> {
     return this.database.write(async (tx) => {
+      if (patch.labels !== undefined) await this.policies.lockMembershipTx(tx);
       const [current] = await this.database.rows<AgentRow>(tx, 'SELECT * FROM agents WHERE agent_name = $1 FOR UPDATE', [name]);
       if (!current) throw new StoreError('not_found', `agent "${name}" does not exist`);
       const metadata = patch.metadata !== undefined ? patch.metadata : current.metadata;
       const [row] = await this.database.rows<AgentRow>(
         tx,
-        `UPDATE agents SET agent_description = $2, agent_version = $3, steps = $4, metadata = $5, updated_at = $6
+        `UPDATE agents SET agent_description = $2, agent_version = $3, steps = $4, metadata = $5, updated_at = $6, labels = $7
          WHERE agent_name = $1 RETURNING *`,
         [
           name,
@@ -236,11 +247,13 @@ export class PostgresControls implements ControlStore {
           JSON.stringify(patch.steps ?? current.steps),
           metadata === null ? null : JSON.stringify(metadata),
           nowIso(),
+          JSON.stringify(patch.labels ?? current.labels),
         ],
       );
       tx.changed = true;
       tx.agents.add(name);
       const record = agentOf(row!);
+      if (patch.labels !== undefined) await this.policies.refreshAgentTx(tx, name, record.labels);
       tx.entries.push(agentEntry('update', name, agentSnapshot(agentOf(current)), agentSnapshot(record)));
       return record;
     }, origin);
@@ -283,10 +296,7 @@ export class PostgresControls implements ControlStore {
   }
 
   async agentsOfControl(controlId: number): Promise<string[]> {
-    const rows = await this.database.query<{ agent_name: string }>(
-      'SELECT agent_name FROM control_links WHERE control_id = $1 ORDER BY agent_name',
-      [controlId],
-    );
+    const rows = await this.database.query<{ agent_name: string }>(GUARDED_BY, [controlId]);
     return rows.map((r) => r.agent_name);
   }
 
@@ -309,6 +319,8 @@ export class PostgresControls implements ControlStore {
       // The write bumps the revision after this function returns, on `tx`.
       revisionTx = tx;
       if (options.expectedRevision !== undefined && options.expectedRevision !== revision) throw staleRevision(options.expectedRevision, revision);
+      // Taken before any row lock, so a batch never waits for it while holding one.
+      if (changes.some((c) => c.op === 'upsert_agent' || c.op === 'upsert_policy' || c.op === 'delete_policy')) await this.policies.lockMembershipTx(tx);
       const byName = (name: string) => this.controlRowByNameTx(tx, name);
       const touched = await applyChangesAsync(
         changes,
@@ -317,12 +329,14 @@ export class PostgresControls implements ControlStore {
           updateControl: async (name, patch) => {
             const row = await byName(name);
             await this.updateControlTx(tx, row, patch);
-            return this.agentsOfControlTx(tx, row.control_id);
+            return this.guardedByTx(tx, row.control_id);
           },
           deleteControl: async (name) => this.deleteControlTx(tx, await byName(name)),
           upsertAgent: (agent) => this.upsertAgentTx(tx, agent),
           link: async (agentName, controlName) => this.linkTx(tx, agentName, (await byName(controlName)).control_id),
           unlink: async (agentName, controlName) => this.unlinkTx(tx, agentName, (await byName(controlName)).control_id),
+          upsertPolicy: async (policy) => (await this.policies.upsertPolicyTx(tx, policy)).touched_agents,
+          deletePolicy: (name) => this.policies.deleteByNameTx(tx, name),
         },
         mapPgError,
       );
@@ -336,20 +350,17 @@ export class PostgresControls implements ControlStore {
     return Number(row?.value ?? 0);
   }
 
-  async agentControlSet(agentName: string): Promise<{ controls: ControlRecord[]; revision: number } | null> {
-    // One statement, one snapshot: the controls and the revision they are at.
-    const rows = await this.database.query<Partial<ControlRow> & { set_revision: string; agent_exists: boolean }>(
-      `SELECT r.value AS set_revision, EXISTS (SELECT 1 FROM agents WHERE agent_name = $1) AS agent_exists, c.*
-       FROM store_revision r
-       LEFT JOIN control_links l ON l.agent_name = $1
-       LEFT JOIN controls c ON c.control_id = l.control_id
-       WHERE r.id = 1 ORDER BY c.control_id`,
+  async agentControlSet(agentName: string): Promise<AgentControlSet | null> {
+    // One statement, one snapshot: the links, the policies' controls and the revision they are at.
+    const rows = await this.database.query<Partial<ControlRow> & { set_revision: string; agent_exists: boolean; via: string | null }>(
+      AGENT_CONTROL_SET,
       [agentName],
     );
     const first = rows[0];
     if (!first?.agent_exists) return null;
-    const controls = rows.filter((r) => r.control_id !== undefined && r.control_id !== null).map((r) => controlOf(r as ControlRow));
-    return { controls, revision: Number(first.set_revision) };
+    const bound = rows.filter((r) => r.control_id !== undefined && r.control_id !== null);
+    const { controls, sources } = unionOfBindings(bound.map((r) => ({ control: controlOf(r as ControlRow), via: r.via ?? 'link' })));
+    return { controls, sources, revision: Number(first.set_revision) };
   }
 
   async restoreControl(controlId: number, revision: number, origin: WriteOrigin): Promise<RestoreOutcome> {

@@ -22,6 +22,7 @@ interface EntryRow {
   before: Record<string, unknown> | null;
   after: Record<string, unknown> | null;
   note: string | null;
+  policy_id: string | null;
 }
 
 /** Stores a transaction's entries, in order, under the revision it bumped; one statement. */
@@ -30,10 +31,10 @@ export async function insertEntries(client: pg.PoolClient, revision: number, ori
   const json = (value: object | null) => (value === null ? null : JSON.stringify(value));
   await client.query(
     // ORDER BY the position: ids follow the order the transaction wrote in.
-    `INSERT INTO change_log (revision, ts, actor, source, kind, op, control_id, control_name, agent_name, before, after, note)
-     SELECT $1, now(), $2, $3, e.kind, e.op, e.control_id, e.control_name, e.agent_name, e.before, e.after, e.note
-     FROM unnest($4::text[], $5::text[], $6::bigint[], $7::text[], $8::text[], $9::jsonb[], $10::jsonb[], $11::text[])
-       WITH ORDINALITY AS e(kind, op, control_id, control_name, agent_name, before, after, note, n)
+    `INSERT INTO change_log (revision, ts, actor, source, kind, op, control_id, control_name, agent_name, before, after, note, policy_id)
+     SELECT $1, now(), $2, $3, e.kind, e.op, e.control_id, e.control_name, e.agent_name, e.before, e.after, e.note, e.policy_id
+     FROM unnest($4::text[], $5::text[], $6::bigint[], $7::text[], $8::text[], $9::jsonb[], $10::jsonb[], $11::text[], $12::bigint[])
+       WITH ORDINALITY AS e(kind, op, control_id, control_name, agent_name, before, after, note, policy_id, n)
      ORDER BY e.n`,
     [
       revision,
@@ -47,6 +48,7 @@ export async function insertEntries(client: pg.PoolClient, revision: number, ori
       entries.map((e) => json(e.before)),
       entries.map((e) => json(e.after)),
       entries.map((e) => e.note),
+      entries.map((e) => e.policy_id ?? null),
     ],
   );
 }
@@ -72,6 +74,10 @@ export class PostgresHistory implements HistoryStore {
       [Math.max(0, limits.maxEntries - 1)],
     );
     return byAge + byCount;
+  }
+
+  async policyHistory(policyId: number, page: ChangePageQuery): Promise<ChangePage> {
+    return this.page(['policy_id = $1'], [policyId], page);
   }
 
   async controlHistory(controlId: number, page: ChangePageQuery): Promise<ChangePage> {

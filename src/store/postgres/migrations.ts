@@ -326,4 +326,38 @@ export const postgresMigrations: readonly Migration[] = [
       CREATE INDEX approvals_status ON approvals (status, seq);
     `,
   },
+  {
+    version: 10,
+    name: 'agent labels and policies',
+    // As SQLite's migration 6: membership is resolved at write time (policy_members), so
+    // an agent's control set stays one statement.
+    sql: `
+      ALTER TABLE agents ADD COLUMN labels JSONB NOT NULL DEFAULT '{}';
+      CREATE TABLE policies (
+        policy_id BIGSERIAL PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        description TEXT,
+        agents JSONB NOT NULL,
+        managed_by TEXT,
+        source TEXT,
+        created_at TIMESTAMPTZ NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL
+      );
+      CREATE TABLE policy_controls (
+        policy_id BIGINT NOT NULL REFERENCES policies (policy_id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        control_id BIGINT NOT NULL REFERENCES controls (control_id) ON DELETE CASCADE,
+        PRIMARY KEY (policy_id, control_id)
+      );
+      CREATE INDEX policy_controls_control ON policy_controls (control_id);
+      CREATE TABLE policy_members (
+        agent_name TEXT NOT NULL REFERENCES agents (agent_name) ON DELETE CASCADE,
+        policy_id BIGINT NOT NULL REFERENCES policies (policy_id) ON DELETE CASCADE,
+        PRIMARY KEY (agent_name, policy_id)
+      );
+      CREATE INDEX policy_members_policy ON policy_members (policy_id);
+      ALTER TABLE change_log ADD COLUMN policy_id BIGINT;
+      CREATE INDEX change_log_policy ON change_log (policy_id, id) WHERE policy_id IS NOT NULL;
+    `,
+  },
 ];

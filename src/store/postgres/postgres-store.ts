@@ -13,6 +13,7 @@ import { PostgresCounters } from './counters.js';
 import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
 import { PostgresEvents } from './events.js';
 import { PostgresHistory } from './history.js';
+import { PostgresPolicies } from './policies.js';
 import { PostgresRecordings } from './recordings.js';
 import { PostgresSessions } from './sessions.js';
 
@@ -29,7 +30,8 @@ export class PostgresStore extends ComposedStore {
     options: PostgresStoreOptions,
   ) {
     const history = new PostgresHistory(database);
-    super(new PostgresControls(database, history), new PostgresEvents(database), new PostgresRecordings(database), history, new PostgresApprovals(database));
+    const policies = new PostgresPolicies(database);
+    super(new PostgresControls(database, history, policies), policies, new PostgresEvents(database), new PostgresRecordings(database), history, new PostgresApprovals(database));
     this.sharedCounters = new PostgresCounters(database, options.counterTimeoutMs);
     this.sharedSessions = new PostgresSessions(database);
     this.listener = new ChangeListener(

@@ -19,6 +19,7 @@ export interface AgentRow {
   agent_version: string | null;
   steps: string;
   metadata: string | null;
+  labels: string;
   managed_by: string | null;
   created_at: string;
   updated_at: string;
@@ -38,6 +39,7 @@ export function agentOf(row: AgentRow): AgentRecord {
   return agentRecordOf(row, {
     steps: JSON.parse(row.steps) as AgentRecord['steps'],
     metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Record<string, unknown>),
+    labels: JSON.parse(row.labels) as Record<string, string>,
     created_at: row.created_at,
     updated_at: row.updated_at,
   });

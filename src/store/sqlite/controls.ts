@@ -6,12 +6,14 @@ import { SYSTEM_ORIGIN, type AgentPatch, type AgentRecord, type ControlData, typ
 import { applyChangesSync } from '../apply-changes.js';
 import { agentEntry, agentSnapshot, controlEntry, controlSnapshot, linkEntry, planRestore, sameSnapshot, unlinkedNote } from '../history.js';
 import type { NewChangeEntry, RestoreOutcome } from '../history.js';
+import { unionOfBindings, sameLabels } from '../policy-records.js';
 import { enabledAfter, nowIso, storedDataOf } from '../records.js';
-import { StoreError, staleRevision, type AppliedBatch, type ApplyChangesOptions, type ControlPage, type ControlStore, type Link } from '../types.js';
+import { StoreError, staleRevision, type AgentControlSet, type AppliedBatch, type ApplyChangesOptions, type ControlPage, type ControlStore, type Link } from '../types.js';
 import type { ControlPatch, NewAgent, NewControl, StoreChange } from '../types.js';
 import { agentOf, controlOf, type AgentRow, type ControlRow } from './control-rows.js';
 import { mapSqliteError, type SqliteDatabase } from './database.js';
 import type { SqliteHistory } from './history.js';
+import type { SqlitePolicies } from './policies.js';
 
 function prepare(db: SqliteDatabase['db']) {
   return {
@@ -39,12 +41,12 @@ function prepare(db: SqliteDatabase['db']) {
     agent: db.prepare('SELECT * FROM agents WHERE agent_name = ?'),
     allAgents: db.prepare('SELECT * FROM agents ORDER BY agent_name'),
     insertAgent: db.prepare(
-      `INSERT INTO agents (agent_name, agent_description, agent_version, steps, metadata, managed_by, created_at, updated_at)
-       VALUES (@agent_name, @agent_description, @agent_version, @steps, @metadata, @managed_by, @now, @now) RETURNING *`,
+      `INSERT INTO agents (agent_name, agent_description, agent_version, steps, metadata, labels, managed_by, created_at, updated_at)
+       VALUES (@agent_name, @agent_description, @agent_version, @steps, @metadata, @labels, @managed_by, @now, @now) RETURNING *`,
     ),
     updateAgent: db.prepare(
       `UPDATE agents SET agent_description = @agent_description, agent_version = @agent_version, steps = @steps,
-       metadata = @metadata, managed_by = @managed_by, updated_at = @now WHERE agent_name = @agent_name RETURNING *`,
+       metadata = @metadata, labels = @labels, managed_by = @managed_by, updated_at = @now WHERE agent_name = @agent_name RETURNING *`,
     ),
     // Its links go with it (control_links: ON DELETE CASCADE).
     deleteAgent: db.prepare('DELETE FROM agents WHERE agent_name = ?'),
@@ -55,6 +57,21 @@ function prepare(db: SqliteDatabase['db']) {
        WHERE l.agent_name = ? ORDER BY c.control_id`,
     ),
     agentsOfControl: db.prepare('SELECT agent_name FROM control_links WHERE control_id = ? ORDER BY agent_name').pluck(),
+    // Linked or selected by a policy that binds the control: the agents its writes touch.
+    guardedBy: db.prepare(
+      `SELECT agent_name FROM control_links WHERE control_id = ?
+       UNION SELECT m.agent_name FROM policy_controls pc JOIN policy_members m ON m.policy_id = pc.policy_id WHERE pc.control_id = ?
+       ORDER BY agent_name`,
+    ).pluck(),
+    // The union of an agent's links and its policies' controls, with where each came from.
+    boundControls: db.prepare(
+      `SELECT c.*, 'link' AS via FROM control_links l JOIN controls c ON c.control_id = l.control_id WHERE l.agent_name = @agent
+       UNION ALL
+       SELECT c.*, 'policy:' || p.name AS via FROM policy_members m JOIN policies p ON p.policy_id = m.policy_id
+         JOIN policy_controls pc ON pc.policy_id = m.policy_id JOIN controls c ON c.control_id = pc.control_id
+       WHERE m.agent_name = @agent
+       ORDER BY control_id`,
+    ),
     allLinks: db.prepare('SELECT agent_name, control_id FROM control_links ORDER BY agent_name, control_id'),
   };
 }
@@ -65,6 +82,7 @@ export class SqliteControls implements ControlStore {
   constructor(
     private readonly database: SqliteDatabase,
     private readonly history: SqliteHistory,
+    private readonly policies: SqlitePolicies,
   ) {
     this.s = prepare(database.db);
   }
@@ -91,6 +109,10 @@ export class SqliteControls implements ControlStore {
 
   private agentsOf(controlId: number): string[] {
     return this.s.agentsOfControl.all(controlId) as string[];
+  }
+
+  private guardedBy(controlId: number): string[] {
+    return this.s.guardedBy.all(controlId, controlId) as string[];
   }
 
   // The *Tx methods run inside a transaction the caller opened; applyChanges reuses them.
@@ -136,10 +158,11 @@ export class SqliteControls implements ControlStore {
 
   private deleteControlTx(current: ControlRow, origin: WriteOrigin): string[] {
     const agents = this.agentsOf(current.control_id);
+    const guarded = this.guardedBy(current.control_id);
     this.s.deleteControl.run(current.control_id);
     const note = agents.length > 0 ? `unlinked from ${agents.join(', ')}` : null;
     this.bumpWith(origin, () => controlEntry('delete', current.control_id, current.name, controlSnapshot(controlOf(current)), null, note));
-    return agents;
+    return guarded;
   }
 
   private upsertAgentTx(agent: NewAgent, origin: WriteOrigin): { agent: AgentRecord; created: boolean } {
@@ -150,12 +173,15 @@ export class SqliteControls implements ControlStore {
       agent_version: agent.agent_version ?? null,
       steps: JSON.stringify(agent.steps ?? []),
       metadata: agent.metadata == null ? null : JSON.stringify(agent.metadata),
+      labels: JSON.stringify(agent.labels ?? {}),
       // A registration that does not say who owns the agent keeps the owner it had.
       managed_by: agent.managed_by !== undefined ? agent.managed_by : (existing?.managed_by ?? null),
       now: nowIso(),
     };
     const row = (existing ? this.s.updateAgent.get(values) : this.s.insertAgent.get(values)) as AgentRow;
     const record = agentOf(row);
+    // Membership changes only when the agent is new or its labels moved (names never change).
+    if (!existing || !sameLabels(agentOf(existing).labels, record.labels)) this.policies.refreshAgentTx(record.agent_name, record.labels);
     this.bumpWith(origin, () =>
       agentEntry(existing ? 'update' : 'create', record.agent_name, existing ? agentSnapshot(agentOf(existing)) : null, agentSnapshot(record)),
     );
@@ -243,10 +269,12 @@ export class SqliteControls implements ControlStore {
               ? null
               : JSON.stringify(patch.metadata)
             : current.metadata,
+        labels: patch.labels !== undefined ? JSON.stringify(patch.labels) : current.labels,
         managed_by: current.managed_by,
         now: nowIso(),
       }) as AgentRow;
       const record = agentOf(row);
+      if (patch.labels !== undefined) this.policies.refreshAgentTx(name, record.labels);
       this.bumpWith(origin, () => agentEntry('update', name, agentSnapshot(agentOf(current)), agentSnapshot(record)));
       return record;
     });
@@ -284,7 +312,7 @@ export class SqliteControls implements ControlStore {
   }
 
   async agentsOfControl(controlId: number): Promise<string[]> {
-    return this.database.read(() => this.agentsOf(controlId));
+    return this.database.read(() => this.guardedBy(controlId));
   }
 
   async listLinks(): Promise<Link[]> {
@@ -296,22 +324,24 @@ export class SqliteControls implements ControlStore {
       // Inside the IMMEDIATE transaction: no other writer can commit between check and batch.
       const before = this.s.revision.get() as number;
       if (options.expectedRevision !== undefined && options.expectedRevision !== before) throw staleRevision(options.expectedRevision, before);
-      const touched_agents = applyChangesSync(
+      const touched_agents = this.policies.withSelectorCache(() => applyChangesSync(
         changes,
         {
           createControl: (control) => this.createControlTx(control, origin),
           updateControl: (name, patch) => {
             const row = this.controlRowByName(name);
             this.updateControlTx(row, patch, origin);
-            return this.agentsOf(row.control_id);
+            return this.guardedBy(row.control_id);
           },
           deleteControl: (name) => this.deleteControlTx(this.controlRowByName(name), origin),
           upsertAgent: (agent) => this.upsertAgentTx(agent, origin),
           link: (agentName, controlName) => this.linkTx(agentName, this.controlRowByName(controlName), origin),
           unlink: (agentName, controlName) => this.unlinkTx(agentName, this.controlRowByName(controlName), origin),
+          upsertPolicy: (policy) => this.policies.upsertPolicyTx(policy, origin).touched_agents,
+          deletePolicy: (name) => this.policies.deleteByNameTx(name, origin),
         },
         mapSqliteError,
-      );
+      ));
       return { touched_agents, revision: this.s.revision.get() as number };
     });
   }
@@ -320,12 +350,13 @@ export class SqliteControls implements ControlStore {
     return this.database.read(() => this.s.revision.get() as number);
   }
 
-  async agentControlSet(agentName: string): Promise<{ controls: ControlRecord[]; revision: number } | null> {
+  async agentControlSet(agentName: string): Promise<AgentControlSet | null> {
     // One connection, synchronous reads: nothing can commit between these statements.
     return this.database.read(() => {
       if (this.s.agent.get(agentName) === undefined) return null;
-      const controls = (this.s.agentControls.all(agentName) as ControlRow[]).map(controlOf);
-      return { controls, revision: this.s.revision.get() as number };
+      const rows = this.s.boundControls.all({ agent: agentName }) as Array<ControlRow & { via: string }>;
+      const { controls, sources } = unionOfBindings(rows.map((r) => ({ control: controlOf(r), via: r.via })));
+      return { controls, sources, revision: this.s.revision.get() as number };
     });
   }
 

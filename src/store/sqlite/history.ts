@@ -22,6 +22,7 @@ interface EntryRow {
   before: string | null;
   after: string | null;
   note: string | null;
+  policy_id: number | null;
 }
 
 const rowToEntry = (row: EntryRow): ChangeEntry => entryOf({ ...row, ts: new Date(row.ts).toISOString() });
@@ -36,8 +37,8 @@ export class SqliteHistory implements HistoryStore {
     private readonly enabled = true,
   ) {
     this.insert = database.db.prepare(
-      `INSERT INTO change_log (revision, ts, actor, source, kind, op, control_id, control_name, agent_name, before, after, note)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO change_log (revision, ts, actor, source, kind, op, control_id, control_name, agent_name, before, after, note, policy_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     this.ofControl = database.db.prepare('SELECT * FROM change_log WHERE control_id = ? ORDER BY id');
   }
@@ -59,6 +60,7 @@ export class SqliteHistory implements HistoryStore {
       entry.before === null ? null : JSON.stringify(entry.before),
       entry.after === null ? null : JSON.stringify(entry.after),
       entry.note,
+      entry.policy_id ?? null,
     );
   }
 
@@ -77,6 +79,10 @@ export class SqliteHistory implements HistoryStore {
   /** Every entry of one control, oldest first (what restore decides from); call inside a transaction. */
   entriesOf(controlId: number): ChangeEntry[] {
     return (this.ofControl.all(controlId) as EntryRow[]).map(rowToEntry);
+  }
+
+  async policyHistory(policyId: number, page: ChangePageQuery): Promise<ChangePage> {
+    return this.page(['policy_id = ?'], [policyId], page);
   }
 
   async controlHistory(controlId: number, page: ChangePageQuery): Promise<ChangePage> {

@@ -262,4 +262,39 @@ export const sqliteMigrations: readonly Migration[] = [
       CREATE INDEX approvals_status ON approvals (status, seq);
     `,
   },
+  {
+    version: 8,
+    name: 'agent labels and policies',
+    // Policy membership is resolved when agents or policies are written (policy_members),
+    // so building an agent's control set stays one indexed read: its links and its
+    // policies' controls. Deleting an agent, a policy or a control cascades.
+    sql: `
+      ALTER TABLE agents ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';
+      CREATE TABLE policies (
+        policy_id INTEGER PRIMARY KEY AUTOINCREMENT,
+        name TEXT NOT NULL UNIQUE,
+        description TEXT,
+        agents TEXT NOT NULL,
+        managed_by TEXT,
+        source TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE TABLE policy_controls (
+        policy_id INTEGER NOT NULL REFERENCES policies (policy_id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        control_id INTEGER NOT NULL REFERENCES controls (control_id) ON DELETE CASCADE,
+        PRIMARY KEY (policy_id, control_id)
+      ) WITHOUT ROWID;
+      CREATE INDEX policy_controls_control ON policy_controls (control_id);
+      CREATE TABLE policy_members (
+        agent_name TEXT NOT NULL REFERENCES agents (agent_name) ON DELETE CASCADE,
+        policy_id INTEGER NOT NULL REFERENCES policies (policy_id) ON DELETE CASCADE,
+        PRIMARY KEY (agent_name, policy_id)
+      ) WITHOUT ROWID;
+      CREATE INDEX policy_members_policy ON policy_members (policy_id);
+      ALTER TABLE change_log ADD COLUMN policy_id INTEGER;
+      CREATE INDEX change_log_policy ON change_log (policy_id, id) WHERE policy_id IS NOT NULL;
+    `,
+  },
 ];

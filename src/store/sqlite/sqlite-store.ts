@@ -12,6 +12,7 @@ import { SqliteCounters } from './counters.js';
 import { SqliteDatabase, type SqliteStoreOptions } from './database.js';
 import { SqliteEvents } from './events.js';
 import { SqliteHistory } from './history.js';
+import { SqlitePolicies } from './policies.js';
 import { SqliteRecordings } from './recordings.js';
 import { SqliteSessions } from './sessions.js';
 
@@ -26,7 +27,8 @@ export class SqliteStore extends ComposedStore {
   constructor(path: string, options: SqliteStoreOptions = {}) {
     const database = new SqliteDatabase(path, options);
     const history = new SqliteHistory(database, options.history !== false);
-    super(new SqliteControls(database, history), new SqliteEvents(database), new SqliteRecordings(database), history, new SqliteApprovals(database));
+    const policies = new SqlitePolicies(database, history);
+    super(new SqliteControls(database, history, policies), policies, new SqliteEvents(database), new SqliteRecordings(database), history, new SqliteApprovals(database));
     this.database = database;
     this.counterRows = new SqliteCounters(database);
     this.sessionRows = new SqliteSessions(database);

@@ -1,0 +1,184 @@
+/**
+ * Policies: (1) evaluation for an agent guarded through 20 policies against the same 20
+ * controls linked directly (baseline, same run, alternating rounds); (2) GitOps at the
+ * issue's scale, 10,000 agents and 200 policies, planned and applied into an empty
+ * in-process server (SQLite :memory:), then the no-op plan, and the process's memory.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GuardClient } from '../src/client/index.js';
+import { createDefaultRegistry } from '../src/evaluators/registry.js';
+import { loadDirectory } from '../src/gitops/directory.js';
+import { applyToServer, planAgainstServer } from '../src/gitops/sync.js';
+import { loadConfig } from '../src/server/config.js';
+import { startServer } from '../src/server/start.js';
+import { median, type Benchmark, type BenchRow, type BenchSection } from './harness.js';
+
+const POLICIES_FOR_EVAL = 20;
+const AGENTS = 10_000;
+const POLICIES = 200;
+const CONTROLS = 200;
+const TEAMS = 50;
+
+const control = (i: number) => `kind: Control
+name: c-${i}
+scope: { step_types: [tool], stages: [pre] }
+selector: { path: input.text }
+evaluator: { name: regex, config: { pattern: '(?i)\\bsecret-${i}\\b' } }
+action: { decision: ${i % 2 === 0 ? 'deny' : 'log'} }
+`;
+
+/** Requests per second of POST /evaluation for one agent, over `ms`. */
+async function evaluationRate(url: string, agent: string, ms: number): Promise<number> {
+  const body = JSON.stringify({ agent_name: agent, stage: 'pre', step: { type: 'tool', name: 'run', input: { text: 'nothing secret here' } } });
+  const until = performance.now() + ms;
+  let n = 0;
+  const start = performance.now();
+  // Eight requests in flight: enough to keep the server busy, as a few agents would.
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (performance.now() < until) {
+        const res = await fetch(`${url}/api/v1/evaluation`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        await res.arrayBuffer();
+        n++;
+      }
+    }),
+  );
+  return n / ((performance.now() - start) / 1000);
+}
+
+async function evaluationThroughPolicies(): Promise<BenchRow[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'guardctl-bench-policies-'));
+  const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', DATABASE_URL: ':memory:', OBSERVABILITY_ENABLED: 'false' });
+  const server = await startServer(config, { handleSignals: false, logger: false, print: () => {}, env: {} });
+  try {
+    const docs: string[] = [];
+    for (let i = 0; i < POLICIES_FOR_EVAL; i++) docs.push(control(i));
+    const names = Array.from({ length: POLICIES_FOR_EVAL }, (_, i) => `c-${i}`);
+    docs.push(`kind: Agent\nagent_name: linked\ncontrols: [${names.join(', ')}]\n`);
+    docs.push(`kind: Agent\nagent_name: by-policy\nlabels: { tier: gold }\n`);
+    for (let i = 0; i < POLICIES_FOR_EVAL; i++) docs.push(`kind: Policy\nname: p-${i}\ncontrols: [c-${i}]\nagents: { match_labels: { tier: gold } }\n`);
+    mkdirSync(join(dir, 'controls'));
+    writeFileSync(join(dir, 'controls', 'all.yaml'), docs.join('---\n'));
+    const client = new GuardClient({ serverUrl: server.url, timeoutMs: 60_000 });
+    const loaded = await loadDirectory(join(dir, 'controls'), createDefaultRegistry());
+    const applied = await applyToServer(client, await planAgainstServer(client, loaded, {}));
+    if (applied.failed) throw new Error(`apply failed: ${applied.failed.error}`);
+    const direct: number[] = [];
+    const through: number[] = [];
+    await evaluationRate(server.url, 'linked', 300);
+    await evaluationRate(server.url, 'by-policy', 300);
+    for (let round = 0; round < 5; round++) {
+      direct.push(await evaluationRate(server.url, 'linked', 600));
+      through.push(await evaluationRate(server.url, 'by-policy', 600));
+    }
+    const ratio = median(through) / median(direct);
+    return [
+      {
+        name: `policies: evaluation through ${POLICIES_FOR_EVAL} policies vs the same controls linked`,
+        value: ratio,
+        unit: 'x',
+        goal: '>= 0.95',
+        pass: ratio >= 0.95,
+        note: `median of 5 alternating rounds: ${median(through).toFixed(0)} vs ${median(direct).toFixed(0)} evaluations/s over HTTP`,
+      },
+    ];
+  } finally {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** 200 controls, 10,000 agents in 50 teams (some PCI), 200 policies by label, name and expression. */
+function writeScaleDirectory(dir: string): void {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'controls.yaml'), Array.from({ length: CONTROLS }, (_, i) => control(i)).join('---\n'));
+  const agents: string[] = [];
+  for (let a = 0; a < AGENTS; a++) agents.push(`kind: Agent\nagent_name: agent-${a}\nlabels: { team: t${a % TEAMS}, pci: "${a % 7 === 0}" }\n`);
+  writeFileSync(join(dir, 'agents.yaml'), agents.join('---\n'));
+  const policies: string[] = [];
+  for (let p = 0; p < POLICIES; p++) {
+    const agentsOf =
+      p % 4 === 0
+        ? `{ match_labels: { team: t${p % TEAMS} } }`
+        : p % 4 === 1
+          ? `{ match_expressions: [{ key: team, operator: In, values: [t${p % TEAMS}, t${(p + 1) % TEAMS}] }, { key: pci, operator: In, values: ["true"] }] }`
+          : p % 4 === 2
+            ? `{ names: [agent-${p}, agent-${p + 1}, agent-${p + 2}] }`
+            : `{ match_labels: { team: t${p % TEAMS}, pci: "false" } }`;
+    policies.push(`kind: Policy\nname: policy-${p}\ncontrols: [c-${p % CONTROLS}, c-${(p * 7) % CONTROLS}]\nagents: ${agentsOf}\n`);
+  }
+  writeFileSync(join(dir, 'policies.yaml'), policies.join('---\n'));
+}
+
+async function atScale(): Promise<BenchRow[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'guardctl-bench-policies-scale-'));
+  const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', DATABASE_URL: ':memory:', OBSERVABILITY_ENABLED: 'false' });
+  const server = await startServer(config, { handleSignals: false, logger: false, print: () => {}, env: {} });
+  try {
+    writeScaleDirectory(join(dir, 'controls'));
+    const client = new GuardClient({ serverUrl: server.url, timeoutMs: 120_000 });
+    const registry = createDefaultRegistry();
+    const loaded = await loadDirectory(join(dir, 'controls'), registry);
+    if (loaded.diagnostics.some((d) => d.severity === 'error')) throw new Error('the generated directory is invalid');
+    const t0 = performance.now();
+    const first = await planAgainstServer(client, loaded, {});
+    const planMs = performance.now() - t0;
+    const t1 = performance.now();
+    const applied = await applyToServer(client, first);
+    const applyMs = performance.now() - t1;
+    if (applied.failed) throw new Error(`apply failed: ${applied.failed.error}`);
+    const t2 = performance.now();
+    const noop = await planAgainstServer(client, loaded, {});
+    const noopMs = performance.now() - t2;
+    global.gc?.();
+    const rssMb = process.memoryUsage().rss / 2 ** 20;
+    const reach = first.plan.operations.filter((o) => o.op === 'create_policy').reduce((n, o) => n + (o.op === 'create_policy' ? o.reach.agents : 0), 0);
+    return [
+      {
+        name: `policies: plan ${AGENTS} agents, ${POLICIES} policies into an empty server`,
+        value: planMs / 1000,
+        unit: 's',
+        goal: '< 5 s',
+        pass: planMs < 5000,
+        note: `${first.plan.operations.length} operations; ${reach} policy memberships`,
+      },
+      { name: 'policies: apply that plan', value: applyMs / 1000, unit: 's', goal: '< 5 s', pass: applyMs < 5000, note: `${applied.writes} writes` },
+      {
+        name: 'policies: no-op plan afterwards (fetch + plan)',
+        value: noopMs / 1000,
+        unit: 's',
+        goal: '< 5 s',
+        pass: noopMs < 5000 && noop.plan.operations.length === 0,
+        note: `${noop.plan.operations.length} operations`,
+      },
+      {
+        name: 'policies: process memory after apply (server, client and directory in one process)',
+        value: Math.round(rssMb),
+        unit: 'MB',
+        goal: '< 300 MB',
+        pass: rssMb < 300,
+        note: 'resident set size; an upper bound for the server alone',
+      },
+    ];
+  } finally {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export const benchmarks: Benchmark[] = [
+  { name: 'policies-evaluation', run: evaluationThroughPolicies },
+  { name: 'policies-scale', run: atScale },
+];
+
+export const section: BenchSection = {
+  name: 'Policies',
+  chapter: 'GitOps, reload, testing',
+  method: `Evaluation for an agent guarded through 20 policies against the same 20 controls linked
+directly (the baseline), alternating rounds in the same run. GitOps at scale: 10,000 agents and
+200 policies planned and applied into an empty in-process server (SQLite \`:memory:\`), then the
+no-op plan, and the process's memory.`,
+  benchmarks,
+};

@@ -1,0 +1,82 @@
+/**
+ * Policies across two replicas on one PostgreSQL schema: a policy applied through A guards
+ * an agent registered on B, and a label changed through A reaches evaluation on B within
+ * one second (notifications only: the fallback check is set far away).
+ */
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { createSchema, dropSchemas, pgRequired, pgSuiteTitle, pgUnreachable, schemaUrl, skipReasonOf } from './pg.js';
+import { denyDrop, dropStep, startPgApp, type PgApp } from './pg-app.js';
+
+const unreachable = await pgUnreachable();
+if (unreachable && !pgRequired) console.warn(skipReasonOf(unreachable));
+
+const schemas: string[] = [];
+const apps: PgApp[] = [];
+afterEach(async () => {
+  for (const app of apps.splice(0)) await app.close();
+});
+afterAll(async () => {
+  if (!unreachable) await dropSchemas(schemas);
+});
+
+async function decisionOn(replica: PgApp, agent: string): Promise<string> {
+  const res = await replica.app.inject({ method: 'POST', url: '/api/v1/evaluation', payload: dropStep(agent) });
+  expect(res.statusCode).toBe(200);
+  return (JSON.parse(res.body) as { decision: string }).decision;
+}
+
+describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('policies on two replicas', unreachable), () => {
+  async function twoReplicas(): Promise<[PgApp, PgApp]> {
+    const url = schemaUrl(await createSchema(schemas));
+    const env = { GUARD_SYNC_INTERVAL_MS: '600000' };
+    const a = await startPgApp(url, env);
+    apps.push(a);
+    const b = await startPgApp(url, env);
+    apps.push(b);
+    return [a, b];
+  }
+
+  it('a policy applied through A guards an agent registered later on B, from its first evaluation', async () => {
+    const [a, b] = await twoReplicas();
+    expect((await a.app.inject({ method: 'PUT', url: '/api/v1/controls', payload: { name: 'no-drop', data: denyDrop } })).statusCode).toBe(201);
+    const policy = await a.app.inject({
+      method: 'PUT',
+      url: '/api/v1/policies',
+      payload: { name: 'pci-baseline', controls: ['no-drop'], agents: { match_labels: { pci: 'true' } } },
+    });
+    expect(policy.statusCode).toBe(201);
+    const registered = await b.app.inject({ method: 'POST', url: '/api/v1/agents/initAgent', payload: { agent_name: 'pay-bot', labels: { pci: 'true' } } });
+    expect(registered.statusCode).toBe(201);
+    // No apply, no wait: the first evaluation on B already denies.
+    expect(await decisionOn(b, 'pay-bot')).toBe('deny');
+    expect(await decisionOn(a, 'pay-bot')).toBe('deny');
+    const controls = JSON.parse((await b.app.inject({ method: 'GET', url: '/api/v1/agents/pay-bot/controls' })).body) as { sources: Record<string, string[]> };
+    expect(Object.values(controls.sources)).toEqual([['policy:pci-baseline']]);
+  });
+
+  it('a label change and a policy delete through A reach evaluation on B (the time it takes is measured in bench/policies.ts)', async () => {
+    const [a, b] = await twoReplicas();
+    await a.app.inject({ method: 'PUT', url: '/api/v1/controls', payload: { name: 'no-drop', data: denyDrop } });
+    await a.app.inject({ method: 'PUT', url: '/api/v1/policies', payload: { name: 'p', controls: ['no-drop'], agents: { match_labels: { tier: 'prod' } } } });
+    await a.app.inject({ method: 'POST', url: '/api/v1/agents/initAgent', payload: { agent_name: 'bot', labels: { tier: 'dev' } } });
+    expect(await decisionOn(b, 'bot')).toBe('allow');
+    const patched = await a.app.inject({ method: 'PATCH', url: '/api/v1/agents/bot', payload: { labels: { tier: 'prod' } } });
+    expect(patched.statusCode).toBe(200);
+    await expect.poll(() => decisionOn(b, 'bot'), { interval: 20, message: 'the label change on B' }).toBe('deny');
+    // And a policy change through A reaches B as well.
+    const id = (JSON.parse((await a.app.inject({ method: 'GET', url: '/api/v1/policies?name=p' })).body) as { policies: Array<{ policy_id: number }> }).policies[0]!.policy_id;
+    expect((await a.app.inject({ method: 'DELETE', url: `/api/v1/policies/${id}` })).statusCode).toBe(200);
+    await expect.poll(() => decisionOn(b, 'bot'), { interval: 20, message: 'the policy delete on B' }).toBe('allow');
+  });
+
+  it('a policy created while agents register concurrently misses none of them', async () => {
+    const [a, b] = await twoReplicas();
+    await a.app.inject({ method: 'PUT', url: '/api/v1/controls', payload: { name: 'no-drop', data: denyDrop } });
+    const names = Array.from({ length: 20 }, (_, i) => `racer-${i}`);
+    await Promise.all([
+      ...names.map((agent_name) => b.app.inject({ method: 'POST', url: '/api/v1/agents/initAgent', payload: { agent_name, labels: { race: 'yes' } } })),
+      a.app.inject({ method: 'PUT', url: '/api/v1/policies', payload: { name: 'race', controls: ['no-drop'], agents: { match_labels: { race: 'yes' } } } }),
+    ]);
+    for (const name of names) expect(await decisionOn(b, name)).toBe('deny');
+  });
+});

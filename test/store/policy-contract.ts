@@ -1,0 +1,140 @@
+/**
+ * What every Store does with labels and policies, run against SQLite and PostgreSQL:
+ * membership resolved when agents or policies are written, the union of links and
+ * policies with each control once, and history of policy writes.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { StoreError, type Store } from '../../src/store/types.js';
+import { controlData } from './store-contract.js';
+
+export function definePolicyContract(name: string, open: () => Promise<Store>): void {
+  describe(`Policy contract: ${name}`, () => {
+    let store: Store;
+    beforeEach(async () => {
+      store = await open();
+      await store.createControl({ name: 'pci-1', data: controlData() });
+      await store.createControl({ name: 'pci-2', data: controlData({ action: { decision: 'warn' } }) });
+      await store.createControl({ name: 'own', data: controlData() });
+    });
+    afterEach(async () => {
+      await store.close();
+    });
+
+    const namesOf = async (agent: string) => (await store.agentControlSet(agent))?.controls.map((c) => c.name) ?? null;
+
+    it('stores labels on agents and changes them by patch', async () => {
+      const { agent } = await store.upsertAgent({ agent_name: 'pay', labels: { team: 'payments', 'example.com/tier': 'gold' } });
+      expect(agent.labels).toEqual({ team: 'payments', 'example.com/tier': 'gold' });
+      const patched = await store.patchAgent('pay', { labels: { team: 'risk' } });
+      expect(patched.labels).toEqual({ team: 'risk' });
+      expect((await store.getAgent('pay'))?.labels).toEqual({ team: 'risk' });
+      const plain = await store.upsertAgent({ agent_name: 'plain' });
+      expect(plain.agent.labels).toEqual({});
+    });
+
+    it('guards selected agents, including agents registered after the policy', async () => {
+      await store.upsertAgent({ agent_name: 'early', labels: { pci: 'true' } });
+      await store.upsertAgent({ agent_name: 'other', labels: { pci: 'false' } });
+      const policy = await store.createPolicy({ name: 'pci-baseline', controls: ['pci-1', 'pci-2'], agents: { match_labels: { pci: 'true' } } });
+      expect(policy).toMatchObject({ name: 'pci-baseline', controls: ['pci-1', 'pci-2'], description: null });
+      expect(await namesOf('early')).toEqual(['pci-1', 'pci-2']);
+      expect(await namesOf('other')).toEqual([]);
+      await store.upsertAgent({ agent_name: 'late', labels: { pci: 'true' } });
+      expect(await namesOf('late')).toEqual(['pci-1', 'pci-2']);
+      expect(await store.policyMembers(policy.policy_id)).toEqual(['early', 'late']);
+      // A label change moves the agent out, and back in.
+      await store.patchAgent('late', { labels: {} });
+      expect(await namesOf('late')).toEqual([]);
+      await store.patchAgent('late', { labels: { pci: 'true' } });
+      expect(await namesOf('late')).toEqual(['pci-1', 'pci-2']);
+    });
+
+    it('binds a control once however many links and policies bind it, naming every source', async () => {
+      const own = await store.getControlByName('own');
+      const pci1 = await store.getControlByName('pci-1');
+      await store.upsertAgent({ agent_name: 'bot', labels: { env: 'prod' } });
+      await store.linkControl('bot', pci1!.control_id);
+      await store.linkControl('bot', own!.control_id);
+      await store.createPolicy({ name: 'a', controls: ['pci-1'], agents: { names: ['bot'] } });
+      await store.createPolicy({ name: 'b', controls: ['pci-1', 'pci-2'], agents: { match_expressions: [{ key: 'env', operator: 'In', values: ['prod'] }] } });
+      const set = await store.agentControlSet('bot');
+      expect(set?.controls.map((c) => c.name)).toEqual(['pci-1', 'pci-2', 'own']);
+      expect(set?.sources.get(pci1!.control_id)).toEqual(['link', 'policy:a', 'policy:b']);
+      expect(set?.sources.get(own!.control_id)).toEqual(['link']);
+      expect(await store.agentsOfControl(pci1!.control_id)).toEqual(['bot']);
+    });
+
+    it('names by agent name select agents that register later; match_labels {} selects all', async () => {
+      await store.createPolicy({ name: 'named', controls: ['own'], agents: { names: ['future-bot'] } });
+      await store.createPolicy({ name: 'all', controls: ['pci-2'], agents: { match_labels: {} } });
+      await store.upsertAgent({ agent_name: 'future-bot' });
+      await store.upsertAgent({ agent_name: 'someone' });
+      expect(await namesOf('future-bot')).toEqual(['pci-2', 'own']);
+      expect(await namesOf('someone')).toEqual(['pci-2']);
+    });
+
+    it('replaces a policy whole and reports every agent whose set changed', async () => {
+      await store.upsertAgent({ agent_name: 'a', labels: { t: 'x' } });
+      await store.upsertAgent({ agent_name: 'b', labels: { t: 'y' } });
+      const p = await store.createPolicy({ name: 'p', controls: ['pci-1'], agents: { match_labels: { t: 'x' } } });
+      const { policy, touched_agents } = await store.replacePolicy(p.policy_id, {
+        name: 'p',
+        description: 'now for y',
+        controls: ['pci-2'],
+        agents: { match_labels: { t: 'y' } },
+      });
+      expect(policy).toMatchObject({ description: 'now for y', controls: ['pci-2'] });
+      expect(touched_agents).toEqual(['a', 'b']);
+      expect(await namesOf('a')).toEqual([]);
+      expect(await namesOf('b')).toEqual(['pci-2']);
+      const page = await store.listPolicies({ limit: 10 });
+      expect(page).toMatchObject({ total: 1, has_more: false });
+      const { touched_agents: gone } = await store.deletePolicy(p.policy_id);
+      expect(gone).toEqual(['b']);
+      expect(await namesOf('b')).toEqual([]);
+      const history = await store.policyHistory(p.policy_id, { limit: 10 });
+      expect(history.entries.map((e) => [e.kind, e.op])).toEqual([
+        ['policy', 'delete'],
+        ['policy', 'update'],
+        ['policy', 'create'],
+      ]);
+      expect(history.entries[0]?.policy_id).toBe(p.policy_id);
+    });
+
+    it('refuses unknown controls and duplicate names, writing nothing', async () => {
+      const unknown = await store.createPolicy({ name: 'x', controls: ['nope'], agents: { names: ['a'] } }).catch((e: unknown) => e);
+      expect(unknown).toBeInstanceOf(StoreError);
+      expect((unknown as StoreError).kind).toBe('not_found');
+      expect(await store.listAllPolicies()).toEqual([]);
+      await store.createPolicy({ name: 'x', controls: ['own'], agents: { names: ['a'] } });
+      const dup = await store.createPolicy({ name: 'x', controls: ['own'], agents: { names: ['a'] } }).catch((e: unknown) => e);
+      expect((dup as StoreError).kind).toBe('conflict');
+    });
+
+    it('a deleted control leaves the policies that bound it; a deleted agent leaves its memberships', async () => {
+      await store.upsertAgent({ agent_name: 'bot', labels: { a: 'b' } });
+      const p = await store.createPolicy({ name: 'p', controls: ['pci-1', 'own'], agents: { match_labels: { a: 'b' } } });
+      const pci1 = await store.getControlByName('pci-1');
+      const { unlinked_agents } = await store.deleteControl(pci1!.control_id);
+      expect(unlinked_agents).toEqual(['bot']);
+      expect((await store.getPolicy(p.policy_id))?.controls).toEqual(['own']);
+      await store.deleteAgent('bot');
+      expect(await store.policyMembers(p.policy_id)).toEqual([]);
+    });
+
+    it('applies policy changes in a batch, with the agents they touch', async () => {
+      const applied = await store.applyChanges([
+        { op: 'upsert_policy', policy: { name: 'base', controls: ['own'], agents: { match_labels: { tier: 'a' } } } },
+        { op: 'upsert_agent', agent: { agent_name: 'x', labels: { tier: 'a' } } },
+        { op: 'upsert_agent', agent: { agent_name: 'y', labels: { tier: 'b' } } },
+      ]);
+      expect(applied.touched_agents).toEqual(['x', 'y']);
+      expect(await namesOf('x')).toEqual(['own']);
+      const removed = await store.applyChanges([{ op: 'delete_policy', name: 'base' }]);
+      expect(removed.touched_agents).toEqual(['x']);
+      expect(await namesOf('x')).toEqual([]);
+      const failed = await store.applyChanges([{ op: 'upsert_policy', policy: { name: 'bad', controls: ['missing'], agents: { names: ['x'] } } }]).catch((e: unknown) => e);
+      expect((failed as StoreError).failedChange?.index).toBe(0);
+    });
+  });
+}
