@@ -36,7 +36,7 @@ const floors = [
   ['evaluators', 'store', 'client'],
   ['engine', 'recording', 'tracing'],
   ['observability', 'gitops', 'sdk'],
-  ['reload', 'testing', 'adapters'],
+  ['reload', 'testing', 'adapters', 'eval'],
   ['replay', 'server'],
   ['index.ts'],
 ];
