@@ -193,3 +193,23 @@ describe('secrets: GitHub and npm checksums', () => {
     expect(base62(61, 2)).toBe('0z');
   });
 });
+
+describe('secrets: hostile input for the new forms stays linear and bounded', () => {
+  const big = 200_000;
+  const allPrefixes = providers.map(([, t]) => t.slice(0, 6)).join(' ');
+  it.each([
+    ['scheme separators', '://'.repeat(big / 3)],
+    ['a user part that never closes', `postgres://${'a'.repeat(big)}`],
+    ['a password that never closes', `postgres://a:${'b'.repeat(big)}`],
+    ['users and colons', 'x://a:b:c:d'.repeat(big / 11)],
+    ['Bearer words', 'Bearer '.repeat(big / 7)],
+    ['one very long Bearer value', `Bearer ${rnd(big, B64URL)}`],
+    ['npmrc keys', '_authToken='.repeat(big / 11)],
+    ['every provider prefix, again and again', allPrefixes.repeat(big / allPrefixes.length)],
+    ['runs of hex after hex prefixes', `dapi${'a'.repeat(big)}`],
+  ])('%s', (_name, text) => {
+    const o = run(text, { min_entropy: 3.5, allow_placeholders: false });
+    expect(typeof o.matched).toBe('boolean');
+    expect((o.found ?? []).length).toBeLessThanOrEqual(100);
+  });
+});
