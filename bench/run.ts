@@ -8,6 +8,7 @@ const modules: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
   () => import('./engine.js'),
   () => import('./regex-cost.js'),
   () => import('./evaluators.js'),
+  () => import('./eval.js'),
   () => import('./json-sql.js'),
   () => import('./observability.js'),
   () => import('./tui.js'),

@@ -6,11 +6,17 @@
 
 /** Telling the model to drop what it was told. */
 export const OVERRIDE: readonly RegExp[] = [
-  /(?:ignore|disregard|forget|overlook|bypass|override|skip|neglect)(?:all|any|every|the|your|my|these|those|of|prior|previous){0,3}(?:previous|prior|above|earlier|preceding|former|original|initial|system|existing|old|developer)(?:instruction|prompt|rule|direction|directive|guideline|command|context|message|constraint|order|guidance|programming)/,
+  // ignore [all of the previous] instructions: a verb, qualifiers, a word for what it was told.
+  /(?:ignore|disregard|forget|overlook|bypass|override|neglect)(?:all|any|every|the|your|my|these|those|of|and|following|other|previous|prior|above|earlier|preceding|former|original|initial|system|existing|old|developer){1,5}(?:instruction|prompt|rule|direction|directive|guideline|command|context|message|constraint|order|guidance|programming|text|evidence|task)/,
+  // ignore the directions above
+  /(?:ignore|disregard|forget)(?:the|all|any|your)?(?:instruction|direction|rule|prompt|text|guideline)s?(?:above|before|earlier|sofar|given|youweregiven)/,
   /(?:forget|ignore|disregard)(?:everything|all)(?:above|before|prior|previously|youwere|youknow|youhavebeen|sofar|else)/,
   /donot(?:follow|obey|listen)(?:to)?(?:the|your|any|all)?(?:previous|prior|system|original|above|earlier|developer)/,
   /(?:your|the)new(?:instructions|instruction|task|rules|directive|orders)(?:are|is|follow|now)/,
   /(?:override|bypass|disable|turnoff|deactivate)(?:the|your|all|any)?(?:safety|security|content|ethical|moderation)?(?:filters?|guardrails?|restrictions|policies|policy|safeguards|guidelines)/,
+  // Asking for what the model was told: a step of most prompt-extraction attacks.
+  /(?:repeat|reveal|print|show|list|output|tellme|whatare|writedown|respondwith)(?:me)?(?:all|every)?(?:of)?(?:your|the)?(?:initial|original|system|hidden|secret|previous|first|initials)(?:instructions|instruction|prompt|prompts|rules|guidelines|directives)/,
+  /(?:repeat|reveal|print|output|list|respondwith)(?:all|every)?(?:of)?your(?:instructions|instruction|prompt|rules|guidelines)(?:verbatim|word|exactly|youhave|above)?/,
 ];
 
 /** Telling the model to become something else. */

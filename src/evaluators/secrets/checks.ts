@@ -60,13 +60,13 @@ const DOCUMENTED = ['wjalrxutnfemi/k7mdeng'];
 
 /**
  * Whether `found` is a placeholder rather than a credential: it holds a placeholder word
- * or a documented example, a run of 6 identical characters (`000000`, `aaaaaa`), a run of 8
+ * or a documented example, ends with `here` (`TokenHere`), a run of 6 identical characters (`000000`, `aaaaaa`), a run of 8
  * consecutive ones (`abcdefgh`, `12345678`), or is a template reference (`${…}`, `{{…}}`,
  * `<…>`, `%…%`, `$NAME`). A random token holds none of these but with negligible odds.
  */
 export function isPlaceholder(found: string): boolean {
   const low = found.toLowerCase();
-  if (PLACEHOLDER_VALUES.has(low)) return true;
+  if (PLACEHOLDER_VALUES.has(low) || low.endsWith('here')) return true;
   for (const w of PLACEHOLDER_WORDS) if (low.includes(w)) return true;
   for (const d of DOCUMENTED) if (low.includes(d)) return true;
   const first = found.charCodeAt(0);
