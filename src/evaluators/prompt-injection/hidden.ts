@@ -107,14 +107,30 @@ export function decodedParts(text: string): string[] {
   const keep = (decoded: string) => {
     if (decoded.length > 0 && printable(decoded)) parts.push(decoded);
   };
-  for (const m of text.matchAll(/[A-Za-z0-9+/_-]{24,}={0,2}/g)) {
-    if (budget <= 0) break;
-    const run = m[0].slice(0, budget);
+  // One pass over runs of base64 characters; a run long enough is decoded as hex when it
+  // is all hex digits (32+), else as base64.
+  const n = text.length;
+  let i = 0;
+  while (i < n && budget > 0) {
+    while (i < n && !isB64Char(text.charCodeAt(i))) i++;
+    const start = i;
+    let hexOnly = true;
+    while (i < n && isB64Char(text.charCodeAt(i))) {
+      if (hexOnly && !isHexChar(text.charCodeAt(i))) hexOnly = false;
+      i++;
+    }
+    for (let pad = 0; pad < 2 && i < n && text.charCodeAt(i) === 61; pad++) i++;
+    if (i - start < BASE64_MIN) continue;
+    const run = text.slice(start, Math.min(i, start + budget));
     budget -= run.length;
-    if (run.length < BASE64_MIN || /^[0-9a-fA-F]+$/.test(run)) continue;
+    if (hexOnly) {
+      if (run.length >= HEX_MIN) keep(Buffer.from(run.slice(0, run.length - (run.length % 2)), 'hex').toString('utf8'));
+      continue;
+    }
     keep(Buffer.from(run, run.includes('-') || run.includes('_') ? 'base64url' : 'base64').toString('utf8'));
   }
-  for (const m of text.matchAll(/(?:[0-9a-fA-F]{2}[ :]?){16,}/g)) {
+  // Hex written in pairs with a space or colon between them (`41 42 43`, `41:42:43`).
+  for (const m of text.matchAll(/(?:[0-9a-fA-F]{2}[ :]){15,}[0-9a-fA-F]{2}/g)) {
     if (budget <= 0) break;
     const hex = m[0].replace(/[ :]/g, '').slice(0, budget);
     budget -= hex.length;
@@ -125,6 +141,9 @@ export function decodedParts(text: string): string[] {
   }
   return parts;
 }
+
+const isB64Char = (c: number) => (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 43 || c === 47 || c === 45 || c === 95;
+const isHexChar = (c: number) => (c >= 48 && c <= 57) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102);
 
 /** Percent-encoding and numeric HTML entities decoded; what does not decode stays as it is. */
 function unescapeText(text: string): string {

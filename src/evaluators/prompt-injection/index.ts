@@ -10,7 +10,13 @@ import type { CompiledCheck, EvaluatorDefinition, EvaluatorOutcome, ValueMemo } 
 import { textOf } from '../text.js';
 import { decodedParts, exfiltrationLinkIn, invisibleIn } from './hidden.js';
 import { formsOf, type Forms } from './normalize.js';
-import { anyMatch, FAKE_MARKERS, OVERRIDE, ROLE_SWITCH, TOOL_POISONING_PLAIN, TOOL_POISONING_SQUEEZED } from './phrases.js';
+import { FAKE_MARKERS, oneOf, OVERRIDE, ROLE_SWITCH, TOOL_POISONING_PLAIN, TOOL_POISONING_SQUEEZED } from './phrases.js';
+
+const OVERRIDE_RE = oneOf(OVERRIDE);
+const ROLE_SWITCH_RE = oneOf(ROLE_SWITCH);
+const FAKE_MARKER_RE = oneOf(FAKE_MARKERS);
+const POISONING_SQUEEZED_RE = oneOf(TOOL_POISONING_SQUEEZED);
+const POISONING_PLAIN_RE = oneOf(TOOL_POISONING_PLAIN);
 
 export const INJECTION_SIGNALS = [
   'instruction_override',
@@ -70,7 +76,7 @@ export function signalsIn(text: string, wanted: ReadonlySet<InjectionSignal>): I
   const found = new Set<InjectionSignal>();
   const forms = formsOf(text);
   for (const s of saidIn(forms, wanted)) found.add(s);
-  if (wanted.has('invisible_text')) {
+  if (wanted.has('invisible_text') && !forms.ascii) {
     const inv = invisibleIn(text);
     if (inv.tags > 0 || inv.bidi > 0 || inv.zeroWidth >= 3) found.add('invisible_text');
   }
@@ -99,10 +105,10 @@ const ENCODED_SIGNALS: ReadonlySet<InjectionSignal> = new Set(['instruction_over
 
 function saidIn(forms: Forms, wanted: ReadonlySet<InjectionSignal>): InjectionSignal[] {
   const out: InjectionSignal[] = [];
-  if (wanted.has('instruction_override') && anyMatch(OVERRIDE, forms.squeezed)) out.push('instruction_override');
-  if (wanted.has('role_switch') && anyMatch(ROLE_SWITCH, forms.squeezed)) out.push('role_switch');
-  if (wanted.has('fake_marker') && anyMatch(FAKE_MARKERS, forms.plain)) out.push('fake_marker');
-  if (wanted.has('tool_poisoning') && (anyMatch(TOOL_POISONING_SQUEEZED, forms.squeezed) || anyMatch(TOOL_POISONING_PLAIN, forms.plain))) {
+  if (wanted.has('instruction_override') && OVERRIDE_RE.test(forms.squeezed)) out.push('instruction_override');
+  if (wanted.has('role_switch') && ROLE_SWITCH_RE.test(forms.squeezed)) out.push('role_switch');
+  if (wanted.has('fake_marker') && FAKE_MARKER_RE.test(forms.plain)) out.push('fake_marker');
+  if (wanted.has('tool_poisoning') && (POISONING_SQUEEZED_RE.test(forms.squeezed) || POISONING_PLAIN_RE.test(forms.plain))) {
     out.push('tool_poisoning');
   }
   return out;

@@ -27,9 +27,21 @@ const LEET: Readonly<Record<string, string>> = { '0': 'o', '1': 'i', '3': 'e', '
 export interface Forms {
   plain: string;
   squeezed: string;
+  /** The text is all ASCII: it holds no invisible or look-alike character. */
+  ascii: boolean;
 }
 
+const NON_ASCII = /[\u0080-\uffff]/;
+const LEET_CHARS = /[0134579@$!|]/g;
+const NOT_LETTER = /[^a-z]+/g;
+
 export function formsOf(text: string): Forms {
+  // Most texts are ASCII: then NFKC, the ignorables and the homoglyphs change nothing, and
+  // two native replaces make the squeezed form.
+  if (!NON_ASCII.test(text)) {
+    const plain = text.toLowerCase();
+    return { plain, squeezed: plain.replace(LEET_CHARS, (ch) => LEET[ch]!).replace(NOT_LETTER, ''), ascii: true };
+  }
   const plain = text.normalize('NFKC').toLowerCase().replace(IGNORABLES, '');
   let squeezed = '';
   for (const ch of plain) {
@@ -43,5 +55,5 @@ export function formsOf(text: string): Forms {
       if (h !== undefined) squeezed += h;
     }
   }
-  return { plain, squeezed };
+  return { plain, squeezed, ascii: false };
 }
