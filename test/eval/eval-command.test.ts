@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { runEvalCommand, parseRatio, type EvalCommandOptions } from '../../cli/commands/eval.js';
+import { base62, crc32 } from '../../src/evaluators/secrets/checks.js';
 
 const CONTROLS = `
 kind: Control
@@ -26,7 +27,9 @@ controls: [no-drop]
 
 // A documented-format key that is not a documented example: it must never be echoed whole.
 const KEY = 'AKIAQWERTYUIOPASDFGH';
-const GH = 'ghp_abcdefghijklmnopqrstuvwxyz0123456789';
+// A GitHub token shape with its CRC-32 (a token failing it is not reported).
+const GH_BODY = 'aB3xK9qZmP4wL7rT2vN8yC5hJ1dF6g';
+const GH = `ghp_${GH_BODY}${base62(crc32(GH_BODY), 6)}`;
 
 function workspace(lines: readonly string[]): { dir: string; dataset: string } {
   const root = mkdtempSync(join(tmpdir(), 'guard-eval-'));
@@ -62,7 +65,7 @@ describe('guardctl eval', () => {
     expect(row.p50_ms).toBeGreaterThan(0);
     expect(row.p95_ms).toBeGreaterThanOrEqual(row.p50_ms);
     expect(row.misses.map((m: { id: string }) => m.id)).toEqual(['fn']);
-    expect(row.false_positives).toEqual([{ id: 'fp', line: 4, detail: expect.stringContaining('ghp_…6789') }]);
+    expect(row.false_positives).toEqual([{ id: 'fp', line: 4, detail: expect.stringContaining(`ghp_…${GH.slice(-4)}`) }]);
   });
 
   test('never echoes a matched value: misses and false positives are listed masked', async () => {
