@@ -37,7 +37,7 @@ const floors = [
   ['evaluators', 'store', 'client'],
   ['engine', 'recording', 'tracing', 'sessions'],
   ['observability', 'gitops', 'sdk'],
-  ['reload', 'testing', 'adapters'],
+  ['reload', 'testing', 'adapters', 'eval'],
   ['replay', 'server'],
   ['index.ts'],
 ];

@@ -41,12 +41,16 @@ export interface EvaluatorCase {
 const CARD_REGEX = '\\b(?:\\d[ -]?){12,15}\\d\\b';
 const KEY_REGEX = '(AKIA[0-9A-Z]{16}|-----BEGIN [A-Z ]*PRIVATE KEY-----|(?i)bearer\\s+[a-z0-9._~+/-]{20,}|ghp_[A-Za-z0-9]{36})';
 
+/** The regex a control would use for injection phrasing without prompt_injection. */
+const INJECTION_REGEX = '(?i)(ignore|disregard|forget)\\s+(all\\s+)?(previous|prior|above)\\s+(instructions|prompts)|you\\s+are\\s+now|<\\|im_start\\|>';
+
 /** The evaluators compared; other evaluators add their rows here. */
 export const cases: EvaluatorCase[] = [
   { name: 'pii (all kinds)', evaluator: 'pii', config: {}, baseline: CARD_REGEX, goalUs2k: 25 },
   { name: 'pii (credit_card, us_ssn)', evaluator: 'pii', config: { kinds: ['credit_card', 'us_ssn'] }, baseline: CARD_REGEX, goalUs2k: 25 },
   { name: 'secrets (formats)', evaluator: 'secrets', config: {}, baseline: KEY_REGEX, goalUs2k: 25 },
   { name: 'secrets (formats, min_entropy 3.5)', evaluator: 'secrets', config: { min_entropy: 3.5 }, baseline: KEY_REGEX, goalUs2k: 25 },
+  { name: 'prompt_injection (all signals)', evaluator: 'prompt_injection', config: {}, baseline: INJECTION_REGEX, goalUs2k: 50 },
 ];
 
 function setOf(evaluator: string, config: JsonObject): CompiledControlSet {

@@ -19,6 +19,7 @@ const COMMANDS: ReadonlyArray<readonly [name: string, load: () => Promise<Regist
   ['export', async () => (await import('./commands/export.js')).registerExport],
   ['schema', async () => (await import('./commands/schema.js')).registerSchema],
   ['test', async () => (await import('./commands/test.js')).registerTest],
+  ['eval', async () => (await import('./commands/eval.js')).registerEval],
   ['shadow-report', async () => (await import('./commands/shadow-report.js')).registerShadowReport],
   ['history', async () => (await import('./commands/history.js')).registerHistory],
   ['approvals', async () => (await import('./commands/approvals.js')).registerApprovals],

@@ -7,6 +7,7 @@ export { sqlEvaluator, SqlConfigSchema, type SqlConfig } from './sql/index.js';
 export { piiEvaluator, PiiConfigSchema, PII_KINDS, type PiiConfig, type PiiKind } from './pii/index.js';
 export { secretsEvaluator, SecretsConfigSchema, type SecretsConfig } from './secrets/index.js';
 export { SECRET_KINDS, type SecretKind } from './secrets/formats.js';
+export { promptInjectionEvaluator, PromptInjectionConfigSchema, INJECTION_SIGNALS, type PromptInjectionConfig, type InjectionSignal } from './prompt-injection/index.js';
 export { compilePattern, type CompiledPattern } from './regex/re2.js';
 export { validateJsonSchema } from './json-schema.js';
 export type { PluginContext } from './load-plugins.js';

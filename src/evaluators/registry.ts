@@ -13,6 +13,7 @@ import { repeatEvaluator } from './repeat/index.js';
 import { jsonEvaluator } from './json/index.js';
 import { sqlEvaluator } from './sql/index.js';
 import { secretsEvaluator } from './secrets/index.js';
+import { promptInjectionEvaluator } from './prompt-injection/index.js';
 import { jsonSchemaCheck, type JsonSchemaCheck } from './json-schema.js';
 import { evaluatorPluginSpecs, loadEvaluatorPlugins } from './load-plugins.js';
 import { ConfigError, type CompiledCheck, type EvaluatorDefinition, type PartCaches } from './types.js';
@@ -136,12 +137,13 @@ export interface DefaultRegistryOptions {
   extra?: EvaluatorDefinition[];
 }
 
-/** A registry holding the built-in evaluators `regex`, `list`, `json`, `sql`, `pii`, `secrets`, `rate`, `budget` and `repeat`. */
+/** A registry holding the built-in evaluators `regex`, `list`, `json`, `sql`, `pii`, `secrets`, `rate`, `budget`, `repeat` and `prompt_injection`. */
 export function createDefaultRegistry(options: DefaultRegistryOptions = {}): EvaluatorRegistry {
   const registry = new EvaluatorRegistry().register(regexEvaluator).register(listEvaluator);
   registry.register(jsonEvaluator).register(sqlEvaluator);
   registry.register(piiEvaluator).register(secretsEvaluator);
   registry.register(rateEvaluator).register(budgetEvaluator).register(repeatEvaluator);
+  registry.register(promptInjectionEvaluator);
   for (const def of options.extra ?? []) registry.register(def);
   return registry;
 }

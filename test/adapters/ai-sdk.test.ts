@@ -60,7 +60,7 @@ afterEach(async () => {
 });
 
 function tools() {
-  const runSql = vi.fn(async ({ query }: { query: string }) => (query.includes('keys') ? 'AKIAIOSFODNN7EXAMPLE' : `3 rows for ${query}`));
+  const runSql = vi.fn(async ({ query }: { query: string }) => (query.includes('keys') ? 'AKIAQWERTYUIOPASDF7Z' : `3 rows for ${query}`));
   const deploy = vi.fn(async ({ environment }: { environment: string; dry_run?: boolean }) => `deployed to ${environment}`);
   const set = {
     run_sql: tool({ description: 'run SQL', inputSchema: z.object({ query: z.string() }), execute: runSql }),
@@ -133,7 +133,7 @@ describe('guardTools', () => {
         inputSchema: z.object({ query: z.string() }),
         async *execute() {
           yield 'working';
-          yield 'AKIAIOSFODNN7EXAMPLE';
+          yield 'AKIAQWERTYUIOPASDF7Z';
         },
       }),
     };
@@ -234,7 +234,7 @@ describe('guardTools and a tool with no parameters (issue #35 item 2)', () => {
   }
 
   it('withholds a secret a zero-parameter tool returns', async () => {
-    const set = { read_keys: tool({ description: 'keys', inputSchema: z.object({}), execute: async () => 'AKIAIOSFODNN7EXAMPLE' }) } satisfies ToolSet;
+    const set = { read_keys: tool({ description: 'keys', inputSchema: z.object({}), execute: async () => 'AKIAQWERTYUIOPASDF7Z' }) } satisfies ToolSet;
     const model = scripted(
       { content: [{ type: 'tool-call', toolCallId: 'call-1', toolName: 'read_keys', input: '' }], finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage, warnings: [] },
       answer('done'),

@@ -21,7 +21,7 @@ afterEach(async () => {
 });
 
 function makeTools() {
-  const runSql = vi.fn(async ({ query }: { query: string }) => (query.includes('keys') ? 'AKIAIOSFODNN7EXAMPLE' : `3 rows for ${query}`));
+  const runSql = vi.fn(async ({ query }: { query: string }) => (query.includes('keys') ? 'AKIAQWERTYUIOPASDF7Z' : `3 rows for ${query}`));
   const deploy = vi.fn(async ({ environment }: { environment: string }) => `deployed to ${environment}`);
   return {
     runSql,
@@ -125,7 +125,7 @@ describe('guardTools and a tool with no parameters (issue #35 item 2)', () => {
   });
 
   it('withholds a secret a zero-parameter tool returns', async () => {
-    const list = [tool(async () => 'AKIAIOSFODNN7EXAMPLE', { name: 'read_keys', description: 'keys', schema: z.object({}) })] as StructuredToolInterface[];
+    const list = [tool(async () => 'AKIAQWERTYUIOPASDF7Z', { name: 'read_keys', description: 'keys', schema: z.object({}) })] as StructuredToolInterface[];
     const message = await turn(guardTools(setup.guard, list), 'read_keys', {});
     expect(message.status).toBe('error');
     expect(JSON.stringify(message.content)).not.toContain('AKIA');

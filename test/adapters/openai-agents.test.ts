@@ -67,7 +67,7 @@ afterEach(async () => {
 });
 
 function agentWith(model: Model, options: GuardrailsOptions = {}) {
-  const runSql = vi.fn(async ({ query }: { query: string }) => (query.includes('keys') ? 'AKIAIOSFODNN7EXAMPLE' : `3 rows for ${query}`));
+  const runSql = vi.fn(async ({ query }: { query: string }) => (query.includes('keys') ? 'AKIAQWERTYUIOPASDF7Z' : `3 rows for ${query}`));
   const guardrails = guardrailsFor(setup.guard, options);
   const agent = new Agent({
     name: 'analyst',

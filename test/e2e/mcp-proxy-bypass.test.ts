@@ -218,7 +218,7 @@ describe('a tools/call without arguments', () => {
 });
 
 describe('what the server sends besides a result (issue #36 item 1)', () => {
-  const KEY = 'AKIAIOSFODNN7EXAMPLE';
+  const KEY = 'AKIAQWERTYUIOPASDF7Z';
   /** Everything the client was sent once a later call is answered (checks run in order of arrival). */
   async function settled(client: RawClient): Promise<string> {
     await client.call('run_sql', { query: 'select 1' });

@@ -8,11 +8,16 @@ import { compileControls, evaluateStep } from '../../src/engine/index.js';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import { ControlDataSchema } from '../../src/model/index.js';
 import { sensitiveExcerpt } from '../../src/evaluators/sensitive.js';
+import { base62, crc32 } from '../../src/evaluators/secrets/checks.js';
 
 const registry = createDefaultRegistry();
 
 // Test values assembled at run time, so that no scanner takes this file for a leak.
-const gh = (i: number) => `ghp_${String(i).repeat(36).slice(0, 36)}`;
+// Random-looking bodies with GitHub's checksum (a token failing it is not reported).
+const gh = (i: number) => {
+  const body = `${i}aB3xK9qZ`.repeat(8).slice(0, 30);
+  return `ghp_${body}${base62(crc32(body), 6)}`;
+};
 const AWS = `AKIA${'IOSFODNN7EXAMPLE'}`;
 const STRIPE = `sk_live_${'4eC39HqLyjWDarjtT1zdp7dc'}`;
 const JWT = ['eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9', 'eyJzdWIiOiIxMjM0NTY3ODkwIn0', 'dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U'].join('.');

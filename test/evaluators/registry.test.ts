@@ -25,7 +25,7 @@ const plugin: EvaluatorDefinition = {
 describe('EvaluatorRegistry', () => {
   it('lists the built-ins with their JSON Schemas', () => {
     const list = createDefaultRegistry().list();
-    expect(list.map((e) => e.name)).toEqual(['regex', 'list', 'json', 'sql', 'pii', 'secrets', 'rate', 'budget', 'repeat']);
+    expect(list.map((e) => e.name)).toEqual(['regex', 'list', 'json', 'sql', 'pii', 'secrets', 'rate', 'budget', 'repeat', 'prompt_injection']);
     for (const e of list) {
       expect(e.description.length).toBeGreaterThan(10);
       expect(e.config_schema.type).toBe('object');
@@ -38,7 +38,7 @@ describe('EvaluatorRegistry', () => {
 
   it('lists plugins like the built-ins', () => {
     const registry = createDefaultRegistry({ extra: [plugin] });
-    expect(registry.list().map((e) => e.name)).toEqual(['regex', 'list', 'json', 'sql', 'pii', 'secrets', 'rate', 'budget', 'repeat', 'acme.length']);
+    expect(registry.list().map((e) => e.name)).toEqual(['regex', 'list', 'json', 'sql', 'pii', 'secrets', 'rate', 'budget', 'repeat', 'prompt_injection', 'acme.length']);
     expect(registry.get('acme.length')).toBe(plugin);
   });
 

@@ -2,6 +2,7 @@ import { IGNORABLE_LITERALS } from '../../src/evaluators/secrets/ignorable.js';
 import { describe, expect, it } from 'vitest';
 import { createDefaultRegistry, secretsEvaluator, type EvaluatorOutcome } from '../../src/evaluators/index.js';
 import { shannonEntropy } from '../../src/evaluators/secrets/entropy.js';
+import { base62, crc32 } from '../../src/evaluators/secrets/checks.js';
 import type { ScanHint } from '../../src/evaluators/types.js';
 
 function run(config: object, value: unknown): EvaluatorOutcome {
@@ -14,19 +15,21 @@ const foundIn = (value: unknown, config: object = {}) => {
 
 // Made-up credentials in the documented formats (none of them is live).
 const b62 = (n: number, seed = 'aB3xK9qZ') => seed.repeat(Math.ceil(n / seed.length)).slice(0, n);
-const AWS = 'AKIAIOSFODNN7EXAMPLE';
-const GHP = `ghp_${b62(36)}`;
+const AWS = 'AKIAQWERTYUIOPASDF7Z';
+// GitHub and npm tokens end with the CRC-32 of their 30 random characters (checks.ts).
+const withCrc = (prefix: string, body = b62(30)) => `${prefix}${body}${base62(crc32(body), 6)}`;
+const GHP = withCrc('ghp_');
 const GH_PAT = `github_pat_11ABCDEFG0${b62(12)}_${b62(59)}`;
 const GLPAT = `glpat-${b62(20)}`;
-const SLACK = `xoxb-123456789012-1234567890123-${b62(24)}`;
-const HOOK = `https://hooks.slack.com/services/T00000000/B00000000/${b62(24)}`;
+const SLACK = `xoxb-293847561029-3948571620394-${b62(24)}`;
+const HOOK = `https://hooks.slack.com/services/T0A9B3C7D/B0E5F1G2H/${b62(24)}`;
 const STRIPE = `sk_live_${b62(24)}`;
 const STRIPE_TEST = `rk_test_${b62(30)}`;
 const OPENAI = `sk-proj-${b62(48)}`;
 const OPENAI_LEGACY = `sk-${b62(20)}T3BlbkFJ${b62(20)}`;
 const ANTHROPIC = `sk-ant-api03-${b62(93)}AA`;
 const GOOGLE = `AIza${b62(35)}`;
-const NPM = `npm_${b62(36)}`;
+const NPM = withCrc('npm_');
 const b64url = (s: string) => Buffer.from(s).toString('base64url');
 const JWT = `${b64url('{"alg":"HS256","typ":"JWT"}')}.${b64url('{"sub":"1234567890","name":"x"}')}.${b62(43)}`;
 const PEM_HEADER = '-----BEGIN RSA PRIVATE KEY-----';
@@ -38,7 +41,7 @@ const truePositives: Case[] = [
   ['aws_access_key', 'temporary ASIAY34FZKBOKMUTVV7A.', 'ASIAY34FZKBOKMUTVV7A'],
   ['github_token', `token=${GHP}`, GHP],
   ['github_token', `"${GH_PAT}"`, GH_PAT],
-  ['github_token', `gho_${b62(36)} `, `gho_${b62(36)}`],
+  ['github_token', `${GHP.replace('ghp_', 'gho_')} `, GHP.replace('ghp_', 'gho_')],
   ['gitlab_token', `use ${GLPAT}.`, GLPAT],
   ['slack_token', SLACK, SLACK],
   ['slack_webhook', `post to ${HOOK} now`, HOOK.slice('https://'.length)],
@@ -110,7 +113,7 @@ describe('secrets: min_entropy', () => {
     expect(run({}, `password=${random}`).matched).toBe(false);
     expect(shannonEntropy('aaaaaaaa')).toBe(0);
     expect(shannonEntropy('abcdefgh')).toBe(3);
-    expect(run({ min_entropy: 3 }, 'password=abcdefgh').matched).toBe(true);
+    expect(run({ min_entropy: 3, allow_placeholders: false }, 'password=abcdefgh').matched).toBe(true);
     expect(run({ min_entropy: 3.1 }, 'password=abcdefgh').matched).toBe(false);
   });
 
@@ -139,9 +142,9 @@ describe('secrets: the outcome', () => {
 
   it('declares the prefixes as its scan hint (lowercased with min_entropy)', () => {
     const aws = secretsEvaluator.compile({ kinds: ['aws_access_key'] }) as ScanHint;
-    expect(aws.scanPrefilter).toEqual({ literals: ['AKIA', 'ASIA', ...IGNORABLE_LITERALS], folded: false });
+    expect(aws.scanPrefilter).toEqual({ literals: ['AKIA', 'ASIA', 'ABIA', 'ACCA', ...IGNORABLE_LITERALS], folded: false });
     const loose = secretsEvaluator.compile({ kinds: ['aws_access_key'], min_entropy: 4 }) as ScanHint;
-    expect(loose.scanPrefilter).toEqual({ literals: ['akia', 'asia', 'key', 'secret', 'token', 'passw', 'pwd', 'credential', ...IGNORABLE_LITERALS], folded: true });
+    expect(loose.scanPrefilter).toEqual({ literals: ['akia', 'asia', 'abia', 'acca', 'key', 'secret', 'token', 'passw', 'pwd', 'credential', ...IGNORABLE_LITERALS], folded: true });
     // The hint holds for every true positive: a text without the literals has no secret.
     const all = secretsEvaluator.compile({}) as ScanHint;
     for (const [, text] of truePositives) expect(all.scanPrefilter!.literals.some((l) => text.includes(l))).toBe(true);

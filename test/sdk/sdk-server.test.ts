@@ -197,7 +197,7 @@ describe('decisions through check()', () => {
     const phone = await sms('call me at (415) 555-2671').catch((e: unknown) => e);
     expect((phone as ControlViolationError).controlName).toBe('sdk-pii');
     expect((phone as ControlViolationError).detail).toBe('found phone (1) "(…1"');
-    const key = await sms('key AKIAIOSFODNN7EXAMPLE').catch((e: unknown) => e);
+    const key = await sms('key AKIAQWERTYUIOPASDF7Z').catch((e: unknown) => e);
     expect((key as ControlViolationError).controlName).toBe('sdk-secrets');
   });
 

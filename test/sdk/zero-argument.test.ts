@@ -53,7 +53,7 @@ describe('a tool with no argument', () => {
   });
 
   it('has its output checked: a secret from a zero-argument tool is withheld', async () => {
-    const leak = agent.control(async () => 'AKIAIOSFODNN7EXAMPLE', { stepName: 'read_keys', type: 'tool' });
+    const leak = agent.control(async () => 'AKIAQWERTYUIOPASDF7Z', { stepName: 'read_keys', type: 'tool' });
     await expect(leak()).rejects.toBeInstanceOf(ControlViolationError);
   });
 

@@ -7,7 +7,11 @@
  */
 import { visibleOf } from './ignorable.js';
 
-export const SECRET_KINDS = [
+import { CONFIG_FORMATS, CONFIG_KINDS } from './config-forms.js';
+import { PROVIDER_FORMATS, PROVIDER_KINDS } from './providers.js';
+import { after, exact, isAlnum, isB64Url, isUpperNum, isWord, runEnd, token, type FormatOf, type ReadResult, type Reader, type ScanState } from './readers.js';
+
+const CORE_KINDS = [
   'aws_access_key',
   'github_token',
   'gitlab_token',
@@ -21,67 +25,18 @@ export const SECRET_KINDS = [
   'jwt',
   'private_key',
 ] as const;
+
+/** Every kind, the core ones first: what `kinds` may name. */
+export const SECRET_KINDS = [...CORE_KINDS, ...PROVIDER_KINDS, ...CONFIG_KINDS] as const;
 export type SecretKind = (typeof SECRET_KINDS)[number];
 
 /** Where a scan found something; false asks it to stop. */
 export type Report = (found: string, at: number) => boolean;
 
-/**
- * What follows a prefix: the end of the token that starts at `at` (the prefix's start), or
- * -1 when none does. `next` is where the scan resumes (past everything read).
- */
-type Reader = (text: string, at: number, afterPrefix: number, scan: ScanState) => { end: number; next: number };
+export type Format = FormatOf<SecretKind>;
 
-/** What one scan remembers: where the next `-----END` is (monotonic, so PEM scans read the text once). */
-interface ScanState {
-  pemEndAt: number;
-}
-
-export interface Format {
-  readonly kind: SecretKind;
-  readonly prefixes: readonly string[];
-  /** Whether the prefix must not follow a letter or digit (`sk-` in `task-…`). */
-  readonly boundary: boolean;
-  readonly read: Reader;
-}
-
-const isDigit = (c: number) => c >= 48 && c <= 57;
-const isUpper = (c: number) => c >= 65 && c <= 90;
-const isLower = (c: number) => c >= 97 && c <= 122;
-const isAlnum = (c: number) => isDigit(c) || isUpper(c) || isLower(c);
-const isUpperNum = (c: number) => isDigit(c) || isUpper(c);
-const isWord = (c: number) => isAlnum(c) || c === 95;
-const isB64Url = (c: number) => isWord(c) || c === 45;
 const isSlackChar = (c: number) => isAlnum(c) || c === 45;
 const isGitlabChar = (c: number) => isB64Url(c) || c === 46;
-
-/** Variable-length tokens are at most this long; a longer run is some other text. */
-const TOKEN_MAX = 512;
-
-/** The end of the run of `accepts` characters from `from` (walked whole, however long). */
-function runEnd(text: string, from: number, accepts: (c: number) => boolean): number {
-  let i = from;
-  while (i < text.length && accepts(text.charCodeAt(i))) i++;
-  return i;
-}
-
-/** A token of `min` to `max` characters of `chars`, not followed by another such character. */
-function token(chars: (c: number) => boolean, min: number, max = TOKEN_MAX): Reader {
-  return (text, _at, after) => {
-    const end = runEnd(text, after, chars);
-    const length = end - after;
-    return { end: length >= min && length <= max ? end : -1, next: Math.max(end, after) };
-  };
-}
-
-/** Like token, and the character after it must not continue a word either. */
-function exact(chars: (c: number) => boolean, length: number, stop: (c: number) => boolean = isWord): Reader {
-  return (text, _at, after) => {
-    const end = runEnd(text, after, chars);
-    const ok = end - after === length && (end >= text.length || !stop(text.charCodeAt(end)));
-    return { end: ok ? end : -1, next: Math.max(end, after) };
-  };
-}
 
 /** `hooks.slack.com/services/T…/B…/…`: three path parts of letters and digits, the last 16+. */
 const readWebhook: Reader = (text, _at, after) => {
@@ -151,36 +106,28 @@ function headerHasAlg(header: string): boolean {
 
 /** `sk-…` and `sk-proj-…` (OpenAI): 32 or more base64url characters; `sk-ant-` is Anthropic's. */
 const openAiToken = token(isB64Url, 32);
-function openAiReader(text: string, at: number, after: number, scan: ScanState): { end: number; next: number } {
+function openAiReader(text: string, at: number, after: number, scan: ScanState): ReadResult {
   return text.startsWith('ant-', after) ? { end: -1, next: after } : openAiToken(text, at, after, scan);
 }
 
-/**
- * A reader that first checks what follows the shared prefix it was found by: one search for
- * `gh` serves the five GitHub prefixes, `xox` the five Slack ones, and so on (each search
- * reads the text once). `rest` are the accepted continuations; the token is read after them.
- */
-function after(rest: readonly string[], read: Reader): Reader {
-  return (text, at, afterPrefix, scan) => {
-    for (const r of rest) if (text.startsWith(r, afterPrefix)) return read(text, at, afterPrefix + r.length, scan);
-    return { end: -1, next: afterPrefix };
-  };
-}
-
 const FORMATS: readonly Format[] = Object.freeze([
-    { kind: 'aws_access_key', prefixes: ['AKIA', 'ASIA'], boundary: true, read: exact(isUpperNum, 16, isAlnum) },
+    { kind: 'aws_access_key', prefixes: ['AKIA', 'ASIA', 'ABIA', 'ACCA'], boundary: true, read: exact(isUpperNum, 16, isAlnum) },
     { kind: 'github_token', prefixes: ['gh'], boundary: true, read: after(['p_', 'o_', 'u_', 's_', 'r_'], exact(isAlnum, 36)) },
     { kind: 'github_token', prefixes: ['github_pat_'], boundary: true, read: token(isWord, 50, 255) },
-    { kind: 'gitlab_token', prefixes: ['glpat-'], boundary: true, read: trimDots(token(isGitlabChar, 20, 255)) },
-    { kind: 'slack_token', prefixes: ['xox'], boundary: true, read: after(['b-', 'a-', 'p-', 'r-', 's-'], token(isSlackChar, 10, 255)) },
+    { kind: 'gitlab_token', prefixes: ['glpat-', 'gldt-', 'glrt-', 'glcbt-', 'glptt-', 'glft-', 'glimt-', 'gloas-', 'glsoat-'], boundary: true, read: trimDots(token(isGitlabChar, 20, 255)) },
+    { kind: 'slack_token', prefixes: ['xox'], boundary: true, read: after(['b-', 'a-', 'p-', 'r-', 's-', 'e.xoxp-', 'e-'], token(isSlackChar, 10, 255)) },
+    { kind: 'slack_token', prefixes: ['xapp-'], boundary: true, read: token(isSlackChar, 20, 255) },
     { kind: 'slack_webhook', prefixes: ['hooks.slack.com/services/'], boundary: false, read: readWebhook },
     { kind: 'stripe_key', prefixes: ['sk_', 'rk_'], boundary: true, read: after(['live_', 'test_'], token(isAlnum, 24, 247)) },
+    { kind: 'stripe_key', prefixes: ['whsec_'], boundary: true, read: token(isAlnum, 32, 64) },
     { kind: 'anthropic_key', prefixes: ['sk-ant-'], boundary: true, read: token(isB64Url, 32) },
     { kind: 'openai_key', prefixes: ['sk-'], boundary: true, read: openAiReader },
     { kind: 'google_api_key', prefixes: ['AIza'], boundary: true, read: exact(isB64Url, 35, isB64Url) },
     { kind: 'npm_token', prefixes: ['npm_'], boundary: true, read: exact(isAlnum, 36) },
     { kind: 'jwt', prefixes: ['eyJ', 'eyA', 'ew'], boundary: true, read: readJwtOrNot },
     { kind: 'private_key', prefixes: ['-----BEGIN '], boundary: false, read: readPem },
+    ...PROVIDER_FORMATS,
+    ...CONFIG_FORMATS,
 ]);
 
 /** A GitLab token may be followed by a full stop that ends the sentence. */
@@ -214,20 +161,65 @@ export function scanSecrets(text: string, formats: readonly Format[], report: (k
   return scanWritten(v.visible, formats, (kind, found) => report(kind, v.written(found)));
 }
 
+/**
+ * Where the prefixes of a list of formats start, by their first two characters: one pass
+ * over the text looks each pair up in a table, and only a pair that starts some prefix is
+ * compared further. Built once per list (a compiled check keeps its list).
+ */
+interface PrefixIndex {
+  /** (c0 << 7 | c1) for ASCII c0, c1 -> 1 + the bucket of the prefixes starting so; 0: none. */
+  readonly pairs: Uint8Array;
+  readonly buckets: ReadonlyArray<ReadonlyArray<{ prefix: string; format: number }>>;
+}
+
+const INDEXES = new WeakMap<readonly Format[], PrefixIndex>();
+
+function indexOf(formats: readonly Format[]): PrefixIndex {
+  let index = INDEXES.get(formats);
+  if (index !== undefined) return index;
+  const pairs = new Uint8Array(128 * 128);
+  const buckets: Array<Array<{ prefix: string; format: number }>> = [];
+  formats.forEach((format, f) => {
+    for (const prefix of format.prefixes) {
+      const key = (prefix.charCodeAt(0) << 7) | prefix.charCodeAt(1);
+      if (pairs[key] === 0) {
+        buckets.push([]);
+        pairs[key] = buckets.length;
+      }
+      buckets[pairs[key]! - 1]!.push({ prefix, format: f });
+    }
+  });
+  index = { pairs, buckets };
+  INDEXES.set(formats, index);
+  return index;
+}
+
+/**
+ * One pass over the text: at each position whose two characters start a prefix, each
+ * format with such a prefix reads its token unless an earlier token of that format covered
+ * the position (per format, the scan resumes after what it read, so it stays linear).
+ */
 function scanWritten(text: string, formats: readonly Format[], report: (kind: SecretKind, found: string) => boolean): boolean {
   const scan: ScanState = { pemEndAt: -1 };
-  for (const format of formats) {
-    for (const prefix of format.prefixes) {
-      let at = text.indexOf(prefix);
-      while (at >= 0) {
-        let next = at + prefix.length;
-        if (!format.boundary || at === 0 || !isAlnum(text.charCodeAt(at - 1))) {
-          const r = format.read(text, at, at + prefix.length, scan);
-          next = Math.max(r.next, next);
-          if (r.end >= 0 && !report(format.kind, text.slice(at, r.end))) return false;
-        }
-        at = text.indexOf(prefix, next);
-      }
+  const { pairs, buckets } = indexOf(formats);
+  const resume = new Array<number>(formats.length).fill(0);
+  const last = text.length - 1;
+  let c1 = text.charCodeAt(0);
+  for (let at = 0; at < last; at++) {
+    const c0 = c1;
+    c1 = text.charCodeAt(at + 1);
+    if ((c0 | c1) >= 128) continue;
+    const b = pairs[(c0 << 7) | c1]!;
+    if (b === 0) continue;
+    const bucket = buckets[b - 1]!;
+    for (let k = 0; k < bucket.length; k++) {
+      const { prefix, format: f } = bucket[k]!;
+      if (at < resume[f]! || !text.startsWith(prefix, at)) continue;
+      const format = formats[f]!;
+      if (format.boundary && at > 0 && isAlnum(text.charCodeAt(at - 1))) continue;
+      const r = format.read(text, at, at + prefix.length, scan);
+      resume[f] = Math.max(r.next, at + prefix.length);
+      if (r.end >= 0 && !report(format.kind, text.slice(r.start ?? at, r.end))) return false;
     }
   }
   return true;

@@ -11,6 +11,8 @@ import { textOf } from '../text.js';
 import { asciiLower, scanHighEntropy, SECRET_NAME_WORDS } from './entropy.js';
 import { formatsFor, prefixesOf, scanSecrets, SECRET_KINDS, type SecretKind } from './formats.js';
 import { IGNORABLE_LITERALS, scanVisible } from './ignorable.js';
+import { checksumHolds, isPlaceholder } from './checks.js';
+import { CONFIG_KINDS } from './config-forms.js';
 
 export const SecretsConfigSchema = z.strictObject({
   kinds: z
@@ -27,6 +29,13 @@ export const SecretsConfigSchema = z.strictObject({
       'Also report values of 8+ characters assigned to names with key, secret, token, passw, pwd or credential ' +
         'whose Shannon entropy is at least this many bits per character (3.5 is a good start); off when absent',
     ),
+  allow_placeholders: z
+    .boolean()
+    .optional()
+    .describe(
+      'true (default): placeholders and documented example keys (AKIAIOSFODNN7EXAMPLE, ghp_xxxx…, ${NPM_TOKEN}) and tokens ' +
+        'failing their provider\'s checksum do not match; false: flag anything shaped like a credential',
+    ),
 });
 export type SecretsConfig = z.infer<typeof SecretsConfigSchema>;
 
@@ -40,14 +49,15 @@ const NO_MATCH: EvaluatorOutcome = Object.freeze({ matched: false, confidence: 1
 export const secretsEvaluator: EvaluatorDefinition = {
   name: 'secrets',
   description:
-    'Finds credentials by their documented formats (AWS, GitHub, GitLab, Slack, Stripe, OpenAI, Anthropic, Google, npm, ' +
-    'JWTs, PEM private keys) and, with min_entropy, high-entropy values named like secrets; never echoes them.',
+    'Finds credentials by their documented formats (AWS, GitHub, GitLab, Slack, Stripe, OpenAI, Anthropic, Google, npm and ' +
+    '47 more providers, JWTs, PEM private keys), in config forms (.npmrc _authToken, connection-string passwords, ' +
+    'Authorization: Bearer) and, with min_entropy, high-entropy values named like secrets; skips placeholders; never echoes them.',
   configSchema: z.toJSONSchema(SecretsConfigSchema, { io: 'input' }),
   zodSchema: SecretsConfigSchema,
   compile(config) {
-    const { kinds, min_entropy } = SecretsConfigSchema.parse(config);
+    const { kinds, min_entropy, allow_placeholders } = SecretsConfigSchema.parse(config);
     const chosen = SECRET_KINDS.filter((k) => kinds === undefined || kinds.includes(k));
-    return Object.assign(checkOf(chosen, min_entropy), hintOf(chosen, min_entropy));
+    return Object.assign(checkOf(chosen, min_entropy, allow_placeholders !== false), hintOf(chosen, min_entropy));
   },
 };
 
@@ -66,7 +76,17 @@ function hintOf(kinds: readonly SecretKind[], minEntropy: number | undefined): S
   return { scanPrefilter: prefilter };
 }
 
-function checkOf(kinds: readonly SecretKind[], minEntropy: number | undefined): CompiledCheck {
+const CONFIG_KIND_SET: ReadonlySet<string> = new Set(CONFIG_KINDS);
+
+/** Kinds whose text is encoded (base64 runs of a key or a JWT): placeholder words cannot show in it. */
+const ENCODED: ReadonlySet<string> = new Set(['private_key', 'jwt']);
+
+/** Whether a find is a real credential rather than a placeholder or a token that was never issued (checks.ts). */
+function real(kind: string, found: string): boolean {
+  return checksumHolds(kind, found) && (ENCODED.has(kind) || !isPlaceholder(found));
+}
+
+function checkOf(kinds: readonly SecretKind[], minEntropy: number | undefined, skipPlaceholders: boolean): CompiledCheck {
   const formats = formatsFor(kinds);
   return (value: unknown, memo?: ValueMemo) => {
     const text = memo ? memo.text(value) : textOf(value);
@@ -78,10 +98,24 @@ function checkOf(kinds: readonly SecretKind[], minEntropy: number | undefined): 
       counts[kind] = (counts[kind] ?? 0) + 1;
       return found.length < MAX_FINDINGS;
     };
-    const going = scanSecrets(text, formats, add);
+    // Config forms are added after the scan: one (a Bearer header holding a JWT, an
+    // _authToken holding an npm token) that repeats what a format found is counted once, as that format.
+    const configFinds: Array<[string, string]> = [];
+    const collect = (kind: string, f: string) => {
+      if (skipPlaceholders && !real(kind, f)) return true;
+      if (!CONFIG_KIND_SET.has(kind)) return add(kind, f);
+      configFinds.push([kind, f]);
+      return found.length + configFinds.length < MAX_FINDINGS;
+    };
+    let going = scanSecrets(text, formats, collect);
+    for (const [kind, f] of configFinds) {
+      if (found.length >= MAX_FINDINGS) break;
+      if (!found.includes(f)) going = add(kind, f) && going;
+    }
     if (going && minEntropy !== undefined) {
       // A value a format already reported is not counted again.
-      const report = (f: string) => (found.some((known) => known.includes(f) || f.includes(known)) ? true : add(HIGH_ENTROPY, f));
+      const report = (f: string) =>
+        found.some((known) => known.includes(f) || f.includes(known)) || (skipPlaceholders && isPlaceholder(f)) ? true : add(HIGH_ENTROPY, f);
       scanVisible(text, (visible, r) => scanHighEntropy(visible, asciiLower(visible, visible === text ? memo?.lower(text) : undefined), minEntropy, r), report);
     }
     if (found.length === 0) return NO_MATCH;

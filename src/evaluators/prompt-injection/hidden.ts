@@ -1,0 +1,171 @@
+/**
+ * Signals in how a text is written rather than what it says: invisible characters, links
+ * that carry data out, instructions hidden in an encoding. PURE, linear: each looks at
+ * every character a bounded number of times, and decoding is capped (DECODE_MAX).
+ */
+
+/** What invisibleIn found: tag characters (not in a flag emoji), bidi controls, zero-width characters inside words. */
+export interface Invisible {
+  tags: number;
+  bidi: number;
+  zeroWidth: number;
+}
+
+/**
+ * Counts the characters that hide text from a reader. Unicode tag characters
+ * (U+E0000..E007F) spell ASCII invisibly; only a subdivision flag (🏴 then tags) uses them
+ * legitimately. Bidi overrides and isolates reorder what is shown. Zero-width characters
+ * are counted only between two letters (emoji and some scripts join with them elsewhere).
+ */
+export function invisibleIn(text: string): Invisible {
+  const out: Invisible = { tags: 0, bidi: 0, zeroWidth: 0 };
+  let inFlag = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0xdb40) {
+      const low = text.charCodeAt(i + 1);
+      if (low >= 0xdc00 && low <= 0xdc7f) {
+        if (!inFlag) out.tags++;
+        // U+E007F CANCEL TAG ends a flag sequence.
+        if (low === 0xdc7f) inFlag = false;
+        i++;
+        continue;
+      }
+    }
+    if (c === 0xd83c && text.charCodeAt(i + 1) === 0xdff4) {
+      inFlag = true;
+      i++;
+      continue;
+    }
+    inFlag = false;
+    if ((c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069)) out.bidi++;
+    else if ((c === 0x200b || c === 0x2060 || c === 0xfeff || c === 0x180e) && i > 0 && isLetter(text.charCodeAt(i - 1)) && isLetter(text.charCodeAt(i + 1))) out.zeroWidth++;
+  }
+  return out;
+}
+
+const isLetter = (c: number) => (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
+
+/** Characters of a link's URL read at most. */
+const URL_MAX = 4096;
+
+/**
+ * A markdown image (`![alt](https://host/path?q=…)`) or an HTML `<img src>` whose URL
+ * carries data: a query with a value, a template placeholder, or a long path segment.
+ * Rendering the image sends the request, with no click: the classic way an injected
+ * prompt has the model leak the conversation. Plain links are not reported.
+ */
+export function exfiltrationLinkIn(plain: string): boolean {
+  for (let at = plain.indexOf('!['); at >= 0; at = plain.indexOf('![', at + 2)) {
+    const close = plain.indexOf('](', at + 2);
+    if (close < 0) break;
+    if (close - at > 512) continue;
+    if (carriesData(urlAt(plain, close + 2))) return true;
+  }
+  for (let at = plain.indexOf('<img'); at >= 0; at = plain.indexOf('<img', at + 4)) {
+    const src = plain.indexOf('src', at + 4);
+    if (src < 0) break;
+    if (src - at > 512) continue;
+    let i = src + 3;
+    while (i < plain.length && (plain[i] === ' ' || plain[i] === '=' || plain[i] === '"' || plain[i] === "'")) i++;
+    if (carriesData(urlAt(plain, i))) return true;
+  }
+  return false;
+}
+
+function urlAt(text: string, from: number): string {
+  let i = from;
+  while (text[i] === ' ' || text[i] === '<') i++;
+  const start = i;
+  const limit = Math.min(text.length, start + URL_MAX);
+  while (i < limit && !/[\s)"'>]/.test(text[i]!)) i++;
+  return text.slice(start, i);
+}
+
+function carriesData(url: string): boolean {
+  if (!/^(?:https?:)?\/\//.test(url)) return false;
+  if (/[?&][^=&#]+=[^&#]/.test(url)) return true;
+  if (/[{$]|%7b|\[[a-z_]+\]/.test(url)) return true;
+  // A path segment of 32+ characters is room for an encoded message.
+  return url.split(/[/?#]/).some((segment) => segment.length >= 32);
+}
+
+/** Bytes decoded per text at most, over all encodings: decoding stays bounded. */
+const DECODE_MAX = 65_536;
+/** A base64 run shorter than this holds too few words to carry an instruction. */
+const BASE64_MIN = 24;
+const HEX_MIN = 32;
+
+/**
+ * The texts hidden in `text`'s encodings: base64 (and base64url) runs, hex runs and
+ * URL-encoded (percent or HTML entity) text, decoded once. A decoded part that is not
+ * mostly printable text is left out.
+ */
+export function decodedParts(text: string): string[] {
+  const parts: string[] = [];
+  let budget = DECODE_MAX;
+  const keep = (decoded: string) => {
+    if (decoded.length > 0 && printable(decoded)) parts.push(decoded);
+  };
+  // One pass over runs of base64 characters; a run long enough is decoded as hex when it
+  // is all hex digits (32+), else as base64.
+  const n = text.length;
+  let i = 0;
+  while (i < n && budget > 0) {
+    while (i < n && !isB64Char(text.charCodeAt(i))) i++;
+    const start = i;
+    let hexOnly = true;
+    while (i < n && isB64Char(text.charCodeAt(i))) {
+      if (hexOnly && !isHexChar(text.charCodeAt(i))) hexOnly = false;
+      i++;
+    }
+    for (let pad = 0; pad < 2 && i < n && text.charCodeAt(i) === 61; pad++) i++;
+    if (i - start < BASE64_MIN) continue;
+    const run = text.slice(start, Math.min(i, start + budget));
+    budget -= run.length;
+    if (hexOnly) {
+      if (run.length >= HEX_MIN) keep(Buffer.from(run.slice(0, run.length - (run.length % 2)), 'hex').toString('utf8'));
+      continue;
+    }
+    keep(Buffer.from(run, run.includes('-') || run.includes('_') ? 'base64url' : 'base64').toString('utf8'));
+  }
+  // Hex written in pairs with a space or colon between them (`41 42 43`, `41:42:43`).
+  for (const m of text.matchAll(/(?:[0-9a-fA-F]{2}[ :]){15,}[0-9a-fA-F]{2}/g)) {
+    if (budget <= 0) break;
+    const hex = m[0].replace(/[ :]/g, '').slice(0, budget);
+    budget -= hex.length;
+    if (hex.length >= HEX_MIN) keep(Buffer.from(hex.slice(0, hex.length - (hex.length % 2)), 'hex').toString('utf8'));
+  }
+  if (budget > 0 && /%[0-9a-fA-F]{2}|&#x?[0-9a-fA-F]+;/.test(text)) {
+    keep(unescapeText(text.slice(0, budget)));
+  }
+  return parts;
+}
+
+const isB64Char = (c: number) => (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 43 || c === 47 || c === 45 || c === 95;
+const isHexChar = (c: number) => (c >= 48 && c <= 57) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102);
+
+/** Percent-encoding and numeric HTML entities decoded; what does not decode stays as it is. */
+function unescapeText(text: string): string {
+  const entities = text.replace(/&#(x[0-9a-f]+|\d+);/gi, (whole, code: string) => {
+    const n = code[0] === 'x' || code[0] === 'X' ? parseInt(code.slice(1), 16) : parseInt(code, 10);
+    return n > 0 && n <= 0x10ffff ? String.fromCodePoint(n) : whole;
+  });
+  return entities.replace(/(?:%[0-9a-fA-F]{2})+/g, (run) => {
+    try {
+      return decodeURIComponent(run);
+    } catch {
+      return run;
+    }
+  });
+}
+
+/** Mostly printable text: at least 85 % of the characters are not control or replacement characters. */
+function printable(s: string): boolean {
+  let bad = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if ((c < 32 && c !== 9 && c !== 10 && c !== 13) || c === 0xfffd) bad++;
+  }
+  return bad <= s.length * 0.15;
+}

@@ -1,0 +1,84 @@
+/**
+ * What tells a real credential from text shaped like one, for the `secrets` evaluator:
+ * the checksums some providers put in their tokens, and the placeholders documentation
+ * and sample configs use (`AKIAIOSFODNN7EXAMPLE`, `ghp_xxxx…`, `${NPM_TOKEN}`). Masking
+ * (sensitive.ts) and redaction by value use neither: they hide whatever has the shape. PURE.
+ */
+
+const CRC_TABLE = (() => {
+  const table = new Uint32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    table[n] = c >>> 0;
+  }
+  return table;
+})();
+
+/** CRC-32 (IEEE 802.3, as zlib computes it) of an ASCII string. */
+export function crc32(text: string): number {
+  let crc = 0xffffffff;
+  for (let i = 0; i < text.length; i++) crc = CRC_TABLE[(crc ^ text.charCodeAt(i)) & 0xff]! ^ (crc >>> 8);
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** `n` in base 62 (digits, then A-Z, then a-z), left-padded with `0` to `width`. */
+export function base62(n: number, width: number): string {
+  let out = '';
+  let v = n;
+  do {
+    out = BASE62[v % 62]! + out;
+    v = Math.floor(v / 62);
+  } while (v > 0);
+  return out.padStart(width, '0');
+}
+
+/**
+ * GitHub's tokens since 2021 (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`) and npm's (`npm_`):
+ * 30 random characters, then the CRC-32 of those 30 in base 62 over 6 characters
+ * (github.blog, 2021-04-05 and 2021-09-23). A token failing it was never issued.
+ */
+export function checksumHolds(kind: string, token: string): boolean {
+  if (kind === 'npm_token' || (kind === 'github_token' && token.charCodeAt(3) === 95)) return prefixedCrcHolds(token);
+  return true;
+}
+
+function prefixedCrcHolds(token: string): boolean {
+  const body = token.slice(4);
+  if (body.length !== 36) return true;
+  return base62(crc32(body.slice(0, 30)), 6) === body.slice(30);
+}
+
+/** Words that documentation and sample configs put in place of a credential. */
+const PLACEHOLDER_WORDS = ['example', 'sample', 'dummy', 'placeholder', 'redacted', 'your_', 'your-', 'yourtoken', 'yourkey', 'insert', 'replace', 'changeme', 'fake', 'xxxx', '****', '....'];
+/** Whole values that stand for a password in documentation (`postgres://user:password@host`). */
+const PLACEHOLDER_VALUES = new Set(['password', 'passwd', 'pass', 'pwd', 'pw', 'secret', 'token', 'apikey', 'api_key']);
+/** AWS's documented example secret key (its key id, AKIAIOSFODNN7EXAMPLE, holds "example"). */
+const DOCUMENTED = ['wjalrxutnfemi/k7mdeng'];
+
+/**
+ * Whether `found` is a placeholder rather than a credential: it holds a placeholder word
+ * or a documented example, ends with `here` (`TokenHere`), a run of 6 identical characters (`000000`, `aaaaaa`), a run of 8
+ * consecutive ones (`abcdefgh`, `12345678`), or is a template reference (`${…}`, `{{…}}`,
+ * `<…>`, `%…%`, `$NAME`). A random token holds none of these but with negligible odds.
+ */
+export function isPlaceholder(found: string): boolean {
+  const low = found.toLowerCase();
+  if (PLACEHOLDER_VALUES.has(low) || low.endsWith('here')) return true;
+  for (const w of PLACEHOLDER_WORDS) if (low.includes(w)) return true;
+  for (const d of DOCUMENTED) if (low.includes(d)) return true;
+  const first = found.charCodeAt(0);
+  if (first === 36 || first === 60 || first === 123 || first === 37) return true;
+  let same = 1;
+  let rising = 1;
+  for (let i = 1; i < found.length; i++) {
+    const c = found.charCodeAt(i);
+    const p = found.charCodeAt(i - 1);
+    same = c === p ? same + 1 : 1;
+    rising = c === p + 1 ? rising + 1 : 1;
+    if (same >= 6 || rising >= 8) return true;
+  }
+  return false;
+}
