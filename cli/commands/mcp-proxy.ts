@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { McpUpstream } from '../../src/adapters/mcp.js';
+import { ENV_NAME } from '../../src/adapters/mcp-env.js';
 import { UserError } from '../../src/errors.js';
 import { init, UnguardedAgentError, type GuardAgent, type GuardLogger } from '../../src/sdk/index.js';
 import { DISCLOSURES, type Disclosure } from '../../src/sdk/verdict.js';
@@ -10,6 +11,7 @@ export interface McpProxyFlags extends ConnectionFlags {
   agent?: string;
   upstreamUrl?: string;
   header?: string[];
+  passEnv?: string[];
   mcpServerName?: string;
   requestTimeout?: string;
   disclosure?: string;
@@ -37,6 +39,7 @@ export function registerMcpProxy(program: Command): void {
       .requiredOption('--agent <name>', 'the agent whose controls apply (registered at start)')
       .option('--upstream-url <url>', 'a streamable-HTTP MCP server instead of a command')
       .option('--header <name:value>', 'an HTTP header for --upstream-url (repeatable)', (v: string, all: string[] = []) => [...all, v])
+      .option('--pass-env <NAME>', "pass this variable of the proxy's environment to the MCP server (repeatable; by default it gets only PATH, HOME, locale and temp-directory variables, never GUARD_API_KEY)", (v: string, all: string[] = []) => [...all, v])
       .option('--mcp-server-name <name>', "context.mcp_server of each step (default: the server's own name)")
       .option('--request-timeout <duration>', 'answer a request the MCP server has not answered after this long with an error; 0: never (default 120s)')
       .option('--disclosure <level>', `how much of the deciding control the model reads: ${DISCLOSURES.join(', ')} (default minimal)`)
@@ -68,7 +71,7 @@ export function planMcpProxy(command: string[], flags: McpProxyFlags): McpProxyP
     if (executable === undefined) {
       throw new UserError('no MCP server to guard', 'give its command after --, for example: guardctl mcp-proxy --agent a -- npx some-mcp-server');
     }
-    upstream = { command: executable, args };
+    upstream = { command: executable, args, passEnv: passEnvOf(flags.passEnv ?? []) };
   }
   const disclosure = (flags.disclosure ?? 'minimal') as Disclosure;
   if (!DISCLOSURES.includes(disclosure)) throw new UserError(`--disclosure must be one of ${DISCLOSURES.join(', ')}`);
@@ -91,6 +94,14 @@ function requestTimeoutOf(text: string | undefined): number {
   } catch {
     throw new UserError(`--request-timeout "${text}" is not a duration`, 'write it as 120s, 500ms or 2m (0: never)');
   }
+}
+
+function passEnvOf(names: string[]): string[] {
+  const all = names.flatMap((n) => n.split(',')).map((n) => n.trim()).filter((n) => n !== '');
+  for (const name of all) {
+    if (!ENV_NAME.test(name)) throw new UserError(`--pass-env "${name}" is not an environment variable name`, 'give the name only, for example --pass-env GITHUB_TOKEN');
+  }
+  return all;
 }
 
 function headersOf(pairs: string[]): Record<string, string> {

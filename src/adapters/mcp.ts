@@ -16,6 +16,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { GuardAgent } from '../sdk/agent.js';
 import type { AdapterOptions } from './decisions.js';
+import { upstreamEnv } from './mcp-env.js';
 import { McpRelay } from './mcp-relay.js';
 import { ChildProcessTransport, StdioLineServerTransport, type LineEvents } from './mcp-stdio.js';
 
@@ -26,7 +27,15 @@ export type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 
 /** The MCP server behind the proxy: a command to start (stdio) or a streamable-HTTP URL. */
 export type McpUpstream =
-  | { command: string; args?: string[]; cwd?: string; env?: Record<string, string> }
+  | {
+      command: string;
+      args?: string[];
+      cwd?: string;
+      /** Names of this process's environment the server gets besides PATH, HOME and the like (mcp-env.ts). */
+      passEnv?: string[];
+      /** Values set for the server. */
+      env?: Record<string, string>;
+    }
   | { url: string; headers?: Record<string, string> };
 
 export interface McpProxyOptions extends AdapterOptions {
@@ -74,8 +83,8 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
     : new ChildProcessTransport({
         command: upstream.command,
         args: upstream.args ?? [],
-        // The server runs as it would without the proxy: with this process's environment.
-        env: { ...definedEnv(process.env), ...upstream.env },
+        // Never the gateway's whole environment: it holds the guard's own credentials.
+        env: upstreamEnv(process.env, upstream.passEnv, upstream.env),
         cwd: upstream.cwd,
         maxMessageBytes: maxBufferSize,
       });
@@ -98,12 +107,16 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
     onProtocolVersion: (version) => (server as Partial<StreamableHTTPClientTransport>).setProtocolVersion?.(version),
   });
 
-  const stop = async (exit: McpProxyExit): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
-    relay.close();
-    await Promise.allSettled([server.close(), client.close()]);
-    finish(exit);
+  // Every caller waits for the same stop: close() after the client went away returns once the server is ended too.
+  let stopped: Promise<void> | undefined;
+  const stop = (exit: McpProxyExit): Promise<void> => {
+    stopped ??= (async () => {
+      stopping = true;
+      relay.close();
+      await Promise.allSettled([server.close(), client.close()]);
+      finish(exit);
+    })();
+    return stopped;
   };
 
   server.onmessage = (message: JSONRPCMessage) => relay.fromServer(message);
@@ -148,10 +161,4 @@ function isParseError(error: Error): boolean {
 function sizeText(bytes: number): string {
   const mib = bytes / (1024 * 1024);
   return Number.isInteger(mib) ? `${mib} MiB` : `${bytes} bytes`;
-}
-
-function definedEnv(env: NodeJS.ProcessEnv): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(env)) if (value !== undefined) out[key] = value;
-  return out;
 }

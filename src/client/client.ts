@@ -19,6 +19,7 @@ import {
   type Stage,
   type ShadowReport,
   type Step,
+  type StepType,
   AgentRecordSchema,
 } from '../model/index.js';
 import { ResponseShapeError } from './errors.js';
@@ -86,7 +87,7 @@ export type AgentRegistrationBody = {
   agent_description?: string;
   agent_version?: string;
   steps?: Array<{
-    type: 'tool' | 'llm';
+    type: StepType;
     name: string;
     description?: string;
     input_schema?: Record<string, unknown>;

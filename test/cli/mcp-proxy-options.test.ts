@@ -16,6 +16,7 @@ describe('guardctl mcp-proxy options', () => {
       headers: { Authorization: 'Bearer x' },
     });
     expect(planMcpProxy(['x'], { agent: 'a', requestTimeout: '0' }).requestTimeoutMs).toBe(0);
+    expect(planMcpProxy(['x'], { agent: 'a', passEnv: ['GITHUB_TOKEN', 'A,B'] }).upstream).toMatchObject({ passEnv: ['GITHUB_TOKEN', 'A', 'B'] });
     expect(planMcpProxy(['x'], { agent: 'a', requestTimeout: '2s', disclosure: 'full', failOpen: true })).toMatchObject({
       requestTimeoutMs: 2000, disclosure: 'full', failOpen: true,
     });
@@ -26,6 +27,7 @@ describe('guardctl mcp-proxy options', () => {
     ['nothing to guard', [], { agent: 'a' }, /no MCP server to guard/],
     ['both a command and a URL', ['x'], { agent: 'a', upstreamUrl: 'http://h/mcp' }, /either a command after -- or --upstream-url/],
     ['a URL that is not http', [], { agent: 'a', upstreamUrl: 'file:///etc/passwd' }, /not an http\(s\) URL/],
+    ['a --pass-env that is not a name', ['x'], { agent: 'a', passEnv: ['TOKEN=abc'] }, /--pass-env "TOKEN=abc" is not an environment variable name/],
     ['a bad header', [], { agent: 'a', upstreamUrl: 'http://h/mcp', header: ['novalue'] }, /not name:value/],
     ['a bad timeout', ['x'], { agent: 'a', requestTimeout: 'soon' }, /--request-timeout "soon" is not a duration/],
     ['an unknown disclosure', ['x'], { agent: 'a', disclosure: 'all' }, /--disclosure must be one of minimal, name, full/],

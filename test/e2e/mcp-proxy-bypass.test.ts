@@ -96,7 +96,7 @@ let seq = 0;
 async function start(extra: string[] = [], env: Record<string, string> = {}): Promise<RawClient> {
   const log = join(dir, `calls-${++seq}.log`);
   writeFileSync(log, '');
-  const child = spawn(process.execPath, [cli, 'mcp-proxy', '--agent', AGENT, '--server', guardServer.url, ...extra, '--', process.execPath, fixture], {
+  const child = spawn(process.execPath, [cli, 'mcp-proxy', '--agent', AGENT, '--server', guardServer.url, '--pass-env', 'MCP_FIXTURE_LOG,MCP_FIXTURE_LENIENT,MCP_FIXTURE_FLOOD_BYTES', ...extra, '--', process.execPath, fixture], {
     env: { ...process.env, MCP_FIXTURE_LOG: log, MCP_FIXTURE_LENIENT: '1', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -318,7 +318,7 @@ describe('an agent with no controls (issue #34 item 10)', () => {
   it('starts with --allow-unguarded, and says on stderr that nothing is checked', async () => {
     const log = join(dir, 'unguarded.log');
     writeFileSync(log, '');
-    const child = spawn(process.execPath, [cli, 'mcp-proxy', '--agent', 'brand-new-agent', '--allow-unguarded', '--server', guardServer.url, '--', process.execPath, fixture], {
+    const child = spawn(process.execPath, [cli, 'mcp-proxy', '--agent', 'brand-new-agent', '--allow-unguarded', '--server', guardServer.url, '--pass-env', 'MCP_FIXTURE_LOG', '--', process.execPath, fixture], {
       env: { ...process.env, MCP_FIXTURE_LOG: log },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
