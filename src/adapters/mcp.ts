@@ -11,12 +11,12 @@
  * untouched (mcp-relay.ts). `execution: sdk` controls run in this process.
  */
 import { basename } from 'node:path';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { GuardAgent } from '../sdk/agent.js';
 import type { AdapterOptions } from './decisions.js';
 import { upstreamEnv } from './mcp-env.js';
+import { HttpUpstreamTransport } from './mcp-http-upstream.js';
 import { McpRelay } from './mcp-relay.js';
 import { ChildProcessTransport, StdioLineServerTransport, type LineEvents } from './mcp-stdio.js';
 
@@ -79,7 +79,7 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
   const upstream = options.upstream;
   const isHttp = 'url' in upstream;
   const server: Transport & LineEvents = isHttp
-    ? new StreamableHTTPClientTransport(new URL(upstream.url), { requestInit: { headers: upstream.headers ?? {} } })
+    ? new HttpUpstreamTransport(new URL(upstream.url), upstream.headers ?? {})
     : new ChildProcessTransport({
         command: upstream.command,
         args: upstream.args ?? [],
@@ -104,7 +104,7 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
     requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS,
     report,
     onDecision: options.onDecision,
-    onProtocolVersion: (version) => (server as Partial<StreamableHTTPClientTransport>).setProtocolVersion?.(version),
+    onProtocolVersion: (version) => (server as Partial<HttpUpstreamTransport>).setProtocolVersion?.(version),
   });
 
   // Every caller waits for the same stop: close() after the client went away returns once the server is ended too.
