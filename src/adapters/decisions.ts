@@ -11,6 +11,8 @@ export interface GuardDecision {
   step: StepInput;
   stage: Stage;
   verdict: Verdict;
+  /** The client session the step belongs to (the MCP gateway's HTTP face: its Mcp-Session-Id). */
+  sessionId?: string;
 }
 
 export interface AdapterOptions {
@@ -22,9 +24,9 @@ export interface AdapterOptions {
 }
 
 /** Checks one stage of a step and reports the verdict. */
-export async function decide(guard: GuardAgent, step: StepInput, stage: Stage, options: AdapterOptions): Promise<Verdict> {
+export async function decide(guard: GuardAgent, step: StepInput, stage: Stage, options: AdapterOptions, sessionId?: string): Promise<Verdict> {
   const verdict = await guard.verdict(step, stage);
-  options.onDecision?.({ step, stage, verdict });
+  options.onDecision?.({ step, stage, verdict, ...(sessionId !== undefined && { sessionId }) });
   return verdict;
 }
 

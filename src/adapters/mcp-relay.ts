@@ -35,7 +35,7 @@ import {
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
 import { decide, type AdapterOptions } from './decisions.js';
-import { CHECKED_METHODS, isCheckedMethodMisspelt, refusal, stepOf, taskIdOf } from './mcp-steps.js';
+import { CHECKED_METHODS, isCheckedMethodMisspelt, refusal, stepOf, stepText, taskIdOf } from './mcp-steps.js';
 import { newPending, PendingTable, type Outcome, type Pending } from './mcp-pending.js';
 import { folded, messageOf, shown } from './mcp-text.js';
 import { UpstreamTools } from './mcp-tools.js';
@@ -51,6 +51,8 @@ export interface RelayOptions extends AdapterOptions {
   /** A forwarded request the server has not answered after this long is answered with an error; 0: never. */
   requestTimeoutMs: number;
   report(line: string): void;
+  /** The client's session (HTTP face): every check of this relay belongs to it. */
+  sessionId?: (() => string | undefined) | undefined;
   /** The server's protocol version, once initialize is answered (the HTTP transport sends it as a header). */
   onProtocolVersion?(version: string): void;
 }
@@ -226,7 +228,7 @@ export class McpRelay {
     pending.task = made.task;
     let verdict: Verdict;
     try {
-      verdict = await decide(this.o.guard, step, 'pre', this.o);
+      verdict = await this.#decide(step, 'pre');
     } catch (error) {
       if (pending.settled) return;
       this.o.report(`checking ${what} failed: ${messageOf(error)}`);
@@ -263,7 +265,7 @@ export class McpRelay {
   async #checkOutput(id: RequestId, step: StepInput, answer: JSONRPCMessage, output: unknown): Promise<JSONRPCMessage> {
     let verdict: Verdict;
     try {
-      verdict = await decide(this.o.guard, { ...step, output }, 'post', this.o);
+      verdict = await this.#decide({ ...step, output }, 'post');
     } catch (error) {
       this.o.report(`checking the answer to ${stepText(step)} failed: ${messageOf(error)}`);
       return { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'the guard could not check the answer to this request' } };
@@ -282,7 +284,7 @@ export class McpRelay {
     for (const step of calls) {
       let verdict: Verdict;
       try {
-        verdict = await decide(this.o.guard, { ...step, output }, 'post', this.o);
+        verdict = await this.#decide({ ...step, output }, 'post');
       } catch (error) {
         this.o.report(`withheld a ${shown(notification.method)} notification of the MCP server sent during ${stepText(step)}: checking it failed: ${messageOf(error)}`);
         return null;
@@ -299,6 +301,11 @@ export class McpRelay {
   /** The steps the server is working on (tool calls, reads, prompts). */
   #pendingCalls(): StepInput[] {
     return [...this.#pending.forwardedRequests()].flatMap((p) => (p.step && !p.settled ? [p.step] : []));
+  }
+
+  /** Every check of the relay: the step, as part of the client's session. */
+  #decide(step: StepInput, stage: 'pre' | 'post'): Promise<Verdict> {
+    return decide(this.o.guard, step, stage, this.o, this.o.sessionId?.());
   }
 
   /** Sends what the server sent in the order it sent it, however long each check takes. */
@@ -387,12 +394,6 @@ export class McpRelay {
     if (this.#closed && side === 'server') return;
     to.send(message).catch((error: unknown) => this.o.report(`could not send to the ${side}: ${messageOf(error)}`));
   }
-}
-
-/** How a step is named in the operator's reports: `tools/call "run_sql"`. */
-function stepText(step: StepInput): string {
-  const method = step.type === 'resource' ? 'resources/read' : step.type === 'prompt' ? 'prompts/get' : 'tools/call';
-  return `${method} ${shown(step.name)}`;
 }
 
 /** Tasks whose result a client may still fetch; a client starting more loses the oldest. */

@@ -16,7 +16,7 @@ import { ErrorCode, type JSONRPCMessage, type RequestId } from '@modelcontextpro
 import type { StepType } from '../model/index.js';
 import type { StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
-import { folded } from './mcp-text.js';
+import { folded, shown } from './mcp-text.js';
 
 /** The methods whose requests are steps (or, for tasks/result, the output of one). */
 export const CHECKED_METHODS: ReadonlySet<string> = new Set(['tools/call', 'resources/read', 'prompts/get', 'tasks/result']);
@@ -83,6 +83,12 @@ export function refusal(id: RequestId, type: StepType, verdict: Verdict): JSONRP
   const message = verdict.message!;
   if (type === 'tool') return { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: message }], isError: true } };
   return { jsonrpc: '2.0', id, error: { code: ErrorCode.InvalidRequest, message } };
+}
+
+/** How a step is named in the operator's reports: `tools/call "run_sql"`. */
+export function stepText(step: StepInput): string {
+  const method = step.type === 'resource' ? 'resources/read' : step.type === 'prompt' ? 'prompts/get' : 'tools/call';
+  return `${method} ${shown(step.name)}`;
 }
 
 function invalid(message: string, report?: string): StepOf {

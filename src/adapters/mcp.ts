@@ -52,6 +52,8 @@ export interface McpProxyOptions extends AdapterOptions {
   requestTimeoutMs?: number;
   /** Largest message read from either side, in bytes. Default 64 MiB (results of 10 MB and more pass). */
   maxMessageBytes?: number;
+  /** The client's session, for the HTTP face: reported with each decision (GuardDecision.sessionId). */
+  sessionId?: () => string | undefined;
   /** Where the proxy reports problems (a line each); default: stderr, as stdout carries MCP. */
   report?: (line: string) => void;
 }
@@ -104,6 +106,7 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
     requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS,
     report,
     onDecision: options.onDecision,
+    sessionId: options.sessionId,
     onProtocolVersion: (version) => (server as Partial<HttpUpstreamTransport>).setProtocolVersion?.(version),
   });
 

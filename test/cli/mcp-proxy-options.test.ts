@@ -38,4 +38,29 @@ describe('guardctl mcp-proxy options', () => {
       expect(() => planMcpProxy(command, flags)).toThrow(message);
     });
   }
+
+  describe('--listen', () => {
+    const env = { GUARD_MCP_TOKEN: 'secret' };
+    it('reads host:port and authenticates with GUARD_MCP_TOKEN by default', () => {
+      expect(planMcpProxy(['x'], { agent: 'a', listen: '127.0.0.1:8080' }, env).listen).toEqual({
+        host: '127.0.0.1', port: 8080, auth: 'token', token: 'secret', allowedOrigins: [], maxSessions: 1000,
+      });
+      expect(planMcpProxy(['x'], { agent: 'a', listen: '[::1]:0', auth: false }, {}).listen).toMatchObject({ host: '::1', port: 0, auth: 'none' });
+      expect(planMcpProxy(['x'], { agent: 'a', listen: '0.0.0.0:80', authGuardKeys: true }, {}).listen).toMatchObject({ auth: 'guard-keys', token: undefined });
+      expect(planMcpProxy(['x'], { agent: 'a', listen: 'localhost:1', allowOrigin: ['https://app.example.com'], maxSessions: '5' }, env).listen)
+        .toMatchObject({ allowedOrigins: ['https://app.example.com'], maxSessions: 5 });
+    });
+
+    it.each([
+      ['no credential configured', { listen: '127.0.0.1:8080' }, {}, /needs a way to authenticate clients/],
+      ['--no-auth off loopback', { listen: '0.0.0.0:8080', auth: false }, env, /--no-auth is allowed on a loopback address only/],
+      ['--no-auth on a rebindable name', { listen: 'gateway.internal:8080', auth: false }, env, /loopback address only/],
+      ['not host:port', { listen: '8080' }, env, /is not host:port/],
+      ['a port out of range', { listen: '127.0.0.1:70000' }, env, /is not host:port/],
+      ['a bad origin', { listen: '127.0.0.1:1', allowOrigin: ['app.example.com'] }, env, /is not an origin/],
+      ['a bad session bound', { listen: '127.0.0.1:1', maxSessions: '0' }, env, /--max-sessions "0"/],
+    ] as const)('refuses %s', (_label, flags, environment, message) => {
+      expect(() => planMcpProxy(['x'], { agent: 'a', ...flags, allowOrigin: 'allowOrigin' in flags ? [...flags.allowOrigin] : undefined }, environment)).toThrow(message);
+    });
+  });
 });
