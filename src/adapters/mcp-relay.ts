@@ -17,8 +17,7 @@
  *   cannot pair an unchecked request with a tool's result; a request whose id is already
  *   pending is refused.
  *
- * Every client request forwarded to the server is tracked until answered, so that a
- * server that exits, hangs or garbles its output leaves no client request unanswered.
+ * Every forwarded request is tracked until answered: a server that exits, hangs or garbles its output leaves none unanswered.
  */
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
@@ -35,7 +34,7 @@ import {
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
 import { decide, type AdapterOptions } from './decisions.js';
-import { CHECKED_METHODS, isCheckedMethodMisspelt, refusal, stepOf, stepText, taskIdOf } from './mcp-steps.js';
+import { CHECKED_METHODS, isCheckedMethodMisspelt, refusal, stepOf, stepText, taskIdOf, toolError } from './mcp-steps.js';
 import { newPending, PendingTable, type Outcome, type Pending } from './mcp-pending.js';
 import { folded, messageOf, shown } from './mcp-text.js';
 import { UpstreamTools } from './mcp-tools.js';
@@ -60,8 +59,7 @@ export interface RelayOptions extends AdapterOptions {
 export class McpRelay {
   readonly #pending = new PendingTable();
   readonly #tools: UpstreamTools;
-  /** Tasks started by checked tools/calls: their result is checked as the call's output. */
-  readonly #tasks = new Map<string, StepInput>();
+  readonly #tasks = new Map<string, StepInput>(); // started by checked tools/calls: their result is checked as the call's output
   #serverName: string;
   #closed = false;
   #toClient: Promise<void> = Promise.resolve();
@@ -221,7 +219,9 @@ export class McpRelay {
       if (pending.settled) return;
       if (!declared.has(step.name)) {
         this.o.report(`refused ${what}: not a tool the MCP server declared`);
-        return refuse(ErrorCode.InvalidParams, `${shown(step.name)} is not a tool the MCP server declared (tool names are compared exactly)`);
+        // As MCP servers answer an unknown tool: a tool error the model reads, so the gateway changes no answer.
+        this.#pending.settle(pending);
+        return this.#send(this.o.client, toolError(request.id, `MCP error ${ErrorCode.InvalidParams}: ${shown(step.name)} is not a tool the MCP server declared (tool names are compared exactly)`), 'client');
       }
     }
     pending.step = step;

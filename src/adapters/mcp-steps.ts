@@ -81,8 +81,12 @@ export function taskIdOf(result: Record<string, unknown>): string | null {
  */
 export function refusal(id: RequestId, type: StepType, verdict: Verdict): JSONRPCMessage {
   const message = verdict.message!;
-  if (type === 'tool') return { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: message }], isError: true } };
-  return { jsonrpc: '2.0', id, error: { code: ErrorCode.InvalidRequest, message } };
+  return type === 'tool' ? toolError(id, message) : { jsonrpc: '2.0', id, error: { code: ErrorCode.InvalidRequest, message } };
+}
+
+/** A tool's failure as MCP reports it: a result the model reads. */
+export function toolError(id: RequestId, text: string): JSONRPCMessage {
+  return { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text }], isError: true } };
 }
 
 /** How a step is named in the operator's reports: `tools/call "run_sql"`. */

@@ -118,8 +118,9 @@ describe('tool names are compared exactly as the server declared them', () => {
     const spellings = ['RUN_SQL', 'Run_Sql', 'run_sql ', ' run_sql', 'run_sql\t', 'run_sql\u00a0', 'run_sql\u200b', '\ufeffrun_sql', 'run_sql\u2060', 'run_\u017fql', '\uff32\uff35\uff2e\uff3f\uff33\uff31\uff2c'];
     for (const name of spellings) {
       const answer = await client.call(name, { query: `DROP TABLE orders -- ${spellings.indexOf(name)}` });
-      expect(answer.error?.code, JSON.stringify(name)).toBe(-32602);
-      expect(answer.error?.message).toContain('not a tool the MCP server declared');
+      // Answered as MCP servers answer an unknown tool: a tool error.
+      expect(answer.result?.isError, JSON.stringify(name)).toBe(true);
+      expect(JSON.stringify(answer.result)).toContain('not a tool the MCP server declared');
     }
     expect(client.reached()).not.toContain('DROP');
     // The exact name is the step name: the control scoped to run_sql still denies.
