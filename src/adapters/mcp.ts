@@ -111,14 +111,18 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
   });
 
   // Every caller waits for the same stop: close() after the client went away returns once the server is ended too.
+  // Set before anything runs: closing a side calls its onclose, which calls stop again (re-entrantly).
   let stopped: Promise<void> | undefined;
   const stop = (exit: McpProxyExit): Promise<void> => {
-    stopped ??= (async () => {
-      stopping = true;
-      relay.close();
-      await Promise.allSettled([server.close(), client.close()]);
+    if (stopped) return stopped;
+    stopping = true;
+    let settle!: () => void;
+    stopped = new Promise((resolve) => (settle = resolve));
+    relay.close();
+    void Promise.allSettled([server.close(), client.close()]).then(() => {
       finish(exit);
-    })();
+      settle();
+    });
     return stopped;
   };
 
