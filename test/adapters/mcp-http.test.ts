@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateMessageRequestSchema, ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { GuardDecision } from '../../src/adapters/decisions.js';
 import { startMcpHttpGateway, type McpHttpAuth, type McpHttpGateway } from '../../src/adapters/mcp-http.js';
@@ -95,6 +95,32 @@ describe('guardctl mcp-proxy --listen', () => {
     expect((await client.getPrompt({ name: 'summarise', arguments: { table: 'orders' } })).messages[0]!.content).toMatchObject({ text: 'Summarise orders' });
     const image = (await client.callTool({ name: 'image', arguments: {} }, CallToolResultSchema)) as CallToolResult;
     expect(image.content[0]).toMatchObject({ type: 'image', mimeType: 'image/png' });
+  });
+
+  it('relays the progress notifications of a call', { timeout: 30_000 }, async () => {
+    const { gw } = await gateway();
+    const { client } = await connect(gw.url);
+    const progress: number[] = [];
+    const slow = (await client.callTool({ name: 'slow', arguments: { steps: 3 } }, CallToolResultSchema, { onprogress: (p) => progress.push(p.progress) })) as CallToolResult;
+    expect(textOf(slow)).toBe('done in 3 steps');
+    expect(progress).toEqual([1, 2, 3]);
+  });
+
+  it('relays elicitation and sampling of the reference everything server (stdio, a process per session)', { timeout: 30_000 }, async () => {
+    const guard = new GuardAgent({ agentName: 'http-face', serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, [blockDrop]);
+    const everything = join(root, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
+    const gw = await startMcpHttpGateway({ guard, upstream: { command: process.execPath, args: [everything, 'stdio'] }, host: '127.0.0.1', port: 0, auth: { none: true }, report: () => undefined });
+    cleanup.push(async () => {
+      await gw.close();
+      await guard.shutdown();
+    });
+    const client = new Client({ name: 'http-test', version: '1.0.0' }, { capabilities: { elicitation: { form: {} }, sampling: {} } });
+    client.setRequestHandler(ElicitRequestSchema, () => ({ action: 'accept', content: { name: 'Ada', check: true, email: 'ada@example.com', integer: 5, number: 2, enums: 'value1', untitledSingleSelectEnum: 'value1', titledSingleSelectEnum: 'value1', untitledMultipleSelectEnum: ['value1'], titledMultipleSelectEnum: ['value1'], legacyTitledEnum: 'value1' } }));
+    client.setRequestHandler(CreateMessageRequestSchema, () => ({ role: 'assistant', content: { type: 'text', text: 'sampled reply' }, model: 'test-model', stopReason: 'endTurn' }));
+    await client.connect(new StreamableHTTPClientTransport(new URL(gw.url)));
+    cleanup.push(() => client.close());
+    expect(textOf((await client.callTool({ name: 'trigger-elicitation-request', arguments: {} }, CallToolResultSchema)) as CallToolResult)).toContain('Ada');
+    expect(textOf((await client.callTool({ name: 'trigger-sampling-request', arguments: { prompt: 'hi', maxTokens: 10 } }, CallToolResultSchema)) as CallToolResult)).toContain('sampled reply');
   });
 
   it('answers 401 without a credential or with a wrong one, and starts nothing', { timeout: 30_000 }, async () => {
