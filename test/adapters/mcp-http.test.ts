@@ -186,6 +186,17 @@ describe('guardctl mcp-proxy --listen', () => {
     expect(gw.sessionCount).toBe(0);
   });
 
+  it('survives a session whose MCP server crashes: its call gets an error, the session ends, the others go on', { timeout: 30_000 }, async () => {
+    const { gw, reports } = await gateway();
+    const [a, b] = await Promise.all([connect(gw.url), connect(gw.url)]);
+    await expect(a.client.callTool({ name: 'crash', arguments: {} })).rejects.toThrow(/exited/);
+    await expect.poll(() => gw.sessionCount).toBe(1);
+    expect(reports.join('\n')).toContain('the MCP server exited');
+    expect(textOf(await call(b.client, 'select 5'))).toBe('3 rows for select 5');
+    const c = await connect(gw.url);
+    expect(textOf(await call(c.client, 'select 6'))).toBe('3 rows for select 6');
+  });
+
   it('ends a session and its MCP server on DELETE', { timeout: 30_000 }, async () => {
     const { gw } = await gateway();
     const { client, transport } = await connect(gw.url);
