@@ -3,11 +3,17 @@
  * stdio, once straight to the MCP server (examples/mcp/server.ts, built) and once through
  * `guardctl mcp-proxy` with 20 `execution: sdk` controls on the tool (10 checked on the
  * arguments, 10 on the result, all in the proxy's process), in the same run. Each call is
- * timed on its own: median and p99 of both, and what the proxy adds.
+ * timed on its own: median and p99 of both, and what the proxy adds. The HTTP face
+ * (`mcp-proxy --listen`, the client over streamable HTTP, the server behind it over stdio)
+ * is timed in the same run against the same straight stdio call: what it adds includes
+ * the HTTP hop in place of a pipe.
  */
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { GuardClient } from '../src/client/index.js';
 import { loadConfig } from '../src/server/config.js';
@@ -27,9 +33,9 @@ function p99(values: number[]): number {
 }
 
 /** Microseconds of each of CALLS tools/call round trips, after WARMUP untimed ones. */
-async function timeCalls(command: string, args: string[]): Promise<number[]> {
+async function timeCalls(transport: Transport): Promise<number[]> {
   const client = new Client({ name: 'bench', version: '1.0.0' });
-  await client.connect(new StdioClientTransport({ command, args, stderr: 'ignore' }));
+  await client.connect(transport);
   const call = () => client.callTool({ name: 'run_sql', arguments: { query: 'SELECT id, status FROM orders WHERE customer_id = 42' } }, CallToolResultSchema);
   try {
     for (let i = 0; i < WARMUP; i++) await call();
@@ -69,20 +75,48 @@ async function run(): Promise<BenchRow[]> {
       });
       await api.link('bench-mcp', control_id);
     }
-    const direct = await timeCalls(process.execPath, [server]);
-    const proxied = await timeCalls(process.execPath, [cli, 'mcp-proxy', '--agent', 'bench-mcp', '--server', guard.url, '--', process.execPath, server]);
+    const stdio = (args: string[]) => new StdioClientTransport({ command: process.execPath, args, stderr: 'ignore' });
+    const direct = await timeCalls(stdio([server]));
+    const proxied = await timeCalls(stdio([cli, 'mcp-proxy', '--agent', 'bench-mcp', '--server', guard.url, '--', process.execPath, server]));
+    const http = await timeHttpFace(guard.url);
     const [dMed, pMed, dP99, pP99] = [median(direct), median(proxied), p99(direct), p99(proxied)];
+    const [hMed, hP99] = [median(http), p99(http)];
     const note = `${CALLS} sequential calls each, ${CONTROLS} sdk controls in the proxy`;
     return [
+      { name: 'tools/call through mcp-proxy --listen (HTTP), median', value: hMed, unit: 'µs' },
+      { name: 'tools/call through mcp-proxy --listen (HTTP), p99', value: hP99, unit: 'µs' },
+      { name: 'mcp-proxy --listen added latency, median', value: hMed - dMed, unit: 'µs', goal: '< 500 µs', pass: hMed - dMed < 500, note: `${(hMed / dMed).toFixed(2)}× the direct stdio call; an HTTP hop in place of a pipe` },
+      { name: 'mcp-proxy --listen added latency, p99', value: hP99 - dP99, unit: 'µs', goal: '< 2000 µs', pass: hP99 - dP99 < 2000, note: `${(hP99 / dP99).toFixed(2)}× the direct stdio call` },
       { name: 'tools/call straight to the MCP server, median', value: dMed, unit: 'µs' },
       { name: 'tools/call straight to the MCP server, p99', value: dP99, unit: 'µs' },
       { name: 'tools/call through mcp-proxy, median', value: pMed, unit: 'µs' },
       { name: 'tools/call through mcp-proxy, p99', value: pP99, unit: 'µs' },
-      { name: 'mcp-proxy added latency, median', value: pMed - dMed, unit: 'µs', note: `${(pMed / dMed).toFixed(2)}× the direct call; ${note}` },
-      { name: 'mcp-proxy added latency, p99', value: pP99 - dP99, unit: 'µs', note: `${(pP99 / dP99).toFixed(2)}× the direct call` },
+      { name: 'mcp-proxy added latency, median', value: pMed - dMed, unit: 'µs', goal: '< 500 µs', pass: pMed - dMed < 500, note: `${(pMed / dMed).toFixed(2)}× the direct call; ${note}` },
+      { name: 'mcp-proxy added latency, p99', value: pP99 - dP99, unit: 'µs', goal: '< 2000 µs', pass: pP99 - dP99 < 2000, note: `${(pP99 / dP99).toFixed(2)}× the direct call` },
     ];
   } finally {
     await guard.close();
+  }
+}
+
+/** The HTTP face, started as an operator would (loopback, no auth), timed like the others. */
+async function timeHttpFace(guardUrl: string): Promise<number[]> {
+  const child = spawn(process.execPath, [cli, 'mcp-proxy', '--agent', 'bench-mcp', '--server', guardUrl, '--listen', '127.0.0.1:0', '--no-auth', '--', process.execPath, server], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      let err = '';
+      child.stderr.on('data', (c: Buffer) => {
+        err += c.toString();
+        const found = /serving MCP at (\S+)/.exec(err);
+        if (found) resolve(found[1]!);
+      });
+      child.once('exit', () => reject(new Error(`mcp-proxy --listen exited: ${err}`)));
+    });
+    return await timeCalls(new StreamableHTTPClientTransport(new URL(url)));
+  } finally {
+    child.kill('SIGTERM');
   }
 }
 

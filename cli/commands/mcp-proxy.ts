@@ -1,20 +1,40 @@
 import type { Command } from 'commander';
 import type { McpUpstream } from '../../src/adapters/mcp.js';
+import { ENV_NAME } from '../../src/adapters/mcp-env.js';
+import { isLoopback } from '../../src/adapters/mcp-loopback.js';
 import { UserError } from '../../src/errors.js';
 import { init, UnguardedAgentError, type GuardAgent, type GuardLogger } from '../../src/sdk/index.js';
 import { DISCLOSURES, type Disclosure } from '../../src/sdk/verdict.js';
 import { withExamples } from '../help.js';
 import { addConnectionOptions, connectionOf, parseDuration, type ConnectionFlags } from '../options.js';
+import { serveMcpHttp } from './mcp-proxy-listen.js';
 
 export interface McpProxyFlags extends ConnectionFlags {
   agent?: string;
   upstreamUrl?: string;
   header?: string[];
+  passEnv?: string[];
   mcpServerName?: string;
   requestTimeout?: string;
   disclosure?: string;
   failOpen?: boolean;
   allowUnguarded?: boolean;
+  listen?: string;
+  /** `--no-auth` sets it false. */
+  auth?: boolean;
+  authGuardKeys?: boolean;
+  allowOrigin?: string[];
+  maxSessions?: string;
+}
+
+/** The HTTP face: where it listens and how clients authenticate. */
+export interface McpListenPlan {
+  host: string;
+  port: number;
+  auth: 'token' | 'guard-keys' | 'none';
+  token: string | undefined;
+  allowedOrigins: string[];
+  maxSessions: number;
 }
 
 export interface McpProxyPlan {
@@ -25,6 +45,7 @@ export interface McpProxyPlan {
   disclosure: Disclosure;
   failOpen: boolean;
   allowUnguarded: boolean;
+  listen: McpListenPlan | undefined;
 }
 
 export function registerMcpProxy(program: Command): void {
@@ -37,10 +58,16 @@ export function registerMcpProxy(program: Command): void {
       .requiredOption('--agent <name>', 'the agent whose controls apply (registered at start)')
       .option('--upstream-url <url>', 'a streamable-HTTP MCP server instead of a command')
       .option('--header <name:value>', 'an HTTP header for --upstream-url (repeatable)', (v: string, all: string[] = []) => [...all, v])
+      .option('--pass-env <NAME>', "pass this variable of the proxy's environment to the MCP server (repeatable; by default it gets only PATH, HOME, locale and temp-directory variables, never GUARD_API_KEY)", (v: string, all: string[] = []) => [...all, v])
       .option('--mcp-server-name <name>', "context.mcp_server of each step (default: the server's own name)")
       .option('--request-timeout <duration>', 'answer a request the MCP server has not answered after this long with an error; 0: never (default 120s)')
       .option('--disclosure <level>', `how much of the deciding control the model reads: ${DISCLOSURES.join(', ')} (default minimal)`)
       .option('--fail-open', 'let calls through when the guard server cannot be reached (default: refuse them)')
+      .option('--listen <host:port>', 'serve MCP over streamable HTTP at http://host:port/mcp to many clients, instead of stdin/stdout')
+      .option('--auth-guard-keys', "--listen: clients authenticate with a key of the guard server (default: the bearer token in GUARD_MCP_TOKEN)")
+      .option('--no-auth', '--listen on a loopback address: clients need no credential')
+      .option('--allow-origin <origin>', '--listen: a browser Origin allowed to call (repeatable; any other Origin gets 403)', (v: string, all: string[] = []) => [...all, v])
+      .option('--max-sessions <n>', '--listen: sessions kept at once; past it the one idle longest is closed (default 1000)')
       .option('--allow-unguarded', 'start even when no control is in force for the agent (default: refuse, as a misspelt --agent is the usual cause)'),
   ).action(async (args: string[], flags: McpProxyFlags) => {
     process.exitCode = await runMcpProxy(args, flags);
@@ -48,12 +75,13 @@ export function registerMcpProxy(program: Command): void {
   withExamples(command, [
     ['guard an MCP server started over stdio (what an MCP client config runs in its place)', 'guardctl mcp-proxy --agent desktop-assistant -- node warehouse-server.js'],
     ['guard a streamable-HTTP MCP server, with its bearer token', 'guardctl mcp-proxy --agent desktop-assistant --upstream-url http://127.0.0.1:3000/mcp --header "Authorization: Bearer $TOKEN"'],
+    ['a shared gateway for a team, in front of a remote MCP server', 'GUARD_MCP_TOKEN=$(openssl rand -hex 32) guardctl mcp-proxy --agent team --listen 0.0.0.0:8080 --upstream-url https://mcp.example.com/mcp'],
     ['against another guard server, showing the model the deciding control\'s name', 'GUARD_URL=http://guard:8000 guardctl mcp-proxy --agent ide --disclosure name -- npx some-mcp-server'],
   ]);
 }
 
 /** Checks the flags; pure, so that every refusal is testable without starting anything. */
-export function planMcpProxy(command: string[], flags: McpProxyFlags): McpProxyPlan {
+export function planMcpProxy(command: string[], flags: McpProxyFlags, env: NodeJS.ProcessEnv = process.env): McpProxyPlan {
   const agentName = flags.agent?.trim() ?? '';
   if (agentName === '') throw new UserError('--agent needs a name', 'the agent whose controls the proxy applies, for example --agent desktop-assistant');
   if (flags.upstreamUrl !== undefined && command.length > 0) {
@@ -68,7 +96,7 @@ export function planMcpProxy(command: string[], flags: McpProxyFlags): McpProxyP
     if (executable === undefined) {
       throw new UserError('no MCP server to guard', 'give its command after --, for example: guardctl mcp-proxy --agent a -- npx some-mcp-server');
     }
-    upstream = { command: executable, args };
+    upstream = { command: executable, args, passEnv: passEnvOf(flags.passEnv ?? []) };
   }
   const disclosure = (flags.disclosure ?? 'minimal') as Disclosure;
   if (!DISCLOSURES.includes(disclosure)) throw new UserError(`--disclosure must be one of ${DISCLOSURES.join(', ')}`);
@@ -80,7 +108,34 @@ export function planMcpProxy(command: string[], flags: McpProxyFlags): McpProxyP
     disclosure,
     failOpen: flags.failOpen === true,
     allowUnguarded: flags.allowUnguarded === true,
+    listen: flags.listen === undefined ? undefined : listenPlanOf(flags, env),
   };
+}
+
+function listenPlanOf(flags: McpProxyFlags, env: NodeJS.ProcessEnv): McpListenPlan {
+  const text = flags.listen!.trim();
+  const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(text);
+  const host = match?.[1] ?? match?.[2];
+  const port = Number(match?.[3]);
+  if (host === undefined || !(port >= 0 && port <= 65535)) throw new UserError(`--listen "${text}" is not host:port`, 'for example --listen 127.0.0.1:8080 (port 0: a free one)');
+  const token = env.GUARD_MCP_TOKEN?.trim() || undefined;
+  let auth: McpListenPlan['auth'];
+  if (flags.auth === false) {
+    if (!isLoopback(host)) throw new UserError(`--no-auth is allowed on a loopback address only, not ${host}`, 'set GUARD_MCP_TOKEN (or --auth-guard-keys) so that clients must authenticate');
+    auth = 'none';
+  } else if (flags.authGuardKeys === true) {
+    auth = 'guard-keys';
+  } else if (token !== undefined) {
+    auth = 'token';
+  } else {
+    throw new UserError('--listen needs a way to authenticate clients', 'set GUARD_MCP_TOKEN to a secret bearer token, or pass --auth-guard-keys (keys of the guard server); on a loopback address --no-auth serves without one');
+  }
+  const maxSessions = flags.maxSessions === undefined ? 1000 : Number(flags.maxSessions);
+  if (!Number.isInteger(maxSessions) || maxSessions < 1) throw new UserError(`--max-sessions "${flags.maxSessions}" is not a positive whole number`);
+  for (const origin of flags.allowOrigin ?? []) {
+    if (!/^https?:\/\/[^/\s]+$/i.test(origin)) throw new UserError(`--allow-origin "${origin}" is not an origin`, 'write scheme://host[:port], for example --allow-origin https://app.example.com');
+  }
+  return { host, port, auth, token: auth === 'token' ? token : undefined, allowedOrigins: flags.allowOrigin ?? [], maxSessions };
 }
 
 function requestTimeoutOf(text: string | undefined): number {
@@ -91,6 +146,14 @@ function requestTimeoutOf(text: string | undefined): number {
   } catch {
     throw new UserError(`--request-timeout "${text}" is not a duration`, 'write it as 120s, 500ms or 2m (0: never)');
   }
+}
+
+function passEnvOf(names: string[]): string[] {
+  const all = names.flatMap((n) => n.split(',')).map((n) => n.trim()).filter((n) => n !== '');
+  for (const name of all) {
+    if (!ENV_NAME.test(name)) throw new UserError(`--pass-env "${name}" is not an environment variable name`, 'give the name only, for example --pass-env GITHUB_TOKEN');
+  }
+  return all;
 }
 
 function headersOf(pairs: string[]): Record<string, string> {
@@ -141,6 +204,7 @@ export async function runMcpProxy(command: string[], flags: McpProxyFlags): Prom
     );
   }
   try {
+    if (plan.listen) return await serveMcpHttp(plan, plan.listen, guard, connection.serverUrl);
     // Loaded here: the MCP SDK is needed by this command only, not at every CLI start.
     const { startMcpProxy } = await import('../../src/adapters/mcp.js');
     const proxy = await startMcpProxy({

@@ -12,6 +12,8 @@ export interface GuardDecision {
   step: StepInput;
   stage: Stage;
   verdict: Verdict;
+  /** The client session the step belongs to (the MCP gateway's HTTP face: its Mcp-Session-Id). */
+  sessionId?: string;
 }
 
 export interface AdapterOptions {
@@ -36,7 +38,7 @@ export async function decide(guard: GuardAgent, step: StepInput, stage: Stage, o
   const given = typeof options.sessionId === 'function' ? options.sessionId() : options.sessionId;
   const sessionId = given ?? guard.sessionId ?? derived;
   const verdict = await guard.verdict(step, stage, sessionId === undefined ? {} : { sessionId });
-  options.onDecision?.({ step, stage, verdict });
+  options.onDecision?.({ step, stage, verdict, ...(sessionId !== undefined && { sessionId }) });
   return verdict;
 }
 

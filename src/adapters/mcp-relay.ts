@@ -1,22 +1,23 @@
 /**
  * The MCP gateway's message relay. JSON-RPC messages pass between the client's transport
- * and the server's (initialize, tools/list, resources, prompts, notifications, progress,
- * cancellation, the server's own requests) except `tools/call`: its arguments are checked
- * before it reaches the server and its result before it reaches the client, and a deny or
- * steer answers the call with `isError: true` and the verdict's text.
+ * and the server's (initialize, lists, notifications, progress, cancellation, the server's
+ * own requests) except the steps of mcp-steps.ts (`tools/call`, `resources/read`,
+ * `prompts/get`, and `tasks/result` as the output of a task's call): each is checked
+ * before it reaches the server and its answer before it reaches the client, and a deny or
+ * steer answers it with the verdict's text.
  *
  * What a client cannot do through it (docs/security.md, "The MCP gateway"):
  * - call a tool under a name the server did not declare exactly (mcp-tools.ts);
- * - send a tools/call the gateway cannot answer after checking: as a notification (no
- *   id), under another spelling of the method, or task-augmented (its result would come
- *   later, through another method);
+ * - send a checked request the gateway cannot answer after checking: as a notification (no
+ *   id) or under another spelling of the method;
+ * - fetch a task's result (`tasks/result`) unchecked: only tasks started by a checked
+ *   tools/call of this relay are fetched, and their result is checked as that call's output;
  * - have an answer taken for another request's: the server sees ids of the relay's own
  *   (a counter), never the client's, so a reused, retyped ("1" and 1) or timed-out id
  *   cannot pair an unchecked request with a tool's result; a request whose id is already
  *   pending is refused.
  *
- * Every client request forwarded to the server is tracked until answered, so that a
- * server that exits, hangs or garbles its output leaves no client request unanswered.
+ * Every forwarded request is tracked until answered: a server that exits, hangs or garbles its output leaves none unanswered.
  */
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
@@ -33,7 +34,9 @@ import {
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
 import { decide, type AdapterOptions } from './decisions.js';
-import { folded, looseKeyOf, messageOf, shown } from './mcp-text.js';
+import { CHECKED_METHODS, isCheckedMethodMisspelt, refusal, stepOf, stepText, taskIdOf, toolError } from './mcp-steps.js';
+import { newPending, PendingTable, type Outcome, type Pending } from './mcp-pending.js';
+import { folded, messageOf, shown } from './mcp-text.js';
 import { UpstreamTools } from './mcp-tools.js';
 
 export interface RelayOptions extends AdapterOptions {
@@ -47,32 +50,16 @@ export interface RelayOptions extends AdapterOptions {
   /** A forwarded request the server has not answered after this long is answered with an error; 0: never. */
   requestTimeoutMs: number;
   report(line: string): void;
+  /** The client's session (HTTP face): every check of this relay belongs to it. */
+  sessionId?: (() => string | undefined) | undefined;
   /** The server's protocol version, once initialize is answered (the HTTP transport sends it as a header). */
   onProtocolVersion?(version: string): void;
 }
 
-type Outcome = { result: Record<string, unknown> } | { error: { code: number; message: string } };
-
-interface Pending {
-  /** The client's id; null for the relay's own requests. */
-  clientId: RequestId | null;
-  method: string;
-  /** Set for tools/call: the step whose result is checked post. */
-  step: StepInput | null;
-  /** The id the server sees, once forwarded. */
-  upstreamId: number | null;
-  settled: boolean;
-  cancelled: boolean;
-  timer: NodeJS.Timeout | null;
-  /** The relay's own request: the answer goes here, not to the client. */
-  own?: (outcome: Outcome) => void;
-}
-
 export class McpRelay {
-  readonly #byClient = new Map<string, Pending>();
-  readonly #byUpstream = new Map<number, Pending>();
+  readonly #pending = new PendingTable();
   readonly #tools: UpstreamTools;
-  #nextUpstreamId = 1;
+  readonly #tasks = new Map<string, StepInput>(); // started by checked tools/calls: their result is checked as the call's output
   #serverName: string;
   #closed = false;
   #toClient: Promise<void> = Promise.resolve();
@@ -88,7 +75,7 @@ export class McpRelay {
 
   /** Requests forwarded (or being checked) and not yet answered. */
   get pendingCount(): number {
-    return this.#all().size;
+    return this.#pending.all().size;
   }
 
   fromClient(message: JSONRPCMessage): void {
@@ -112,12 +99,12 @@ export class McpRelay {
   fromServer(message: JSONRPCMessage): void {
     if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
       const id = message.id;
-      const pending = typeof id === 'number' ? this.#byUpstream.get(id) : undefined;
+      const pending = this.#pending.ofUpstream(id);
       if (!pending) {
         this.o.report(`dropped an answer of the MCP server to request ${JSON.stringify(id)}, which is not pending (answered already, timed out or cancelled)`);
         return;
       }
-      this.#settle(pending);
+      this.#pending.settle(pending);
       if (pending.own) {
         pending.own(isJSONRPCResultResponse(message) ? { result: message.result } : { error: message.error });
         return;
@@ -127,10 +114,14 @@ export class McpRelay {
       if (isJSONRPCResultResponse(message) && pending.method === 'initialize') this.#learnServer(message.result);
       // An error answer is the call's output as much as a result is: its message and data can carry what the tool read.
       const output = isJSONRPCResultResponse(message) ? message.result : message.error;
-      this.#inOrder(pending.step ? this.#checkOutput(clientId, pending.step, answer, output) : Promise.resolve(answer));
+      const taskId = pending.task && isJSONRPCResultResponse(message) ? taskIdOf(message.result) : null;
+      // A started task carries no output yet: the output is checked when tasks/result fetches it.
+      if (taskId !== null && pending.step) this.#rememberTask(taskId, pending.step);
+      this.#inOrder(pending.step && taskId === null ? this.#checkOutput(clientId, pending.step, answer, output) : Promise.resolve(answer));
       return;
     }
     if (isJSONRPCNotification(message) && message.method === 'notifications/tools/list_changed') this.#tools.invalidate();
+    if (isJSONRPCNotification(message) && message.method === 'notifications/progress') this.#progressed(message.params?.progressToken);
     const calls = isJSONRPCNotification(message) ? this.#pendingCalls() : [];
     if (calls.length > 0) this.#inOrder(this.#checkNotification(message, calls));
     else this.#inOrder(Promise.resolve(message));
@@ -150,43 +141,44 @@ export class McpRelay {
 
   /** Answers every pending request with an error (the server is gone or broken). */
   failAll(code: number, message: string): void {
-    for (const pending of this.#all()) {
-      this.#settle(pending);
+    for (const pending of this.#pending.all()) {
+      this.#pending.settle(pending);
       this.#fail(pending, code, message);
     }
   }
 
   close(): void {
     this.#closed = true;
-    for (const pending of this.#all()) if (pending.timer) clearTimeout(pending.timer);
+    for (const pending of this.#pending.all()) if (pending.timer) clearTimeout(pending.timer);
   }
 
   #request(request: JSONRPCRequest): void {
-    const key = looseKeyOf(request.id);
-    if (this.#byClient.has(key)) {
+    if (this.#pending.ofClient(request.id)) {
       this.o.report(`refused ${request.method} (id ${JSON.stringify(request.id)}): a request with that id is already pending`);
       this.#answerError(request.id, ErrorCode.InvalidRequest, `request id ${JSON.stringify(request.id)} is already pending: give each request an id of its own`);
       return;
     }
-    if (request.method !== 'tools/call' && folded(request.method) === 'tools/call') {
-      this.o.report(`refused a request of method ${shown(request.method)}: a tool call is relayed only as "tools/call"`);
-      this.#answerError(request.id, ErrorCode.MethodNotFound, `method ${shown(request.method)} is not relayed: a tool call is "tools/call", exactly`);
+    if (isCheckedMethodMisspelt(request.method)) {
+      const exact = [...CHECKED_METHODS].find((m) => m === folded(request.method))!;
+      this.o.report(`refused a request of method ${shown(request.method)}: it is relayed only as "${exact}", exactly`);
+      this.#answerError(request.id, ErrorCode.MethodNotFound, `method ${shown(request.method)} is not relayed: write "${exact}", exactly`);
       return;
     }
-    const pending: Pending = { clientId: request.id, method: request.method, step: null, upstreamId: null, settled: false, cancelled: false, timer: null };
-    this.#byClient.set(key, pending);
-    if (request.method === 'tools/call') void this.#toolCall(request, pending);
+    const pending = newPending(request.id, request.method, (request.params?._meta as { progressToken?: unknown } | undefined)?.progressToken);
+    this.#pending.add(pending);
+    if (request.method === 'tasks/result') this.#taskResult(request, pending);
+    else if (CHECKED_METHODS.has(request.method)) void this.#checked(request, pending);
     else this.#forward(request, pending);
   }
 
   #notification(notification: JSONRPCNotification): void {
     if (notification.method === 'notifications/cancelled') {
       const id = (notification.params as { requestId?: RequestId } | undefined)?.requestId;
-      const pending = id === undefined || id === null ? undefined : this.#byClient.get(looseKeyOf(id));
+      const pending = id === undefined || id === null ? undefined : this.#pending.ofClient(id);
       // A cancelled request gets no answer (MCP): stop waiting for one, and tell the server under its id.
       if (pending && pending.clientId === id) {
         pending.cancelled = true;
-        this.#settle(pending);
+        this.#pending.settle(pending);
         if (pending.upstreamId !== null) {
           this.#send(this.o.server, { ...notification, params: { ...notification.params, requestId: pending.upstreamId } }, 'server');
         }
@@ -202,73 +194,84 @@ export class McpRelay {
     this.#send(this.o.server, notification, 'server');
   }
 
-  async #toolCall(request: JSONRPCRequest, pending: Pending): Promise<void> {
-    const params = request.params as { name?: unknown; arguments?: unknown; task?: unknown } | undefined;
+  /** A request that is a step (mcp-steps.ts): checked pre, then forwarded; its answer is checked post. */
+  async #checked(request: JSONRPCRequest, pending: Pending): Promise<void> {
     const refuse = (code: number, message: string): void => {
-      this.#settle(pending);
+      this.#pending.settle(pending);
       this.#answerError(request.id, code, message);
     };
-    if (typeof params?.name !== 'string' || params.name === '') return refuse(ErrorCode.InvalidParams, 'tools/call needs params.name, the tool to call');
-    const name = params.name;
-    const args = params.arguments;
-    // MCP's arguments are an object; a lenient server may parse a string or unwrap an array the selectors never saw.
-    if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) {
-      this.o.report(`refused tools/call ${shown(name)}: its arguments are ${args === null ? 'null' : Array.isArray(args) ? 'an array' : `a ${typeof args}`}, not an object`);
-      return refuse(ErrorCode.InvalidParams, 'tools/call params.arguments must be an object (or absent, for a call without arguments)');
+    const made = stepOf(request.method, request.params, this.#serverName);
+    if (!made.ok) {
+      if (made.report !== undefined) this.o.report(`refused ${request.method}: ${made.report}`);
+      return refuse(made.code, made.message);
     }
-    if (params.task !== undefined) {
-      return refuse(ErrorCode.InvalidParams, 'a task-augmented tools/call is not relayed: its result would arrive where it cannot be checked');
-    }
-    let declared: ReadonlySet<string>;
-    try {
-      declared = await this.#tools.names();
-    } catch (error) {
+    const { step } = made;
+    const what = `${request.method} ${shown(step.name)}`;
+    if (step.type === 'tool') {
+      let declared: ReadonlySet<string>;
+      try {
+        declared = await this.#tools.names();
+      } catch (error) {
+        if (pending.settled) return;
+        this.o.report(`could not read the MCP server's tools (tools/list), so ${what} was refused: ${messageOf(error)}`);
+        return refuse(ErrorCode.InternalError, "the gateway could not read the MCP server's tools, so the call was not run");
+      }
       if (pending.settled) return;
-      this.o.report(`could not read the MCP server's tools (tools/list), so tools/call ${shown(name)} was refused: ${messageOf(error)}`);
-      return refuse(ErrorCode.InternalError, "the gateway could not read the MCP server's tools, so the call was not run");
+      if (!declared.has(step.name)) {
+        this.o.report(`refused ${what}: not a tool the MCP server declared`);
+        // As MCP servers answer an unknown tool: a tool error the model reads, so the gateway changes no answer.
+        this.#pending.settle(pending);
+        return this.#send(this.o.client, toolError(request.id, `MCP error ${ErrorCode.InvalidParams}: ${shown(step.name)} is not a tool the MCP server declared (tool names are compared exactly)`), 'client');
+      }
     }
-    if (pending.settled) return;
-    if (!declared.has(name)) {
-      this.o.report(`refused tools/call ${shown(name)}: not a tool the MCP server declared`);
-      return refuse(ErrorCode.InvalidParams, `${shown(name)} is not a tool the MCP server declared (tool names are compared exactly)`);
-    }
-    const step: StepInput = {
-      type: 'tool',
-      name,
-      // A call that carries no arguments is a step with no input: null, as everywhere else.
-      input: args ?? null,
-      context: { mcp_server: this.#serverName },
-    };
     pending.step = step;
+    pending.task = made.task;
     let verdict: Verdict;
     try {
-      verdict = await decide(this.o.guard, step, 'pre', this.o);
+      verdict = await this.#decide(step, 'pre');
     } catch (error) {
       if (pending.settled) return;
-      this.o.report(`checking tools/call ${shown(name)} failed: ${messageOf(error)}`);
-      return refuse(ErrorCode.InternalError, 'the guard could not check this call, so it was not run');
+      this.o.report(`checking ${what} failed: ${messageOf(error)}`);
+      return refuse(ErrorCode.InternalError, `the guard could not check this ${request.method}, so it was not run`);
     }
     if (pending.settled) return;
-    this.#reportUnavailable(verdict, name, 'pre');
+    this.#reportUnavailable(verdict, step, 'pre');
     if (verdict.decision !== 'allow') {
-      this.#settle(pending);
-      this.#answerRefusal(request.id, verdict);
+      this.#pending.settle(pending);
+      this.#send(this.o.client, refusal(request.id, step.type, verdict), 'client');
       return;
     }
     this.#forward(request, pending);
   }
 
-  /** The answer to a tools/call, or the refusal that replaces it when a post control does not allow its output. */
+  /**
+   * tasks/result answers with what a task-augmented tools/call produced, so it is relayed
+   * only for a task this relay started (and knows the step of), and checked as its output.
+   */
+  #taskResult(request: JSONRPCRequest, pending: Pending): void {
+    const taskId = request.params?.taskId;
+    const step = typeof taskId === 'string' ? this.#tasks.get(taskId) : undefined;
+    if (!step) {
+      this.o.report(`refused tasks/result for task ${JSON.stringify(taskId)}: not a task started through this gateway, so its result could not be checked`);
+      this.#pending.settle(pending);
+      this.#answerError(request.id, ErrorCode.InvalidParams, 'tasks/result is relayed only for a task started through this gateway (its result is checked like the call\'s)');
+      return;
+    }
+    pending.step = step;
+    this.#forward(request, pending);
+  }
+
+  /** The answer to a checked request, or the refusal that replaces it when a post control does not allow its output. */
   async #checkOutput(id: RequestId, step: StepInput, answer: JSONRPCMessage, output: unknown): Promise<JSONRPCMessage> {
     let verdict: Verdict;
     try {
-      verdict = await decide(this.o.guard, { ...step, output }, 'post', this.o);
+      verdict = await this.#decide({ ...step, output }, 'post');
     } catch (error) {
-      this.o.report(`checking the result of tools/call ${shown(step.name)} failed: ${messageOf(error)}`);
-      return { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'the guard could not check the result of this call' } };
+      this.o.report(`checking the answer to ${stepText(step)} failed: ${messageOf(error)}`);
+      return { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'the guard could not check the answer to this request' } };
     }
-    this.#reportUnavailable(verdict, step.name, 'post');
-    return verdict.decision === 'allow' ? answer : refusal(id, verdict);
+    this.#reportUnavailable(verdict, step, 'post');
+    return verdict.decision === 'allow' ? answer : refusal(id, step.type, verdict);
   }
 
   /**
@@ -281,23 +284,28 @@ export class McpRelay {
     for (const step of calls) {
       let verdict: Verdict;
       try {
-        verdict = await decide(this.o.guard, { ...step, output }, 'post', this.o);
+        verdict = await this.#decide({ ...step, output }, 'post');
       } catch (error) {
-        this.o.report(`withheld a ${shown(notification.method)} notification of the MCP server sent during tools/call ${shown(step.name)}: checking it failed: ${messageOf(error)}`);
+        this.o.report(`withheld a ${shown(notification.method)} notification of the MCP server sent during ${stepText(step)}: checking it failed: ${messageOf(error)}`);
         return null;
       }
-      this.#reportUnavailable(verdict, step.name, 'post');
+      this.#reportUnavailable(verdict, step, 'post');
       if (verdict.decision !== 'allow') {
-        this.o.report(`withheld a ${shown(notification.method)} notification of the MCP server sent during tools/call ${shown(step.name)}: a post control did not allow it`);
+        this.o.report(`withheld a ${shown(notification.method)} notification of the MCP server sent during ${stepText(step)}: a post control did not allow it`);
         return null;
       }
     }
     return notification;
   }
 
-  /** The steps of the tool calls the server is running. */
+  /** The steps the server is working on (tool calls, reads, prompts). */
   #pendingCalls(): StepInput[] {
-    return [...this.#byUpstream.values()].flatMap((p) => (p.step && !p.settled ? [p.step] : []));
+    return [...this.#pending.forwardedRequests()].flatMap((p) => (p.step && !p.settled ? [p.step] : []));
+  }
+
+  /** Every check of the relay: the step, as part of the client's session. */
+  #decide(step: StepInput, stage: 'pre' | 'post'): Promise<Verdict> {
+    return decide(this.o.guard, step, stage, this.o, this.o.sessionId?.());
   }
 
   /** Sends what the server sent in the order it sent it, however long each check takes. */
@@ -308,30 +316,47 @@ export class McpRelay {
   }
 
   /** The model reads only that the call could not be checked; the operator reads why. */
-  #reportUnavailable(verdict: Verdict, tool: string, stage: 'pre' | 'post'): void {
+  #reportUnavailable(verdict: Verdict, step: StepInput, stage: 'pre' | 'post'): void {
     if (!verdict.unavailable) return;
-    this.o.report(`could not check tools/call ${shown(tool)} (${stage}), so it was refused: ${messageOf(verdict.error?.cause ?? verdict.error)}`);
+    this.o.report(`could not check ${stepText(step)} (${stage}), so it was refused: ${messageOf(verdict.error?.cause ?? verdict.error)}`);
+  }
+
+  /** A task started by a checked call; the oldest are forgotten past a bound (their result is then refused, never unchecked). */
+  #rememberTask(taskId: string, step: StepInput): void {
+    this.#tasks.delete(taskId);
+    this.#tasks.set(taskId, step);
+    if (this.#tasks.size > MAX_TASKS) this.#tasks.delete(this.#tasks.keys().next().value!);
+  }
+
+  /** The server reports progress on a request: it is alive, so the request's timeout starts again. */
+  #progressed(token: unknown): void {
+    if (typeof token !== 'string' && typeof token !== 'number') return;
+    for (const pending of this.#pending.forwardedRequests()) {
+      if (pending.progressToken === token && pending.timer) pending.timer.refresh();
+    }
   }
 
   /** Sends a request on under an id of the relay's own, and waits for its answer. */
   #forward(request: JSONRPCRequest, pending: Pending): void {
-    const upstreamId = this.#nextUpstreamId++;
-    pending.upstreamId = upstreamId;
-    this.#byUpstream.set(upstreamId, pending);
+    const upstreamId = this.#pending.forwarded(pending);
     const timeout = this.o.requestTimeoutMs;
     if (timeout > 0) {
+      // Restarted by the server's progress on the request (#progressed).
       pending.timer = setTimeout(() => {
         if (pending.settled) return;
-        this.#settle(pending);
+        this.#pending.settle(pending);
         const what = pending.clientId === null ? `${request.method} (asked by the proxy)` : `${request.method} (id ${JSON.stringify(pending.clientId)})`;
-        this.o.report(`the MCP server did not answer ${what} within ${timeout / 1000}s`);
+        this.o.report(`the MCP server did not answer ${what} within ${timeout / 1000}s; cancelled it on the server`);
+        // Otherwise the tool runs on, and may still act, after the client was told it failed.
+        const reason = `the client's gateway stopped waiting after ${timeout / 1000}s`;
+        this.#send(this.o.server, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: upstreamId, reason } }, 'server');
         this.#fail(pending, ErrorCode.RequestTimeout, `the MCP server did not answer ${request.method} within ${timeout / 1000}s`);
       }, timeout);
       pending.timer.unref();
     }
     this.o.server.send({ ...request, id: upstreamId }).catch((error: unknown) => {
       if (pending.settled) return;
-      this.#settle(pending);
+      this.#pending.settle(pending);
       this.o.report(`could not send ${request.method} to the MCP server: ${messageOf(error)}`);
       this.#fail(pending, ErrorCode.ConnectionClosed, `the MCP server could not be reached: ${messageOf(error)}`);
     });
@@ -344,21 +369,10 @@ export class McpRelay {
         if ('result' in outcome) resolve(outcome.result);
         else reject(new Error(`${method}: ${outcome.error.message}`));
       };
-      const pending: Pending = { clientId: null, method, step: null, upstreamId: null, settled: false, cancelled: false, timer: null, own };
+      const pending: Pending = { ...newPending(null, method), own };
       // The id is replaced by #forward.
       this.#forward({ jsonrpc: '2.0', id: 0, method, params }, pending);
     });
-  }
-
-  #settle(pending: Pending): void {
-    pending.settled = true;
-    if (pending.timer) clearTimeout(pending.timer);
-    pending.timer = null;
-    if (pending.clientId !== null) {
-      const key = looseKeyOf(pending.clientId);
-      if (this.#byClient.get(key) === pending) this.#byClient.delete(key);
-    }
-    if (pending.upstreamId !== null && this.#byUpstream.get(pending.upstreamId) === pending) this.#byUpstream.delete(pending.upstreamId);
   }
 
   #fail(pending: Pending, code: number, message: string): void {
@@ -366,18 +380,10 @@ export class McpRelay {
     else if (!pending.cancelled && pending.clientId !== null) this.#answerError(pending.clientId, code, message);
   }
 
-  #all(): Set<Pending> {
-    return new Set([...this.#byClient.values(), ...this.#byUpstream.values()]);
-  }
-
   #learnServer(result: Record<string, unknown>): void {
     const info = result.serverInfo as { name?: unknown } | undefined;
     if (!this.o.serverNameFixed && typeof info?.name === 'string' && info.name !== '') this.#serverName = info.name;
     if (typeof result.protocolVersion === 'string') this.o.onProtocolVersion?.(result.protocolVersion);
-  }
-
-  #answerRefusal(id: RequestId, verdict: Verdict): void {
-    this.#send(this.o.client, refusal(id, verdict), 'client');
   }
 
   #answerError(id: RequestId, code: number, message: string): void {
@@ -390,7 +396,5 @@ export class McpRelay {
   }
 }
 
-/** A deny or steer, as a tool result the model reads (MCP: tool errors are results, not protocol errors). */
-function refusal(id: RequestId, verdict: Verdict): JSONRPCMessage {
-  return { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: verdict.message! }], isError: true } };
-}
+/** Tasks whose result a client may still fetch; a client starting more loses the oldest. */
+const MAX_TASKS = 10_000;

@@ -129,7 +129,9 @@ export class ChildProcessTransport implements Transport, LineEvents {
   start(): Promise<void> {
     const o = this.options;
     return new Promise((resolve, reject) => {
-      const child = spawn(o.command, o.args, { env: o.env, cwd: o.cwd, stdio: ['pipe', 'pipe', 'inherit'], shell: false });
+      // Its own process group: a server started through a wrapper (npx, a shell script) is
+      // ended with its children, which would otherwise run on until their next write fails.
+      const child = spawn(o.command, o.args, { env: o.env, cwd: o.cwd, stdio: ['pipe', 'pipe', 'inherit'], shell: false, detached: GROUPS });
       this.#child = child;
       child.once('error', (error) => {
         reject(error);
@@ -151,20 +153,41 @@ export class ChildProcessTransport implements Transport, LineEvents {
     return stdin ? write(stdin, message) : Promise.reject(new Error('Not connected'));
   }
 
-  /** Ends the server's input, then asks it to stop, then stops it: 2 s each. */
+  /**
+   * Ends the server's input and waits for it to exit (MCP's stdio shutdown), then asks its
+   * process group to stop, then stops it: at most 2 s each. The group is signalled even
+   * when the server itself exited, so that nothing it started lingers.
+   */
   async close(): Promise<void> {
     const child = this.#child;
     this.#reader.clear();
     if (!child) return;
     const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
-    const within = (ms: number): Promise<void> => Promise.race([closed, new Promise<void>((resolve) => setTimeout(resolve, ms).unref())]);
     child.stdin?.end();
-    await within(2000);
+    await Promise.race([closed, delay(GRACE_MS)]);
+    const pid = child.pid;
     for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill(signal);
-      await within(2000);
+      if (!signalGroup(child, pid, signal)) return;
+      const deadline = Date.now() + GRACE_MS;
+      while (Date.now() < deadline && signalGroup(child, pid, 0)) await delay(25);
     }
+  }
+}
+
+const GROUPS = process.platform !== 'win32';
+const GRACE_MS = 2000;
+
+const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
+
+/** Sends a signal to the server's process group (its process alone where there are none); false when none is left. */
+function signalGroup(child: ChildProcess, pid: number | undefined, signal: NodeJS.Signals | 0): boolean {
+  try {
+    if (GROUPS && pid !== undefined) return process.kill(-pid, signal);
+    if (child.exitCode !== null || child.signalCode !== null) return false;
+    return signal === 0 ? true : child.kill(signal);
+  } catch {
+    // ESRCH: the group is gone.
+    return false;
   }
 }
 

@@ -11,11 +11,12 @@
  * untouched (mcp-relay.ts). `execution: sdk` controls run in this process.
  */
 import { basename } from 'node:path';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { GuardAgent } from '../sdk/agent.js';
 import type { AdapterOptions } from './decisions.js';
+import { upstreamEnv } from './mcp-env.js';
+import { HttpUpstreamTransport } from './mcp-http-upstream.js';
 import { McpRelay } from './mcp-relay.js';
 import { ChildProcessTransport, StdioLineServerTransport, type LineEvents } from './mcp-stdio.js';
 
@@ -26,7 +27,15 @@ export type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 
 /** The MCP server behind the proxy: a command to start (stdio) or a streamable-HTTP URL. */
 export type McpUpstream =
-  | { command: string; args?: string[]; cwd?: string; env?: Record<string, string> }
+  | {
+      command: string;
+      args?: string[];
+      cwd?: string;
+      /** Names of this process's environment the server gets besides PATH, HOME and the like (mcp-env.ts). */
+      passEnv?: string[];
+      /** Values set for the server. */
+      env?: Record<string, string>;
+    }
   | { url: string; headers?: Record<string, string> };
 
 export interface McpProxyOptions extends AdapterOptions {
@@ -43,6 +52,8 @@ export interface McpProxyOptions extends AdapterOptions {
   requestTimeoutMs?: number;
   /** Largest message read from either side, in bytes. Default 64 MiB (results of 10 MB and more pass). */
   maxMessageBytes?: number;
+  /** The client's session, for the HTTP face: reported with each decision (GuardDecision.sessionId). */
+  sessionId?: () => string | undefined;
   /** Where the proxy reports problems (a line each); default: stderr, as stdout carries MCP. */
   report?: (line: string) => void;
 }
@@ -70,12 +81,12 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
   const upstream = options.upstream;
   const isHttp = 'url' in upstream;
   const server: Transport & LineEvents = isHttp
-    ? new StreamableHTTPClientTransport(new URL(upstream.url), { requestInit: { headers: upstream.headers ?? {} } })
+    ? new HttpUpstreamTransport(new URL(upstream.url), upstream.headers ?? {})
     : new ChildProcessTransport({
         command: upstream.command,
         args: upstream.args ?? [],
-        // The server runs as it would without the proxy: with this process's environment.
-        env: { ...definedEnv(process.env), ...upstream.env },
+        // Never the gateway's whole environment: it holds the guard's own credentials.
+        env: upstreamEnv(process.env, upstream.passEnv, upstream.env),
         cwd: upstream.cwd,
         maxMessageBytes: maxBufferSize,
       });
@@ -95,15 +106,24 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
     requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS,
     report,
     onDecision: options.onDecision,
-    onProtocolVersion: (version) => (server as Partial<StreamableHTTPClientTransport>).setProtocolVersion?.(version),
+    sessionId: options.sessionId,
+    onProtocolVersion: (version) => (server as Partial<HttpUpstreamTransport>).setProtocolVersion?.(version),
   });
 
-  const stop = async (exit: McpProxyExit): Promise<void> => {
-    if (stopping) return;
+  // Every caller waits for the same stop: close() after the client went away returns once the server is ended too.
+  // Set before anything runs: closing a side calls its onclose, which calls stop again (re-entrantly).
+  let stopped: Promise<void> | undefined;
+  const stop = (exit: McpProxyExit): Promise<void> => {
+    if (stopped) return stopped;
     stopping = true;
+    let settle!: () => void;
+    stopped = new Promise((resolve) => (settle = resolve));
     relay.close();
-    await Promise.allSettled([server.close(), client.close()]);
-    finish(exit);
+    void Promise.allSettled([server.close(), client.close()]).then(() => {
+      finish(exit);
+      settle();
+    });
+    return stopped;
   };
 
   server.onmessage = (message: JSONRPCMessage) => relay.fromServer(message);
@@ -148,10 +168,4 @@ function isParseError(error: Error): boolean {
 function sizeText(bytes: number): string {
   const mib = bytes / (1024 * 1024);
   return Number.isInteger(mib) ? `${mib} MiB` : `${bytes} bytes`;
-}
-
-function definedEnv(env: NodeJS.ProcessEnv): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(env)) if (value !== undefined) out[key] = value;
-  return out;
 }

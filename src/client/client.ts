@@ -20,6 +20,7 @@ import {
   type ShadowReport,
   type Step,
   type SessionInfo,
+  type StepType,
   AgentRecordSchema,
   SessionInfoSchema,
 } from '../model/index.js';
@@ -91,7 +92,7 @@ export type AgentRegistrationBody = {
   agent_description?: string;
   agent_version?: string;
   steps?: Array<{
-    type: 'tool' | 'llm';
+    type: StepType;
     name: string;
     description?: string;
     input_schema?: Record<string, unknown>;

@@ -14,6 +14,7 @@ import {
   type FieldIssue,
   type OnError,
   type Stage,
+  STEP_TYPES,
   type StepType,
 } from '../model/index.js';
 import { compilePattern, type CompiledPattern } from '../evaluators/regex/re2.js';
@@ -107,7 +108,7 @@ export function buildControl(
     shadow: data.mode === 'shadow',
     execution: data.execution ?? 'server',
     stages: scope.stages ? stagesOf(scope.stages) : BOTH_STAGES,
-    stepTypes: scope.step_types ? stepTypesOf(scope.step_types) : BOTH_STEP_TYPES,
+    stepTypes: scope.step_types ? stepTypesOf(scope.step_types) : ALL_STEP_TYPES,
     stepNames: scope.step_names ? stepNamesOf(scope.step_names, parts) : null,
     nameRegex,
     node,
@@ -195,9 +196,10 @@ function buildLeaf(
 const ONLY_PRE = Object.freeze(['pre'] as const);
 const ONLY_POST = Object.freeze(['post'] as const);
 const BOTH_STAGES = Object.freeze(['pre', 'post'] as const);
-const ONLY_TOOL = Object.freeze(['tool'] as const);
-const ONLY_LLM = Object.freeze(['llm'] as const);
-const BOTH_STEP_TYPES = Object.freeze(['tool', 'llm'] as const);
+const ALL_STEP_TYPES = Object.freeze([...STEP_TYPES]);
+const ONE_STEP_TYPE: Readonly<Record<StepType, readonly StepType[]>> = Object.freeze(
+  Object.fromEntries(STEP_TYPES.map((type) => [type, Object.freeze([type])])) as Record<StepType, readonly StepType[]>,
+);
 
 /** The schema makes these lists non-empty. */
 function stagesOf(stages: readonly Stage[]): readonly Stage[] {
@@ -207,9 +209,9 @@ function stagesOf(stages: readonly Stage[]): readonly Stage[] {
 }
 
 function stepTypesOf(types: readonly StepType[]): readonly StepType[] {
-  const tool = types.includes('tool');
-  const llm = types.includes('llm');
-  return tool && llm ? BOTH_STEP_TYPES : tool ? ONLY_TOOL : ONLY_LLM;
+  const distinct = STEP_TYPES.filter((type) => types.includes(type));
+  if (distinct.length === STEP_TYPES.length) return ALL_STEP_TYPES;
+  return distinct.length === 1 ? ONE_STEP_TYPE[distinct[0]!] : Object.freeze(distinct);
 }
 
 function stepNamesOf(names: readonly string[], parts: CompileCache | undefined): ReadonlySet<string> {

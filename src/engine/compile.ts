@@ -92,6 +92,11 @@ export function compileControls(
 
 const NO_CONTROLS: readonly CompiledControl[] = Object.freeze([]);
 
+/** One entry per step type, so that a new type is indexed like the others. */
+function perStepType<T>(make: (type: StepType) => T): Readonly<Record<StepType, T>> {
+  return Object.freeze({ tool: make('tool'), llm: make('llm'), resource: make('resource'), prompt: make('prompt') });
+}
+
 function freezeSet(compiled: CompiledControl[], skipped: SkippedControl[], inactive: number, revision: number | null): CompiledControlSet {
   // Arrays grown by push or filter keep spare capacity (17 slots at first); a set lives
   // as long as its agent's controls do not change, so it keeps exact-size copies.
@@ -103,14 +108,8 @@ function freezeSet(compiled: CompiledControl[], skipped: SkippedControl[], inact
   };
   return Object.freeze({
     controls: compiled.length === 0 ? NO_CONTROLS : exact(compiled),
-    index: Object.freeze({
-      pre: Object.freeze({ tool: bucket('pre', 'tool'), llm: bucket('pre', 'llm') }),
-      post: Object.freeze({ tool: bucket('post', 'tool'), llm: bucket('post', 'llm') }),
-    }),
-    byName: Object.freeze({
-      pre: Object.freeze({ tool: new Map(), llm: new Map() }),
-      post: Object.freeze({ tool: new Map(), llm: new Map() }),
-    }),
+    index: Object.freeze({ pre: perStepType((type) => bucket('pre', type)), post: perStepType((type) => bucket('post', type)) }),
+    byName: Object.freeze({ pre: perStepType(() => new Map()), post: perStepType(() => new Map()) }),
     skipped: skipped.length === 0 ? NO_SKIPPED : exact(skipped),
     inactive,
     shadowIds: shadow.length === 0 ? null : new Set(shadow.map((c) => c.control_id)),

@@ -3,7 +3,7 @@
  * the compile cache use it. Types only (and the node kinds), so that every module of the
  * engine can name them without importing the one that builds them.
  */
-import type { ControlData, ControlMatch, OnError, SteeringContext } from '../model/index.js';
+import type { ControlData, ControlMatch, OnError, SteeringContext, StepType } from '../model/index.js';
 import type { CompiledPattern } from '../evaluators/regex/re2.js';
 import type { CompiledCheck } from '../evaluators/types.js';
 import type { CompiledSelector } from './select.js';
@@ -43,7 +43,7 @@ export interface CompiledControl {
   readonly shadow: boolean;
   readonly execution: 'server' | 'sdk';
   readonly stages: ReadonlyArray<'pre' | 'post'>;
-  readonly stepTypes: ReadonlyArray<'tool' | 'llm'>;
+  readonly stepTypes: readonly StepType[];
   /** Null with nameRegex null: every step name is in scope. */
   readonly stepNames: ReadonlySet<string> | null;
   readonly nameRegex: CompiledPattern | null;

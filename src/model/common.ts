@@ -4,8 +4,13 @@ import { z } from 'zod';
 export const JsonObjectSchema = z.record(z.string(), z.unknown());
 export type JsonObject = z.infer<typeof JsonObjectSchema>;
 
-export const StepTypeSchema = z.enum(['tool', 'llm']);
+/**
+ * What an agent does: call a tool, call a model, or (through the MCP gateway) read a
+ * resource or get a prompt, so that controls can scope those too.
+ */
+export const StepTypeSchema = z.enum(['tool', 'llm', 'resource', 'prompt']);
 export type StepType = z.infer<typeof StepTypeSchema>;
+export const STEP_TYPES: readonly StepType[] = StepTypeSchema.options;
 
 export const StageSchema = z.enum(['pre', 'post']);
 export type Stage = z.infer<typeof StageSchema>;

@@ -7,7 +7,7 @@ import { ConnectionError, GuardClient, ResponseShapeError } from '../client/inde
 import { evaluateStep } from '../engine/index.js';
 import { ApiError } from '../errors.js';
 import { createDefaultRegistry, type EvaluatorRegistry } from '../evaluators/registry.js';
-import type { ControlRecord, EvaluationResult, Stage } from '../model/index.js';
+import { STEP_TYPES, type ControlRecord, type EvaluationResult, type Stage } from '../model/index.js';
 import { buildControlSet, type AgentControlSet } from './control-set.js';
 import { ApprovalError, ControlSteerError, ControlViolationError, GuardUnavailableError, stepRefusalOf } from './errors.js';
 import { EventBatcher, eventsOf } from './events.js';
@@ -157,7 +157,7 @@ export class GuardAgent {
     // JSON has no undefined: a step sent without input would be refused by the server.
     const step: StepInput & { input: unknown } = given.input === undefined ? { ...given, input: null } : (given as StepInput & { input: unknown });
     // Plain-JavaScript callers get a clear error instead of a step that silently matches nothing.
-    if (step.type !== 'tool' && step.type !== 'llm') throw new TypeError(`step.type must be "tool" or "llm", not ${JSON.stringify(step.type)}`);
+    if (!STEP_TYPES.includes(step.type)) throw new TypeError(`step.type must be one of ${STEP_TYPES.map((t) => `"${t}"`).join(', ')}, not ${JSON.stringify(step.type)}`);
     if (stage !== 'pre' && stage !== 'post') throw new TypeError(`stage must be "pre" or "post", not ${JSON.stringify(stage)}`);
     if (typeof step.name !== 'string' || step.name === '') throw new TypeError('step.name must be a non-empty string');
     const set = this.#set;

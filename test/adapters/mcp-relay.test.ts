@@ -98,7 +98,7 @@ describe('McpRelay', () => {
     const { client, server } = await setup();
     await client.request({ method: 'tools/call', params: { name: 'run_sql', arguments: { query: 'select 1' } } }, CallToolResultSchema);
     const before = await client.request({ method: 'tools/call', params: { name: 'late', arguments: {} } }, CallToolResultSchema).catch((e: unknown) => e);
-    expect(String(before)).toContain('not a tool the MCP server declared');
+    expect(JSON.stringify(before)).toContain('not a tool the MCP server declared');
     // registerTool announces the change (notifications/tools/list_changed).
     server.registerTool('late', { description: 'added later' }, () => ({ content: [{ type: 'text', text: 'late' }] }));
     await expect.poll(async () => {

@@ -16,6 +16,7 @@ describe('guardctl mcp-proxy options', () => {
       headers: { Authorization: 'Bearer x' },
     });
     expect(planMcpProxy(['x'], { agent: 'a', requestTimeout: '0' }).requestTimeoutMs).toBe(0);
+    expect(planMcpProxy(['x'], { agent: 'a', passEnv: ['GITHUB_TOKEN', 'A,B'] }).upstream).toMatchObject({ passEnv: ['GITHUB_TOKEN', 'A', 'B'] });
     expect(planMcpProxy(['x'], { agent: 'a', requestTimeout: '2s', disclosure: 'full', failOpen: true })).toMatchObject({
       requestTimeoutMs: 2000, disclosure: 'full', failOpen: true,
     });
@@ -26,6 +27,7 @@ describe('guardctl mcp-proxy options', () => {
     ['nothing to guard', [], { agent: 'a' }, /no MCP server to guard/],
     ['both a command and a URL', ['x'], { agent: 'a', upstreamUrl: 'http://h/mcp' }, /either a command after -- or --upstream-url/],
     ['a URL that is not http', [], { agent: 'a', upstreamUrl: 'file:///etc/passwd' }, /not an http\(s\) URL/],
+    ['a --pass-env that is not a name', ['x'], { agent: 'a', passEnv: ['TOKEN=abc'] }, /--pass-env "TOKEN=abc" is not an environment variable name/],
     ['a bad header', [], { agent: 'a', upstreamUrl: 'http://h/mcp', header: ['novalue'] }, /not name:value/],
     ['a bad timeout', ['x'], { agent: 'a', requestTimeout: 'soon' }, /--request-timeout "soon" is not a duration/],
     ['an unknown disclosure', ['x'], { agent: 'a', disclosure: 'all' }, /--disclosure must be one of minimal, name, full/],
@@ -36,4 +38,29 @@ describe('guardctl mcp-proxy options', () => {
       expect(() => planMcpProxy(command, flags)).toThrow(message);
     });
   }
+
+  describe('--listen', () => {
+    const env = { GUARD_MCP_TOKEN: 'secret' };
+    it('reads host:port and authenticates with GUARD_MCP_TOKEN by default', () => {
+      expect(planMcpProxy(['x'], { agent: 'a', listen: '127.0.0.1:8080' }, env).listen).toEqual({
+        host: '127.0.0.1', port: 8080, auth: 'token', token: 'secret', allowedOrigins: [], maxSessions: 1000,
+      });
+      expect(planMcpProxy(['x'], { agent: 'a', listen: '[::1]:0', auth: false }, {}).listen).toMatchObject({ host: '::1', port: 0, auth: 'none' });
+      expect(planMcpProxy(['x'], { agent: 'a', listen: '0.0.0.0:80', authGuardKeys: true }, {}).listen).toMatchObject({ auth: 'guard-keys', token: undefined });
+      expect(planMcpProxy(['x'], { agent: 'a', listen: 'localhost:1', allowOrigin: ['https://app.example.com'], maxSessions: '5' }, env).listen)
+        .toMatchObject({ allowedOrigins: ['https://app.example.com'], maxSessions: 5 });
+    });
+
+    it.each([
+      ['no credential configured', { listen: '127.0.0.1:8080' }, {}, /needs a way to authenticate clients/],
+      ['--no-auth off loopback', { listen: '0.0.0.0:8080', auth: false }, env, /--no-auth is allowed on a loopback address only/],
+      ['--no-auth on a rebindable name', { listen: 'gateway.internal:8080', auth: false }, env, /loopback address only/],
+      ['not host:port', { listen: '8080' }, env, /is not host:port/],
+      ['a port out of range', { listen: '127.0.0.1:70000' }, env, /is not host:port/],
+      ['a bad origin', { listen: '127.0.0.1:1', allowOrigin: ['app.example.com'] }, env, /is not an origin/],
+      ['a bad session bound', { listen: '127.0.0.1:1', maxSessions: '0' }, env, /--max-sessions "0"/],
+    ] as const)('refuses %s', (_label, flags, environment, message) => {
+      expect(() => planMcpProxy(['x'], { agent: 'a', ...flags, allowOrigin: 'allowOrigin' in flags ? [...flags.allowOrigin] : undefined }, environment)).toThrow(message);
+    });
+  });
 });

@@ -96,7 +96,7 @@ let seq = 0;
 async function start(extra: string[] = [], env: Record<string, string> = {}): Promise<RawClient> {
   const log = join(dir, `calls-${++seq}.log`);
   writeFileSync(log, '');
-  const child = spawn(process.execPath, [cli, 'mcp-proxy', '--agent', AGENT, '--server', guardServer.url, ...extra, '--', process.execPath, fixture], {
+  const child = spawn(process.execPath, [cli, 'mcp-proxy', '--agent', AGENT, '--server', guardServer.url, '--pass-env', 'MCP_FIXTURE_LOG,MCP_FIXTURE_LENIENT,MCP_FIXTURE_FLOOD_BYTES', ...extra, '--', process.execPath, fixture], {
     env: { ...process.env, MCP_FIXTURE_LOG: log, MCP_FIXTURE_LENIENT: '1', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -118,8 +118,9 @@ describe('tool names are compared exactly as the server declared them', () => {
     const spellings = ['RUN_SQL', 'Run_Sql', 'run_sql ', ' run_sql', 'run_sql\t', 'run_sql\u00a0', 'run_sql\u200b', '\ufeffrun_sql', 'run_sql\u2060', 'run_\u017fql', '\uff32\uff35\uff2e\uff3f\uff33\uff31\uff2c'];
     for (const name of spellings) {
       const answer = await client.call(name, { query: `DROP TABLE orders -- ${spellings.indexOf(name)}` });
-      expect(answer.error?.code, JSON.stringify(name)).toBe(-32602);
-      expect(answer.error?.message).toContain('not a tool the MCP server declared');
+      // Answered as MCP servers answer an unknown tool: a tool error.
+      expect(answer.result?.isError, JSON.stringify(name)).toBe(true);
+      expect(JSON.stringify(answer.result)).toContain('not a tool the MCP server declared');
     }
     expect(client.reached()).not.toContain('DROP');
     // The exact name is the step name: the control scoped to run_sql still denies.
@@ -318,7 +319,7 @@ describe('an agent with no controls (issue #34 item 10)', () => {
   it('starts with --allow-unguarded, and says on stderr that nothing is checked', async () => {
     const log = join(dir, 'unguarded.log');
     writeFileSync(log, '');
-    const child = spawn(process.execPath, [cli, 'mcp-proxy', '--agent', 'brand-new-agent', '--allow-unguarded', '--server', guardServer.url, '--', process.execPath, fixture], {
+    const child = spawn(process.execPath, [cli, 'mcp-proxy', '--agent', 'brand-new-agent', '--allow-unguarded', '--server', guardServer.url, '--pass-env', 'MCP_FIXTURE_LOG', '--', process.execPath, fixture], {
       env: { ...process.env, MCP_FIXTURE_LOG: log },
       stdio: ['pipe', 'pipe', 'pipe'],
     });

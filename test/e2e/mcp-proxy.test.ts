@@ -75,7 +75,7 @@ async function connect(extra: string[] = [], upstream: string[] = ['--', process
   writeFileSync(log, '');
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [cli, 'mcp-proxy', '--agent', AGENT, '--server', guardServer.url, ...extra, ...upstream],
+    args: [cli, 'mcp-proxy', '--agent', AGENT, '--server', guardServer.url, '--pass-env', 'MCP_FIXTURE_LOG', ...extra, ...upstream],
     env: { ...(process.env as Record<string, string>), MCP_FIXTURE_LOG: log },
     stderr: 'pipe',
   });

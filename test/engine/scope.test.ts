@@ -42,6 +42,11 @@ const cases: Case[] = [
   ['all fields AND: type fails', { step_types: ['tool'], stages: ['pre'], step_names: ['send'] }, 'llm', 'send', 'pre', false],
   ['all fields AND: stage fails', { step_types: ['tool'], stages: ['pre'], step_names: ['send'] }, 'tool', 'send', 'post', false],
   ['all fields AND: name fails', { step_types: ['tool'], stages: ['pre'], step_names: ['send'] }, 'tool', 'recv', 'pre', false],
+  ['resource step: scoped to resources', { step_types: ['resource'], step_names: ['db://schema'] }, 'resource', 'db://schema', 'post', true],
+  ['resource step: a tool control of the same name', { step_types: ['tool'], step_names: ['db://schema'] }, 'resource', 'db://schema', 'pre', false],
+  ['prompt step: scoped to prompts', { step_types: ['prompt', 'resource'] }, 'prompt', 'summarise', 'pre', true],
+  ['prompt step: not a resource control', { step_types: ['resource'] }, 'prompt', 'summarise', 'pre', false],
+  ['prompt step: unscoped controls apply to every type', undefined, 'prompt', 'summarise', 'pre', true],
 ];
 
 describe('scope', () => {
@@ -66,6 +71,8 @@ describe('scope', () => {
     expect(set.index.post.tool).toHaveLength(1);
     expect(set.index.pre.llm).toHaveLength(2);
     expect(set.index.post.llm).toHaveLength(2);
+    expect(set.index.pre.resource).toHaveLength(1);
+    expect(set.index.post.prompt).toHaveLength(1);
   });
 
   it('the execution option keeps only controls of that execution', async () => {

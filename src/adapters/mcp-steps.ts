@@ -1,0 +1,104 @@
+/**
+ * Which MCP requests of a client are steps the guard checks, and as what:
+ *
+ * | method           | step                                                   | a refusal is            |
+ * |------------------|--------------------------------------------------------|-------------------------|
+ * | `tools/call`     | `{type: tool, name: params.name, input: arguments}`    | a result, `isError`     |
+ * | `resources/read` | `{type: resource, name: params.uri, input: {uri}}`     | a JSON-RPC error        |
+ * | `prompts/get`    | `{type: prompt, name: params.name, input: arguments}`  | a JSON-RPC error        |
+ * | `tasks/result`   | the tool step of the task (its output is checked post) | a result, `isError`     |
+ *
+ * Each is checked `pre` before it reaches the server and its answer `post` before it
+ * reaches the client. A name is never normalised: a control scoped to `run_sql` sees
+ * exactly what the server receives.
+ */
+import { ErrorCode, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { StepType } from '../model/index.js';
+import type { StepInput } from '../sdk/agent.js';
+import type { Verdict } from '../sdk/verdict.js';
+import { folded, shown } from './mcp-text.js';
+
+/** The methods whose requests are steps (or, for tasks/result, the output of one). */
+export const CHECKED_METHODS: ReadonlySet<string> = new Set(['tools/call', 'resources/read', 'prompts/get', 'tasks/result']);
+
+/** A method a lenient server might read as a checked one, spelt otherwise (`Tools/Call`, `resources/read\u200b`). */
+export function isCheckedMethodMisspelt(method: string): boolean {
+  if (CHECKED_METHODS.has(method)) return false;
+  const loose = folded(method);
+  return [...CHECKED_METHODS].some((checked) => checked === loose);
+}
+
+export type StepOf =
+  | { ok: true; step: StepInput; /** tools/call with params.task: its result comes through tasks/result. */ task: boolean }
+  | { ok: false; code: number; message: string; report?: string };
+
+/** The step a checked request makes (tasks/result excepted: its step is the task's). */
+export function stepOf(method: string, params: Record<string, unknown> | undefined, serverName: string): StepOf {
+  const context = { mcp_server: serverName };
+  const step = (type: StepType, name: string, input: unknown): StepInput => ({ type, name, input, context });
+  switch (method) {
+    case 'tools/call': {
+      const name = params?.name;
+      if (typeof name !== 'string' || name === '') return invalid('tools/call needs params.name, the tool to call');
+      const args = params?.arguments;
+      // MCP's arguments are an object; a lenient server may parse a string or unwrap an array the selectors never saw.
+      if (args !== undefined && !isObject(args)) {
+        return invalid(
+          'tools/call params.arguments must be an object (or absent, for a call without arguments)',
+          `its arguments are ${args === null ? 'null' : Array.isArray(args) ? 'an array' : `a ${typeof args}`}, not an object`,
+        );
+      }
+      // A call that carries no arguments is a step with no input: null, as everywhere else.
+      return { ok: true, step: step('tool', name, args ?? null), task: params?.task !== undefined };
+    }
+    case 'resources/read': {
+      const uri = params?.uri;
+      if (typeof uri !== 'string' || uri === '') return invalid('resources/read needs params.uri, the resource to read');
+      return { ok: true, step: step('resource', uri, { uri }), task: false };
+    }
+    case 'prompts/get': {
+      const name = params?.name;
+      if (typeof name !== 'string' || name === '') return invalid('prompts/get needs params.name, the prompt to get');
+      const args = params?.arguments;
+      if (args !== undefined && !isObject(args)) return invalid('prompts/get params.arguments must be an object of strings (or absent)');
+      return { ok: true, step: step('prompt', name, args ?? null), task: false };
+    }
+    default:
+      return invalid(`${method} is not a step`);
+  }
+}
+
+/** The task a tools/call started (a CreateTaskResult), whose result tasks/result fetches later. */
+export function taskIdOf(result: Record<string, unknown>): string | null {
+  const task = result.task as { taskId?: unknown } | undefined;
+  return typeof task?.taskId === 'string' && task.taskId !== '' ? task.taskId : null;
+}
+
+/**
+ * A deny or steer as the client reads it. Tool results carry errors as results the model
+ * reads (`isError`); resources/read and prompts/get have no such result, so theirs is a
+ * JSON-RPC error with the verdict's text.
+ */
+export function refusal(id: RequestId, type: StepType, verdict: Verdict): JSONRPCMessage {
+  const message = verdict.message!;
+  return type === 'tool' ? toolError(id, message) : { jsonrpc: '2.0', id, error: { code: ErrorCode.InvalidRequest, message } };
+}
+
+/** A tool's failure as MCP reports it: a result the model reads. */
+export function toolError(id: RequestId, text: string): JSONRPCMessage {
+  return { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text }], isError: true } };
+}
+
+/** How a step is named in the operator's reports: `tools/call "run_sql"`. */
+export function stepText(step: StepInput): string {
+  const method = step.type === 'resource' ? 'resources/read' : step.type === 'prompt' ? 'prompts/get' : 'tools/call';
+  return `${method} ${shown(step.name)}`;
+}
+
+function invalid(message: string, report?: string): StepOf {
+  return { ok: false, code: ErrorCode.InvalidParams, message, ...(report !== undefined && { report }) };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
