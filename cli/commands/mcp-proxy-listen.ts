@@ -1,7 +1,7 @@
 /** `guardctl mcp-proxy --listen`: the gateway's HTTP face, served until SIGINT or SIGTERM. */
 import { UserError } from '../../src/errors.js';
 import type { GuardAgent } from '../../src/sdk/index.js';
-import type { McpListenPlan, McpProxyPlan } from './mcp-proxy.js';
+import type { McpListenPlan, McpProxyPlan } from './mcp-proxy-plan.js';
 
 export async function serveMcpHttp(plan: McpProxyPlan, listen: McpListenPlan, guard: GuardAgent, serverUrl: string): Promise<number> {
   const { startMcpHttpGateway } = await import('../../src/adapters/mcp-http.js');

@@ -8,6 +8,9 @@ import { DISCLOSURES, type Disclosure } from '../../src/sdk/verdict.js';
 import { withExamples } from '../help.js';
 import { addConnectionOptions, connectionOf, parseDuration, type ConnectionFlags } from '../options.js';
 import { serveMcpHttp } from './mcp-proxy-listen.js';
+import type { McpListenPlan, McpProxyPlan } from './mcp-proxy-plan.js';
+
+export type { McpListenPlan, McpProxyPlan } from './mcp-proxy-plan.js';
 
 export interface McpProxyFlags extends ConnectionFlags {
   agent?: string;
@@ -25,27 +28,6 @@ export interface McpProxyFlags extends ConnectionFlags {
   authGuardKeys?: boolean;
   allowOrigin?: string[];
   maxSessions?: string;
-}
-
-/** The HTTP face: where it listens and how clients authenticate. */
-export interface McpListenPlan {
-  host: string;
-  port: number;
-  auth: 'token' | 'guard-keys' | 'none';
-  token: string | undefined;
-  allowedOrigins: string[];
-  maxSessions: number;
-}
-
-export interface McpProxyPlan {
-  agentName: string;
-  upstream: McpUpstream;
-  serverName: string | undefined;
-  requestTimeoutMs: number;
-  disclosure: Disclosure;
-  failOpen: boolean;
-  allowUnguarded: boolean;
-  listen: McpListenPlan | undefined;
 }
 
 export function registerMcpProxy(program: Command): void {

@@ -7,7 +7,7 @@ import type { Diagnostic } from '../gitops/diagnostics.js';
 import { classifyIssue, hintFor } from '../gitops/hints.js';
 import type { LoadedTest, Span } from '../gitops/load.js';
 import { parseFieldPath } from '../gitops/positions.js';
-import { TestCaseSchema, TestDocumentSchema, fieldIssuesOf, type FieldIssue, type Labels, type TestCase, type TestStep } from '../model/index.js';
+import { TestCaseSchema, TestDocumentSchema, fieldIssuesOf, type FieldIssue, type Labels, type TestStep } from '../model/index.js';
 
 /** One step to evaluate: a single-step case, or one step of a case with `steps`. */
 export interface RunnableCase {

@@ -27,7 +27,7 @@ describe('planReload (pure)', () => {
     const ops = planReload(desired, actual, OURS);
     expect(ops).toHaveLength(1);
     expect(ops[0]).toMatchObject({ op: 'update_control', name: 'c', source: 'd/a.yaml:1' });
-    expect(ops[0]!.op === 'update_control' && ops[0]!.changes.map((c) => c.path)).toEqual(['managed_by']);
+    expect(ops[0]!.op === 'update_control' && ops[0].changes.map((c) => c.path)).toEqual(['managed_by']);
   });
 
   it('moves the source of a control whose document moved, without touching its data', () => {

@@ -1,0 +1,24 @@
+/** What `guardctl mcp-proxy` was asked to run: parsed options, shared by its stdio and HTTP faces. */
+import type { McpUpstream } from '../../src/adapters/mcp.js';
+import type { Disclosure } from '../../src/sdk/verdict.js';
+
+/** The HTTP face: where it listens and how clients authenticate. */
+export interface McpListenPlan {
+  host: string;
+  port: number;
+  auth: 'token' | 'guard-keys' | 'none';
+  token: string | undefined;
+  allowedOrigins: string[];
+  maxSessions: number;
+}
+
+export interface McpProxyPlan {
+  agentName: string;
+  upstream: McpUpstream;
+  serverName: string | undefined;
+  requestTimeoutMs: number;
+  disclosure: Disclosure;
+  failOpen: boolean;
+  allowUnguarded: boolean;
+  listen: McpListenPlan | undefined;
+}
