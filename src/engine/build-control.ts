@@ -10,6 +10,7 @@ import {
   MAX_CONDITION_DEPTH,
   type Condition,
   type ControlData,
+  type ControlMatch,
   type ControlResult,
   type FieldIssue,
   type OnError,
@@ -26,6 +27,27 @@ import { NodeKind, type CompiledControl, type CompiledLeaf, type CompiledNode } 
 export { NodeKind, type CompiledControl, type CompiledLeaf, type CompiledNode } from './compiled.js';
 
 const PLAIN_NON_MATCH: ControlResult = Object.freeze({ matched: false, confidence: 1, message: null, metadata: null });
+
+/**
+ * Serial numbers of the records built once per compiled control (its non-matches). They
+ * are frozen and never changed, so an answer made only of them reads the same every time:
+ * server/result-json.ts keys the bytes of such answers by these numbers.
+ */
+const constantRecordIds = new WeakMap<ControlMatch, number>();
+let lastRecordId = 0;
+
+/** Freezes a record the engine answers with unchanged for every step, and numbers it. */
+export function constantRecord<T extends ControlMatch>(record: T): Readonly<T> {
+  Object.freeze(record.result);
+  const frozen = Object.freeze(record);
+  constantRecordIds.set(frozen, ++lastRecordId);
+  return frozen;
+}
+
+/** The record's serial number when it is one of the engine's constant records, else undefined. */
+export function constantRecordId(record: ControlMatch): number | undefined {
+  return constantRecordIds.get(record);
+}
 
 export type BuildResult = { ok: true; control: CompiledControl } | { ok: false; issues: FieldIssue[] };
 
@@ -119,11 +141,11 @@ export function buildControl(
     revealMatch: reveal,
     counts: leavesOf(node).some((leaf) => leaf.stateful !== undefined),
     ...sessionPartsOf(data, node),
-    plainNonMatch: Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH }),
+    plainNonMatch: constantRecord({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH }),
     // A control whose every selector is declared optional finds nothing by design, never "missing".
     missingNonMatch: allSelectorsOptional(data)
-      ? Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH })
-      : Object.freeze({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH, selector_missing: true as const }),
+      ? constantRecord({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH })
+      : constantRecord({ control_id, control_name: name, action: decision, result: PLAIN_NON_MATCH, selector_missing: true as const }),
   });
   return { ok: true, control };
 }

@@ -8,5 +8,5 @@ export {
   validateControlDocument,
   type DocumentValidationOutcome,
 } from './validate-control.js';
-export { defaultOnError, type CompiledControl } from './build-control.js';
+export { constantRecord, constantRecordId, defaultOnError, type CompiledControl } from './build-control.js';
 export { parseSelector, selectValue, StepView, type CompiledSelector } from './select.js';

@@ -54,8 +54,3 @@ export const AgentNameSchema = z
 export function normaliseAgentName(name: string): string {
   return name.trim().toLowerCase();
 }
-
-/** The rule of AgentNameSchema for an already normalised name, without zod (the evaluation fast path). */
-export function isValidAgentName(normalised: string): boolean {
-  return normalised.length <= AGENT_NAME_MAX && AGENT_NAME_CHARS.test(normalised);
-}

@@ -5,7 +5,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { SqliteStore } from '../store/sqlite/index.js';
 import type { WriterRequest, WriterResponse } from './event-writer.js';
-import { unpackEvents } from './event-transport.js';
 
 const port = parentPort;
 if (!port) throw new Error('event-writer-worker must run in a worker thread');
@@ -19,7 +18,7 @@ port.on('message', (request: WriterRequest) => {
     try {
       switch (request.op) {
         case 'insert': {
-          const events = unpackEvents(request.events);
+          const events = request.events;
           await store.insertEvents(events);
           response = { id: request.id, ok: true, count: events.length };
           break;

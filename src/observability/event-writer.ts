@@ -1,9 +1,8 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { ObservabilityEvent } from '../model/index.js';
+import type { ObservabilityEvent, StoredEvent } from '../model/index.js';
 import type { EventRollup, Store } from '../store/types.js';
-import { packEvents, type PackedEvents } from './event-transport.js';
 
 /** Where buffered events go: the store itself, or a worker thread with its own connection. */
 export interface EventWriter {
@@ -29,8 +28,8 @@ export function inlineWriter(store: Store): EventWriter {
 
 /** Messages to the worker (event-writer-worker.ts) and its answers. */
 export type WriterCommand =
-  /** `events`: packEvents's arrays (event-transport.ts). */
-  | { op: 'insert'; events: PackedEvents }
+  // Plain rows by structured clone: packing them saved only 1.1% of instructions per request (callgrind, realistic, 2026-12-06).
+  | { op: 'insert'; events: StoredEvent[] }
   | { op: 'rollups'; rollups: EventRollup[] }
   | { op: 'prune'; before: string }
   | { op: 'close' };
@@ -95,7 +94,7 @@ export function workerWriter(opts: { sqlitePath: string; workerUrl: URL; fallbac
     },
     async write(batch) {
       if (dead || closing) return opts.fallback.insertEvents(batch);
-      await call({ op: 'insert', events: packEvents(batch) });
+      await call({ op: 'insert', events: batch });
     },
     async writeRollups(rollups) {
       if (dead || closing) return opts.fallback.insertRollups(rollups);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { constantRecord } from '../../src/engine/index.js';
 import type { ControlMatch, EvaluationResult } from '../../src/model/index.js';
 import { AnswerWriter } from '../../src/server/result-json.js';
 
@@ -7,8 +8,9 @@ const writer = new AnswerWriter();
 const evaluationResultJson = (r: EvaluationResult) => writer.json(r);
 const evaluationAnswer = (r: EvaluationResult) => writer.answer(r);
 
+// A control's non-match as the engine makes it (build-control.ts).
 const plain = (id: number): ControlMatch =>
-  Object.freeze({ control_id: id, control_name: `c-${id}`, action: 'deny', result: Object.freeze({ matched: false, confidence: 1, message: null, metadata: null }) });
+  constantRecord({ control_id: id, control_name: `c-${id}`, action: 'deny', result: { matched: false, confidence: 1, message: null, metadata: null } });
 
 function result(over: Partial<EvaluationResult>): EvaluationResult {
   return { is_safe: true, decision: 'allow', confidence: 1, steering_context: null, matches: [], errors: [], non_matches: [], shadow_matches: [], ...over };
@@ -130,5 +132,60 @@ describe('evaluationAnswer', () => {
     const withShadow = result({ non_matches: [a, b], shadow_matches: [shadow] });
     expect(text(withShadow)).toBe(JSON.stringify(withShadow));
     expect(text(quiet)).toBe(JSON.stringify(quiet));
+  });
+});
+
+describe('property: every answer is JSON.stringify of its result', () => {
+  // A small seeded generator (mulberry32), so a failure reproduces.
+  function random(seed: number): () => number {
+    let a = seed;
+    return () => {
+      a = (a + 0x6d2b79f5) | 0;
+      let t = Math.imul(a ^ (a >>> 15), 1 | a);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+  const CHARS = ['a', 'Z', '0', ' ', '"', '\\', '\n', '\u0000', '\u2028', 'é', '😀', '\ud800', '</', '{'];
+
+  it('holds over random results, repeated shapes, constant and changing entries', () => {
+    const next = random(36);
+    const pick = <T,>(list: readonly T[]): T => list[Math.floor(next() * list.length)]!;
+    const text = () => Array.from({ length: Math.floor(next() * 6) }, () => pick(CHARS)).join('');
+    const metadata = (): Record<string, unknown> | null => (next() < 0.5 ? null : { k: text(), n: Math.floor(next() * 1e6) / 7, list: [true, null, text()], nested: { x: text() } });
+    const constants = Array.from({ length: 8 }, (_, i) => constantRecord({ control_id: 100 + i, control_name: `k-${text()}`, action: pick(['deny', 'allow', 'log'] as const), result: { matched: false, confidence: 1, message: null, metadata: null } }));
+    const fresh = (matched: boolean): ControlMatch => ({
+      control_id: Math.floor(next() * 1000),
+      control_name: text(),
+      action: pick(['deny', 'steer', 'warn', 'log', 'allow'] as const),
+      result: { matched, confidence: Math.floor(next() * 100) / 100, message: next() < 0.5 ? null : text(), metadata: metadata() },
+      ...(next() < 0.3 ? { steering_context: { message: text(), ...(next() < 0.5 ? { required_actions: [text()] } : {}) } } : {}),
+      ...(next() < 0.3 ? { error: text() } : {}),
+      ...(next() < 0.2 ? { selector_missing: true as const } : {}),
+    });
+    const list = (make: () => ControlMatch, max: number) => Array.from({ length: Math.floor(next() * (max + 1)) }, make);
+    const local = new AnswerWriter();
+    const seen: EvaluationResult[] = [];
+    for (let i = 0; i < 2000; i++) {
+      // Half the time an earlier result again (the same objects, possibly changed since).
+      const r: EvaluationResult =
+        seen.length > 0 && next() < 0.5
+          ? pick(seen)
+          : {
+              is_safe: next() < 0.7,
+              decision: pick(['allow', 'deny', 'steer'] as const),
+              confidence: pick([1, 0.5, 0.25]),
+              steering_context: next() < 0.8 ? null : { message: text() },
+              matches: next() < 0.7 ? [] : list(() => fresh(true), 2),
+              errors: next() < 0.8 ? [] : list(() => fresh(false), 2),
+              non_matches: list(() => (next() < 0.8 ? pick(constants) : fresh(false)), 5),
+              shadow_matches: next() < 0.9 ? [] : list(() => fresh(true), 2),
+            };
+      seen.push(r);
+      // Entries that are not the engine's constant records may change between answers.
+      for (const m of [...r.matches, ...r.non_matches]) if (!Object.isFrozen(m) && next() < 0.2) m.result.message = text();
+      expect(local.answer(r).toString('utf8')).toBe(JSON.stringify(r));
+      expect(local.json(r)).toBe(JSON.stringify(r));
+    }
   });
 });

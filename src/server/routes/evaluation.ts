@@ -2,11 +2,10 @@ import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { evaluateStep, type CompiledControlSet, type EvaluationOutcome } from '../../engine/index.js';
 import {
+  AgentNameSchema,
   EvaluationRequestSchema,
   EvaluationResultSchema,
-  isValidAgentName,
   isValidSessionId,
-  normaliseAgentName,
   type EvaluationRequest,
   type EvaluationResult,
 } from '../../model/index.js';
@@ -38,9 +37,8 @@ const DOC = {
  */
 export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) => {
   const { controlSets, observability, config, tracing, counters, sessions } = ctx;
-  // This app's memos of the hot path: the answer writer's, and the last agent name checked.
+  // This app's memo of the hot path: the answers it wrote.
   const answers = new AnswerWriter();
-  const validAgentName = agentNameChecker();
   // Excerpts of matches are made only while something shows them: a live stream subscriber,
   // or spans that carry content. Stored events and metrics do not need them.
   const options = { execution: 'server', collectExecutions: observability !== undefined && config.observabilityEnabled, excerpts: false } as const;
@@ -63,7 +61,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
     let set: CompiledControlSet;
     let outcome: EvaluationOutcome;
     try {
-      body = requestOf(request.body, request.validationError === undefined, validAgentName);
+      body = requestOf(request.body, request.validationError === undefined);
       if (request.bodyTooDeep) {
         span?.end();
         return await reply.type('application/json; charset=utf-8').send(tooDeepResult());
@@ -149,35 +147,21 @@ function isUnguarded(set: CompiledControlSet): boolean {
   return set.skipped.length === 0 && set.controls.length === (set.shadowIds?.size ?? 0);
 }
 
-/** The validated request: the fast path when the compiled schema passed, zod otherwise. */
-function requestOf(raw: unknown, passedSchema: boolean, validAgentName: (raw: string) => string | null): EvaluationRequest {
+/**
+ * The validated request. When Fastify's compiled validator passed, only the agent name's
+ * transform is left to do, by the schema's own parse of that field; zod parses the whole
+ * request otherwise, to produce the exact 422.
+ */
+function requestOf(raw: unknown, passedSchema: boolean): EvaluationRequest {
   if (passedSchema) {
     let fast = raw as EvaluationRequest;
-    const agentName = validAgentName(fast.agent_name);
+    const agentName = AgentNameSchema.safeParse(fast.agent_name);
     // The compiled schema cannot say "well-formed Unicode": zod words that 422.
-    if (agentName !== null && (fast.session_id === undefined || isValidSessionId(fast.session_id))) {
+    if (agentName.success && (fast.session_id === undefined || isValidSessionId(fast.session_id))) {
       // The compiled validator does not fill in defaults: a step sent without input is a step with input null, as zod would make it.
       if (fast.step.input === undefined) fast = { ...fast, step: { ...fast.step, input: null } };
-      return agentName === fast.agent_name ? fast : { ...fast, agent_name: agentName };
+      return agentName.data === fast.agent_name ? fast : { ...fast, agent_name: agentName.data };
     }
   }
   return parseOr422(EvaluationRequestSchema, raw, 'evaluation request');
-}
-
-/**
- * The normalised agent name when it is valid, else null (zod then says why). An agent
- * sends its own name on every request, and a server mostly hears from a few agents in
- * turn: the last name checked is remembered, which saves a trim, a lowercase and a regex
- * test per request.
- */
-function agentNameChecker(): (raw: string) => string | null {
-  let lastRawName: string | undefined;
-  let lastValidName: string | null = null;
-  return (raw) => {
-    if (raw === lastRawName) return lastValidName;
-    const name = normaliseAgentName(raw);
-    lastValidName = isValidAgentName(name) ? name : null;
-    lastRawName = raw;
-    return lastValidName;
-  };
 }
