@@ -21,9 +21,14 @@ export interface AdapterOptions {
   onDecision?: ((decision: GuardDecision) => void) | undefined;
 }
 
-/** Checks one stage of a step and reports the verdict. */
+/**
+ * Checks one stage of a step and reports the verdict. A step an ask control holds is
+ * waited on as the SDK's `check` waits (docs/approvals.md): the framework's call goes on
+ * once a person approves it, or gets the approval error.
+ */
 export async function decide(guard: GuardAgent, step: StepInput, stage: Stage, options: AdapterOptions): Promise<Verdict> {
-  const verdict = await guard.verdict(step, stage);
+  let verdict = await guard.verdict(step, stage);
+  if (verdict.decision === 'ask') verdict = await guard.awaitApproval(step, stage, verdict);
   options.onDecision?.({ step, stage, verdict });
   return verdict;
 }
