@@ -9,7 +9,7 @@ export interface TuiOptions {
   server: string;
   apiKey?: string;
   agent?: string;
-  decision?: 'allow' | 'deny' | 'steer';
+  decision?: 'allow' | 'deny' | 'steer' | 'ask';
   format: 'text' | 'json';
   filter?: string;
 }
@@ -49,7 +49,7 @@ export function registerTui(program: Command): void {
     .option('--server <url>', 'server base URL (env GUARD_URL, default http://127.0.0.1:8000)')
     .option('--api-key <key>', 'API key (env GUARD_API_KEY)')
     .option('--agent <name>', 'only this agent (filtered by the server)')
-    .addOption(new Option('--decision <decision>', 'only this decision (filtered by the server)').choices(['allow', 'deny', 'steer']))
+    .addOption(new Option('--decision <decision>', 'only this decision (filtered by the server)').choices(['allow', 'deny', 'steer', 'ask']))
     .option('--filter <expr>', 'start with this / filter, for example "control=~sql !agent=test"')
     .addOption(new Option('--format <format>', 'output without a terminal').choices(['text', 'json']).default('text'))
     .action(async (raw: RawTuiOptions) => {

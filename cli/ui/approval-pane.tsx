@@ -26,7 +26,7 @@ export function ApprovalPane(props: { approvals: ApprovalsState; width: number; 
         const mark = approvals.focused && a.id === selected ? '›' : ' ';
         return (
           <Text key={a.id} wrap="truncate" inverse={approvals.focused && a.id === selected}>
-            {fit(`${mark}${a.agent_name} ${a.step_name} · ${a.control_name}`, width)}
+            {fit(`${mark}${a.id.slice(4, 10)} ${a.agent_name} ${a.step_name} · ${a.control_name}`, width)}
           </Text>
         );
       })}

@@ -61,6 +61,7 @@ export function Header(props: { server: string; serverFilter?: string | undefine
         <Text color={tint('red')}>deny {totals.deny}</Text>
         <Text>  </Text>
         <Text color={tint('yellow')}>steer {totals.steer}</Text>
+        {totals.ask > 0 ? <Text color={tint('magenta')}>{`  ask ${totals.ask}`}</Text> : null}
         <Text dimColor>{notes.length > 0 ? fit(`   ${notes.join('  ·  ')}`, Math.max(0, width - 40)).trimEnd() : ''}</Text>
       </Text>
       {filters ? (

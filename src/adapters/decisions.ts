@@ -32,12 +32,16 @@ export interface AdapterOptions {
 
 /**
  * Checks one stage of a step and reports the verdict. `derived` is the session the
- * adapter read off the framework's run; the options' and `init`'s come first.
+ * adapter read off the framework's run; the options' and `init`'s come first. A step an
+ * ask control holds is waited on as the SDK's `check` waits (docs/approvals.md): the
+ * framework's call goes on once a person approves it, or gets the approval error.
  */
 export async function decide(guard: GuardAgent, step: StepInput, stage: Stage, options: AdapterOptions, derived?: string): Promise<Verdict> {
   const given = typeof options.sessionId === 'function' ? options.sessionId() : options.sessionId;
   const sessionId = given ?? guard.sessionId ?? derived;
-  const verdict = await guard.verdict(step, stage, sessionId === undefined ? {} : { sessionId });
+  const checkOptions = sessionId === undefined ? {} : { sessionId };
+  let verdict = await guard.verdict(step, stage, checkOptions);
+  if (verdict.decision === 'ask') verdict = await guard.awaitApproval(step, stage, verdict, checkOptions);
   options.onDecision?.({ step, stage, verdict, ...(sessionId !== undefined && { sessionId }) });
   return verdict;
 }

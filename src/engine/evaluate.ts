@@ -334,7 +334,7 @@ function errorOf(c: CompiledControl, onError: OnError, err: unknown): ControlMat
 
 /**
  * SPEC section 1: deny wins, then steer, then ask (PRODUCT.md: a person approves the step;
- * the server binds the answer to an approval, routes/approval-gate.ts); allow, warn and
+ * the server binds the answer to an approval, server/approval-gate.ts); allow, warn and
  * log never block. Matches of
  * shadow controls (`shadowIds`) go to `shadow_matches` and take no part in the decision.
  */
@@ -388,19 +388,8 @@ function decide(records: ControlMatch[], shadowIds: ReadonlySet<number> | null):
       shadow_matches: shadowMatches,
     };
   }
-  if (firstAsk !== null) {
-    // Not safe until a person says so: the approval itself is the server's to attach.
-    return {
-      is_safe: false,
-      decision: 'ask',
-      confidence: firstAsk.result.confidence,
-      steering_context: null,
-      matches,
-      errors,
-      non_matches: nonMatches,
-      shadow_matches: shadowMatches,
-    };
-  }
+  // Not safe until a person says so: the approval itself is the server's to attach.
+  if (firstAsk !== null) return { is_safe: false, decision: 'ask', confidence: firstAsk.result.confidence, steering_context: null, matches, errors, non_matches: nonMatches, shadow_matches: shadowMatches };
   return { is_safe: true, decision: 'allow', confidence: 1, steering_context: null, matches, errors, non_matches: nonMatches, shadow_matches: shadowMatches };
 }
 

@@ -257,6 +257,20 @@ export class GuardAgent {
   }
 
   /**
+   * For adapters: a verdict of `ask` waited on as `check` waits (approval mode `wait`):
+   * the verdict of the step submitted again once approved, or the same verdict with the
+   * ApprovalError of a denial, an expiry or the end of `approvalTimeout`. Other verdicts,
+   * and every verdict in mode `throw`, come back unchanged.
+   */
+  async awaitApproval(step: StepInput, stage: Stage, verdict: Verdict, options: CheckOptions = {}): Promise<Verdict> {
+    const pending = verdict.error;
+    if (verdict.decision !== 'ask' || !(pending instanceof ApprovalError) || pending.status !== 'pending' || this.approvalMode === 'throw') return verdict;
+    const decided = await awaitDecision(this.client, pending, this.#approvalTimeoutMs);
+    if (decided?.status !== 'approved') return { ...verdict, error: approvalErrorOf(pending, decided) };
+    return this.verdict(step, stage, options);
+  }
+
+  /**
    * Wraps an async function as a checked step: `pre` on its input before it runs, `post`
    * on its output after. The input is the first argument unless `options.input` picks it
    * out of the arguments. The function receives its arguments unchanged.

@@ -1,14 +1,11 @@
+import type { ApprovalStore } from './approval-store.js';
 import type {
   AgentPatch,
-  ApprovalRecord,
-  ApprovalStatus,
   AgentRecord,
   ControlMode,
   ControlPatch,
   ControlRecord,
   NewAgent,
-  Stage,
-  StepType,
   NewControl,
   NewPolicy,
   BindingSource,
@@ -23,6 +20,7 @@ import type { HistoryStore, RestoreOutcome } from './history.js';
 export type { CounterRowStore, LeaseTerms, SharedCountAnswer, SharedCountRequest, SharedCounterStore, StoredCounter } from '../counting/types.js';
 
 export type { ControlPatch, NewAgent, NewControl, StoreChange } from '../model/index.js';
+export type { ApprovalDecision, ApprovalOutcome, ApprovalQuery, ApprovalRequest, ApprovalStore, DecideOutcome } from './approval-store.js';
 
 export interface ControlPage {
   controls: ControlRecord[];
@@ -328,65 +326,6 @@ export interface RecordingStore {
   queryRecordedSteps(query: RecordedStepQuery): Promise<RecordedStepPage>;
   /** Deletes recorded steps older than `before` (ISO time); returns how many. */
   pruneRecordedSteps(before: string): Promise<number>;
-}
-
-/** A step an ask control matched, as the server submits it for approval (routes/approval-gate.ts). */
-export interface ApprovalRequest {
-  /** SHA-256 of the canonical (agent, stage, step type, name, input): what an approval is bound to. */
-  digest: string;
-  agent_name: string;
-  stage: Stage;
-  step_type: StepType;
-  step_name: string;
-  control_id: number;
-  control_name: string;
-  /** The step as JSON text, already masked as recorded steps are. */
-  step_json: string;
-  timeout_ms: number;
-  /** Who submitted the step (the evaluation request's key), for the audit log. */
-  actor: string;
-}
-
-/**
- * What a submission met: `created` a new question or `pending` the open one (the step
- * waits), `approved` (this submission used the approval: allowed once), `denied` or
- * `expired` (the step is denied).
- */
-export type ApprovalOutcome = 'created' | 'pending' | 'approved' | 'denied' | 'expired';
-
-export interface ApprovalQuery {
-  status?: ApprovalStatus | undefined;
-  agent_name?: string | undefined;
-  limit: number;
-}
-
-/** A decision on a pending approval. */
-export interface ApprovalDecision {
-  status: 'approved' | 'denied';
-  /** Who decided: the key's class and fingerprint (auth.ts createActorOf). */
-  by: string;
-  reason: string | null;
-}
-
-/**
- * A decision's answer: the approval as decided, or `conflict` with the approval as it
- * already was (decided or expired); null for an unknown id.
- */
-export type DecideOutcome = { decided: ApprovalRecord } | { conflict: ApprovalRecord } | null;
-
-/**
- * Approvals of asked steps (docs/approvals.md). Shared by replicas: every method is one
- * transaction, and a submission of one digest is serialised with the others of that
- * digest, so a pending question is reused and an approval is used by exactly one
- * submission, whichever replica takes it. `now` is epoch ms. Each question asked, decision,
- * use and expiry is written to the audit log (kind `approval`) in the same transaction.
- */
-export interface ApprovalStore {
-  submitApproval(request: ApprovalRequest, now: number): Promise<{ approval: ApprovalRecord; outcome: ApprovalOutcome }>;
-  getApproval(id: string, now: number): Promise<ApprovalRecord | null>;
-  /** Newest first; a pending approval past its expiry lists as expired. */
-  listApprovals(query: ApprovalQuery, now: number): Promise<ApprovalRecord[]>;
-  decideApproval(id: string, decision: ApprovalDecision, now: number): Promise<DecideOutcome>;
 }
 
 /** A label of a stored session, with the control and step that added it (times: epoch ms). */

@@ -36,7 +36,7 @@ describe('bash', () => {
   it('completes commands, options, --format choices, shells and directories', () => {
     expect(complete('guardctl', 'pl')).toEqual(['plan']);
     expect(complete('guardctl', '')).toEqual(expect.arrayContaining(['serve', 'plan', 'apply', 'completion', '--no-color']));
-    expect(complete('guardctl', '--no-color', 'ap')).toEqual(['apply']);
+    expect(complete('guardctl', '--no-color', 'ap')).toEqual(['apply', 'approvals']);
     expect(complete('guardctl', 'plan', '--for')).toEqual(['--force', '--format']);
     expect(complete('guardctl', 'plan', '--format', '')).toEqual(['json', 'markdown', 'text']);
     expect(complete('guardctl', 'apply', '--auto')).toEqual(['--auto-approve']);

@@ -123,7 +123,7 @@ describe('replay with shared controls evaluated once', () => {
     const split = await replay(records, sides.before, sides.after, { common: sides.common });
     expect(split).toEqual(full);
     expect(full.changes.map((c) => `${c.from}>${c.to}:${c.count}`)).toEqual(['allow>deny:2', 'deny>steer:2']);
-    expect(full.unchanged).toEqual({ allow: 1, deny: 2, steer: 1 });
+    expect(full.unchanged).toEqual({ allow: 1, deny: 2, steer: 1, ask: 0 });
   });
 });
 

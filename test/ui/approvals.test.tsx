@@ -86,7 +86,7 @@ describe('approvals pane on screen', () => {
     await vi.waitFor(() => expect(sink).not.toBeNull());
     sink!.approvals!([A, B]);
     await vi.waitFor(() => expect(app.lastFrame()).toContain('APPROVALS (2 pending)'), { timeout: 30_000 });
-    expect(app.lastFrame()).toMatch(/payer pay · large-paymen/);
+    expect(app.lastFrame()).toMatch(/payer pay · large-pay/);
     app.stdin.write('a');
     await vi.waitFor(() => expect(app.lastFrame()).toContain('y approve  n deny'));
     app.stdin.write('y');

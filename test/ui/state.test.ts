@@ -38,7 +38,7 @@ describe('events and the ring', () => {
       initialState(),
       receive([makeSummary({ decision: 'deny' }), makeSummary({ decision: 'deny' }), makeSummary({ decision: 'steer' }), makeSummary()]),
     );
-    expect(state.totals).toEqual({ events: 4, allow: 1, deny: 2, steer: 1 });
+    expect(state.totals).toEqual({ events: 4, allow: 1, deny: 2, steer: 1, ask: 0 });
     expect(controlRanking(state)).toEqual([
       { name: 'block-sql', matches: 2, deny: 2, steer: 0, shadow: 0 },
       { name: 'steer-pii', matches: 1, deny: 0, steer: 1, shadow: 0 },
@@ -51,7 +51,7 @@ describe('events and the ring', () => {
       initialState(),
       receive([makeSummary({ shadow_matches: [shadow] }), makeSummary({ decision: 'deny', shadow_matches: [shadow] })]),
     );
-    expect(state.totals).toEqual({ events: 2, allow: 1, deny: 1, steer: 0 });
+    expect(state.totals).toEqual({ events: 2, allow: 1, deny: 1, steer: 0, ask: 0 });
     expect(controlRanking(state)).toEqual([
       { name: 'pii-shadow', matches: 0, deny: 0, steer: 0, shadow: 2 },
       { name: 'block-sql', matches: 1, deny: 1, steer: 0, shadow: 0 },
