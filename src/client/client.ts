@@ -258,8 +258,8 @@ export class GuardClient {
   // ---- agents ----
 
   /** Every agent; with `labels` (`key=value`, `key!=value`, `key`), only those matching all of them. */
-  async listAgents(labels: readonly string[] = []): Promise<AgentRecord[]> {
-    const query = labels.length > 0 ? { label: [...labels] } : {};
+  async listAgents(labels: readonly string[] = [], include?: 'links'): Promise<Array<AgentRecord & { links?: string[] }>> {
+    const query = { ...(labels.length > 0 ? { label: [...labels] } : {}), ...(include ? { include } : {}) };
     const out = await this.#request({ method: 'GET', path: `${API}/agents`, endpoint: 'GET /agents', schema: AgentListSchema, query });
     return out.agents;
   }

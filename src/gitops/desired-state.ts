@@ -106,7 +106,8 @@ export function desiredStateOf(loaded: Pick<LoadResult, 'controls' | 'agents'> &
     .map((p): DesiredPolicy => ({
       name: p.document.name,
       description: p.document.description ?? null,
-      controls: p.document.controls,
+      // A control listed twice is bound once, as the server stores it.
+      controls: [...new Set(p.document.controls)],
       agents: p.document.agents,
       source: `${p.source.file}:${p.source.line}`,
     }))

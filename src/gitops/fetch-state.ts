@@ -40,7 +40,9 @@ async function revisionOf(client: GuardClient): Promise<number | null> {
 }
 
 async function readState(client: GuardClient): Promise<ActualState> {
-  const [controls, agents, policies] = await Promise.all([client.listAllControls(100), client.listAgents(), policiesOf(client)]);
+  const [controls, agents, policies] = await Promise.all([client.listAllControls(100), client.listAgents([], 'links'), policiesOf(client)]);
+  // A server that knows include=links answers every agent's links at once.
+  if (agents.every((a) => Array.isArray(a.links))) return actualStateOf(controls, agents.map(({ links, ...a }) => ({ ...a, controls: links ?? [] })), policies);
   const withLinks = await mapLimit(agents, AGENT_CONCURRENCY, async (agent) => {
     const detail = await client.getAgent(agent.agent_name);
     // Only its own links: controls a policy binds are the policy's (no sources: a server without policies).

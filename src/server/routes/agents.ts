@@ -43,6 +43,7 @@ export const AgentDetailSchema = AgentRecordSchema.extend({
 
 /** `GET /agents?label=key=value`: every filter must hold (`key=value`, `key!=value`, or `key` present). */
 export const ListAgentsQuerySchema = z.strictObject({
+  include: z.literal('links').optional().describe('links: give each agent the names of the controls linked to it (not those of policies)'),
   label: z
     .union([z.string(), z.array(z.string())])
     .optional()
@@ -58,7 +59,13 @@ export const AgentControlsSchema = z.strictObject({
 });
 
 const DOCS = {
-  list: { operationId: 'listAgents', summary: 'List agents, optionally only those whose labels match', tag: 'agents', query: ListAgentsQuerySchema, responses: { 200: z.strictObject({ agents: z.array(AgentRecordSchema) }) } },
+  list: {
+    operationId: 'listAgents',
+    summary: 'List agents, optionally only those whose labels match',
+    tag: 'agents',
+    query: ListAgentsQuerySchema,
+    responses: { 200: z.strictObject({ agents: z.array(AgentRecordSchema.extend({ links: z.array(z.string()).optional().describe('With include=links') })) }) },
+  },
   init: {
     operationId: 'initAgent',
     summary: 'Register an agent (strict or overwrite); reports what changed',
@@ -131,8 +138,18 @@ export const agentRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) =
       if (typeof filter === 'string') throw invalid('the query is not valid', [{ field: 'label', code: 'invalid_label', message: filter }]);
       return filter;
     });
-    const agents = await store.listAgents();
-    return { agents: filters.length === 0 ? agents : agents.filter((a) => filters.every((f) => matchesLabelFilter(f, a.labels))) };
+    const all = await store.listAgents();
+    const agents = filters.length === 0 ? all : all.filter((a) => filters.every((f) => matchesLabelFilter(f, a.labels)));
+    if (query.include !== 'links') return { agents };
+    // One read of every link instead of one request per agent: what a GitOps plan needs.
+    const [links, controls] = await Promise.all([store.listLinks(), store.listAllControls()]);
+    const names = new Map(controls.map((c) => [c.control_id, c.name]));
+    const byAgent = new Map<string, string[]>();
+    for (const l of links) {
+      const name = names.get(l.control_id);
+      if (name !== undefined) byAgent.set(l.agent_name, [...(byAgent.get(l.agent_name) ?? []), name]);
+    }
+    return { agents: agents.map((a) => ({ ...a, links: byAgent.get(a.agent_name) ?? [] })) };
   });
 
   app.post('/agents/initAgent', { config: { access: 'read', openapi: DOCS.init } }, async (request, reply) => {

@@ -42,6 +42,8 @@ export class PostgresPolicies implements PolicyStore {
   /** Selectors parsed once per transaction (an apply registering many agents). */
   private readonly cache = new WeakMap<WriteTx, Selectors>();
   private readonly locked = new WeakSet<WriteTx>();
+  /** Every agent's labels, read once per transaction until an agent of it is written. */
+  private readonly agentCache = new WeakMap<WriteTx, Array<{ agent_name: string; labels: Labels }>>();
 
   constructor(private readonly database: PostgresDatabase) {}
 
@@ -63,6 +65,7 @@ export class PostgresPolicies implements PolicyStore {
 
   /** Re-resolves which policies select one agent; call (after lockMembershipTx) inside the agent's write. */
   async refreshAgentTx(tx: WriteTx, agentName: string, labels: Labels): Promise<void> {
+    this.agentCache.delete(tx);
     const ids = policiesOf(agentName, labels, await this.selectorsTx(tx));
     await tx.client.query('DELETE FROM policy_members WHERE agent_name = $1', [agentName]);
     if (ids.length > 0) {
@@ -72,7 +75,11 @@ export class PostgresPolicies implements PolicyStore {
 
   private async refreshPolicyTx(tx: WriteTx, policyId: number, selector: AgentSelector): Promise<string[]> {
     await tx.client.query('DELETE FROM policy_members WHERE policy_id = $1', [policyId]);
-    const agents = await this.database.rows<{ agent_name: string; labels: Labels }>(tx, 'SELECT agent_name, labels FROM agents');
+    let agents = this.agentCache.get(tx);
+    if (!agents) {
+      agents = await this.database.rows<{ agent_name: string; labels: Labels }>(tx, 'SELECT agent_name, labels FROM agents');
+      this.agentCache.set(tx, agents);
+    }
     const members = membersOf(selector, agents);
     if (members.length > 0) {
       await tx.client.query('INSERT INTO policy_members (agent_name, policy_id) SELECT unnest($1::text[]), $2', [members, policyId]);

@@ -67,6 +67,8 @@ export class SqlitePolicies implements PolicyStore {
    * registers thousands of agents parses them once); null outside one.
    */
   private selectorCache: Array<{ policy_id: number; agents: AgentSelector }> | null = null;
+  /** Likewise every agent's parsed labels (an apply writing 200 policies over 10,000 agents reads them once). */
+  private agentCache: Array<{ agent_name: string; labels: Labels }> | null = null;
   private caching = false;
 
   constructor(
@@ -84,6 +86,7 @@ export class SqlitePolicies implements PolicyStore {
     } finally {
       this.caching = false;
       this.selectorCache = null;
+      this.agentCache = null;
     }
   }
 
@@ -106,16 +109,17 @@ export class SqlitePolicies implements PolicyStore {
 
   /** Re-resolves which policies select one agent; call inside the agent's write. */
   refreshAgentTx(agentName: string, labels: Labels): void {
+    this.agentCache = null;
     this.s.clearAgent.run(agentName);
     for (const id of policiesOf(agentName, labels, this.selectors())) this.s.addMember.run(agentName, id);
   }
 
   private refreshPolicyTx(policyId: number, selector: AgentSelector): string[] {
     this.s.clearMembers.run(policyId);
-    const agents = (this.s.agentLabels.all() as Array<{ agent_name: string; labels: string }>).map((a) => ({
-      agent_name: a.agent_name,
-      labels: JSON.parse(a.labels) as Labels,
-    }));
+    const agents =
+      this.agentCache ??
+      (this.s.agentLabels.all() as Array<{ agent_name: string; labels: string }>).map((a) => ({ agent_name: a.agent_name, labels: JSON.parse(a.labels) as Labels }));
+    if (this.caching) this.agentCache = agents;
     const members = membersOf(selector, agents);
     for (const name of members) this.s.addMember.run(name, policyId);
     return members;
