@@ -60,6 +60,7 @@ export type {
   EvaluationResult,
   JsonObject,
   ObservabilityEvent,
+  SessionInfo,
   ShadowReport,
   Stage,
   SteeringContext,
