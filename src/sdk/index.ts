@@ -64,6 +64,7 @@ export type {
   EvaluationResult,
   JsonObject,
   ObservabilityEvent,
+  SessionInfo,
   ShadowReport,
   Stage,
   SteeringContext,

@@ -1,7 +1,9 @@
 /**
  * Sessions of one server, in memory (exact: JavaScript runs one step's begin at a time)
  * and written through to the SQLite file when there is one, so that they survive a
- * restart. At most `sessionMax` sessions are held: a step that would start a new one
+ * restart: a new session and each added label at once, the step counts and last-seen
+ * times of busy sessions once a second (TOUCH_EVERY_MS) in one transaction, so a step
+ * costs no write of its own. At most `sessionMax` sessions are held: a step that would start a new one
  * beyond is refused (the caller decides what that means for the step: docs/sessions.md),
  * and a held session is never dropped before its TTL, so no label a deny control depends
  * on disappears to make room.
@@ -24,9 +26,15 @@ interface Entry {
 /** A full server sweeps idle sessions at most this often, so a flood of new ids cannot make each refusal a full scan. */
 const SWEEP_EVERY_MS = 1000;
 
+/** How often the rows of sessions that took steps are written (their labels are written at once). */
+const TOUCH_EVERY_MS = 1000;
+
 export class MemorySessions implements SessionState {
   readonly #entries = new Map<string, Entry>();
   readonly #timer: NodeJS.Timeout;
+  readonly #touchTimer: NodeJS.Timeout;
+  /** Sessions whose step count or last step changed since their row was written. */
+  readonly #touched = new Map<string, Entry>();
   #lastSweep = 0;
 
   constructor(
@@ -40,6 +48,8 @@ export class MemorySessions implements SessionState {
     }
     this.#timer = setInterval(() => this.sweep(), 60_000);
     this.#timer.unref();
+    this.#touchTimer = setInterval(() => this.writeTouched(), TOUCH_EVERY_MS);
+    this.#touchTimer.unref();
   }
 
   begin(agentName: string, sessionId: string): SessionStep | null {
@@ -60,10 +70,8 @@ export class MemorySessions implements SessionState {
     }
     entry.steps++;
     entry.last_seen = Math.max(entry.last_seen, now);
-    this.persistence?.saveSession(
-      { agent_name: agentName, session_id: sessionId, first_seen: entry.first_seen, last_seen: entry.last_seen, steps: entry.steps },
-      fresh,
-    );
+    if (fresh) this.persistence?.saveSession(rowOf(entry), true);
+    else if (this.persistence) this.#touched.set(id, entry);
     return { labels: entry.view, epoch: entry.first_seen };
   }
 
@@ -91,12 +99,28 @@ export class MemorySessions implements SessionState {
     return infoOf({ ...entry, labels: [...entry.labels.values()] }, this.settings.sessionTtlMs);
   }
 
+  /** Writes the rows of sessions that took steps since the last write (a failure is retried next time). */
+  writeTouched(): void {
+    if (this.#touched.size === 0 || !this.persistence) return;
+    const rows = [...this.#touched.values()].map(rowOf);
+    try {
+      this.persistence.touchSessions(rows);
+      this.#touched.clear();
+    } catch {
+      // The file is busy or away: the rows stay touched for the next write.
+    }
+  }
+
   /** Drops sessions idle past their TTL (and their rows). */
   sweep(): void {
     const now = this.now();
     this.#lastSweep = now;
     const before = now - this.settings.sessionTtlMs;
-    for (const [id, entry] of this.#entries) if (entry.last_seen <= before) this.#entries.delete(id);
+    for (const [id, entry] of this.#entries) {
+      if (entry.last_seen > before) continue;
+      this.#entries.delete(id);
+      this.#touched.delete(id);
+    }
     this.persistence?.deleteExpiredSessions(before);
   }
 
@@ -106,7 +130,13 @@ export class MemorySessions implements SessionState {
 
   async close(): Promise<void> {
     clearInterval(this.#timer);
+    clearInterval(this.#touchTimer);
+    this.writeTouched();
   }
+}
+
+function rowOf(e: Entry) {
+  return { agent_name: e.agent_name, session_id: e.session_id, first_seen: e.first_seen, last_seen: e.last_seen, steps: e.steps };
 }
 
 function keyOf(agentName: string, sessionId: string): string {

@@ -354,6 +354,8 @@ export interface SessionRowStore {
   loadSessions(after: number): StoredSession[];
   /** Writes the session's row (not its labels); `fresh` also drops labels of an expired session of the same id. */
   saveSession(session: Omit<StoredSession, 'labels'>, fresh: boolean): void;
+  /** Writes the rows of sessions that took steps since they were last written, in one transaction. */
+  touchSessions(sessions: ReadonlyArray<Omit<StoredSession, 'labels'>>): void;
   saveSessionLabels(agentName: string, sessionId: string, labels: readonly StoredSessionLabel[]): void;
   /** Deletes sessions (and their labels) whose last step is at or before `before`. */
   deleteExpiredSessions(before: number): void;

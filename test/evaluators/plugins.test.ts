@@ -105,14 +105,14 @@ describe('evaluatorPluginSpecs', () => {
       await loadEvaluatorPlugins(registry, evaluatorPluginSpecs(env), dir, { env });
       return registry.names();
     };
-    expect(await names({ VENDOR_API_KEY: 'k' })).toEqual(['regex', 'list', 'json', 'sql', 'pii', 'secrets', 'rate', 'budget', 'prompt_injection']);
-    expect(await names({ GUARD_AI_VENDOR_ENABLED: 'true' })).toEqual(['regex', 'list', 'json', 'sql', 'pii', 'secrets', 'rate', 'budget', 'prompt_injection']);
-    expect(await names({ GUARD_AI_VENDOR_ENABLED: 'true', VENDOR_API_KEY: 'k' })).toEqual(['regex', 'list', 'json', 'sql', 'pii', 'secrets', 'rate', 'budget', 'prompt_injection', 'ai_vendor.scorer']);
-    expect(await names({ GUARD_EVALUATORS: 'ai_vendor.scorer', VENDOR_API_KEY: 'k' })).toEqual(['regex', 'list', 'json', 'sql', 'pii', 'secrets', 'rate', 'budget', 'prompt_injection', 'ai_vendor.scorer']);
+    expect(await names({ VENDOR_API_KEY: 'k' })).toEqual(['regex', 'list', 'json', 'sql', 'pii', 'secrets', 'rate', 'budget', 'repeat', 'prompt_injection']);
+    expect(await names({ GUARD_AI_VENDOR_ENABLED: 'true' })).toEqual(['regex', 'list', 'json', 'sql', 'pii', 'secrets', 'rate', 'budget', 'repeat', 'prompt_injection']);
+    expect(await names({ GUARD_AI_VENDOR_ENABLED: 'true', VENDOR_API_KEY: 'k' })).toEqual(['regex', 'list', 'json', 'sql', 'pii', 'secrets', 'rate', 'budget', 'repeat', 'prompt_injection', 'ai_vendor.scorer']);
+    expect(await names({ GUARD_EVALUATORS: 'ai_vendor.scorer', VENDOR_API_KEY: 'k' })).toEqual(['regex', 'list', 'json', 'sql', 'pii', 'secrets', 'rate', 'budget', 'repeat', 'prompt_injection', 'ai_vendor.scorer']);
   });
 
   it('createRegistryFromEnv loads GUARD_EVALUATORS relative to baseDir', async () => {
     const registry = await createRegistryFromEnv({ GUARD_EVALUATORS: valid }, dir);
-    expect(registry.names()).toEqual(['regex', 'list', 'json', 'sql', 'pii', 'secrets', 'rate', 'budget', 'prompt_injection', 'acme.shouting']);
+    expect(registry.names()).toEqual(['regex', 'list', 'json', 'sql', 'pii', 'secrets', 'rate', 'budget', 'repeat', 'prompt_injection', 'acme.shouting']);
   });
 });

@@ -20,7 +20,7 @@ async function hintsOf(name: string): Promise<Record<string, string>> {
 
 describe('allowedKeysAt', () => {
   it('reads the keys of the object at a path from the zod schema, through defaults, lazies and unions', () => {
-    expect(allowedKeysAt(ControlDocumentSchema, ['scope'])).toEqual(['step_types', 'step_names', 'step_name_regex', 'stages']);
+    expect(allowedKeysAt(ControlDocumentSchema, ['scope'])).toEqual(['step_types', 'step_names', 'step_name_regex', 'stages', 'session_labels', 'session_labels_absent']);
     expect(allowedKeysAt(ControlDocumentSchema, [])).toContain('evaluator');
     expect(allowedKeysAt(ControlDocumentSchema, ['condition', 'and', 0])).toEqual(['selector', 'evaluator', 'and', 'or', 'not']);
     expect(allowedKeysAt(ControlDocumentSchema, ['condition', 'not', 'evaluator'])).toEqual(['name', 'config', 'metadata']);
@@ -46,7 +46,7 @@ describe('hints', () => {
 
   it('lists the allowed keys when no key is near', async () => {
     const hints = await hintsOf('all-problems-at-once');
-    expect(hints['scope.colour']).toBe('remove "colour"; the keys allowed here are step_types, step_names, step_name_regex, stages');
+    expect(hints['scope.colour']).toBe('remove "colour"; the keys allowed here are step_types, step_names, step_name_regex, stages, session_labels, session_labels_absent');
   });
 
   it('names the nearest evaluator from the registry, else lists them', async () => {

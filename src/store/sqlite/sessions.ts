@@ -61,6 +61,13 @@ export class SqliteSessions implements SessionRowStore {
     });
   }
 
+  touchSessions(sessions: ReadonlyArray<Omit<StoredSession, 'labels'>>): void {
+    if (sessions.length === 0) return;
+    this.database.write(() => {
+      for (const session of sessions) this.#save.run(session);
+    });
+  }
+
   saveSessionLabels(agentName: string, sessionId: string, labels: readonly StoredSessionLabel[]): void {
     this.database.write(() => {
       for (const label of labels) this.#saveLabel.run({ agent_name: agentName, session_id: sessionId, ...label });
