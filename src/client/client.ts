@@ -37,7 +37,7 @@ import {
   type RecordingPage,
   type RestoreResult,
 } from './schemas.js';
-import { PolicyClient } from './policies.js';
+import { PolicyClient, type PoliciesApi } from './policies.js';
 import { Transport, type GuardClientOptions, type RequestSpec } from './transport.js';
 import {
   AckSchema,
@@ -134,7 +134,7 @@ export class GuardClient {
   /** Approvals of asked steps: list, get, wait, approve, deny. */
   readonly approvals: ApprovalsApi;
   /** `/policies`: CRUD and history. */
-  readonly policies: PolicyClient;
+  readonly policies: PoliciesApi;
 
   constructor(options: GuardClientOptions) {
     this.#transport = new Transport(options);

@@ -26,7 +26,22 @@ const PolicyHistorySchema = z.looseObject({
 /** A policy as written: its body, optionally owned (`gitops:<owner>`) and placed (`file:line`). */
 export type PolicyWriteBody = PolicyBody & { managed_by?: string | null; source?: string | null };
 
-export class PolicyClient {
+export type PolicyDetail = z.infer<typeof PolicyDetailSchema>;
+export type PolicyHistoryPage = z.infer<typeof PolicyHistorySchema>;
+
+/** What `client.policies` offers: CRUD and history of `/api/v1/policies`. */
+export interface PoliciesApi {
+  list(page?: { cursor?: number | null; limit?: number; name?: string }): Promise<PolicyList>;
+  /** Every policy, following `next_cursor` until the last page. */
+  listAll(pageSize?: number): Promise<PolicyRecord[]>;
+  get(id: number): Promise<PolicyDetail>;
+  create(policy: PolicyWriteBody): Promise<PolicyRecord>;
+  replace(id: number, policy: PolicyWriteBody): Promise<PolicyRecord>;
+  delete(id: number): Promise<{ unguarded_agents: string[] }>;
+  history(id: number, page?: { cursor?: number | null; limit?: number }): Promise<PolicyHistoryPage>;
+}
+
+export class PolicyClient implements PoliciesApi {
   constructor(private readonly transport: Transport) {}
 
   list(page: { cursor?: number | null; limit?: number; name?: string } = {}): Promise<PolicyList> {

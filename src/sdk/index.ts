@@ -54,6 +54,8 @@ export type {
   ApprovalRecord,
   ApprovalRef,
   ApprovalStatus,
+  PolicyBody,
+  PolicyRecord,
   ControlData,
   ControlDataInput,
   ControlMatch,
