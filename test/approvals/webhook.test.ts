@@ -31,14 +31,6 @@ async function receiver(statuses: number[]): Promise<Receiver> {
   return { url: `http://127.0.0.1:${port}/hooks/T000/secret-path`, bodies, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
-async function until(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 let open: Array<{ close(): Promise<void> }> = [];
 afterEach(async () => {
   for (const o of open) await o.close();
@@ -62,7 +54,7 @@ describe('approval webhook', () => {
     const asked = await evaluate(server.app, payment(75_000, { memo: `card ${card} key ${aws}`, card }));
     // The same question again posts nothing more.
     await evaluate(server.app, payment(75_000, { memo: `card ${card} key ${aws}`, card }));
-    await until(() => hook.bodies.length === 2, 'the retried post');
+    await expect.poll(() => hook.bodies.length, { interval: 20, message: 'the retried post' }).toBe(2);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(hook.bodies).toHaveLength(2);
     const body = JSON.parse(hook.bodies[1]!) as Record<string, unknown>;
@@ -85,7 +77,8 @@ describe('approval webhook', () => {
     open.push(server, hook);
     await seedPayments(server.app);
     expect((await evaluate(server.app, payment(12_000))).decision).toBe('ask');
-    await until(() => hook.bodies.length === 4, 'four attempts');
+    // The default retries wait 0.25 + 1 + 5 s before the fourth attempt.
+    await expect.poll(() => hook.bodies.length, { interval: 20, timeout: 20_000, message: 'four attempts' }).toBe(4);
     for (let i = 0; i < 50 && (await metric(server, 'failed')) === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
     expect(await metric(server, 'failed')).toBe(1);
     expect(await metric(server, 'retried')).toBe(3);
