@@ -196,7 +196,8 @@ describe('request ids', () => {
   });
 
   it('never takes a late answer of a timed-out call for a new request that reuses its id', async () => {
-    const client = await start(['--request-timeout', '2s']);
+    // The bound also covers starting the MCP server, which a loaded machine stretches to seconds.
+    const client = await start(['--request-timeout', '10s']);
     // The proxy reads the server's tools first (its own tools/list, under the same timeout).
     expect(textOf(await client.call('run_sql', { query: 'select 8' }))).toBe('3 rows for select 8');
     client.send({ id: 9, method: 'tools/call', params: { name: 'wait_keys', arguments: {} } });

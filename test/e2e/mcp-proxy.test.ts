@@ -186,7 +186,8 @@ describe('guardctl mcp-proxy in front of a stdio MCP server', () => {
   });
 
   it('answers a call the server never answers with a timeout error, and goes on', async () => {
-    const { client, stderr } = await connect(['--request-timeout', '3s']);
+    // The bound also covers starting the MCP server, which a loaded machine stretches to seconds.
+    const { client, stderr } = await connect(['--request-timeout', '10s']);
     const error = await call(client, 'hang').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(McpError);
     expect((error as McpError).code).toBe(ErrorCode.RequestTimeout);

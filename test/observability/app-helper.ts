@@ -1,11 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import type { EvaluatorDefinition } from '../../src/evaluators/types.js';
 import { ControlDataSchema, type ControlDataInput } from '../../src/model/index.js';
 import type { CreateObservabilityOptions, Observability } from '../../src/observability/observability.js';
-import { assembleServer } from '../../src/server/assemble.js';
-import { loadConfig, type ServerConfig } from '../../src/server/config.js';
+import type { ServerConfig } from '../../src/server/config.js';
 import type { Store } from '../../src/store/types.js';
+import { startTestServer } from '../support/server.js';
 
 export interface TestApp {
   app: FastifyInstance;
@@ -15,15 +14,17 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** A real app on a real in-memory SQLite store, built the way start.ts builds it. */
+/** A real app on a real in-memory SQLite store (test/support/server.ts), observability on, flushed only when asked. */
 export async function makeApp(
   overrides: Partial<ServerConfig> = {},
   opts: { stream?: CreateObservabilityOptions['stream']; evaluators?: EvaluatorDefinition[] } = {},
 ): Promise<TestApp> {
-  const config = loadConfig({}, { databaseUrl: ':memory:', flushIntervalSeconds: 3600, ...overrides });
-  const registry = createDefaultRegistry({ extra: opts.evaluators ?? [] });
-  const server = await assembleServer(config, { registry, observability: { processMetrics: false, stream: opts.stream } });
-  return { app: server.app, store: server.store, config, observability: server.observability!, close: server.close };
+  const server = await startTestServer({
+    config: { flushIntervalSeconds: 3600, ...overrides },
+    evaluators: opts.evaluators ?? [],
+    observability: { stream: opts.stream },
+  });
+  return { app: server.app, store: server.store, config: server.config, observability: server.observability!, close: server.close };
 }
 
 /** Stores a control linked to `agent` and returns its id. */

@@ -3,12 +3,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { expect } from 'vitest';
-import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import type { ReloadNotice } from '../../src/model/index.js';
 import type { HotReload, ReloadStatus } from '../../src/reload/index.js';
-import { assembleServer, type AssembledServer } from '../../src/server/assemble.js';
-import { loadConfig } from '../../src/server/config.js';
+import type { AssembledServer } from '../../src/server/assemble.js';
 import type { Store } from '../../src/store/types.js';
+import { startTestServer } from '../support/server.js';
 
 export interface WatchedServer {
   dir: string;
@@ -38,10 +37,14 @@ export function writeIn(dir: string, file: string, text: string): void {
 /** Real app, real SQLite file, real watcher on a real temp directory. */
 export async function startWatchedServer(files: Record<string, string>): Promise<WatchedServer> {
   const { root, dir } = tempControlsDir(files);
-  const config = loadConfig({ OBSERVABILITY_ENABLED: 'false' }, { watchDir: dir, databaseUrl: join(root, 'guard.db') });
   let server: AssembledServer;
   try {
-    server = await assembleServer(config, { registry: createDefaultRegistry(), observability: { processMetrics: false }, watch: { debounceMs: 30 } });
+    server = await startTestServer({
+      env: { OBSERVABILITY_ENABLED: 'false' },
+      config: { watchDir: dir, databaseUrl: join(root, 'guard.db') },
+      observability: {},
+      watch: { debounceMs: 30 },
+    });
   } catch (error) {
     rmSync(root, { recursive: true, force: true });
     throw error;

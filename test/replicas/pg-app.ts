@@ -1,9 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import type { Observability } from '../../src/observability/index.js';
-import { assembleServer } from '../../src/server/assemble.js';
-import { loadConfig } from '../../src/server/config.js';
 import type { Store } from '../../src/store/types.js';
+import { startTestServer } from '../support/server.js';
 
 export interface PgApp {
   app: FastifyInstance;
@@ -12,14 +10,13 @@ export interface PgApp {
   close(): Promise<void>;
 }
 
-/** A real app on a real PostgreSQL store, built the way start.ts builds it. */
+/** A real app on a real PostgreSQL store (test/support/server.ts), built the way start.ts builds it. */
 export async function startPgApp(databaseUrl: string, env: Record<string, string> = {}): Promise<PgApp> {
-  const config = loadConfig({ DATABASE_URL: databaseUrl, OBSERVABILITY_FLUSH_INTERVAL_SECONDS: '3600', ...env });
-  const server = await assembleServer(config, {
+  const server = await startTestServer({
+    env: { DATABASE_URL: databaseUrl, OBSERVABILITY_FLUSH_INTERVAL_SECONDS: '3600', ...env },
     // Short timeouts and retries, so a cut connection is noticed quickly.
     storeOptions: { postgres: { connectionTimeoutMs: 1000, listenerRetryMs: 100 } },
-    registry: createDefaultRegistry(),
-    observability: { processMetrics: false },
+    observability: {},
   });
   return { app: server.app, store: server.store, observability: server.observability!, close: server.close };
 }

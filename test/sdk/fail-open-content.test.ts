@@ -4,12 +4,9 @@
  * step the server finds invalid) is not an outage: a model that writes such a step must
  * not get it through. Those are denied whatever the fail mode, and the error says why.
  */
-import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createDefaultRegistry } from '../../src/evaluators/registry.js';
-import { assembleServer } from '../../src/server/assemble.js';
-import { loadConfig } from '../../src/server/config.js';
 import { GuardClient, GuardUnavailableError, init, type GuardAgent } from '../../src/sdk/index.js';
+import { startTestServer } from '../support/server.js';
 import { addControl } from './real-server.js';
 
 const LIMIT = 4096;
@@ -19,10 +16,8 @@ const agents: GuardAgent[] = [];
 const warnings: string[] = [];
 
 beforeEach(async () => {
-  const config = loadConfig({}, { host: '127.0.0.1', port: 0, databaseUrl: ':memory:', observabilityEnabled: false, bodyLimitBytes: LIMIT });
-  const server = await assembleServer(config, { registry: createDefaultRegistry(), observability: false });
-  await server.app.listen({ host: '127.0.0.1', port: 0 });
-  url = `http://127.0.0.1:${(server.app.server.address() as AddressInfo).port}`;
+  const server = await startTestServer({ config: { observabilityEnabled: false, bodyLimitBytes: LIMIT }, listen: true });
+  url = server.url;
   close = server.close;
   const client = new GuardClient({ serverUrl: url });
   await client.initAgent({ agent_name: 'bot' });

@@ -3,12 +3,9 @@
  * SQLite store, with observability on and a short flush interval so events written by
  * the SDK become queryable quickly.
  */
-import type { AddressInfo } from 'node:net';
-import { GuardClient } from '../../src/client/index.js';
-import { createDefaultRegistry } from '../../src/evaluators/registry.js';
+import type { GuardClient } from '../../src/client/index.js';
 import type { ControlDataInput } from '../../src/model/index.js';
-import { assembleServer } from '../../src/server/assemble.js';
-import { loadConfig } from '../../src/server/config.js';
+import { startTestServer } from '../support/server.js';
 
 export interface RunningServer {
   url: string;
@@ -18,13 +15,9 @@ export interface RunningServer {
 }
 
 export async function startRealServer(): Promise<RunningServer> {
-  const config = loadConfig({}, { host: '127.0.0.1', port: 0, databaseUrl: ':memory:', flushIntervalSeconds: 0.05 });
-  const server = await assembleServer(config, { registry: createDefaultRegistry(), observability: { processMetrics: false } });
-  await server.app.listen({ host: '127.0.0.1', port: 0 });
+  const server = await startTestServer({ config: { flushIntervalSeconds: 0.05 }, observability: {}, listen: true });
   server.observability!.start();
-  const { port } = server.app.server.address() as AddressInfo;
-  const url = `http://127.0.0.1:${port}`;
-  return { url, client: new GuardClient({ serverUrl: url }), close: server.close };
+  return { url: server.url, client: server.client!, close: server.close };
 }
 
 /** Creates a control with data and links it to the agent; returns its id. */

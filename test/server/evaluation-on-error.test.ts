@@ -6,11 +6,9 @@
  * cause (a BigInt) and the regex search failing on its thread are covered in
  * test/engine/on-error-records.test.ts.
  */
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EvaluationResult } from '../../src/model/index.js';
-import { assembleServer, type AssembledServer } from '../../src/server/assemble.js';
-import { loadConfig } from '../../src/server/config.js';
+import { startTestServer, type TestServer } from '../support/server.js';
 import {
   failingControl,
   failureCases,
@@ -21,17 +19,15 @@ import {
 } from '../engine/failing-evaluators.js';
 
 let world: FailingWorld;
-let server: AssembledServer;
+let server: TestServer;
 let base = '';
 
 beforeAll(async () => {
   world = await startFailingWorld();
   // Observability as configured by default (on), on an in-memory store.
-  const config = loadConfig({}, { databaseUrl: ':memory:', flushIntervalSeconds: 60 });
-  expect(config.observabilityEnabled).toBe(true);
-  server = await assembleServer(config, { registry: world.registry, observability: { processMetrics: false } });
-  await server.app.listen({ host: '127.0.0.1', port: 0 });
-  base = `http://127.0.0.1:${(server.app.server.address() as AddressInfo).port}/api/v1`;
+  server = await startTestServer({ config: { flushIntervalSeconds: 60 }, registry: world.registry, observability: {}, listen: true });
+  expect(server.config.observabilityEnabled).toBe(true);
+  base = `${server.url}/api/v1`;
 });
 afterAll(async () => {
   await server.close();

@@ -1,12 +1,9 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import type { EvaluatorDefinition } from '../../src/evaluators/types.js';
 import type { ControlDataInput } from '../../src/model/index.js';
 import type { Observability } from '../../src/observability/index.js';
-import { assembleServer } from '../../src/server/assemble.js';
-import { loadConfig } from '../../src/server/config.js';
-import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/types.js';
+import { startTestServer as startServer } from '../support/server.js';
 
 export interface TestServer {
   app: FastifyInstance;
@@ -25,17 +22,16 @@ export interface TestServerOptions {
   evaluators?: EvaluatorDefinition[];
 }
 
-/** A real app on a real in-memory SQLite store. */
+/** A real app on a real in-memory SQLite store (test/support/server.ts), observability off unless asked. */
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
-  const real = await openStore(':memory:');
-  const store = options.wrapStore ? options.wrapStore(real) : real;
-  const config = loadConfig({ OBSERVABILITY_ENABLED: 'false', ...options.env });
-  const server = await assembleServer(config, {
-    store,
-    registry: createDefaultRegistry({ extra: options.evaluators ?? [] }),
-    observability: options.observability ? { processMetrics: false } : false,
+  const server = await startServer({
+    env: { OBSERVABILITY_ENABLED: 'false', ...options.env },
+    ...(options.wrapStore ? { wrapStore: options.wrapStore } : {}),
+    evaluators: options.evaluators ?? [],
+    observability: options.observability ? {} : false,
   });
-  return { app: server.app, store, observability: server.observability, close: server.close };
+  // The store the app serves: the wrapped one when a wrapper was given.
+  return { app: server.app, store: server.store, observability: server.observability, close: server.close };
 }
 
 export function sqlControl(overrides: Partial<ControlDataInput> = {}): ControlDataInput {

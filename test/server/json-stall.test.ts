@@ -5,21 +5,16 @@
  * the worst schemas ajv allows are being evaluated, and each hostile evaluation ends in
  * an evaluator error that on_error decides (deny controls fail closed by default).
  */
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EvaluationResult } from '../../src/model/index.js';
-import { assembleServer, type AssembledServer } from '../../src/server/assemble.js';
-import { loadConfig } from '../../src/server/config.js';
-import { createDefaultRegistry } from '../../src/evaluators/registry.js';
+import { startTestServer, type TestServer } from '../support/server.js';
 
-let server: AssembledServer;
+let server: TestServer;
 let base = '';
 
 beforeAll(async () => {
-  const config = loadConfig({ OBSERVABILITY_ENABLED: 'false' }, { databaseUrl: ':memory:' });
-  server = await assembleServer(config, { registry: createDefaultRegistry(), observability: false });
-  await server.app.listen({ host: '127.0.0.1', port: 0 });
-  base = `http://127.0.0.1:${(server.app.server.address() as AddressInfo).port}`;
+  server = await startTestServer({ env: { OBSERVABILITY_ENABLED: 'false' }, listen: true });
+  base = server.url;
 });
 afterAll(async () => {
   await server.close();

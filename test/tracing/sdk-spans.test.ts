@@ -4,7 +4,6 @@
  * socket) exporting to a real OTLP/HTTP receiver.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { context, createTraceState, trace, type Span } from '@opentelemetry/api';
@@ -12,15 +11,13 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { GuardClient } from '../../src/client/index.js';
-import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import { init, type GuardAgent } from '../../src/sdk/index.js';
-import { assembleServer, type AssembledServer } from '../../src/server/assemble.js';
-import { loadConfig } from '../../src/server/config.js';
+import { startTestServer, type TestServer } from '../support/server.js';
 import { addControl } from '../sdk/real-server.js';
 import { startOtlpReceiver, type OtlpReceiver } from './otlp-receiver.js';
 
 let otlp: OtlpReceiver;
-let server: AssembledServer;
+let server: TestServer;
 let url: string;
 let root: string;
 let agentSpans: InMemorySpanExporter;
@@ -30,10 +27,8 @@ const agents: GuardAgent[] = [];
 beforeEach(async () => {
   otlp = await startOtlpReceiver();
   root = mkdtempSync(join(tmpdir(), 'guardctl-otel-sdk-'));
-  const config = loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url }, { host: '127.0.0.1', port: 0, databaseUrl: join(root, 'guard.db') });
-  server = await assembleServer(config, { registry: createDefaultRegistry(), observability: { processMetrics: false } });
-  await server.app.listen({ host: '127.0.0.1', port: 0 });
-  url = `http://127.0.0.1:${(server.app.server.address() as AddressInfo).port}`;
+  server = await startTestServer({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url }, config: { databaseUrl: join(root, 'guard.db') }, observability: {}, listen: true });
+  url = server.url;
   const client = new GuardClient({ serverUrl: url });
   await client.initAgent({ agent_name: 'sql-bot' });
   await addControl(client, 'sql-bot', 'block-drop', {

@@ -3,15 +3,13 @@
  * and a real socket, exporting over OTLP/HTTP to a real receiver on a free port.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GuardClient } from '../../src/client/index.js';
-import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import type { EvaluatorDefinition } from '../../src/evaluators/types.js';
-import { assembleServer, type AssembledServer } from '../../src/server/assemble.js';
-import { loadConfig } from '../../src/server/config.js';
+import type { AssembledServer } from '../../src/server/assemble.js';
+import { startTestServer } from '../support/server.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './otlp-receiver.js';
 
 const boom: EvaluatorDefinition = {
@@ -43,10 +41,14 @@ async function receiver(): Promise<OtlpReceiver> {
 
 async function startServer(env: Record<string, string>): Promise<Running> {
   const root = mkdtempSync(join(tmpdir(), 'guardctl-otel-'));
-  const config = loadConfig({ OTEL_TRACES_SAMPLER: 'always_on', ...env }, { host: '127.0.0.1', port: 0, databaseUrl: join(root, 'guard.db') });
-  const server = await assembleServer(config, { registry: createDefaultRegistry({ extra: [boom] }), observability: { processMetrics: false } });
-  await server.app.listen({ host: '127.0.0.1', port: 0 });
-  const url = `http://127.0.0.1:${(server.app.server.address() as AddressInfo).port}`;
+  const server = await startTestServer({
+    env: { OTEL_TRACES_SAMPLER: 'always_on', ...env },
+    config: { databaseUrl: join(root, 'guard.db') },
+    evaluators: [boom],
+    observability: {},
+    listen: true,
+  });
+  const url = server.url;
   cleanups.push(async () => {
     await server.close();
     rmSync(root, { recursive: true, force: true });
