@@ -16,11 +16,11 @@
  * with the run's `groupId`), else of its trace id (one per run), else (tracing off) of
  * the run itself.
  */
-import {
+import type {
   getCurrentTrace,
-  type ToolGuardrailFunctionOutput,
-  type ToolInputGuardrailDefinition,
-  type ToolOutputGuardrailDefinition,
+  ToolGuardrailFunctionOutput,
+  ToolInputGuardrailDefinition,
+  ToolOutputGuardrailDefinition,
 } from '@openai/agents';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
@@ -58,18 +58,20 @@ export function guardrailsFor(guard: GuardAgent, options: GuardrailsOptions = {}
       {
         type: 'tool_input',
         name: 'guardctl',
-        run: async ({ context, toolCall }) => behaviour(await decide(guard, stepOf(toolCall), 'pre', options, sessionOfRun(context))),
+        run: async ({ context, toolCall }) => behaviour(await decide(guard, stepOf(toolCall), 'pre', options, await sessionOfRun(context))),
       },
     ],
     outputGuardrails: [
       {
         type: 'tool_output',
         name: 'guardctl',
-        run: async ({ context, toolCall, output }) => behaviour(await decide(guard, { ...stepOf(toolCall), output }, 'post', options, sessionOfRun(context))),
+        run: async ({ context, toolCall, output }) => behaviour(await decide(guard, { ...stepOf(toolCall), output }, 'post', options, await sessionOfRun(context))),
       },
     ],
   };
 }
+
+let readTrace: typeof getCurrentTrace | undefined;
 
 /** Sessions of runs whose trace says nothing (tracing off), by the run's context object. */
 const runSessions = new WeakMap<object, string>();
@@ -78,8 +80,11 @@ const runSessions = new WeakMap<object, string>();
  * The run's trace group id (a conversation), else its trace id, else (tracing off: every
  * run has the same no-op trace) one id per run context.
  */
-function sessionOfRun(context: object): string {
-  const trace = getCurrentTrace();
+async function sessionOfRun(context: object): Promise<string> {
+  // Loaded on first use: importing this adapter needs no @openai/agents (it is an optional
+  // peer of @guardctl/sdk), and a run that reaches here has it loaded already.
+  readTrace ??= (await import('@openai/agents')).getCurrentTrace;
+  const trace = readTrace();
   if (trace && trace.traceId !== NO_OP_TRACE) {
     if (typeof trace.groupId === 'string' && trace.groupId !== '') return derivedSessionId('openai-agents:group', trace.groupId);
     if (trace.traceId) return derivedSessionId('openai-agents:trace', trace.traceId);

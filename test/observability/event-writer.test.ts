@@ -117,13 +117,14 @@ describe('event writer thread', () => {
     const obs = createObservability({ store, config: makeConfig(), processMetrics: false, sqlitePath: file, workerUrl });
     const rows = async () => (await store.queryEvents({ limit: 1, offset: 0 })).total;
     try {
-      // Matches only (each one a row): 63 wait, and stay waiting.
-      obs.ingest(Array.from({ length: 63 }, (_, i) => makeEvent(2 * i)));
+      // Matches only (each one a row), of a warn control: a matched deny is urgent and would
+      // be written within DENY_FLUSH_MS whatever the count. 63 wait, and stay waiting.
+      obs.ingest(Array.from({ length: 63 }, (_, i) => makeEvent(2 * i, { action: 'warn' })));
       await new Promise((resolve) => setTimeout(resolve, 200));
       expect(await rows()).toBe(0);
       expect(obs.buffer.size).toBe(63);
       // The 64th starts the handover.
-      obs.ingest([makeEvent(200)]);
+      obs.ingest([makeEvent(200, { action: 'warn' })]);
       await expect.poll(rows).toBe(64);
       // The rows are visible before the thread's answer reaches this one; the buffer
       // lets the events go on that answer.
