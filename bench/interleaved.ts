@@ -104,7 +104,7 @@ export async function interleavedRounds<Name extends string>(
     const order = names.map((_, i) => names[(i + set) % names.length]!);
     const servers = new Map<string, ServerProcess>();
     try {
-      for (const name of order) servers.set(name, await startServerProcess(all[name]!));
+      for (const name of order) servers.set(name, await startServerProcess(specForSet(all[name]!, set)));
       for (const name of order) await flushedRun(servers.get(name)!, LOAD.warmup, connections, body, bodies);
       for (let round = 0; round < rounds; round++) {
         const results = new Map<string, InterleavedRun>();
@@ -147,4 +147,12 @@ export async function interleavedRounds<Name extends string>(
 export function sideNote(side: InterleavedSide): string {
   const spread = (list: number[]) => `${Math.min(...list).toFixed(2)}-${Math.max(...list).toFixed(2)}`;
   return `CPU ratio rounds ${spread(side.cpuRatios)}; throughput ratio ${side.rpsRatio.toFixed(2)} (rounds ${spread(side.rpsRatios)}); ${Math.round(side.rps)} req/s, ${side.cpuPerRequest.toFixed(0)} µs CPU/request`;
+}
+
+/**
+ * A database that outlives its process (a PostgreSQL schema) is seeded by the first set
+ * only: a later set's fresh process finds the controls already there.
+ */
+function specForSet(spec: ServerSpec, set: number): ServerSpec {
+  return set > 0 && spec.databaseUrl?.startsWith('postgres') === true ? { ...spec, seed: false } : spec;
 }
