@@ -64,6 +64,7 @@ class SharedCounters implements ServerCounters {
   #full: ReadonlySet<number> = new Set();
   readonly #timer: NodeJS.Timeout;
   #pruning: Promise<void> | undefined;
+  #prunePending: Promise<void> | undefined;
   readonly #approximate: ApproximateCounts;
   readonly #exact: LeasedCounts;
 
@@ -91,9 +92,20 @@ class SharedCounters implements ServerCounters {
     });
   }
 
-  /** Deletes idle rows and notes whether new keys still fit; an outage is retried next time. */
+  /**
+   * Deletes idle rows and notes whether new keys still fit; an outage is retried next time.
+   * Called while one runs, it answers with one that starts after it (at most one waits):
+   * the running one may have read the rows before the caller's counts were written.
+   */
   prune(): Promise<void> {
-    this.#pruning ??= this.shared
+    if (this.#pruning !== undefined) {
+      this.#prunePending ??= this.#pruning.then(() => {
+        this.#prunePending = undefined;
+        return this.prune();
+      });
+      return this.#prunePending;
+    }
+    this.#pruning = this.shared
       .pruneCounters(this.now())
       .then((left) => {
         const full = new Set<number>();
@@ -123,6 +135,7 @@ class SharedCounters implements ServerCounters {
     clearInterval(this.#timer);
     await this.#approximate.close();
     await this.#exact.close();
+    await this.#prunePending;
     await this.#pruning;
   }
 }
