@@ -169,6 +169,13 @@ export class PostgresDatabase {
     }
     const tx: WriteTx = { client, changed: false, agents: new Set(), entries: [] };
     let broken = false;
+    // A connection that drops between this transaction's queries emits 'error' on the
+    // checked-out client, which the pool listens for only while the client is idle: without
+    // a listener here that error would be uncaught and end the process.
+    const onLost = (): void => {
+      broken = true;
+    };
+    client.on('error', onLost);
     try {
       await client.query('BEGIN');
       const value = await fn(tx);
@@ -195,6 +202,7 @@ export class PostgresDatabase {
       throw mapPgError(error);
     } finally {
       // A client whose ROLLBACK failed is in an unknown state; destroy it instead of reusing it.
+      client.off('error', onLost);
       client.release(broken);
     }
   }
