@@ -8,6 +8,7 @@
 import { evaluateStep, sessionOutcome, type CompiledControlSet, type EvaluateOptions, type EvaluationOutcome } from '../engine/index.js';
 import type { EvaluationRequest, EvaluationResult } from '../model/index.js';
 import type { SessionState } from '../sessions/index.js';
+import { serverDenyResult } from './refusal-result.js';
 
 export async function evaluateInSession(
   set: CompiledControlSet,
@@ -47,23 +48,8 @@ function failsClosedAtBound(set: CompiledControlSet): boolean {
 
 /** The answer for a step that would start a session beyond GUARD_SESSION_MAX (like the depth limit: control_id 0). */
 export function sessionLimitResult(): EvaluationResult {
-  const message = 'the server holds as many sessions as GUARD_SESSION_MAX allows, so this new session cannot be kept; the step is denied';
-  return {
-    is_safe: false,
-    decision: 'deny',
-    confidence: 1,
-    steering_context: null,
-    matches: [
-      {
-        control_id: 0,
-        control_name: 'session-limit',
-        action: 'deny',
-        result: { matched: true, confidence: 1, message, metadata: null },
-        error: message,
-      },
-    ],
-    errors: [],
-    non_matches: [],
-    shadow_matches: [],
-  };
+  return serverDenyResult(
+    'session-limit',
+    'the server holds as many sessions as GUARD_SESSION_MAX allows, so this new session cannot be kept; the step is denied',
+  );
 }

@@ -16,6 +16,7 @@ import { SPAN_KIND } from '../../tracing/types.js';
 import { parseOr422, type ServerContext } from '../context.js';
 import type { OperationDoc } from '../openapi.js';
 import { MAX_JSON_DEPTH } from '../json-body.js';
+import { serverDenyResult } from '../refusal-result.js';
 import { AnswerWriter } from '../result-json.js';
 import { evaluateInSession } from '../session-step.js';
 
@@ -122,24 +123,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
  */
 export function tooDeepResult(): EvaluationResult {
   const message = `the step nests deeper than ${MAX_JSON_DEPTH} levels, so it cannot be checked; it is denied`;
-  return {
-    is_safe: false,
-    decision: 'deny',
-    confidence: 1,
-    steering_context: null,
-    matches: [
-      {
-        control_id: 0,
-        control_name: 'step-depth-limit',
-        action: 'deny',
-        result: { matched: true, confidence: 1, message, metadata: { max_depth: MAX_JSON_DEPTH } },
-        error: message,
-      },
-    ],
-    errors: [],
-    non_matches: [],
-    shadow_matches: [],
-  };
+  return serverDenyResult('step-depth-limit', message, { max_depth: MAX_JSON_DEPTH });
 }
 
 /** No control that could change a decision: none enabled, none failed to compile, only shadow ones. */
