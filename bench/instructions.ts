@@ -14,6 +14,10 @@
  * requests are counted one after the other and the median reported: where the garbage
  * collector's major cycles fall moves a single window's count by up to a quarter. Figures
  * are instructions in user space, compilation and collection included.
+ *
+ * The workload name `tracing` counts bench/otel.ts's three servers (best case, observability
+ * on; tracing off, every span sampled, `traceidratio` at 0.01) exporting to a local OTLP
+ * receiver: what tracing costs, with the machine's load taken out.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -23,6 +27,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { median } from './harness.js';
+import { startReceiver } from './otel.js';
 import type { ChildRequest, ServerSpec } from './server-process.js';
 import { WORKLOADS, type WorkloadName } from './workloads.js';
 
@@ -33,7 +38,7 @@ const CONNECTIONS = 10;
  * Per workload (bench/workloads.ts), the bare baseline sent the same bodies first, then the
  * guardctl servers; each count is compared with its workload's baseline.
  */
-const SERVERS: Array<{ label: string; workload: WorkloadName; spec: ServerSpec }> = [
+const SERVERS: Array<{ label: string; workload: WorkloadName; spec: ServerSpec; group?: 'tracing' }> = [
   { label: 'bare Fastify route (baseline)', workload: 'best', spec: { kind: 'bare' } },
   { label: 'POST /api/v1/evaluation, 10 controls in scope', workload: 'best', spec: { kind: 'guard', controls: 10, observability: false } },
   { label: 'the same, observability on', workload: 'best', spec: { kind: 'guard', controls: 10, observability: true } },
@@ -45,6 +50,9 @@ const SERVERS: Array<{ label: string; workload: WorkloadName; spec: ServerSpec }
   { label: 'the same, observability on', workload: 'realistic', spec: { kind: 'guard', workload: 'realistic', observability: true } },
   { label: 'bare Fastify route (baseline)', workload: 'worst', spec: { kind: 'bare' } },
   { label: 'POST /api/v1/evaluation', workload: 'worst', spec: { kind: 'guard', workload: 'worst', observability: false } },
+  { label: '10 controls in scope, observability on, tracing off (baseline)', workload: 'best', group: 'tracing', spec: { kind: 'guard', controls: 10, observability: true } },
+  { label: 'the same, traceidratio 0.01', workload: 'best', group: 'tracing', spec: { kind: 'guard', controls: 10, observability: true, otel: { OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.01' } } },
+  { label: 'the same, every span sampled', workload: 'best', group: 'tracing', spec: { kind: 'guard', controls: 10, observability: true, otel: { OTEL_TRACES_SAMPLER: 'always_on' } } },
 ];
 
 /** Starts a benchmark server under callgrind, counting off; resolves with its URL. */
@@ -179,18 +187,21 @@ async function main(): Promise<void> {
   const only = process.argv.slice(4);
   const lines = ['| workload | server | instructions per request (median) | of the baseline | windows |', '|---|---|---|---|---|'];
   let baseline = 0;
-  for (const { label, workload, spec } of SERVERS) {
-    if (only.length > 0 && !only.includes(workload)) continue;
+  const receiver = only.includes('tracing') ? await startReceiver() : null;
+  for (const { label, workload, spec, group } of SERVERS) {
+    if (only.length > 0 ? !only.includes(group ?? workload) : group !== undefined) continue;
     const { title, bodies } = WORKLOADS[workload];
     process.stderr.write(`counting ${title}: ${label} (${warm} requests to warm up, then ${WINDOWS} windows of ${measured} counted)...\n`);
-    const windows = await count(spec, bodies, warm, measured);
+    const traced = spec.otel && receiver ? { ...spec, otel: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, ...spec.otel } } : spec;
+    const windows = await count(traced, bodies, warm, measured);
     const perRequest = median(windows);
-    if (spec.kind === 'bare') baseline = perRequest;
+    if (spec.kind === 'bare' || (group === 'tracing' && !spec.otel)) baseline = perRequest;
     const each = windows.map((n) => Math.round(n).toLocaleString('en-US')).join(', ');
     lines.push(`| ${title} | ${label} | ${Math.round(perRequest).toLocaleString('en-US')} | ${(baseline / perRequest).toFixed(3)} | ${each} |`);
     // Each count as it comes: a later failure does not lose the earlier ones.
     process.stderr.write(`${lines.at(-1)!}\n`);
   }
+  await receiver?.close();
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 

@@ -23,7 +23,7 @@ import type { ServerSpec } from './server-process.js';
  * answers at once. It counts spans by their name in the body rather than decoding it (the
  * name is the same bytes in both encodings): the receiver's CPU is not what is measured.
  */
-async function startReceiver(): Promise<{ url: string; spans(): number; close(): Promise<void> }> {
+export async function startReceiver(): Promise<{ url: string; spans(): number; close(): Promise<void> }> {
   let spans = 0;
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];

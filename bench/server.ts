@@ -7,16 +7,15 @@
  * - resident memory of a server (a child process) holding compiled sets for 10,000
  *   controls across 1,000 agents.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { createDefaultRegistry } from '../src/evaluators/registry.js';
 import { openStore } from '../src/store/open-store.js';
 import type { Store } from '../src/store/types.js';
 import { benchControls, EVALUATION_BODY } from './best-case.js';
+import { serverMemory } from './server-memory.js';
 import { median, type Benchmark, type BenchRow, type BenchSection } from './harness.js';
 import { runLoad } from './load-generator.js';
 import { startServerProcess, type ServerProcess, type ServerSpec } from './server-process.js';
@@ -195,17 +194,7 @@ async function memory(): Promise<BenchRow[]> {
   try {
     const db = join(dir, 'mem.db');
     await seedMemoryDatabase(db);
-    const child = fileURLToPath(new URL('./server-memory-child.js', import.meta.url));
-    const { rss, heap, external } = await new Promise<{ rss: number; heap: number; external: number }>((resolve, reject) => {
-      const proc = spawn(process.execPath, ['--expose-gc', child, db], { stdio: ['ignore', 'pipe', 'inherit'] });
-      let out = '';
-      proc.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-      proc.once('exit', (code) => {
-        const match = /RSS_BYTES=(\d+)\nHEAP_BYTES=(\d+)\nEXTERNAL_BYTES=(\d+)/.exec(out);
-        if (code === 0 && match) resolve({ rss: Number(match[1]), heap: Number(match[2]), external: Number(match[3]) });
-        else reject(new Error(`memory child exited with ${code}: ${out}`));
-      });
-    });
+    const { rss, heap, external } = await serverMemory(db, 1000);
     const mb = rss / 1024 / 1024;
     return [
       {

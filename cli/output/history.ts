@@ -1,5 +1,5 @@
 /**
- * A control's history for people: each revision newest first, with what changed as field
+ * A control's or policy's history for people: each revision newest first, with what changed as field
  * diffs in plan's notation (`+ create`, `~ update`, `- delete`), and a stable JSON shape.
  */
 import type { ChangeEntry, ControlData } from '../../src/model/index.js';
@@ -13,8 +13,9 @@ export const HISTORY_JSON_VERSION = 1;
 const plain = makeColors(false);
 
 export interface HistoryContext {
-  control_id: number;
-  /** The control's current name, or the last one its history knows when it is deleted. */
+  kind: 'control' | 'policy';
+  id: number;
+  /** The current name, or the last one its history knows when it is deleted. */
   name: string;
   server: string;
   /** More revisions exist beyond the ones shown. */
@@ -27,6 +28,7 @@ export function entryLines(entry: ChangeEntry, c: Colors = plain): string[] {
   const after = entry.after ?? {};
   switch (entry.op) {
     case 'create': {
+      if (entry.kind === 'policy') return [c.green(`+ create (binds ${countOf(after.controls, 'control')})`)];
       const data = after.data as ControlData | null | undefined;
       return [c.green(`+ create${data ? ` (${describeData(data)})` : ' (no data yet)'}`)];
     }
@@ -52,6 +54,11 @@ export function entryLines(entry: ChangeEntry, c: Colors = plain): string[] {
   }
 }
 
+function countOf(list: unknown, noun: string): string {
+  if (!Array.isArray(list)) return `? ${noun}s`;
+  return `${list.length} ${noun}${list.length === 1 ? '' : 's'}`;
+}
+
 /**
  * A control revision's changes with plan's paths: the data's fields by their own path
  * (`mode`, `action.decision`), the record's name, owner and file beside them. `enabled`
@@ -70,7 +77,7 @@ function controlChanges(before: Record<string, unknown>, after: Record<string, u
 
 
 export function renderHistoryText(entries: readonly ChangeEntry[], ctx: HistoryContext, c: Colors): string {
-  const out = [c.dim(`History of control "${ctx.name}" (id ${ctx.control_id}) on ${ctx.server}, newest first`), ''];
+  const out = [c.dim(`History of ${ctx.kind} "${ctx.name}" (id ${ctx.id}) on ${ctx.server}, newest first`), ''];
   if (entries.length === 0) out.push('No revisions recorded.');
   for (const entry of entries) {
     out.push(c.bold(`r${entry.revision}  ${entry.timestamp}  ${entry.source}  ${entry.actor}`));
@@ -81,5 +88,6 @@ export function renderHistoryText(entries: readonly ChangeEntry[], ctx: HistoryC
 }
 
 export function renderHistoryJson(entries: readonly ChangeEntry[], ctx: HistoryContext): string {
-  return `${JSON.stringify({ version: HISTORY_JSON_VERSION, control_id: ctx.control_id, name: ctx.name, server: ctx.server, more: ctx.more, entries }, null, 2)}\n`;
+  const id = ctx.kind === 'policy' ? { policy_id: ctx.id } : { control_id: ctx.id };
+  return `${JSON.stringify({ version: HISTORY_JSON_VERSION, ...id, name: ctx.name, server: ctx.server, more: ctx.more, entries }, null, 2)}\n`;
 }

@@ -97,6 +97,23 @@ function whatOf(change: StoreChange): string {
   }
 }
 
+/** The policy a change names, or null for a control, link or agent change. */
+export function policyNameOf(change: StoreChange): string | null {
+  switch (change.op) {
+    case 'upsert_policy':
+      return change.policy.name;
+    case 'delete_policy':
+      return change.name;
+    case 'create_control':
+    case 'update_control':
+    case 'delete_control':
+    case 'link':
+    case 'unlink':
+    case 'upsert_agent':
+      return null;
+  }
+}
+
 /** The control a change names, or null for an agent or policy change. */
 export function controlNameOf(change: StoreChange): string | null {
   switch (change.op) {

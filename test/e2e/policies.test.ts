@@ -68,6 +68,16 @@ describe('guardctl and policies, end to end', () => {
     expect(applied.code, applied.stderr).toBe(0);
     expect((await cli(['plan', 'controls', '--detailed-exitcode'])).code).toBe(0);
 
+    const history = await cli(['history', '--policy', 'pci-baseline']);
+    expect(history.code, history.stderr).toBe(0);
+    expect(history.stdout).toMatch(/^History of policy "pci-baseline" \(id \d+\) on /);
+    expect(history.stdout).toContain('  + create (binds 1 control)');
+    const historyJson = JSON.parse((await cli(['history', '--policy', 'pci-baseline', '--format', 'json'])).stdout) as Record<string, unknown>;
+    expect(Object.keys(historyJson)).toEqual(['version', 'policy_id', 'name', 'server', 'more', 'entries']);
+    const unknown = await cli(['history', '--policy', 'no-such-policy']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('no policy is named "no-such-policy"');
+
     // An agent registering later with matching labels: denied on its first evaluation.
     expect((await send(server.url, 'POST', '/api/v1/agents/initAgent', { agent_name: 'pay-2', labels: { pci: 'true' } })).status).toBe(201);
     const verdict = await send(server.url, 'POST', '/api/v1/evaluation', {

@@ -148,6 +148,32 @@ describe('POST /api/v1/changes', () => {
     expect((await server.store.getControlByName('watched'))?.enabled).toBe(true);
   });
 
+  it('refuses a batch naming a watched policy (409 read_only with its source) and applies nothing', async () => {
+    await server.store.createControl({ name: 'base', data: ControlDataSchema.parse(sqlControl()) });
+    await server.store.createPolicy({
+      name: 'baseline',
+      controls: ['base'],
+      agents: { match_labels: { tier: 'prod' } },
+      managed_by: 'watch:controls',
+      source: 'controls/policies.yaml:1',
+    });
+    const attempts = [
+      [{ op: 'upsert_policy', policy: { name: 'baseline', controls: ['base'], agents: { names: ['bot'] } } }],
+      [{ op: 'create_control', control: { name: 'fresh' } }, { op: 'delete_policy', name: 'baseline' }],
+    ];
+    for (const changes of attempts) {
+      const res = await post(changes);
+      expect(res.statusCode).toBe(409);
+      expect(json(res).error_code).toBe('read_only');
+      expect(json(res).detail).toContain('policy "baseline"');
+      expect(json(res).detail).toContain('controls/policies.yaml:1');
+      expect(json(res).change_index).toBe(changes.length - 1);
+    }
+    const kept = await server.store.getPolicyByName('baseline');
+    expect(kept?.controls).toEqual(['base']);
+    expect(await names()).toEqual(['base']);
+  });
+
   it('refuses more than 16 names with a watched one among them too (the full-read path)', async () => {
     await server.store.createControl({ name: 'watched', managed_by: 'watch:controls', source: 'w.yaml:1' });
     const changes = [

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { validateControlData } from '../../engine/index.js';
 import type { EvaluatorRegistry } from '../../evaluators/registry.js';
-import { controlNameOf, fieldIssuesOf, type ControlData, type ControlRecord, type FieldIssue } from '../../model/index.js';
+import { controlNameOf, fieldIssuesOf, policyNameOf, type ControlData, type ControlRecord, type FieldIssue, type PolicyRecord } from '../../model/index.js';
 import { StoreError, type AppliedBatch, type Store, type StoreChange } from '../../store/types.js';
 import { apiOrigin, isWatchManaged, type ServerContext } from '../context.js';
 import type { OperationDoc } from '../openapi.js';
@@ -127,10 +127,29 @@ function prefixed(issue: FieldIssue, path: string): FieldIssue {
   return { ...issue, field };
 }
 
-/** Watched controls are edited in their files: a batch naming one is refused whole. */
+/** Watched controls and policies are edited in their files: a batch naming one is refused whole. */
 async function refuseWatched(store: Store, changes: StoreChange[]): Promise<void> {
+  const watched = (await watchedControl(store, changes)) ?? (await watchedPolicy(store, changes));
+  if (!watched) return;
+  const problem = readOnly(watched.record, watched.kind);
+  throw new HttpProblem(
+    problem.status,
+    problem.errorCode,
+    `change ${watched.index + 1}: ${problem.detail}`,
+    [{ field: `changes[${watched.index}]`, code: 'read_only', message: problem.detail }],
+    { change_index: watched.index },
+  );
+}
+
+interface WatchedTarget {
+  kind: 'control' | 'policy';
+  record: ControlRecord | PolicyRecord;
+  index: number;
+}
+
+async function watchedControl(store: Store, changes: StoreChange[]): Promise<WatchedTarget | null> {
   const names = new Set(changes.map(controlNameOf).filter((n): n is string => n !== null));
-  if (names.size === 0) return;
+  if (names.size === 0) return null;
   let controls: ControlRecord[];
   if (names.size <= LOOKUPS_BEFORE_FULL_READ) {
     const found = await Promise.all([...names].map((name) => store.getControlByName(name)));
@@ -139,16 +158,14 @@ async function refuseWatched(store: Store, changes: StoreChange[]): Promise<void
     controls = (await store.listAllControls()).filter((c) => names.has(c.name));
   }
   const watched = controls.find((c) => isWatchManaged(c.managed_by));
-  if (!watched) return;
-  const index = changes.findIndex((c) => controlNameOf(c) === watched.name);
-  const problem = readOnly(watched);
-  throw new HttpProblem(
-    problem.status,
-    problem.errorCode,
-    `change ${index + 1}: ${problem.detail}`,
-    [{ field: `changes[${index}]`, code: 'read_only', message: problem.detail }],
-    { change_index: index },
-  );
+  return watched ? { kind: 'control', record: watched, index: changes.findIndex((c) => controlNameOf(c) === watched.name) } : null;
+}
+
+async function watchedPolicy(store: Store, changes: StoreChange[]): Promise<WatchedTarget | null> {
+  const names = [...new Set(changes.map(policyNameOf).filter((n): n is string => n !== null))];
+  const found = await Promise.all(names.map((name) => store.getPolicyByName(name)));
+  const watched = found.find((p): p is PolicyRecord => p !== null && isWatchManaged(p.managed_by));
+  return watched ? { kind: 'policy', record: watched, index: changes.findIndex((c) => policyNameOf(c) === watched.name) } : null;
 }
 
 /** A change the store refused: the problem names it by its index, as a field path and as `change_index`. */

@@ -204,11 +204,12 @@ function prefixData(issue: FieldIssue): FieldIssue {
   return { ...issue, field };
 }
 
-export function readOnly(control: ControlRecord): HttpProblem {
-  const where = control.source ? ` edit ${control.source} instead` : ' edit its file in the watched directory instead';
+/** The 409 for a write to a control or policy that watch mode manages: its file is where it changes. */
+export function readOnly(record: { name: string; managed_by: string | null; source: string | null }, kind: 'control' | 'policy' = 'control'): HttpProblem {
+  const where = record.source ? ` edit ${record.source} instead` : ' edit its file in the watched directory instead';
   return new HttpProblem(
     409,
     'read_only',
-    `control "${control.name}" is managed by ${control.managed_by ?? 'watch mode'} and read-only through the API;${where}`,
+    `${kind} "${record.name}" is managed by ${record.managed_by ?? 'watch mode'} and read-only through the API;${where}`,
   );
 }

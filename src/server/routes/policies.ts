@@ -6,6 +6,7 @@ import type { OperationDoc } from '../openapi.js';
 import { HttpProblem, notFound } from '../problem.js';
 import { DEFAULT_PAGE_SIZE, ListPoliciesQuerySchema, PolicyWriteBodySchema } from '../schemas.js';
 import { HistoryQuerySchema } from './history.js';
+import { readOnly } from './controls.js';
 
 /** `GET /policies`: a page, oldest first. */
 export const PolicyPageSchema = z.strictObject({
@@ -82,10 +83,7 @@ export const policyRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) 
 
   async function writable(id: number): Promise<PolicyRecord> {
     const policy = await existing(id);
-    if (isWatchManaged(policy.managed_by)) {
-      const where = policy.source ? ` edit ${policy.source} instead` : ' edit its file in the watched directory instead';
-      throw new HttpProblem(409, 'read_only', `policy "${policy.name}" is managed by ${policy.managed_by} and read-only through the API;${where}`);
-    }
+    if (isWatchManaged(policy.managed_by)) throw readOnly(policy, 'policy');
     return policy;
   }
 

@@ -40,7 +40,7 @@ describe('history output', () => {
   });
 
   it('renders newest first with revision, time, source and actor, and a stable JSON shape', () => {
-    const ctx = { control_id: 3, name: 'c', server: 'http://s', more: true };
+    const ctx = { kind: 'control' as const, id: 3, name: 'c', server: 'http://s', more: true };
     const text = renderHistoryText([entry({ revision: 9 }), entry({ revision: 4, op: 'create', before: null })], ctx, colors(false));
     expect(text.split('\n')).toEqual([
       'History of control "c" (id 3) on http://s, newest first',
