@@ -9,40 +9,14 @@
  * - exactness: two server processes on one PostgreSQL schema, 3 x limit concurrent steps of
  *   one key split between them; the run reports how many were allowed against the limit.
  */
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
+import { dropSchemas, freshSchema, PG_URL, pgReachable } from './pg-schemas.js';
 import type { Benchmark, BenchRow, BenchSection } from './harness.js';
 import { EVALUATION_BODY, LOAD, pairedAcrossProcesses, PROCESS_PAIRS, ROUNDS, type AcrossProcesses } from './server.js';
 import { startServerProcess } from './server-process.js';
 
-const PG_URL = process.env.GUARD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** Never reached within a run: every step is counted, none refused. */
 const UNREACHED = 1_000_000_000;
 
-async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
-async function freshSchema(schemas: string[]): Promise<string> {
-  const schema = `guard_bench_${randomBytes(5).toString('hex')}`;
-  schemas.push(schema);
-  await admin((c) => c.query(`CREATE SCHEMA "${schema}"`));
-  const url = new URL(PG_URL);
-  url.searchParams.set('options', `-c search_path=${schema}`);
-  return url.toString();
-}
-
-async function dropSchemas(schemas: string[]): Promise<void> {
-  await admin(async (c) => {
-    for (const s of schemas.splice(0)) await c.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
-  });
-}
 
 const setting = `${LOAD.connections} connections; in each of ${PROCESS_PAIRS} pairs of fresh processes, ${ROUNDS.rounds} rounds of ${ROUNDS.seconds} s between two runs of the set without it; medians`;
 
@@ -66,9 +40,6 @@ async function sqliteThroughput(): Promise<BenchRow[]> {
   return rows('SQLite', 0.9, r);
 }
 
-async function pgReachable(): Promise<boolean> {
-  return admin(async () => true).catch(() => false);
-}
 
 async function postgresThroughput(): Promise<BenchRow[]> {
   if (!(await pgReachable())) return [{ name: 'PostgreSQL: rate control throughput', value: 0, unit: '', note: `skipped: ${PG_URL} unreachable` }];

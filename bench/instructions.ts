@@ -175,7 +175,10 @@ async function count(spec: ServerSpec, bodies: readonly string[], warm: number, 
   } finally {
     agent.destroy();
     child.removeAllListeners('exit');
+    // callgrind writes its last dump as the process ends: the folder is removed after that.
+    const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill();
+    await exited;
     rmSync(outDir, { recursive: true, force: true });
   }
 }

@@ -15,7 +15,9 @@ import { applyToServer, planAgainstServer } from '../src/gitops/sync.js';
 import { loadConfig } from '../src/server/config.js';
 import { startServer } from '../src/server/start.js';
 import type { FastifyInstance } from 'fastify';
+import { dropSchemas, freshSchema, PG_URL, pgReachable } from './pg-schemas.js';
 import { serverMemory } from './server-memory.js';
+import { startServerProcess } from './server-process.js';
 import { median, type Benchmark, type BenchRow, type BenchSection } from './harness.js';
 
 const POLICIES_FOR_EVAL = 20;
@@ -172,9 +174,64 @@ async function atScale(): Promise<BenchRow[]> {
   }
 }
 
+const HANDOFFS = 100;
+const DROP = (agent: string) => JSON.stringify({ agent_name: agent, stage: 'pre', step: { type: 'tool', name: 'run_sql', input: { query: 'DROP TABLE t' } } });
+
+/**
+ * A label change through replica A to evaluation on replica B: two server processes on one
+ * PostgreSQL schema, a policy selecting `tier=prod`; per agent, registered as `tier=dev`
+ * (B allows), then PATCHed to `tier=prod` through A, then B is asked again and again until
+ * it denies. Reported: the median and the largest time from A's answer to B's first deny.
+ */
+async function labelChangeAcrossReplicas(): Promise<BenchRow[]> {
+  if (!(await pgReachable())) return [{ name: 'policies: label change on A to evaluation on B', value: 0, unit: '', note: `skipped: ${PG_URL} unreachable` }];
+  const schemas: string[] = [];
+  const url = await freshSchema(schemas, 'guard_bench_pol');
+  const a = await startServerProcess({ kind: 'guard', controls: 1, databaseUrl: url });
+  const b = await startServerProcess({ kind: 'guard', controls: 1, databaseUrl: url, seed: false });
+  // A server process's url is its evaluation endpoint.
+  const call = async (evaluation: string, method: string, path: string, body: string): Promise<{ status: number; json: { decision?: string } }> => {
+    const res = await fetch(new URL(path, evaluation), { method, headers: { 'content-type': 'application/json' }, body });
+    return { status: res.status, json: (await res.json()) as { decision?: string } };
+  };
+  try {
+    const policy = await call(a.url, 'PUT', '/api/v1/policies', JSON.stringify({ name: 'prod-baseline', controls: ['bench-one'], agents: { match_labels: { tier: 'prod' } } }));
+    if (policy.status !== 201) throw new Error(`creating the policy answered ${policy.status}: ${JSON.stringify(policy.json)}`);
+    const times: number[] = [];
+    for (let i = 0; i < HANDOFFS; i++) {
+      const agent = `replica-agent-${i}`;
+      await call(a.url, 'POST', '/api/v1/agents/initAgent', JSON.stringify({ agent_name: agent, labels: { tier: 'dev' } }));
+      if ((await call(b.url, 'POST', '/api/v1/evaluation', DROP(agent))).json.decision !== 'allow') throw new Error(`${agent} was denied before its label changed`);
+      const patched = await call(a.url, 'PATCH', `/api/v1/agents/${agent}`, JSON.stringify({ labels: { tier: 'prod' } }));
+      if (patched.status !== 200) throw new Error(`PATCH answered ${patched.status}`);
+      const t0 = performance.now();
+      while ((await call(b.url, 'POST', '/api/v1/evaluation', DROP(agent))).json.decision !== 'deny') {
+        if (performance.now() - t0 > 10_000) throw new Error(`B never denied ${agent} after its label changed`);
+      }
+      times.push(performance.now() - t0);
+    }
+    const worst = Math.max(...times);
+    return [
+      {
+        name: 'policies: label change on A to evaluation on B (median)',
+        value: median(times),
+        unit: 'ms',
+        goal: '< 1000 ms',
+        pass: worst < 1000,
+        note: `${HANDOFFS} agents; the largest: ${worst.toFixed(1)} ms; B asked again and again from A's answer until it denied`,
+      },
+    ];
+  } finally {
+    await b.close();
+    await a.close();
+    await dropSchemas(schemas);
+  }
+}
+
 export const benchmarks: Benchmark[] = [
   { name: 'policies-evaluation', run: evaluationThroughPolicies },
   { name: 'policies-scale', run: atScale },
+  { name: 'policies-replicas', run: labelChangeAcrossReplicas },
 ];
 
 export const section: BenchSection = {
@@ -184,6 +241,9 @@ export const section: BenchSection = {
 directly (the baseline), alternating rounds in the same run. GitOps at scale: 10,000 agents and
 200 policies planned and applied into an empty in-process server (on a SQLite file), then the
 no-op plan. Memory: the server alone, restarted in a process of its own on that file, after one
-evaluation for each of the 10,000 agents (every agent's set compiled), garbage collected.`,
+evaluation for each of the 10,000 agents (every agent's set compiled), garbage collected.
+Across replicas: two server processes on one PostgreSQL schema and a policy selecting
+\`tier=prod\`; an agent registered as \`tier=dev\` is PATCHed to \`tier=prod\` through A, then B
+is asked until it denies; reported is the median time from A's answer to B's first deny.`,
   benchmarks,
 };

@@ -10,43 +10,16 @@
  *   of that session goes to B, which must deny. Reported: the median time from A's answer
  *   to B's deny, and how many of the B steps were decided by the label.
  */
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
+import { dropSchemas, freshSchema, PG_URL, pgReachable } from './pg-schemas.js';
 import { median, type Benchmark, type BenchRow, type BenchSection } from './harness.js';
 import { EVALUATION_BODY, LOAD, pairedAcrossProcesses, PROCESS_PAIRS, ROUNDS, type AcrossProcesses } from './server.js';
 import { startServerProcess } from './server-process.js';
 
-const PG_URL = process.env.GUARD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 /** The benchmark step in one session: the same for both servers of a pair. */
 const SESSION_BODY = JSON.stringify({ ...(JSON.parse(EVALUATION_BODY) as object), session_id: 'bench-session' });
 
-async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
 
-async function freshSchema(schemas: string[]): Promise<string> {
-  const schema = `guard_bench_sess_${randomBytes(5).toString('hex')}`;
-  schemas.push(schema);
-  await admin((c) => c.query(`CREATE SCHEMA "${schema}"`));
-  const url = new URL(PG_URL);
-  url.searchParams.set('options', `-c search_path=${schema}`);
-  return url.toString();
-}
-
-async function dropSchemas(schemas: string[]): Promise<void> {
-  await admin(async (c) => {
-    for (const s of schemas.splice(0)) await c.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
-  });
-}
-
-const pgReachable = () => admin(async () => true).catch(() => false);
 
 const setting = `${LOAD.connections} connections, every step in one session; in each of ${PROCESS_PAIRS} pairs of fresh processes, ${ROUNDS.rounds} rounds of ${ROUNDS.seconds} s between two runs of the set without them; medians`;
 
@@ -75,8 +48,8 @@ async function postgresThroughput(): Promise<BenchRow[]> {
   const schemas: string[] = [];
   try {
     const r = await pairedAcrossProcesses(
-      async () => ({ kind: 'guard', controls: 10, databaseUrl: await freshSchema(schemas) }),
-      async () => ({ kind: 'guard', controls: 10, sessions: true, databaseUrl: await freshSchema(schemas) }),
+      async () => ({ kind: 'guard', controls: 10, databaseUrl: await freshSchema(schemas, 'guard_bench_sess') }),
+      async () => ({ kind: 'guard', controls: 10, sessions: true, databaseUrl: await freshSchema(schemas, 'guard_bench_sess') }),
       PROCESS_PAIRS,
       SESSION_BODY,
     );
@@ -91,7 +64,7 @@ const HANDOFFS = 200;
 async function labelAcrossReplicas(): Promise<BenchRow[]> {
   if (!(await pgReachable())) return [{ name: 'PostgreSQL sessions: label on A to decision on B', value: 0, unit: '', note: `skipped: ${PG_URL} unreachable` }];
   const schemas: string[] = [];
-  const url = await freshSchema(schemas);
+  const url = await freshSchema(schemas, 'guard_bench_sess');
   const a = await startServerProcess({ kind: 'guard', controls: 1, sessions: true, databaseUrl: url });
   const b = await startServerProcess({ kind: 'guard', controls: 1, databaseUrl: url, seed: false });
   try {
