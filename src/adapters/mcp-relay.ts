@@ -18,6 +18,10 @@
  *   pending is refused.
  *
  * Every forwarded request is tracked until answered: a server that exits, hangs or garbles its output leaves none unanswered.
+ *
+ * Parts: mcp-relay-checks.ts (checks of answers and notifications), mcp-relay-upstream.ts
+ * (forwarding, timeouts, the relay's own requests), mcp-relay-tasks.ts (MCP tasks),
+ * mcp-relay-order.ts (the server's messages in order).
  */
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
@@ -33,9 +37,13 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
-import { decide, type AdapterOptions } from './decisions.js';
-import { CHECKED_METHODS, isCheckedMethodMisspelt, refusal, stepOf, stepText, taskIdOf, toolError } from './mcp-steps.js';
-import { newPending, PendingTable, type Outcome, type Pending } from './mcp-pending.js';
+import type { AdapterOptions } from './decisions.js';
+import { newPending, PendingTable, type Pending } from './mcp-pending.js';
+import { RelayChecks } from './mcp-relay-checks.js';
+import { InOrder } from './mcp-relay-order.js';
+import { RelayTasks } from './mcp-relay-tasks.js';
+import { UpstreamRequests } from './mcp-relay-upstream.js';
+import { CHECKED_METHODS, isCheckedMethodMisspelt, refusal, stepOf, taskIdOf, toolError } from './mcp-steps.js';
 import { folded, messageOf, shown } from './mcp-text.js';
 import { UpstreamTools } from './mcp-tools.js';
 
@@ -59,14 +67,26 @@ export interface RelayOptions extends AdapterOptions {
 export class McpRelay {
   readonly #pending = new PendingTable();
   readonly #tools: UpstreamTools;
-  readonly #tasks = new Map<string, StepInput>(); // started by checked tools/calls: their result is checked as the call's output
+  readonly #tasks = new RelayTasks();
+  readonly #checks: RelayChecks;
+  readonly #upstream: UpstreamRequests;
+  readonly #toClient: InOrder;
   #serverName: string;
   #closed = false;
-  #toClient: Promise<void> = Promise.resolve();
 
   constructor(private readonly o: RelayOptions) {
     this.#serverName = o.serverName;
-    this.#tools = new UpstreamTools((cursor) => this.#ownRequest('tools/list', cursor === undefined ? {} : { cursor }));
+    this.#checks = new RelayChecks(o);
+    this.#upstream = new UpstreamRequests({
+      pending: this.#pending,
+      server: o.server,
+      requestTimeoutMs: o.requestTimeoutMs,
+      report: (line) => o.report(line),
+      toServer: (message) => this.#send(o.server, message, 'server'),
+      answerError: (id, code, message) => this.#answerError(id, code, message),
+    });
+    this.#toClient = new InOrder((message) => this.#send(o.client, message, 'client'));
+    this.#tools = new UpstreamTools((cursor) => this.#upstream.own('tools/list', cursor === undefined ? {} : { cursor }));
   }
 
   get serverName(): string {
@@ -116,15 +136,15 @@ export class McpRelay {
       const output = isJSONRPCResultResponse(message) ? message.result : message.error;
       const taskId = pending.task && isJSONRPCResultResponse(message) ? taskIdOf(message.result) : null;
       // A started task carries no output yet: the output is checked when tasks/result fetches it.
-      if (taskId !== null && pending.step) this.#rememberTask(taskId, pending.step);
-      this.#inOrder(pending.step && taskId === null ? this.#checkOutput(clientId, pending.step, answer, output) : Promise.resolve(answer));
+      if (taskId !== null && pending.step) this.#tasks.remember(taskId, pending.step);
+      this.#toClient.push(pending.step && taskId === null ? this.#checks.output(clientId, pending.step, answer, output) : Promise.resolve(answer));
       return;
     }
     if (isJSONRPCNotification(message) && message.method === 'notifications/tools/list_changed') this.#tools.invalidate();
-    if (isJSONRPCNotification(message) && message.method === 'notifications/progress') this.#progressed(message.params?.progressToken);
+    if (isJSONRPCNotification(message) && message.method === 'notifications/progress') this.#upstream.progressed(message.params?.progressToken);
     const calls = isJSONRPCNotification(message) ? this.#pendingCalls() : [];
-    if (calls.length > 0) this.#inOrder(this.#checkNotification(message, calls));
-    else this.#inOrder(Promise.resolve(message));
+    if (calls.length > 0) this.#toClient.push(this.#checks.notification(message, calls));
+    else this.#toClient.push(Promise.resolve(message));
   }
 
   /** The server sent something that is not JSON-RPC: it cannot be trusted to answer what is pending. */
@@ -143,7 +163,7 @@ export class McpRelay {
   failAll(code: number, message: string): void {
     for (const pending of this.#pending.all()) {
       this.#pending.settle(pending);
-      this.#fail(pending, code, message);
+      this.#upstream.fail(pending, code, message);
     }
   }
 
@@ -168,7 +188,7 @@ export class McpRelay {
     this.#pending.add(pending);
     if (request.method === 'tasks/result') this.#taskResult(request, pending);
     else if (CHECKED_METHODS.has(request.method)) void this.#checked(request, pending);
-    else this.#forward(request, pending);
+    else this.#upstream.forward(request, pending);
   }
 
   #notification(notification: JSONRPCNotification): void {
@@ -228,20 +248,20 @@ export class McpRelay {
     pending.task = made.task;
     let verdict: Verdict;
     try {
-      verdict = await this.#decide(step, 'pre');
+      verdict = await this.#checks.decide(step, 'pre');
     } catch (error) {
       if (pending.settled) return;
       this.o.report(`checking ${what} failed: ${messageOf(error)}`);
       return refuse(ErrorCode.InternalError, `the guard could not check this ${request.method}, so it was not run`);
     }
     if (pending.settled) return;
-    this.#reportUnavailable(verdict, step, 'pre');
+    this.#checks.reportUnavailable(verdict, step, 'pre');
     if (verdict.decision !== 'allow') {
       this.#pending.settle(pending);
       this.#send(this.o.client, refusal(request.id, step.type, verdict), 'client');
       return;
     }
-    this.#forward(request, pending);
+    this.#upstream.forward(request, pending);
   }
 
   /**
@@ -250,7 +270,7 @@ export class McpRelay {
    */
   #taskResult(request: JSONRPCRequest, pending: Pending): void {
     const taskId = request.params?.taskId;
-    const step = typeof taskId === 'string' ? this.#tasks.get(taskId) : undefined;
+    const step = this.#tasks.stepOf(taskId);
     if (!step) {
       this.o.report(`refused tasks/result for task ${JSON.stringify(taskId)}: not a task started through this gateway, so its result could not be checked`);
       this.#pending.settle(pending);
@@ -258,126 +278,12 @@ export class McpRelay {
       return;
     }
     pending.step = step;
-    this.#forward(request, pending);
-  }
-
-  /** The answer to a checked request, or the refusal that replaces it when a post control does not allow its output. */
-  async #checkOutput(id: RequestId, step: StepInput, answer: JSONRPCMessage, output: unknown): Promise<JSONRPCMessage> {
-    let verdict: Verdict;
-    try {
-      verdict = await this.#decide({ ...step, output }, 'post');
-    } catch (error) {
-      this.o.report(`checking the answer to ${stepText(step)} failed: ${messageOf(error)}`);
-      return { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'the guard could not check the answer to this request' } };
-    }
-    this.#reportUnavailable(verdict, step, 'post');
-    return verdict.decision === 'allow' ? answer : refusal(id, step.type, verdict);
-  }
-
-  /**
-   * A notification the server sends while a tool runs (a log line, a progress message) can
-   * carry what the tool read: it is checked as output of every pending call, and withheld
-   * unless each allows it.
-   */
-  async #checkNotification(notification: JSONRPCNotification, calls: StepInput[]): Promise<JSONRPCMessage | null> {
-    const output = notification.params ?? null;
-    for (const step of calls) {
-      let verdict: Verdict;
-      try {
-        verdict = await this.#decide({ ...step, output }, 'post');
-      } catch (error) {
-        this.o.report(`withheld a ${shown(notification.method)} notification of the MCP server sent during ${stepText(step)}: checking it failed: ${messageOf(error)}`);
-        return null;
-      }
-      this.#reportUnavailable(verdict, step, 'post');
-      if (verdict.decision !== 'allow') {
-        this.o.report(`withheld a ${shown(notification.method)} notification of the MCP server sent during ${stepText(step)}: a post control did not allow it`);
-        return null;
-      }
-    }
-    return notification;
+    this.#upstream.forward(request, pending);
   }
 
   /** The steps the server is working on (tool calls, reads, prompts). */
   #pendingCalls(): StepInput[] {
     return [...this.#pending.forwardedRequests()].flatMap((p) => (p.step && !p.settled ? [p.step] : []));
-  }
-
-  /** Every check of the relay: the step, as part of the client's session. */
-  #decide(step: StepInput, stage: 'pre' | 'post'): Promise<Verdict> {
-    return decide(this.o.guard, step, stage, this.o, this.o.sessionId?.());
-  }
-
-  /** Sends what the server sent in the order it sent it, however long each check takes. */
-  #inOrder(message: Promise<JSONRPCMessage | null>): void {
-    this.#toClient = this.#toClient.then(() => message).then((m) => {
-      if (m) this.#send(this.o.client, m, 'client');
-    });
-  }
-
-  /** The model reads only that the call could not be checked; the operator reads why. */
-  #reportUnavailable(verdict: Verdict, step: StepInput, stage: 'pre' | 'post'): void {
-    if (!verdict.unavailable) return;
-    this.o.report(`could not check ${stepText(step)} (${stage}), so it was refused: ${messageOf(verdict.error?.cause ?? verdict.error)}`);
-  }
-
-  /** A task started by a checked call; the oldest are forgotten past a bound (their result is then refused, never unchecked). */
-  #rememberTask(taskId: string, step: StepInput): void {
-    this.#tasks.delete(taskId);
-    this.#tasks.set(taskId, step);
-    if (this.#tasks.size > MAX_TASKS) this.#tasks.delete(this.#tasks.keys().next().value!);
-  }
-
-  /** The server reports progress on a request: it is alive, so the request's timeout starts again. */
-  #progressed(token: unknown): void {
-    if (typeof token !== 'string' && typeof token !== 'number') return;
-    for (const pending of this.#pending.forwardedRequests()) {
-      if (pending.progressToken === token && pending.timer) pending.timer.refresh();
-    }
-  }
-
-  /** Sends a request on under an id of the relay's own, and waits for its answer. */
-  #forward(request: JSONRPCRequest, pending: Pending): void {
-    const upstreamId = this.#pending.forwarded(pending);
-    const timeout = this.o.requestTimeoutMs;
-    if (timeout > 0) {
-      // Restarted by the server's progress on the request (#progressed).
-      pending.timer = setTimeout(() => {
-        if (pending.settled) return;
-        this.#pending.settle(pending);
-        const what = pending.clientId === null ? `${request.method} (asked by the proxy)` : `${request.method} (id ${JSON.stringify(pending.clientId)})`;
-        this.o.report(`the MCP server did not answer ${what} within ${timeout / 1000}s; cancelled it on the server`);
-        // Otherwise the tool runs on, and may still act, after the client was told it failed.
-        const reason = `the client's gateway stopped waiting after ${timeout / 1000}s`;
-        this.#send(this.o.server, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: upstreamId, reason } }, 'server');
-        this.#fail(pending, ErrorCode.RequestTimeout, `the MCP server did not answer ${request.method} within ${timeout / 1000}s`);
-      }, timeout);
-      pending.timer.unref();
-    }
-    this.o.server.send({ ...request, id: upstreamId }).catch((error: unknown) => {
-      if (pending.settled) return;
-      this.#pending.settle(pending);
-      this.o.report(`could not send ${request.method} to the MCP server: ${messageOf(error)}`);
-      this.#fail(pending, ErrorCode.ConnectionClosed, `the MCP server could not be reached: ${messageOf(error)}`);
-    });
-  }
-
-  /** A request of the relay itself (tools/list); rejects on an error answer, a timeout or a lost server. */
-  #ownRequest(method: string, params: Record<string, unknown>): Promise<{ tools?: unknown; nextCursor?: unknown }> {
-    return new Promise((resolve, reject) => {
-      const own = (outcome: Outcome): void => {
-        if ('result' in outcome) resolve(outcome.result);
-        else reject(new Error(`${method}: ${outcome.error.message}`));
-      };
-      const pending: Pending = { ...newPending(null, method), own };
-      // The id is replaced by #forward.
-      this.#forward({ jsonrpc: '2.0', id: 0, method, params }, pending);
-    });
-  }
-
-  #fail(pending: Pending, code: number, message: string): void {
-    if (pending.own) pending.own({ error: { code, message } });
-    else if (!pending.cancelled && pending.clientId !== null) this.#answerError(pending.clientId, code, message);
   }
 
   #learnServer(result: Record<string, unknown>): void {
@@ -396,5 +302,3 @@ export class McpRelay {
   }
 }
 
-/** Tasks whose result a client may still fetch; a client starting more loses the oldest. */
-const MAX_TASKS = 10_000;
