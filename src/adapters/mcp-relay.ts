@@ -24,20 +24,11 @@
  * mcp-relay-order.ts (the server's messages in order).
  */
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  ErrorCode,
-  isJSONRPCErrorResponse,
-  isJSONRPCNotification,
-  isJSONRPCRequest,
-  isJSONRPCResultResponse,
-  type JSONRPCMessage,
-  type JSONRPCNotification,
-  type JSONRPCRequest,
-  type RequestId,
-} from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, type JSONRPCMessage, type JSONRPCNotification, type JSONRPCRequest, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
 import type { AdapterOptions } from './decisions.js';
+import { kindOf } from './mcp-message.js';
 import { newPending, PendingTable, type Pending } from './mcp-pending.js';
 import { RelayChecks } from './mcp-relay-checks.js';
 import { InOrder } from './mcp-relay-order.js';
@@ -99,8 +90,11 @@ export class McpRelay {
   }
 
   fromClient(message: JSONRPCMessage): void {
-    if (isJSONRPCRequest(message)) this.#request(message);
-    else if (isJSONRPCNotification(message)) this.#notification(message);
+    const kind = kindOf(message);
+    if (kind === 'request') this.#request(message as JSONRPCRequest);
+    else if (kind === 'notification') this.#notification(message as JSONRPCNotification);
+    // Only from a transport that does not validate what it reads: nothing could answer it.
+    else if (kind === 'invalid') this.o.report('dropped a message of the client that is not JSON-RPC (a request id must be a string or an integer)');
     // The client's answers to the server's own requests (sampling, elicitation, roots).
     else this.#send(this.o.server, message, 'server');
   }
@@ -117,34 +111,47 @@ export class McpRelay {
   }
 
   fromServer(message: JSONRPCMessage): void {
-    if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
-      const id = message.id;
+    const kind = kindOf(message);
+    if (kind === 'result' || kind === 'error') {
+      const id = (message as { id?: RequestId }).id;
       const pending = this.#pending.ofUpstream(id);
       if (!pending) {
         this.o.report(`dropped an answer of the MCP server to request ${JSON.stringify(id)}, which is not pending (answered already, timed out or cancelled)`);
         return;
       }
       this.#pending.settle(pending);
+      // An error answer is the call's output as much as a result is: its message and data can carry what the tool read.
+      const result = kind === 'result' ? (message as { result: Record<string, unknown> }).result : null;
+      const output = result ?? (message as { error: { code: number; message: string } }).error;
       if (pending.own) {
-        pending.own(isJSONRPCResultResponse(message) ? { result: message.result } : { error: message.error });
+        pending.own(result ? { result } : { error: output as { code: number; message: string } });
         return;
       }
       const clientId = pending.clientId!;
       const answer = { ...message, id: clientId };
-      if (isJSONRPCResultResponse(message) && pending.method === 'initialize') this.#learnServer(message.result);
-      // An error answer is the call's output as much as a result is: its message and data can carry what the tool read.
-      const output = isJSONRPCResultResponse(message) ? message.result : message.error;
-      const taskId = pending.task && isJSONRPCResultResponse(message) ? taskIdOf(message.result) : null;
+      if (result && pending.method === 'initialize') this.#learnServer(result);
+      const taskId = pending.task && result ? taskIdOf(result) : null;
       // A started task carries no output yet: the output is checked when tasks/result fetches it.
       if (taskId !== null && pending.step) this.#tasks.remember(taskId, pending.step);
       this.#toClient.push(pending.step && taskId === null ? this.#checks.output(clientId, pending.step, answer, output) : Promise.resolve(answer));
       return;
     }
-    if (isJSONRPCNotification(message) && message.method === 'notifications/tools/list_changed') this.#tools.invalidate();
-    if (isJSONRPCNotification(message) && message.method === 'notifications/progress') this.#upstream.progressed(message.params?.progressToken);
-    const calls = isJSONRPCNotification(message) ? this.#pendingCalls() : [];
-    if (calls.length > 0) this.#toClient.push(this.#checks.notification(message, calls));
-    else this.#toClient.push(Promise.resolve(message));
+    if (kind === 'invalid') {
+      this.serverGarbled(new Error('a request id must be a string or an integer'));
+      return;
+    }
+    if (kind === 'notification') {
+      const notification = message as JSONRPCNotification;
+      if (notification.method === 'notifications/tools/list_changed') this.#tools.invalidate();
+      if (notification.method === 'notifications/progress') this.#upstream.progressed(notification.params?.progressToken);
+      const calls = this.#pendingCalls();
+      if (calls.length > 0) {
+        this.#toClient.push(this.#checks.notification(notification, calls));
+        return;
+      }
+    }
+    // The server's own requests (sampling, elicitation, roots), and notifications while nothing is pending.
+    this.#toClient.push(Promise.resolve(message));
   }
 
   /** The server sent something that is not JSON-RPC: it cannot be trusted to answer what is pending. */
