@@ -6,7 +6,7 @@
  */
 import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { kindOf, schemaFor } from '../../src/adapters/mcp-message.js';
+import { kindOf, parseMessage, schemaFor } from '../../src/adapters/mcp-message.js';
 import { McpRelay } from '../../src/adapters/mcp-relay.js';
 import type { Transport } from '../../src/adapters/mcp.js';
 import { GuardAgent } from '../../src/sdk/index.js';
@@ -35,6 +35,16 @@ const lines: unknown[] = [
   { jsonrpc: '2.0', id: 1 },
   { jsonrpc: '2.0', id: 1, method: 'tools/call', result: {} },
   JSON.parse('{"jsonrpc":"2.0","id":1,"method":"tools/call","__proto__":{"x":1}}'),
+  JSON.parse('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"__proto__":{"x":1},"name":"a"}}'),
+  JSON.parse('{"jsonrpc":"2.0","id":1,"result":{"__proto__":{"isError":true},"content":[]}}'),
+  { jsonrpc: '2.0', id: 1, method: 'tools/call', params: null },
+  { jsonrpc: '2.0', id: 1, method: 'tools/call', params: 'x' },
+  { jsonrpc: '2.0', method: 'notifications/x', id: 2.5 },
+  { jsonrpc: '2.0', id: 1, result: [] },
+  { jsonrpc: '2.0', id: 1, result: null },
+  { jsonrpc: '2.0', id: '1', result: {}, extra: 1 },
+  { jsonrpc: '2.0', result: {} },
+  { id: 1, method: 'tools/call' },
   'text',
   42,
   null,
@@ -48,12 +58,20 @@ describe('schemaFor', () => {
     expect(one.data).toEqual(union.data);
   });
 
+  it.each(lines.map((line) => [JSON.stringify(line), line]))('parseMessage reads %s as JSONRPCMessageSchema does', (_text, line) => {
+    const union = JSONRPCMessageSchema.safeParse(line);
+    const parsed = parseMessage(line);
+    expect(parsed.success).toBe(union.success);
+    if (parsed.success) expect(parsed.data).toEqual(union.data);
+    if (parsed.success && union.success) expect(Object.getPrototypeOf((parsed.data as { result?: object }).result ?? {})).toBe(Object.getPrototypeOf((union.data as { result?: object }).result ?? {}));
+  });
+
   it('gives each valid message the kind its shape names', () => {
     const kinds = lines.flatMap((line) => {
       const parsed = JSONRPCMessageSchema.safeParse(line);
       return parsed.success ? [kindOf(parsed.data)] : [];
     });
-    expect(kinds).toEqual(['request', 'request', 'request', 'notification', 'notification', 'result', 'result', 'error', 'error']);
+    expect(kinds).toEqual(['request', 'request', 'request', 'notification', 'notification', 'result', 'result', 'error', 'error', 'request', 'result']);
   });
 });
 
