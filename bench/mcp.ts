@@ -4,11 +4,13 @@
  * `guardctl mcp-proxy` with 20 `execution: sdk` controls on the tool (10 checked on the
  * arguments, 10 on the result, all in the proxy's process), in the same run. Each call is
  * timed on its own: median and p99 of both, and what the proxy adds. The HTTP face
- * (`mcp-proxy --listen`, the client over streamable HTTP, the server behind it over stdio)
- * is timed in the same run against the same straight stdio call: what it adds includes
- * the HTTP hop in place of a pipe.
+ * (`mcp-proxy --listen`, the client over streamable HTTP) is timed twice in the same run:
+ * in front of an HTTP server (the same tool over streamable HTTP, bench/mcp-http-upstream.ts,
+ * `--upstream-url`) against calling that server straight over HTTP, which is what the face
+ * adds; and in front of the stdio server against the straight stdio call, which adds the
+ * HTTP hop in place of a pipe as well.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -78,15 +80,31 @@ async function run(): Promise<BenchRow[]> {
     const stdio = (args: string[]) => new StdioClientTransport({ command: process.execPath, args, stderr: 'ignore' });
     const direct = await timeCalls(stdio([server]));
     const proxied = await timeCalls(stdio([cli, 'mcp-proxy', '--agent', 'bench-mcp', '--server', guard.url, '--', process.execPath, server]));
-    const http = await timeHttpFace(guard.url);
+    const http = await timeHttpFace(guard.url, ['--', process.execPath, server]);
+    const upstream = await startHttpUpstream();
+    let directHttp: number[];
+    let httpToHttp: number[];
+    try {
+      directHttp = await timeCalls(new StreamableHTTPClientTransport(new URL(upstream.url)));
+      httpToHttp = await timeHttpFace(guard.url, ['--upstream-url', upstream.url]);
+    } finally {
+      upstream.child.kill('SIGTERM');
+    }
     const [dMed, pMed, dP99, pP99] = [median(direct), median(proxied), p99(direct), p99(proxied)];
     const [hMed, hP99] = [median(http), p99(http)];
+    const [dhMed, dhP99, hhMed, hhP99] = [median(directHttp), p99(directHttp), median(httpToHttp), p99(httpToHttp)];
     const note = `${CALLS} sequential calls each, ${CONTROLS} sdk controls in the proxy`;
     return [
+      { name: 'tools/call straight to the MCP server over HTTP, median', value: dhMed, unit: 'µs' },
+      { name: 'tools/call straight to the MCP server over HTTP, p99', value: dhP99, unit: 'µs' },
+      { name: 'tools/call through mcp-proxy --listen to an HTTP server, median', value: hhMed, unit: 'µs' },
+      { name: 'tools/call through mcp-proxy --listen to an HTTP server, p99', value: hhP99, unit: 'µs' },
+      { name: 'mcp-proxy --listen added latency (HTTP server), median', value: hhMed - dhMed, unit: 'µs', goal: '< 500 µs', pass: hhMed - dhMed < 500, note: `${(hhMed / dhMed).toFixed(2)}× the direct HTTP call; ${note}` },
+      { name: 'mcp-proxy --listen added latency (HTTP server), p99', value: hhP99 - dhP99, unit: 'µs', goal: '< 2000 µs', pass: hhP99 - dhP99 < 2000, note: `${(hhP99 / dhP99).toFixed(2)}× the direct HTTP call` },
       { name: 'tools/call through mcp-proxy --listen (HTTP), median', value: hMed, unit: 'µs' },
       { name: 'tools/call through mcp-proxy --listen (HTTP), p99', value: hP99, unit: 'µs' },
-      { name: 'mcp-proxy --listen added latency, median', value: hMed - dMed, unit: 'µs', goal: '< 500 µs', pass: hMed - dMed < 500, note: `${(hMed / dMed).toFixed(2)}× the direct stdio call; an HTTP hop in place of a pipe` },
-      { name: 'mcp-proxy --listen added latency, p99', value: hP99 - dP99, unit: 'µs', goal: '< 2000 µs', pass: hP99 - dP99 < 2000, note: `${(hP99 / dP99).toFixed(2)}× the direct stdio call` },
+      { name: 'mcp-proxy --listen added latency, median', value: hMed - dMed, unit: 'µs', note: `${(hMed / dMed).toFixed(2)}× the direct stdio call; an HTTP hop in place of a pipe, so no goal` },
+      { name: 'mcp-proxy --listen added latency, p99', value: hP99 - dP99, unit: 'µs', note: `${(hP99 / dP99).toFixed(2)}× the direct stdio call` },
       { name: 'tools/call straight to the MCP server, median', value: dMed, unit: 'µs' },
       { name: 'tools/call straight to the MCP server, p99', value: dP99, unit: 'µs' },
       { name: 'tools/call through mcp-proxy, median', value: pMed, unit: 'µs' },
@@ -99,9 +117,24 @@ async function run(): Promise<BenchRow[]> {
   }
 }
 
-/** The HTTP face, started as an operator would (loopback, no auth), timed like the others. */
-async function timeHttpFace(guardUrl: string): Promise<number[]> {
-  const child = spawn(process.execPath, [cli, 'mcp-proxy', '--agent', 'bench-mcp', '--server', guardUrl, '--listen', '127.0.0.1:0', '--no-auth', '--', process.execPath, server], {
+/** The MCP server over streamable HTTP, in a process of its own. */
+async function startHttpUpstream(): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [join(dist, 'bench/mcp-http-upstream.js')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const port = await new Promise<string>((resolve, reject) => {
+    let err = '';
+    child.stderr.on('data', (c: Buffer) => {
+      err += c.toString();
+      const found = /listening on (\d+)/.exec(err);
+      if (found) resolve(found[1]!);
+    });
+    child.once('exit', () => reject(new Error(`the HTTP MCP server exited: ${err}`)));
+  });
+  return { url: `http://127.0.0.1:${port}/mcp`, child };
+}
+
+/** The HTTP face, started as an operator would (loopback, no auth) in front of `upstream`, timed like the others. */
+async function timeHttpFace(guardUrl: string, upstream: string[]): Promise<number[]> {
+  const child = spawn(process.execPath, [cli, 'mcp-proxy', '--agent', 'bench-mcp', '--server', guardUrl, '--listen', '127.0.0.1:0', '--no-auth', ...upstream], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   try {
@@ -128,7 +161,10 @@ export const section: BenchSection = {
   method: `The same \`tools/call\` made by the MCP SDK's Client over stdio, straight to the MCP server
 (examples/mcp/server.ts, built; the baseline) and through \`guardctl mcp-proxy\` with 20
 \`execution: sdk\` controls on the tool (10 on the arguments, 10 on the result, all in the
-proxy's process), 2,000 calls each in the same run. Each call is timed on its own: median
-and p99 of both, and what the proxy adds.`,
+proxy's process), 2,000 calls each in the same run. The HTTP face (\`--listen\`) is timed
+in front of the same tool served over streamable HTTP (\`--upstream-url\`) against calling
+that server straight over HTTP, and in front of the stdio server against the straight
+stdio call (an HTTP hop in place of a pipe, so no goal). Each call is timed on its own:
+median and p99 of both, and what the proxy adds.`,
   benchmarks,
 };

@@ -18,24 +18,23 @@
  *   pending is refused.
  *
  * Every forwarded request is tracked until answered: a server that exits, hangs or garbles its output leaves none unanswered.
+ *
+ * Parts: mcp-relay-checks.ts (checks of answers and notifications), mcp-relay-upstream.ts
+ * (forwarding, timeouts, the relay's own requests), mcp-relay-tasks.ts (MCP tasks),
+ * mcp-relay-order.ts (the server's messages in order).
  */
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  ErrorCode,
-  isJSONRPCErrorResponse,
-  isJSONRPCNotification,
-  isJSONRPCRequest,
-  isJSONRPCResultResponse,
-  type JSONRPCMessage,
-  type JSONRPCNotification,
-  type JSONRPCRequest,
-  type RequestId,
-} from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, type JSONRPCMessage, type JSONRPCNotification, type JSONRPCRequest, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
-import { decide, type AdapterOptions } from './decisions.js';
-import { CHECKED_METHODS, isCheckedMethodMisspelt, refusal, stepOf, stepText, taskIdOf, toolError } from './mcp-steps.js';
-import { newPending, PendingTable, type Outcome, type Pending } from './mcp-pending.js';
+import type { AdapterOptions } from './decisions.js';
+import { kindOf } from './mcp-message.js';
+import { newPending, PendingTable, type Pending } from './mcp-pending.js';
+import { RelayChecks } from './mcp-relay-checks.js';
+import { InOrder } from './mcp-relay-order.js';
+import { RelayTasks } from './mcp-relay-tasks.js';
+import { UpstreamRequests } from './mcp-relay-upstream.js';
+import { CHECKED_METHODS, isCheckedMethodMisspelt, refusal, stepOf, taskIdOf, toolError } from './mcp-steps.js';
 import { folded, messageOf, shown } from './mcp-text.js';
 import { UpstreamTools } from './mcp-tools.js';
 
@@ -59,14 +58,26 @@ export interface RelayOptions extends AdapterOptions {
 export class McpRelay {
   readonly #pending = new PendingTable();
   readonly #tools: UpstreamTools;
-  readonly #tasks = new Map<string, StepInput>(); // started by checked tools/calls: their result is checked as the call's output
+  readonly #tasks = new RelayTasks();
+  readonly #checks: RelayChecks;
+  readonly #upstream: UpstreamRequests;
+  readonly #toClient: InOrder;
   #serverName: string;
   #closed = false;
-  #toClient: Promise<void> = Promise.resolve();
 
   constructor(private readonly o: RelayOptions) {
     this.#serverName = o.serverName;
-    this.#tools = new UpstreamTools((cursor) => this.#ownRequest('tools/list', cursor === undefined ? {} : { cursor }));
+    this.#checks = new RelayChecks(o);
+    this.#upstream = new UpstreamRequests({
+      pending: this.#pending,
+      server: o.server,
+      requestTimeoutMs: o.requestTimeoutMs,
+      report: (line) => o.report(line),
+      toServer: (message) => this.#send(o.server, message, 'server'),
+      answerError: (id, code, message) => this.#answerError(id, code, message),
+    });
+    this.#toClient = new InOrder((message) => this.#send(o.client, message, 'client'));
+    this.#tools = new UpstreamTools((cursor) => this.#upstream.own('tools/list', cursor === undefined ? {} : { cursor }));
   }
 
   get serverName(): string {
@@ -79,8 +90,11 @@ export class McpRelay {
   }
 
   fromClient(message: JSONRPCMessage): void {
-    if (isJSONRPCRequest(message)) this.#request(message);
-    else if (isJSONRPCNotification(message)) this.#notification(message);
+    const kind = kindOf(message);
+    if (kind === 'request') this.#request(message as JSONRPCRequest);
+    else if (kind === 'notification') this.#notification(message as JSONRPCNotification);
+    // Only from a transport that does not validate what it reads: nothing could answer it.
+    else if (kind === 'invalid') this.o.report('dropped a message of the client that is not JSON-RPC (a request id must be a string or an integer)');
     // The client's answers to the server's own requests (sampling, elicitation, roots).
     else this.#send(this.o.server, message, 'server');
   }
@@ -97,34 +111,47 @@ export class McpRelay {
   }
 
   fromServer(message: JSONRPCMessage): void {
-    if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
-      const id = message.id;
+    const kind = kindOf(message);
+    if (kind === 'result' || kind === 'error') {
+      const id = (message as { id?: RequestId }).id;
       const pending = this.#pending.ofUpstream(id);
       if (!pending) {
         this.o.report(`dropped an answer of the MCP server to request ${JSON.stringify(id)}, which is not pending (answered already, timed out or cancelled)`);
         return;
       }
       this.#pending.settle(pending);
+      // An error answer is the call's output as much as a result is: its message and data can carry what the tool read.
+      const result = kind === 'result' ? (message as { result: Record<string, unknown> }).result : null;
+      const output = result ?? (message as { error: { code: number; message: string } }).error;
       if (pending.own) {
-        pending.own(isJSONRPCResultResponse(message) ? { result: message.result } : { error: message.error });
+        pending.own(result ? { result } : { error: output as { code: number; message: string } });
         return;
       }
       const clientId = pending.clientId!;
       const answer = { ...message, id: clientId };
-      if (isJSONRPCResultResponse(message) && pending.method === 'initialize') this.#learnServer(message.result);
-      // An error answer is the call's output as much as a result is: its message and data can carry what the tool read.
-      const output = isJSONRPCResultResponse(message) ? message.result : message.error;
-      const taskId = pending.task && isJSONRPCResultResponse(message) ? taskIdOf(message.result) : null;
+      if (result && pending.method === 'initialize') this.#learnServer(result);
+      const taskId = pending.task && result ? taskIdOf(result) : null;
       // A started task carries no output yet: the output is checked when tasks/result fetches it.
-      if (taskId !== null && pending.step) this.#rememberTask(taskId, pending.step);
-      this.#inOrder(pending.step && taskId === null ? this.#checkOutput(clientId, pending.step, answer, output) : Promise.resolve(answer));
+      if (taskId !== null && pending.step) this.#tasks.remember(taskId, pending.step);
+      this.#toClient.push(pending.step && taskId === null ? this.#checks.output(clientId, pending.step, answer, output) : Promise.resolve(answer));
       return;
     }
-    if (isJSONRPCNotification(message) && message.method === 'notifications/tools/list_changed') this.#tools.invalidate();
-    if (isJSONRPCNotification(message) && message.method === 'notifications/progress') this.#progressed(message.params?.progressToken);
-    const calls = isJSONRPCNotification(message) ? this.#pendingCalls() : [];
-    if (calls.length > 0) this.#inOrder(this.#checkNotification(message, calls));
-    else this.#inOrder(Promise.resolve(message));
+    if (kind === 'invalid') {
+      this.serverGarbled(new Error('a request id must be a string or an integer'));
+      return;
+    }
+    if (kind === 'notification') {
+      const notification = message as JSONRPCNotification;
+      if (notification.method === 'notifications/tools/list_changed') this.#tools.invalidate();
+      if (notification.method === 'notifications/progress') this.#upstream.progressed(notification.params?.progressToken);
+      const calls = this.#pendingCalls();
+      if (calls.length > 0) {
+        this.#toClient.push(this.#checks.notification(notification, calls));
+        return;
+      }
+    }
+    // The server's own requests (sampling, elicitation, roots), and notifications while nothing is pending.
+    this.#toClient.push(Promise.resolve(message));
   }
 
   /** The server sent something that is not JSON-RPC: it cannot be trusted to answer what is pending. */
@@ -143,7 +170,7 @@ export class McpRelay {
   failAll(code: number, message: string): void {
     for (const pending of this.#pending.all()) {
       this.#pending.settle(pending);
-      this.#fail(pending, code, message);
+      this.#upstream.fail(pending, code, message);
     }
   }
 
@@ -168,7 +195,7 @@ export class McpRelay {
     this.#pending.add(pending);
     if (request.method === 'tasks/result') this.#taskResult(request, pending);
     else if (CHECKED_METHODS.has(request.method)) void this.#checked(request, pending);
-    else this.#forward(request, pending);
+    else this.#upstream.forward(request, pending);
   }
 
   #notification(notification: JSONRPCNotification): void {
@@ -228,20 +255,20 @@ export class McpRelay {
     pending.task = made.task;
     let verdict: Verdict;
     try {
-      verdict = await this.#decide(step, 'pre');
+      verdict = await this.#checks.decide(step, 'pre');
     } catch (error) {
       if (pending.settled) return;
       this.o.report(`checking ${what} failed: ${messageOf(error)}`);
       return refuse(ErrorCode.InternalError, `the guard could not check this ${request.method}, so it was not run`);
     }
     if (pending.settled) return;
-    this.#reportUnavailable(verdict, step, 'pre');
+    this.#checks.reportUnavailable(verdict, step, 'pre');
     if (verdict.decision !== 'allow') {
       this.#pending.settle(pending);
       this.#send(this.o.client, refusal(request.id, step.type, verdict), 'client');
       return;
     }
-    this.#forward(request, pending);
+    this.#upstream.forward(request, pending);
   }
 
   /**
@@ -250,7 +277,7 @@ export class McpRelay {
    */
   #taskResult(request: JSONRPCRequest, pending: Pending): void {
     const taskId = request.params?.taskId;
-    const step = typeof taskId === 'string' ? this.#tasks.get(taskId) : undefined;
+    const step = this.#tasks.stepOf(taskId);
     if (!step) {
       this.o.report(`refused tasks/result for task ${JSON.stringify(taskId)}: not a task started through this gateway, so its result could not be checked`);
       this.#pending.settle(pending);
@@ -258,126 +285,12 @@ export class McpRelay {
       return;
     }
     pending.step = step;
-    this.#forward(request, pending);
-  }
-
-  /** The answer to a checked request, or the refusal that replaces it when a post control does not allow its output. */
-  async #checkOutput(id: RequestId, step: StepInput, answer: JSONRPCMessage, output: unknown): Promise<JSONRPCMessage> {
-    let verdict: Verdict;
-    try {
-      verdict = await this.#decide({ ...step, output }, 'post');
-    } catch (error) {
-      this.o.report(`checking the answer to ${stepText(step)} failed: ${messageOf(error)}`);
-      return { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'the guard could not check the answer to this request' } };
-    }
-    this.#reportUnavailable(verdict, step, 'post');
-    return verdict.decision === 'allow' ? answer : refusal(id, step.type, verdict);
-  }
-
-  /**
-   * A notification the server sends while a tool runs (a log line, a progress message) can
-   * carry what the tool read: it is checked as output of every pending call, and withheld
-   * unless each allows it.
-   */
-  async #checkNotification(notification: JSONRPCNotification, calls: StepInput[]): Promise<JSONRPCMessage | null> {
-    const output = notification.params ?? null;
-    for (const step of calls) {
-      let verdict: Verdict;
-      try {
-        verdict = await this.#decide({ ...step, output }, 'post');
-      } catch (error) {
-        this.o.report(`withheld a ${shown(notification.method)} notification of the MCP server sent during ${stepText(step)}: checking it failed: ${messageOf(error)}`);
-        return null;
-      }
-      this.#reportUnavailable(verdict, step, 'post');
-      if (verdict.decision !== 'allow') {
-        this.o.report(`withheld a ${shown(notification.method)} notification of the MCP server sent during ${stepText(step)}: a post control did not allow it`);
-        return null;
-      }
-    }
-    return notification;
+    this.#upstream.forward(request, pending);
   }
 
   /** The steps the server is working on (tool calls, reads, prompts). */
   #pendingCalls(): StepInput[] {
     return [...this.#pending.forwardedRequests()].flatMap((p) => (p.step && !p.settled ? [p.step] : []));
-  }
-
-  /** Every check of the relay: the step, as part of the client's session. */
-  #decide(step: StepInput, stage: 'pre' | 'post'): Promise<Verdict> {
-    return decide(this.o.guard, step, stage, this.o, this.o.sessionId?.());
-  }
-
-  /** Sends what the server sent in the order it sent it, however long each check takes. */
-  #inOrder(message: Promise<JSONRPCMessage | null>): void {
-    this.#toClient = this.#toClient.then(() => message).then((m) => {
-      if (m) this.#send(this.o.client, m, 'client');
-    });
-  }
-
-  /** The model reads only that the call could not be checked; the operator reads why. */
-  #reportUnavailable(verdict: Verdict, step: StepInput, stage: 'pre' | 'post'): void {
-    if (!verdict.unavailable) return;
-    this.o.report(`could not check ${stepText(step)} (${stage}), so it was refused: ${messageOf(verdict.error?.cause ?? verdict.error)}`);
-  }
-
-  /** A task started by a checked call; the oldest are forgotten past a bound (their result is then refused, never unchecked). */
-  #rememberTask(taskId: string, step: StepInput): void {
-    this.#tasks.delete(taskId);
-    this.#tasks.set(taskId, step);
-    if (this.#tasks.size > MAX_TASKS) this.#tasks.delete(this.#tasks.keys().next().value!);
-  }
-
-  /** The server reports progress on a request: it is alive, so the request's timeout starts again. */
-  #progressed(token: unknown): void {
-    if (typeof token !== 'string' && typeof token !== 'number') return;
-    for (const pending of this.#pending.forwardedRequests()) {
-      if (pending.progressToken === token && pending.timer) pending.timer.refresh();
-    }
-  }
-
-  /** Sends a request on under an id of the relay's own, and waits for its answer. */
-  #forward(request: JSONRPCRequest, pending: Pending): void {
-    const upstreamId = this.#pending.forwarded(pending);
-    const timeout = this.o.requestTimeoutMs;
-    if (timeout > 0) {
-      // Restarted by the server's progress on the request (#progressed).
-      pending.timer = setTimeout(() => {
-        if (pending.settled) return;
-        this.#pending.settle(pending);
-        const what = pending.clientId === null ? `${request.method} (asked by the proxy)` : `${request.method} (id ${JSON.stringify(pending.clientId)})`;
-        this.o.report(`the MCP server did not answer ${what} within ${timeout / 1000}s; cancelled it on the server`);
-        // Otherwise the tool runs on, and may still act, after the client was told it failed.
-        const reason = `the client's gateway stopped waiting after ${timeout / 1000}s`;
-        this.#send(this.o.server, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: upstreamId, reason } }, 'server');
-        this.#fail(pending, ErrorCode.RequestTimeout, `the MCP server did not answer ${request.method} within ${timeout / 1000}s`);
-      }, timeout);
-      pending.timer.unref();
-    }
-    this.o.server.send({ ...request, id: upstreamId }).catch((error: unknown) => {
-      if (pending.settled) return;
-      this.#pending.settle(pending);
-      this.o.report(`could not send ${request.method} to the MCP server: ${messageOf(error)}`);
-      this.#fail(pending, ErrorCode.ConnectionClosed, `the MCP server could not be reached: ${messageOf(error)}`);
-    });
-  }
-
-  /** A request of the relay itself (tools/list); rejects on an error answer, a timeout or a lost server. */
-  #ownRequest(method: string, params: Record<string, unknown>): Promise<{ tools?: unknown; nextCursor?: unknown }> {
-    return new Promise((resolve, reject) => {
-      const own = (outcome: Outcome): void => {
-        if ('result' in outcome) resolve(outcome.result);
-        else reject(new Error(`${method}: ${outcome.error.message}`));
-      };
-      const pending: Pending = { ...newPending(null, method), own };
-      // The id is replaced by #forward.
-      this.#forward({ jsonrpc: '2.0', id: 0, method, params }, pending);
-    });
-  }
-
-  #fail(pending: Pending, code: number, message: string): void {
-    if (pending.own) pending.own({ error: { code, message } });
-    else if (!pending.cancelled && pending.clientId !== null) this.#answerError(pending.clientId, code, message);
   }
 
   #learnServer(result: Record<string, unknown>): void {
@@ -396,5 +309,3 @@ export class McpRelay {
   }
 }
 
-/** Tasks whose result a client may still fetch; a client starting more loses the oldest. */
-const MAX_TASKS = 10_000;

@@ -11,7 +11,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { parseMessage } from './mcp-message.js';
 
 /** What a side of the gateway reports beyond messages. */
 export interface LineEvents {
@@ -84,7 +85,8 @@ function lineHandler(transport: Transport & LineEvents): (line: string) => void 
       transport.onbatch?.(json);
       return;
     }
-    const parsed = JSONRPCMessageSchema.safeParse(json);
+    // As JSONRPCMessageSchema validates it (mcp-message.ts).
+    const parsed = parseMessage(json);
     if (!parsed.success) {
       transport.onerror?.(parsed.error);
       return;
