@@ -31,17 +31,15 @@ import {
   type JSONRPCRequest,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { GuardAgent, StepInput } from '../sdk/agent.js';
+import type { StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
-import { decide, type AdapterOptions } from './decisions.js';
+import { McpApprovals, type GatewayApprovalOptions } from './mcp-approval.js';
 import { CHECKED_METHODS, isCheckedMethodMisspelt, refusal, stepOf, stepText, taskIdOf, toolError } from './mcp-steps.js';
 import { newPending, PendingTable, type Outcome, type Pending } from './mcp-pending.js';
 import { folded, messageOf, shown } from './mcp-text.js';
 import { UpstreamTools } from './mcp-tools.js';
 
-export interface RelayOptions extends AdapterOptions {
-  guard: GuardAgent;
-  client: Transport;
+export interface RelayOptions extends GatewayApprovalOptions {
   server: Transport;
   /** The name steps carry as `context.mcp_server` until the server's initialize answer names it. */
   serverName: string;
@@ -60,6 +58,7 @@ export class McpRelay {
   readonly #pending = new PendingTable();
   readonly #tools: UpstreamTools;
   readonly #tasks = new Map<string, StepInput>(); // started by checked tools/calls: their result is checked as the call's output
+  readonly #approvals = new McpApprovals(); // an ask put to the person in the client (elicitation), or waited for
   #serverName: string;
   #closed = false;
   #toClient: Promise<void> = Promise.resolve();
@@ -79,10 +78,10 @@ export class McpRelay {
   }
 
   fromClient(message: JSONRPCMessage): void {
-    if (isJSONRPCRequest(message)) this.#request(message);
+    if (isJSONRPCRequest(message)) this.#request(this.#approvals.seen(message));
     else if (isJSONRPCNotification(message)) this.#notification(message);
-    // The client's answers to the server's own requests (sampling, elicitation, roots).
-    else this.#send(this.o.server, message, 'server');
+    // The client's answers to the server's own requests (sampling, elicitation, roots), but to the gateway's own.
+    else if (!this.#approvals.answered(message)) this.#send(this.o.server, message, 'server');
   }
 
   /** A line of the client holding a JSON-RPC batch: not relayed (MCP since 2025-06-18 has none). */
@@ -303,9 +302,9 @@ export class McpRelay {
     return [...this.#pending.forwardedRequests()].flatMap((p) => (p.step && !p.settled ? [p.step] : []));
   }
 
-  /** Every check of the relay: the step, as part of the client's session. */
+  /** Every check of the relay: the step, as part of the client's session; an ask is put to a person (mcp-approval.ts). */
   #decide(step: StepInput, stage: 'pre' | 'post'): Promise<Verdict> {
-    return decide(this.o.guard, step, stage, this.o, this.o.sessionId?.());
+    return this.#approvals.decide(this.o, step, stage, this.o.sessionId?.());
   }
 
   /** Sends what the server sent in the order it sent it, however long each check takes. */
