@@ -90,6 +90,7 @@ export function planMcpProxy(command: string[], flags: McpProxyFlags, env: NodeJ
     disclosure,
     failOpen: flags.failOpen === true,
     allowUnguarded: flags.allowUnguarded === true,
+    approverApiKey: env.GUARD_MCP_APPROVER_API_KEY?.trim() || undefined,
     listen: flags.listen === undefined ? undefined : listenPlanOf(flags, env),
   };
 }
@@ -194,6 +195,7 @@ export async function runMcpProxy(command: string[], flags: McpProxyFlags): Prom
       upstream: plan.upstream,
       requestTimeoutMs: plan.requestTimeoutMs,
       ...(plan.serverName !== undefined && { serverName: plan.serverName }),
+      ...(plan.approverApiKey !== undefined && { approverApiKey: plan.approverApiKey }),
     }).catch((error: unknown) => {
       throw new UserError(error instanceof Error ? error.message : String(error), 'check the command after -- (or --upstream-url)');
     });
