@@ -11,6 +11,7 @@
  * server allows it once if approved, denies it with the reason if denied or expired, and
  * asks again (the model reads that it waits for a person) if still pending.
  */
+import { randomUUID } from 'node:crypto';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { isJSONRPCErrorResponse, isJSONRPCRequest, isJSONRPCResultResponse, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { GuardClient } from '../client/index.js';
@@ -54,7 +55,6 @@ type Answer = { approve: boolean; reason?: string };
 
 export class McpApprovals {
   #elicitation = false;
-  #next = 0;
   readonly #waiting = new Map<string, (message: JSONRPCMessage | null) => void>();
 
   /** Passes a client request on, noting whether its initialize declares form elicitation. */
@@ -105,7 +105,9 @@ export class McpApprovals {
 
   /** The person's answer, or null (declined, cancelled, malformed, not answered in time). */
   async #ask(o: GatewayApprovalOptions, step: StepInput, pending: ApprovalError, until: number): Promise<Answer | null> {
-    const id = `guardctl-approval-${++this.#next}`;
+    // Unguessable: the MCP server's own requests to the client pass through with the ids it chose,
+    // and the client's answer to one of them must never be taken for the person's answer here.
+    const id = `guardctl-approval-${randomUUID()}`;
     const message = await this.#question(o, step, pending);
     const answer = new Promise<JSONRPCMessage | null>((resolve) => {
       const timer = setTimeout(() => resolve(null), Math.max(0, until - Date.now()));

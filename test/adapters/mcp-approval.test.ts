@@ -10,9 +10,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { CallToolResultSchema, ElicitRequestSchema, type CallToolResult, type ElicitRequest, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startMcpHttpGateway } from '../../src/adapters/mcp-http.js';
 import { startMcpProxy, type McpProxy } from '../../src/adapters/mcp.js';
 import { GuardClient } from '../../src/client/index.js';
 import { init, type GuardAgent } from '../../src/sdk/index.js';
@@ -181,5 +183,30 @@ describe('the MCP gateway on an ask, without elicitation', () => {
     expect(textOf(await call('select 1'))).toBe('3 rows for select 1');
     expect(ran()).toBe('select 1\n');
     expect(await admin.approvals.list({})).toHaveLength(0);
+  });
+});
+
+describe('the MCP gateway on an ask, over its HTTP face', () => {
+  it('asks the person through elicitation on the session\'s stream; their yes runs the call', async () => {
+    const gw = await startMcpHttpGateway({
+      guard, upstream: { command: process.execPath, args: [fixture] }, host: '127.0.0.1', port: 0, auth: { none: true }, approverApiKey: APPROVER, report: () => undefined,
+    });
+    const client = new Client({ name: 'http-test', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
+    const asked: string[] = [];
+    client.setRequestHandler(ElicitRequestSchema, (request) => {
+      asked.push(request.params.message);
+      return { action: 'accept', content: { approve: true } };
+    });
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(gw.url)));
+      const result = await client.request({ method: 'tools/call', params: { name: 'run_sql', arguments: { query: 'delete from drafts' } } }, CallToolResultSchema, { timeout: 60_000 });
+      expect(textOf(result)).toBe('3 rows for delete from drafts');
+      expect(asked).toHaveLength(1);
+      expect(asked[0]).toContain('tools/call "run_sql"');
+      expect(await admin.approvals.list({ status: 'approved' })).toHaveLength(1);
+    } finally {
+      await client.close().catch(() => undefined);
+      await gw.close();
+    }
   });
 });
