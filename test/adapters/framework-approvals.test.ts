@@ -188,6 +188,22 @@ describe('OpenAI Agents interruptions on an ask', () => {
     expect(JSON.stringify(output?.rawItem)).toContain('Waiting for approval');
   });
 
+  it("state.approve(item, { alwaysApprove: true }) lets no other call through: each needs guardctl's approval of its own", async () => {
+    const pay = vi.fn(async ({ amount }: { amount: number }) => `paid ${amount}`);
+    const runner = new Runner({ tracingDisabled: true });
+    const second = { ...agentPayCall(99_000), callId: 'call-2' };
+    const agent = payAgent(pay, new ScriptedModel([agentPayCall(75_000), second, agentDone]));
+    const first = await runner.run(agent, 'pay');
+    const item = first.interruptions[0]!;
+    await decideApproval(guard, agentsApprovalOf(guard, item)!, 'approve', { apiKey: APPROVER });
+    first.state.approve(item, { alwaysApprove: true });
+    const resumed = await runner.run(agent, first.state);
+    // The approved 75,000 ran; the 99,000 the SDK no longer asks about was checked and not run.
+    expect(pay.mock.calls.map((c) => c[0])).toEqual([{ amount: 75_000 }]);
+    expect(resumed.interruptions).toHaveLength(0);
+    expect(JSON.stringify(resumed.newItems.map((i) => i.rawItem))).toContain('Waiting for approval');
+  });
+
   it('a step no ask control holds runs without an interruption', async () => {
     const pay = vi.fn(async ({ amount }: { amount: number }) => `paid ${amount}`);
     const result = await new Runner({ tracingDisabled: true }).run(payAgent(pay, new ScriptedModel([agentPayCall(500), agentDone])), 'pay');
