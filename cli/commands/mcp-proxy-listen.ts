@@ -23,6 +23,7 @@ export async function serveMcpHttp(plan: McpProxyPlan, listen: McpListenPlan, gu
     maxSessions: listen.maxSessions,
     requestTimeoutMs: plan.requestTimeoutMs,
     ...(plan.serverName !== undefined && { serverName: plan.serverName }),
+    ...(plan.approverApiKey !== undefined && { approverApiKey: plan.approverApiKey }),
   }).catch((error: unknown) => {
     throw new UserError(`could not listen on ${listen.host}:${listen.port}: ${error instanceof Error ? error.message : String(error)}`);
   });

@@ -20,5 +20,7 @@ export interface McpProxyPlan {
   disclosure: Disclosure;
   failOpen: boolean;
   allowUnguarded: boolean;
+  /** GUARD_MCP_APPROVER_API_KEY: records a person's answer to an approval question (MCP elicitation). */
+  approverApiKey: string | undefined;
   listen: McpListenPlan | undefined;
 }

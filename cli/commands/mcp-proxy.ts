@@ -59,6 +59,7 @@ export function registerMcpProxy(program: Command): void {
     ['guard a streamable-HTTP MCP server, with its bearer token', 'guardctl mcp-proxy --agent desktop-assistant --upstream-url http://127.0.0.1:3000/mcp --header "Authorization: Bearer $TOKEN"'],
     ['a shared gateway for a team, in front of a remote MCP server', 'GUARD_MCP_TOKEN=$(openssl rand -hex 32) guardctl mcp-proxy --agent team --listen 0.0.0.0:8080 --upstream-url https://mcp.example.com/mcp'],
     ['against another guard server, showing the model the deciding control\'s name', 'GUARD_URL=http://guard:8000 guardctl mcp-proxy --agent ide --disclosure name -- npx some-mcp-server'],
+    ['on an ask control, record the answer the person gives in the client (MCP elicitation) with an approver key', 'GUARD_MCP_APPROVER_API_KEY=$APPROVER_KEY guardctl mcp-proxy --agent desk -- node warehouse-server.js'],
   ]);
 }
 
@@ -90,6 +91,7 @@ export function planMcpProxy(command: string[], flags: McpProxyFlags, env: NodeJ
     disclosure,
     failOpen: flags.failOpen === true,
     allowUnguarded: flags.allowUnguarded === true,
+    approverApiKey: env.GUARD_MCP_APPROVER_API_KEY?.trim() || undefined,
     listen: flags.listen === undefined ? undefined : listenPlanOf(flags, env),
   };
 }
@@ -194,6 +196,7 @@ export async function runMcpProxy(command: string[], flags: McpProxyFlags): Prom
       upstream: plan.upstream,
       requestTimeoutMs: plan.requestTimeoutMs,
       ...(plan.serverName !== undefined && { serverName: plan.serverName }),
+      ...(plan.approverApiKey !== undefined && { approverApiKey: plan.approverApiKey }),
     }).catch((error: unknown) => {
       throw new UserError(error instanceof Error ? error.message : String(error), 'check the command after -- (or --upstream-url)');
     });

@@ -11,20 +11,38 @@
  * (`tool-error` parts), and `onDecision` sees every verdict. Model calls are `llm` steps
  * checked by the middleware; a deny or steer there rejects the call.
  *
+ * Approvals (docs/approvals.md): a tool an ask control holds needs the AI SDK's tool
+ * approval. `needsApproval` checks the call first; on a pending ask the result has a
+ * `tool-approval-request` part, and `guardApprovalOf(guard, part)` names guardctl's
+ * approval for the application to show. The tool runs, once the application answers with
+ * a `tool-approval-response`, only if guardctl's approval of that exact call is approved
+ * (by a person through guardctl, or by the application with `decideApproval` and its
+ * approver key): execute checks again, and a still pending approval waits (or, with
+ * `approval: 'throw'` on init, fails). `approval: 'wait'` here keeps the call waiting instead.
+ *
  * Sessions (docs/sessions.md): the tool steps of one generateText or streamText call share
  * one session, unless `sessionId` is given (here or to `init`). The call is told by its
  * first prompt message, the object the AI SDK hands every step of the call; a new call
  * builds new message objects. Model steps (guardModel) take the given sessionId only.
  */
-import type { LanguageModelMiddleware, ToolExecutionOptions, ToolSet } from 'ai';
+import type { LanguageModelMiddleware, ModelMessage, ToolExecutionOptions, ToolSet } from 'ai';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
-import { enforce, parseJsonText, type AdapterOptions } from './decisions.js';
+import { enforce, parseJsonText, report, sessionOf, type AdapterOptions } from './decisions.js';
+import {
+  approvalOfCall, isPendingAsk, keepVerdict, rememberApproval, takeVerdict, type FrameworkApprovalMode, type GuardApproval,
+} from './framework-approval.js';
 
 export type { AdapterOptions, GuardDecision } from './decisions.js';
+export { decideApproval, type DecideApprovalOptions, type FrameworkApprovalMode, type GuardApproval } from './framework-approval.js';
 
-export type GuardToolsOptions = AdapterOptions;
+export interface GuardToolsOptions extends AdapterOptions {
+  /** What an ask does: `framework` (default) asks through the AI SDK's tool approval; `wait` holds the call until decided. */
+  approval?: FrameworkApprovalMode;
+}
 
 type Execute = (input: unknown, options: ToolExecutionOptions) => unknown;
+type ApprovalOptions = { toolCallId: string; messages: ModelMessage[]; experimental_context?: unknown };
+type NeedsApproval = boolean | ((input: unknown, options: ApprovalOptions) => boolean | PromiseLike<boolean>) | undefined;
 
 /**
  * The same tools, each `execute` checked pre and post. Tools without `execute` (run by
@@ -44,22 +62,71 @@ export function guardTools<TOOLS extends ToolSet>(guard: GuardAgent, tools: TOOL
       ? async function* (input: unknown, callOptions: ToolExecutionOptions): AsyncGenerator<unknown> {
           const step: StepInput = { type: 'tool', name, input };
           const session = sessionOfCall(callOptions);
-          await enforce(guard, step, 'pre', options, session);
+          await checkBefore(guard, step, options, session, callOptions);
           yield* checkedStream(guard, step, execute(input, callOptions) as AsyncIterable<unknown>, options, session);
         }
       : async (input: unknown, callOptions: ToolExecutionOptions): Promise<unknown> => {
           const step: StepInput = { type: 'tool', name, input };
           const session = sessionOfCall(callOptions);
-          await enforce(guard, step, 'pre', options, session);
+          await checkBefore(guard, step, options, session, callOptions);
           let output: unknown = await execute(input, callOptions);
           // An iterable from a plain function cannot stream through here: its last output is the result.
           if (isAsyncIterable(output)) output = (await collect(output)).at(-1);
           await enforce(guard, { ...step, output }, 'post', options, session);
           return output;
         };
-    guarded[name] = { ...original, execute: checked };
+    guarded[name] =
+      options.approval === 'wait'
+        ? { ...original, execute: checked }
+        : { ...original, execute: checked, needsApproval: approvalCheck(guard, name, original.needsApproval as NeedsApproval, options) };
   }
   return guarded as TOOLS;
+}
+
+/**
+ * The tool's `needsApproval`: the tool's own first; then the pre check of the call. A
+ * pending ask needs approval; any other verdict is kept for execute, which then does not
+ * check (and count) the call a second time. A call the application already answered needs
+ * approval again without a check: the AI SDK runs it only then, and execute checks it.
+ */
+function approvalCheck(guard: GuardAgent, name: string, own: NeedsApproval, options: GuardToolsOptions) {
+  return async (input: unknown, approvalOptions: ApprovalOptions): Promise<boolean> => {
+    if (own === true || (typeof own === 'function' && (await own(input, approvalOptions)))) return true;
+    if (isAnswered(approvalOptions.messages, approvalOptions.toolCallId)) return true;
+    const step: StepInput = { type: 'tool', name, input };
+    const sessionId = sessionOf(guard, options, sessionOfCall(approvalOptions));
+    const verdict = await guard.verdict(step, 'pre', sessionId === undefined ? {} : { sessionId });
+    report(options, step, 'pre', verdict, sessionId);
+    if (isPendingAsk(verdict)) {
+      rememberApproval(guard, approvalOptions.toolCallId, step, verdict);
+      return true;
+    }
+    keepVerdict(guard, approvalOptions.toolCallId, step, verdict);
+    return false;
+  };
+}
+
+/** The pre check of execute: the verdict needsApproval kept for this call, else a check now. */
+async function checkBefore(guard: GuardAgent, step: StepInput, options: GuardToolsOptions, session: string | undefined, callOptions: ToolExecutionOptions): Promise<void> {
+  const kept = takeVerdict(guard, callOptions?.toolCallId, step);
+  if (kept === undefined) return enforce(guard, step, 'pre', options, session);
+  if (kept.error) throw kept.error;
+}
+
+/** Whether the messages hold a tool-approval-request of this call: it was asked about, and is now answered. */
+function isAnswered(messages: readonly ModelMessage[], toolCallId: string): boolean {
+  return messages.some(
+    (m) => m.role === 'assistant' && Array.isArray(m.content) && m.content.some((p) => p.type === 'tool-approval-request' && p.toolCallId === toolCallId),
+  );
+}
+
+/**
+ * guardctl's approval behind a tool-approval-request part of a result (or a UI message's
+ * tool part): its id, status and expiry for the application to show. Undefined for a call
+ * that needs approval for another reason (the tool's own needsApproval).
+ */
+export function guardApprovalOf(guard: GuardAgent, part: { toolCall: { toolCallId: string } } | { toolCallId: string }): GuardApproval | undefined {
+  return approvalOfCall(guard, 'toolCall' in part ? part.toolCall.toolCallId : part.toolCallId);
 }
 
 /**
@@ -76,7 +143,7 @@ async function* checkedStream(guard: GuardAgent, step: StepInput, stream: AsyncI
 /** Sessions of generateText/streamText calls, by the call's first prompt message (weak: a finished call's goes with it). */
 const callSessions = new WeakMap<object, string>();
 
-function sessionOfCall(callOptions: ToolExecutionOptions | undefined): string | undefined {
+function sessionOfCall(callOptions: { messages?: readonly unknown[] } | undefined): string | undefined {
   const first: unknown = callOptions?.messages?.[0];
   if (typeof first !== 'object' || first === null) return undefined;
   let id = callSessions.get(first);

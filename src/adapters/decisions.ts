@@ -37,13 +37,23 @@ export interface AdapterOptions {
  * framework's call goes on once a person approves it, or gets the approval error.
  */
 export async function decide(guard: GuardAgent, step: StepInput, stage: Stage, options: AdapterOptions, derived?: string): Promise<Verdict> {
-  const given = typeof options.sessionId === 'function' ? options.sessionId() : options.sessionId;
-  const sessionId = given ?? guard.sessionId ?? derived;
+  const sessionId = sessionOf(guard, options, derived);
   const checkOptions = sessionId === undefined ? {} : { sessionId };
   let verdict = await guard.verdict(step, stage, checkOptions);
   if (verdict.decision === 'ask') verdict = await guard.awaitApproval(step, stage, verdict, checkOptions);
-  options.onDecision?.({ step, stage, verdict, ...(sessionId !== undefined && { sessionId }) });
+  report(options, step, stage, verdict, sessionId);
   return verdict;
+}
+
+/** The session of a check: the options' first, then `init`'s, then the one derived from the framework's run. */
+export function sessionOf(guard: GuardAgent, options: AdapterOptions, derived?: string): string | undefined {
+  const given = typeof options.sessionId === 'function' ? options.sessionId() : options.sessionId;
+  return given ?? guard.sessionId ?? derived;
+}
+
+/** Tells the application about a verdict (onDecision). */
+export function report(options: AdapterOptions, step: StepInput, stage: Stage, verdict: Verdict, sessionId: string | undefined): void {
+  options.onDecision?.({ step, stage, verdict, ...(sessionId !== undefined && { sessionId }) });
 }
 
 /** Checks one stage and raises the verdict's error (a deny, a steer, or fail closed). */

@@ -46,6 +46,8 @@ export interface McpHttpGatewayOptions extends AdapterOptions {
   serverName?: string;
   requestTimeoutMs?: number;
   maxMessageBytes?: number;
+  /** The key a person's answer to an approval question is recorded with (McpProxyOptions.approverApiKey). */
+  approverApiKey?: string;
   report?: (line: string) => void;
 }
 
@@ -107,6 +109,7 @@ export async function startMcpHttpGateway(options: McpHttpGatewayOptions): Promi
         ...(options.serverName !== undefined && { serverName: options.serverName }),
         ...(options.requestTimeoutMs !== undefined && { requestTimeoutMs: options.requestTimeoutMs }),
         ...(options.maxMessageBytes !== undefined && { maxMessageBytes: options.maxMessageBytes }),
+        ...(options.approverApiKey !== undefined && { approverApiKey: options.approverApiKey }),
         onDecision: options.onDecision,
         // The MCP session id, once the SDK has made it: the session the checks belong to.
         sessionId: () => transport.sessionId,

@@ -4,25 +4,26 @@
  * Every check belongs to the client's session.
  */
 import { ErrorCode, type JSONRPCMessage, type JSONRPCNotification, type RequestId } from '@modelcontextprotocol/sdk/types.js';
-import type { GuardAgent, StepInput } from '../sdk/agent.js';
+import type { StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
-import { decide, type AdapterOptions } from './decisions.js';
+import { McpApprovals, type GatewayApprovalOptions } from './mcp-approval.js';
 import { refusal, stepText } from './mcp-steps.js';
 import { messageOf, shown } from './mcp-text.js';
 
-export interface RelayChecksOptions extends AdapterOptions {
-  guard: GuardAgent;
+export interface RelayChecksOptions extends GatewayApprovalOptions {
   /** The client's session (HTTP face): every check of the relay belongs to it. */
   sessionId?: (() => string | undefined) | undefined;
-  report(line: string): void;
 }
 
 export class RelayChecks {
+  /** An ask put to the person in the client (elicitation), or waited for. */
+  readonly approvals = new McpApprovals();
+
   constructor(private readonly o: RelayChecksOptions) {}
 
-  /** Every check of the relay: the step, as part of the client's session. */
+  /** Every check of the relay: the step, as part of the client's session; an ask is put to a person (mcp-approval.ts). */
   decide(step: StepInput, stage: 'pre' | 'post'): Promise<Verdict> {
-    return decide(this.o.guard, step, stage, this.o, this.o.sessionId?.());
+    return this.approvals.decide(this.o, step, stage, this.o.sessionId?.());
   }
 
   /** The answer to a checked request, or the refusal that replaces it when a post control does not allow its output. */

@@ -25,9 +25,9 @@
  */
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, type JSONRPCMessage, type JSONRPCNotification, type JSONRPCRequest, type RequestId } from '@modelcontextprotocol/sdk/types.js';
-import type { GuardAgent, StepInput } from '../sdk/agent.js';
+import type { StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
-import type { AdapterOptions } from './decisions.js';
+import type { GatewayApprovalOptions } from './mcp-approval.js';
 import { kindOf } from './mcp-message.js';
 import { newPending, PendingTable, type Pending } from './mcp-pending.js';
 import { RelayChecks } from './mcp-relay-checks.js';
@@ -38,17 +38,12 @@ import { CHECKED_METHODS, isCheckedMethodMisspelt, refusal, stepOf, taskIdOf, to
 import { folded, messageOf, shown } from './mcp-text.js';
 import { UpstreamTools } from './mcp-tools.js';
 
-export interface RelayOptions extends AdapterOptions {
-  guard: GuardAgent;
-  client: Transport;
+export interface RelayOptions extends GatewayApprovalOptions {
   server: Transport;
   /** The name steps carry as `context.mcp_server` until the server's initialize answer names it. */
   serverName: string;
   /** Fixed name: the server's own name (serverInfo.name) is not used. */
   serverNameFixed: boolean;
-  /** A forwarded request the server has not answered after this long is answered with an error; 0: never. */
-  requestTimeoutMs: number;
-  report(line: string): void;
   /** The client's session (HTTP face): every check of this relay belongs to it. */
   sessionId?: (() => string | undefined) | undefined;
   /** The server's protocol version, once initialize is answered (the HTTP transport sends it as a header). */
@@ -91,12 +86,12 @@ export class McpRelay {
 
   fromClient(message: JSONRPCMessage): void {
     const kind = kindOf(message);
-    if (kind === 'request') this.#request(message as JSONRPCRequest);
+    if (kind === 'request') this.#request(this.#checks.approvals.seen(message as JSONRPCRequest));
     else if (kind === 'notification') this.#notification(message as JSONRPCNotification);
     // Only from a transport that does not validate what it reads: nothing could answer it.
     else if (kind === 'invalid') this.o.report('dropped a message of the client that is not JSON-RPC (a request id must be a string or an integer)');
-    // The client's answers to the server's own requests (sampling, elicitation, roots).
-    else this.#send(this.o.server, message, 'server');
+    // The client's answers to the server's own requests (sampling, elicitation, roots), but to the gateway's own.
+    else if (!this.#checks.approvals.answered(message)) this.#send(this.o.server, message, 'server');
   }
 
   /** A line of the client holding a JSON-RPC batch: not relayed (MCP since 2025-06-18 has none). */

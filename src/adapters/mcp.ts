@@ -54,6 +54,12 @@ export interface McpProxyOptions extends AdapterOptions {
   maxMessageBytes?: number;
   /** The client's session, for the HTTP face: reported with each decision (GuardDecision.sessionId). */
   sessionId?: () => string | undefined;
+  /**
+   * The key a person's answer to an approval question (MCP elicitation) is recorded with:
+   * an admin key or one of GUARD_APPROVER_API_KEYS. Default: the guard's own key; a key that
+   * may not decide leaves the decision to guardctl (docs/approvals.md).
+   */
+  approverApiKey?: string;
   /** Where the proxy reports problems (a line each); default: stderr, as stdout carries MCP. */
   report?: (line: string) => void;
 }
@@ -107,6 +113,7 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
     report,
     onDecision: options.onDecision,
     sessionId: options.sessionId,
+    approverApiKey: options.approverApiKey,
     onProtocolVersion: (version) => (server as Partial<HttpUpstreamTransport>).setProtocolVersion?.(version),
   });
 

@@ -11,6 +11,15 @@
  * the run instead (the SDK's tripwire exception). The verdict is also in the guardrail
  * result's `outputInfo` and goes to `onDecision`.
  *
+ * Approvals (docs/approvals.md): `needsApproval` (spread with the guardrails) checks a call
+ * first; a pending ask is the SDK's interruption (`result.interruptions`), and
+ * `guardApprovalOf(guard, item)` names guardctl's approval for the application to show.
+ * After `state.approve(item)` and `run(agent, state)`, the input guardrail checks the call
+ * again: the tool runs only if guardctl's approval of that exact call is approved (by a
+ * person through guardctl, or by the application with `decideApproval` and its approver
+ * key); still pending, it waits (or, with `approval: 'throw'` on init, the model reads that
+ * it waits). `approval: 'wait'` here makes no interruption: the guardrail waits instead.
+ *
  * Sessions (docs/sessions.md): unless `sessionId` is given (here or to `init`), a run's
  * steps belong to the session of its trace's group id (a conversation spanning runs, set
  * with the run's `groupId`), else of its trace id (one per run), else (tracing off) of
@@ -18,24 +27,43 @@
  */
 import type {
   getCurrentTrace,
+  RunContext,
   ToolGuardrailFunctionOutput,
   ToolInputGuardrailDefinition,
   ToolOutputGuardrailDefinition,
 } from '@openai/agents';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
-import { decide, derivedSessionId, parseJsonText, type AdapterOptions } from './decisions.js';
+import { decide, derivedSessionId, parseJsonText, report, sessionOf, type AdapterOptions } from './decisions.js';
+import {
+  approvalOfCall, isPendingAsk, keepVerdict, rememberApproval, takeVerdict, type FrameworkApprovalMode, type GuardApproval,
+} from './framework-approval.js';
 
 export type { AdapterOptions, GuardDecision } from './decisions.js';
+export { decideApproval, type DecideApprovalOptions, type FrameworkApprovalMode, type GuardApproval } from './framework-approval.js';
+
+type ApprovalFunction = (runContext: RunContext, input: unknown, callId?: string) => Promise<boolean>;
 
 export interface GuardrailsOptions extends AdapterOptions {
   /** What a deny does: `reject` (default) answers the model, `throw` ends the run. Steers always reject. */
   deny?: 'reject' | 'throw';
+  /**
+   * The tool's name: with it an ask interrupts the run for approval (the SDK does not pass
+   * the name to needsApproval). Without it, or with `approval: 'wait'`, the guardrail waits
+   * for the decision instead.
+   */
+  toolName?: string;
+  /** What an ask does: `framework` (default, with `toolName`) interrupts the run; `wait` holds the call until decided. */
+  approval?: FrameworkApprovalMode;
+  /** The tool's own approval policy, asked first (the spread `needsApproval` replaces the tool's). */
+  needsApproval?: boolean | ApprovalFunction;
 }
 
 export interface GuardToolGuardrails {
   inputGuardrails: ToolInputGuardrailDefinition[];
   outputGuardrails: ToolOutputGuardrailDefinition[];
+  /** Set with `toolName` unless `approval: 'wait'`: a pending ask interrupts the run. */
+  needsApproval?: ApprovalFunction;
 }
 
 /** What the application finds in a guardrail result's outputInfo. */
@@ -53,12 +81,17 @@ export function guardrailsFor(guard: GuardAgent, options: GuardrailsOptions = {}
     if (verdict.decision === 'deny' && options.deny === 'throw') return { behavior: { type: 'throwException' }, outputInfo };
     return { behavior: { type: 'rejectContent', message: verdict.message! }, outputInfo };
   };
-  return {
+  const guardrails: GuardToolGuardrails = {
     inputGuardrails: [
       {
         type: 'tool_input',
         name: 'guardctl',
-        run: async ({ context, toolCall }) => behaviour(await decide(guard, stepOf(toolCall), 'pre', options, await sessionOfRun(context))),
+        run: async ({ context, toolCall }) => {
+          const step = stepOf(toolCall);
+          // The verdict needsApproval kept for this call: the call is checked (and counted) once.
+          const kept = takeVerdict(guard, toolCall.callId, step);
+          return behaviour(kept ?? (await decide(guard, step, 'pre', options, await sessionOfRun(context))));
+        },
       },
     ],
     outputGuardrails: [
@@ -69,6 +102,42 @@ export function guardrailsFor(guard: GuardAgent, options: GuardrailsOptions = {}
       },
     ],
   };
+  if (options.approval !== 'wait' && options.toolName !== undefined) guardrails.needsApproval = approvalCheck(guard, options.toolName, options);
+  return guardrails;
+}
+
+/**
+ * needsApproval: the tool's own policy first, then the pre check of the call. A pending ask
+ * interrupts the run; any other verdict is kept for the input guardrail. Once the
+ * application approves the interruption the SDK does not ask again: the input guardrail
+ * checks the call, and only guardctl's approved approval lets it run.
+ */
+function approvalCheck(guard: GuardAgent, name: string, options: GuardrailsOptions): ApprovalFunction {
+  const own = options.needsApproval;
+  return async (runContext, input, callId) => {
+    if (own === true || (typeof own === 'function' && (await own(runContext, input, callId)))) return true;
+    if (callId === undefined) return false; // nothing to tie a verdict to: the input guardrail checks the call
+    // The SDK passes the parsed arguments, the guardrail reads the call's JSON text: as JSON they are the same step.
+    const step: StepInput = { type: 'tool', name, input: JSON.parse(JSON.stringify(input ?? null)) as unknown };
+    const sessionId = sessionOf(guard, options, await sessionOfRun(runContext));
+    const verdict = await guard.verdict(step, 'pre', sessionId === undefined ? {} : { sessionId });
+    report(options, step, 'pre', verdict, sessionId);
+    if (isPendingAsk(verdict)) {
+      rememberApproval(guard, callId, step, verdict);
+      return true;
+    }
+    keepVerdict(guard, callId, step, verdict);
+    return false;
+  };
+}
+
+/**
+ * guardctl's approval behind an interruption (`result.interruptions` item): its id, status
+ * and expiry for the application to show. Undefined for an interruption of the tool's own policy.
+ */
+export function guardApprovalOf(guard: GuardAgent, item: { rawItem: unknown }): GuardApproval | undefined {
+  const callId = (item.rawItem as { callId?: unknown } | null)?.callId;
+  return typeof callId === 'string' ? approvalOfCall(guard, callId) : undefined;
 }
 
 let readTrace: typeof getCurrentTrace | undefined;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { StageSchema, StepTypeSchema } from './common.js';
 import { SteeringContextSchema } from './control.js';
-import { ApprovalRecordSchema } from './approval.js';
+import { ApprovalRecordSchema, ApprovalStatusSchema } from './approval.js';
 
 /** One matched control in a stream summary. */
 const SummaryMatchSchema = z.strictObject({
@@ -38,6 +38,8 @@ export const EvaluationSummarySchema = z.strictObject({
   /** Matches of shadow controls: shown marked, never part of the decision. */
   shadow_matches: z.array(SummaryMatchSchema).default([]),
   errors: z.array(z.strictObject({ control_id: z.number().int(), control_name: z.string(), message: z.string() })),
+  /** The approval an ask control bound the step to: pending (decision ask), approved (allow) or denied or expired (deny). */
+  approval: z.strictObject({ id: z.string(), status: ApprovalStatusSchema }).optional(),
 });
 export type EvaluationSummary = z.infer<typeof EvaluationSummarySchema>;
 

@@ -194,5 +194,6 @@ export function summaryOf(
       control_name: m.control_name,
       message: m.error ?? m.result.message ?? 'evaluator error',
     })),
+    ...(result.approval !== undefined && { approval: { id: result.approval.id, status: result.approval.status } }),
   };
 }

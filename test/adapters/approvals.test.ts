@@ -1,5 +1,6 @@
 /**
- * The framework adapters on a step an ask control holds, with each framework's own mock
+ * The framework adapters on a step an ask control holds when they wait for the decision
+ * (AI SDK `approval: 'wait'`; OpenAI Agents guardrails without `toolName`), with each framework's own mock
  * model: the AI SDK's MockLanguageModelV3 and a scripted @openai/agents Model. The tool
  * runs once a person approves through the API; a denial reaches the model as the tool's
  * error and the tool never runs.
@@ -58,10 +59,10 @@ const payCall = (amount: number): GenerateResult => ({
 });
 const done: GenerateResult = { content: [{ type: 'text', text: 'done' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] };
 
-describe('AI SDK tools on an ask', () => {
+describe('AI SDK tools on an ask, approval: wait', () => {
   it('waits for the approval, then runs the tool once', async () => {
     const pay = vi.fn(async ({ amount }: { amount: number }) => `paid ${amount}`);
-    const tools = guardTools(guard, { pay: tool({ description: 'pay', inputSchema: z.object({ amount: z.number() }), execute: pay }) });
+    const tools = guardTools(guard, { pay: tool({ description: 'pay', inputSchema: z.object({ amount: z.number() }), execute: pay }) }, { approval: 'wait' });
     const [result] = await Promise.all([generateText({ model: scripted(payCall(82_000), done), tools, stopWhen: stepCountIs(3), prompt: 'pay' }), decideNext('approve')]);
     expect(pay).toHaveBeenCalledTimes(1);
     expect(JSON.stringify(result.steps[0]!.content)).toContain('paid 82000');
@@ -69,7 +70,7 @@ describe('AI SDK tools on an ask', () => {
 
   it('a denial is the tool error the model reads; the tool never runs', async () => {
     const pay = vi.fn(async () => 'paid');
-    const tools = guardTools(guard, { pay: tool({ description: 'pay', inputSchema: z.object({ amount: z.number() }), execute: pay }) });
+    const tools = guardTools(guard, { pay: tool({ description: 'pay', inputSchema: z.object({ amount: z.number() }), execute: pay }) }, { approval: 'wait' });
     const model = scripted(payCall(90_000), done);
     await Promise.all([generateText({ model, tools, stopWhen: stepCountIs(3), prompt: 'pay' }), decideNext('deny', 'over budget')]);
     expect(pay).not.toHaveBeenCalled();
@@ -91,7 +92,7 @@ class ScriptedModel implements Model {
   }
 }
 
-describe('OpenAI Agents tools on an ask', () => {
+describe('OpenAI Agents tools on an ask without toolName (waits)', () => {
   it('waits for the approval, then runs the tool', async () => {
     const pay = vi.fn(async ({ amount }: { amount: number }) => `paid ${amount}`);
     const model = new ScriptedModel([

@@ -16,6 +16,9 @@ describe('guardctl mcp-proxy options', () => {
       headers: { Authorization: 'Bearer x' },
     });
     expect(planMcpProxy(['x'], { agent: 'a', requestTimeout: '0' }).requestTimeoutMs).toBe(0);
+    // The key a person's answer to an approval question is recorded with: from the environment only, never a flag (it is a secret).
+    expect(planMcpProxy(['x'], { agent: 'a' }, { GUARD_MCP_APPROVER_API_KEY: ' approver-k ' }).approverApiKey).toBe('approver-k');
+    expect(planMcpProxy(['x'], { agent: 'a' }, {}).approverApiKey).toBeUndefined();
     expect(planMcpProxy(['x'], { agent: 'a', passEnv: ['GITHUB_TOKEN', 'A,B'] }).upstream).toMatchObject({ passEnv: ['GITHUB_TOKEN', 'A', 'B'] });
     expect(planMcpProxy(['x'], { agent: 'a', requestTimeout: '2s', disclosure: 'full', failOpen: true })).toMatchObject({
       requestTimeoutMs: 2000, disclosure: 'full', failOpen: true,

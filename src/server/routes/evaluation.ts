@@ -91,6 +91,8 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
       const { agent_name: agent, stage, step } = body;
       endEvaluationSpan(span, { agent, stage, step, result: outcome.result, executions: outcome.executions, setRevision: set.revision, includeContent });
     }
+    // An ask is bound to this exact step's approval: ask while pending, allow once approved, deny when denied or expired.
+    const result = outcome.result.decision === 'ask' ? await ctx.approvals.gate.settle(outcome.result, body, set, ctx.actorOf(request)) : outcome.result;
     if (observability) {
       // Recording must never fail or slow the answer; it is synchronous and buffered.
       try {
@@ -98,7 +100,8 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
           agent_name: body.agent_name,
           stage: body.stage,
           step: body.step,
-          outcome,
+          // As answered: a step whose approval was decided is recorded (and streamed) as allowed or denied, not as asked.
+          outcome: result === outcome.result ? outcome : { result, executions: outcome.executions },
           set_revision: set.revision,
           trace: () => traceIdsFromHeaders(request.headers),
           unguarded: isUnguarded(set),
@@ -107,8 +110,6 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
         app.log.warn({ err: error }, 'recording an evaluation failed');
       }
     }
-    // An ask is bound to this exact step's approval: ask while pending, allow once approved, deny when denied or expired.
-    const result = outcome.result.decision === 'ask' ? await ctx.approvals.gate.settle(outcome.result, body, set, ctx.actorOf(request)) : outcome.result;
     // Queues a reference only; redaction and the write happen on the recorder's timer.
     ctx.recorder?.record({ agent_name: body.agent_name, stage: body.stage, step: body.step, decision: result.decision, session_id: body.session_id });
     return reply.type('application/json; charset=utf-8').send(answers.answer(result));
