@@ -106,9 +106,11 @@ export async function pairedRounds(
   baseline: ServerProcess,
   server: ServerProcess,
   headers: Record<string, string> = {},
-  body: string = EVALUATION_BODY,
+  body: string | readonly string[] = EVALUATION_BODY,
 ): Promise<{ bare: RoundResult; real: RoundResult; ratios: number[] }> {
-  const run = (target: ServerProcess, seconds: number) => measuredRun(target, seconds, { headers, body });
+  // Several bodies are sent in turn on every connection.
+  const bodies = typeof body === 'string' ? { body } : { body: body[0]!, bodies: body };
+  const run = (target: ServerProcess, seconds: number) => measuredRun(target, seconds, { headers, ...bodies });
   await run(baseline, LOAD.warmup);
   await run(server, LOAD.warmup);
   const bare: RoundResult[] = [await run(baseline, ROUNDS.seconds)];
@@ -240,7 +242,7 @@ export async function pairedAcrossProcesses(
   baselineSpec: () => ServerSpec | Promise<ServerSpec>,
   serverSpec: () => ServerSpec | Promise<ServerSpec>,
   pairs = PROCESS_PAIRS,
-  body: string = EVALUATION_BODY,
+  body: string | readonly string[] = EVALUATION_BODY,
 ): Promise<AcrossProcesses> {
   const pairRatios: number[] = [];
   const baseRates: number[] = [];

@@ -16,12 +16,17 @@ import { EVALUATION_BODY, LOAD, pairedAcrossProcesses, PROCESS_PAIRS, ROUNDS, ty
 import { startServerProcess } from './server-process.js';
 
 
-/** The benchmark step in one session: the same for both servers of a pair. */
-const SESSION_BODY = JSON.stringify({ ...(JSON.parse(EVALUATION_BODY) as object), session_id: 'bench-session' });
+/**
+ * The benchmark step in SESSIONS sessions, sent in turn on every connection: the same for
+ * both servers of a pair. An agent's session takes its steps one after another; many
+ * sessions run at once.
+ */
+const SESSIONS = 64;
+const SESSION_BODIES = Array.from({ length: SESSIONS }, (_, i) => JSON.stringify({ ...(JSON.parse(EVALUATION_BODY) as object), session_id: `bench-session-${i}` }));
 
 
 
-const setting = `${LOAD.connections} connections, every step in one session; in each of ${PROCESS_PAIRS} pairs of fresh processes, ${ROUNDS.rounds} rounds of ${ROUNDS.seconds} s between two runs of the set without them; medians`;
+const setting = `${LOAD.connections} connections, the steps spread over ${SESSIONS} sessions; in each of ${PROCESS_PAIRS} pairs of fresh processes, ${ROUNDS.rounds} rounds of ${ROUNDS.seconds} s between two runs of the set without them; medians`;
 
 function rows(where: string, goal: number, r: AcrossProcesses): BenchRow[] {
   return [
@@ -39,7 +44,7 @@ function rows(where: string, goal: number, r: AcrossProcesses): BenchRow[] {
 }
 
 async function sqliteThroughput(): Promise<BenchRow[]> {
-  const r = await pairedAcrossProcesses(() => ({ kind: 'guard', controls: 10 }), () => ({ kind: 'guard', controls: 10, sessions: true }), PROCESS_PAIRS, SESSION_BODY);
+  const r = await pairedAcrossProcesses(() => ({ kind: 'guard', controls: 10 }), () => ({ kind: 'guard', controls: 10, sessions: true }), PROCESS_PAIRS, SESSION_BODIES);
   return rows('SQLite sessions', 0.85, r);
 }
 
@@ -51,7 +56,7 @@ async function postgresThroughput(): Promise<BenchRow[]> {
       async () => ({ kind: 'guard', controls: 10, databaseUrl: await freshSchema(schemas, 'guard_bench_sess') }),
       async () => ({ kind: 'guard', controls: 10, sessions: true, databaseUrl: await freshSchema(schemas, 'guard_bench_sess') }),
       PROCESS_PAIRS,
-      SESSION_BODY,
+      SESSION_BODIES,
     );
     return rows('PostgreSQL sessions', 0.6, r);
   } finally {
@@ -116,7 +121,8 @@ export const section: BenchSection = {
 every step (each step reads and counts its session; SQLite keeps sessions in memory and writes
 them through, PostgreSQL spends one statement per step), against the same benchmark controls
 without them (the baseline), each server in a process of its own, in paired rounds over fresh
-pairs of processes as in the budgets section; both get the same body. Across replicas: two
+pairs of processes as in the budgets section; both get the same bodies: the step in 64
+sessions, sent in turn on every connection. Across replicas: two
 server processes on one PostgreSQL schema; a step on A adds a label to a fresh session, the
 next step of that session goes to B, which must deny; reported is the median time from A's
 answer to B's deny.`,
