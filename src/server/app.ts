@@ -160,9 +160,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   );
   // A store shared by replicas announces writes: the sets follow those made through
   // the other replicas.
-  if (store.sharing.mode === 'shared') {
-    const { onChange } = store.sharing;
-    const sync = startReplicaSync({ revision: () => store.revision(), onChange }, controlSets, { intervalMs: config.syncIntervalMs, log: app.log });
+  const sharing = store.sharing;
+  if (sharing.mode === 'shared') {
+    const sync = startReplicaSync({ revision: () => store.revision(), onChange: (listener) => sharing.onChange(listener) }, controlSets, { intervalMs: config.syncIntervalMs, log: app.log });
     app.addHook('onClose', async () => sync.stop());
   }
   const routes: RegisteredRoute[] = [];
