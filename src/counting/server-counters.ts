@@ -20,10 +20,9 @@ export interface ServerCountersOptions {
   now?: () => number;
 }
 
-/** Where a store keeps counts: the SQLite file's rows, or PostgreSQL's shared table (store/types.ts Store). */
+/** Where a store keeps counts: the SQLite file's rows, or PostgreSQL's shared table (store/store-sharing.ts). */
 export interface CounterStores {
-  readonly counterRows?: CounterRowStore;
-  readonly sharedCounters?: SharedCounterStore;
+  readonly sharing: { readonly mode: 'local'; readonly counterRows: CounterRowStore } | { readonly mode: 'shared'; readonly counters: SharedCounterStore };
 }
 
 /** GUARD_COUNTER_MAX_KEYS and GUARD_COUNTER_TIMEOUT_MS (server/config.ts). */
@@ -41,12 +40,9 @@ export function createServerCounters(
   options: ServerCountersOptions = {},
 ): ServerCounters {
   const now = options.now ?? Date.now;
-  if (store.sharedCounters) return new SharedCounters(store.sharedCounters, config.counterMaxKeys, config.counterTimeoutMs ?? 2000, now);
-  const memory = new MemoryCounters({
-    now,
-    maxKeys: config.counterMaxKeys,
-    ...(store.counterRows ? { persistence: store.counterRows } : {}),
-  });
+  const { sharing } = store;
+  if (sharing.mode === 'shared') return new SharedCounters(sharing.counters, config.counterMaxKeys, config.counterTimeoutMs ?? 2000, now);
+  const memory = new MemoryCounters({ now, maxKeys: config.counterMaxKeys, persistence: sharing.counterRows });
   return {
     count: (request) => memory.count(request),
     usage: async () => memory.usage(),

@@ -43,52 +43,38 @@ export function evaluateStep(
   // Regex controls of one field scanned together (scan-groups.ts); 1 = known non-match.
   const groups = scanGroupsOf(candidates);
 
-  if (options?.collectExecutions === true) {
-    const executions: ControlExecution[] = [];
-    const clock: Detail = { last: performance.now(), excerpts: options.excerpts !== false ? new StepExcerpts() : null };
-    // A control a scan ruled out is timed as its share of the scan; clearedByScan sets the
-    // share of every control it rules out, and only those are read. A plain array, unfilled:
-    // a typed array would be allocated with malloc, and fill() runs in V8's runtime.
-    const shares: number[] | null = groups ? new Array<number>(candidates.length) : null;
-    const cleared = groups ? clearedByScan(groups, candidates.length, view, { shares: shares!, clock }) : null;
-    for (let i = 0; i < candidates.length; i++) {
-      const c = candidates[i]!;
-      if (only !== undefined && c.execution !== only) continue;
-      if (cleared !== null && cleared[i] !== NOT_CLEARED) {
-        const m = cleared[i] === CLEARED_MISSING ? c.missingNonMatch : c.plainNonMatch;
-        executions[records.length] = executionOf(c, m, undefined, shares![i]!, clock.excerpts);
-        records.push(m);
-        continue;
-      }
-      const r = runDetailed(c, view, executions, records.length, clock);
-      if (isThenable(r)) waiting = true;
-      records.push(r);
-    }
-    // Excerpts are made once every control has run: each masks what any of them found.
-    if (!waiting) {
-      clock.excerpts?.finish();
-      return { result: decide(records as ControlMatch[], set.shadowIds), executions };
-    }
-    return Promise.all(records.map(settled)).then((done) => {
-      clock.excerpts?.finish();
-      return { result: decide(done, set.shadowIds), executions };
-    });
-  }
-
-  const cleared = groups ? clearedByScan(groups, candidates.length, view) : null;
+  // One loop serves both callers: with collectExecutions each control is also timed and
+  // described (`detail`), else `detail` is null and the loop only evaluates.
+  const detail: Detail | null =
+    options?.collectExecutions === true ? { last: performance.now(), excerpts: options.excerpts !== false ? new StepExcerpts() : null } : null;
+  const executions: ControlExecution[] | null = detail !== null ? [] : null;
+  // A control a scan ruled out is timed as its share of the scan; clearedByScan sets the
+  // share of every control it rules out, and only those are read. A plain array, unfilled:
+  // a typed array would be allocated with malloc, and fill() runs in V8's runtime.
+  const shares: number[] | null = detail !== null && groups ? new Array<number>(candidates.length) : null;
+  const cleared = groups ? clearedByScan(groups, candidates.length, view, shares !== null ? { shares, clock: detail! } : undefined) : null;
   for (let i = 0; i < candidates.length; i++) {
     const c = candidates[i]!;
     if (only !== undefined && c.execution !== only) continue;
     if (cleared !== null && cleared[i] !== NOT_CLEARED) {
-      records.push(cleared[i] === CLEARED_MISSING ? c.missingNonMatch : c.plainNonMatch);
+      const m = cleared[i] === CLEARED_MISSING ? c.missingNonMatch : c.plainNonMatch;
+      if (executions !== null) executions[records.length] = executionOf(c, m, undefined, shares![i]!, detail!.excerpts);
+      records.push(m);
       continue;
     }
-    const r = runControl(c, view);
+    const r = executions !== null ? runDetailed(c, view, executions, records.length, detail!) : runControl(c, view);
     if (isThenable(r)) waiting = true;
     records.push(r);
   }
-  if (!waiting) return { result: decide(records as ControlMatch[], set.shadowIds), executions: null };
-  return Promise.all(records.map(settled)).then((done) => ({ result: decide(done, set.shadowIds), executions: null }));
+  // Excerpts are made once every control has run: each masks what any of them found.
+  if (!waiting) {
+    detail?.excerpts?.finish();
+    return { result: decide(records as ControlMatch[], set.shadowIds), executions };
+  }
+  return Promise.all(records.map(settled)).then((done) => {
+    detail?.excerpts?.finish();
+    return { result: decide(done, set.shadowIds), executions };
+  });
 }
 
 /** Agents have few step names, so scope is resolved once per name, not per step. */

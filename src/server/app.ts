@@ -158,10 +158,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       { cache: compileCache, revision },
     ),
   );
-  // A store shared by replicas (it offers change notifications) keeps the sets in step
-  // with writes made through the other replicas.
-  if (store.onChange) {
-    const sync = startReplicaSync(store, controlSets, { intervalMs: config.syncIntervalMs, log: app.log });
+  // A store shared by replicas announces writes: the sets follow those made through
+  // the other replicas.
+  const sharing = store.sharing;
+  if (sharing.mode === 'shared') {
+    const sync = startReplicaSync({ revision: () => store.revision(), onChange: (listener) => sharing.onChange(listener) }, controlSets, { intervalMs: config.syncIntervalMs, log: app.log });
     app.addHook('onClose', async () => sync.stop());
   }
   const routes: RegisteredRoute[] = [];

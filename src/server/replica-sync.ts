@@ -1,4 +1,4 @@
-import type { Store } from '../store/types.js';
+import type { ChangeSource } from '../store/types.js';
 import type { ControlSetCache } from './control-sets.js';
 
 export interface ReplicaSyncOptions {
@@ -28,7 +28,7 @@ export interface ReplicaSync {
  * database came back) everything is invalidated once, whatever the revision says.
  */
 export function startReplicaSync(
-  store: Pick<Store, 'revision' | 'onChange'>,
+  store: ChangeSource,
   cache: Pick<ControlSetCache<unknown>, 'invalidate'>,
   options: ReplicaSyncOptions,
 ): ReplicaSync {
@@ -39,7 +39,7 @@ export function startReplicaSync(
   // Revisions past lastRevision that a notification announced.
   const announced = new Set<number>();
 
-  const unsubscribe = store.onChange?.((info) => {
+  const unsubscribe = store.onChange((info) => {
     if (stopped) return;
     cache.invalidate(info.agents ?? 'all');
     // A notification without a revision (a replica of an earlier version) announces
@@ -85,7 +85,7 @@ export function startReplicaSync(
     stop() {
       stopped = true;
       clearInterval(timer);
-      unsubscribe?.();
+      unsubscribe();
     },
   };
 }

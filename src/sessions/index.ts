@@ -2,7 +2,7 @@
  * Sessions (docs/sessions.md): the labels steps of one agent's session share. In memory
  * for one server (written through to the SQLite file), on PostgreSQL for replicas.
  */
-import type { SessionRowStore, SharedSessionStore } from '../store/types.js';
+import type { Store } from '../store/types.js';
 import { MemorySessions } from './memory-sessions.js';
 import { SharedSessions } from './shared-sessions.js';
 import type { SessionSettings, SessionState } from './types.js';
@@ -13,10 +13,11 @@ export { SharedSessions } from './shared-sessions.js';
 
 /** The sessions of a server made from its store (store/types.ts Store). */
 export function createSessionState(
-  store: { readonly sessionRows?: SessionRowStore; readonly sharedSessions?: SharedSessionStore },
+  store: Pick<Store, 'sharing'>,
   settings: SessionSettings,
   now: () => number = Date.now,
 ): SessionState {
-  if (store.sharedSessions) return new SharedSessions(store.sharedSessions, settings, now);
-  return new MemorySessions(settings, store.sessionRows, now);
+  const { sharing } = store;
+  if (sharing.mode === 'shared') return new SharedSessions(sharing.sessions, settings, now);
+  return new MemorySessions(settings, sharing.sessionRows, now);
 }

@@ -30,6 +30,7 @@ import type {
 
 export abstract class ComposedStore implements Store {
   abstract readonly kind: Store['kind'];
+  abstract readonly sharing: Store['sharing'];
 
   protected constructor(
     private readonly controls: ControlStore,

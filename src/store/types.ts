@@ -14,12 +14,14 @@ import type {
   StoredEvent,
   WriteOrigin,
 } from '../model/index.js';
-import type { CounterRowStore, SharedCounterStore } from '../counting/types.js';
 import type { HistoryStore, RestoreOutcome } from './history.js';
+import type { StoreSharing } from './store-sharing.js';
 
 export type { CounterRowStore, LeaseTerms, SharedCountAnswer, SharedCountRequest, SharedCounterStore, StoredCounter } from '../counting/types.js';
 
 export type { ControlPatch, NewAgent, NewControl, StoreChange } from '../model/index.js';
+export type { ChangeInfo, ChangeSource, LocalParts, SharedParts, StoreSharing } from './store-sharing.js';
+export type { SessionRowStore, SharedSessionStep, SharedSessionStore, StoredSession, StoredSessionLabel } from './session-store.js';
 export type { ApprovalDecision, ApprovalOutcome, ApprovalQuery, ApprovalRequest, ApprovalStore, DecideOutcome } from './approval-store.js';
 
 export interface ControlPage {
@@ -189,17 +191,6 @@ export interface RecordedStepPage {
   next_cursor: number | null;
 }
 
-/** What a change notification says: the agents whose controls changed, or null for "any". */
-export interface ChangeInfo {
-  agents: string[] | null;
-  /**
-   * The store revision the change produced, when the notification says (PostgreSQL's do).
-   * Replicas compare it with the revisions they read, so that a late notification is
-   * never mistaken for one that was lost.
-   */
-  revision?: number;
-}
-
 /** Which change of a batch failed, and why (the store's message without the change named). */
 export interface FailedChange {
   /** 0-based position of the change in the batch. */
@@ -328,83 +319,14 @@ export interface RecordingStore {
   pruneRecordedSteps(before: string): Promise<number>;
 }
 
-/** A label of a stored session, with the control and step that added it (times: epoch ms). */
-export interface StoredSessionLabel {
-  label: string;
-  control_id: number;
-  control_name: string;
-  stage: 'pre' | 'post';
-  step_name: string;
-  added_at: number;
-}
-
-/** One session of one agent (docs/sessions.md). */
-export interface StoredSession {
-  agent_name: string;
-  session_id: string;
-  first_seen: number;
-  last_seen: number;
-  steps: number;
-  labels: StoredSessionLabel[];
-}
-
-/** The SQLite file's sessions: kept in memory by the server, written through, read back when it starts. */
-export interface SessionRowStore {
-  /** Every session whose last step is after `after`, with its labels. */
-  loadSessions(after: number): StoredSession[];
-  /** Writes the session's row (not its labels); `fresh` also drops labels of an expired session of the same id. */
-  saveSession(session: Omit<StoredSession, 'labels'>, fresh: boolean): void;
-  /** Writes the rows of sessions that took steps since they were last written, in one transaction. */
-  touchSessions(sessions: ReadonlyArray<Omit<StoredSession, 'labels'>>): void;
-  saveSessionLabels(agentName: string, sessionId: string, labels: readonly StoredSessionLabel[]): void;
-  /** Deletes sessions (and their labels) whose last step is at or before `before`. */
-  deleteExpiredSessions(before: number): void;
-}
-
-/** A step's start in a shared session: the labels it carries, and the session's epoch its labels go into. */
-export interface SharedSessionStep {
-  labels: string[];
-  epoch: number;
-}
-
-/**
- * PostgreSQL's sessions, shared by the replicas and exact: each step reads the session's
- * labels in the statement that counts it, and labels are added by an upsert that never
- * loses a concurrent step's labels.
- */
-export interface SharedSessionStore {
-  /**
-   * Counts a step of the session and reads its labels. A session idle since `expiredBefore`
-   * starts again empty. A new session beyond `max` sessions is refused: null.
-   */
-  beginSessionStep(agentName: string, sessionId: string, now: number, expiredBefore: number, max: number): Promise<SharedSessionStep | null>;
-  addSessionLabels(agentName: string, sessionId: string, epoch: number, labels: readonly StoredSessionLabel[]): Promise<void>;
-  readSession(agentName: string, sessionId: string, expiredBefore: number): Promise<StoredSession | null>;
-  /** Deletes sessions idle since `expiredBefore` and recounts the rest; returns how many are left. */
-  pruneSessions(expiredBefore: number): Promise<number>;
-}
-
 /**
  * Persistence for everything the server keeps, one database behind all five concerns.
- * Asynchronous so that SQLite and PostgreSQL share it.
+ * Asynchronous so that SQLite and PostgreSQL share it. What only one kind of database
+ * does (counters and sessions kept apart per server or shared, change notifications)
+ * is in `sharing`, whose `mode` tells which (store-sharing.ts).
  */
 export interface Store extends ControlStore, PolicyStore, EventStore, RecordingStore, HistoryStore, ApprovalStore {
   readonly kind: 'sqlite' | 'postgres';
-
-  /** SQLite: where rate and budget counters of long windows persist. */
-  readonly counterRows?: CounterRowStore;
-  /** PostgreSQL: counters shared by the replicas. */
-  readonly sharedCounters?: SharedCounterStore;
-  /** SQLite: where sessions are written through. */
-  readonly sessionRows?: SessionRowStore;
-  /** PostgreSQL: sessions shared by the replicas. */
-  readonly sharedSessions?: SharedSessionStore;
-
-  /**
-   * Present on stores shared by several server replicas (PostgreSQL): calls `listener`
-   * after another instance (or this one) commits a write. Returns the unsubscribe.
-   */
-  onChange?(listener: (info: ChangeInfo) => void): () => void;
-
+  readonly sharing: StoreSharing;
   close(): Promise<void>;
 }

@@ -5,12 +5,13 @@
  */
 import { SYSTEM_ORIGIN, type AgentPatch, type AgentRecord, type ControlData, type ControlRecord, type WriteOrigin } from '../../model/index.js';
 import { applyChangesAsync } from '../apply-changes.js';
-import { agentEntry, agentSnapshot, controlEntry, controlSnapshot, linkEntry, planRestore, sameSnapshot, unlinkedNote } from '../history.js';
+import { planRestore } from '../history.js';
 import type { RestoreOutcome } from '../history.js';
 import { sameLabels, unionOfBindings } from '../policy-records.js';
 import { enabledAfter, nowIso, storedDataOf } from '../records.js';
-import { StoreError, staleRevision, type AgentControlSet, type AppliedBatch, type ApplyChangesOptions, type ControlPage, type ControlStore, type Link } from '../types.js';
+import { staleRevision, type AgentControlSet, type AppliedBatch, type ApplyChangesOptions, type ControlPage, type ControlStore, type Link } from '../types.js';
 import type { ControlPatch, NewAgent, NewControl, StoreChange } from '../types.js';
+import { nameTakenRestore, refusal, unchangedRestore, writeEntry } from '../write-records.js';
 import type { PostgresDatabase, WriteTx } from './database.js';
 import { AGENT_CONTROL_SET, GUARDED_BY, agentOf, controlOf, type AgentRow, type ControlRow } from './control-rows.js';
 import { mapPgError } from './errors.js';
@@ -26,13 +27,13 @@ export class PostgresControls implements ControlStore {
 
   private async controlRowTx(tx: WriteTx, id: number): Promise<ControlRow> {
     const [row] = await this.database.rows<ControlRow>(tx, 'SELECT * FROM controls WHERE control_id = $1 FOR UPDATE', [id]);
-    if (!row) throw new StoreError('not_found', `control ${id} does not exist`);
+    if (!row) throw refusal.controlNotFound(id);
     return row;
   }
 
   private async controlRowByNameTx(tx: WriteTx, name: string): Promise<ControlRow> {
     const [row] = await this.database.rows<ControlRow>(tx, 'SELECT * FROM controls WHERE name = $1 FOR UPDATE', [name]);
-    if (!row) throw new StoreError('not_found', `control "${name}" does not exist`);
+    if (!row) throw refusal.namedControlNotFound(name);
     return row;
   }
 
@@ -56,17 +57,17 @@ export class PostgresControls implements ControlStore {
        VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (name) DO NOTHING RETURNING *`,
       [control.name, control.data?.enabled ?? true, storedDataOf(control.data), control.managed_by ?? null, control.source ?? null, now],
     );
-    if (!row) throw new StoreError('conflict', `a control named "${control.name}" already exists`);
+    if (!row) throw refusal.controlNameTaken(control.name);
     tx.changed = true;
     const record = controlOf(row);
-    tx.entries.push(controlEntry('create', record.control_id, record.name, null, controlSnapshot(record)));
+    tx.entries.push(writeEntry.controlCreated(record));
     return record;
   }
 
   private async updateControlTx(tx: WriteTx, current: ControlRow, patch: ControlPatch): Promise<ControlRecord> {
     if (patch.name !== undefined && patch.name !== current.name) {
       const taken = await this.database.rows(tx, 'SELECT 1 FROM controls WHERE name = $1', [patch.name]);
-      if (taken.length > 0) throw new StoreError('conflict', `a control named "${patch.name}" already exists`);
+      if (taken.length > 0) throw refusal.controlNameTaken(patch.name);
     }
     const enabled = enabledAfter(current.enabled, patch);
     const data = patch.data !== undefined ? storedDataOf(patch.data) : current.data === null ? null : JSON.stringify(current.data);
@@ -87,7 +88,7 @@ export class PostgresControls implements ControlStore {
     tx.changed = true;
     for (const agent of await this.guardedByTx(tx, current.control_id)) tx.agents.add(agent);
     const record = controlOf(row!);
-    tx.entries.push(controlEntry('update', record.control_id, record.name, controlSnapshot(controlOf(current)), controlSnapshot(record)));
+    tx.entries.push(writeEntry.controlUpdated(controlOf(current), record));
     return record;
   }
 
@@ -97,8 +98,7 @@ export class PostgresControls implements ControlStore {
     await tx.client.query('DELETE FROM controls WHERE control_id = $1', [current.control_id]);
     tx.changed = true;
     for (const agent of guarded) tx.agents.add(agent);
-    const note = agents.length > 0 ? `unlinked from ${agents.join(', ')}` : null;
-    tx.entries.push(controlEntry('delete', Number(current.control_id), current.name, controlSnapshot(controlOf(current)), null, note));
+    tx.entries.push(writeEntry.controlDeleted(controlOf(current), agents));
     return guarded;
   }
 
@@ -134,16 +134,15 @@ export class PostgresControls implements ControlStore {
     const record = agentOf(stored);
     // Membership changes only when the agent is new or its labels moved (names never change).
     if (!existing || !sameLabels(existing.labels, record.labels)) await this.policies.refreshAgentTx(tx, record.agent_name, record.labels);
-    const before = existing ? agentSnapshot(agentOf(existing)) : null;
-    tx.entries.push(agentEntry(existing ? 'update' : 'create', record.agent_name, before, agentSnapshot(record)));
+    tx.entries.push(writeEntry.agentWritten(existing ? agentOf(existing) : null, record));
     return { agent: record, created: inserted };
   }
 
   private async linkTx(tx: WriteTx, agentName: string, controlId: number | string): Promise<boolean> {
     const agent = await this.database.rows(tx, 'SELECT 1 FROM agents WHERE agent_name = $1', [agentName]);
-    if (agent.length === 0) throw new StoreError('not_found', `agent "${agentName}" does not exist`);
+    if (agent.length === 0) throw refusal.agentNotFound(agentName);
     const [control] = await this.database.rows<{ name: string }>(tx, 'SELECT name FROM controls WHERE control_id = $1', [controlId]);
-    if (!control) throw new StoreError('not_found', `control ${controlId} does not exist`);
+    if (!control) throw refusal.controlNotFound(controlId);
     const result = await tx.client.query(
       'INSERT INTO control_links (agent_name, control_id) VALUES ($1, $2) ON CONFLICT DO NOTHING',
       [agentName, controlId],
@@ -167,7 +166,7 @@ export class PostgresControls implements ControlStore {
     if (changed) {
       tx.changed = true;
       tx.agents.add(agentName);
-      tx.entries.push(linkEntry(op, agentName, controlId, controlName));
+      tx.entries.push(writeEntry.link(op, agentName, controlId, controlName));
     }
     return changed;
   }
@@ -234,7 +233,7 @@ export class PostgresControls implements ControlStore {
     return this.database.write(async (tx) => {
       if (patch.labels !== undefined) await this.policies.lockMembershipTx(tx);
       const [current] = await this.database.rows<AgentRow>(tx, 'SELECT * FROM agents WHERE agent_name = $1 FOR UPDATE', [name]);
-      if (!current) throw new StoreError('not_found', `agent "${name}" does not exist`);
+      if (!current) throw refusal.agentNotFound(name);
       const metadata = patch.metadata !== undefined ? patch.metadata : current.metadata;
       const [row] = await this.database.rows<AgentRow>(
         tx,
@@ -254,7 +253,7 @@ export class PostgresControls implements ControlStore {
       tx.agents.add(name);
       const record = agentOf(row!);
       if (patch.labels !== undefined) await this.policies.refreshAgentTx(tx, name, record.labels);
-      tx.entries.push(agentEntry('update', name, agentSnapshot(agentOf(current)), agentSnapshot(record)));
+      tx.entries.push(writeEntry.agentWritten(agentOf(current), record));
       return record;
     }, origin);
   }
@@ -262,7 +261,7 @@ export class PostgresControls implements ControlStore {
   async deleteAgent(name: string, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<{ unlinked_controls: number[] }> {
     return this.database.write(async (tx) => {
       const [current] = await this.database.rows<AgentRow>(tx, 'SELECT * FROM agents WHERE agent_name = $1 FOR UPDATE', [name]);
-      if (!current) throw new StoreError('not_found', `agent "${name}" does not exist`);
+      if (!current) throw refusal.agentNotFound(name);
       const controls = await this.database.rows<{ control_id: string | number; name: string }>(
         tx,
         `SELECT c.control_id, c.name FROM control_links l JOIN controls c ON c.control_id = l.control_id
@@ -273,7 +272,7 @@ export class PostgresControls implements ControlStore {
       await tx.client.query('DELETE FROM agents WHERE agent_name = $1', [name]);
       tx.changed = true;
       tx.agents.add(name);
-      tx.entries.push(agentEntry('delete', name, agentSnapshot(agentOf(current)), null, unlinkedNote(controls)));
+      tx.entries.push(writeEntry.agentDeleted(agentOf(current), controls));
       return { unlinked_controls: controls.map((c) => Number(c.control_id)) };
     }, origin);
   }
@@ -370,9 +369,11 @@ export class PostgresControls implements ControlStore {
       const plan = planRestore(await this.history.entriesOf(tx.client, controlId), current, revision);
       if (!plan.ok) return plan;
       const target = plan.target;
-      if (current && sameSnapshot(controlSnapshot(current), target)) return { ok: true, control: current, changed: false, recreated: false };
+      const unchanged = unchangedRestore(current, target);
+      if (unchanged) return unchanged;
       const [holder] = await this.database.rows<{ control_id: string }>(tx, 'SELECT control_id FROM controls WHERE name = $1', [target.name]);
-      if (holder && Number(holder.control_id) !== controlId) return { ok: false, reason: 'name_taken', name: target.name };
+      const taken = nameTakenRestore(controlId, target, holder ? Number(holder.control_id) : undefined);
+      if (taken) return taken;
       const values = [controlId, target.name, target.enabled, storedDataOf(target.data as ControlData | null), target.managed_by, target.source, nowIso()];
       const [written] = row
         ? await this.database.rows<ControlRow>(
@@ -390,9 +391,7 @@ export class PostgresControls implements ControlStore {
       const restored = controlOf(written!);
       tx.changed = true;
       for (const agent of await this.agentsOfControlTx(tx, controlId)) tx.agents.add(agent);
-      tx.entries.push(
-        controlEntry('restore', controlId, restored.name, current ? controlSnapshot(current) : null, controlSnapshot(restored), `restored revision ${revision}`),
-      );
+      tx.entries.push(writeEntry.controlRestored(current, restored, revision));
       return { ok: true, control: restored, changed: true, recreated: row === undefined };
     }, origin);
   }

@@ -5,10 +5,10 @@
  * never miss it: whichever commits second sees the other's rows.
  */
 import { SYSTEM_ORIGIN, type AgentSelector, type Labels, type NewPolicy, type PolicyRecord, type WriteOrigin } from '../../model/index.js';
-import { policyEntry } from '../history.js';
-import { membersOf, policiesOf, policyRecordOf, policySnapshot } from '../policy-records.js';
-import { nowIso, uniqueSorted } from '../records.js';
-import { StoreError, type PolicyPage, type PolicyStore } from '../types.js';
+import { membersOf, policiesOf, policyRecordOf } from '../policy-records.js';
+import { nowIso } from '../records.js';
+import type { PolicyPage, PolicyStore } from '../types.js';
+import { policyWriteTouches, refusal, writeEntry } from '../write-records.js';
 import type { PostgresDatabase, WriteTx } from './database.js';
 
 interface PolicyRow {
@@ -92,7 +92,7 @@ export class PostgresPolicies implements PolicyStore {
     const found = await this.database.rows<{ name: string; control_id: string }>(tx, 'SELECT name, control_id FROM controls WHERE name = ANY($1::text[])', [names]);
     const ids = new Map(found.map((r) => [r.name, r.control_id]));
     const missing = names.find((n) => !ids.has(n));
-    if (missing !== undefined) throw new StoreError('not_found', `control "${missing}" does not exist`);
+    if (missing !== undefined) throw refusal.namedControlNotFound(missing);
     const unique = [...new Set(names)];
     await tx.client.query(
       'INSERT INTO policy_controls (policy_id, position, control_id) SELECT $1, n - 1, id FROM unnest($2::bigint[]) WITH ORDINALITY AS t(id, n)',
@@ -121,11 +121,10 @@ export class PostgresPolicies implements PolicyStore {
     const members = await this.refreshPolicyTx(tx, policyId, policy.agents);
     const [row] = await this.database.rows<PolicyRow>(tx, `SELECT ${WITH_CONTROLS} FROM policies p WHERE p.policy_id = $1`, [policyId]);
     const record = recordOf(row!);
-    const touched = uniqueSorted([...membersBefore, ...members]);
+    const touched = policyWriteTouches(membersBefore, members);
     tx.changed = true;
     for (const agent of touched) tx.agents.add(agent);
-    const note = `guards ${members.length} agent(s)`;
-    tx.entries.push(policyEntry(before ? 'update' : 'create', policyId, before ? policySnapshot(recordOf(before)) : null, policySnapshot(record), note));
+    tx.entries.push(writeEntry.policyWritten(before ? recordOf(before) : null, record, members.length));
     return { policy: record, touched_agents: touched };
   }
 
@@ -137,14 +136,14 @@ export class PostgresPolicies implements PolicyStore {
        VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (name) DO NOTHING RETURNING policy_id`,
       [policy.name, policy.description ?? null, JSON.stringify(policy.agents), policy.managed_by ?? null, policy.source ?? null, now],
     );
-    if (!row) throw new StoreError('conflict', `a policy named "${policy.name}" already exists`);
+    if (!row) throw refusal.policyNameTaken(policy.name);
     return this.writeTx(tx, Number(row.policy_id), policy, null);
   }
 
   private async replaceTx(tx: WriteTx, current: PolicyRow, policy: NewPolicy): Promise<{ policy: PolicyRecord; touched_agents: string[] }> {
     if (policy.name !== current.name) {
       const taken = await this.database.rows(tx, 'SELECT 1 FROM policies WHERE name = $1', [policy.name]);
-      if (taken.length > 0) throw new StoreError('conflict', `a policy named "${policy.name}" already exists`);
+      if (taken.length > 0) throw refusal.policyNameTaken(policy.name);
     }
     await this.database.rows(
       tx,
@@ -163,19 +162,19 @@ export class PostgresPolicies implements PolicyStore {
     this.cache.delete(tx);
     tx.changed = true;
     for (const agent of members) tx.agents.add(agent);
-    tx.entries.push(policyEntry('delete', Number(row.policy_id), policySnapshot(recordOf(row)), null, members.length > 0 ? `guarded ${members.length} agent(s)` : null));
+    tx.entries.push(writeEntry.policyDeleted(recordOf(row), members.length));
     return members;
   }
 
   async deleteByNameTx(tx: WriteTx, name: string): Promise<string[]> {
     const row = await this.rowTx(tx, 'p.name = $1', name);
-    if (!row) throw new StoreError('not_found', `policy "${name}" does not exist`);
+    if (!row) throw refusal.namedPolicyNotFound(name);
     return this.deleteTx(tx, row);
   }
 
   private async existingTx(tx: WriteTx, id: number): Promise<PolicyRow> {
     const row = await this.rowTx(tx, 'p.policy_id = $1', id);
-    if (!row) throw new StoreError('not_found', `policy ${id} does not exist`);
+    if (!row) throw refusal.policyNotFound(id);
     return row;
   }
 

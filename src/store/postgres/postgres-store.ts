@@ -5,7 +5,7 @@
  * hear of it on commit (change-listener.ts).
  */
 import { ComposedStore } from '../composed-store.js';
-import type { ChangeInfo } from '../types.js';
+import type { ChangeInfo, SharedParts } from '../store-sharing.js';
 import { PostgresApprovals } from './approvals.js';
 import { ChangeListener } from './change-listener.js';
 import { PostgresControls } from './controls.js';
@@ -24,6 +24,7 @@ export class PostgresStore extends ComposedStore {
   private readonly listener: ChangeListener;
   readonly sharedCounters: PostgresCounters;
   readonly sharedSessions: PostgresSessions;
+  readonly sharing: SharedParts;
 
   private constructor(
     private readonly database: PostgresDatabase,
@@ -38,6 +39,7 @@ export class PostgresStore extends ComposedStore {
       { ...database.clientConfig, application_name: 'guardctl-listener' },
       options.listenerRetryMs ?? 1000,
     );
+    this.sharing = { mode: 'shared', counters: this.sharedCounters, sessions: this.sharedSessions, onChange: (listener) => this.onChange(listener) };
   }
 
   /** Connects, migrates under the advisory lock, and returns a ready store. */

@@ -4,12 +4,13 @@
  */
 import { SYSTEM_ORIGIN, type AgentPatch, type AgentRecord, type ControlData, type ControlRecord, type WriteOrigin } from '../../model/index.js';
 import { applyChangesSync } from '../apply-changes.js';
-import { agentEntry, agentSnapshot, controlEntry, controlSnapshot, linkEntry, planRestore, sameSnapshot, unlinkedNote } from '../history.js';
+import { planRestore } from '../history.js';
 import type { NewChangeEntry, RestoreOutcome } from '../history.js';
 import { unionOfBindings, sameLabels } from '../policy-records.js';
 import { enabledAfter, nowIso, storedDataOf } from '../records.js';
-import { StoreError, staleRevision, type AgentControlSet, type AppliedBatch, type ApplyChangesOptions, type ControlPage, type ControlStore, type Link } from '../types.js';
+import { staleRevision, type AgentControlSet, type AppliedBatch, type ApplyChangesOptions, type ControlPage, type ControlStore, type Link } from '../types.js';
 import type { ControlPatch, NewAgent, NewControl, StoreChange } from '../types.js';
+import { nameTakenRestore, refusal, unchangedRestore, writeEntry } from '../write-records.js';
 import { agentOf, controlOf, type AgentRow, type ControlRow } from './control-rows.js';
 import { mapSqliteError, type SqliteDatabase } from './database.js';
 import type { SqliteHistory } from './history.js';
@@ -97,13 +98,13 @@ export class SqliteControls implements ControlStore {
 
   private controlRow(id: number): ControlRow {
     const row = this.s.controlById.get(id) as ControlRow | undefined;
-    if (!row) throw new StoreError('not_found', `control ${id} does not exist`);
+    if (!row) throw refusal.controlNotFound(id);
     return row;
   }
 
   private controlRowByName(name: string): ControlRow {
     const row = this.s.controlByName.get(name) as ControlRow | undefined;
-    if (!row) throw new StoreError('not_found', `control "${name}" does not exist`);
+    if (!row) throw refusal.namedControlNotFound(name);
     return row;
   }
 
@@ -118,9 +119,7 @@ export class SqliteControls implements ControlStore {
   // The *Tx methods run inside a transaction the caller opened; applyChanges reuses them.
 
   private createControlTx(control: NewControl, origin: WriteOrigin): ControlRecord {
-    if (this.s.controlByName.get(control.name) !== undefined) {
-      throw new StoreError('conflict', `a control named "${control.name}" already exists`);
-    }
+    if (this.s.controlByName.get(control.name) !== undefined) throw refusal.controlNameTaken(control.name);
     const row = this.s.insertControl.get({
       name: control.name,
       enabled: (control.data?.enabled ?? true) ? 1 : 0,
@@ -130,14 +129,13 @@ export class SqliteControls implements ControlStore {
       now: nowIso(),
     }) as ControlRow;
     const record = controlOf(row);
-    this.bumpWith(origin, () => controlEntry('create', record.control_id, record.name, null, controlSnapshot(record)));
+    this.bumpWith(origin, () => writeEntry.controlCreated(record));
     return record;
   }
 
   private updateControlTx(current: ControlRow, patch: ControlPatch, origin: WriteOrigin): ControlRecord {
     if (patch.name !== undefined && patch.name !== current.name) {
-      const other = this.s.controlByName.get(patch.name) as ControlRow | undefined;
-      if (other) throw new StoreError('conflict', `a control named "${patch.name}" already exists`);
+      if (this.s.controlByName.get(patch.name) !== undefined) throw refusal.controlNameTaken(patch.name);
     }
     const enabled = enabledAfter(current.enabled === 1, patch);
     let data = current.data;
@@ -152,7 +150,7 @@ export class SqliteControls implements ControlStore {
       now: nowIso(),
     }) as ControlRow;
     const record = controlOf(row);
-    this.bumpWith(origin, () => controlEntry('update', record.control_id, record.name, controlSnapshot(controlOf(current)), controlSnapshot(record)));
+    this.bumpWith(origin, () => writeEntry.controlUpdated(controlOf(current), record));
     return record;
   }
 
@@ -160,8 +158,7 @@ export class SqliteControls implements ControlStore {
     const agents = this.agentsOf(current.control_id);
     const guarded = this.guardedBy(current.control_id);
     this.s.deleteControl.run(current.control_id);
-    const note = agents.length > 0 ? `unlinked from ${agents.join(', ')}` : null;
-    this.bumpWith(origin, () => controlEntry('delete', current.control_id, current.name, controlSnapshot(controlOf(current)), null, note));
+    this.bumpWith(origin, () => writeEntry.controlDeleted(controlOf(current), agents));
     return guarded;
   }
 
@@ -182,24 +179,20 @@ export class SqliteControls implements ControlStore {
     const record = agentOf(row);
     // Membership changes only when the agent is new or its labels moved (names never change).
     if (!existing || !sameLabels(agentOf(existing).labels, record.labels)) this.policies.refreshAgentTx(record.agent_name, record.labels);
-    this.bumpWith(origin, () =>
-      agentEntry(existing ? 'update' : 'create', record.agent_name, existing ? agentSnapshot(agentOf(existing)) : null, agentSnapshot(record)),
-    );
+    this.bumpWith(origin, () => writeEntry.agentWritten(existing ? agentOf(existing) : null, record));
     return { agent: record, created: !existing };
   }
 
   private linkTx(agentName: string, control: ControlRow, origin: WriteOrigin): boolean {
-    if (this.s.agent.get(agentName) === undefined) {
-      throw new StoreError('not_found', `agent "${agentName}" does not exist`);
-    }
+    if (this.s.agent.get(agentName) === undefined) throw refusal.agentNotFound(agentName);
     const changed = this.s.link.run(agentName, control.control_id).changes > 0;
-    if (changed) this.bumpWith(origin, () => linkEntry('link', agentName, control.control_id, control.name));
+    if (changed) this.bumpWith(origin, () => writeEntry.link('link', agentName, control.control_id, control.name));
     return changed;
   }
 
   private unlinkTx(agentName: string, control: ControlRow, origin: WriteOrigin): boolean {
     const changed = this.s.unlink.run(agentName, control.control_id).changes > 0;
-    if (changed) this.bumpWith(origin, () => linkEntry('unlink', agentName, control.control_id, control.name));
+    if (changed) this.bumpWith(origin, () => writeEntry.link('unlink', agentName, control.control_id, control.name));
     return changed;
   }
 
@@ -257,7 +250,7 @@ export class SqliteControls implements ControlStore {
   async patchAgent(name: string, patch: AgentPatch, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<AgentRecord> {
     return this.database.write(() => {
       const current = this.s.agent.get(name) as AgentRow | undefined;
-      if (!current) throw new StoreError('not_found', `agent "${name}" does not exist`);
+      if (!current) throw refusal.agentNotFound(name);
       const row = this.s.updateAgent.get({
         agent_name: name,
         agent_description: patch.agent_description !== undefined ? patch.agent_description : current.agent_description,
@@ -275,7 +268,7 @@ export class SqliteControls implements ControlStore {
       }) as AgentRow;
       const record = agentOf(row);
       if (patch.labels !== undefined) this.policies.refreshAgentTx(name, record.labels);
-      this.bumpWith(origin, () => agentEntry('update', name, agentSnapshot(agentOf(current)), agentSnapshot(record)));
+      this.bumpWith(origin, () => writeEntry.agentWritten(agentOf(current), record));
       return record;
     });
   }
@@ -283,10 +276,10 @@ export class SqliteControls implements ControlStore {
   async deleteAgent(name: string, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<{ unlinked_controls: number[] }> {
     return this.database.write(() => {
       const current = this.s.agent.get(name) as AgentRow | undefined;
-      if (!current) throw new StoreError('not_found', `agent "${name}" does not exist`);
+      if (!current) throw refusal.agentNotFound(name);
       const controls = this.s.agentControls.all(name) as ControlRow[];
       this.s.deleteAgent.run(name);
-      this.bumpWith(origin, () => agentEntry('delete', name, agentSnapshot(agentOf(current)), null, unlinkedNote(controls)));
+      this.bumpWith(origin, () => writeEntry.agentDeleted(agentOf(current), controls));
       return { unlinked_controls: controls.map((c) => c.control_id) };
     });
   }
@@ -294,7 +287,7 @@ export class SqliteControls implements ControlStore {
   async linkControl(agentName: string, controlId: number, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<boolean> {
     return this.database.write(() => {
       // The agent is checked before the control, so an unknown agent is what a bad pair reports.
-      if (this.s.agent.get(agentName) === undefined) throw new StoreError('not_found', `agent "${agentName}" does not exist`);
+      if (this.s.agent.get(agentName) === undefined) throw refusal.agentNotFound(agentName);
       return this.linkTx(agentName, this.controlRow(controlId), origin);
     });
   }
@@ -367,10 +360,11 @@ export class SqliteControls implements ControlStore {
       const plan = planRestore(this.history.entriesOf(controlId), current, revision);
       if (!plan.ok) return plan;
       const target = plan.target;
-      const note = `restored revision ${revision}`;
-      if (current && sameSnapshot(controlSnapshot(current), target)) return { ok: true, control: current, changed: false, recreated: false };
+      const unchanged = unchangedRestore(current, target);
+      if (unchanged) return unchanged;
       const holder = this.s.controlByName.get(target.name) as ControlRow | undefined;
-      if (holder && holder.control_id !== controlId) return { ok: false, reason: 'name_taken', name: target.name };
+      const taken = nameTakenRestore(controlId, target, holder?.control_id);
+      if (taken) return taken;
       const values = {
         control_id: controlId,
         name: target.name,
@@ -381,7 +375,7 @@ export class SqliteControls implements ControlStore {
         now: nowIso(),
       };
       const restored = controlOf((row ? this.s.updateControl.get(values) : this.s.insertControlWithId.get(values)) as ControlRow);
-      this.bumpWith(origin, () => controlEntry('restore', controlId, restored.name, current ? controlSnapshot(current) : null, controlSnapshot(restored), note));
+      this.bumpWith(origin, () => writeEntry.controlRestored(current, restored, revision));
       return { ok: true, control: restored, changed: true, recreated: row === undefined };
     });
   }

@@ -5,10 +5,10 @@
  * labels change, inside that write's transaction, so a set read never matches selectors.
  */
 import { SYSTEM_ORIGIN, type AgentSelector, type Labels, type NewPolicy, type PolicyRecord, type WriteOrigin } from '../../model/index.js';
-import { policyEntry } from '../history.js';
-import { membersOf, policiesOf, policyRecordOf, policySnapshot } from '../policy-records.js';
-import { nowIso, uniqueSorted } from '../records.js';
-import { StoreError, type PolicyPage, type PolicyStore } from '../types.js';
+import { membersOf, policiesOf, policyRecordOf } from '../policy-records.js';
+import { nowIso } from '../records.js';
+import type { PolicyPage, PolicyStore } from '../types.js';
+import { policyWriteTouches, refusal, writeEntry } from '../write-records.js';
 import type { SqliteDatabase } from './database.js';
 import type { SqliteHistory } from './history.js';
 
@@ -129,7 +129,7 @@ export class SqlitePolicies implements PolicyStore {
     this.s.clearControls.run(policyId);
     names.forEach((name, position) => {
       const id = this.s.controlId.get(name) as number | undefined;
-      if (id === undefined) throw new StoreError('not_found', `control "${name}" does not exist`);
+      if (id === undefined) throw refusal.namedControlNotFound(name);
       this.s.bindControl.run(policyId, position, id);
     });
   }
@@ -156,20 +156,18 @@ export class SqlitePolicies implements PolicyStore {
   }
 
   private createTx(policy: NewPolicy, origin: WriteOrigin): { policy: PolicyRecord; touched_agents: string[] } {
-    if (this.s.byName.get(policy.name) !== undefined) throw new StoreError('conflict', `a policy named "${policy.name}" already exists`);
+    if (this.s.byName.get(policy.name) !== undefined) throw refusal.policyNameTaken(policy.name);
     const row = this.s.insert.get(this.values(policy)) as PolicyRow;
     this.selectorCache = null;
     this.bindControlsTx(row.policy_id, policy.controls);
     const members = this.refreshPolicyTx(row.policy_id, policy.agents);
     const record = this.recordOf(row);
-    this.record(origin, () => policyEntry('create', record.policy_id, null, policySnapshot(record), `guards ${members.length} agent(s)`));
+    this.record(origin, () => writeEntry.policyWritten(null, record, members.length));
     return { policy: record, touched_agents: members };
   }
 
   private replaceTx(current: PolicyRow, policy: NewPolicy, origin: WriteOrigin): { policy: PolicyRecord; touched_agents: string[] } {
-    if (policy.name !== current.name && this.s.byName.get(policy.name) !== undefined) {
-      throw new StoreError('conflict', `a policy named "${policy.name}" already exists`);
-    }
+    if (policy.name !== current.name && this.s.byName.get(policy.name) !== undefined) throw refusal.policyNameTaken(policy.name);
     const before = this.recordOf(current);
     const membersBefore = this.s.members.all(current.policy_id) as string[];
     const row = this.s.update.get({ ...this.values(policy), policy_id: current.policy_id }) as PolicyRow;
@@ -177,13 +175,13 @@ export class SqlitePolicies implements PolicyStore {
     this.bindControlsTx(row.policy_id, policy.controls);
     const members = this.refreshPolicyTx(row.policy_id, policy.agents);
     const record = this.recordOf(row);
-    this.record(origin, () => policyEntry('update', record.policy_id, policySnapshot(before), policySnapshot(record), `guards ${members.length} agent(s)`));
-    return { policy: record, touched_agents: uniqueSorted([...membersBefore, ...members]) };
+    this.record(origin, () => writeEntry.policyWritten(before, record, members.length));
+    return { policy: record, touched_agents: policyWriteTouches(membersBefore, members) };
   }
 
   deleteByNameTx(name: string, origin: WriteOrigin): string[] {
     const row = this.s.byName.get(name) as PolicyRow | undefined;
-    if (!row) throw new StoreError('not_found', `policy "${name}" does not exist`);
+    if (!row) throw refusal.namedPolicyNotFound(name);
     return this.deleteTx(row, origin);
   }
 
@@ -192,13 +190,13 @@ export class SqlitePolicies implements PolicyStore {
     const members = this.s.members.all(row.policy_id) as string[];
     this.s.delete.run(row.policy_id);
     this.selectorCache = null;
-    this.record(origin, () => policyEntry('delete', row.policy_id, policySnapshot(before), null, members.length > 0 ? `guarded ${members.length} agent(s)` : null));
+    this.record(origin, () => writeEntry.policyDeleted(before, members.length));
     return members;
   }
 
   private rowById(id: number): PolicyRow {
     const row = this.s.byId.get(id) as PolicyRow | undefined;
-    if (!row) throw new StoreError('not_found', `policy ${id} does not exist`);
+    if (!row) throw refusal.policyNotFound(id);
     return row;
   }
 

@@ -6,6 +6,7 @@
  * transaction, so a failure rolls the whole change back.
  */
 import { ComposedStore } from '../composed-store.js';
+import type { LocalParts } from '../store-sharing.js';
 import { SqliteApprovals } from './approvals.js';
 import { SqliteControls } from './controls.js';
 import { SqliteCounters } from './counters.js';
@@ -23,6 +24,7 @@ export class SqliteStore extends ComposedStore {
   private readonly database: SqliteDatabase;
   readonly counterRows: SqliteCounters;
   readonly sessionRows: SqliteSessions;
+  readonly sharing: LocalParts;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     const database = new SqliteDatabase(path, options);
@@ -32,6 +34,7 @@ export class SqliteStore extends ComposedStore {
     this.database = database;
     this.counterRows = new SqliteCounters(database);
     this.sessionRows = new SqliteSessions(database);
+    this.sharing = { mode: 'local', counterRows: this.counterRows, sessionRows: this.sessionRows };
   }
 
   async close(): Promise<void> {
