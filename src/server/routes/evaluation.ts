@@ -100,6 +100,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
           step: body.step,
           outcome,
           set_revision: set.revision,
+          session_id: body.session_id,
           trace: () => traceIdsFromHeaders(request.headers),
           unguarded: isUnguarded(set),
         });
