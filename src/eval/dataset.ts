@@ -99,7 +99,11 @@ export function parseCase(text: string, line: number, known: KnownNames): Parsed
 
 function parseSessionLine(obj: Record<string, unknown>, line: number, id: string, known: KnownNames): ParsedLine {
   const parsed = SessionLineSchema.safeParse(obj);
-  if (!parsed.success) return bad(line, id, issueText(parsed.error), 'a multi-step line needs id and steps: [{stage, step {type, name, input}, expect}, ...]');
+  if (!parsed.success) {
+    // Steps are named as the report names them (ID#n, n from 1), not by zod's index from 0.
+    const text = issueText(parsed.error).replace(/^steps\.(\d+)(?:\.|: )/, (_m, i: string) => `step ${Number(i) + 1}: `);
+    return bad(line, id, text, 'a multi-step line needs id and steps: [{stage, step {type, name, input}, expect}, ...]');
+  }
   const p = parsed.data;
   const agent = p.agent ?? known.defaultAgent;
   const scope = scopeOf(agent, known);
@@ -107,7 +111,7 @@ function parseSessionLine(obj: Record<string, unknown>, line: number, id: string
   const steps: StepCase[] = [];
   for (const [i, s] of p.steps.entries()) {
     const expect = expectationOf(s.expect, scope);
-    if (typeof expect === 'string') return unknownControl(line, p.id, expect, agent, `steps.${i}.expect: `);
+    if (typeof expect === 'string') return unknownControl(line, p.id, expect, agent, `step ${i + 1}: expect: `);
     steps.push({ kind: 'step', id: `${p.id}#${i + 1}`, line, agent, stage: s.stage, step: s.step, asSelected: false, expect });
   }
   return { case: { kind: 'session', id: p.id, line, agent, steps } };

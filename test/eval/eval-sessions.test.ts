@@ -96,7 +96,7 @@ describe('guardctl eval: multi-step cases in-process', () => {
       JSON.stringify({ id: 'empty', agent: 'mailer', steps: [] }),
       session('stage', [{ ...send, stage: 'middle', expect: { decision: 'allow' } }]),
       session('noexpect', [send]),
-      session('typo', [{ ...send, expect: { matched: ['deny-sned'] } }]),
+      session('typo', [{ ...send, expect: { decision: 'allow' } }, { ...send, expect: { matched: ['deny-sned'] } }]),
       JSON.stringify({ agent: 'mailer', steps: [{ ...send, expect: { decision: 'allow' } }] }),
       JSON.stringify({ id: 'notarray', agent: 'mailer', steps: { stage: 'pre' } }),
       JSON.stringify({ id: 'ghost', agent: 'nobody', steps: [{ ...send, expect: { decision: 'allow' } }] }),
@@ -109,9 +109,9 @@ describe('guardctl eval: multi-step cases in-process', () => {
       [1, 'empty'], [2, 'stage'], [3, 'noexpect'], [4, 'typo'], [5, null], [6, 'notarray'], [7, 'ghost'],
     ]);
     expect(diagnostics[0]!.message).toMatch(/at least one step/);
-    expect(diagnostics[1]!.message).toMatch(/^steps\.0\.stage: /);
-    expect(diagnostics[2]!.message).toMatch(/^steps\.0\.expect: /);
-    expect(diagnostics[3]!.message).toBe('steps.0.expect: unknown control "deny-sned"');
+    expect(diagnostics[1]!.message).toMatch(/^step 1: stage: /);
+    expect(diagnostics[2]!.message).toMatch(/^step 1: expect: /);
+    expect(diagnostics[3]!.message).toBe('step 2: expect: unknown control "deny-sned"');
     expect(diagnostics[4]!.message).toBe('missing id');
     expect(diagnostics[5]!.message).toMatch(/^steps: /);
     expect(diagnostics[6]!.message).toBe('unknown agent "nobody"');
