@@ -32,7 +32,7 @@ function step(name: string, query: string, stage: 'pre' | 'post', session_id?: s
 async function evaluate(body: object) {
   const res = await t!.app.inject({ method: 'POST', url: '/api/v1/evaluation', payload: body });
   expect(res.statusCode).toBe(200);
-  return res.json() as { decision: string; session?: { id: string; labels: string[] } };
+  return res.json<{ decision: string; session?: { id: string; labels: string[] } }>();
 }
 
 async function query(body: Record<string, unknown>) {
