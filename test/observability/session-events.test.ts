@@ -7,6 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ControlDataInput, EvaluationSummary } from '../../src/model/index.js';
+import { followEventStream, type StreamState } from '../../src/client/event-stream.js';
 import { addControl, denySql, makeApp, type TestApp } from './app-helper.js';
 
 let t: TestApp | undefined;
@@ -148,5 +149,26 @@ describe('the live stream carries the session', () => {
       ['sess-9', ['untrusted_content']],
     ]);
     expect((await t.app.inject({ url: '/api/v1/observability/events/stream?session_id=' + 'x'.repeat(129) })).statusCode).toBe(422);
+  });
+
+  it('the client (guardctl tui --session) follows one session: only its steps arrive, validated', async () => {
+    t = await makeApp();
+    await t.app.listen({ host: '127.0.0.1', port: 0 });
+    const server = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+    await addControl(t.store, 'support-bot', 'mark-untrusted', markUntrusted);
+    const controller = new AbortController();
+    cleanups.push(() => controller.abort());
+    const got: EvaluationSummary[] = [];
+    let state: StreamState = { kind: 'closed' };
+    const done = followEventStream({ server, sessionId: 'follow me', signal: controller.signal }, { onEvaluation: (s) => got.push(s), onState: (s) => (state = s) });
+    await expect.poll(() => state.kind).toBe('live');
+    await evaluate(step('fetch_url', 'https://example.com', 'post', 'other'));
+    await evaluate(step('fetch_url', 'https://example.com', 'post'));
+    await evaluate(step('fetch_url', 'https://example.com', 'post', 'follow me'));
+    await expect.poll(() => got.length).toBe(1);
+    expect(got[0]).toMatchObject({ session_id: 'follow me', session_labels: ['untrusted_content'] });
+    controller.abort();
+    await done;
+    expect(got).toHaveLength(1);
   });
 });
