@@ -1,6 +1,7 @@
 /** `guardctl tui`: the live dashboard, or event lines when there is no terminal. */
 import { Option, type Command } from 'commander';
 import { UserError } from '../../src/errors.js';
+import { isValidSessionId } from '../../src/model/session.js';
 import { isCi } from '../confirm.js';
 import { withExamples } from '../help.js';
 import type { StreamState } from '../../src/client/event-stream.js';
@@ -10,6 +11,7 @@ export interface TuiOptions {
   apiKey?: string;
   agent?: string;
   decision?: 'allow' | 'deny' | 'steer' | 'ask';
+  session?: string;
   format: 'text' | 'json';
   filter?: string;
 }
@@ -20,6 +22,7 @@ export interface RawTuiOptions {
   apiKey?: string;
   agent?: string;
   decision?: string;
+  session?: string;
   filter?: string;
   format?: string;
 }
@@ -37,9 +40,16 @@ export function parseTuiOptions(raw: RawTuiOptions, env: NodeJS.ProcessEnv = pro
     ...(apiKey ? { apiKey } : {}),
     ...(raw.agent ? { agent: raw.agent } : {}),
     ...(raw.decision ? { decision: raw.decision as TuiOptions['decision'] } : {}),
+    ...(raw.session !== undefined ? { session: sessionOption(raw.session) } : {}),
     ...(raw.filter ? { filter: raw.filter } : {}),
     format: raw.format === 'json' ? 'json' : 'text',
   };
+}
+
+/** A --session the server would refuse (422) is refused here, before the dashboard opens. */
+function sessionOption(id: string): string {
+  if (!isValidSessionId(id)) throw new UserError(`--session: not a session id`, 'a session id is 1-128 characters of printable, well-formed text');
+  return id;
 }
 
 export function registerTui(program: Command): void {
@@ -50,6 +60,7 @@ export function registerTui(program: Command): void {
     .option('--api-key <key>', 'API key (env GUARD_API_KEY)')
     .option('--agent <name>', 'only this agent (filtered by the server)')
     .addOption(new Option('--decision <decision>', 'only this decision (filtered by the server)').choices(['allow', 'deny', 'steer', 'ask']))
+    .option('--session <id>', 'only the steps of this session (filtered by the server)')
     .option('--filter <expr>', 'start with this / filter, for example "control=~sql !agent=test"')
     .addOption(new Option('--format <format>', 'output without a terminal').choices(['text', 'json']).default('text'))
     .action(async (raw: RawTuiOptions) => {
@@ -65,6 +76,7 @@ export function registerTui(program: Command): void {
   withExamples(command, [
     ['follow the server at GUARD_URL (default http://127.0.0.1:8000)', 'guardctl tui'],
     ['only one agent\'s denials (filtered by the server)', 'guardctl tui --agent support-bot --decision deny'],
+    ['follow one session (filtered by the server)', 'guardctl tui --session run-8f2c'],
     ['start with a / filter', "guardctl tui --filter 'control=~sql !stage=post'"],
     ['without a terminal: one JSON line per evaluation', 'guardctl tui --format json | jq -r .decision'],
   ]);
@@ -77,6 +89,7 @@ export async function runTui(options: TuiOptions): Promise<StreamState> {
     ...(options.apiKey ? { apiKey: options.apiKey } : {}),
     ...(options.agent ? { agentName: options.agent } : {}),
     ...(options.decision ? { decision: options.decision } : {}),
+    ...(options.session ? { sessionId: options.session } : {}),
   };
   // Ink draws nothing but the last frame when CI is set, so CI gets event lines instead.
   if (process.stdout.isTTY && process.stdin.isTTY && options.format === 'text' && !isCi(process.env)) {

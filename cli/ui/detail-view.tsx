@@ -12,12 +12,27 @@ interface Line {
 const actionColor = (action: string): string | undefined =>
   action === 'deny' ? 'red' : action === 'steer' ? 'yellow' : action === 'allow' ? 'green' : undefined;
 
+/**
+ * The step's session and its labels. The labels come with the stream's summary (the
+ * evaluation result's, after this step's own): no request per opened detail, and an older
+ * step shows the labels its session held then, not the ones it gained later.
+ */
+function sessionLine(summary: EvaluationSummary): Line {
+  const id = summary.session_id;
+  if (id === null || id === undefined) return { text: 'session none' };
+  const labels = summary.session_labels;
+  if (labels === null || labels === undefined) return { text: `session ${id}   labels not kept (no session-aware control)` };
+  // An injected page, private data: the labels a person looks for first stand out.
+  return { text: `session ${id}   labels ${labels.length === 0 ? 'none' : labels.join(', ')}`, color: labels.length > 0 ? 'magenta' : undefined };
+}
+
 /** The lines of the detail view, built as data so the layout can cut them to the screen. */
 export function detailLines(summary: EvaluationSummary): Line[] {
   const lines: Line[] = [
     { text: `Evaluation ${summary.id}   ${summary.timestamp}   (enter/esc: back)`, bold: true },
     { text: `agent ${summary.agent_name}   step ${summary.step_name} (${summary.step_type}, ${summary.stage})` },
     { text: `took ${formatDuration(summary.duration_ms)}   ${summary.evaluated} controls evaluated   trace ${summary.trace_id}` },
+    sessionLine(summary),
     { text: `decision ${summary.decision.toUpperCase()}`, color: actionColor(summary.decision), bold: true },
     { text: '' },
     { text: summary.matches.length === 0 ? 'No control matched.' : `Matched controls (${summary.matches.length}):`, bold: true },

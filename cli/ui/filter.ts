@@ -2,6 +2,7 @@
  * The `/` filter of the dashboard: space-separated terms that must all hold.
  *   agent=NAME  control=NAME  decision=deny  step=NAME  stage=pre   exact value
  *   agent=~RE   control=~RE   ...                                   regular expression
+ *   session:ID  (the same as session=ID)                            follow one session
  *   RE                                                              regex on any field
  * A leading `!` inverts a term. Regexes are RE2 (linear time), so a pattern typed into
  * the filter can never stall the screen under a flood.
@@ -9,7 +10,7 @@
 import RE2 from 're2';
 import type { EvaluationSummary } from '../../src/model/stream.js';
 
-export const FILTER_FIELDS = ['agent', 'control', 'decision', 'step', 'stage'] as const;
+export const FILTER_FIELDS = ['agent', 'control', 'decision', 'step', 'stage', 'session'] as const;
 export type FilterField = (typeof FILTER_FIELDS)[number] | 'any';
 
 export interface FilterTerm {
@@ -43,6 +44,13 @@ function parseTerm(raw: string): FilterTerm | string {
   const negate = raw.startsWith('!');
   const body = negate ? raw.slice(1) : raw;
   if (body === '') return `"${raw}": nothing after "!"`;
+  // `session:ID` reads like the id a person copies from a detail view; exact, never a regex.
+  const session = /^session:(.*)$/.exec(body);
+  if (session) {
+    const id = session[1]!;
+    if (id === '') return 'session: a session id is needed (session:ID)';
+    return { field: 'session', negate, test: (s) => s === id };
+  }
   const field = /^([a-z]+)=(~?)(.*)$/.exec(body);
   if (field && (FILTER_FIELDS as readonly string[]).includes(field[1]!)) {
     const name = field[1] as FilterField;
@@ -78,8 +86,15 @@ function valuesOf(summary: EvaluationSummary, field: FilterField): string[] {
       return [summary.step_name];
     case 'stage':
       return [summary.stage];
+    case 'session':
+      // A sessionless step has no value: `session:x` never shows it, `!session:x` does.
+      return summary.session_id === null || summary.session_id === undefined ? [] : [summary.session_id];
     case 'any':
-      return [summary.agent_name, summary.step_name, summary.decision, summary.stage, ...summary.matches.map((m) => m.control_name), ...summary.shadow_matches.map((m) => m.control_name)];
+      return [
+        summary.agent_name, summary.step_name, summary.decision, summary.stage,
+        ...(summary.session_id === null || summary.session_id === undefined ? [] : [summary.session_id]),
+        ...summary.matches.map((m) => m.control_name), ...summary.shadow_matches.map((m) => m.control_name),
+      ];
   }
 }
 

@@ -57,7 +57,11 @@ export async function runInteractive(options: InteractiveOptions): Promise<Strea
   };
   const initial = initialState({ ...(options.capacity ? { capacity: options.capacity } : {}), ...(options.filter ? { filter: options.filter } : {}) });
   // The server's filters in / filter terms, so the header says them the way the user would type them.
-  const serverFilter = [options.agentName ? `agent=${options.agentName}` : '', options.decision ? `decision=${options.decision}` : ''].filter(Boolean).join(' ');
+  const serverFilter = [
+    options.agentName ? `agent=${options.agentName}` : '',
+    options.decision ? `decision=${options.decision}` : '',
+    options.sessionId ? `session:${options.sessionId}` : '',
+  ].filter(Boolean).join(' ');
   const client = new GuardClient({ serverUrl: options.server, ...(options.apiKey ? { apiKey: options.apiKey } : {}), timeoutMs: 5000 });
   const decide: ApprovalDecider = async (verb, id) => {
     try {

@@ -33,6 +33,7 @@ export interface EventQueryBody {
   matched?: boolean;
   stages?: string[];
   trace_id?: string;
+  session_id?: string; // only the events of this session's steps
   mode?: 'enforce' | 'shadow';
   start_time?: string;
   end_time?: string;

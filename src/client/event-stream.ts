@@ -132,6 +132,8 @@ export interface EventStreamOptions {
   /** Server-side filters (query parameters of the stream). */
   agentName?: string;
   decision?: string;
+  /** Only the steps of this session. */
+  sessionId?: string;
   signal?: AbortSignal;
   /** First reconnect delay; doubles per failed attempt up to `maxDelayMs`. */
   baseDelayMs?: number;
@@ -145,10 +147,11 @@ export interface EventStreamOptions {
   fetch?: typeof fetch;
 }
 
-export function streamUrl(options: Pick<EventStreamOptions, 'server' | 'agentName' | 'decision'>): string {
+export function streamUrl(options: Pick<EventStreamOptions, 'server' | 'agentName' | 'decision' | 'sessionId'>): string {
   const url = new URL('/api/v1/observability/events/stream', options.server);
   if (options.agentName) url.searchParams.set('agent_name', options.agentName);
   if (options.decision) url.searchParams.set('decision', options.decision);
+  if (options.sessionId) url.searchParams.set('session_id', options.sessionId);
   return url.toString();
 }
 

@@ -5,28 +5,45 @@
  *   (the controls that should match; every other control evaluated should not) and
  *   `triggers` (`{control: bool}`, only the controls named are scored);
  * - OpenAI Guardrails' eval lines `{id, data, expected_triggers}`: `data` is the text the
- *   controls select.
+ *   controls select;
+ * - multi-step cases `{id, agent?, steps: [{stage, step, expect}, ...]}`, evaluated in
+ *   order in one fresh session, each step scored as case `ID#n`.
  */
 import { z } from 'zod';
 import { StageSchema, StepSchema } from '../model/index.js';
-import type { EvalCase, Expectation, LineDiagnostic } from './types.js';
+import type { EvalCase, Expectation, LineDiagnostic, StepCase } from './types.js';
 
 const IdSchema = z.union([z.string().min(1), z.number()]).transform(String);
+
+const ExpectSchema = z
+  .strictObject({
+    decision: z.enum(['allow', 'deny', 'steer']).optional(),
+    matched: z.array(z.string().min(1)).optional(),
+    triggers: z.record(z.string().min(1), z.boolean()).optional(),
+  })
+  .refine((e) => e.decision !== undefined || e.matched !== undefined || e.triggers !== undefined, {
+    message: 'expect needs decision, matched or triggers',
+  });
+type ExpectInput = z.infer<typeof ExpectSchema>;
 
 const StepLineSchema = z.object({
   id: IdSchema,
   agent: z.string().min(1).optional(),
   stage: StageSchema,
   step: StepSchema,
-  expect: z
-    .strictObject({
-      decision: z.enum(['allow', 'deny', 'steer']).optional(),
-      matched: z.array(z.string().min(1)).optional(),
-      triggers: z.record(z.string().min(1), z.boolean()).optional(),
-    })
-    .refine((e) => e.decision !== undefined || e.matched !== undefined || e.triggers !== undefined, {
-      message: 'expect needs decision, matched or triggers',
-    }),
+  expect: ExpectSchema,
+});
+
+/** At most this many steps in one case: a session is a run of an agent, not a dataset. */
+export const MAX_SESSION_STEPS = 1000;
+
+const SessionLineSchema = z.object({
+  id: IdSchema,
+  agent: z.string().min(1).optional(),
+  steps: z
+    .array(z.strictObject({ stage: StageSchema, step: StepSchema, expect: ExpectSchema }))
+    .min(1, 'steps must hold at least one step')
+    .max(MAX_SESSION_STEPS, `at most ${MAX_SESSION_STEPS} steps per case`),
 });
 
 const DataLineSchema = z.object({
@@ -65,10 +82,8 @@ export function parseCase(text: string, line: number, known: KnownNames): Parsed
   }
   const obj = raw as Record<string, unknown>;
   const id = typeof obj.id === 'string' || typeof obj.id === 'number' ? String(obj.id) : undefined;
-  if ('steps' in obj) {
-    return bad(line, id, 'multi-step cases are not supported yet', 'give each step its own line with its own expect');
-  }
   if (id === undefined) return bad(line, undefined, 'missing id', 'give every line an "id" (string or number) so misses can be listed by it');
+  if ('steps' in obj) return parseSessionLine(obj, line, id, known);
   if ('data' in obj || 'expected_triggers' in obj) return parseDataLine(obj, line, id, known);
   if (!('expect' in obj)) return bad(line, id, 'missing expect', 'add "expect": {"decision": …} or {"matched": [...]} or {"triggers": {…}}');
   const parsed = StepLineSchema.safeParse(obj);
@@ -77,18 +92,44 @@ export function parseCase(text: string, line: number, known: KnownNames): Parsed
   const agent = p.agent ?? known.defaultAgent;
   const scope = scopeOf(agent, known);
   if (typeof scope === 'string') return bad(line, p.id, scope, 'name an agent of the directory (kind: Agent) or leave agent out');
+  const expect = expectationOf(p.expect, scope);
+  if (typeof expect === 'string') return unknownControl(line, p.id, expect, agent);
+  return { case: { kind: 'step', id: p.id, line, agent, stage: p.stage, step: p.step, asSelected: false, expect } };
+}
+
+function parseSessionLine(obj: Record<string, unknown>, line: number, id: string, known: KnownNames): ParsedLine {
+  const parsed = SessionLineSchema.safeParse(obj);
+  if (!parsed.success) {
+    // Steps are named as the report names them (ID#n, n from 1), not by zod's index from 0.
+    const text = issueText(parsed.error).replace(/^steps\.(\d+)(?:\.|: )/, (_m, i: string) => `step ${Number(i) + 1}: `);
+    return bad(line, id, text, 'a multi-step line needs id and steps: [{stage, step {type, name, input}, expect}, ...]');
+  }
+  const p = parsed.data;
+  const agent = p.agent ?? known.defaultAgent;
+  const scope = scopeOf(agent, known);
+  if (typeof scope === 'string') return bad(line, p.id, scope, 'name an agent of the directory (kind: Agent) or leave agent out');
+  const steps: StepCase[] = [];
+  for (const [i, s] of p.steps.entries()) {
+    const expect = expectationOf(s.expect, scope);
+    if (typeof expect === 'string') return unknownControl(line, p.id, expect, agent, `step ${i + 1}: expect: `);
+    steps.push({ kind: 'step', id: `${p.id}#${i + 1}`, line, agent, stage: s.stage, step: s.step, asSelected: false, expect });
+  }
+  return { case: { kind: 'session', id: p.id, line, agent, steps } };
+}
+
+/** A line's expect as scored triggers, or the name of a control outside `scope`. */
+function expectationOf(e: ExpectInput, scope: ReadonlySet<string>): Expectation | string {
   const triggers = new Map<string, boolean>();
-  if (p.expect.matched !== undefined) {
-    const wanted = new Set(p.expect.matched);
-    for (const name of wanted) if (!scope.has(name)) return unknownControl(line, p.id, name, agent);
+  if (e.matched !== undefined) {
+    const wanted = new Set(e.matched);
+    for (const name of wanted) if (!scope.has(name)) return name;
     for (const name of scope) triggers.set(name, wanted.has(name));
   }
-  for (const [name, want] of Object.entries(p.expect.triggers ?? {})) {
-    if (!scope.has(name)) return unknownControl(line, p.id, name, agent);
+  for (const [name, want] of Object.entries(e.triggers ?? {})) {
+    if (!scope.has(name)) return name;
     triggers.set(name, want);
   }
-  const expect: Expectation = p.expect.decision === undefined ? { triggers } : { decision: p.expect.decision, triggers };
-  return { case: { kind: 'step', id: p.id, line, agent, stage: p.stage, step: p.step, asSelected: false, expect } };
+  return e.decision === undefined ? { triggers } : { decision: e.decision, triggers };
 }
 
 function parseDataLine(obj: Record<string, unknown>, line: number, id: string | undefined, known: KnownNames): ParsedLine {
@@ -114,9 +155,9 @@ function scopeOf(agent: string | undefined, known: KnownNames): ReadonlySet<stri
   return controls ?? `unknown agent "${agent}"`;
 }
 
-function unknownControl(line: number, id: string, name: string, agent: string | undefined): ParsedLine {
+function unknownControl(line: number, id: string, name: string, agent: string | undefined, at = ''): ParsedLine {
   const where = agent === undefined ? 'the directory' : `agent "${agent}"`;
-  return bad(line, id, `unknown control "${name}"`, `name a control of ${where}; its controls are what the case is evaluated against`);
+  return bad(line, id, `${at}unknown control "${name}"`, `name a control of ${where}; its controls are what the case is evaluated against`);
 }
 
 function issueText(error: z.ZodError): string {

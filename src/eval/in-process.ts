@@ -3,7 +3,7 @@
  * for cases without an agent, every control given) compiled once, each case one
  * evaluateStep with per-control timings. PURE: controls and registry in, results out.
  */
-import { compileControls, evaluateStep, type CompiledControlSet } from '../engine/index.js';
+import { compileControls, evaluateStep, sessionOutcome, type CompiledControlSet } from '../engine/index.js';
 import type { EvaluatorRegistry } from '../evaluators/registry.js';
 import { MemoryCounters } from '../counting/index.js';
 import { sensitiveExcerpt } from '../evaluators/sensitive.js';
@@ -44,25 +44,39 @@ export function inProcessEvaluator(input: InProcessInput): CaseEvaluator {
     }
     return set;
   };
+  let sessions = 0;
+  /** Evaluates `c`, in `session` when given: its labels before the step, updated after. */
+  const evaluate = (c: StepCase, session?: { id: string; labels: Set<string> }): CaseResult | Promise<CaseResult> => {
+    const set = setFor(c.agent, c.asSelected);
+    const agentName = c.agent?.trim().toLowerCase() ?? 'eval';
+    const started = performance.now();
+    const options = session === undefined ? { collectExecutions: true, agentName, counters } : { collectExecutions: true, agentName, counters, session };
+    const pending = evaluateStep(set, c.step, c.stage, options);
+    const finish = (outcome: Awaited<typeof pending>): CaseResult => {
+      if (session !== undefined) {
+        const { result } = sessionOutcome(outcome.result, set, session);
+        session.labels = new Set(result.session!.labels);
+        outcome = { ...outcome, result };
+      }
+      const elapsedMs = performance.now() - started;
+      const timings = new Map<string, number>();
+      const excerpts = new Map<string, string>();
+      for (const e of outcome.executions ?? []) {
+        timings.set(e.control_name, e.duration_ms);
+        if (e.matched && typeof e.excerpt === 'string') excerpts.set(e.control_name, e.excerpt);
+      }
+      return { result: outcome.result, timings, elapsedMs, excerpts, maskedText: () => sensitiveExcerpt(textOf(c.step.input) ?? '', { max: EXCERPT_MAX }) };
+    };
+    return pending instanceof Promise ? pending.then(finish) : finish(pending);
+  };
   return {
     via: 'in-process',
     known,
-    evaluate(c: StepCase): CaseResult | Promise<CaseResult> {
-      const set = setFor(c.agent, c.asSelected);
-      const agentName = c.agent?.trim().toLowerCase() ?? 'eval';
-      const started = performance.now();
-      const pending = evaluateStep(set, c.step, c.stage, { collectExecutions: true, agentName, counters });
-      const finish = (outcome: Awaited<typeof pending>): CaseResult => {
-        const elapsedMs = performance.now() - started;
-        const timings = new Map<string, number>();
-        const excerpts = new Map<string, string>();
-        for (const e of outcome.executions ?? []) {
-          timings.set(e.control_name, e.duration_ms);
-          if (e.matched && typeof e.excerpt === 'string') excerpts.set(e.control_name, e.excerpt);
-        }
-        return { result: outcome.result, timings, elapsedMs, excerpts, maskedText: () => sensitiveExcerpt(textOf(c.step.input) ?? '', { max: EXCERPT_MAX }) };
-      };
-      return pending instanceof Promise ? pending.then(finish) : finish(pending);
+    evaluate: (c) => evaluate(c),
+    session() {
+      // Its own id: `repeat` counts per session in the counters all cases share.
+      const session = { id: `eval-session-${++sessions}`, labels: new Set<string>() };
+      return { evaluate: (c) => evaluate(c, session) };
     },
   };
 }

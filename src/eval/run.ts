@@ -26,6 +26,13 @@ export interface CaseEvaluator {
   readonly via: string;
   readonly known: KnownNames;
   evaluate(c: StepCase): CaseResult | Promise<CaseResult>;
+  /** A fresh, empty session: the steps of one multi-step case, evaluated in order in it. */
+  session(): CaseSession;
+}
+
+/** One multi-step case's session: each step sees the labels the steps before it added. */
+export interface CaseSession {
+  evaluate(c: StepCase): CaseResult | Promise<CaseResult>;
 }
 
 export interface RunEvalOptions {
@@ -46,13 +53,18 @@ export async function runEval(lines: AsyncIterable<string>, evaluator: CaseEvalu
       diagnostics.push(parsed.diagnostic);
       continue;
     }
+    const done = { steps: 0 };
     try {
-      await evaluateCase(parsed.case, evaluator, tally);
-      cases++;
+      await evaluateCase(parsed.case, evaluator, tally, done);
+      cases += done.steps;
     } catch (err) {
       // One case the server refused (a 400 for a step it reads differently) is a diagnostic; the rest still run.
+      // A multi-step case stops at the refused step: the later steps' session would lack what it would have added.
+      cases += done.steps;
       const why = err instanceof Error ? err.message : String(err);
-      diagnostics.push({ line: lineNo, id: parsed.case.id, message: `not evaluated: ${why}`, hint: 'fix the step, or check the server with "guardctl validate --server"' });
+      const id = parsed.case.kind === 'session' ? `${parsed.case.id}#${done.steps + 1}` : parsed.case.id;
+      const rest = parsed.case.kind === 'session' && done.steps + 1 < parsed.case.steps.length ? ' (the later steps of the case were not evaluated)' : '';
+      diagnostics.push({ line: lineNo, id, message: `not evaluated: ${why}${rest}`, hint: 'fix the step, or check the server with "guardctl validate --server"' });
     }
   }
   const scores = tally.scores();
@@ -69,11 +81,22 @@ export async function runEval(lines: AsyncIterable<string>, evaluator: CaseEvalu
   };
 }
 
-async function evaluateCase(c: EvalCase, evaluator: CaseEvaluator, tally: Tally): Promise<void> {
+/** Scores `c`, counting in `done.steps` each step scored (a step case is one). */
+async function evaluateCase(c: EvalCase, evaluator: CaseEvaluator, tally: Tally, done: { steps: number }): Promise<void> {
   switch (c.kind) {
     case 'step': {
       const pending = evaluator.evaluate(c);
       scoreStep(c, pending instanceof Promise ? await pending : pending, tally);
+      done.steps++;
+      return;
+    }
+    case 'session': {
+      const session = evaluator.session();
+      for (const step of c.steps) {
+        const pending = session.evaluate(step);
+        scoreStep(step, pending instanceof Promise ? await pending : pending, tally);
+        done.steps++;
+      }
       return;
     }
   }

@@ -9,12 +9,8 @@ export interface Expectation {
   triggers: ReadonlyMap<string, boolean>;
 }
 
-/**
- * One labelled case, as dataset.ts parses a line. Only `step` exists today; a multi-step
- * case (a session of steps, labelled as a whole) becomes another `kind` here, with its
- * own branch in parseCase and in run.ts's evaluateCase.
- */
-export type EvalCase = StepCase;
+/** One labelled case, as dataset.ts parses a line: one step, or the steps of one session. */
+export type EvalCase = StepCase | SessionCase;
 
 export interface StepCase {
   kind: 'step';
@@ -31,6 +27,20 @@ export interface StepCase {
    */
   asSelected: boolean;
   expect: Expectation;
+}
+
+/**
+ * A line `{id, agent?, steps: [{stage, step, expect}, ...]}`: its steps are evaluated in
+ * order in one fresh session, so labels one step adds decide the later ones. Each step is
+ * scored as a case of its own, `ID#n` (n from 1).
+ */
+export interface SessionCase {
+  kind: 'session';
+  id: string;
+  line: number;
+  agent: string | undefined;
+  /** Each a step case (`asSelected` false) whose id is `ID#n`. */
+  steps: StepCase[];
 }
 
 /** A dataset line that could not be evaluated, with why and what to do. */

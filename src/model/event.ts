@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AGENT_NAME_MAX, DecisionSchema, JsonObjectSchema, StageSchema, StepTypeSchema } from './common.js';
 import { ControlModeSchema } from './control.js';
+import { SessionIdSchema } from './session.js';
 
 /** One control evaluated against one step: the unit of observability. */
 export const ObservabilityEventSchema = z.strictObject({
@@ -38,6 +39,11 @@ export const ObservabilityEventSchema = z.strictObject({
    * unknown; absent from events of clients that do not send it.
    */
   set_revision: z.number().int().nonnegative().nullable().optional(),
+  /**
+   * The session the step named (`session_id` of the evaluation request; docs/sessions.md).
+   * Null when the step had none; absent from events of clients that do not send it.
+   */
+  session_id: SessionIdSchema.nullable().optional(),
 });
 export type ObservabilityEvent = z.infer<typeof ObservabilityEventSchema>;
 

@@ -30,6 +30,13 @@ export const EvaluationSummarySchema = z.strictObject({
   step_type: StepTypeSchema,
   stage: StageSchema,
   decision: z.enum(['allow', 'deny', 'steer', 'ask']),
+  /** The step's session (the request's `session_id`); null when it had none (absent from older servers). */
+  session_id: z.string().nullable().optional(),
+  /**
+   * The session's labels once this step had added its own; null when the agent has no
+   * session-aware control (then the server keeps no labels for it).
+   */
+  session_labels: z.array(z.string()).nullable().optional(),
   /** Engine time for the whole step, in milliseconds. */
   duration_ms: z.number(),
   /** How many controls were evaluated. */

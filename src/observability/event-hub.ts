@@ -7,6 +7,8 @@ export interface StreamFilter {
   agent_name?: string | undefined;
   /** Only these final decisions; all when absent. */
   decisions?: ReadonlySet<Decision> | undefined;
+  /** Only the steps of this session. */
+  session_id?: string | undefined;
 }
 
 /** What the hub writes to: an HTTP response (node's ServerResponse satisfies it). */
@@ -215,6 +217,7 @@ export function createEventHub(opts: EventHubOptions = {}): EventHub {
         const f = sub.filter;
         if (f.agent_name !== undefined && f.agent_name !== summary.agent_name) continue;
         if (f.decisions && !f.decisions.has(summary.decision)) continue;
+        if (f.session_id !== undefined && f.session_id !== summary.session_id) continue;
         frame ??= sseFrame('evaluation', summary, summary.id);
         if (!sub.send(frame)) {
           remove(sub);

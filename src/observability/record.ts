@@ -20,6 +20,8 @@ export interface RecordEvaluationInput {
   outcome: { result: EvaluationResult; executions: ControlExecution[] | null };
   /** The store revision of the control set that decided it (see ObservabilityEvent.set_revision). */
   set_revision?: number | null;
+  /** The request's `session_id`; null or absent when the step had none. */
+  session_id?: string | null | undefined;
   /**
    * The request's trace and span ids, asked for only when a stored row or a stream
    * summary needs them: most evaluations only add to rollups, and reading the headers
@@ -110,6 +112,7 @@ export function eventOf(
     metadata: metadata?.get(x.control_id) ?? null,
     mode: x.mode ?? 'enforce',
     set_revision: input.set_revision ?? null,
+    session_id: input.session_id ?? null,
   };
   // Set only when true, and not by spreading a conditional object: spreading made each
   // event a copy through V8's generic object-cloning path.
@@ -185,6 +188,11 @@ export function summaryOf(
     step_type: input.step.type,
     stage: input.stage,
     decision: result.decision,
+    session_id: input.session_id ?? null,
+    // The labels come with the result (after this step's own), so a detail view shows what
+    // the session held at this step without a request per opened detail, and an older
+    // step's labels stay what they were rather than the session's current ones.
+    session_labels: result.session?.labels ?? null,
     duration_ms: durationMs,
     evaluated: executions.length,
     matches: result.matches.map(summaryMatch),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AGENT_NAME_MAX, ControlModeSchema, DecisionSchema, ObservabilityEventSchema, StageSchema } from '../model/index.js';
+import { AGENT_NAME_MAX, ControlModeSchema, DecisionSchema, ObservabilityEventSchema, SessionIdSchema, StageSchema } from '../model/index.js';
 
 export const MAX_INGEST_BATCH = 1000;
 export const DEFAULT_QUERY_LIMIT = 100;
@@ -50,6 +50,8 @@ export const EventQueryBodySchema = z
     matched: z.boolean().optional(),
     stages: z.array(StageSchema).min(1).optional(),
     trace_id: z.string().min(1).max(128).optional(),
+    /** Only events of steps of this session (any agent's; add agent_name for one agent's). */
+    session_id: SessionIdSchema.optional(),
     /** Only events of controls in this mode (`shadow`: what shadow controls would have done). */
     mode: ControlModeSchema.optional(),
     /** Inclusive. */
@@ -95,4 +97,5 @@ const decisionList = z
 export const StreamQuerySchema = z.strictObject({
   agent_name: z.string().min(1).max(AGENT_NAME_MAX).optional(),
   decision: decisionList.optional(),
+  session_id: SessionIdSchema.optional(),
 });

@@ -185,7 +185,7 @@ export class GuardAgent {
         this.#events?.push(
           eventsOf(executions, {
             agentName: this.agentName, step, stage, ...(ids ??= freshTraceIds()), timestamp: new Date().toISOString(),
-            setRevision: set.setRevision,
+            setRevision: set.setRevision, sessionId: sessionId ?? null,
           }),
         );
       }

@@ -111,6 +111,8 @@ export interface EventContext {
   timestamp: string;
   /** The store revision of the control set evaluated, when the server said (GET /agents/{name}/controls). */
   setRevision: number | null;
+  /** The step's session (CheckOptions.sessionId), null when it has none. */
+  sessionId?: string | null;
 }
 
 /** One event per control the engine ran in-process for this step. */
@@ -135,6 +137,7 @@ export function eventsOf(executions: readonly ControlExecution[], ctx: EventCont
     metadata: { source: 'sdk', step_name: ctx.step.name },
     mode: e.mode ?? 'enforce',
     set_revision: ctx.setRevision,
+    session_id: ctx.sessionId ?? null,
     ...(e.selector_missing === true && { selector_missing: true }),
   }));
 }

@@ -66,7 +66,8 @@ export function agentRecordOf(row: AgentColumns, own: AgentConverted): AgentReco
 }
 
 type EventConverted = Pick<ObservabilityEvent, 'control_id' | 'matched' | 'timestamp' | 'metadata'> & { set_revision: number | null };
-type EventColumns = Omit<ObservabilityEvent, keyof EventConverted | 'check_stage' | 'applies_to' | 'action' | 'mode' | 'selector_missing'> & {
+type EventColumns = Omit<ObservabilityEvent, keyof EventConverted | 'check_stage' | 'applies_to' | 'action' | 'mode' | 'selector_missing' | 'session_id'> & {
+  session_id: string | null;
   check_stage: string;
   applies_to: string;
   action: string;
@@ -98,6 +99,7 @@ export function eventRecordOf(row: EventColumns, own: EventConverted): StoredEve
     ...selectorMissingOf(row.outcome),
     mode: row.mode as ControlMode,
     set_revision: own.set_revision,
+    session_id: row.session_id,
     example: row.example,
   };
 }
@@ -105,7 +107,7 @@ export function eventRecordOf(row: EventColumns, own: EventConverted): StoredEve
 /** The columns of an event row, in the order both dialects insert them. */
 export const EVENT_COLUMNS = `control_execution_id, trace_id, span_id, agent_name, control_id, control_name,
   check_stage, applies_to, action, matched, outcome, confidence, ts, execution_duration_ms,
-  evaluator_name, selector_path, error_message, metadata, mode, set_revision, example`;
+  evaluator_name, selector_path, error_message, metadata, mode, set_revision, example, session_id`;
 
 /** How many columns EVENT_COLUMNS names. */
 export const EVENT_COLUMNS_COUNT = EVENT_COLUMNS.split(',').length;
@@ -148,7 +150,8 @@ export function writeEventValues(values: unknown[], offset: number, e: StoredEve
   values[i++] = e.metadata === null ? null : storableJsonText(JSON.stringify(e.metadata));
   values[i++] = e.mode ?? 'enforce';
   values[i++] = e.set_revision ?? null;
-  values[i] = e.example === undefined || e.example === null ? null : storableJsonText(e.example);
+  values[i++] = e.example === undefined || e.example === null ? null : storableJsonText(e.example);
+  values[i] = e.session_id === undefined || e.session_id === null ? null : storableText(e.session_id);
 }
 
 function nullableText(text: string | null): string | null {

@@ -81,6 +81,7 @@ export interface EventQuery {
   matched?: boolean;
   stages?: string[];
   trace_id?: string;
+  session_id?: string; // only events of steps of this session
   /** Only events of controls in this mode. */
   mode?: ControlMode;
   /** Only events that carry a shadow-report example. */

@@ -65,6 +65,10 @@ describe('backoff and URL', () => {
     expect(streamUrl({ server: 'http://h:1', agentName: 'bot', decision: 'deny' })).toBe(
       'http://h:1/api/v1/observability/events/stream?agent_name=bot&decision=deny',
     );
+    // A session id is free text: encoded, never able to add a parameter of its own.
+    expect(streamUrl({ server: 'http://h:1', sessionId: 'run 1&decision=allow' })).toBe(
+      'http://h:1/api/v1/observability/events/stream?session_id=run+1%26decision%3Dallow',
+    );
   });
 });
 

@@ -423,3 +423,29 @@ describe('shadow controls', () => {
     expect(events.every((e) => e.mode === 'shadow' && e.action === 'deny' && e.set_revision === revision)).toBe(true);
   });
 });
+
+describe('sessions in events', () => {
+  it('the events of in-process controls carry the check\'s session, null without one', async () => {
+    const local = await addControl(server.client, 'support-bot', 'sdk-flag-delete', {
+      execution: 'sdk',
+      scope: { step_types: ['tool'], step_names: ['run_sql'], stages: ['pre'] },
+      selector: { path: 'input.query' },
+      evaluator: { name: 'regex', config: { pattern: '(?i)\\bdelete\\b' } },
+      action: { decision: 'warn' },
+    });
+    const agent = await start({ eventFlushIntervalSeconds: 60, sessionId: 'agent-default' });
+    const step = { type: 'tool' as const, name: 'run_sql', input: { query: 'DELETE FROM carts' } };
+    await agent.check(step, 'pre');
+    await agent.check(step, 'pre', { sessionId: 'per-call' });
+    const plain = await start({ eventFlushIntervalSeconds: 60 });
+    await plain.check(step, 'pre');
+    await agent.shutdown();
+    await plain.shutdown();
+    await vi.waitFor(async () => {
+      expect((await server.client.queryEvents({ control_ids: [local], matched: true, limit: 10 })).total).toBe(3);
+    }, { timeout: 30_000 });
+    const { events } = await server.client.queryEvents({ control_ids: [local], matched: true, limit: 10 });
+    expect(events.map((e) => e.session_id).sort()).toEqual(['agent-default', 'per-call', null].sort());
+    expect((await server.client.queryEvents({ session_id: 'per-call', limit: 10 })).events.map((e) => e.control_id)).toContain(local);
+  });
+});

@@ -48,7 +48,7 @@ export const NO_SHADOW = { shadow_executions: 0, shadow_matches: 0, shadow_error
 
 /** An event as a store returns it: mode and set revision always set, an example only when one was kept. */
 export function stored(e: ObservabilityEvent): ObservabilityEvent & { example: string | null } {
-  return { mode: 'enforce', set_revision: null, example: null, ...e };
+  return { mode: 'enforce', set_revision: null, session_id: null, example: null, ...e };
 }
 
 export function rollup(overrides: Partial<EventRollup> = {}): EventRollup {
@@ -398,6 +398,29 @@ export function defineStoreContract(name: string, open: () => Promise<Store>): v
         });
         await store.insertEvents([e]);
         expect(await store.queryEvents({ limit: 10, offset: 0 })).toEqual({ events: [stored(e)], total: 1 });
+      });
+
+      it('keeps the session of each event and filters by it; sessionless events read back null', async () => {
+        const t = (m: number) => new Date(Date.UTC(2025, 0, 1, 12, m)).toISOString();
+        // A session id is free text: quotes, percent signs and non-Latin letters are kept as
+        // they are and matched exactly (no LIKE, no prefix match).
+        const odd = "s'1%_é";
+        await store.insertEvents([
+          event({ control_execution_id: 's1', timestamp: t(1), session_id: 'sess-a' }),
+          event({ control_execution_id: 's2', timestamp: t(2), session_id: odd }),
+          event({ control_execution_id: 's3', timestamp: t(3), session_id: 'sess-a', agent_name: 'other' }),
+          event({ control_execution_id: 's4', timestamp: t(4) }),
+          event({ control_execution_id: 's5', timestamp: t(5), session_id: null }),
+        ]);
+        const ids = async (q: Partial<Parameters<Store['queryEvents']>[0]>) =>
+          (await store.queryEvents({ limit: 100, offset: 0, ...q })).events.map((e) => [e.control_execution_id, e.session_id]);
+        expect(await ids({ session_id: 'sess-a' })).toEqual([['s3', 'sess-a'], ['s1', 'sess-a']]);
+        expect(await ids({ session_id: 'sess-a', agent_name: 'bot' })).toEqual([['s1', 'sess-a']]);
+        expect(await ids({ session_id: odd })).toEqual([['s2', odd]]);
+        expect(await ids({ session_id: 'sess-%' })).toEqual([]);
+        expect(await ids({ session_id: 'sess' })).toEqual([]);
+        expect(await ids({})).toEqual([['s5', null], ['s4', null], ['s3', 'sess-a'], ['s2', odd], ['s1', 'sess-a']]);
+        expect((await store.queryEvents({ session_id: 'sess-a', limit: 1, offset: 0 })).total).toBe(2);
       });
 
       it('normalises timestamps with an offset to UTC', async () => {

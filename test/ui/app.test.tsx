@@ -107,6 +107,31 @@ describe('Dashboard', () => {
     expect(frame()).toContain('No control matched.');
   });
 
+  it('shows the step\'s session and its labels in details, and follows one session with session:ID', async () => {
+    const { live, app, frame, until } = show();
+    live.sink.evaluation(makeSummary({ id: 'read', step_name: 'fetch_url', session_id: 'run-7', session_labels: ['untrusted_content'] }));
+    live.sink.evaluation(makeSummary({ id: 'other', step_name: 'search', session_id: 'run-8', session_labels: [] }));
+    live.sink.evaluation(makeSummary({ id: 'plain', step_name: 'chat' }));
+    live.sink.evaluation(makeSummary({ id: 'unkept', step_name: 'lookup', session_id: 'run-9', session_labels: null }));
+    await until((f) => f.includes('total 4'));
+    await press(app, ARROW_DOWN, ARROW_DOWN, ARROW_DOWN, ENTER);
+    await until((f) => f.includes('Evaluation read'));
+    expect(frame()).toContain('session run-7   labels untrusted_content');
+    await press(app, ESC, ARROW_UP, ENTER);
+    await until((f) => f.includes('Evaluation other'));
+    expect(frame()).toContain('session run-8   labels none');
+    await press(app, ESC, ARROW_UP, ENTER);
+    await until((f) => f.includes('Evaluation plain'));
+    expect(frame()).toContain('session none');
+    await press(app, ESC, ARROW_UP, ENTER);
+    await until((f) => f.includes('Evaluation unkept'));
+    expect(frame()).toContain('session run-9   labels not kept');
+    await press(app, ESC);
+    await until((f) => f.includes('TIME'));
+    await press(app, '/', ...'session:run-7', ENTER);
+    await until((f) => f.includes('filter: session:run-7') && f.includes('fetch_url') && !f.includes('search') && !f.includes('chat'));
+  });
+
   it('marks shadow controls in the table, the control pane and the details', async () => {
     const { live, app, frame, until } = show();
     const shadow = { control_id: 9, control_name: 'pii-shadow', action: 'deny' as const, message: 'card number', steering_context: null, excerpt: null };

@@ -143,6 +143,39 @@ describe('filter', () => {
     expect(state.filter?.text).toBe('decision=deny');
   });
 
+  describe('by session', () => {
+    const inSessions = [
+      makeSummary({ id: 's1', session_id: 'run-1', session_labels: ['untrusted_content'] }),
+      makeSummary({ id: 's2', session_id: 'run-10' }),
+      makeSummary({ id: 's3' }),
+      makeSummary({ id: 's4', session_id: 'run-1', session_labels: [] }),
+      // From an older server: no session fields at all.
+      makeSummary({ id: 's5', session_id: undefined }),
+    ];
+    const shown = (text: string) => {
+      const state = run(initialState(), receive(inSessions), { type: 'filter/set', text });
+      expect(state.filterError).toBeNull();
+      return visibleRows(state).map((r) => r.id);
+    };
+    it('session:ID follows exactly one session: no prefix match, no sessionless step', () => {
+      expect(shown('session:run-1')).toEqual(['s4', 's1']);
+      expect(shown('session=run-1')).toEqual(['s4', 's1']);
+      expect(shown('session:run-')).toEqual([]);
+      // A regex character in an id is a plain character here.
+      expect(shown('session:run-.')).toEqual([]);
+    });
+    it('!session:ID shows every other step, sessionless ones included; session=~RE and a bare id work too', () => {
+      expect(shown('!session:run-1')).toEqual(['s5', 's3', 's2']);
+      expect(shown('session=~^run-1')).toEqual(['s4', 's2', 's1']);
+      expect(shown('run-10')).toEqual(['s2']);
+      expect(shown('session:run-1 decision=allow')).toEqual(['s4', 's1']);
+    });
+    it('refuses session: without an id', () => {
+      expect(reduce(initialState(), { type: 'filter/set', text: 'session:' }).filterError).toMatch(/session id is needed/);
+      expect(reduce(initialState(), { type: 'filter/set', text: '!session:' }).filterError).toMatch(/session id is needed/);
+    });
+  });
+
   it('rejects an empty exact value and a lone "!"', () => {
     expect(reduce(initialState(), { type: 'filter/set', text: 'agent=' }).filterError).toMatch(/a value is needed/);
     expect(reduce(initialState(), { type: 'filter/set', text: '!' }).filterError).toMatch(/nothing after/);

@@ -103,6 +103,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
           // As answered: a step whose approval was decided is recorded (and streamed) as allowed or denied, not as asked.
           outcome: result === outcome.result ? outcome : { result, executions: outcome.executions },
           set_revision: set.revision,
+          session_id: body.session_id,
           trace: () => traceIdsFromHeaders(request.headers),
           unguarded: isUnguarded(set),
         });

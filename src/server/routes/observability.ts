@@ -266,6 +266,7 @@ export const observabilityRoutes: FastifyPluginAsync<ObservabilityRoutesOptions>
     const filter = {
       agent_name: parsed.data.agent_name === undefined ? undefined : normaliseAgentName(parsed.data.agent_name),
       decisions: parsed.data.decision === undefined ? undefined : new Set(parsed.data.decision),
+      session_id: parsed.data.session_id,
     };
     const res = reply.raw;
     // Reserve the slot before hijacking so a full hub still answers with a problem body.

@@ -32,6 +32,7 @@ interface EventRow {
   mode: string;
   set_revision: string | null;
   example: string | null;
+  session_id: string | null;
 }
 
 function eventOf(row: EventRow): StoredEvent {
@@ -52,7 +53,7 @@ async function insertBatch(client: pg.Pool | pg.PoolClient, batch: readonly Stor
     `INSERT INTO events (${EVENT_COLUMNS})
      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[],
        $8::text[], $9::text[], $10::boolean[], $11::smallint[], $12::float8[], $13::timestamptz[], $14::float8[],
-       $15::text[], $16::text[], $17::text[], $18::jsonb[], $19::text[], $20::bigint[], $21::text[])`,
+       $15::text[], $16::text[], $17::text[], $18::jsonb[], $19::text[], $20::bigint[], $21::text[], $22::text[])`,
     columns,
   );
 }
@@ -131,6 +132,7 @@ export class PostgresEvents implements EventStore {
     if (query.stages !== undefined) add((n) => `check_stage = ANY(${n}::text[])`, query.stages);
     if (query.matched !== undefined) add((n) => `matched = ${n}`, query.matched);
     if (query.trace_id !== undefined) add((n) => `trace_id = ${n}`, query.trace_id);
+    if (query.session_id !== undefined) add((n) => `session_id = ${n}`, query.session_id);
     if (query.mode !== undefined) add((n) => `mode = ${n}`, query.mode);
     if (query.with_example === true) where.push('example IS NOT NULL');
     if (query.start_time !== undefined) add((n) => `ts >= ${n}`, isoOf(query.start_time, 'start_time'));

@@ -44,6 +44,7 @@ interface EventRow {
   mode: string;
   set_revision: number | null;
   example: string | null;
+  session_id: string | null;
 }
 
 function eventOf(row: EventRow): StoredEvent {
@@ -186,6 +187,7 @@ export class SqliteEvents implements EventStore {
     if (query.stages !== undefined) add('check_stage IN (SELECT value FROM json_each(?))', JSON.stringify(query.stages));
     if (query.matched !== undefined) add('matched = ?', query.matched ? 1 : 0);
     if (query.trace_id !== undefined) add('trace_id = ?', query.trace_id);
+    if (query.session_id !== undefined) add('session_id = ?', query.session_id);
     if (query.mode !== undefined) add('mode = ?', query.mode);
     if (query.with_example === true) where.push('example IS NOT NULL');
     if (query.start_time !== undefined) add('ts >= ?', epochMsOf(query.start_time, 'start_time'));

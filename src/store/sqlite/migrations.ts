@@ -297,4 +297,15 @@ export const sqliteMigrations: readonly Migration[] = [
       CREATE INDEX change_log_policy ON change_log (policy_id, id) WHERE policy_id IS NOT NULL;
     `,
   },
+  {
+    version: 9,
+    name: 'the session of each event',
+    // Unlike trace ids (one per request, so no index: see migration 1), a session's events
+    // arrive over its whole life and share its index pages; the index is partial, so
+    // sessionless events cost ingest nothing. It serves "follow one session" queries.
+    sql: `
+      ALTER TABLE events ADD COLUMN session_id TEXT;
+      CREATE INDEX events_session ON events (session_id, ts) WHERE session_id IS NOT NULL;
+    `,
+  },
 ];
