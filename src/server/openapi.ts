@@ -10,6 +10,7 @@ import {
   AgentRecordSchema,
   ApprovalRecordSchema,
   PolicyRecordSchema,
+  McpServerRecordSchema,
   ChangeEntrySchema,
   ConditionSchema,
   ControlDataSchema,
@@ -40,6 +41,7 @@ export const TAGS = {
   observability: 'Events, statistics, the live stream and the shadow report',
   recordings: 'Evaluated steps recorded for replay',
   reload: 'Watch mode (guardctl serve --watch)',
+  mcp: 'MCP servers pinned in git: the tools a gateway lists and forwards (docs/integrations.md)',
   approvals: 'Steps an ask control holds until a person approves or denies them (docs/approvals.md)',
 } as const;
 export type Tag = keyof typeof TAGS;
@@ -97,6 +99,7 @@ const MODELS: ReadonlyArray<[string, z.ZodType]> = [
   ['ControlRecord', ControlRecordSchema],
   ['AgentRecord', AgentRecordSchema],
   ['PolicyRecord', PolicyRecordSchema],
+  ['McpServerRecord', McpServerRecordSchema],
   ['StepDecl', StepSchemaDeclSchema],
   ['ChangeEntry', ChangeEntrySchema],
   ['ControlMatch', ControlMatchSchema],

@@ -16,6 +16,8 @@ import type {
 } from '../model/index.js';
 import type { CounterRowStore, SharedCounterStore } from '../counting/types.js';
 import type { HistoryStore, RestoreOutcome } from './history.js';
+import type { McpServerStore } from './mcp-server-records.js';
+export type { McpServerPage, McpServerStore } from './mcp-server-records.js';
 
 export type { CounterRowStore, LeaseTerms, SharedCountAnswer, SharedCountRequest, SharedCounterStore, StoredCounter } from '../counting/types.js';
 
@@ -388,7 +390,7 @@ export interface SharedSessionStore {
  * Persistence for everything the server keeps, one database behind all five concerns.
  * Asynchronous so that SQLite and PostgreSQL share it.
  */
-export interface Store extends ControlStore, PolicyStore, EventStore, RecordingStore, HistoryStore, ApprovalStore {
+export interface Store extends ControlStore, PolicyStore, McpServerStore, EventStore, RecordingStore, HistoryStore, ApprovalStore {
   readonly kind: 'sqlite' | 'postgres';
 
   /** SQLite: where rate and budget counters of long windows persist. */

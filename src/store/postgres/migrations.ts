@@ -360,4 +360,20 @@ export const postgresMigrations: readonly Migration[] = [
       CREATE INDEX change_log_policy ON change_log (policy_id, id) WHERE policy_id IS NOT NULL;
     `,
   },
+  {
+    // 11 is taken by another branch; the runner applies whatever versions are missing, in order.
+    version: 12,
+    name: 'pinned MCP servers',
+    sql: `
+      CREATE TABLE mcp_servers (
+        mcp_server_id BIGSERIAL PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        document JSONB NOT NULL,
+        managed_by TEXT,
+        source TEXT,
+        created_at TIMESTAMPTZ NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL
+      );
+    `,
+  },
 ];

@@ -297,4 +297,21 @@ export const sqliteMigrations: readonly Migration[] = [
       CREATE INDEX change_log_policy ON change_log (policy_id, id) WHERE policy_id IS NOT NULL;
     `,
   },
+  {
+    // 9 is taken by another branch; the runner applies whatever versions are missing, in order.
+    version: 10,
+    name: 'pinned MCP servers',
+    // The pinned document is one JSON text: the gateway reads it whole, nothing queries inside it.
+    sql: `
+      CREATE TABLE mcp_servers (
+        mcp_server_id INTEGER PRIMARY KEY AUTOINCREMENT,
+        name TEXT NOT NULL UNIQUE,
+        document TEXT NOT NULL,
+        managed_by TEXT,
+        source TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+    `,
+  },
 ];
