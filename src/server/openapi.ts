@@ -120,6 +120,7 @@ const PATH_PARAMETERS: Record<string, { description: string; schema: JsonSchema 
   session_id: { description: 'The session’s id, as steps send it in session_id (percent-encoded)', schema: { type: 'string', minLength: 1, maxLength: 128 } },
   approval_id: { description: 'The approval’s id (apr_ and 24 hex digits)', schema: { type: 'string', minLength: 1, maxLength: 64 } },
   policy_id: { description: 'The policy’s id (anything but a positive integer answers 404)', schema: { type: 'integer', minimum: 1 } },
+  name: { description: 'The pinned MCP server’s name, as in its kind: McpServer document and --mcp-server-name (percent-encoded)', schema: { type: 'string', minLength: 1, maxLength: 128 } },
 };
 
 /** The shared problem answers, one per status, in `components.responses`. */

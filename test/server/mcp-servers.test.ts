@@ -22,6 +22,7 @@ for (const target of storeKinds()) {
       server = await target.open();
       const created = await call(server.app, 'PUT', '/api/v1/mcp-servers/github', body('github', [tool('create_issue')], { deny_tools: ['create_issue'] }));
       expect(created.statusCode).toBe(201);
+      expect(Object.keys(json(created)).sort()).toEqual(['created_at', 'deny_tools', 'managed_by', 'mcp_server_id', 'name', 'source', 'tools', 'transport', 'updated_at']);
       expect(json(created)).toMatchObject({ name: 'github', deny_tools: ['create_issue'], tools: [{ name: 'create_issue' }], managed_by: null });
       const got = await call(server.app, 'GET', '/api/v1/mcp-servers/github');
       expect(got.statusCode).toBe(200);

@@ -17,7 +17,7 @@ interface Row {
 }
 
 function recordOf(row: Row): McpServerRecord {
-  return mcpServerRecordOf(row, JSON.parse(row.document) as Omit<McpServerBody, 'name'>, row);
+  return mcpServerRecordOf(row, JSON.parse(row.document) as Omit<McpServerBody, 'name'>, { created_at: row.created_at, updated_at: row.updated_at });
 }
 
 export class SqliteMcpServers implements McpServerStore {
