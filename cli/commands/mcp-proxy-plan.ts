@@ -21,4 +21,8 @@ export interface McpProxyPlan {
   failOpen: boolean;
   allowUnguarded: boolean;
   listen: McpListenPlan | undefined;
+  /** What a tool that drifted from its pin gets: refused and hidden (block) or only reported (warn). */
+  onDrift: 'block' | 'warn';
+  /** Refuse to start when the guard server has no McpServer document named serverName. */
+  requirePin: boolean;
 }
