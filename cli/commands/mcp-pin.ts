@@ -36,7 +36,7 @@ export function registerMcpPin(program: Command): void {
       process.exitCode = await runMcpPin(args, flags);
     });
   withExamples(command, [
-    ['pin a server started over stdio into the controls directory', 'guardctl mcp-pin --name fs --out controls/mcp/fs.yaml -- npx -y @modelcontextprotocol/server-filesystem /srv'],
+    ['pin a server started over stdio into the controls directory', 'guardctl mcp-pin --name fs --out controls/mcp/fs.yaml -- node fs-server.js /srv'],
     ['pin a remote server', 'guardctl mcp-pin --name github --out controls/mcp/github.yaml --upstream-url https://mcp.example.com/mcp'],
   ]);
 }

@@ -69,3 +69,21 @@ describe('plan of McpServer documents', () => {
     expect(pruned.operations).toEqual([{ op: 'delete_mcp_server', name: 'fs', managed_by: 'gitops:default', source: 'mcp/fs.yaml:1' }]);
   });
 });
+
+describe('export of McpServer documents', () => {
+  it('writes mcp-servers.yaml that loads back to the same server and plans no change', async () => {
+    const { exportState } = await import('../../src/gitops/export.js');
+    const { loadDocuments } = await import('../../src/gitops/load.js');
+    const { desiredStateOf } = await import('../../src/gitops/desired-state.js');
+    const server = body([{ ...tool('read', 'reads'), annotations: undefined }].map(({ annotations: _a, ...t }) => t), { description: 'files', allow_tools: ['read'], deny_tools: [] });
+    const actual = { ...EMPTY_STATE, mcp_servers: actualMcpServersOf([record(server)]) };
+    const { files } = exportState(actual);
+    const file = files.find((f) => f.path === 'mcp-servers.yaml')!;
+    expect(file.text).toContain('kind: McpServer');
+    const loaded = loadDocuments([{ path: file.path, text: file.text }], { validateControl: () => ({ ok: true, data: {} }) });
+    expect(loaded.diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
+    const desired = desiredStateOf(loaded);
+    expect(desired.mcp_servers?.[0]?.server).toEqual(server);
+    expect(plan(desired, actual, { followSources: false }).operations).toEqual([]);
+  });
+});
