@@ -80,7 +80,7 @@ function readPrevious(path: string): Pick<McpServerDocument, 'name' | 'descripti
   }
   const doc = value as Partial<McpServerDocument> | null;
   if (doc === null || typeof doc !== 'object' || doc.kind !== 'McpServer') throw new UserError(`${path} is not a kind: McpServer document; not overwriting it`, 'give another --out');
-  const list = (v: unknown) => (Array.isArray(v) && v.every((x) => typeof x === 'string') ? (v as string[]) : undefined);
+  const list = (v: unknown) => (Array.isArray(v) && v.every((x) => typeof x === 'string') ? v : undefined);
   const out: Pick<McpServerDocument, 'name' | 'description' | 'allow_tools' | 'deny_tools'> = { name: typeof doc.name === 'string' ? doc.name : '' };
   if (typeof doc.description === 'string') out.description = doc.description;
   const allow = list(doc.allow_tools);

@@ -136,7 +136,6 @@ export class GuardClient {
   readonly approvals: ApprovalsApi;
   /** `/policies`: CRUD and history. */
   readonly policies: PoliciesApi;
-  /** `/mcp-servers`: pinned MCP servers by name. */
   readonly mcpServers: McpServersApi;
 
   constructor(options: GuardClientOptions) {

@@ -5,7 +5,7 @@
  * over HTTP or straight into a store.
  */
 import type { ControlData } from '../model/index.js';
-import { canonicalJson, deepEqual, isPlainObject } from './canonical.js';
+import { deepEqual } from './canonical.js';
 import type { ActualAgent, ActualControl, ActualState, AgentFields, DesiredState } from './desired-state.js';
 import { planPolicies, type PolicyOperation } from './plan-policies.js';
 import { planMcpServers, type McpServerOperation } from './plan-mcp-servers.js';

@@ -17,10 +17,8 @@ import type {
 import type { CounterRowStore, SharedCounterStore } from '../counting/types.js';
 import type { HistoryStore, RestoreOutcome } from './history.js';
 import type { McpServerStore } from './mcp-server-records.js';
-export type { McpServerPage, McpServerStore } from './mcp-server-records.js';
 
 export type { CounterRowStore, LeaseTerms, SharedCountAnswer, SharedCountRequest, SharedCounterStore, StoredCounter } from '../counting/types.js';
-
 export type { ControlPatch, NewAgent, NewControl, StoreChange } from '../model/index.js';
 export type { ApprovalDecision, ApprovalOutcome, ApprovalQuery, ApprovalRequest, ApprovalStore, DecideOutcome } from './approval-store.js';
 

@@ -132,7 +132,7 @@ describe('guardctl mcp-pin and --require-pin', () => {
   it('writes a document validate accepts, and a re-pin keeps allow/deny lists', async () => {
     const out = join(dir, 'db.yaml');
     const stderr = process.stderr.write;
-    process.stderr.write = (() => true) as typeof process.stderr.write;
+    process.stderr.write = () => true;
     try {
       expect(await runMcpPin([process.execPath, fixture], { name: 'db', out })).toBe(0);
       const first = parse(readFileSync(out, 'utf8'));

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { fingerprintMismatches } from '../../gitops/canonical.js';
-import { McpServerBodySchema, McpServerRecordSchema, type FieldIssue, type McpServerRecord, type StoreChange } from '../../model/index.js';
+import { McpServerRecordSchema, type FieldIssue, type McpServerRecord, type StoreChange } from '../../model/index.js';
 import { apiOrigin, isWatchManaged, parseOr422, type ServerContext } from '../context.js';
 import type { OperationDoc } from '../openapi.js';
 import { HttpProblem, notFound } from '../problem.js';
