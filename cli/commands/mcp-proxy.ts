@@ -203,10 +203,10 @@ export async function runMcpProxy(command: string[], flags: McpProxyFlags): Prom
     );
   }
   try {
-    if (plan.listen) return await serveMcpHttp(plan, plan.listen, guard, connection.serverUrl);
+    const pins = await startPins(plan, connection);
+    if (plan.listen) return await serveMcpHttp(plan, plan.listen, guard, connection.serverUrl, pins);
     // Loaded here: the MCP SDK is needed by this command only, not at every CLI start.
     const { startMcpProxy } = await import('../../src/adapters/mcp.js');
-    const pins = await startPins(plan, connection);
     const proxy = await startMcpProxy({
       guard,
       pins,

@@ -21,7 +21,7 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { GuardAgent } from '../sdk/agent.js';
 import type { AdapterOptions } from './decisions.js';
 import { isLoopback } from './mcp-loopback.js';
-import { startMcpProxy, type McpProxy, type McpUpstream } from './mcp.js';
+import { startMcpProxy, type McpProxy, type McpProxyOptions, type McpUpstream } from './mcp.js';
 
 /** How clients prove who they are. */
 export type McpHttpAuth =
@@ -46,6 +46,8 @@ export interface McpHttpGatewayOptions extends AdapterOptions {
   serverName?: string;
   requestTimeoutMs?: number;
   maxMessageBytes?: number;
+  /** One pinned document's rules for every session (mcp-pins.ts). */
+  pins?: McpProxyOptions['pins'];
   report?: (line: string) => void;
 }
 
@@ -104,6 +106,7 @@ export async function startMcpHttpGateway(options: McpHttpGatewayOptions): Promi
         guard: options.guard,
         upstream: options.upstream,
         client: transport,
+        pins: options.pins,
         ...(options.serverName !== undefined && { serverName: options.serverName }),
         ...(options.requestTimeoutMs !== undefined && { requestTimeoutMs: options.requestTimeoutMs }),
         ...(options.maxMessageBytes !== undefined && { maxMessageBytes: options.maxMessageBytes }),

@@ -19,6 +19,8 @@ import { startPins } from '../../cli/commands/mcp-proxy-pins.js';
 import { listServerTools } from '../../src/adapters/mcp-list-tools.js';
 import { McpPins, type OnDrift } from '../../src/adapters/mcp-pins.js';
 import { startMcpProxy, type McpProxy } from '../../src/adapters/mcp.js';
+import { startMcpHttpGateway } from '../../src/adapters/mcp-http.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { pinDocument } from '../../src/gitops/mcp-pin.js';
 import { GuardAgent } from '../../src/sdk/index.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -125,6 +127,31 @@ describe('pinned tools at the gateway', () => {
     expect(textOf(await call('run_sql'))).toBe('3 rows for select 1');
     const { mcp_server_id: _id, created_at: _c, updated_at: _u, managed_by: _m, source: _s, ...restored } = before!;
     await server.client!.mcpServers.put(restored);
+  });
+});
+
+describe('pinned tools on the HTTP face', () => {
+  it('every session lists only permitted, unchanged tools and refuses the rest', async () => {
+    const pins = new McpPins({ serverName: 'fixture-db', mode: 'block', fetch: () => server.client!.mcpServers.get('fixture-db'), report: () => undefined });
+    await pins.start();
+    const guard = new GuardAgent({ agentName: 'pins-http', serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, []);
+    const gw = await startMcpHttpGateway({ guard, pins, serverName: 'fixture-db', upstream: { command: process.execPath, args: [fixture], env: { MCP_FIXTURE_SQL_DESCRIPTION: RUG_PULL } }, host: '127.0.0.1', port: 0, auth: { none: true }, report: () => undefined });
+    const client = new Client({ name: 'http-pins', version: '1.0.0' });
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(gw.url)));
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      expect(names).not.toContain('run_sql');
+      expect(names).not.toContain('crash');
+      expect(names).toContain('slow');
+      const refused = (await client.callTool({ name: 'run_sql', arguments: { query: 'x' } }, CallToolResultSchema)) as CallToolResult;
+      expect(refused.isError).toBe(true);
+      expect(textOf(refused)).toContain('changed since it was pinned');
+    } finally {
+      await client.close().catch(() => undefined);
+      await gw.close();
+      await guard.shutdown();
+      pins.stop();
+    }
   });
 });
 
