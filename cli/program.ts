@@ -25,6 +25,7 @@ const COMMANDS: ReadonlyArray<readonly [name: string, load: () => Promise<Regist
   ['approvals', async () => (await import('./commands/approvals.js')).registerApprovals],
   ['completion', async () => (await import('./commands/completion.js')).registerCompletion],
   ['mcp-proxy', async () => (await import('./commands/mcp-proxy.js')).registerMcpProxy],
+  ['mcp-pin', async () => (await import('./commands/mcp-pin.js')).registerMcpPin],
 ];
 
 /** Commands that read the whole program (the completion script lists every command). */

@@ -1,9 +1,10 @@
 /** `guardctl mcp-proxy --listen`: the gateway's HTTP face, served until SIGINT or SIGTERM. */
 import { UserError } from '../../src/errors.js';
+import type { McpPins } from '../../src/adapters/mcp-pins.js';
 import type { GuardAgent } from '../../src/sdk/index.js';
 import type { McpListenPlan, McpProxyPlan } from './mcp-proxy-plan.js';
 
-export async function serveMcpHttp(plan: McpProxyPlan, listen: McpListenPlan, guard: GuardAgent, serverUrl: string): Promise<number> {
+export async function serveMcpHttp(plan: McpProxyPlan, listen: McpListenPlan, guard: GuardAgent, serverUrl: string, pins?: McpPins): Promise<number> {
   const { startMcpHttpGateway } = await import('../../src/adapters/mcp-http.js');
   const { guardKeyVerifier, guardRequiresKeys } = await import('../../src/adapters/mcp-http-auth.js');
   if (listen.auth === 'guard-keys' && !(await guardRequiresKeys(serverUrl).catch(() => false))) {
@@ -15,6 +16,7 @@ export async function serveMcpHttp(plan: McpProxyPlan, listen: McpListenPlan, gu
   const auth = listen.auth === 'none' ? { none: true as const } : listen.auth === 'token' ? { token: listen.token! } : { verifyKey: guardKeyVerifier(serverUrl) };
   const gateway = await startMcpHttpGateway({
     guard,
+    pins,
     upstream: plan.upstream,
     host: listen.host,
     port: listen.port,

@@ -23,4 +23,8 @@ export interface McpProxyPlan {
   /** GUARD_MCP_APPROVER_API_KEY: records a person's answer to an approval question (MCP elicitation). */
   approverApiKey: string | undefined;
   listen: McpListenPlan | undefined;
+  /** What a tool that drifted from its pin gets: refused and hidden (block) or only reported (warn). */
+  onDrift: 'block' | 'warn';
+  /** Refuse to start when the guard server has no McpServer document named serverName. */
+  requirePin: boolean;
 }

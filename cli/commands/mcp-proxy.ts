@@ -8,6 +8,7 @@ import { DISCLOSURES, type Disclosure } from '../../src/sdk/verdict.js';
 import { withExamples } from '../help.js';
 import { addConnectionOptions, connectionOf, parseDuration, type ConnectionFlags } from '../options.js';
 import { serveMcpHttp } from './mcp-proxy-listen.js';
+import { startPins } from './mcp-proxy-pins.js';
 import type { McpListenPlan, McpProxyPlan } from './mcp-proxy-plan.js';
 
 export type { McpListenPlan, McpProxyPlan } from './mcp-proxy-plan.js';
@@ -28,6 +29,8 @@ export interface McpProxyFlags extends ConnectionFlags {
   authGuardKeys?: boolean;
   allowOrigin?: string[];
   maxSessions?: string;
+  onDrift?: string;
+  requirePin?: boolean;
 }
 
 export function registerMcpProxy(program: Command): void {
@@ -41,7 +44,9 @@ export function registerMcpProxy(program: Command): void {
       .option('--upstream-url <url>', 'a streamable-HTTP MCP server instead of a command')
       .option('--header <name:value>', 'an HTTP header for --upstream-url (repeatable)', (v: string, all: string[] = []) => [...all, v])
       .option('--pass-env <NAME>', "pass this variable of the proxy's environment to the MCP server (repeatable; by default it gets only PATH, HOME, locale and temp-directory variables, never GUARD_API_KEY)", (v: string, all: string[] = []) => [...all, v])
-      .option('--mcp-server-name <name>', "context.mcp_server of each step (default: the server's own name)")
+      .option('--mcp-server-name <name>', "context.mcp_server of each step, and the kind: McpServer document whose pinned tools apply (default: the server's own name)")
+      .option('--on-drift <mode>', 'a tool changed since it was pinned, or not pinned: block (hide and refuse it) or warn (list and forward it, report it) (default block)')
+      .option('--require-pin', 'refuse to start when the guard server has no McpServer document named --mcp-server-name')
       .option('--request-timeout <duration>', 'answer a request the MCP server has not answered after this long with an error; 0: never (default 120s)')
       .option('--disclosure <level>', `how much of the deciding control the model reads: ${DISCLOSURES.join(', ')} (default minimal)`)
       .option('--fail-open', 'let calls through when the guard server cannot be reached (default: refuse them)')
@@ -93,7 +98,19 @@ export function planMcpProxy(command: string[], flags: McpProxyFlags, env: NodeJ
     allowUnguarded: flags.allowUnguarded === true,
     approverApiKey: env.GUARD_MCP_APPROVER_API_KEY?.trim() || undefined,
     listen: flags.listen === undefined ? undefined : listenPlanOf(flags, env),
+    onDrift: onDriftOf(flags.onDrift),
+    requirePin: requirePinOf(flags),
   };
+}
+
+function onDriftOf(text: string | undefined): 'block' | 'warn' {
+  if (text === undefined || text === 'block' || text === 'warn') return text ?? 'block';
+  throw new UserError(`--on-drift must be block or warn, not "${text}"`);
+}
+
+function requirePinOf(flags: McpProxyFlags): boolean {
+  if (flags.requirePin === true && flags.mcpServerName === undefined) throw new UserError('--require-pin needs --mcp-server-name', 'the name of the kind: McpServer document that pins this server\'s tools');
+  return flags.requirePin === true;
 }
 
 function listenPlanOf(flags: McpProxyFlags, env: NodeJS.ProcessEnv): McpListenPlan {
@@ -188,11 +205,13 @@ export async function runMcpProxy(command: string[], flags: McpProxyFlags): Prom
     );
   }
   try {
-    if (plan.listen) return await serveMcpHttp(plan, plan.listen, guard, connection.serverUrl);
+    const pins = await startPins(plan, connection);
+    if (plan.listen) return await serveMcpHttp(plan, plan.listen, guard, connection.serverUrl, pins);
     // Loaded here: the MCP SDK is needed by this command only, not at every CLI start.
     const { startMcpProxy } = await import('../../src/adapters/mcp.js');
     const proxy = await startMcpProxy({
       guard,
+      pins,
       upstream: plan.upstream,
       requestTimeoutMs: plan.requestTimeoutMs,
       ...(plan.serverName !== undefined && { serverName: plan.serverName }),

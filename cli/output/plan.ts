@@ -49,7 +49,28 @@ export function operationLine(o: Operation, c: Colors = plain): string {
       return c.yellow(`~ ${o.name} -> ${reachText(o.reach)}`);
     case 'delete_policy':
       return c.red(`- ${o.name} (guarded ${-o.reach.new_agents} agents)`);
+    case 'create_mcp_server':
+      return c.green(`+ pin MCP server "${o.name}" (${o.server.tools.length} tool${o.server.tools.length === 1 ? '' : 's'})`);
+    case 'update_mcp_server':
+      return c.yellow(`~ update MCP server "${o.name}"`);
+    case 'delete_mcp_server':
+      return c.red(`- unpin MCP server "${o.name}"${o.source ? ` (defined in ${o.source})` : ''}`);
   }
+}
+
+/**
+ * What changed in a pinned server: its fields, then each tool added, removed or changed,
+ * a changed description as a line diff and schema and annotations as field diffs.
+ */
+function mcpServerLines(o: Extract<Operation, { op: 'update_mcp_server' }>, indent: string): string[] {
+  const out = changeLines(o.changes.filter((ch) => ch.path !== 'tools'), indent);
+  for (const tool of o.tools) {
+    const mark = tool.status === 'added' ? '+' : tool.status === 'removed' ? '-' : '~';
+    out.push(`${indent}${mark} tool "${tool.name}" ${tool.status}`);
+    if (tool.description) out.push(`${indent}    description:`, ...tool.description.map((line) => `${indent}      ${line}`));
+    if (tool.schema) out.push(...changeLines(tool.schema, `${indent}    `));
+  }
+  return out;
 }
 
 /** `37 agents (3 new)`: whom a policy guards after the apply, and how many of them it does not guard today. */
@@ -111,6 +132,8 @@ export function summaryText(p: Plan): string {
   ];
   const policies = s.create_policy + s.update_policy + s.delete_policy;
   if (policies > 0) parts.push(`${policies} polic${policies === 1 ? 'y' : 'ies'} to change`);
+  const servers = s.create_mcp_server + s.update_mcp_server + s.delete_mcp_server;
+  if (servers > 0) parts.push(`${servers} MCP server${servers === 1 ? '' : 's'} to change`);
   if (s.conflicts > 0) parts.push(`${s.conflicts} conflict${s.conflicts === 1 ? '' : 's'}`);
   return `Plan: ${parts.join(', ')}.`;
 }
@@ -121,6 +144,7 @@ export function renderPlanText(p: Plan, ctx: PlanContext, c: Colors): string {
     out.push(`  ${operationLine(o, c)}`);
     if (o.op === 'update_control' || o.op === 'update_agent') out.push(...updateLines(o, ctx, '      '));
     if (o.op === 'update_policy') out.push(...changeLines(o.changes, '      '));
+    if (o.op === 'update_mcp_server') out.push(...mcpServerLines(o, '      '));
   }
   for (const conflict of p.conflicts) out.push(...conflictLines(conflict, c).map((l) => `  ${l}`));
   for (const k of p.kept) out.push(`  ${keptLine(k, ctx.directory, c)}`);
@@ -183,6 +207,7 @@ export function renderPlanMarkdown(p: Plan, ctx: PlanContext, limit = MARKDOWN_L
     `| controls | ${s.create_control} | ${s.update_control} | ${s.delete_control} | | | ${s.conflicts} |`,
     `| agents | ${s.create_agent} | ${s.update_agent} | | ${s.link} | ${s.unlink} | |`,
     ...(s.create_policy + s.update_policy + s.delete_policy > 0 ? [`| policies | ${s.create_policy} | ${s.update_policy} | ${s.delete_policy} | | | |`] : []),
+    ...(s.create_mcp_server + s.update_mcp_server + s.delete_mcp_server > 0 ? [`| MCP servers | ${s.create_mcp_server} | ${s.update_mcp_server} | ${s.delete_mcp_server} | | | |`] : []),
     '',
     // Outside the collapsed details: turning a rule on is what a reviewer must see.
     ...promotionBlock(ctx.promotions ?? []),
@@ -196,6 +221,7 @@ export function renderPlanMarkdown(p: Plan, ctx: PlanContext, limit = MARKDOWN_L
     detail.push(operationLine(o));
     if (o.op === 'update_control' || o.op === 'update_agent') detail.push(...updateLines(o, ctx, '    '));
     if (o.op === 'update_policy') detail.push(...changeLines(o.changes, '    '));
+    if (o.op === 'update_mcp_server') detail.push(...mcpServerLines(o, '    '));
   }
   for (const conflict of p.conflicts) detail.push(...conflictLines(conflict, plain));
   for (const k of p.kept) detail.push(keptLine(k, ctx.directory));

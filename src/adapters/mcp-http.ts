@@ -21,7 +21,7 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { GuardAgent } from '../sdk/agent.js';
 import type { AdapterOptions } from './decisions.js';
 import { isLoopback } from './mcp-loopback.js';
-import { startMcpProxy, type McpProxy, type McpUpstream } from './mcp.js';
+import { startMcpProxy, type McpProxy, type McpProxyOptions, type McpUpstream } from './mcp.js';
 
 /** How clients prove who they are. */
 export type McpHttpAuth =
@@ -48,6 +48,8 @@ export interface McpHttpGatewayOptions extends AdapterOptions {
   maxMessageBytes?: number;
   /** The key a person's answer to an approval question is recorded with (McpProxyOptions.approverApiKey). */
   approverApiKey?: string;
+  /** One pinned document's rules for every session (mcp-pins.ts). */
+  pins?: McpProxyOptions['pins'];
   report?: (line: string) => void;
 }
 
@@ -106,6 +108,7 @@ export async function startMcpHttpGateway(options: McpHttpGatewayOptions): Promi
         guard: options.guard,
         upstream: options.upstream,
         client: transport,
+        pins: options.pins,
         ...(options.serverName !== undefined && { serverName: options.serverName }),
         ...(options.requestTimeoutMs !== undefined && { requestTimeoutMs: options.requestTimeoutMs }),
         ...(options.maxMessageBytes !== undefined && { maxMessageBytes: options.maxMessageBytes }),

@@ -46,6 +46,7 @@ export interface RelayOptions extends GatewayApprovalOptions {
   serverNameFixed: boolean;
   /** The client's session (HTTP face): every check of this relay belongs to it. */
   sessionId?: (() => string | undefined) | undefined;
+  pins?: ConstructorParameters<typeof UpstreamTools>[1]; // the pinned document's rules (mcp-pins.ts): what tools/list answers and tools/call refuses
   /** The server's protocol version, once initialize is answered (the HTTP transport sends it as a header). */
   onProtocolVersion?(version: string): void;
 }
@@ -72,7 +73,7 @@ export class McpRelay {
       answerError: (id, code, message) => this.#answerError(id, code, message),
     });
     this.#toClient = new InOrder((message) => this.#send(o.client, message, 'client'));
-    this.#tools = new UpstreamTools((cursor) => this.#upstream.own('tools/list', cursor === undefined ? {} : { cursor }));
+    this.#tools = new UpstreamTools((cursor) => this.#upstream.own('tools/list', cursor === undefined ? {} : { cursor }), o.pins);
   }
 
   get serverName(): string {
@@ -123,7 +124,7 @@ export class McpRelay {
         return;
       }
       const clientId = pending.clientId!;
-      const answer = { ...message, id: clientId };
+      const answer = this.#tools.answer({ ...message, id: clientId }, pending.method);
       if (result && pending.method === 'initialize') this.#learnServer(result);
       const taskId = pending.task && result ? taskIdOf(result) : null;
       // A started task carries no output yet: the output is checked when tasks/result fetches it.
@@ -230,20 +231,20 @@ export class McpRelay {
     const { step } = made;
     const what = `${request.method} ${shown(step.name)}`;
     if (step.type === 'tool') {
-      let declared: ReadonlySet<string>;
+      let refused: { report: string; text: string } | null;
       try {
-        declared = await this.#tools.names();
+        refused = await this.#tools.refusalOf(step.name); // not declared, or (pinned server) changed, unpinned or hidden
       } catch (error) {
         if (pending.settled) return;
         this.o.report(`could not read the MCP server's tools (tools/list), so ${what} was refused: ${messageOf(error)}`);
         return refuse(ErrorCode.InternalError, "the gateway could not read the MCP server's tools, so the call was not run");
       }
       if (pending.settled) return;
-      if (!declared.has(step.name)) {
-        this.o.report(`refused ${what}: not a tool the MCP server declared`);
+      if (refused !== null) {
+        this.o.report(`refused ${what}: ${refused.report}`);
         // As MCP servers answer an unknown tool: a tool error the model reads, so the gateway changes no answer.
         this.#pending.settle(pending);
-        return this.#send(this.o.client, toolError(request.id, `MCP error ${ErrorCode.InvalidParams}: ${shown(step.name)} is not a tool the MCP server declared (tool names are compared exactly)`), 'client');
+        return this.#send(this.o.client, toolError(request.id, refused.text), 'client');
       }
     }
     pending.step = step;

@@ -9,6 +9,10 @@
  * client's own tools/list plays no part: a client may skip it or ask for one page.
  */
 
+import { ErrorCode, isJSONRPCResultResponse, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { McpPins } from './mcp-pins.js';
+import { shown } from './mcp-text.js';
+
 /** Reads one page of tools/list; rejects when the server answers with an error or not at all. */
 export type ListPage = (cursor: string | undefined) => Promise<{ tools?: unknown; nextCursor?: unknown }>;
 
@@ -19,8 +23,34 @@ export class UpstreamTools {
   #names: ReadonlySet<string> | null = null;
   #loading: Promise<ReadonlySet<string>> | null = null;
   #generation = 0;
+  /** The declarations of the last full read, by name (the pins compare their fingerprints). */
+  #declared = new Map<string, unknown>();
 
-  constructor(private readonly listPage: ListPage) {}
+  constructor(
+    private readonly listPage: ListPage,
+    /** A pinned server's rules, when the gateway has a pinned document (mcp-pins.ts). */
+    private readonly pins?: McpPins,
+  ) {}
+
+  /**
+   * Why a tools/call of `name` is refused, or null: not a tool the server declared, or (with
+   * pins) one changed, unpinned or hidden. The refusal is a tool error the model reads, as
+   * MCP servers answer an unknown tool, so the gateway changes no answer's kind.
+   */
+  async refusalOf(name: string): Promise<{ report: string; text: string } | null> {
+    const declared = await this.names();
+    if (!declared.has(name)) {
+      return { report: 'not a tool the MCP server declared', text: `MCP error ${ErrorCode.InvalidParams}: ${shown(name)} is not a tool the MCP server declared (tool names are compared exactly)` };
+    }
+    const pinned = this.pins?.callRefusal(name, this.#declared.get(name)) ?? null;
+    return pinned === null ? null : { report: pinned, text: `The guard refused this call: ${pinned}.` };
+  }
+
+  /** A server's answer on its way to the client: a tools/list result keeps only the tools the pins let the model see. */
+  answer<M extends JSONRPCMessage>(message: M, method: string): M {
+    if (!this.pins?.pinned || method !== 'tools/list' || !isJSONRPCResultResponse(message)) return message;
+    return { ...message, result: this.pins.filterList(message.result) };
+  }
 
   /** The declared names, read from the server when not known. */
   names(): Promise<ReadonlySet<string>> {
@@ -47,15 +77,21 @@ export class UpstreamTools {
 
   async #load(): Promise<ReadonlySet<string>> {
     const names = new Set<string>();
+    const declared = new Map<string, unknown>();
     let cursor: string | undefined;
     for (let page = 0; page < MAX_PAGES; page++) {
       const result = await this.listPage(cursor);
       if (!Array.isArray(result.tools)) throw new Error('the MCP server answered tools/list without a list of tools');
       for (const tool of result.tools as unknown[]) {
         const name = (tool as { name?: unknown } | null)?.name;
-        if (typeof name === 'string') names.add(name);
+        if (typeof name !== 'string') continue;
+        names.add(name);
+        declared.set(name, tool);
       }
-      if (typeof result.nextCursor !== 'string' || result.nextCursor === '') return names;
+      if (typeof result.nextCursor !== 'string' || result.nextCursor === '') {
+        this.#declared = declared;
+        return names;
+      }
       cursor = result.nextCursor;
     }
     throw new Error(`the MCP server's tools/list has more than ${MAX_PAGES} pages`);

@@ -10,6 +10,7 @@
  * checked `pre`, and its result is checked `post`; everything else passes through
  * untouched (mcp-relay.ts). `execution: sdk` controls run in this process.
  */
+import type { McpPins } from './mcp-pins.js';
 import { basename } from 'node:path';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
@@ -60,6 +61,8 @@ export interface McpProxyOptions extends AdapterOptions {
    * may not decide leaves the decision to guardctl (docs/approvals.md).
    */
   approverApiKey?: string;
+  /** A pinned server's rules (mcp-pins.ts): only pinned, unchanged, permitted tools are listed and called. */
+  pins?: McpPins | undefined;
   /** Where the proxy reports problems (a line each); default: stderr, as stdout carries MCP. */
   report?: (line: string) => void;
 }
@@ -114,6 +117,7 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
     onDecision: options.onDecision,
     sessionId: options.sessionId,
     approverApiKey: options.approverApiKey,
+    pins: options.pins,
     onProtocolVersion: (version) => (server as Partial<HttpUpstreamTransport>).setProtocolVersion?.(version),
   });
 

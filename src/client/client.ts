@@ -38,6 +38,7 @@ import {
   type RestoreResult,
 } from './schemas.js';
 import { PolicyClient, type PoliciesApi } from './policies.js';
+import { McpServerClient, type McpServersApi } from './mcp-servers.js';
 import { Transport, type GuardClientOptions, type RequestSpec } from './transport.js';
 import {
   AckSchema,
@@ -91,11 +92,13 @@ export class GuardClient {
   readonly approvals: ApprovalsApi;
   /** `/policies`: CRUD and history. */
   readonly policies: PoliciesApi;
+  readonly mcpServers: McpServersApi;
 
   constructor(options: GuardClientOptions) {
     this.#transport = new Transport(options);
     this.approvals = approvalsApiOf(this.#transport);
     this.policies = new PolicyClient(this.#transport);
+    this.mcpServers = new McpServerClient(this.#transport);
     this.serverUrl = this.#transport.serverUrl;
     this.timeoutMs = this.#transport.timeoutMs;
   }

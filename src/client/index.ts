@@ -1,5 +1,6 @@
 export { GuardClient, DEFAULT_TIMEOUT_MS } from './client.js';
 export type { ApprovalsApi } from './approvals.js';
+export type { McpServersApi, McpServerWriteBody } from './mcp-servers.js';
 export type { PoliciesApi, PolicyDetail, PolicyHistoryPage, PolicyList, PolicyWriteBody } from './policies.js';
 export type {
   GuardClientOptions,

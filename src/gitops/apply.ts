@@ -9,7 +9,7 @@
  */
 import { ApiError } from '../errors.js';
 import { errorMessage } from './errors.js';
-import type { Operation, PolicyOperation } from './plan.js';
+import type { McpServerOperation, Operation, PolicyOperation } from './plan.js';
 
 type Op<K extends Operation['op']> = Extract<Operation, { op: K }>;
 
@@ -23,6 +23,8 @@ export interface Target {
   unlink(op: Op<'unlink'>): Promise<void>;
   /** Creates, replaces or deletes a policy; a target without it cannot apply plans that hold policies. */
   policy?(op: PolicyOperation): Promise<void>;
+  /** Pins, re-pins or unpins an MCP server; a target without it cannot apply plans that hold them. */
+  mcpServer?(op: McpServerOperation): Promise<void>;
   /** The fingerprint of the target's current state (to check a saved plan is still current). */
   fingerprint(): Promise<string>;
 }
@@ -206,5 +208,10 @@ async function run(target: Target, operation: Operation): Promise<void> {
     case 'delete_policy':
       if (!target.policy) throw new Error(`this target cannot apply policies (${operation.op} "${operation.name}")`);
       return target.policy(operation);
+    case 'create_mcp_server':
+    case 'update_mcp_server':
+    case 'delete_mcp_server':
+      if (!target.mcpServer) throw new Error(`this target cannot apply MCP servers (${operation.op} "${operation.name}")`);
+      return target.mcpServer(operation);
   }
 }

@@ -44,6 +44,11 @@ function changeOf(op: Operation, agents: ReadonlyMap<string, ActualAgent>): Stor
     }
     case 'delete_policy':
       return { op: 'delete_policy', name: op.name };
+    case 'create_mcp_server':
+    case 'update_mcp_server':
+      return { op: 'upsert_mcp_server', mcp_server: { ...op.server, managed_by: op.managed_by, source: op.source } };
+    case 'delete_mcp_server':
+      return { op: 'delete_mcp_server', name: op.name };
   }
 }
 

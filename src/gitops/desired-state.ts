@@ -2,7 +2,7 @@
  * The two sides a plan compares: the directory (desired) and the server (actual), both
  * normalised so that equal meaning gives equal data. Pure.
  */
-import { type AgentRecord, type AgentSelector, type ControlData, type Labels, type StepDecl } from '../model/index.js';
+import { type AgentRecord, type AgentSelector, type ControlData, type Labels, type McpServerBody, type McpServerRecord, type StepDecl } from '../model/index.js';
 import type { LoadResult } from './load.js';
 
 export interface DesiredControl {
@@ -35,6 +35,17 @@ export interface ActualPolicy extends DesiredPolicy {
   managed_by: string | null;
 }
 
+/** A `kind: McpServer` document: a pinned MCP server. */
+export interface DesiredMcpServer {
+  server: McpServerBody;
+  source: string | null;
+}
+
+/** A pinned MCP server on the server. */
+export interface ActualMcpServer extends DesiredMcpServer {
+  managed_by: string | null;
+}
+
 export interface DesiredAgent {
   agent_name: string;
   fields: AgentFields;
@@ -47,6 +58,8 @@ export interface DesiredState {
   agents: DesiredAgent[];
   /** Absent: the directory says nothing about policies (older callers). */
   policies?: DesiredPolicy[];
+  /** Absent: the directory says nothing about MCP servers (older callers). */
+  mcp_servers?: DesiredMcpServer[];
 }
 
 export interface ActualControl {
@@ -75,6 +88,8 @@ export interface ActualState {
   agents: ActualAgent[];
   /** Absent: not read (a server without policies). */
   policies?: ActualPolicy[];
+  /** Absent: not read (a server without pinned MCP servers). */
+  mcp_servers?: ActualMcpServer[];
   /**
    * The store revision the state was read at, when the server told: apply sends it with its
    * first batch, so a plan made against a state that changed since is refused, not mixed in.
@@ -86,7 +101,7 @@ const byName = <T extends { name: string }>(a: T, b: T) => (a.name < b.name ? -1
 const byAgent = <T extends { agent_name: string }>(a: T, b: T) =>
   a.agent_name < b.agent_name ? -1 : a.agent_name > b.agent_name ? 1 : 0;
 
-export function desiredStateOf(loaded: Pick<LoadResult, 'controls' | 'agents'> & Partial<Pick<LoadResult, 'policies'>>): DesiredState {
+export function desiredStateOf(loaded: Pick<LoadResult, 'controls' | 'agents'> & Partial<Pick<LoadResult, 'policies' | 'mcpServers'>>): DesiredState {
   const controls = loaded.controls
     .map((c) => ({ name: c.name, data: c.data, source: `${c.source.file}:${c.source.line}` }))
     .sort(byName);
@@ -112,7 +127,20 @@ export function desiredStateOf(loaded: Pick<LoadResult, 'controls' | 'agents'> &
       source: `${p.source.file}:${p.source.line}`,
     }))
     .sort(byName);
-  return { controls, agents, policies };
+  const mcp_servers = loaded.mcpServers
+    ?.map((m): DesiredMcpServer => {
+      const { kind: _kind, ...server } = m.document;
+      return { server, source: `${m.source.file}:${m.source.line}` };
+    })
+    .sort((a, b) => byName(a.server, b.server));
+  return { controls, agents, policies, ...(mcp_servers ? { mcp_servers } : {}) };
+}
+
+/** Stored records -> the McpServer part of the actual state. */
+export function actualMcpServersOf(records: readonly McpServerRecord[]): ActualMcpServer[] {
+  return records
+    .map(({ mcp_server_id: _id, created_at: _c, updated_at: _u, managed_by, source, ...server }) => ({ server, managed_by, source }))
+    .sort((a, b) => byName(a.server, b.server));
 }
 
 /** Server records -> actual state, sorted by name. */

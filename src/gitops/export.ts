@@ -3,6 +3,7 @@
  * it) and agents.yaml. Deterministic, so exporting twice gives the same bytes, and the
  * loader reads it back to the same desired state (export then plan = no changes).
  */
+import { pinYaml } from './mcp-pin.js';
 import { stringify } from 'yaml';
 import type { ControlData } from '../model/index.js';
 import type { ActualState } from './desired-state.js';
@@ -28,7 +29,7 @@ export interface ExportResult {
 export function exportState(state: ActualState, schemaLine = SCHEMA_LINE): ExportResult {
   const files: ExportedFile[] = [];
   const skipped: string[] = [];
-  const used = new Set<string>(['agents', 'policies']);
+  const used = new Set<string>(['agents', 'policies', 'mcp-servers']);
   for (const control of [...state.controls].sort((a, b) => (a.name < b.name ? -1 : 1))) {
     if (!control.data) {
       skipped.push(control.name);
@@ -60,6 +61,11 @@ export function exportState(state: ActualState, schemaLine = SCHEMA_LINE): Expor
       return stringify(doc, { lineWidth: 0 });
     });
     files.push({ path: 'policies.yaml', text: `${schemaLine}\n${docs.join('---\n')}` });
+  }
+  if (state.mcp_servers && state.mcp_servers.length > 0) {
+    // The same text mcp-pin writes, so an exported server re-pins and diffs cleanly.
+    const docs = state.mcp_servers.map((s) => pinYaml({ kind: 'McpServer', ...s.server }).replace(/^#.*\n/, ''));
+    files.push({ path: 'mcp-servers.yaml', text: `${schemaLine}\n${docs.join('---\n')}` });
   }
   return { files, skipped };
 }

@@ -1,7 +1,7 @@
 /** Reads the server's controls, agents and links through the REST client. */
 import type { GuardClient } from '../client/index.js';
 import { ApiError, UserError } from '../errors.js';
-import { actualStateOf, type ActualState } from './desired-state.js';
+import { actualMcpServersOf, actualStateOf, type ActualState } from './desired-state.js';
 
 /** How many agent lookups run at once: enough to hide latency, few enough to be polite. */
 const AGENT_CONCURRENCY = 8;
@@ -40,6 +40,11 @@ async function revisionOf(client: GuardClient): Promise<number | null> {
 }
 
 async function readState(client: GuardClient): Promise<ActualState> {
+  const [state, mcpServers] = await Promise.all([readControlsState(client), mcpServersOf(client)]);
+  return mcpServers ? { ...state, mcp_servers: actualMcpServersOf(mcpServers) } : state;
+}
+
+async function readControlsState(client: GuardClient): Promise<ActualState> {
   const [controls, agents, policies] = await Promise.all([client.listAllControls(100), client.listAgents([], 'links'), policiesOf(client)]);
   // A server that knows include=links answers every agent's links at once.
   if (agents.every((a) => Array.isArray(a.links))) return actualStateOf(controls, agents.map(({ links, ...a }) => ({ ...a, controls: links ?? [] })), policies);
@@ -50,6 +55,16 @@ async function readState(client: GuardClient): Promise<ActualState> {
     return { ...agent, controls: links.map((c) => c.name) };
   });
   return actualStateOf(controls, withLinks, policies);
+}
+
+/** The server's pinned MCP servers; undefined from a server that predates them (404). */
+async function mcpServersOf(client: GuardClient) {
+  try {
+    return await client.mcpServers.listAll();
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return undefined;
+    throw error;
+  }
 }
 
 /** The server's policies; undefined from a server that predates them (404). */

@@ -16,6 +16,7 @@ export function fingerprintOf(state: ActualState): string {
     agents: state.agents,
     // Only when read, so fingerprints of plans made without policies stay as they were.
     ...(state.policies ? { policies: state.policies.map(({ source: _source, ...p }) => p) } : {}),
+    ...(state.mcp_servers ? { mcp_servers: state.mcp_servers.map(({ source: _source, ...s }) => s) } : {}),
   };
   return `sha256:${createHash('sha256').update(canonicalJson(essence)).digest('hex')}`;
 }

@@ -11,7 +11,7 @@ import { changesOf } from './changes.js';
 import type { ActualState, AgentFields } from './desired-state.js';
 import { fetchActualState } from './fetch-state.js';
 import { fingerprintOf } from './fingerprint.js';
-import type { Operation, PolicyOperation } from './plan.js';
+import type { McpServerOperation, Operation, PolicyOperation } from './plan.js';
 
 /** Changes per request: half the server's maximum (500), a few transactions for 1,000 controls. */
 export const CHANGES_PER_REQUEST = 250;
@@ -180,6 +180,16 @@ export class HttpTarget implements BatchTarget {
     const body = { name, ...(description !== null ? { description } : {}), controls, agents, managed_by: op.managed_by, source };
     if (have) await this.client.policies.replace(have.policy_id, body);
     else await this.client.policies.create(body);
+  }
+
+  /** One request per McpServer operation (the plain Target's path; apply sends batches). */
+  async mcpServer(op: McpServerOperation): Promise<void> {
+    this.counter.writes++;
+    if (op.op === 'delete_mcp_server') {
+      if (await this.client.mcpServers.get(op.name)) await this.client.mcpServers.delete(op.name);
+      return;
+    }
+    await this.client.mcpServers.put({ ...op.server, managed_by: op.managed_by, source: op.source });
   }
 
   async unlink(op: Parameters<Target['unlink']>[0]): Promise<void> {

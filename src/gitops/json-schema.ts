@@ -1,12 +1,12 @@
 /**
- * The JSON Schema of one YAML document (Control | Agent | Policy | Test), generated from the model's
+ * The JSON Schema of one YAML document (Control | Agent | Policy | McpServer | Test), generated from the model's
  * zod schemas so editors complete and check what the loader accepts. On top of the model it
  * carries what `validate` knows beyond the shapes, where JSON Schema can say it: each
  * evaluator's own config (by `evaluator.name`, unknown keys refused), the evaluator names
  * a server knows, steer needing steering_context, and selector+evaluator or condition.
  */
 import { z } from 'zod';
-import { ActionSchema, AgentDocumentSchema, ControlDocumentSchema, EvaluatorSpecSchema, PolicyDocumentSchema } from '../model/index.js';
+import { ActionSchema, AgentDocumentSchema, ControlDocumentSchema, EvaluatorSpecSchema, McpServerDocumentSchema, PolicyDocumentSchema } from '../model/index.js';
 import { TestDocumentSchema } from '../model/test-case.js';
 import type { EvaluatorInfo } from '../evaluators/registry.js';
 import { createDefaultRegistry } from '../evaluators/registry.js';
@@ -38,7 +38,7 @@ export function builtInEvaluatorInfos(): EvaluatorInfo[] {
 }
 
 export function documentJsonSchema(evaluators: readonly EvaluatorInfo[] = builtInEvaluatorInfos()): Json {
-  const union = z.union([ControlDocumentSchema, AgentDocumentSchema, PolicyDocumentSchema, TestDocumentSchema]);
+  const union = z.union([ControlDocumentSchema, AgentDocumentSchema, PolicyDocumentSchema, McpServerDocumentSchema, TestDocumentSchema]);
   // io 'input': defaults make fields optional in the file, which is what a person writes.
   const schema = z.toJSONSchema(union, {
     io: 'input',
@@ -56,7 +56,7 @@ export function documentJsonSchema(evaluators: readonly EvaluatorInfo[] = builtI
     $schema,
     $id: SCHEMA_ID,
     title: 'guardctl control directory document',
-    description: 'One YAML document of a guardctl controls directory: kind Control, Agent, Policy or Test.',
+    description: 'One YAML document of a guardctl controls directory: kind Control, Agent, Policy, McpServer or Test.',
     ...rest,
     // The kinds are disjoint (kind is a literal), so exactly one branch can match.
     oneOf: anyOf,

@@ -25,10 +25,12 @@ import { diag, firstLine, locatorOf, startOf, type DocContext, type SourceLocati
 import { checkCrossFile, type SeenAgent, type SeenControl } from './load-rules.js';
 import { aliasOverflow, MAX_ALIAS_EXPANSION } from './alias-size.js';
 import { checkPolicies, loadPolicy, type LoadedPolicy, type PolicySeen } from './load-policy.js';
+import { checkMcpServers, loadMcpServer, type LoadedMcpServer, type McpServerSeen } from './load-mcp-server.js';
 
 export type { Span };
 export type { SourceLocation } from './load-context.js';
 export type { LoadedPolicy } from './load-policy.js';
+export type { LoadedMcpServer } from './load-mcp-server.js';
 
 export interface SourceFile {
   /** Path shown in diagnostics, relative to the directory being loaded. */
@@ -67,6 +69,7 @@ export interface LoadResult {
   controls: LoadedControl[];
   agents: LoadedAgent[];
   policies: LoadedPolicy[];
+  mcpServers: LoadedMcpServer[];
   tests: LoadedTest[];
   diagnostics: Diagnostic[];
 }
@@ -83,7 +86,7 @@ export interface LoadOptions {
   validateControl: ControlValidator;
 }
 
-export const KINDS = ['Control', 'Agent', 'Policy', 'Test'] as const;
+export const KINDS = ['Control', 'Agent', 'Policy', 'McpServer', 'Test'] as const;
 
 /** Diagnostics of a document that could not be read at all (its names are unknown). */
 const UNREADABLE = new Set(['yaml_syntax', 'alias_expansion', 'not_a_mapping']);
@@ -102,6 +105,7 @@ export function loadDocuments(files: readonly SourceFile[], options: LoadOptions
   const agents: AgentSeen[] = [];
   const tests: LoadedTest[] = [];
   const policies: PolicySeen[] = [];
+  const mcpServers: McpServerSeen[] = [];
 
   for (const file of files) {
     for (const ctx of parseFile(file, diagnostics)) {
@@ -117,6 +121,9 @@ export function loadDocuments(files: readonly SourceFile[], options: LoadOptions
       } else if (kind === 'Policy') {
         const policy = loadPolicy(ctx, value, diagnostics, issueDiagnostic);
         if (policy) policies.push(policy);
+      } else if (kind === 'McpServer') {
+        const server = loadMcpServer(ctx, value, diagnostics, issueDiagnostic);
+        if (server) mcpServers.push(server);
       } else if (kind === 'Test') {
         tests.push({ value, source: startOf(ctx), locate: (field, atKey = false) => locateField(ctx.doc, ctx.lineCounter, parseFieldPath(field), atKey) });
       }
@@ -130,6 +137,9 @@ export function loadDocuments(files: readonly SourceFile[], options: LoadOptions
   checkCrossFile(controls, agents, diagnostics, { complete, boundByPolicy: bound });
   const agentLabels = agents.map((a) => ({ agent_name: a.agent.agent_name, labels: a.agent.document.labels ?? {} }));
   checkPolicies(policies, new Set(controls.map((c) => c.name)), agentLabels, diagnostics, complete);
+  checkMcpServers(mcpServers, diagnostics);
+  const serverByName = new Map<string, LoadedMcpServer>();
+  for (const m of mcpServers) if (!serverByName.has(m.server.name)) serverByName.set(m.server.name, m.server);
   const policyByName = new Map<string, LoadedPolicy>();
   for (const p of policies) if (!policyByName.has(p.policy.name)) policyByName.set(p.policy.name, p.policy);
 
@@ -141,6 +151,7 @@ export function loadDocuments(files: readonly SourceFile[], options: LoadOptions
     controls: [...firstByName.values()],
     agents: [...agentByName.values()],
     policies: [...policyByName.values()],
+    mcpServers: [...serverByName.values()],
     tests,
     diagnostics: sortDiagnostics(diagnostics),
   };
@@ -162,7 +173,7 @@ function parseFile(file: SourceFile, out: Diagnostic[]): DocContext[] {
       field: '',
       code: 'empty_file',
       message: 'the file holds no YAML document',
-      hint: 'add a document (kind: Control, Agent, Policy or Test) or delete the file',
+      hint: 'add a document (kind: Control, Agent, Policy, McpServer or Test) or delete the file',
     });
     return [];
   }

@@ -25,7 +25,7 @@ const PlanFileSchema = z.object({
   managed_by: z.string(),
   operations: z.array(
     z.looseObject({
-      op: z.enum(['create_control', 'update_control', 'delete_control', 'create_agent', 'update_agent', 'link', 'unlink', 'create_policy', 'update_policy', 'delete_policy']),
+      op: z.enum(['create_control', 'update_control', 'delete_control', 'create_agent', 'update_agent', 'link', 'unlink', 'create_policy', 'update_policy', 'delete_policy', 'create_mcp_server', 'update_mcp_server', 'delete_mcp_server']),
     }),
   ),
 });

@@ -1,4 +1,5 @@
-/** PURE: the parts of a plan that its control, agent and policy halves share. */
+/** PURE: the parts of a plan that its control, agent, policy and McpServer halves share. */
+import { canonicalJson, isPlainObject } from './canonical.js';
 
 export interface Change {
   /** Field path, for example `action.decision` or `enabled`. */
@@ -23,3 +24,22 @@ export interface Conflict {
   op?: 'link' | 'unlink';
 }
 
+/** Objects are compared key by key; arrays and scalars as whole values (easier to read). */
+export function diffValues(path: string, before: unknown, after: unknown): Change[] {
+  if (isPlainObject(before) && isPlainObject(after)) {
+    const out: Change[] = [];
+    const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort();
+    for (const key of keys) {
+      const sub = path ? `${path}.${key}` : key;
+      const b = before[key];
+      const a = after[key];
+      if (b === undefined && a === undefined) continue;
+      if (b === undefined) out.push({ path: sub, after: a });
+      else if (a === undefined) out.push({ path: sub, before: b });
+      else out.push(...diffValues(sub, b, a));
+    }
+    return out;
+  }
+  if (canonicalJson(before) === canonicalJson(after)) return [];
+  return [{ path: path || '(value)', before, after }];
+}

@@ -5,14 +5,17 @@
  * over HTTP or straight into a store.
  */
 import type { ControlData } from '../model/index.js';
-import { canonicalJson, deepEqual, isPlainObject } from './canonical.js';
+import { deepEqual } from './canonical.js';
 import type { ActualAgent, ActualControl, ActualState, AgentFields, DesiredState } from './desired-state.js';
 import { planPolicies, type PolicyOperation } from './plan-policies.js';
-import type { Change, Conflict } from './plan-types.js';
+import { planMcpServers, type McpServerOperation } from './plan-mcp-servers.js';
+import { diffValues, type Change, type Conflict } from './plan-types.js';
 
 export type { Change, Conflict } from './plan-types.js';
+export { diffValues } from './plan-types.js';
 
 export type { PolicyOperation, PolicyReach } from './plan-policies.js';
+export type { McpServerOperation, McpToolDiff } from './plan-mcp-servers.js';
 
 export type Operation =
   | { op: 'create_control'; name: string; data: ControlData; managed_by: string; source: string | null }
@@ -30,7 +33,8 @@ export type Operation =
   | { op: 'update_agent'; agent_name: string; changes: Change[]; fields: AgentFields }
   | { op: 'unlink'; agent_name: string; control_name: string }
   | { op: 'link'; agent_name: string; control_name: string }
-  | PolicyOperation;
+  | PolicyOperation
+  | McpServerOperation;
 
 export type OperationKind = Operation['op'];
 
@@ -48,6 +52,9 @@ export interface PlanSummary {
   create_policy: number;
   update_policy: number;
   delete_policy: number;
+  create_mcp_server: number;
+  update_mcp_server: number;
+  delete_mcp_server: number;
   conflicts: number;
   /** Operations in total (conflicts not included). */
   total: number;
@@ -116,9 +123,12 @@ export const OPERATION_ORDER: readonly OperationKind[] = [
   'update_agent',
   'create_policy',
   'update_policy',
+  'create_mcp_server',
+  'update_mcp_server',
   'link',
   'unlink',
   'delete_policy',
+  'delete_mcp_server',
   'delete_control',
 ];
 
@@ -198,6 +208,9 @@ export function plan(desired: DesiredState, actual: ActualState, options: PlanOp
   const policies = planPolicies(desired, actual, managedBy, { prune: Boolean(options.prune), force: Boolean(options.force), followSources: Boolean(options.followSources) });
   operations.push(...policies.operations);
   conflicts.push(...policies.conflicts);
+  const servers = planMcpServers(desired, actual, managedBy, { prune: Boolean(options.prune), force: Boolean(options.force), followSources: Boolean(options.followSources) });
+  operations.push(...servers.operations);
+  conflicts.push(...servers.conflicts);
 
   const ordered = inPlanOrder(operations);
   kept.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -234,6 +247,9 @@ export function summarise(operations: readonly Operation[], conflicts: readonly 
     create_policy: 0,
     update_policy: 0,
     delete_policy: 0,
+    create_mcp_server: 0,
+    update_mcp_server: 0,
+    delete_mcp_server: 0,
     conflicts: conflicts.length,
     total: operations.length,
   };
@@ -269,24 +285,4 @@ function diffAgent(have: ActualAgent, want: AgentFields): Change[] {
     if (!deepEqual(before, after)) changes.push({ path: key, before, after });
   }
   return changes;
-}
-
-/** Objects are compared key by key; arrays and scalars as whole values (easier to read). */
-export function diffValues(path: string, before: unknown, after: unknown): Change[] {
-  if (isPlainObject(before) && isPlainObject(after)) {
-    const out: Change[] = [];
-    const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort();
-    for (const key of keys) {
-      const sub = path ? `${path}.${key}` : key;
-      const b = before[key];
-      const a = after[key];
-      if (b === undefined && a === undefined) continue;
-      if (b === undefined) out.push({ path: sub, after: a });
-      else if (a === undefined) out.push({ path: sub, before: b });
-      else out.push(...diffValues(sub, b, a));
-    }
-    return out;
-  }
-  if (canonicalJson(before) === canonicalJson(after)) return [];
-  return [{ path: path || '(value)', before, after }];
 }

@@ -10,6 +10,7 @@ import { AgentPatchSchema } from './agent.js';
 import { AgentNameSchema, ControlNameSchema } from './common.js';
 import { ControlDataSchema } from './control.js';
 import { PolicyBodySchema, PolicyNameSchema } from './policy.js';
+import { McpServerBodySchema, McpServerNameSchema } from './mcp-server.js';
 
 /** Who owns a control: `gitops:<owner>`, `watch:<dir>`, or null when made by hand. */
 export const OwnerLabelSchema = z.string().min(1).max(256);
@@ -43,6 +44,7 @@ export function changeSchemasOf<D extends z.ZodType, M extends z.ZodType>(data: 
   const agent = AgentPatchSchema.extend({ agent_name: AgentNameSchema, managed_by: owner.managed_by });
   const link = { agent_name: AgentNameSchema, control_name: ControlNameSchema };
   const policy = PolicyBodySchema.extend(owner);
+  const mcpServer = McpServerBodySchema.extend(owner);
   const change = z.discriminatedUnion('op', [
     z.strictObject({ op: z.literal('create_control'), control }),
     z.strictObject({ op: z.literal('update_control'), name: ControlNameSchema, patch }),
@@ -54,8 +56,11 @@ export function changeSchemasOf<D extends z.ZodType, M extends z.ZodType>(data: 
     /** Creates the policy or replaces it whole; its members are resolved in the same transaction. */
     z.strictObject({ op: z.literal('upsert_policy'), policy }),
     z.strictObject({ op: z.literal('delete_policy'), name: PolicyNameSchema }),
+    /** Creates the pinned MCP server or replaces it whole. */
+    z.strictObject({ op: z.literal('upsert_mcp_server'), mcp_server: mcpServer }),
+    z.strictObject({ op: z.literal('delete_mcp_server'), name: McpServerNameSchema }),
   ]);
-  return { control, patch, agent, policy, change };
+  return { control, patch, agent, policy, mcp_server: mcpServer, change };
 }
 
 const storeSchemas = changeSchemasOf(ControlDataSchema, OwnerLabelSchema);
@@ -94,6 +99,10 @@ function whatOf(change: StoreChange): string {
       return `upsert_policy "${change.policy.name}"`;
     case 'delete_policy':
       return `delete_policy "${change.name}"`;
+    case 'upsert_mcp_server':
+      return `upsert_mcp_server "${change.mcp_server.name}"`;
+    case 'delete_mcp_server':
+      return `delete_mcp_server "${change.name}"`;
   }
 }
 
@@ -110,6 +119,8 @@ export function policyNameOf(change: StoreChange): string | null {
     case 'link':
     case 'unlink':
     case 'upsert_agent':
+    case 'upsert_mcp_server':
+    case 'delete_mcp_server':
       return null;
   }
 }
@@ -128,6 +139,8 @@ export function controlNameOf(change: StoreChange): string | null {
     case 'upsert_agent':
     case 'upsert_policy':
     case 'delete_policy':
+    case 'upsert_mcp_server':
+    case 'delete_mcp_server':
       return null;
   }
 }

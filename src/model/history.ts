@@ -19,7 +19,7 @@ export interface WriteOrigin {
 export const SYSTEM_ORIGIN: WriteOrigin = Object.freeze({ actor: 'system', source: 'api' });
 
 /** `approval`: an approval asked, decided, used or expired (audit only: it changes no control). */
-export const ChangeKindSchema = z.enum(['control', 'agent', 'link', 'policy', 'approval']);
+export const ChangeKindSchema = z.enum(['control', 'agent', 'link', 'policy', 'approval', 'mcp_server']);
 export type ChangeKind = z.infer<typeof ChangeKindSchema>;
 
 export const ChangeOpSchema = z.enum(['create', 'update', 'delete', 'restore', 'link', 'unlink', 'ask', 'approve', 'deny', 'use', 'expire']);

@@ -14,3 +14,4 @@ export * from './session.js';
 export * from './approval.js';
 export * from './labels.js';
 export * from './policy.js';
+export * from './mcp-server.js';

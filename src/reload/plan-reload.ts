@@ -5,7 +5,8 @@
  *   (the directory is the truth);
  * - an agent whose document was removed loses its links to watched controls;
  * - a control whose document moved (file renamed, lines shifted) gets its new `source`,
- *   so a 409 on a write names the right file.
+ *   so a 409 on a write names the right file;
+ * - pinned MCP servers (kind: McpServer) are created, replaced and pruned like controls.
  */
 import type { ActualState, DesiredAgent, DesiredState } from '../gitops/desired-state.js';
 import { plan, type Operation } from '../gitops/plan.js';
@@ -22,7 +23,9 @@ export function planReload(desired: DesiredState, actual: ActualState, managedBy
     .filter((a) => !inDirectory.has(a.agent_name) && a.controls.some((name) => owned.has(name)))
     .map((a) => ({ agent_name: a.agent_name, fields: {}, controls: a.controls.filter((name) => !owned.has(name)) }));
 
-  return plan({ controls: desired.controls, agents: [...desired.agents, ...orphans] }, actual, {
+  // Pinned MCP servers follow the directory too (prune: a removed document unpins its server).
+  const mcp = desired.mcp_servers ? { mcp_servers: desired.mcp_servers } : {};
+  return plan({ controls: desired.controls, agents: [...desired.agents, ...orphans], ...mcp }, actual, {
     managedBy,
     prune: true,
     force: true,

@@ -28,6 +28,7 @@ import { changeRoutes } from './routes/changes.js';
 import { controlRoutes } from './routes/controls.js';
 import { historyRoutes } from './routes/history.js';
 import { policyRoutes } from './routes/policies.js';
+import { mcpServerRoutes } from './routes/mcp-servers.js';
 import { shadowReportRoutes } from './routes/shadow-report.js';
 import { evaluationRoutes } from './routes/evaluation.js';
 import { recordingRoutes } from './routes/recordings.js';
@@ -217,6 +218,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(agentRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(controlRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(policyRoutes, { ...ctx, prefix: '/api/v1' });
+  await app.register(mcpServerRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(changeRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(historyRoutes, { ...ctx, prefix: '/api/v1' });
   await app.register(evaluationRoutes, { ...ctx, prefix: '/api/v1' });

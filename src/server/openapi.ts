@@ -10,6 +10,7 @@ import {
   AgentRecordSchema,
   ApprovalRecordSchema,
   PolicyRecordSchema,
+  McpServerRecordSchema,
   ChangeEntrySchema,
   ConditionSchema,
   ControlDataSchema,
@@ -40,6 +41,7 @@ export const TAGS = {
   observability: 'Events, statistics, the live stream and the shadow report',
   recordings: 'Evaluated steps recorded for replay',
   reload: 'Watch mode (guardctl serve --watch)',
+  mcp: 'MCP servers pinned in git: the tools a gateway lists and forwards (docs/integrations.md)',
   approvals: 'Steps an ask control holds until a person approves or denies them (docs/approvals.md)',
 } as const;
 export type Tag = keyof typeof TAGS;
@@ -97,6 +99,7 @@ const MODELS: ReadonlyArray<[string, z.ZodType]> = [
   ['ControlRecord', ControlRecordSchema],
   ['AgentRecord', AgentRecordSchema],
   ['PolicyRecord', PolicyRecordSchema],
+  ['McpServerRecord', McpServerRecordSchema],
   ['StepDecl', StepSchemaDeclSchema],
   ['ChangeEntry', ChangeEntrySchema],
   ['ControlMatch', ControlMatchSchema],
@@ -117,6 +120,7 @@ const PATH_PARAMETERS: Record<string, { description: string; schema: JsonSchema 
   session_id: { description: 'The session’s id, as steps send it in session_id (percent-encoded)', schema: { type: 'string', minLength: 1, maxLength: 128 } },
   approval_id: { description: 'The approval’s id (apr_ and 24 hex digits)', schema: { type: 'string', minLength: 1, maxLength: 64 } },
   policy_id: { description: 'The policy’s id (anything but a positive integer answers 404)', schema: { type: 'integer', minimum: 1 } },
+  name: { description: 'The pinned MCP server’s name, as in its kind: McpServer document and --mcp-server-name (percent-encoded)', schema: { type: 'string', minLength: 1, maxLength: 128 } },
 };
 
 /** The shared problem answers, one per status, in `components.responses`. */

@@ -64,6 +64,12 @@ export const pageCursor = () => queryInteger('cursor', 'next_cursor of the previ
 /** `PUT /policies` and `PUT /policies/{id}`: the whole policy (an upsert_policy change's policy). */
 export const PolicyWriteBodySchema = changeSchemasOf(ControlDataSchema, ManagedBySchema).policy;
 
+/** `PUT /mcp-servers/{name}`: the whole pinned server (an upsert_mcp_server change's mcp_server). */
+export const McpServerWriteBodySchema = changeSchemasOf(ControlDataSchema, ManagedBySchema).mcp_server;
+
+/** `GET /mcp-servers?cursor&limit`. */
+export const ListMcpServersQuerySchema = z.strictObject({ cursor: pageCursor(), limit: pageLimit() });
+
 /** `GET /policies?cursor&limit&name`. */
 export const ListPoliciesQuerySchema = z.strictObject({
   cursor: pageCursor(),

@@ -4,7 +4,7 @@
  * supplies the steps, run inside the transaction it opened (synchronous for SQLite, whose
  * transactions cannot await; asynchronous for PostgreSQL).
  */
-import { changeLabel, type ControlPatch, type NewAgent, type NewControl, type NewPolicy, type StoreChange } from '../model/index.js';
+import { changeLabel, type ControlPatch, type NewAgent, type NewControl, type NewMcpServer, type NewPolicy, type StoreChange } from '../model/index.js';
 import { uniqueSorted } from './records.js';
 import { StoreError } from './types.js';
 
@@ -22,6 +22,8 @@ export interface ChangeSteps<Agents, Done> {
   upsertPolicy(policy: NewPolicy): Agents;
   /** Returns the agents the policy guarded. */
   deletePolicy(name: string): Agents;
+  upsertMcpServer(server: NewMcpServer): Done;
+  deleteMcpServer(name: string): Done;
 }
 
 type SyncSteps = ChangeSteps<string[], unknown>;
@@ -75,6 +77,10 @@ function dispatch<Agents, Done>(change: StoreChange, steps: ChangeSteps<Agents, 
       return steps.upsertPolicy(change.policy);
     case 'delete_policy':
       return steps.deletePolicy(change.name);
+    case 'upsert_mcp_server':
+      return steps.upsertMcpServer(change.mcp_server);
+    case 'delete_mcp_server':
+      return steps.deleteMcpServer(change.name);
   }
 }
 
@@ -86,6 +92,9 @@ function dispatch<Agents, Done>(change: StoreChange, steps: ChangeSteps<Agents, 
 function touchedBy(change: StoreChange, answer: unknown): string[] {
   switch (change.op) {
     case 'create_control':
+    case 'upsert_mcp_server':
+    case 'delete_mcp_server':
+      // A pinned server guards through gateways, not agents' control sets.
       return [];
     case 'update_control':
     case 'delete_control':

@@ -5,6 +5,7 @@
  * The forwarding is written here once, for both dialects.
  */
 import type { AgentPatch, NewPolicy, StoredEvent, WriteOrigin } from '../model/index.js';
+import type { McpServerStore } from './mcp-server-records.js';
 import type { AuditQuery, ChangePageQuery, HistoryLimits, HistoryStore } from './history.js';
 import type {
   ApplyChangesOptions,
@@ -35,6 +36,7 @@ export abstract class ComposedStore implements Store {
   protected constructor(
     private readonly controls: ControlStore,
     private readonly policies: PolicyStore,
+    private readonly mcpServers: McpServerStore,
     private readonly events: EventStore,
     private readonly recordings: RecordingStore,
     private readonly history: HistoryStore,
@@ -106,6 +108,17 @@ export abstract class ComposedStore implements Store {
   }
   restoreControl(controlId: number, revision: number, origin: WriteOrigin) {
     return this.controls.restoreControl(controlId, revision, origin);
+  }
+
+  // ---- pinned MCP servers (written through applyChanges) ----
+  getMcpServerByName(name: string) {
+    return this.mcpServers.getMcpServerByName(name);
+  }
+  listMcpServers(page: { cursor?: number | undefined; limit: number }) {
+    return this.mcpServers.listMcpServers(page);
+  }
+  listAllMcpServers() {
+    return this.mcpServers.listAllMcpServers();
   }
 
   // ---- policies ----

@@ -15,10 +15,10 @@ import type {
   WriteOrigin,
 } from '../model/index.js';
 import type { HistoryStore, RestoreOutcome } from './history.js';
+import type { McpServerStore } from './mcp-server-records.js';
 import type { StoreSharing } from './store-sharing.js';
 
 export type { CounterRowStore, LeaseTerms, SharedCountAnswer, SharedCountRequest, SharedCounterStore, StoredCounter } from '../counting/types.js';
-
 export type { ControlPatch, NewAgent, NewControl, StoreChange } from '../model/index.js';
 export type { ChangeInfo, ChangeSource, LocalParts, SharedParts, StoreSharing } from './store-sharing.js';
 export type { SessionRowStore, SharedSessionStep, SharedSessionStore, StoredSession, StoredSessionLabel } from './session-store.js';
@@ -326,7 +326,7 @@ export interface RecordingStore {
  * does (counters and sessions kept apart per server or shared, change notifications)
  * is in `sharing`, whose `mode` tells which (store-sharing.ts).
  */
-export interface Store extends ControlStore, PolicyStore, EventStore, RecordingStore, HistoryStore, ApprovalStore {
+export interface Store extends ControlStore, PolicyStore, McpServerStore, EventStore, RecordingStore, HistoryStore, ApprovalStore {
   readonly kind: 'sqlite' | 'postgres';
   readonly sharing: StoreSharing;
   close(): Promise<void>;

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildProgram, commandsFor } from '../../cli/program.js';
 
-const ALL = ['serve', 'tui', 'validate', 'plan', 'apply', 'export', 'schema', 'test', 'eval', 'shadow-report', 'history', 'approvals', 'completion', 'mcp-proxy'];
+const ALL = ['serve', 'tui', 'validate', 'plan', 'apply', 'export', 'schema', 'test', 'eval', 'shadow-report', 'history', 'approvals', 'completion', 'mcp-proxy', 'mcp-pin'];
 const argv = (...args: string[]) => ['node', 'guardctl', ...args];
 
 describe('commandsFor', () => {

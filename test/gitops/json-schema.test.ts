@@ -18,9 +18,9 @@ describe('the JSON Schema of the YAML documents', () => {
     );
   });
 
-  it('offers exactly the four kinds, forbids unknown keys and leaves defaulted fields optional', () => {
+  it('offers exactly the five kinds, forbids unknown keys and leaves defaulted fields optional', () => {
     const schema = documentJsonSchema() as { oneOf: Array<{ properties: Record<string, { const?: string }>; required: string[]; additionalProperties: boolean }> };
-    expect(schema.oneOf.map((b) => b.properties.kind?.const)).toEqual(['Control', 'Agent', 'Policy', 'Test']);
+    expect(schema.oneOf.map((b) => b.properties.kind?.const)).toEqual(['Control', 'Agent', 'Policy', 'McpServer', 'Test']);
     const control = schema.oneOf[0]!;
     expect(control.additionalProperties).toBe(false);
     expect(control.required).toEqual(expect.arrayContaining(['kind', 'name', 'action']));

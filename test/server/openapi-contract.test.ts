@@ -131,6 +131,7 @@ const VALID_BODIES: Record<string, unknown> = {
   'POST /api/v1/approvals/{approval_id}/approve': { reason: 'fine' },
   'POST /api/v1/approvals/{approval_id}/deny': { reason: 'no' },
   'PUT /api/v1/policies/{policy_id}': { name: 'contract-policy', controls: ['contract-sql'], agents: { names: ['x'] } },
+  'PUT /api/v1/mcp-servers/{name}': { name: 'contract-mcp', transport: { url: 'https://mcp.example.com/mcp' }, tools: [] },
 };
 
 beforeAll(async () => {
@@ -241,6 +242,15 @@ describe('the OpenAPI document against the real server', () => {
     const doomed = await ok('get', '/api/v1/policies', { query: { name: 'contract-doomed' } });
     await ok('delete', '/api/v1/policies/{policy_id}', { params: { policy_id: doomed.policies[0].policy_id } });
 
+    // Pinned MCP servers: created, replaced, read with a regular key, listed, deleted.
+    const pinned = { name: 'contract-mcp', transport: { command: ['npx', 'server'] }, tools: [] };
+    await ok('put', '/api/v1/mcp-servers/{name}', { params: { name: 'contract-mcp' }, body: pinned });
+    await ok('put', '/api/v1/mcp-servers/{name}', { params: { name: 'contract-mcp' }, body: { ...pinned, deny_tools: ['x'] } });
+    await ok('get', '/api/v1/mcp-servers/{name}', { params: { name: 'contract-mcp' }, key: 'regular' });
+    await ok('get', '/api/v1/mcp-servers', { query: { limit: '5' }, key: 'regular' });
+    await ok('put', '/api/v1/mcp-servers/{name}', { params: { name: 'contract-mcp-doomed' }, body: { ...pinned, name: 'contract-mcp-doomed' } });
+    await ok('delete', '/api/v1/mcp-servers/{name}', { params: { name: 'contract-mcp-doomed' } });
+
     // Evaluation: a deny with a shadow match, and an allow.
     const step = (query: string) => ({ agent_name: 'contract-bot', stage: 'pre', step: { type: 'tool', name: 'run_sql', input: { query } } });
     const denied = await ok('post', '/api/v1/evaluation', { body: step('DROP TABLE users'), key: 'regular' });
@@ -328,8 +338,8 @@ describe('the OpenAPI document against the real server', () => {
 
   it('declares the problems the server answers with, and each problem body conforms', async () => {
     failures.length = 0;
-    const unknown = { agent_name: 'nobody-here', control_id: 999_999, session_id: 'nobody-session', approval_id: 'apr_nobody', policy_id: 999_999 };
-    const known = { agent_name: 'contract-bot', control_id: 1, session_id: 'contract-session', approval_id: 'apr_nobody', policy_id: 1 };
+    const unknown = { agent_name: 'nobody-here', control_id: 999_999, session_id: 'nobody-session', approval_id: 'apr_nobody', policy_id: 999_999, name: 'nobody-mcp' };
+    const known = { agent_name: 'contract-bot', control_id: 1, session_id: 'contract-session', approval_id: 'apr_nobody', policy_id: 1, name: 'contract-mcp' };
     // Sessions are per agent: the agent is a required query parameter.
     const needsQuery: Record<string, Record<string, string>> = { 'GET /api/v1/sessions/{session_id}': { agent_name: 'session-bot' } };
     /** Sends a request the operation must refuse, and checks the status is the one expected. */
@@ -345,7 +355,8 @@ describe('the OpenAPI document against the real server', () => {
       if (op['x-access'] !== 'public') await refused(name, { params: known, key: 'none' }, 401);
       if (op['x-access'] === 'admin') await refused(name, { params: known, key: 'regular' }, 403);
       // A valid body, so that the unknown name or id is what gets refused.
-      if (path.includes('{')) await refused(name, { params: unknown, ...(needsQuery[name] ? { query: needsQuery[name] } : {}), ...(op.requestBody ? { body: VALID_BODIES[name] } : {}) }, 404);
+      // PUT /mcp-servers/{name} creates what it names: no name is unknown to it.
+      if (path.includes('{') && name !== 'PUT /api/v1/mcp-servers/{name}') await refused(name, { params: unknown, ...(needsQuery[name] ? { query: needsQuery[name] } : {}), ...(op.requestBody ? { body: VALID_BODIES[name] } : {}) }, 404);
       if (method !== 'GET') await refused(name, { params: known, raw: op.requestBody ? 'text' : '', contentType: 'text/plain' }, 415);
       if (op.requestBody) {
         await refused(name, { params: known, raw: '{"not json' }, 400);

@@ -5,24 +5,24 @@
  */
 import { SYSTEM_ORIGIN, type AgentPatch, type AgentRecord, type ControlData, type ControlRecord, type WriteOrigin } from '../../model/index.js';
 import { applyChangesAsync } from '../apply-changes.js';
-import { planRestore } from '../history.js';
-import type { RestoreOutcome } from '../history.js';
+import { planRestore, type RestoreOutcome } from '../history.js';
 import { sameLabels, unionOfBindings } from '../policy-records.js';
 import { enabledAfter, nowIso, storedDataOf } from '../records.js';
-import { staleRevision, type AgentControlSet, type AppliedBatch, type ApplyChangesOptions, type ControlPage, type ControlStore, type Link } from '../types.js';
-import type { ControlPatch, NewAgent, NewControl, StoreChange } from '../types.js';
+import { staleRevision, type AgentControlSet, type AppliedBatch, type ApplyChangesOptions, type ControlPage, type ControlStore, type Link, type ControlPatch, type NewAgent, type NewControl, type StoreChange } from '../types.js';
 import { nameTakenRestore, refusal, unchangedRestore, writeEntry } from '../write-records.js';
 import type { PostgresDatabase, WriteTx } from './database.js';
 import { AGENT_CONTROL_SET, GUARDED_BY, agentOf, controlOf, type AgentRow, type ControlRow } from './control-rows.js';
 import { mapPgError } from './errors.js';
 import type { PostgresHistory } from './history.js';
 import type { PostgresPolicies } from './policies.js';
+import type { PostgresMcpServers } from './mcp-servers.js';
 
 export class PostgresControls implements ControlStore {
   constructor(
     private readonly database: PostgresDatabase,
     private readonly history: PostgresHistory,
     private readonly policies: PostgresPolicies,
+    private readonly mcpServers: PostgresMcpServers,
   ) {}
 
   private async controlRowTx(tx: WriteTx, id: number): Promise<ControlRow> {
@@ -336,6 +336,7 @@ export class PostgresControls implements ControlStore {
           unlink: async (agentName, controlName) => this.unlinkTx(tx, agentName, (await byName(controlName)).control_id),
           upsertPolicy: async (policy) => (await this.policies.upsertPolicyTx(tx, policy)).touched_agents,
           deletePolicy: (name) => this.policies.deleteByNameTx(tx, name),
+          ...this.mcpServers.stepsTx(tx),
         },
         mapPgError,
       );

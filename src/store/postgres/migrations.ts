@@ -369,4 +369,19 @@ export const postgresMigrations: readonly Migration[] = [
       CREATE INDEX events_session ON events (session_id, ts) WHERE session_id IS NOT NULL;
     `,
   },
+  {
+    version: 12,
+    name: 'pinned MCP servers',
+    sql: `
+      CREATE TABLE mcp_servers (
+        mcp_server_id BIGSERIAL PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        document JSONB NOT NULL,
+        managed_by TEXT,
+        source TEXT,
+        created_at TIMESTAMPTZ NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL
+      );
+    `,
+  },
 ];

@@ -14,6 +14,7 @@ import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
 import { PostgresEvents } from './events.js';
 import { PostgresHistory } from './history.js';
 import { PostgresPolicies } from './policies.js';
+import { PostgresMcpServers } from './mcp-servers.js';
 import { PostgresRecordings } from './recordings.js';
 import { PostgresSessions } from './sessions.js';
 
@@ -32,7 +33,8 @@ export class PostgresStore extends ComposedStore {
   ) {
     const history = new PostgresHistory(database);
     const policies = new PostgresPolicies(database);
-    super(new PostgresControls(database, history, policies), policies, new PostgresEvents(database), new PostgresRecordings(database), history, new PostgresApprovals(database));
+    const mcpServers = new PostgresMcpServers(database);
+    super(new PostgresControls(database, history, policies, mcpServers), policies, mcpServers, new PostgresEvents(database), new PostgresRecordings(database), history, new PostgresApprovals(database));
     this.sharedCounters = new PostgresCounters(database, options.counterTimeoutMs);
     this.sharedSessions = new PostgresSessions(database);
     this.listener = new ChangeListener(

@@ -15,6 +15,7 @@ import { agentOf, controlOf, type AgentRow, type ControlRow } from './control-ro
 import { mapSqliteError, type SqliteDatabase } from './database.js';
 import type { SqliteHistory } from './history.js';
 import type { SqlitePolicies } from './policies.js';
+import type { SqliteMcpServers } from './mcp-servers.js';
 
 function prepare(db: SqliteDatabase['db']) {
   return {
@@ -84,6 +85,7 @@ export class SqliteControls implements ControlStore {
     private readonly database: SqliteDatabase,
     private readonly history: SqliteHistory,
     private readonly policies: SqlitePolicies,
+    private readonly mcpServers: SqliteMcpServers,
   ) {
     this.s = prepare(database.db);
   }
@@ -332,6 +334,7 @@ export class SqliteControls implements ControlStore {
           unlink: (agentName, controlName) => this.unlinkTx(agentName, this.controlRowByName(controlName), origin),
           upsertPolicy: (policy) => this.policies.upsertPolicyTx(policy, origin).touched_agents,
           deletePolicy: (name) => this.policies.deleteByNameTx(name, origin),
+          ...this.mcpServers.stepsTx(origin),
         },
         mapSqliteError,
       ));

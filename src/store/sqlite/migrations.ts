@@ -308,4 +308,20 @@ export const sqliteMigrations: readonly Migration[] = [
       CREATE INDEX events_session ON events (session_id, ts) WHERE session_id IS NOT NULL;
     `,
   },
+  {
+    version: 10,
+    name: 'pinned MCP servers',
+    // The pinned document is one JSON text: the gateway reads it whole, nothing queries inside it.
+    sql: `
+      CREATE TABLE mcp_servers (
+        mcp_server_id INTEGER PRIMARY KEY AUTOINCREMENT,
+        name TEXT NOT NULL UNIQUE,
+        document TEXT NOT NULL,
+        managed_by TEXT,
+        source TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+    `,
+  },
 ];

@@ -14,6 +14,7 @@ import { SqliteDatabase, type SqliteStoreOptions } from './database.js';
 import { SqliteEvents } from './events.js';
 import { SqliteHistory } from './history.js';
 import { SqlitePolicies } from './policies.js';
+import { SqliteMcpServers } from './mcp-servers.js';
 import { SqliteRecordings } from './recordings.js';
 import { SqliteSessions } from './sessions.js';
 
@@ -30,7 +31,8 @@ export class SqliteStore extends ComposedStore {
     const database = new SqliteDatabase(path, options);
     const history = new SqliteHistory(database, options.history !== false);
     const policies = new SqlitePolicies(database, history);
-    super(new SqliteControls(database, history, policies), policies, new SqliteEvents(database), new SqliteRecordings(database), history, new SqliteApprovals(database));
+    const mcpServers = new SqliteMcpServers(database, history);
+    super(new SqliteControls(database, history, policies, mcpServers), policies, mcpServers, new SqliteEvents(database), new SqliteRecordings(database), history, new SqliteApprovals(database));
     this.database = database;
     this.counterRows = new SqliteCounters(database);
     this.sessionRows = new SqliteSessions(database);

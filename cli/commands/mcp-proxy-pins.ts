@@ -1,0 +1,32 @@
+/**
+ * The gateway's pinned tools: with --mcp-server-name, the kind: McpServer document of that
+ * name is read from the guard server at start and polled for changes (apply, hot reload)
+ * every PIN_REFRESH_MS. Without a document: --require-pin refuses to start; otherwise the
+ * gateway says so once and passes tools through unpinned.
+ */
+import { McpPins } from '../../src/adapters/mcp-pins.js';
+import { UserError } from '../../src/errors.js';
+import { clientOf, type Connection } from '../options.js';
+import type { McpProxyPlan } from './mcp-proxy-plan.js';
+
+/** How often the pinned document is read again. */
+export const PIN_REFRESH_MS = 5000;
+
+export async function startPins(plan: McpProxyPlan, connection: Connection, report = (line: string) => void process.stderr.write(`[guardctl mcp-proxy] ${line}\n`)): Promise<McpPins | undefined> {
+  if (plan.serverName === undefined) return undefined;
+  const client = clientOf(connection);
+  const name = plan.serverName;
+  const pins = new McpPins({ serverName: name, mode: plan.onDrift, fetch: () => client.mcpServers.get(name), report, refreshMs: PIN_REFRESH_MS });
+  let pinned: boolean;
+  try {
+    pinned = await pins.start();
+  } catch (error) {
+    throw new UserError(`could not read the pinned tools of "${name}" from ${connection.serverUrl}: ${error instanceof Error ? error.message : String(error)}`, 'start the guard server or point --server / GUARD_URL at it');
+  }
+  if (!pinned && plan.requirePin) {
+    pins.stop();
+    throw new UserError(`no kind: McpServer document named "${name}" on ${connection.serverUrl}, and --require-pin is given`, `pin the server (guardctl mcp-pin --name ${name} --out controls/mcp/${name}.yaml -- ...) and apply it`);
+  }
+  if (!pinned) report(`no kind: McpServer document named "${name}" on the guard server: its tools pass through unpinned (until one is applied)`);
+  return pins;
+}

@@ -1,0 +1,38 @@
+/**
+ * Lists a live MCP server's tools with the MCP SDK's own client (every page), for
+ * `guardctl mcp-pin`. The started server gets the same minimal environment the gateway
+ * gives it (mcp-env.ts): never GUARD_API_KEY.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { packageVersion } from '../version.js';
+import { upstreamEnv } from './mcp-env.js';
+
+export type ToolSource = { command: string[]; passEnv?: string[]; env?: Record<string, string> } | { url: string; headers?: Record<string, string> };
+
+/** At most this many pages: a server whose cursor never ends must not hang the pin. */
+const MAX_PAGES = 1000;
+
+export async function listServerTools(source: ToolSource): Promise<{ serverName: string | undefined; tools: Tool[] }> {
+  const transport =
+    'url' in source
+      ? new StreamableHTTPClientTransport(new URL(source.url), { requestInit: { headers: source.headers ?? {} } })
+      : new StdioClientTransport({ command: source.command[0]!, args: source.command.slice(1), env: upstreamEnv(process.env, source.passEnv ?? [], source.env), stderr: 'inherit' });
+  const client = new Client({ name: 'guardctl-mcp-pin', version: packageVersion() });
+  await client.connect(transport);
+  try {
+    const tools: Tool[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const answer = await client.listTools(cursor === undefined ? {} : { cursor });
+      tools.push(...answer.tools);
+      cursor = answer.nextCursor;
+      if (!cursor) return { serverName: client.getServerVersion()?.name, tools };
+    }
+    throw new Error(`the server listed more than ${MAX_PAGES} pages of tools`);
+  } finally {
+    await client.close();
+  }
+}
