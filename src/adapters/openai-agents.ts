@@ -42,7 +42,7 @@ import {
 export type { AdapterOptions, GuardDecision } from './decisions.js';
 export { decideApproval, type DecideApprovalOptions, type FrameworkApprovalMode, type GuardApproval } from './framework-approval.js';
 
-type ApprovalFunction = (runContext: RunContext, input: unknown, callId?: string) => Promise<boolean>;
+export type ApprovalFunction = (runContext: RunContext, input: unknown, callId?: string) => Promise<boolean>;
 
 export interface GuardrailsOptions extends AdapterOptions {
   /** What a deny does: `reject` (default) answers the model, `throw` ends the run. Steers always reject. */

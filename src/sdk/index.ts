@@ -56,6 +56,8 @@ export type {
   ApprovalStatus,
   PolicyBody,
   PolicyRecord,
+  McpServerBody,
+  McpServerRecord,
   ControlData,
   ControlDataInput,
   ControlMatch,
