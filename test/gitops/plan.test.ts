@@ -46,6 +46,10 @@ const brief = (p: ReturnType<typeof plan>) =>
         return `${o.op} ${o.name} -> ${o.reach.agents} (${o.reach.new_agents} new)`;
       case 'update_policy':
         return `${o.op} ${o.name} ${o.changes.map((c) => c.path).join(',')} -> ${o.reach.agents} (${o.reach.new_agents} new)`;
+      case 'create_mcp_server':
+      case 'update_mcp_server':
+      case 'delete_mcp_server':
+        return `${o.op} ${o.name}`;
     }
   });
 
