@@ -162,8 +162,8 @@ for (const kind of storeKinds()) {
           expect(decided.body.length).toBeLessThan(1000);
           expect((await call(s.app, 'GET', `/api/v1/approvals/${bad}/wait?timeout=1s`, undefined, regular)).statusCode, bad).toBe(expected(bad));
         }
-        // 1,000 characters is the limit, counted as characters; control characters are refused.
-        expect((await call(s.app, 'POST', `/api/v1/approvals/${id}/deny`, { reason: '\u{1F600}'.repeat(501) }, admin)).statusCode).toBe(422);
+        // 1,000 characters is the limit; control characters are refused.
+        expect((await call(s.app, 'POST', `/api/v1/approvals/${id}/deny`, { reason: '\u{1F600}'.repeat(1001) }, admin)).statusCode).toBe(422);
         expect((await call(s.app, 'POST', `/api/v1/approvals/${id}/deny`, { reason: 'ok\u001b[2J\u001b]0;pwned\u0007' }, admin)).statusCode).toBe(422);
         expect((await call(s.app, 'POST', `/api/v1/approvals/${id}/deny`, { reason: ['no'] }, admin)).statusCode).toBe(422);
         for (const timeout of ['0', '-1', '1e9', 'Infinity', '1h', '9999999', '30s&timeout=1s']) {
