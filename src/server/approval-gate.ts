@@ -56,16 +56,18 @@ export class ApprovalGate {
     const asking = result.matches.find((m) => m.action === 'ask');
     if (asking === undefined) return result;
     const control = set.controls.find((c) => c.control_id === asking.control_id);
+    // The name too is the agent's text: shown (API, webhook, audit) as the recorded step shows it.
+    const shown = this.redactor.redact(request.step) as { name?: unknown };
     const { approval, outcome } = await this.store.submitApproval(
       {
         digest: approvalDigestOf(request),
         agent_name: request.agent_name,
         stage: request.stage,
         step_type: request.step.type,
-        step_name: request.step.name,
+        step_name: typeof shown.name === 'string' ? shown.name : request.step.name,
         control_id: asking.control_id,
         control_name: asking.control_name,
-        step_json: JSON.stringify(this.redactor.redact(request.step)),
+        step_json: JSON.stringify(shown),
         timeout_ms: control?.approvalTimeoutMs ?? approvalTimeoutMs(undefined),
         actor,
       },
