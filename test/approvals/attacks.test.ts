@@ -65,6 +65,24 @@ for (const kind of storeKinds()) {
       }
     });
 
+    it('a number JSON cannot write (1e400 parses as Infinity) is not the null of an approved step', async () => {
+      const s = await kind.open(KEYS);
+      try {
+        const controlId = await seedPayments(s.app, admin);
+        // Every payment to anyone asks: the control looks at the payee, not the amount.
+        const everyPayment = { ...askLargePayments, selector: { path: 'input.to' }, evaluator: { name: 'regex', config: { pattern: '.' } } };
+        expect((await call(s.app, 'PUT', `/api/v1/controls/${controlId}/data`, { data: everyPayment }, admin)).statusCode).toBe(200);
+        const id = await approved(s, { agent_name: 'payer', stage: 'pre', step: { type: 'tool', name: 'pay', input: { to: 'bob', amount: null } } });
+        for (const amount of ['1e400', '-1e400']) {
+          const answer = await evaluateRaw(s, rawPayment(`{"to":"bob","amount":${amount}}`));
+          expect(answer.decision, amount).toBe('ask');
+          expect(answer.approval!.id, amount).not.toBe(id);
+        }
+      } finally {
+        await s.close();
+      }
+    });
+
     it("another agent, step name or stage never uses an approval; neither does the approver's or the agent's key approve another's", async () => {
       const s = await kind.open(KEYS);
       try {
