@@ -16,7 +16,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { isJSONRPCErrorResponse, isJSONRPCRequest, isJSONRPCResultResponse, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { GuardClient } from '../client/index.js';
 import { ApiError } from '../errors.js';
-import { MAX_APPROVAL_REASON, type Stage } from '../model/index.js';
+import { MAX_APPROVAL_REASON, REASON_CONTROL_CHARACTERS, type Stage } from '../model/index.js';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
 import { awaitDecision } from '../sdk/approval-wait.js';
 import { ApprovalError } from '../sdk/errors.js';
@@ -177,5 +177,7 @@ function answerOf(reply: JSONRPCMessage): Answer | null {
   const result = reply.result as { action?: unknown; content?: { approve?: unknown; reason?: unknown } };
   if (result.action !== 'accept' || typeof result.content?.approve !== 'boolean') return null;
   const reason = result.content.reason;
-  return { approve: result.content.approve, ...(typeof reason === 'string' && reason !== '' && { reason: reason.slice(0, MAX_APPROVAL_REASON) }) };
+  // The server refuses control characters in a reason; the person's answer is kept, with them as spaces.
+  const text = typeof reason === 'string' ? reason.replace(new RegExp(REASON_CONTROL_CHARACTERS, 'g'), ' ').slice(0, MAX_APPROVAL_REASON) : '';
+  return { approve: result.content.approve, ...(text !== '' && { reason: text }) };
 }

@@ -7,7 +7,9 @@ export function canonicalise(value: unknown): unknown {
     const out: Record<string, unknown> = {};
     for (const key of Object.keys(value).sort()) {
       const v = (value as Record<string, unknown>)[key];
-      if (v !== undefined) out[key] = canonicalise(v);
+      // defineProperty, not assignment: a `__proto__` key parsed from JSON is data, and assigning it
+      // would set the prototype instead, so `{"a":1,"__proto__":{}}` would read as `{"a":1}`.
+      if (v !== undefined) Object.defineProperty(out, key, { value: canonicalise(v), enumerable: true, writable: true, configurable: true });
     }
     return out;
   }

@@ -80,7 +80,18 @@ export const ApprovalRecordSchema = z.strictObject({
 });
 export type ApprovalRecord = z.infer<typeof ApprovalRecordSchema>;
 
+/**
+ * Control characters other than newline and tab: a reason is printed by `guardctl approvals`,
+ * the dashboard and the agent's error, where an escape sequence would rewrite the terminal.
+ */
+// eslint-disable-next-line no-control-regex -- control characters are what it finds
+export const REASON_CONTROL_CHARACTERS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+
 export const ApprovalDecisionBodySchema = z.strictObject({
-  reason: z.string().max(MAX_APPROVAL_REASON, `reason must be at most ${MAX_APPROVAL_REASON} characters`).optional(),
+  reason: z
+    .string()
+    .max(MAX_APPROVAL_REASON, `reason must be at most ${MAX_APPROVAL_REASON} characters`)
+    .refine((text) => !REASON_CONTROL_CHARACTERS.test(text), 'reason must not hold control characters other than newline and tab')
+    .optional(),
 });
 export type ApprovalDecisionBody = z.infer<typeof ApprovalDecisionBodySchema>;

@@ -38,7 +38,23 @@ export interface GateRequest {
 export function approvalDigestOf(request: GateRequest): string {
   const { agent_name, stage, step } = request;
   const bound = [agent_name, stage, step.type, step.name, step.input ?? null, stage === 'post' ? (step.output ?? null) : null];
-  return createHash('sha256').update(canonicalJson(bound), 'utf8').digest('hex');
+  // JSON writes Infinity (1e400 parsed) as null: such numbers are bound beside the text, so
+  // `{"amount":1e400}` never uses the approval of `{"amount":null}`. Other steps hash as before.
+  const nonFinite = nonFiniteNumbersIn(bound, '$', []);
+  const text = nonFinite.length === 0 ? canonicalJson(bound) : `${canonicalJson(bound)}\n${JSON.stringify(nonFinite)}`;
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+/** Where `value` holds numbers JSON cannot write, with their values (`$[4]["amount"]=Infinity`). */
+function nonFiniteNumbersIn(value: unknown, path: string, out: string[]): string[] {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) out.push(`${path}=${value}`);
+  } else if (Array.isArray(value)) {
+    value.forEach((v, i) => nonFiniteNumbersIn(v, `${path}[${i}]`, out));
+  } else if (value !== null && typeof value === 'object') {
+    for (const key of Object.keys(value).sort()) nonFiniteNumbersIn((value as Record<string, unknown>)[key], `${path}[${JSON.stringify(key)}]`, out);
+  }
+  return out;
 }
 
 export class ApprovalGate {
@@ -56,16 +72,18 @@ export class ApprovalGate {
     const asking = result.matches.find((m) => m.action === 'ask');
     if (asking === undefined) return result;
     const control = set.controls.find((c) => c.control_id === asking.control_id);
+    // The name too is the agent's text: shown (API, webhook, audit) as the recorded step shows it.
+    const shown = this.redactor.redact(request.step) as { name?: unknown };
     const { approval, outcome } = await this.store.submitApproval(
       {
         digest: approvalDigestOf(request),
         agent_name: request.agent_name,
         stage: request.stage,
         step_type: request.step.type,
-        step_name: request.step.name,
+        step_name: typeof shown.name === 'string' ? shown.name : request.step.name,
         control_id: asking.control_id,
         control_name: asking.control_name,
-        step_json: JSON.stringify(this.redactor.redact(request.step)),
+        step_json: JSON.stringify(shown),
         timeout_ms: control?.approvalTimeoutMs ?? approvalTimeoutMs(undefined),
         actor,
       },

@@ -140,6 +140,15 @@ describe('the MCP gateway on an ask, with elicitation', () => {
     expect(ran()).toBe('');
   });
 
+  it("a reason with terminal escapes in the person's answer is recorded with them as spaces (the server refuses them)", async () => {
+    const { call, ran } = await connect({ approverApiKey: APPROVER, answer: () => ({ action: 'accept', content: { approve: false, reason: 'no\u001b[2J\u001b]0;owned\u0007 way' } }) });
+    const result = await call('delete from orders');
+    expect(result.isError).toBe(true);
+    expect(ran()).toBe('');
+    const [record] = await admin.approvals.list({ status: 'denied' });
+    expect(record).toMatchObject({ reason: 'no [2J ]0;owned  way', decided_by: expect.stringMatching(/^approver:/) });
+  });
+
   it('declined: nothing is decided; once the request timeout ends the call still waits for a person and did not run', async () => {
     const { call, asked, ran } = await connect({ approverApiKey: APPROVER, requestTimeoutMs: 5000, answer: () => ({ action: 'decline' }) });
     const result = await call('delete from logs');

@@ -4,8 +4,8 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/server/config.js';
-import { startTestServer, type TestServer } from '../server/helpers.js';
-import { evaluate, payment, seedPayments } from './helpers.js';
+import { call, json, startTestServer, type TestServer } from '../server/helpers.js';
+import { askLargePayments, evaluate, payment, seedPayments } from './helpers.js';
 
 interface Receiver {
   url: string;
@@ -89,5 +89,33 @@ describe('approval webhook', () => {
     expect(() => loadConfig({ GUARD_APPROVAL_WEBHOOK_URL: 'https://user:pw@hooks.example/x' })).toThrow(/user name or password/);
     expect(() => loadConfig({ GUARD_APPROVAL_WEBHOOK_URL: 'not a url' })).toThrow(/is not a URL/);
     expect(loadConfig({}).approvalWebhookUrl).toBeNull();
+  });
+});
+
+describe('approval webhook and listing, against secrets where nobody looks', () => {
+  it('a secret in an object key, a nested array, the context or the step name reaches neither the webhook nor the API in clear', async () => {
+    const hook = await receiver([200]);
+    const server = await startTestServer({ observability: true, env: { OBSERVABILITY_ENABLED: 'true', GUARD_APPROVAL_WEBHOOK_URL: hook.url } });
+    open.push(server, hook);
+    const aws = 'AKIAIOSFODNN7EXAMPLE';
+    const card = '4111111111111111';
+    // Any tool name: the step name is the agent's to choose.
+    const anyTool = { ...askLargePayments, scope: { step_types: ['tool'], stages: ['pre'] } };
+    const created = await call(server.app, 'PUT', '/api/v1/controls', { name: 'large-anything', data: anyTool });
+    await call(server.app, 'POST', '/api/v1/agents/initAgent', { agent_name: 'payer' });
+    await call(server.app, 'POST', `/api/v1/agents/payer/controls/${json(created).control_id as number}`);
+    const step = { type: 'tool', name: `pay_${aws}`, input: { amount: 90_000, [`to ${card}`]: 1, lines: [[{ note: `key ${aws}` }]] }, context: { hint: `card ${card}` } };
+    const asked = await evaluate(server.app, { agent_name: 'payer', stage: 'pre', step });
+    expect(asked.decision).toBe('ask');
+    await expect.poll(() => hook.bodies.length, { interval: 20 }).toBe(1);
+    const shown = [
+      hook.bodies[0]!,
+      (await call(server.app, 'GET', '/api/v1/approvals')).body,
+      (await call(server.app, 'GET', `/api/v1/approvals/${asked.approval.id as string}`)).body,
+    ];
+    for (const text of shown) {
+      expect(text).not.toContain(aws);
+      expect(text).not.toContain(card);
+    }
   });
 });
