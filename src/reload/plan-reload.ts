@@ -5,7 +5,9 @@
  *   (the directory is the truth);
  * - an agent whose document was removed loses its links to watched controls;
  * - a control whose document moved (file renamed, lines shifted) gets its new `source`,
- *   so a 409 on a write names the right file.
+ *   so a 409 on a write names the right file;
+ * - the directory's policies are planned like its controls: created, updated, taken over,
+ *   and this watch's policies the directory no longer defines are deleted.
  */
 import type { ActualState, DesiredAgent, DesiredState } from '../gitops/desired-state.js';
 import { plan, type Operation } from '../gitops/plan.js';
@@ -22,7 +24,7 @@ export function planReload(desired: DesiredState, actual: ActualState, managedBy
     .filter((a) => !inDirectory.has(a.agent_name) && a.controls.some((name) => owned.has(name)))
     .map((a) => ({ agent_name: a.agent_name, fields: {}, controls: a.controls.filter((name) => !owned.has(name)) }));
 
-  return plan({ controls: desired.controls, agents: [...desired.agents, ...orphans] }, actual, {
+  return plan({ controls: desired.controls, agents: [...desired.agents, ...orphans], policies: desired.policies ?? [] }, actual, {
     managedBy,
     prune: true,
     force: true,
