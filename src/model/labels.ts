@@ -17,8 +17,8 @@ export function labelKeyProblem(key: string): string | null {
   const slash = key.indexOf('/');
   const prefix = slash >= 0 ? key.slice(0, slash) : null;
   const name = slash >= 0 ? key.slice(slash + 1) : key;
-  if (prefix !== null && (prefix.length === 0 || prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) {
-    return `label key "${key}": the prefix before "/" must be a lowercase DNS subdomain of at most 253 characters (for example team.example.com)`;
+  if (prefix !== null && (prefix.length === 0 || prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix) || prefix.split('.').some((part) => part.length > 63))) {
+    return `label key "${key}": the prefix before "/" must be a lowercase DNS subdomain of at most 253 characters, each part at most 63 (for example team.example.com)`;
   }
   if (name.length === 0 || name.length > 63) return `label key "${key}": the name must be 1 to 63 characters`;
   if (!LABEL_NAME.test(name)) {
@@ -46,9 +46,19 @@ export const LabelValueSchema = z.string().superRefine((value, ctx) => {
   if (problem) ctx.addIssue({ code: 'custom', message: problem });
 });
 
+/**
+ * A record drops an own `__proto__` key (JSON.parse makes one) without a word, which would
+ * turn `match_labels: {"__proto__": "x"}` into "every agent": it is refused before.
+ */
+const NoProtoKey = z.unknown().superRefine((raw, ctx) => {
+  if (typeof raw === 'object' && raw !== null && Object.hasOwn(raw, '__proto__')) {
+    ctx.addIssue({ code: 'custom', path: ['__proto__'], message: 'label key "__proto__": the name must start and end with a letter or digit' });
+  }
+}).meta({ type: 'object' });
+
 /** An agent's labels. Keys are checked one by one so that an error names the bad key. */
 export const LabelsSchema = z
-  .record(z.string(), LabelValueSchema)
+  .intersection(NoProtoKey, z.record(z.string(), LabelValueSchema))
   .superRefine((labels, ctx) => {
     const keys = Object.keys(labels);
     if (keys.length > 64) ctx.addIssue({ code: 'custom', message: 'an agent holds at most 64 labels' });

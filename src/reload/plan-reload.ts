@@ -6,6 +6,8 @@
  * - an agent whose document was removed loses its links to watched controls;
  * - a control whose document moved (file renamed, lines shifted) gets its new `source`,
  *   so a 409 on a write names the right file;
+ * - the directory's policies are planned like its controls: created, updated, taken over,
+ *   and this watch's policies the directory no longer defines are deleted;
  * - pinned MCP servers (kind: McpServer) are created, replaced and pruned like controls.
  */
 import type { ActualState, DesiredAgent, DesiredState } from '../gitops/desired-state.js';
@@ -25,7 +27,7 @@ export function planReload(desired: DesiredState, actual: ActualState, managedBy
 
   // Pinned MCP servers follow the directory too (prune: a removed document unpins its server).
   const mcp = desired.mcp_servers ? { mcp_servers: desired.mcp_servers } : {};
-  return plan({ controls: desired.controls, agents: [...desired.agents, ...orphans], ...mcp }, actual, {
+  return plan({ controls: desired.controls, agents: [...desired.agents, ...orphans], policies: desired.policies ?? [], ...mcp }, actual, {
     managedBy,
     prune: true,
     force: true,

@@ -47,7 +47,7 @@ export interface ReloadStatus {
   reloads: { success: number; failure: number };
   /** The current errors, empty when `state` is `ok`. */
   errors: Diagnostic[];
-  /** Removals (control deletions, unlinks) planned but waiting for confirmation (see above). */
+  /** Removals (control and policy deletions, unlinks) planned but waiting for confirmation (see above). */
   pending_removals: number;
 }
 
@@ -301,8 +301,9 @@ export function createReloader(deps: ReloaderDeps): Reloader {
 /** Reads of the directory made while a save is still going on, at most, before using the last. */
 const MAX_SETTLE_READS = 10;
 
+/** What unguards an agent if applied from a half-written read: deleting a control or a policy, unlinking. */
 function isRemoval(op: Operation): boolean {
-  return op.op === 'delete_control' || op.op === 'unlink';
+  return op.op === 'delete_control' || op.op === 'unlink' || op.op === 'delete_policy';
 }
 
 function describeRemoval(op: Operation): string {

@@ -77,4 +77,26 @@ describe('isIgnoredPath', () => {
   ])('%s (file: %s) ignored: %s', (path, isFile, ignored) => {
     expect(isIgnoredPath(root, path, isFile)).toBe(ignored);
   });
+
+  it('plans the directory\'s policies: creates them, and deletes only this watch\'s policies the directory dropped', () => {
+    const policy = (name: string, managed_by: string | null) => ({
+      name,
+      description: null,
+      controls: ['c'],
+      agents: { match_labels: { pci: 'true' } },
+      source: 'd/p.yaml:1',
+      managed_by,
+    });
+    const desired: DesiredState = {
+      controls: [{ name: 'c', data: data('x'), source: 'd/a.yaml:1' }],
+      agents: [],
+      policies: [{ name: 'new', description: null, controls: ['c'], agents: { match_labels: { pci: 'true' } }, source: 'd/p.yaml:1' }],
+    };
+    const actual: ActualState = { controls: [have('c', OURS, 'd/a.yaml:1')], agents: [], policies: [policy('dropped', OURS), policy('by-hand', null)] };
+    const ops = planReload(desired, actual, OURS);
+    expect(ops.map((o) => [o.op, 'name' in o ? o.name : ''])).toEqual([
+      ['create_policy', 'new'],
+      ['delete_policy', 'dropped'],
+    ]);
+  });
 });

@@ -82,7 +82,10 @@ describe('/api/v1/policies', () => {
     expect((await evaluate('bot')).decision).toBe('allow');
     await call(server.app, 'PATCH', '/api/v1/agents/bot', { labels: { tier: 'prod' } });
     expect((await evaluate('bot')).decision).toBe('deny');
-    await register('bot', { tier: 'dev' });
+    // A registration cannot take the agent out of the policy; an admin PATCH can.
+    expect((await register('bot', { tier: 'dev' })).statusCode).toBe(409);
+    expect((await evaluate('bot')).decision).toBe('deny');
+    await call(server.app, 'PATCH', '/api/v1/agents/bot', { labels: { tier: 'dev' } });
     expect((await evaluate('bot')).decision).toBe('allow');
   });
 

@@ -9,9 +9,12 @@ import {
   ControlRecordSchema,
   matchesLabelFilter,
   parseLabelFilter,
+  selectsAgent,
   type AgentRecord,
   type AgentRegistration,
+  type Labels,
 } from '../../model/index.js';
+import { sameLabels } from '../../store/policy-records.js';
 import { apiOrigin, controlIdOf, isWatchManaged, parseOr422, type ServerContext } from '../context.js';
 import type { OperationDoc } from '../openapi.js';
 import { HttpProblem, invalid, notFound } from '../problem.js';
@@ -166,6 +169,7 @@ export const agentRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) =
       );
     }
     const next = registeredFields(before, registration);
+    if (before) await refuseLeavingPolicies(before, next.labels);
     const { agent, created } = await store.upsertAgent(
       { agent_name: registration.agent_name, ...next, managed_by: before?.managed_by ?? null },
       apiOrigin(ctx, request),
@@ -229,6 +233,27 @@ export const agentRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) =
     controlSets.invalidate([agent.agent_name]);
     return { unlinked };
   });
+
+  /**
+   * A registration is sent with any key the agent holds (a regular one), so it must not be
+   * a way out of a guard: new labels that take a registered agent out of a policy selecting
+   * it now (dropping `pci`, adding `sandbox` to escape DoesNotExist) are refused whole.
+   * Moving an agent out of a policy is an administrator's act: PATCH the labels, or apply.
+   */
+  async function refuseLeavingPolicies(before: AgentRecord, labels: Labels): Promise<void> {
+    if (sameLabels(before.labels, labels)) return;
+    const left = (await store.listAllPolicies()).filter(
+      (p) => selectsAgent(p.agents, before.agent_name, before.labels) && !selectsAgent(p.agents, before.agent_name, labels),
+    );
+    if (left.length === 0) return;
+    const names = left.map((p) => `"${p.name}"`).join(', ');
+    throw new HttpProblem(
+      409,
+      'conflict',
+      `these labels would take agent "${before.agent_name}" out of ${left.length === 1 ? 'policy' : 'policies'} ${names}, which guard it now; a registration cannot remove an agent from a policy: change its labels with PATCH /api/v1/agents/${before.agent_name} (admin key) or guardctl apply`,
+      [{ field: 'labels', code: 'leaves_policy', message: `the labels leave ${names}` }],
+    );
+  }
 
   async function linkTarget(params: LinkParams): Promise<{ agent: AgentRecord; controlId: number }> {
     const controlId = controlIdOf(params.control_id);
