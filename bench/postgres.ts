@@ -8,12 +8,10 @@
  *   evaluation decides with it; median and max over 20 writes.
  * Stats over 1,000,000 events on PostgreSQL are measured by bench/store.ts (store-postgres).
  */
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import pg from 'pg';
 import { GuardClient } from '../src/client/index.js';
 import { createDefaultRegistry } from '../src/evaluators/registry.js';
 import { loadDirectory } from '../src/gitops/directory.js';
@@ -24,31 +22,11 @@ import { loadConfig } from '../src/server/config.js';
 import { serverLoggerOptions, startServer } from '../src/server/start.js';
 import { openStore } from '../src/store/open-store.js';
 import { writeGeneratedDirectory } from './gitops.js';
+import { freshSchema, PG_URL, withAdmin } from './pg-schemas.js';
 import { median, type Benchmark, type BenchRow, type BenchSection } from './harness.js';
 import { LOAD, measure, seedBenchAgent, startBareBaseline } from './server.js';
 
-export const PG_URL = process.env.GUARD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const PROPAGATION_WRITES = 20;
-
-export async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
-/** A fresh schema and the URL whose sessions use it (libpq `options`, as in docs/deployment.md). */
-export async function freshSchema(schemas: string[]): Promise<string> {
-  const schema = `guard_bench_${randomBytes(5).toString('hex')}`;
-  schemas.push(schema);
-  await withAdmin((c) => c.query(`CREATE SCHEMA "${schema}"`));
-  const url = new URL(PG_URL);
-  url.searchParams.set('options', `-c search_path=${schema}`);
-  return url.toString();
-}
 
 async function throughput(url: string): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];

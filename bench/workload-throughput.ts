@@ -12,7 +12,7 @@
  */
 import type { EvaluationResult } from '../src/model/index.js';
 import type { Benchmark, BenchRow, BenchSection, Headline } from './harness.js';
-import { freshSchema, PG_URL, withAdmin } from './postgres.js';
+import { freshSchema, PG_URL, withAdmin } from './pg-schemas.js';
 import { interleavedRounds, sideNote } from './interleaved.js';
 import { LOAD, ROUNDS } from './server.js';
 import { startServerProcess, type ServerSpec } from './server-process.js';
