@@ -53,8 +53,11 @@ async function metricsOf(s: TestServer): Promise<string> {
 const driftLines = (text: string) => text.split('\n').filter((l) => l.startsWith('acme_mcp_tool_drift_total{'));
 
 describe('POST /api/v1/mcp-servers/{name}/drift', () => {
-  it('counts the drift under the metrics prefix and records an event the query finds', async () => {
+  it('counts the drift under the metrics prefix, records an event the query finds and shows it on the live stream', async () => {
     const s = await start();
+    let streamed = '';
+    const sink = { write: (chunk: string) => ((streamed += chunk), true), once: () => undefined, end: () => undefined, destroy: () => undefined };
+    expect(s.observability!.hub.subscribe(sink, { agent_name: 'desk-bot' })).not.toBeNull();
     const res = await call(s.app, 'POST', '/api/v1/mcp-servers/fs/drift', report(), REGULAR);
     expect(res.statusCode, res.body).toBe(202);
     expect(json(res)).toEqual({ counted: true, recorded: true });
@@ -82,6 +85,11 @@ describe('POST /api/v1/mcp-servers/{name}/drift', () => {
       metadata: { mcp_server: 'fs', kind: 'changed', on_drift: 'block', live_fingerprint: LIVE, pinned_fingerprint: tool('read').fingerprint },
     });
     expect(events.find((e) => (e.metadata as { tool: string }).tool === 'calendar')).toMatchObject({ action: 'warn', metadata: { kind: 'unpinned', pinned_fingerprint: null } });
+    // The dashboard's stream shows the refused tool as a denied step of the agent.
+    await expect.poll(() => streamed).toContain('event: evaluation');
+    const summaries = streamed.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)));
+    expect(summaries.find((x) => x.step_name === 'read')).toMatchObject({ agent_name: 'desk-bot', step_type: 'tool', decision: 'deny', matches: [{ control_id: 0, control_name: 'mcp-tool-drift', action: 'deny' }] });
+    expect(summaries.find((x) => x.step_name === 'calendar')).toMatchObject({ decision: 'allow', matches: [{ action: 'warn' }] });
     // The agent's view of its events shows the drift too.
     const mine = json(await call(s.app, 'POST', '/api/v1/observability/events/query', { agent_name: 'desk-bot', actions: ['deny'] }, REGULAR));
     expect(mine.total).toBe(1);

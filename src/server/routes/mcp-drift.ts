@@ -1,9 +1,9 @@
 /**
  * `POST /mcp-servers/{name}/drift`: a gateway (`guardctl mcp-proxy --mcp-server-name`)
  * reports a tool of its pinned server that drifted, once per tool and kind per document
- * version. The server counts it in `<prefix>_mcp_tool_drift_total{server,tool,kind}` and
- * records an observability event, so the dashboard and `POST /observability/events/query`
- * show it next to the agent's decisions.
+ * version. The server counts it in `<prefix>_mcp_tool_drift_total{server,tool,kind}`,
+ * records an observability event (`POST /observability/events/query`) and publishes it on
+ * the live stream (`guardctl tui`), next to the agent's decisions.
  *
  * The event is one the server writes itself, naming no stored control (control_id 0,
  * control_name `mcp-tool-drift`, as the step-depth and session limits do): action `deny`
@@ -16,7 +16,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { McpDriftReportSchema, type McpDriftReport, type McpServerRecord, type ObservabilityEvent } from '../../model/index.js';
+import { McpDriftReportSchema, type EvaluationSummary, type McpDriftReport, type McpServerRecord, type ObservabilityEvent } from '../../model/index.js';
 import type { Observability } from '../../observability/index.js';
 import { traceIdsFromHeaders } from '../../observability/trace.js';
 import type { Store } from '../../store/types.js';
@@ -58,10 +58,15 @@ export function driftContradiction(server: McpServerRecord, report: McpDriftRepo
   return pin.fingerprint === report.fingerprint ? `tool "${report.tool}" has the fingerprint pinned in McpServer "${server.name}"` : null;
 }
 
-export function driftEvent(server: McpServerRecord, report: McpDriftReport, ids: { trace_id: string; span_id: string }, now = new Date()): ObservabilityEvent {
-  const pinned = server.tools.find((t) => t.name === report.tool)?.fingerprint ?? null;
+/** What the log, the event and the live stream say of a drift (the tool's name, never its description). */
+export function driftMessage(server: McpServerRecord, report: McpDriftReport): string {
   const what = report.kind === 'changed' ? 'changed since it was pinned' : 'not pinned';
   const outcome = report.on_drift === 'block' ? 'hidden and refused' : 'listed and forwarded (--on-drift warn)';
+  return `tool "${report.tool}" of MCP server "${server.name}" is ${what}: ${outcome}`;
+}
+
+export function driftEvent(server: McpServerRecord, report: McpDriftReport, ids: { trace_id: string; span_id: string }, now = new Date()): ObservabilityEvent {
+  const pinned = server.tools.find((t) => t.name === report.tool)?.fingerprint ?? null;
   return {
     control_execution_id: randomUUID(),
     ...ids,
@@ -85,9 +90,29 @@ export function driftEvent(server: McpServerRecord, report: McpDriftReport, ids:
       on_drift: report.on_drift,
       live_fingerprint: report.fingerprint,
       pinned_fingerprint: pinned,
-      message: `tool "${report.tool}" of MCP server "${server.name}" is ${what}: ${outcome}`,
+      message: driftMessage(server, report),
     },
     session_id: null,
+  };
+}
+
+/** The drift as the live stream shows a step: the tool, refused (deny) or forwarded with a warning (allow). */
+export function driftSummary(event: ObservabilityEvent, tool: string, message: string): EvaluationSummary {
+  return {
+    id: event.control_execution_id,
+    timestamp: event.timestamp,
+    trace_id: event.trace_id,
+    agent_name: event.agent_name,
+    step_name: tool,
+    step_type: 'tool',
+    stage: 'pre',
+    decision: event.action === 'deny' ? 'deny' : 'allow',
+    session_id: null,
+    duration_ms: 0,
+    evaluated: 1,
+    matches: [{ control_id: 0, control_name: DRIFT_CONTROL_NAME, action: event.action, message, steering_context: null, excerpt: null }],
+    shadow_matches: [],
+    errors: [],
   };
 }
 
@@ -103,8 +128,10 @@ export const mcpDriftRoutes: FastifyPluginAsync<McpDriftRoutesOptions> = async (
     }
     metrics.mcpToolDrift.child(metrics.mcpServerLabels.value(server.name), metrics.mcpToolLabels.value(report.tool), report.kind).inc();
     const event = driftEvent(server, report, traceIdsFromHeaders(request.headers));
-    request.log.warn({ mcp_server: server.name, tool: report.tool, kind: report.kind, agent_name: report.agent_name, on_drift: report.on_drift }, event.metadata!.message as string);
+    const message = driftMessage(server, report);
+    request.log.warn({ mcp_server: server.name, tool: report.tool, kind: report.kind, agent_name: report.agent_name, on_drift: report.on_drift }, message);
     const { enqueued } = observability.ingest([event]);
+    observability.hub.publishEvaluation(driftSummary(event, report.tool, message));
     return reply.code(202).send({ counted: true, recorded: enqueued > 0 });
   });
 };
