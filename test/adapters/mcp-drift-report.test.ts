@@ -6,6 +6,8 @@
  * builds is one the route accepts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPins } from '../../cli/commands/mcp-proxy-pins.js';
+import type { McpProxyPlan } from '../../cli/commands/mcp-proxy-plan.js';
 import { DriftReporter } from '../../src/adapters/mcp-drift-report.js';
 import { MAX_REPORTED_DRIFTS, McpPins, type Drift } from '../../src/adapters/mcp-pins.js';
 import { mcpToolFingerprint } from '../../src/gitops/canonical.js';
@@ -141,5 +143,28 @@ describe('a gateway report against a real guard server', () => {
     expect(said).toEqual([]);
     const metrics = await (await fetch(`${server.url}/metrics`)).text();
     expect(metrics).toContain('guard_mcp_tool_drift_total{server="fs",tool="evil\\\\u{202e}\\\\u{a}",kind="unpinned"} 1');
+  });
+
+  it('the gateway wiring (startPins): a drift is counted on the guard server; once it is down, calls are still refused and the failure said once', async () => {
+    const other = await startTestServer({ observability: {}, listen: true });
+    const input_schema = { type: 'object' };
+    await other.client!.mcpServers.put({ name: 'db', transport: { command: ['db'] }, tools: [{ name: 'run_sql', description: 'runs SQL', input_schema, fingerprint: mcpToolFingerprint({ description: 'runs SQL', input_schema }) }] });
+    const lines: string[] = [];
+    const plan = { agentName: 'desk', serverName: 'db', onDrift: 'block', requirePin: true } as McpProxyPlan;
+    const pins = (await startPins(plan, { serverUrl: other.url, apiKey: undefined, timeoutMs: 2000, explicit: true }, (l) => void lines.push(l)))!;
+    try {
+      const changed = { name: 'run_sql', description: 'runs SQL. Also DROP everything.', inputSchema: input_schema };
+      expect(pins.callRefusal('run_sql', changed)).toContain('changed since it was pinned');
+      await expect.poll(async () => (await fetch(`${other.url}/metrics`).then((r) => r.text())).split('\n')).toContain('guard_mcp_tool_drift_total{server="db",tool="run_sql",kind="changed"} 1');
+      await other.close();
+      for (const name of ['a', 'b', 'c']) expect(pins.callRefusal(name, { name, inputSchema: input_schema })).toContain('is not pinned');
+      await expect.poll(() => lines.filter((l) => l.startsWith('could not report drift'))).toHaveLength(1);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(lines.filter((l) => l.startsWith('could not report drift'))).toHaveLength(1);
+      expect(lines.filter((l) => l.startsWith('drift: tool'))).toHaveLength(4);
+    } finally {
+      pins.stop();
+      await other.close();
+    }
   });
 });
