@@ -1,9 +1,12 @@
 /**
  * The gateway's pinned tools: with --mcp-server-name, the kind: McpServer document of that
  * name is read from the guard server at start and polled for changes (apply, hot reload)
- * every PIN_REFRESH_MS. Without a document: --require-pin refuses to start; otherwise the
- * gateway says so once and passes tools through unpinned.
+ * every PIN_REFRESH_MS. Without a document: --require-pin refuses to start (and, should the
+ * document be deleted later, lists no tool and refuses every call); otherwise the gateway
+ * says so and passes tools through unpinned. Each drift is reported to the guard server
+ * (counted there and recorded as an event) in the background.
  */
+import { DriftReporter } from '../../src/adapters/mcp-drift-report.js';
 import { McpPins } from '../../src/adapters/mcp-pins.js';
 import { UserError } from '../../src/errors.js';
 import { clientOf, type Connection } from '../options.js';
@@ -16,7 +19,16 @@ export async function startPins(plan: McpProxyPlan, connection: Connection, repo
   if (plan.serverName === undefined) return undefined;
   const client = clientOf(connection);
   const name = plan.serverName;
-  const pins = new McpPins({ serverName: name, mode: plan.onDrift, fetch: () => client.mcpServers.get(name), report, refreshMs: PIN_REFRESH_MS });
+  const drifts = new DriftReporter({ agentName: plan.agentName, mode: plan.onDrift, send: (server, body) => client.mcpServers.reportDrift(server, body), say: report });
+  const pins = new McpPins({
+    serverName: name,
+    mode: plan.onDrift,
+    requirePin: plan.requirePin,
+    fetch: () => client.mcpServers.get(name),
+    report,
+    onDrift: (drift) => drifts.report(drift),
+    refreshMs: PIN_REFRESH_MS,
+  });
   let pinned: boolean;
   try {
     pinned = await pins.start();

@@ -25,6 +25,6 @@ export interface McpProxyPlan {
   listen: McpListenPlan | undefined;
   /** What a tool that drifted from its pin gets: refused and hidden (block) or only reported (warn). */
   onDrift: 'block' | 'warn';
-  /** Refuse to start when the guard server has no McpServer document named serverName. */
+  /** Refuse to start when the guard server has no McpServer document named serverName; list and call nothing if it is deleted later. */
   requirePin: boolean;
 }

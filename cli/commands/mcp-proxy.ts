@@ -46,7 +46,7 @@ export function registerMcpProxy(program: Command): void {
       .option('--pass-env <NAME>', "pass this variable of the proxy's environment to the MCP server (repeatable; by default it gets only PATH, HOME, locale and temp-directory variables, never GUARD_API_KEY)", (v: string, all: string[] = []) => [...all, v])
       .option('--mcp-server-name <name>', "context.mcp_server of each step, and the kind: McpServer document whose pinned tools apply (default: the server's own name)")
       .option('--on-drift <mode>', 'a tool changed since it was pinned, or not pinned: block (hide and refuse it) or warn (list and forward it, report it) (default block)')
-      .option('--require-pin', 'refuse to start when the guard server has no McpServer document named --mcp-server-name')
+      .option('--require-pin', 'refuse to start when the guard server has no McpServer document named --mcp-server-name; if it is deleted later, list no tool and refuse every call until one is applied')
       .option('--request-timeout <duration>', 'answer a request the MCP server has not answered after this long with an error; 0: never (default 120s)')
       .option('--disclosure <level>', `how much of the deciding control the model reads: ${DISCLOSURES.join(', ')} (default minimal)`)
       .option('--fail-open', 'let calls through when the guard server cannot be reached (default: refuse them)')

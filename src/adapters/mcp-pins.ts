@@ -5,15 +5,21 @@
  * is refused with a tool error saying why, and never forwarded. Names compare exactly.
  *
  * Drift (a live tool whose fingerprint differs from its pin, or a live tool not pinned) is
- * reported once per tool and kind, and counted (`driftCounts`, in the shape of
- * guard_mcp_tool_drift_total{server,tool,kind}). With `warn`, drifted tools are listed and
- * forwarded anyway; hidden tools stay hidden in both modes.
+ * reported once per tool and kind per document version (`report`, and `onDrift`: the
+ * gateway sends it to the guard server, which counts guard_mcp_tool_drift_total and records
+ * an event), and counted here (`driftCounts`). With `warn`, drifted tools are listed and
+ * forwarded anyway; hidden tools stay hidden in both modes. Tool names come from the
+ * upstream: they are shown in printable form only, and at most MAX_REPORTED_DRIFTS distinct
+ * drifts are reported per document version, so a server declaring endless tools cannot
+ * flood the guard server or the log.
  *
  * The document is read at start and then polled (`refreshMs`); a poll that fails keeps the
- * document last read, so an unreachable guard server never lifts the pins.
+ * document last read, so an unreachable guard server never lifts the pins. A document
+ * deleted on the guard server lifts them (tools pass through unpinned, said loudly), except
+ * with `requirePin`: then tools/list is empty and every call refused until one exists again.
  */
 import { mcpToolFingerprint } from '../gitops/canonical.js';
-import { toolPermitted, type McpServerRecord } from '../model/index.js';
+import { printableToolName, toolPermitted, type McpServerRecord } from '../model/index.js';
 
 export type DriftKind = 'changed' | 'unpinned';
 export type OnDrift = 'block' | 'warn';
@@ -24,11 +30,24 @@ export interface PinsOptions {
   /** Reads the pinned document; null when nothing is pinned under the name. */
   fetch(): Promise<McpServerRecord | null>;
   report(line: string): void;
-  /** Called once per drifted tool and kind (an event for the guard server, a metric). */
-  onDrift?(drift: { server: string; tool: string; kind: DriftKind }): void;
+  /** Called once per drifted tool and kind per document version (a report to the guard server). */
+  onDrift?(drift: Drift): void;
+  /** --require-pin: without a document (deleted after start), list nothing and refuse every call. */
+  requirePin?: boolean;
   /** Poll interval; 0: read once. */
   refreshMs?: number;
 }
+
+export interface Drift {
+  server: string;
+  tool: string;
+  kind: DriftKind;
+  /** The fingerprint of the tool as the upstream declares it now. */
+  fingerprint: string;
+}
+
+/** Distinct drifts (tool and kind) reported per document version; past it they are refused or warned about silently. */
+export const MAX_REPORTED_DRIFTS = 1000;
 
 interface LiveTool {
   name?: unknown;
@@ -41,6 +60,9 @@ export class McpPins {
   #doc: McpServerRecord | null = null;
   #pinned = new Map<string, string>();
   #timer: NodeJS.Timeout | null = null;
+  #started = false;
+  /** Whether the MAX_REPORTED_DRIFTS line was said for this document version. */
+  #floodSaid = false;
   readonly #seen = new Set<string>();
   /** Drifts seen, keyed `server\0tool\0kind`. */
   readonly driftCounts = new Map<string, number>();
@@ -50,6 +72,7 @@ export class McpPins {
   /** Reads the document (throws when the guard server cannot be read); true when one is pinned. */
   async start(): Promise<boolean> {
     this.#use(await this.o.fetch());
+    this.#started = true;
     if (this.o.refreshMs) {
       this.#timer = setInterval(() => void this.refresh(), this.o.refreshMs);
       this.#timer.unref();
@@ -75,17 +98,26 @@ export class McpPins {
     return this.#doc !== null;
   }
 
+  /** Whether tools/list answers pass through filterList: a document is in force, or --require-pin refuses everything without one. */
+  get filtering(): boolean {
+    return this.#doc !== null || this.o.requirePin === true;
+  }
+
   /** The tools/list result with only the tools the model may see. */
   filterList(result: unknown): unknown {
-    if (!this.#doc || result === null || typeof result !== 'object') return result;
+    if (!this.filtering || result === null || typeof result !== 'object') return result;
     const tools = (result as { tools?: unknown }).tools;
     if (!Array.isArray(tools)) return result;
+    if (!this.#doc) return { ...result, tools: [] };
     return { ...result, tools: tools.filter((tool: LiveTool) => this.#refusal(tool) === null) };
   }
 
   /** Why a call of `name` (whose live declaration is `live`, when the server declared it) is refused, or null. */
   callRefusal(name: string, live: unknown): string | null {
-    if (!this.#doc) return null;
+    if (!this.#doc) {
+      if (this.o.requirePin !== true) return null;
+      return `no kind: McpServer document named "${this.o.serverName}" is on the guard server (deleted), and the gateway runs with --require-pin: no tool is callable until one is applied again`;
+    }
     return this.#refusal({ ...(typeof live === 'object' && live !== null ? live : {}), name });
   }
 
@@ -93,32 +125,52 @@ export class McpPins {
     const doc = this.#doc!;
     if (typeof tool.name !== 'string') return 'the tool has no name';
     const name = tool.name;
-    if (!toolPermitted(doc, name)) return `tool "${name}" is hidden by the pinned McpServer "${doc.name}" (allow_tools/deny_tools)`;
+    const shown = printableToolName(name);
+    if (!toolPermitted(doc, name)) return `tool "${shown}" is hidden by the pinned McpServer "${doc.name}" (allow_tools/deny_tools)`;
     const pin = this.#pinned.get(name);
     const live = mcpToolFingerprint({ description: tool.description as string | undefined, input_schema: tool.inputSchema, annotations: tool.annotations });
     const kind: DriftKind | null = pin === undefined ? 'unpinned' : pin !== live ? 'changed' : null;
     if (kind === null) return null;
-    this.#drift(name, kind);
+    this.#drift(name, kind, live);
     if (this.o.mode === 'warn') return null;
     return kind === 'unpinned'
-      ? `tool "${name}" is not pinned in McpServer "${doc.name}" (names compare exactly); pin it with guardctl mcp-pin and apply`
-      : `tool "${name}" changed since it was pinned in McpServer "${doc.name}" (its description, input schema or annotations differ); review and re-pin it`;
+      ? `tool "${shown}" is not pinned in McpServer "${doc.name}" (names compare exactly); pin it with guardctl mcp-pin and apply`
+      : `tool "${shown}" changed since it was pinned in McpServer "${doc.name}" (its description, input schema or annotations differ); review and re-pin it`;
   }
 
-  #drift(tool: string, kind: DriftKind): void {
+  #drift(tool: string, kind: DriftKind, fingerprint: string): void {
     const key = `${this.o.serverName}\u0000${tool}\u0000${kind}`;
+    if (!this.#seen.has(key)) {
+      if (this.#seen.size >= MAX_REPORTED_DRIFTS) {
+        if (!this.#floodSaid) {
+          this.#floodSaid = true;
+          this.o.report(`drift: more than ${MAX_REPORTED_DRIFTS} drifted tools of "${this.o.serverName}"; further ones are ${this.o.mode === 'warn' ? 'forwarded' : 'refused'} without being reported`);
+        }
+        return;
+      }
+      this.#seen.add(key);
+      const shown = printableToolName(tool);
+      this.o.report(`drift: tool "${shown}" of "${this.o.serverName}" is ${kind === 'changed' ? 'changed since it was pinned' : 'not pinned'}${this.o.mode === 'warn' ? ' (--on-drift warn: listed and forwarded)' : ' (hidden and refused)'}`);
+      this.o.onDrift?.({ server: this.o.serverName, tool: shown, kind, fingerprint });
+    }
     this.driftCounts.set(key, (this.driftCounts.get(key) ?? 0) + 1);
-    if (this.#seen.has(key)) return;
-    this.#seen.add(key);
-    this.o.report(`drift: tool "${tool}" of "${this.o.serverName}" is ${kind === 'changed' ? 'changed since it was pinned' : 'not pinned'}${this.o.mode === 'warn' ? ' (--on-drift warn: listed and forwarded)' : ' (hidden and refused)'}`);
-    this.o.onDrift?.({ server: this.o.serverName, tool, kind });
   }
 
   #use(doc: McpServerRecord | null): void {
     const before = this.#doc;
     this.#doc = doc;
     this.#pinned = new Map((doc?.tools ?? []).map((t) => [t.name, t.fingerprint]));
-    if (before?.updated_at !== doc?.updated_at) this.#seen.clear();
-    if (before && !doc) this.o.report(`the pinned document "${this.o.serverName}" was deleted: tools pass through unpinned`);
+    if (before?.updated_at !== doc?.updated_at) {
+      this.#seen.clear();
+      this.#floodSaid = false;
+    }
+    if (before && !doc) {
+      this.o.report(
+        this.o.requirePin === true
+          ? `the pinned document "${this.o.serverName}" was deleted: --require-pin lists no tool and refuses every call until one is applied again`
+          : `the pinned document "${this.o.serverName}" was deleted: tools pass through UNPINNED (no drift is checked) until one is applied again; --require-pin refuses them instead`,
+      );
+    }
+    if (!before && doc && this.#started) this.o.report(`a pinned document "${this.o.serverName}" is in force now`);
   }
 }

@@ -46,9 +46,9 @@ export class UpstreamTools {
     return pinned === null ? null : { report: pinned, text: `The guard refused this call: ${pinned}.` };
   }
 
-  /** A server's answer on its way to the client: a tools/list result keeps only the tools the pins let the model see. */
+  /** A server's answer on its way to the client: a tools/list result keeps only the tools the pins let the model see (none with --require-pin and no document). */
   answer<M extends JSONRPCMessage>(message: M, method: string): M {
-    if (!this.pins?.pinned || method !== 'tools/list' || !isJSONRPCResultResponse(message)) return message;
+    if (!this.pins?.filtering || method !== 'tools/list' || !isJSONRPCResultResponse(message)) return message;
     return { ...message, result: this.pins.filterList(message.result) };
   }
 

@@ -4,7 +4,7 @@
  * pinned" from "the guard server is unreachable" (which throws).
  */
 import { z } from 'zod';
-import { McpServerRecordSchema, type McpServerBody, type McpServerRecord } from '../model/index.js';
+import { McpServerRecordSchema, type McpDriftReportInput, type McpServerBody, type McpServerRecord } from '../model/index.js';
 import { ApiError } from '../errors.js';
 import { ResponseShapeError } from './errors.js';
 import type { Transport } from './transport.js';
@@ -24,6 +24,8 @@ export interface McpServersApi {
   get(name: string): Promise<McpServerRecord | null>;
   put(server: McpServerWriteBody): Promise<McpServerRecord>;
   delete(name: string): Promise<void>;
+  /** Reports a drifted tool of the server pinned as `name` (what a gateway sends). */
+  reportDrift(name: string, report: McpDriftReportInput): Promise<{ counted: boolean; recorded: boolean }>;
 }
 
 export class McpServerClient implements McpServersApi {
@@ -67,6 +69,13 @@ export class McpServerClient implements McpServersApi {
   async delete(name: string): Promise<void> {
     await this.transport.request({
       method: 'DELETE', path: `${API}/mcp-servers/${encodeURIComponent(name)}`, endpoint: 'DELETE /mcp-servers/{name}', schema: z.looseObject({ deleted: z.literal(true) }),
+    });
+  }
+
+  reportDrift(name: string, report: McpDriftReportInput): Promise<{ counted: boolean; recorded: boolean }> {
+    return this.transport.request({
+      method: 'POST', path: `${API}/mcp-servers/${encodeURIComponent(name)}/drift`, endpoint: 'POST /mcp-servers/{name}/drift',
+      schema: z.looseObject({ counted: z.boolean(), recorded: z.boolean() }), body: report,
     });
   }
 }

@@ -15,3 +15,4 @@ export * from './approval.js';
 export * from './labels.js';
 export * from './policy.js';
 export * from './mcp-server.js';
+export * from './mcp-drift.js';

@@ -19,6 +19,8 @@ export interface GuardMetrics {
   readonly selectorMissing: CounterFamily;
   /** Evaluations of agents with no control in force (every step allowed), by agent. */
   readonly unguardedEvaluations: CounterFamily;
+  /** Tools of pinned MCP servers that gateways reported drifted, by server, tool and kind (changed, unpinned). */
+  readonly mcpToolDrift: CounterFamily;
   readonly controls: Gauge;
   readonly eventsBuffered: Gauge;
   readonly eventsWritten: Counter;
@@ -30,6 +32,9 @@ export interface GuardMetrics {
   readonly agentLabels: LabelLimiter;
   readonly controlLabels: LabelLimiter;
   readonly evaluatorLabels: LabelLimiter;
+  /** MCP server and tool names of drift reports: tool names come from untrusted upstream servers. */
+  readonly mcpServerLabels: LabelLimiter;
+  readonly mcpToolLabels: LabelLimiter;
   /** Hot-path helper: one request, by route pattern (never the raw URL) and status. */
   observeHttp(method: string, route: string, status: number, seconds: number): void;
 }
@@ -140,6 +145,12 @@ export function createMetrics(opts: MetricsOptions): GuardMetrics {
       labelNames: ['agent'],
       registry,
     }),
+    mcpToolDrift: new CounterFamily({
+      name: name('mcp_tool_drift_total'),
+      help: 'Tools of pinned MCP servers a gateway found drifted (changed since pinned, or not pinned), by server, tool and kind; reported once per tool and kind per pinned document version and gateway',
+      labelNames: ['server', 'tool', 'kind'],
+      registry,
+    }),
     controls: new Gauge({
       name: name('controls'),
       help: 'Controls stored',
@@ -209,6 +220,8 @@ export function createMetrics(opts: MetricsOptions): GuardMetrics {
     agentLabels: new LabelLimiter(opts.maxLabelValues),
     controlLabels: new LabelLimiter(opts.maxLabelValues),
     evaluatorLabels: new LabelLimiter(opts.maxLabelValues),
+    mcpServerLabels: new LabelLimiter(opts.maxLabelValues),
+    mcpToolLabels: new LabelLimiter(opts.maxLabelValues),
     observeHttp(method, route, status, seconds) {
       // Each family answers a repeat of its last label set with three compares
       // (hot-metrics.ts), and a recent status's text comes from V8's number-string cache.

@@ -7,9 +7,10 @@
  * A file saved with a plain write can be read half written, and a half file is often
  * valid YAML that lacks its last documents: applied, it would unlink or delete controls
  * for a moment (and recreate them with new ids). So the directory is read until two reads
- * `settleMs` apart agree, and a removal (deleting a control, unlinking one) is applied
- * only when the same removals are planned again at least `confirmRemovalsMs` later; the
- * reloader looks again by itself then. Additions and changes apply at once.
+ * `settleMs` apart agree, and a removal (deleting a control, a policy or a pinned MCP
+ * server, unlinking a control) is applied only when the same removals are planned again
+ * at least `confirmRemovalsMs` later; the reloader looks again by itself then. Additions
+ * and changes apply at once.
  */
 import { createHash } from 'node:crypto';
 import { stat } from 'node:fs/promises';
@@ -47,7 +48,7 @@ export interface ReloadStatus {
   reloads: { success: number; failure: number };
   /** The current errors, empty when `state` is `ok`. */
   errors: Diagnostic[];
-  /** Removals (control and policy deletions, unlinks) planned but waiting for confirmation (see above). */
+  /** Removals (control, policy and McpServer deletions, unlinks) planned but waiting for confirmation (see above). */
   pending_removals: number;
 }
 
@@ -301,9 +302,13 @@ export function createReloader(deps: ReloaderDeps): Reloader {
 /** Reads of the directory made while a save is still going on, at most, before using the last. */
 const MAX_SETTLE_READS = 10;
 
-/** What unguards an agent if applied from a half-written read: deleting a control or a policy, unlinking. */
+/**
+ * What unguards an agent if applied from a half-written read: deleting a control or a
+ * policy, unlinking, and deleting a pinned MCP server (its gateways would pass every tool
+ * through unpinned).
+ */
 function isRemoval(op: Operation): boolean {
-  return op.op === 'delete_control' || op.op === 'unlink' || op.op === 'delete_policy';
+  return op.op === 'delete_control' || op.op === 'unlink' || op.op === 'delete_policy' || op.op === 'delete_mcp_server';
 }
 
 function describeRemoval(op: Operation): string {

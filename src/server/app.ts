@@ -28,6 +28,7 @@ import { changeRoutes } from './routes/changes.js';
 import { controlRoutes } from './routes/controls.js';
 import { historyRoutes } from './routes/history.js';
 import { policyRoutes } from './routes/policies.js';
+import { mcpDriftRoutes } from './routes/mcp-drift.js';
 import { mcpServerRoutes } from './routes/mcp-servers.js';
 import { shadowReportRoutes } from './routes/shadow-report.js';
 import { evaluationRoutes } from './routes/evaluation.js';
@@ -228,6 +229,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(reloadRoutes, { reload: deps.reload, prefix: '/api/v1' });
   if (observability) {
     await app.register(observabilityRoutes, { observability, store, config, counters, controlName, prefix: '/api/v1' });
+    await app.register(mcpDriftRoutes, { observability, store, prefix: '/api/v1' });
     await app.register(metricsRoutes, { observability, access: config.metricsRequireKey ? 'read' : 'public' });
     await app.register(shadowReportRoutes, { store, prefix: '/api/v1' });
   }

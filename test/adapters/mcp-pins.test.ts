@@ -54,10 +54,11 @@ afterEach(async () => {
   }
 });
 
-async function connect(options: { mode?: OnDrift; env?: Record<string, string> } = {}) {
+async function connect(options: { mode?: OnDrift; env?: Record<string, string>; serverName?: string; requirePin?: boolean } = {}) {
   const reports: string[] = [];
   const report = (line: string) => void reports.push(line);
-  const pins = new McpPins({ serverName: 'fixture-db', mode: options.mode ?? 'block', fetch: () => server.client!.mcpServers.get('fixture-db'), report });
+  const serverName = options.serverName ?? 'fixture-db';
+  const pins = new McpPins({ serverName, mode: options.mode ?? 'block', requirePin: options.requirePin ?? false, fetch: () => server.client!.mcpServers.get(serverName), report });
   expect(await pins.start()).toBe(true);
   const guard = new GuardAgent({ agentName: 'pins-test', serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, []);
   const [clientSide, proxySide] = InMemoryTransport.createLinkedPair();
@@ -127,6 +128,47 @@ describe('pinned tools at the gateway', () => {
     expect(textOf(await call('run_sql'))).toBe('3 rows for select 1');
     const { mcp_server_id: _id, created_at: _c, updated_at: _u, managed_by: _m, source: _s, ...restored } = before!;
     await server.client!.mcpServers.put(restored);
+  });
+});
+
+describe('a pinned document deleted while the gateway runs', () => {
+  async function pinCopy(name: string) {
+    const { mcp_server_id: _id, created_at: _c, updated_at: _u, managed_by: _m, source: _s, ...doc } = (await server.client!.mcpServers.get('fixture-db'))!;
+    await server.client!.mcpServers.put({ ...doc, name });
+  }
+
+  it('--require-pin: tools/list is empty and every call refused until a document exists again', async () => {
+    await pinCopy('fixture-required');
+    const { call, listed, reports, pins } = await connect({ serverName: 'fixture-required', requirePin: true });
+    expect(await listed()).toContain('run_sql');
+    await server.client!.mcpServers.delete('fixture-required');
+    await pins.refresh();
+    expect(reports).toContainEqual(expect.stringContaining('was deleted: --require-pin lists no tool and refuses every call'));
+    expect(await listed()).toEqual([]);
+    for (const name of ['run_sql', 'slow', 'crash']) {
+      const refused = await call(name);
+      expect(refused.isError, name).toBe(true);
+      expect(textOf(refused)).toContain('runs with --require-pin: no tool is callable');
+    }
+    // A tool the server never declared is refused as before.
+    expect(textOf(await call('nope'))).toContain('is not a tool the MCP server declared');
+    // Applied again, the document is in force from the next read.
+    await pinCopy('fixture-required');
+    await pins.refresh();
+    expect(reports).toContainEqual(expect.stringContaining('is in force now'));
+    expect(textOf(await call('run_sql'))).toBe('3 rows for select 1');
+    await server.client!.mcpServers.delete('fixture-required');
+  });
+
+  it('without --require-pin, tools pass through unpinned and the gateway says so loudly', async () => {
+    await pinCopy('fixture-optional');
+    const { call, listed, reports, pins } = await connect({ serverName: 'fixture-optional' });
+    expect(await listed()).not.toContain('crash');
+    await server.client!.mcpServers.delete('fixture-optional');
+    await pins.refresh();
+    expect(reports).toContainEqual(expect.stringContaining('tools pass through UNPINNED'));
+    expect(await listed()).toContain('crash');
+    expect(textOf(await call('run_sql'))).toBe('3 rows for select 1');
   });
 });
 

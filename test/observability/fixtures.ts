@@ -45,6 +45,7 @@ export const METRIC_NAMES = [
   'evaluator_errors_total',
   'selector_missing_total',
   'unguarded_evaluations_total',
+  'mcp_tool_drift_total',
   'controls',
   'events_buffered',
   'events_written_total',

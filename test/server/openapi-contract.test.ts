@@ -132,6 +132,7 @@ const VALID_BODIES: Record<string, unknown> = {
   'POST /api/v1/approvals/{approval_id}/deny': { reason: 'no' },
   'PUT /api/v1/policies/{policy_id}': { name: 'contract-policy', controls: ['contract-sql'], agents: { names: ['x'] } },
   'PUT /api/v1/mcp-servers/{name}': { name: 'contract-mcp', transport: { url: 'https://mcp.example.com/mcp' }, tools: [] },
+  'POST /api/v1/mcp-servers/{name}/drift': { agent_name: 'contract-gateway', tool: 'calendar', kind: 'unpinned', fingerprint: `sha256:${'b'.repeat(64)}`, on_drift: 'block' },
 };
 
 beforeAll(async () => {
@@ -250,6 +251,8 @@ describe('the OpenAPI document against the real server', () => {
     await ok('get', '/api/v1/mcp-servers', { query: { limit: '5' }, key: 'regular' });
     await ok('put', '/api/v1/mcp-servers/{name}', { params: { name: 'contract-mcp-doomed' }, body: { ...pinned, name: 'contract-mcp-doomed' } });
     await ok('delete', '/api/v1/mcp-servers/{name}', { params: { name: 'contract-mcp-doomed' } });
+    // A gateway reports a tool the document does not pin (tools: []), with a regular key.
+    await ok('post', '/api/v1/mcp-servers/{name}/drift', { params: { name: 'contract-mcp' }, body: VALID_BODIES['POST /api/v1/mcp-servers/{name}/drift'], key: 'regular' });
 
     // Evaluation: a deny with a shadow match, and an allow.
     const step = (query: string) => ({ agent_name: 'contract-bot', stage: 'pre', step: { type: 'tool', name: 'run_sql', input: { query } } });

@@ -45,7 +45,7 @@ const DOCS = {
   },
   delete: {
     operationId: 'deleteMcpServer',
-    summary: 'Delete a pinned MCP server (its gateway passes tools through, or refuses to start with --require-pin)',
+    summary: 'Delete a pinned MCP server (its gateways pass tools through unpinned; with --require-pin they list none and refuse every call)',
     tag: 'mcp',
     responses: { 200: z.strictObject({ deleted: z.literal(true) }) },
     errors: [409],
