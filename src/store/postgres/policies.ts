@@ -5,7 +5,7 @@
  * never miss it: whichever commits second sees the other's rows.
  */
 import { SYSTEM_ORIGIN, type AgentSelector, type Labels, type NewPolicy, type PolicyRecord, type WriteOrigin } from '../../model/index.js';
-import { membersOf, policiesOf, policyRecordOf } from '../policy-records.js';
+import { membersOf, policiesLeft, policiesOf, policyRecordOf } from '../policy-records.js';
 import { nowIso } from '../records.js';
 import type { PolicyPage, PolicyStore } from '../types.js';
 import { policyWriteTouches, refusal, writeEntry } from '../write-records.js';
@@ -73,6 +73,19 @@ export class PostgresPolicies implements PolicyStore {
     }
   }
 
+  /**
+   * The policies selecting the agent now that `labels` would take it out of; call (after
+   * lockMembershipTx, so no policy write can commit in between) inside the agent's write.
+   */
+  async policiesLeftTx(tx: WriteTx, agentName: string, labels: Labels): Promise<string[]> {
+    const rows = await this.database.rows<{ name: string; agents: AgentSelector }>(
+      tx,
+      'SELECT p.name, p.agents FROM policy_members m JOIN policies p ON p.policy_id = m.policy_id WHERE m.agent_name = $1',
+      [agentName],
+    );
+    return policiesLeft(agentName, labels, rows);
+  }
+
   private async refreshPolicyTx(tx: WriteTx, policyId: number, selector: AgentSelector): Promise<string[]> {
     await tx.client.query('DELETE FROM policy_members WHERE policy_id = $1', [policyId]);
     let agents = this.agentCache.get(tx);
@@ -89,7 +102,13 @@ export class PostgresPolicies implements PolicyStore {
 
   private async bindControlsTx(tx: WriteTx, policyId: number, names: readonly string[]): Promise<void> {
     await tx.client.query('DELETE FROM policy_controls WHERE policy_id = $1', [policyId]);
-    const found = await this.database.rows<{ name: string; control_id: string }>(tx, 'SELECT name, control_id FROM controls WHERE name = ANY($1::text[])', [names]);
+    // FOR KEY SHARE: a control being deleted now is waited for, then seen as gone (not
+    // bound to a control the delete did not know a policy binds).
+    const found = await this.database.rows<{ name: string; control_id: string }>(
+      tx,
+      'SELECT name, control_id FROM controls WHERE name = ANY($1::text[]) FOR KEY SHARE',
+      [names],
+    );
     const ids = new Map(found.map((r) => [r.name, r.control_id]));
     const missing = names.find((n) => !ids.has(n));
     if (missing !== undefined) throw refusal.namedControlNotFound(missing);

@@ -9,7 +9,7 @@ import type { NewChangeEntry, RestoreOutcome } from '../history.js';
 import { unionOfBindings, sameLabels } from '../policy-records.js';
 import { enabledAfter, nowIso, storedDataOf } from '../records.js';
 import { staleRevision, type AgentControlSet, type AppliedBatch, type ApplyChangesOptions, type ControlPage, type ControlStore, type Link } from '../types.js';
-import type { ControlPatch, NewAgent, NewControl, StoreChange } from '../types.js';
+import type { ControlPatch, NewAgent, NewControl, StoreChange, UpsertAgentOptions } from '../types.js';
 import { nameTakenRestore, refusal, unchangedRestore, writeEntry } from '../write-records.js';
 import { agentOf, controlOf, type AgentRow, type ControlRow } from './control-rows.js';
 import { mapSqliteError, type SqliteDatabase } from './database.js';
@@ -74,6 +74,10 @@ function prepare(db: SqliteDatabase['db']) {
        WHERE m.agent_name = @agent
        ORDER BY control_id`,
     ),
+    // The policies that bind a control: deleting it is refused while any does.
+    bindingPolicies: db.prepare(
+      'SELECT p.name FROM policy_controls pc JOIN policies p ON p.policy_id = pc.policy_id WHERE pc.control_id = ? ORDER BY p.name',
+    ).pluck(),
     allLinks: db.prepare('SELECT agent_name, control_id FROM control_links ORDER BY agent_name, control_id'),
   };
 }
@@ -157,15 +161,20 @@ export class SqliteControls implements ControlStore {
   }
 
   private deleteControlTx(current: ControlRow, origin: WriteOrigin): string[] {
+    const binding = this.s.bindingPolicies.all(current.control_id) as string[];
+    if (binding.length > 0) throw refusal.controlBoundByPolicy(current.name, binding);
     const agents = this.agentsOf(current.control_id);
-    const guarded = this.guardedBy(current.control_id);
     this.s.deleteControl.run(current.control_id);
     this.bumpWith(origin, () => writeEntry.controlDeleted(controlOf(current), agents));
-    return guarded;
+    return agents;
   }
 
-  private upsertAgentTx(agent: NewAgent, origin: WriteOrigin): { agent: AgentRecord; created: boolean } {
+  private upsertAgentTx(agent: NewAgent, origin: WriteOrigin, options: UpsertAgentOptions = {}): { agent: AgentRecord; created: boolean } {
     const existing = this.s.agent.get(agent.agent_name) as AgentRow | undefined;
+    if (existing && options.registration) {
+      const left = this.policies.policiesLeftTx(agent.agent_name, agent.labels ?? {});
+      if (left.length > 0) throw refusal.registrationLeavesPolicies(agent.agent_name, left);
+    }
     const values = {
       agent_name: agent.agent_name,
       agent_description: agent.agent_description ?? null,
@@ -245,8 +254,8 @@ export class SqliteControls implements ControlStore {
     return this.database.read(() => (this.s.allAgents.all() as AgentRow[]).map(agentOf));
   }
 
-  async upsertAgent(agent: NewAgent, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<{ agent: AgentRecord; created: boolean }> {
-    return this.database.write(() => this.upsertAgentTx(agent, origin));
+  async upsertAgent(agent: NewAgent, origin: WriteOrigin = SYSTEM_ORIGIN, options: UpsertAgentOptions = {}): Promise<{ agent: AgentRecord; created: boolean }> {
+    return this.database.write(() => this.upsertAgentTx(agent, origin, options));
   }
 
   async patchAgent(name: string, patch: AgentPatch, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<AgentRecord> {

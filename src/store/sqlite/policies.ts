@@ -5,7 +5,7 @@
  * labels change, inside that write's transaction, so a set read never matches selectors.
  */
 import { SYSTEM_ORIGIN, type AgentSelector, type Labels, type NewPolicy, type PolicyRecord, type WriteOrigin } from '../../model/index.js';
-import { membersOf, policiesOf, policyRecordOf } from '../policy-records.js';
+import { membersOf, policiesLeft, policiesOf, policyRecordOf } from '../policy-records.js';
 import { nowIso } from '../records.js';
 import type { PolicyPage, PolicyStore } from '../types.js';
 import { policyWriteTouches, refusal, writeEntry } from '../write-records.js';
@@ -57,6 +57,7 @@ function prepare(db: SqliteDatabase['db']) {
     addMember: db.prepare('INSERT OR IGNORE INTO policy_members (agent_name, policy_id) VALUES (?, ?)'),
     clearAgent: db.prepare('DELETE FROM policy_members WHERE agent_name = ?'),
     agentLabels: db.prepare('SELECT agent_name, labels FROM agents'),
+    selecting: db.prepare('SELECT p.name, p.agents FROM policy_members m JOIN policies p ON p.policy_id = m.policy_id WHERE m.agent_name = ?'),
   };
 }
 
@@ -112,6 +113,12 @@ export class SqlitePolicies implements PolicyStore {
     this.agentCache = null;
     this.s.clearAgent.run(agentName);
     for (const id of policiesOf(agentName, labels, this.selectors())) this.s.addMember.run(agentName, id);
+  }
+
+  /** The policies selecting the agent now that `labels` would take it out of; call inside the agent's write. */
+  policiesLeftTx(agentName: string, labels: Labels): string[] {
+    const rows = this.s.selecting.all(agentName) as Array<{ name: string; agents: string }>;
+    return policiesLeft(agentName, labels, rows.map((r) => ({ name: r.name, agents: JSON.parse(r.agents) as AgentSelector })));
   }
 
   private refreshPolicyTx(policyId: number, selector: AgentSelector): string[] {
