@@ -138,6 +138,27 @@ export function definePolicyContract(name: string, open: () => Promise<Store>): 
       expect(await store.policyMembers(p.policy_id)).toEqual([]);
     });
 
+    it('a control delete racing a policy that binds it: one of them is refused, never a policy bound to nothing', async () => {
+      await store.upsertAgent({ agent_name: 'bot', labels: { race: 'yes' } });
+      for (let i = 0; i < 12; i++) {
+        const control = await store.createControl({ name: `racer-${i}`, data: controlData() });
+        const [deleted, created] = await Promise.allSettled([
+          store.deleteControl(control.control_id),
+          store.createPolicy({ name: `race-${i}`, controls: ['own', `racer-${i}`], agents: { match_labels: { race: 'yes' } } }),
+        ]);
+        expect([deleted.status, created.status].sort(), `round ${i}`).toEqual(['fulfilled', 'rejected']);
+        const refusal = (deleted.status === 'rejected' ? deleted.reason : (created as PromiseRejectedResult).reason) as StoreError;
+        expect(refusal).toBeInstanceOf(StoreError);
+        if (deleted.status === 'rejected') {
+          expect(refusal.issues?.[0]?.code).toBe('bound_by_policy');
+          expect((await store.getPolicyByName(`race-${i}`))?.controls).toEqual(['own', `racer-${i}`]);
+        } else {
+          expect(refusal.message).toBe(`control "racer-${i}" does not exist`);
+          expect(await store.getPolicyByName(`race-${i}`)).toBeNull();
+        }
+      }
+    });
+
     it('a batch deleting a bound control is refused whole unless it first unbinds it', async () => {
       await store.upsertAgent({ agent_name: 'bot', labels: { a: 'b' } });
       await store.createPolicy({ name: 'p', controls: ['pci-1'], agents: { match_labels: { a: 'b' } } });
