@@ -92,18 +92,9 @@ export class PostgresControls implements ControlStore {
     return record;
   }
 
-  /**
-   * `current` was read FOR UPDATE: a policy write binding the control takes a key-share
-   * lock on its row (the foreign key), so it either committed before this read of the
-   * bindings (and is seen) or waits and then fails on the missing control.
-   */
+  /** `current` was read FOR UPDATE, which refuseBoundDeleteTx relies on. */
   private async deleteControlTx(tx: WriteTx, current: ControlRow): Promise<string[]> {
-    const binding = await this.database.rows<{ name: string }>(
-      tx,
-      'SELECT p.name FROM policy_controls pc JOIN policies p ON p.policy_id = pc.policy_id WHERE pc.control_id = $1 ORDER BY p.name',
-      [current.control_id],
-    );
-    if (binding.length > 0) throw refusal.controlBoundByPolicy(current.name, binding.map((r) => r.name));
+    await this.policies.refuseBoundDeleteTx(tx, current.control_id, current.name);
     const agents = await this.agentsOfControlTx(tx, current.control_id);
     await tx.client.query('DELETE FROM controls WHERE control_id = $1', [current.control_id]);
     tx.changed = true;
@@ -117,10 +108,7 @@ export class PostgresControls implements ControlStore {
     // Held to COMMIT: no policy write commits between the leaves_policy check and the write.
     await this.policies.lockMembershipTx(tx);
     const [existing] = await this.database.rows<AgentRow>(tx, 'SELECT * FROM agents WHERE agent_name = $1 FOR UPDATE', [agent.agent_name]);
-    if (existing && options.registration) {
-      const left = await this.policies.policiesLeftTx(tx, agent.agent_name, agent.labels ?? {});
-      if (left.length > 0) throw refusal.registrationLeavesPolicies(agent.agent_name, left);
-    }
+    if (existing && options.registration) await this.policies.refuseLeavingTx(tx, agent.agent_name, agent.labels ?? {});
     // xmax = 0 only for a freshly inserted row: the one-statement way to tell insert from update.
     const [row] = await this.database.rows<AgentRow & { inserted: boolean }>(
       tx,

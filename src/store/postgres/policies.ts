@@ -74,16 +74,33 @@ export class PostgresPolicies implements PolicyStore {
   }
 
   /**
-   * The policies selecting the agent now that `labels` would take it out of; call (after
-   * lockMembershipTx, so no policy write can commit in between) inside the agent's write.
+   * Refuses a registration whose `labels` take the agent out of a policy selecting it now
+   * (409 leaves_policy); call (after lockMembershipTx, so no policy write can commit in
+   * between) inside the agent's write.
    */
-  async policiesLeftTx(tx: WriteTx, agentName: string, labels: Labels): Promise<string[]> {
+  async refuseLeavingTx(tx: WriteTx, agentName: string, labels: Labels): Promise<void> {
     const rows = await this.database.rows<{ name: string; agents: AgentSelector }>(
       tx,
       'SELECT p.name, p.agents FROM policy_members m JOIN policies p ON p.policy_id = m.policy_id WHERE m.agent_name = $1',
       [agentName],
     );
-    return policiesLeft(agentName, labels, rows);
+    const left = policiesLeft(agentName, labels, rows);
+    if (left.length > 0) throw refusal.registrationLeavesPolicies(agentName, left);
+  }
+
+  /**
+   * Refuses deleting a control some policy binds (409 bound_by_policy). The caller holds the
+   * control's row FOR UPDATE: a policy write binding it reads it FOR KEY SHARE
+   * (bindControlsTx), so that write either committed before this read (and is seen) or
+   * waits and then finds the control gone.
+   */
+  async refuseBoundDeleteTx(tx: WriteTx, controlId: number | string, controlName: string): Promise<void> {
+    const rows = await this.database.rows<{ name: string }>(
+      tx,
+      'SELECT p.name FROM policy_controls pc JOIN policies p ON p.policy_id = pc.policy_id WHERE pc.control_id = $1 ORDER BY p.name',
+      [controlId],
+    );
+    if (rows.length > 0) throw refusal.controlBoundByPolicy(controlName, rows.map((r) => r.name));
   }
 
   private async refreshPolicyTx(tx: WriteTx, policyId: number, selector: AgentSelector): Promise<string[]> {

@@ -74,10 +74,6 @@ function prepare(db: SqliteDatabase['db']) {
        WHERE m.agent_name = @agent
        ORDER BY control_id`,
     ),
-    // The policies that bind a control: deleting it is refused while any does.
-    bindingPolicies: db.prepare(
-      'SELECT p.name FROM policy_controls pc JOIN policies p ON p.policy_id = pc.policy_id WHERE pc.control_id = ? ORDER BY p.name',
-    ).pluck(),
     allLinks: db.prepare('SELECT agent_name, control_id FROM control_links ORDER BY agent_name, control_id'),
   };
 }
@@ -161,8 +157,7 @@ export class SqliteControls implements ControlStore {
   }
 
   private deleteControlTx(current: ControlRow, origin: WriteOrigin): string[] {
-    const binding = this.s.bindingPolicies.all(current.control_id) as string[];
-    if (binding.length > 0) throw refusal.controlBoundByPolicy(current.name, binding);
+    this.policies.refuseBoundDeleteTx(current.control_id, current.name);
     const agents = this.agentsOf(current.control_id);
     this.s.deleteControl.run(current.control_id);
     this.bumpWith(origin, () => writeEntry.controlDeleted(controlOf(current), agents));
@@ -171,10 +166,7 @@ export class SqliteControls implements ControlStore {
 
   private upsertAgentTx(agent: NewAgent, origin: WriteOrigin, options: UpsertAgentOptions = {}): { agent: AgentRecord; created: boolean } {
     const existing = this.s.agent.get(agent.agent_name) as AgentRow | undefined;
-    if (existing && options.registration) {
-      const left = this.policies.policiesLeftTx(agent.agent_name, agent.labels ?? {});
-      if (left.length > 0) throw refusal.registrationLeavesPolicies(agent.agent_name, left);
-    }
+    if (existing && options.registration) this.policies.refuseLeavingTx(agent.agent_name, agent.labels ?? {});
     const values = {
       agent_name: agent.agent_name,
       agent_description: agent.agent_description ?? null,

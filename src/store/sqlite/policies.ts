@@ -57,6 +57,10 @@ function prepare(db: SqliteDatabase['db']) {
     addMember: db.prepare('INSERT OR IGNORE INTO policy_members (agent_name, policy_id) VALUES (?, ?)'),
     clearAgent: db.prepare('DELETE FROM policy_members WHERE agent_name = ?'),
     agentLabels: db.prepare('SELECT agent_name, labels FROM agents'),
+    // The policies that bind a control: deleting it is refused while any does.
+    binding: db.prepare(
+      'SELECT p.name FROM policy_controls pc JOIN policies p ON p.policy_id = pc.policy_id WHERE pc.control_id = ? ORDER BY p.name',
+    ).pluck(),
     selecting: db.prepare('SELECT p.name, p.agents FROM policy_members m JOIN policies p ON p.policy_id = m.policy_id WHERE m.agent_name = ?'),
   };
 }
@@ -115,10 +119,17 @@ export class SqlitePolicies implements PolicyStore {
     for (const id of policiesOf(agentName, labels, this.selectors())) this.s.addMember.run(agentName, id);
   }
 
-  /** The policies selecting the agent now that `labels` would take it out of; call inside the agent's write. */
-  policiesLeftTx(agentName: string, labels: Labels): string[] {
+  /** Refuses deleting a control some policy binds (409 bound_by_policy); call inside the delete's write. */
+  refuseBoundDeleteTx(controlId: number, controlName: string): void {
+    const names = this.s.binding.all(controlId) as string[];
+    if (names.length > 0) throw refusal.controlBoundByPolicy(controlName, names);
+  }
+
+  /** Refuses a registration whose `labels` take the agent out of a policy selecting it now (409 leaves_policy); call inside the agent's write. */
+  refuseLeavingTx(agentName: string, labels: Labels): void {
     const rows = this.s.selecting.all(agentName) as Array<{ name: string; agents: string }>;
-    return policiesLeft(agentName, labels, rows.map((r) => ({ name: r.name, agents: JSON.parse(r.agents) as AgentSelector })));
+    const left = policiesLeft(agentName, labels, rows.map((r) => ({ name: r.name, agents: JSON.parse(r.agents) as AgentSelector })));
+    if (left.length > 0) throw refusal.registrationLeavesPolicies(agentName, left);
   }
 
   private refreshPolicyTx(policyId: number, selector: AgentSelector): string[] {
