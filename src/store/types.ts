@@ -205,7 +205,9 @@ export interface UpsertAgentOptions {
    * The write is a registration (`initAgent`, any key): labels that would take a
    * registered agent out of a policy selecting it now are refused (StoreError 'conflict',
    * issue code `leaves_policy`), checked in the write's transaction against the policies
-   * as they are then. Administrators move agents with patchAgent or an apply.
+   * as they are then. Administrators move agents with patchAgent or an apply. Labels left
+   * out keep the stored ones as read in that transaction (a label change committed
+   * meanwhile is neither undone nor reported as leaving a policy); otherwise they mean {}.
    */
   registration?: boolean;
 }

@@ -214,6 +214,11 @@ export function definePolicyContract(name: string, open: () => Promise<Store>): 
       // Labels that keep every policy, and a new agent with any labels, are registrations like any other.
       await store.upsertAgent({ agent_name: 'pay', labels: { pci: 'true', team: 'b' } }, undefined, { registration: true });
       await store.upsertAgent({ agent_name: 'new', labels: { sandbox: 'x' } }, undefined, { registration: true });
+      // A registration without labels keeps the stored ones as its own write reads them
+      // (an administrator's change made since the caller looked is neither undone nor refused).
+      await store.patchAgent('pay', { labels: { pci: 'true', team: 'c' } });
+      const kept = await store.upsertAgent({ agent_name: 'pay', agent_version: '2' }, undefined, { registration: true });
+      expect(kept.agent.labels).toEqual({ pci: 'true', team: 'c' });
       // Not a registration (an apply, an administrator): the agent moves out.
       await store.upsertAgent({ agent_name: 'pay', labels: {} });
       expect(await namesOf('pay')).toEqual(['pci-2']);

@@ -173,8 +173,9 @@ export const agentRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) =
     // selecting it now (dropping `pci`, adding `sandbox` to escape DoesNotExist) are
     // refused whole (409, leaves_policy). The store checks it inside the write, against
     // the policies as they are then, so a policy written meanwhile cannot slip between.
+    // Labels left out are kept by the store as it reads them inside the write (not as read above).
     const { agent, created } = await store.upsertAgent(
-      { agent_name: registration.agent_name, ...next, managed_by: before?.managed_by ?? null },
+      { agent_name: registration.agent_name, ...next, labels: registration.labels, managed_by: before?.managed_by ?? null },
       apiOrigin(ctx, request),
       { registration: true },
     );

@@ -108,7 +108,8 @@ export class PostgresControls implements ControlStore {
     // Held to COMMIT: no policy write commits between the leaves_policy check and the write.
     await this.policies.lockMembershipTx(tx);
     const [existing] = await this.database.rows<AgentRow>(tx, 'SELECT * FROM agents WHERE agent_name = $1 FOR UPDATE', [agent.agent_name]);
-    if (existing && options.registration) await this.policies.refuseLeavingTx(tx, agent.agent_name, agent.labels ?? {});
+    const labels = agent.labels ?? (options.registration ? existing?.labels : undefined) ?? {};
+    if (existing && options.registration) await this.policies.refuseLeavingTx(tx, agent.agent_name, labels);
     // xmax = 0 only for a freshly inserted row: the one-statement way to tell insert from update.
     const [row] = await this.database.rows<AgentRow & { inserted: boolean }>(
       tx,
@@ -128,7 +129,7 @@ export class PostgresControls implements ControlStore {
         now,
         // A registration that does not say who owns the agent keeps the owner it had.
         agent.managed_by !== undefined,
-        JSON.stringify(agent.labels ?? {}),
+        JSON.stringify(labels),
       ],
     );
     tx.changed = true;

@@ -166,14 +166,15 @@ export class SqliteControls implements ControlStore {
 
   private upsertAgentTx(agent: NewAgent, origin: WriteOrigin, options: UpsertAgentOptions = {}): { agent: AgentRecord; created: boolean } {
     const existing = this.s.agent.get(agent.agent_name) as AgentRow | undefined;
-    if (existing && options.registration) this.policies.refuseLeavingTx(agent.agent_name, agent.labels ?? {});
+    const labels = agent.labels ?? (options.registration && existing ? agentOf(existing).labels : undefined) ?? {};
+    if (existing && options.registration) this.policies.refuseLeavingTx(agent.agent_name, labels);
     const values = {
       agent_name: agent.agent_name,
       agent_description: agent.agent_description ?? null,
       agent_version: agent.agent_version ?? null,
       steps: JSON.stringify(agent.steps ?? []),
       metadata: agent.metadata == null ? null : JSON.stringify(agent.metadata),
-      labels: JSON.stringify(agent.labels ?? {}),
+      labels: JSON.stringify(labels),
       // A registration that does not say who owns the agent keeps the owner it had.
       managed_by: agent.managed_by !== undefined ? agent.managed_by : (existing?.managed_by ?? null),
       now: nowIso(),
