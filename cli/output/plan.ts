@@ -110,6 +110,10 @@ function short(value: unknown, max = 120): string {
 
 function conflictLines(conflict: Conflict, c: Colors): string[] {
   const owner = conflict.managed_by === null ? 'made by hand' : `owned by ${conflict.managed_by}`;
+  if (conflict.bound_by) {
+    const policies = conflict.bound_by.map((p) => `"${p.policy}"`).join(', ');
+    return [c.red(`! conflict: delete control "${conflict.name}": bound by ${conflict.bound_by.length === 1 ? 'policy' : 'policies'} ${policies}, which the plan keeps; the server refuses the delete`)];
+  }
   if (conflict.op) {
     return [c.red(`! conflict: ${conflict.op} agent "${conflict.agent_name}" -> control "${conflict.name}": the control is ${owner}, whose links the server refuses to change; it is left alone`)];
   }

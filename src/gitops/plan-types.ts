@@ -22,6 +22,11 @@ export interface Conflict {
   /** Set for a link conflict: the agent whose link to `name` the plan would change. */
   agent_name?: string;
   op?: 'link' | 'unlink';
+  /**
+   * Set when the plan deletes control `name` but these policies still bind it once the
+   * plan is applied: the server refuses the delete (409 bound_by_policy).
+   */
+  bound_by?: Array<{ policy: string; managed_by: string | null }>;
 }
 
 /** Objects are compared key by key; arrays and scalars as whole values (easier to read). */

@@ -8,6 +8,7 @@ import type { ControlData } from '../model/index.js';
 import { deepEqual } from './canonical.js';
 import type { ActualAgent, ActualControl, ActualState, AgentFields, DesiredState } from './desired-state.js';
 import { planPolicies, type PolicyOperation } from './plan-policies.js';
+import { refusedDeletes } from './plan-bindings.js';
 import { planMcpServers, type McpServerOperation } from './plan-mcp-servers.js';
 import { diffValues, type Change, type Conflict } from './plan-types.js';
 
@@ -211,6 +212,8 @@ export function plan(desired: DesiredState, actual: ActualState, options: PlanOp
   const servers = planMcpServers(desired, actual, managedBy, { prune: Boolean(options.prune), force: Boolean(options.force), followSources: Boolean(options.followSources) });
   operations.push(...servers.operations);
   conflicts.push(...servers.conflicts);
+  const deleted = operations.flatMap((o) => (o.op === 'delete_control' ? [o.name] : []));
+  conflicts.push(...refusedDeletes(deleted, policies.operations, actual));
 
   const ordered = inPlanOrder(operations);
   kept.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

@@ -38,7 +38,8 @@ export interface PlanInvocation {
 export function refusalOf(plan: Pick<Plan, 'conflicts' | 'managed_by'>, invocation: PlanInvocation): Refusal | null {
   if (plan.conflicts.length === 0) return null;
   const byOwner = new Map<string | null, Conflict[]>();
-  for (const conflict of plan.conflicts) byOwner.set(conflict.managed_by, [...(byOwner.get(conflict.managed_by) ?? []), conflict]);
+  const bound = plan.conflicts.filter((c) => c.bound_by);
+  for (const conflict of plan.conflicts.filter((c) => !c.bound_by)) byOwner.set(conflict.managed_by, [...(byOwner.get(conflict.managed_by) ?? []), conflict]);
   const groups = [...byOwner].map(([owner, conflicts]) => {
     const group = groupOf(owner, [...new Set(conflicts.map((c) => c.name))], invocation);
     const agents = [...new Set(conflicts.filter((c) => c.op).map((c) => c.agent_name))].map((a) => `"${a}"`);
@@ -50,8 +51,9 @@ export function refusalOf(plan: Pick<Plan, 'conflicts' | 'managed_by'>, invocati
       advice: `${group.advice}; or leave agent ${agents.join(', ')} to that directory (take its kind: Agent document out of this one)`,
     };
   });
-  const controls = plan.conflicts.filter((c) => !c.op).length;
-  const links = plan.conflicts.length - controls;
+  groups.push(...bound.map(boundGroupOf));
+  const controls = plan.conflicts.filter((c) => !c.op && !c.bound_by).length;
+  const links = plan.conflicts.filter((c) => c.op).length;
   const reasons: string[] = [];
   if (controls > 0) {
     reasons.push(`${controls} control${controls === 1 ? '' : 's'} of the same name ${controls === 1 ? 'exists' : 'exist'} on the server under another owner than ${plan.managed_by}`);
@@ -59,7 +61,24 @@ export function refusalOf(plan: Pick<Plan, 'conflicts' | 'managed_by'>, invocati
   if (links > 0) {
     reasons.push(`${links} link${links === 1 ? '' : 's'} it would change name${links === 1 ? 's' : ''} a control a watched directory keeps (guardctl serve --watch), which the server refuses`);
   }
+  if (bound.length > 0) {
+    reasons.push(
+      `${bound.length} control${bound.length === 1 ? '' : 's'} it would delete ${bound.length === 1 ? 'is' : 'are'} bound by a policy it keeps, and the server refuses to delete a control a policy binds`,
+    );
+  }
   return { message: reasons.join('; '), groups };
+}
+
+/** A delete the server refuses because policies bind the control: no flag gets past it. */
+function boundGroupOf(conflict: Conflict): ConflictGroup {
+  const policies = (conflict.bound_by ?? []).map((p) => `"${p.policy}" (${p.managed_by === null ? 'made outside guardctl apply' : `owned by ${p.managed_by}`})`);
+  return {
+    managed_by: conflict.managed_by,
+    names: [conflict.name],
+    why: `bound by ${policies.length === 1 ? 'policy' : 'policies'} ${policies.join(', ')}`,
+    command: null,
+    advice: `take "${conflict.name}" out of the controls of ${policies.length === 1 ? 'that policy' : 'those policies'} (or delete ${policies.length === 1 ? 'it' : 'them'}) first, or keep the control in the directory`,
+  };
 }
 
 function groupOf(managedBy: string | null, names: string[], invocation: PlanInvocation): ConflictGroup {

@@ -34,7 +34,8 @@ export const ControlNameSchema = z
 
 /** The one limit on agent names: the model, the routes (Fastify's maxParamLength), YAML validation. */
 export const AGENT_NAME_MAX = 128;
-const AGENT_NAME_CHARS = /^[a-z0-9][a-z0-9._:-]*$/;
+/** What a normalised agent name may hold. */
+export const AGENT_NAME_CHARS = /^[a-z0-9][a-z0-9._:-]*$/;
 
 /** Agent names are normalised (trimmed, lowercased) before they are checked. */
 export const AgentNameSchema = z

@@ -5,6 +5,7 @@
  * empty. Both start and end with a letter or digit.
  */
 import { z } from 'zod';
+import { AGENT_NAME_CHARS, AGENT_NAME_MAX } from './common.js';
 
 /** A name part or a value: alphanumeric at both ends, `-`, `_` and `.` inside. */
 const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
@@ -96,7 +97,13 @@ export type MatchExpression = z.infer<typeof MatchExpressionSchema>;
  */
 export const AgentSelectorSchema = z
   .strictObject({
-    names: z.array(z.string().trim().toLowerCase().min(1).max(128)).max(10_000).optional(),
+    // Agent names' own rules (normalised, then checked; written out so the JSON Schema
+    // keeps them): a name no agent can register under (a lookalike letter) is refused,
+    // not kept as a selector that selects nobody.
+    names: z
+      .array(z.string().trim().toLowerCase().min(1).max(AGENT_NAME_MAX).regex(AGENT_NAME_CHARS, 'an agent name holds lowercase letters, digits and . _ : - and starts with a letter or digit'))
+      .max(10_000)
+      .optional(),
     match_labels: LabelsSchema.optional(),
     match_expressions: z.array(MatchExpressionSchema).max(64).optional(),
   })

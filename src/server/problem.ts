@@ -102,9 +102,9 @@ export const invalid = (detail: string, errors: FieldIssue[]): HttpProblem =>
 export function problemOfStoreError(error: StoreError): Problem {
   switch (error.kind) {
     case 'conflict':
-      return problemOf(409, 'conflict', error.message);
+      return problemOf(409, 'conflict', error.message, error.issues);
     case 'not_found':
-      return problemOf(404, 'not_found', error.message);
+      return problemOf(404, 'not_found', error.message, error.issues);
     case 'stale':
       return problemOf(409, 'stale_revision', error.message);
     case 'unavailable':

@@ -113,5 +113,5 @@ function touchedBy(change: StoreChange, answer: unknown): string[] {
 export function changeFailure(error: unknown, change: StoreChange, index: number): StoreError {
   const reason = error instanceof Error ? error.message : String(error);
   const kind = error instanceof StoreError ? error.kind : 'unavailable';
-  return new StoreError(kind, `${changeLabel(change, index)}: ${reason}`, { index, reason });
+  return new StoreError(kind, `${changeLabel(change, index)}: ${reason}`, { index, reason }, error instanceof StoreError ? error.issues : undefined);
 }

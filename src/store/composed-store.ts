@@ -27,6 +27,7 @@ import type {
   StatsQuery,
   Store,
   StoreChange,
+  UpsertAgentOptions,
 } from './types.js';
 
 export abstract class ComposedStore implements Store {
@@ -73,8 +74,8 @@ export abstract class ComposedStore implements Store {
   listAgents() {
     return this.controls.listAgents();
   }
-  upsertAgent(agent: NewAgent, origin?: WriteOrigin) {
-    return this.controls.upsertAgent(agent, origin);
+  upsertAgent(agent: NewAgent, origin?: WriteOrigin, options?: UpsertAgentOptions) {
+    return this.controls.upsertAgent(agent, origin, options);
   }
   patchAgent(name: string, patch: AgentPatch, origin?: WriteOrigin) {
     return this.controls.patchAgent(name, patch, origin);

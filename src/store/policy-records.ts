@@ -76,6 +76,16 @@ export function policiesOf(agentName: string, labels: Labels, policies: Iterable
   return ids;
 }
 
+/**
+ * The policies (of those selecting an agent now) that would no longer select it with
+ * `labels`, by name: what a registration may not do (StoreError `leaves_policy`).
+ */
+export function policiesLeft(agentName: string, labels: Labels, selecting: Iterable<{ name: string; agents: AgentSelector }>): string[] {
+  const left: string[] = [];
+  for (const p of selecting) if (!selectsAgent(p.agents, agentName, labels)) left.push(p.name);
+  return left.sort();
+}
+
 /** Whether two label sets are the same (key order aside). */
 export function sameLabels(a: Labels, b: Labels): boolean {
   const ka = Object.keys(a);

@@ -9,6 +9,7 @@ import type {
   NewControl,
   NewPolicy,
   BindingSource,
+  FieldIssue,
   PolicyRecord,
   StoreChange,
   StoredEvent,
@@ -199,6 +200,18 @@ export interface FailedChange {
   reason: string;
 }
 
+export interface UpsertAgentOptions {
+  /**
+   * The write is a registration (`initAgent`, any key): labels that would take a
+   * registered agent out of a policy selecting it now are refused (StoreError 'conflict',
+   * issue code `leaves_policy`), checked in the write's transaction against the policies
+   * as they are then. Administrators move agents with patchAgent or an apply. Labels left
+   * out keep the stored ones as read in that transaction (a label change committed
+   * meanwhile is neither undone nor reported as leaving a policy); otherwise they mean {}.
+   */
+  registration?: boolean;
+}
+
 export interface ApplyChangesOptions {
   expectedRevision?: number | undefined;
 }
@@ -225,6 +238,11 @@ export class StoreError extends Error {
     message: string,
     /** Set when a change of an `applyChanges` batch failed: the batch was rolled back. */
     readonly failedChange?: FailedChange,
+    /**
+     * Why, field by field, with a code clients branch on (`bound_by_policy`,
+     * `leaves_policy`): the problem body's `errors[]`.
+     */
+    readonly issues?: FieldIssue[],
   ) {
     super(message);
     this.name = 'StoreError';
@@ -246,13 +264,17 @@ export interface ControlStore {
   listControls(page: { cursor?: number | undefined; limit: number }): Promise<ControlPage>;
   listAllControls(): Promise<ControlRecord[]>;
   updateControl(id: number, patch: ControlPatch, origin?: WriteOrigin): Promise<ControlRecord>;
-  /** Deletes the control, its links and its policy bindings; returns the agents it guarded. */
+  /**
+   * Deletes the control and its links; returns the agents it was linked to. A control a
+   * policy binds is refused (StoreError 'conflict', issue code `bound_by_policy`): taking
+   * it out of the policy is a write of the policy, never a side effect.
+   */
   deleteControl(id: number, origin?: WriteOrigin): Promise<{ unlinked_agents: string[] }>;
 
   getAgent(name: string): Promise<AgentRecord | null>;
   listAgents(): Promise<AgentRecord[]>;
   /** Inserts or replaces the agent; returns the stored record and whether it existed. */
-  upsertAgent(agent: NewAgent, origin?: WriteOrigin): Promise<{ agent: AgentRecord; created: boolean }>;
+  upsertAgent(agent: NewAgent, origin?: WriteOrigin, options?: UpsertAgentOptions): Promise<{ agent: AgentRecord; created: boolean }>;
   patchAgent(name: string, patch: AgentPatch, origin?: WriteOrigin): Promise<AgentRecord>;
   /**
    * Removes an agent and its links (the controls stay); its history, events and recorded

@@ -22,6 +22,33 @@ export const refusal = {
   agentNotFound: (name: string) => new StoreError('not_found', `agent "${name}" does not exist`),
   policyNotFound: (id: number) => new StoreError('not_found', `policy ${id} does not exist`),
   namedPolicyNotFound: (name: string) => new StoreError('not_found', `policy "${name}" does not exist`),
+  /**
+   * A control some policy binds cannot be deleted: every agent the policy selects would
+   * lose the guard with no write of the policy to show for it.
+   */
+  controlBoundByPolicy: (control: string, policies: readonly string[]) => {
+    const names = policies.map((p) => `"${p}"`).join(', ');
+    const which = policies.length === 1 ? `policy ${names} binds it` : `policies ${names} bind it`;
+    return new StoreError(
+      'conflict',
+      `control "${control}" cannot be deleted: ${which}; remove it from the controls of ${policies.length === 1 ? 'that policy' : 'those policies'} (or delete ${policies.length === 1 ? 'it' : 'them'}) first`,
+      undefined,
+      [{ field: 'control_id', code: 'bound_by_policy', message: `bound by ${policies.length === 1 ? 'policy' : 'policies'} ${names}` }],
+    );
+  },
+  /**
+   * A registration (anyone with a key) taking a registered agent out of policies that
+   * select it now: moving an agent out of a guard is an administrator's act.
+   */
+  registrationLeavesPolicies: (agentName: string, policies: readonly string[]) => {
+    const names = policies.map((p) => `"${p}"`).join(', ');
+    return new StoreError(
+      'conflict',
+      `these labels would take agent "${agentName}" out of ${policies.length === 1 ? 'policy' : 'policies'} ${names}, which guard it now; a registration cannot remove an agent from a policy: change its labels with PATCH /api/v1/agents/${agentName} (admin key) or guardctl apply`,
+      undefined,
+      [{ field: 'labels', code: 'leaves_policy', message: `the labels leave ${names}` }],
+    );
+  },
 };
 
 /** The history entry of each write (history.ts), from the records before and after it. */

@@ -1,5 +1,5 @@
 // The built binary against a real server on a free port: the whole GitOps loop.
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -210,6 +210,41 @@ describe('guardctl gitops, end to end', () => {
       expect(settled.code).toBe(0);
       const list = (await (await fetch(`${own.url}/api/v1/controls?limit=100`)).json()) as { controls: Array<{ managed_by: string }> };
       expect(new Set(list.controls.map((c) => c.managed_by))).toEqual(new Set(['gitops:acme/guards']));
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('a prune that would delete a control a hand-made policy binds: plan exits 1 naming the policy, apply changes nothing', { timeout: 120_000 }, async () => {
+    const own = await startServer({});
+    const dir = join(work, 'bound');
+    const control = (name: string) => `kind: Control\nname: ${name}\nselector: { path: input }\nevaluator: { name: regex, config: { pattern: 'never-${name}' } }\naction: { decision: deny }\n`;
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'a.yaml'), control('bound-one'));
+    writeFileSync(join(dir, 'b.yaml'), control('free-one'));
+    const env = { GUARD_URL: own.url };
+    try {
+      expect((await cli(['apply', 'bound'], env)).code).toBe(0);
+      const made = await fetch(`${own.url}/api/v1/policies`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'by-hand', controls: ['bound-one'], agents: { match_labels: {} } }),
+      });
+      expect(made.status).toBe(201);
+      unlinkSync(join(dir, 'a.yaml'));
+
+      const text = await cli(['plan', 'bound', '--prune'], env);
+      expect(text.code).toBe(1);
+      expect(text.stdout).toContain('! conflict: delete control "bound-one": bound by policy "by-hand", which the plan keeps; the server refuses the delete');
+      expect(text.stdout).toContain('1 control it would delete is bound by a policy it keeps, and the server refuses to delete a control a policy binds');
+      expect(text.stdout).toContain('take "bound-one" out of the controls of that policy (or delete it) first, or keep the control in the directory');
+      expect(text.stderr).toMatch(/^error: apply would refuse this plan: 1 conflict .*what to do instead/);
+
+      const refused = await cli(['apply', 'bound', '--prune'], env);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain('nothing was changed');
+      const left = (await (await fetch(`${own.url}/api/v1/controls?name=bound-one`)).json()) as { controls: unknown[] };
+      expect(left.controls).toHaveLength(1);
     } finally {
       await own.stop();
     }

@@ -220,6 +220,32 @@ const cases: Case[] = [
     ops: [],
     conflicts: ['p'],
   },
+  {
+    name: 'deleting a control that a policy the plan keeps binds is a conflict up front (the delete stays: the server refuses it)',
+    desired: { controls: [{ name: 'kept', data: data('k'), source: null }], agents: [], policies: [] },
+    actual: {
+      controls: [actualControl('kept', data('k')), actualControl('gone', data('g'))],
+      agents: [],
+      policies: [{ ...policy('by-hand', ['gone'], { names: ['x'] }), managed_by: null }],
+    },
+    options: { prune: true },
+    ops: ['delete_control gone'],
+    conflicts: ['gone'],
+  },
+  {
+    name: 'deleting a control with the policy that binds it, or after taking it out of the policy, is no conflict',
+    desired: { controls: [{ name: 'kept', data: data('k'), source: null }], agents: [], policies: [policy('edited', ['kept'], { names: ['x'] })] },
+    actual: {
+      controls: [actualControl('kept', data('k')), actualControl('gone', data('g'))],
+      agents: [],
+      policies: [
+        { ...policy('edited', ['kept', 'gone'], { names: ['x'] }), managed_by: OWNER },
+        { ...policy('pruned', ['gone'], { names: ['x'] }), managed_by: OWNER },
+      ],
+    },
+    options: { prune: true },
+    ops: ['update_policy edited controls -> 0 (0 new)', 'delete_policy pruned -> 0 (0 new)', 'delete_control gone'],
+  },
 ];
 
 describe('plan', () => {

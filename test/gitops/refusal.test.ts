@@ -45,4 +45,18 @@ describe('refusalOf', () => {
     expect(shellWord('acme/guards')).toBe('acme/guards');
     expect(shellWord("it's here")).toBe(`'it'\\''s here'`);
   });
+  it('a delete of a control a kept policy binds: no flag gets past it, the advice is to unbind first', () => {
+    const bound: Conflict = { name: 'gone', managed_by: 'gitops:default', changes: [], bound_by: [{ policy: 'by-hand', managed_by: null }, { policy: 'team', managed_by: 'gitops:team' }] };
+    const refusal = refusalOf({ conflicts: [bound, conflict('b', null)], managed_by: 'gitops:default' }, { directory: 'controls', owner: 'default' });
+    expect(refusal?.message).toBe(
+      '1 control of the same name exists on the server under another owner than gitops:default; 1 control it would delete is bound by a policy it keeps, and the server refuses to delete a control a policy binds',
+    );
+    expect(refusal?.groups.at(-1)).toEqual({
+      managed_by: 'gitops:default',
+      names: ['gone'],
+      why: 'bound by policies "by-hand" (made outside guardctl apply), "team" (owned by gitops:team)',
+      command: null,
+      advice: 'take "gone" out of the controls of those policies (or delete them) first, or keep the control in the directory',
+    });
+  });
 });

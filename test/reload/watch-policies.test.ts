@@ -6,7 +6,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { agentDoc, decide, sqlControl, startWatchedServer, statusOf, waitForReload, type WatchedServer } from './helpers.js';
+import { agentDoc, decide, sqlControl, startWatchedServer, statusOf, waitForReload, waitForStatus, type WatchedServer } from './helpers.js';
 
 const DROP = '(?i)drop\\s+table';
 
@@ -95,5 +95,60 @@ describe('watch mode applies kind: Policy (real directory, real watcher, real SQ
     const create = await s.app.inject({ method: 'PUT', url: '/api/v1/policies', payload: body });
     expect(create.statusCode).toBe(409);
     expect(await s.store.getPolicyByName('pci')).toMatchObject({ agents: { match_labels: { pci: 'true' } }, managed_by: s.hot.reloader.managedBy });
+  });
+  it('removing a control and the policy binding it in one change converges: both go together', async () => {
+    server = await startWatchedServer({
+      'sql.yaml': sqlControl('block-drop', DROP),
+      'other.yaml': sqlControl('other', 'nothing-matches-this'),
+      'policy.yaml': policyDoc('pci', ['block-drop'], 'match_labels: { pci: "true" }'),
+    });
+    const s = server;
+    await register(s, 'card-bot', { pci: 'true' });
+    expect(await decide(s.app, 'card-bot', 'DROP TABLE users')).toBe('deny');
+    rmSync(join(s.dir, 'policy.yaml'));
+    rmSync(join(s.dir, 'sql.yaml'));
+    await expect.poll(async () => (await s.store.getControlByName('block-drop')) === null, { interval: 20, timeout: 10_000 }).toBe(true);
+    expect(await s.store.getPolicyByName('pci')).toBeNull();
+    expect((await statusOf(s.app)).state).toBe('ok');
+    expect(await decide(s.app, 'card-bot', 'DROP TABLE users')).toBe('allow');
+  });
+
+  it('a directory keeping a policy that names a control it removed is refused whole; the guard stays', async () => {
+    server = await startWatchedServer({
+      'sql.yaml': sqlControl('block-drop', DROP),
+      'policy.yaml': policyDoc('pci', ['block-drop'], 'match_labels: { pci: "true" }'),
+    });
+    const s = server;
+    await register(s, 'card-bot', { pci: 'true' });
+    const before = await statusOf(s.app);
+    rmSync(join(s.dir, 'sql.yaml'));
+    const after = await waitForReload(s.app, before, 'failure');
+    expect(after.errors.map((e) => e.code)).toContain('unknown_control');
+    expect(await s.store.getControlByName('block-drop')).not.toBeNull();
+    expect(await decide(s.app, 'card-bot', 'DROP TABLE users')).toBe('deny');
+  });
+
+  it('a watched control that a policy made through the API binds is not deleted by a reload: the reload fails naming the policy', async () => {
+    server = await startWatchedServer({
+      'sql.yaml': sqlControl('block-drop', DROP),
+      'other.yaml': sqlControl('other', 'nothing-matches-this'),
+    });
+    const s = server;
+    const made = await s.app.inject({ method: 'PUT', url: '/api/v1/policies', payload: { name: 'by-hand', controls: ['block-drop'], agents: { match_labels: { pci: 'true' } } } });
+    expect(made.statusCode, made.body).toBe(201);
+    await register(s, 'card-bot', { pci: 'true' });
+    expect(await decide(s.app, 'card-bot', 'DROP TABLE users')).toBe('deny');
+    rmSync(join(s.dir, 'sql.yaml'));
+    const failed = await waitForStatus(s.app, (st) => st.state === 'error', 'the refused reload');
+    expect(failed.errors[0]?.message).toContain('control "block-drop" cannot be deleted: policy "by-hand" binds it');
+    expect(await s.store.getControlByName('block-drop')).not.toBeNull();
+    expect(await decide(s.app, 'card-bot', 'DROP TABLE users')).toBe('deny');
+    // Taking the control out of the policy lets the next reload converge.
+    const id = (await s.store.getPolicyByName('by-hand'))!.policy_id;
+    const unbound = await s.app.inject({ method: 'PUT', url: `/api/v1/policies/${id}`, payload: { name: 'by-hand', controls: ['other'], agents: { match_labels: { pci: 'true' } } } });
+    expect(unbound.statusCode).toBe(200);
+    s.write('other.yaml', sqlControl('other', 'still-nothing'));
+    await expect.poll(async () => (await s.store.getControlByName('block-drop')) === null, { interval: 20, timeout: 10_000 }).toBe(true);
+    expect(await decide(s.app, 'card-bot', 'DROP TABLE users')).toBe('allow');
   });
 });

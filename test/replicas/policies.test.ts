@@ -79,4 +79,48 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('policies on t
     ]);
     for (const name of names) expect(await decisionOn(b, name)).toBe('deny');
   });
+  it('a registration racing a policy update cannot take an agent out of the policy (Promise.all on two replicas)', async () => {
+    const [a, b] = await twoReplicas();
+    await a.app.inject({ method: 'PUT', url: '/api/v1/controls', payload: { name: 'no-drop', data: denyDrop } });
+    const names = Array.from({ length: 16 }, (_, i) => `racer-${i}`);
+    for (const agent_name of names) await a.app.inject({ method: 'POST', url: '/api/v1/agents/initAgent', payload: { agent_name, labels: { pci: 'true' } } });
+    const created = await a.app.inject({ method: 'PUT', url: '/api/v1/policies', payload: { name: 'pci', controls: ['no-drop'], agents: { match_labels: { pci: 'gold' } } } });
+    const id = (JSON.parse(created.body) as { policy_id: number }).policy_id;
+    // It selects nobody yet: saved, and said so.
+    expect((JSON.parse(created.body) as { warnings: Array<{ code: string }> }).warnings[0]?.code).toBe('selects_nothing');
+    // Half the registrations go before the update, half after, the update in the middle:
+    // each registration either commits before the update (it leaves nothing) or is refused.
+    const registrations = names.map((agent_name) => b.app.inject({ method: 'POST', url: '/api/v1/agents/initAgent', payload: { agent_name, labels: { pci: 'false' } } }));
+    const update = a.app.inject({ method: 'PUT', url: `/api/v1/policies/${id}`, payload: { name: 'pci', controls: ['no-drop'], agents: { match_labels: { pci: 'true' } } } });
+    const [updated, ...answers] = await Promise.all([update, ...registrations]);
+    expect(updated.statusCode).toBe(200);
+    const refused = names.filter((_, i) => answers[i]!.statusCode === 409);
+    for (const [i, res] of answers.entries()) {
+      expect([200, 409], res.body).toContain(res.statusCode);
+      if (res.statusCode === 409) expect((JSON.parse(res.body) as { errors: Array<{ code: string }> }).errors[0]?.code).toBe('leaves_policy');
+      expect(await decisionOn(b, names[i]!)).toBe(res.statusCode === 409 ? 'deny' : 'allow');
+    }
+    // The update guarded exactly the agents still labelled pci=true when it committed:
+    // had a registration written after it, that agent would be counted there and not refused.
+    const history = JSON.parse((await a.app.inject({ method: 'GET', url: `/api/v1/policies/${id}/history` })).body) as { entries: Array<{ note: string | null }> };
+    expect(history.entries[0]?.note).toBe(`guards ${refused.length} agent(s)`);
+    const members = (JSON.parse((await b.app.inject({ method: 'GET', url: `/api/v1/policies/${id}` })).body) as { members: string[] }).members;
+    expect(members).toEqual([...refused].sort());
+  });
+  it('a control a policy written through A binds cannot be deleted through B, alone or in a batch', async () => {
+    const [a, b] = await twoReplicas();
+    await a.app.inject({ method: 'PUT', url: '/api/v1/controls', payload: { name: 'no-drop', data: denyDrop } });
+    await a.app.inject({ method: 'PUT', url: '/api/v1/policies', payload: { name: 'pci', controls: ['no-drop'], agents: { match_labels: { pci: 'true' } } } });
+    await b.app.inject({ method: 'POST', url: '/api/v1/agents/initAgent', payload: { agent_name: 'pay', labels: { pci: 'true' } } });
+    expect(await decisionOn(b, 'pay')).toBe('deny');
+    const id = (JSON.parse((await b.app.inject({ method: 'GET', url: '/api/v1/controls?name=no-drop' })).body) as { controls: Array<{ control_id: number }> }).controls[0]!.control_id;
+    const deleted = await b.app.inject({ method: 'DELETE', url: `/api/v1/controls/${id}` });
+    expect(deleted.statusCode).toBe(409);
+    expect(JSON.parse(deleted.body)).toMatchObject({ error_code: 'conflict', errors: [{ code: 'bound_by_policy', message: 'bound by policy "pci"' }] });
+    const batch = await b.app.inject({ method: 'POST', url: '/api/v1/changes', payload: { changes: [{ op: 'delete_control', name: 'no-drop' }] } });
+    expect(batch.statusCode).toBe(409);
+    expect(JSON.parse(batch.body)).toMatchObject({ change_index: 0, errors: [{ field: 'changes[0]', code: 'bound_by_policy' }] });
+    expect(await decisionOn(a, 'pay')).toBe('deny');
+    expect(await decisionOn(b, 'pay')).toBe('deny');
+  });
 });

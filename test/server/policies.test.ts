@@ -63,6 +63,29 @@ describe('/api/v1/policies', () => {
     expect(Object.values(controls.sources)).toEqual([['policy:pci-baseline']]);
   });
 
+  it('answers a write whose selector selects no registered agent with a warning, and saves it', async () => {
+    const created = await createPolicy({ name: 'later', controls: ['block-drop'], agents: { match_labels: { tier: 'gold' } } });
+    expect(created.statusCode).toBe(201);
+    expect(json(created).warnings).toEqual([
+      {
+        field: 'agents',
+        code: 'selects_nothing',
+        message: 'policy "later" selects no registered agent: it guards agents that register later with matching labels; check the selector\'s label keys and values if you expected a match',
+      },
+    ]);
+    const id = json(created).policy_id as number;
+    expect(json(await call(server.app, 'GET', `/api/v1/policies/${id}`))).not.toHaveProperty('warnings');
+    // An agent it selects: no warning on the next write; a replace that selects nobody again: warned.
+    await register('gold-bot', { tier: 'gold' });
+    const kept = await call(server.app, 'PUT', `/api/v1/policies/${id}`, { name: 'later', controls: ['warn-drop'], agents: { match_labels: { tier: 'gold' } } });
+    expect(kept.statusCode).toBe(200);
+    expect(json(kept)).not.toHaveProperty('warnings');
+    const emptied = await call(server.app, 'PUT', `/api/v1/policies/${id}`, { name: 'later', controls: ['warn-drop'], agents: { match_labels: { tier: 'Gold' } } });
+    expect(emptied.statusCode).toBe(200);
+    expect(json(emptied).warnings[0].code).toBe('selects_nothing');
+    expect(json(await call(server.app, 'GET', `/api/v1/policies/${id}`)).agents).toEqual({ match_labels: { tier: 'Gold' } });
+  });
+
   it('evaluates a control bound by a link and two policies once', async () => {
     await register('bot', { env: 'prod' });
     const id = json(await call(server.app, 'GET', '/api/v1/controls?name=block-drop')).controls[0].control_id;

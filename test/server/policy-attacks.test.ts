@@ -140,6 +140,47 @@ describe('label syntax at the bounds', () => {
   });
 });
 
+describe('selectors with odd spellings', () => {
+  it('a lookalike, a trailing space or a wrong-case operator in a selector is refused (422), storing nothing', async () => {
+    await register('pay', { team: 'payments' });
+    const bad: unknown[] = [
+      { match_labels: { 'tеam': 'payments' } }, // Cyrillic е in the key
+      { match_labels: { 'team ': 'payments' } },
+      { match_labels: { team: 'payments ' } },
+      { match_labels: { team: 'pаyments' } }, // Cyrillic а in the value
+      { match_expressions: [{ key: 'team ', operator: 'Exists' }] },
+      { match_expressions: [{ key: 'tеam', operator: 'Exists' }] },
+      { match_expressions: [{ key: 'team', operator: 'In', values: ['pаyments'] }] },
+      { match_expressions: [{ key: 'team', operator: 'NotIn', values: ['payments\u200b'] }] },
+      { match_expressions: [{ key: 'team', operator: 'exists' }] },
+      { names: ['pаy'] }, // no agent can register under a Cyrillic name
+      { names: ['pay\u200b'] },
+    ];
+    for (const agents of bad) {
+      const res = await call(server.app, 'PUT', '/api/v1/policies', { name: 'odd', controls: ['block-drop'], agents });
+      expect(res.statusCode, JSON.stringify(agents)).toBe(422);
+      expect(json(res).errors[0].field).toMatch(/^agents\./);
+    }
+    expect(json(await call(server.app, 'GET', '/api/v1/policies')).policies).toEqual([]);
+  });
+
+  it('a legal spelling that matches nobody (another case) is saved with a selects_nothing warning', async () => {
+    await register('pay', { team: 'payments' });
+    for (const [i, agents] of [{ match_labels: { Team: 'payments' } }, { match_labels: { team: 'Payments' } }, { match_expressions: [{ key: 'TEAM', operator: 'Exists' }] }].entries()) {
+      const res = await call(server.app, 'PUT', '/api/v1/policies', { name: `case-${i}`, controls: ['block-drop'], agents });
+      expect(res.statusCode, JSON.stringify(agents)).toBe(201);
+      expect(json(res).warnings, JSON.stringify(agents)).toEqual([expect.objectContaining({ field: 'agents', code: 'selects_nothing' })]);
+    }
+    expect(await decision('pay')).toBe('allow');
+    // Agent names are normalised as at registration: " PAY " names the agent "pay".
+    const named = await call(server.app, 'PUT', '/api/v1/policies', { name: 'named', controls: ['block-drop'], agents: { names: [' PAY '] } });
+    expect(named.statusCode).toBe(201);
+    expect(json(named).agents.names).toEqual(['pay']);
+    expect(json(named).warnings).toBeUndefined();
+    expect(await decision('pay')).toBe('deny');
+  });
+});
+
 describe('selectors and bindings', () => {
   it('NotIn and DoesNotExist select agents with no labels at all (documented, as in Kubernetes)', async () => {
     await createPolicy({ name: 'notin', controls: ['block-drop'], agents: { match_expressions: [{ key: 'env', operator: 'NotIn', values: ['dev'] }] } });
@@ -166,16 +207,41 @@ describe('selectors and bindings', () => {
     expect(set.controls).toHaveLength(1);
   });
 
-  it('a deleted control bound by a policy is not left dangling: the policy no longer lists it, no set holds it', async () => {
+  it('a control a policy binds cannot be deleted behind the policy: 409 bound_by_policy, the guard stays', async () => {
     const { policy_id } = await createPolicy({ name: 'pci', controls: ['block-drop'], agents: { match_labels: { pci: 'true' } } });
     await register('pay', { pci: 'true' });
     expect(await decision('pay')).toBe('deny');
     const id = json(await call(server.app, 'GET', '/api/v1/controls?name=block-drop')).controls[0].control_id;
-    expect((await call(server.app, 'DELETE', `/api/v1/controls/${id}`)).statusCode).toBe(200);
-    expect(json(await call(server.app, 'GET', `/api/v1/policies/${policy_id}`)).controls).toEqual([]);
-    expect(json(await call(server.app, 'GET', '/api/v1/agents/pay/controls')).controls).toEqual([]);
-    // A control created again under the name is not bound by the old policy behind anyone's back.
-    expect((await call(server.app, 'PUT', '/api/v1/controls', { name: 'block-drop', data: sqlControl() })).statusCode).toBe(201);
+    const res = await call(server.app, 'DELETE', `/api/v1/controls/${id}`);
+    expect(res.statusCode).toBe(409);
+    expect(res.headers['content-type']).toContain('application/problem+json');
+    expect(json(res)).toMatchObject({ error_code: 'conflict', errors: [{ field: 'control_id', code: 'bound_by_policy', message: 'bound by policy "pci"' }] });
+    expect(json(res).detail).toContain('control "block-drop" cannot be deleted: policy "pci" binds it');
+    expect(json(await call(server.app, 'GET', `/api/v1/policies/${policy_id}`)).controls).toEqual(['block-drop']);
+    expect(await decision('pay')).toBe('deny');
+    // Through the batch endpoint GitOps uses: refused whole, the change named.
+    const batch = await call(server.app, 'POST', '/api/v1/changes', {
+      changes: [
+        { op: 'create_control', control: { name: 'decoy', data: sqlControl() } },
+        { op: 'delete_control', name: 'block-drop' },
+      ],
+    });
+    expect(batch.statusCode).toBe(409);
+    expect(json(batch)).toMatchObject({ change_index: 1, errors: [{ field: 'changes[1]', code: 'bound_by_policy' }] });
+    expect(json(await call(server.app, 'GET', '/api/v1/controls?name=decoy')).controls).toEqual([]);
+    // Renaming it away and deleting the new name is the same control: still refused.
+    expect((await call(server.app, 'PATCH', `/api/v1/controls/${id}`, { name: 'renamed' })).statusCode).toBe(200);
+    expect(json(await call(server.app, 'GET', `/api/v1/policies/${policy_id}`)).controls).toEqual(['renamed']);
+    expect((await call(server.app, 'POST', '/api/v1/changes', { changes: [{ op: 'delete_control', name: 'renamed' }] })).statusCode).toBe(409);
+    expect(await decision('pay')).toBe('deny');
+    // Unbinding first, in the same batch, is the way: then the control goes.
+    const unbind = await call(server.app, 'POST', '/api/v1/changes', {
+      changes: [
+        { op: 'delete_policy', name: 'pci' },
+        { op: 'delete_control', name: 'renamed' },
+      ],
+    });
+    expect(unbind.statusCode, unbind.body).toBe(200);
     expect(await decision('pay')).toBe('allow');
   });
 

@@ -111,15 +111,117 @@ export function definePolicyContract(name: string, open: () => Promise<Store>): 
       expect((dup as StoreError).kind).toBe('conflict');
     });
 
-    it('a deleted control leaves the policies that bound it; a deleted agent leaves its memberships', async () => {
+    it('refuses to delete a control a policy binds, naming the policies; nothing changes', async () => {
       await store.upsertAgent({ agent_name: 'bot', labels: { a: 'b' } });
       const p = await store.createPolicy({ name: 'p', controls: ['pci-1', 'own'], agents: { match_labels: { a: 'b' } } });
+      await store.createPolicy({ name: 'o', controls: ['pci-1'], agents: { names: ['nobody'] } });
       const pci1 = await store.getControlByName('pci-1');
+      const revision = await store.revision();
+      const refused = await store.deleteControl(pci1!.control_id).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(StoreError);
+      expect((refused as StoreError).kind).toBe('conflict');
+      expect((refused as StoreError).message).toContain('policies "o", "p" bind it');
+      expect((refused as StoreError).issues).toEqual([{ field: 'control_id', code: 'bound_by_policy', message: 'bound by policies "o", "p"' }]);
+      expect(await store.revision()).toBe(revision);
+      expect(await store.getControlByName('pci-1')).not.toBeNull();
+      expect((await store.getPolicy(p.policy_id))?.controls).toEqual(['pci-1', 'own']);
+      expect(await namesOf('bot')).toEqual(['pci-1', 'own']);
+      // Taken out of one policy and the other deleted, it goes.
+      await store.replacePolicy(p.policy_id, { name: 'p', controls: ['own'], agents: { match_labels: { a: 'b' } } });
+      const stillBound = await store.deleteControl(pci1!.control_id).catch((e: unknown) => e);
+      expect((stillBound as StoreError).issues?.[0]?.message).toBe('bound by policy "o"');
+      await store.applyChanges([{ op: 'delete_policy', name: 'o' }]);
       const { unlinked_agents } = await store.deleteControl(pci1!.control_id);
-      expect(unlinked_agents).toEqual(['bot']);
-      expect((await store.getPolicy(p.policy_id))?.controls).toEqual(['own']);
+      expect(unlinked_agents).toEqual([]);
+      expect(await namesOf('bot')).toEqual(['own']);
       await store.deleteAgent('bot');
       expect(await store.policyMembers(p.policy_id)).toEqual([]);
+    });
+
+    it('a control delete racing a policy that binds it: one of them is refused, never a policy bound to nothing', async () => {
+      await store.upsertAgent({ agent_name: 'bot', labels: { race: 'yes' } });
+      for (let i = 0; i < 12; i++) {
+        const control = await store.createControl({ name: `racer-${i}`, data: controlData() });
+        const [deleted, created] = await Promise.allSettled([
+          store.deleteControl(control.control_id),
+          store.createPolicy({ name: `race-${i}`, controls: ['own', `racer-${i}`], agents: { match_labels: { race: 'yes' } } }),
+        ]);
+        expect([deleted.status, created.status].sort(), `round ${i}`).toEqual(['fulfilled', 'rejected']);
+        const refusal = (deleted.status === 'rejected' ? deleted.reason : (created as PromiseRejectedResult).reason) as StoreError;
+        expect(refusal).toBeInstanceOf(StoreError);
+        if (deleted.status === 'rejected') {
+          expect(refusal.issues?.[0]?.code).toBe('bound_by_policy');
+          expect((await store.getPolicyByName(`race-${i}`))?.controls).toEqual(['own', `racer-${i}`]);
+        } else {
+          expect(refusal.message).toBe(`control "racer-${i}" does not exist`);
+          expect(await store.getPolicyByName(`race-${i}`)).toBeNull();
+        }
+      }
+    });
+
+    it('a batch deleting a bound control is refused whole unless it first unbinds it', async () => {
+      await store.upsertAgent({ agent_name: 'bot', labels: { a: 'b' } });
+      await store.createPolicy({ name: 'p', controls: ['pci-1'], agents: { match_labels: { a: 'b' } } });
+      const refused = await store
+        .applyChanges([
+          { op: 'create_control', control: { name: 'fresh', data: controlData() } },
+          { op: 'delete_control', name: 'pci-1' },
+        ])
+        .catch((e: unknown) => e);
+      expect((refused as StoreError).failedChange?.index).toBe(1);
+      expect((refused as StoreError).issues?.[0]?.code).toBe('bound_by_policy');
+      expect(await store.getControlByName('fresh')).toBeNull();
+      // The store runs a batch in its order: a delete before the unbinding is refused too.
+      const early = await store
+        .applyChanges([
+          { op: 'delete_control', name: 'pci-1' },
+          { op: 'delete_policy', name: 'p' },
+        ])
+        .catch((e: unknown) => e);
+      expect((early as StoreError).failedChange?.index).toBe(0);
+      expect(await namesOf('bot')).toEqual(['pci-1']);
+      // Policy update before the control delete (GitOps' order): the batch converges.
+      const applied = await store.applyChanges([
+        { op: 'upsert_policy', policy: { name: 'p', controls: ['pci-2'], agents: { match_labels: { a: 'b' } } } },
+        { op: 'delete_control', name: 'pci-1' },
+      ]);
+      expect(applied.touched_agents).toEqual(['bot']);
+      expect(await namesOf('bot')).toEqual(['pci-2']);
+      await store.applyChanges([
+        { op: 'delete_policy', name: 'p' },
+        { op: 'delete_control', name: 'pci-2' },
+      ]);
+      expect(await store.getControlByName('pci-2')).toBeNull();
+    });
+
+    it('a registration cannot take an agent out of a policy selecting it; an administrator write can', async () => {
+      await store.upsertAgent({ agent_name: 'pay', labels: { pci: 'true', team: 'a' } });
+      await store.createPolicy({ name: 'pci', controls: ['pci-1'], agents: { match_labels: { pci: 'true' } } });
+      await store.createPolicy({ name: 'sandboxed', controls: ['pci-2'], agents: { match_expressions: [{ key: 'sandbox', operator: 'DoesNotExist' }] } });
+      const revision = await store.revision();
+      const escapes: Array<Record<string, string>> = [{}, { pci: 'false' }, { PCI: 'true' }, { 'pci ': 'true' }, { pci: 'true', sandbox: 'x' }];
+      for (const labels of escapes) {
+        const refused = await store.upsertAgent({ agent_name: 'pay', labels }, undefined, { registration: true }).catch((e: unknown) => e);
+        expect(refused, JSON.stringify(labels)).toBeInstanceOf(StoreError);
+        expect((refused as StoreError).kind).toBe('conflict');
+        expect((refused as StoreError).issues?.[0]?.code).toBe('leaves_policy');
+      }
+      const both = await store.upsertAgent({ agent_name: 'pay', labels: { sandbox: 'x' } }, undefined, { registration: true }).catch((e: unknown) => e);
+      expect((both as StoreError).issues?.[0]?.message).toBe('the labels leave "pci", "sandboxed"');
+      expect(await store.revision()).toBe(revision);
+      expect((await store.getAgent('pay'))?.labels).toEqual({ pci: 'true', team: 'a' });
+      expect(await namesOf('pay')).toEqual(['pci-1', 'pci-2']);
+      // Labels that keep every policy, and a new agent with any labels, are registrations like any other.
+      await store.upsertAgent({ agent_name: 'pay', labels: { pci: 'true', team: 'b' } }, undefined, { registration: true });
+      await store.upsertAgent({ agent_name: 'new', labels: { sandbox: 'x' } }, undefined, { registration: true });
+      // A registration without labels keeps the stored ones as its own write reads them
+      // (an administrator's change made since the caller looked is neither undone nor refused).
+      await store.patchAgent('pay', { labels: { pci: 'true', team: 'c' } });
+      const kept = await store.upsertAgent({ agent_name: 'pay', agent_version: '2' }, undefined, { registration: true });
+      expect(kept.agent.labels).toEqual({ pci: 'true', team: 'c' });
+      // Not a registration (an apply, an administrator): the agent moves out.
+      await store.upsertAgent({ agent_name: 'pay', labels: {} });
+      expect(await namesOf('pay')).toEqual(['pci-2']);
     });
 
     it('applies policy changes in a batch, with the agents they touch', async () => {

@@ -89,6 +89,24 @@ describe.skipIf(unreachable !== null)(unreachable ? skipReason : 'PostgreSQL sto
     expect(rows).toEqual(postgresMigrations.map((m) => ({ version: m.version })));
   });
 
+  it('the database itself refuses deleting a control a policy binds (migration 13); a policy delete still cascades', async () => {
+    const schema = freshSchema();
+    const store = await PostgresStore.open(url, { schema });
+    await store.createControl({ name: 'bound' });
+    await store.createPolicy({ name: 'p', controls: ['bound'], agents: { match_labels: {} } });
+    await store.close();
+    const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+    await client.connect();
+    try {
+      const refused = await client.query(`DELETE FROM controls WHERE name = 'bound'`).catch((e: unknown) => e);
+      expect((refused as { code?: string }).code).toBe('23503');
+      await client.query(`DELETE FROM policies WHERE name = 'p'`);
+      expect((await client.query(`DELETE FROM controls WHERE name = 'bound'`)).rowCount).toBe(1);
+    } finally {
+      await client.end();
+    }
+  });
+
   it('delivers NOTIFY of a committed write to a second store, with the touched agents', async () => {
     const schema = freshSchema();
     const writer = await PostgresStore.open(url, { schema });

@@ -73,6 +73,30 @@ describe('SqliteStore specifics', () => {
     db.close();
   });
 
+  it('migration 11 keeps policy bindings, and the database itself refuses deleting a bound control', async () => {
+    const file = join(dir, 'restrict', 'guard.db');
+    const old = new SqliteStore(file);
+    await old.createControl({ name: 'bound' });
+    await old.createControl({ name: 'free' });
+    await old.createPolicy({ name: 'p', controls: ['bound'], agents: { match_labels: {} } });
+    await old.close();
+    // Put the file back where migration 10 left it: the binding cascading on delete.
+    const db = new Database(file);
+    db.pragma('foreign_keys = ON');
+    db.exec(`DELETE FROM schema_migrations WHERE version = 11;
+      CREATE TABLE pc (policy_id INTEGER NOT NULL REFERENCES policies (policy_id) ON DELETE CASCADE, position INTEGER NOT NULL,
+        control_id INTEGER NOT NULL REFERENCES controls (control_id) ON DELETE CASCADE, PRIMARY KEY (policy_id, control_id)) WITHOUT ROWID;
+      INSERT INTO pc SELECT * FROM policy_controls; DROP TABLE policy_controls; ALTER TABLE pc RENAME TO policy_controls;`);
+    expect(migrateSqlite(db)).toEqual([11]);
+    expect(db.prepare('SELECT count(*) FROM policy_controls').pluck().get()).toBe(1);
+    expect(() => db.prepare(`DELETE FROM controls WHERE name = 'bound'`).run()).toThrow(/FOREIGN KEY/);
+    db.prepare(`DELETE FROM controls WHERE name = 'free'`).run();
+    // A policy's delete still takes its bindings with it.
+    db.prepare(`DELETE FROM policies WHERE name = 'p'`).run();
+    db.prepare(`DELETE FROM controls WHERE name = 'bound'`).run();
+    db.close();
+  });
+
   it('migration 3 folds existing non-match rows into rollups, so upgraded stats keep counting them', async () => {
     const file = join(dir, 'upgrade', 'guard.db');
     mkdirSync(join(dir, 'upgrade'));

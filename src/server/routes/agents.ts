@@ -9,12 +9,9 @@ import {
   ControlRecordSchema,
   matchesLabelFilter,
   parseLabelFilter,
-  selectsAgent,
   type AgentRecord,
   type AgentRegistration,
-  type Labels,
 } from '../../model/index.js';
-import { sameLabels } from '../../store/policy-records.js';
 import { apiOrigin, controlIdOf, isWatchManaged, parseOr422, type ServerContext } from '../context.js';
 import type { OperationDoc } from '../openapi.js';
 import { HttpProblem, invalid, notFound } from '../problem.js';
@@ -72,7 +69,9 @@ const DOCS = {
   init: {
     operationId: 'initAgent',
     summary: 'Register an agent (strict or overwrite); reports what changed',
-    description: 'Fields left out keep their stored values. 201 when the agent is new, 200 otherwise; 409 in strict mode when the stored agent differs.',
+    description:
+      'Fields left out keep their stored values. 201 when the agent is new, 200 otherwise; 409 in strict mode when the stored agent differs, ' +
+      'and 409 (errors[].code leaves_policy) when new labels would take a registered agent out of a policy that selects it now.',
     tag: 'agents',
     body: AgentRegistrationSchema,
     responses: {
@@ -169,10 +168,16 @@ export const agentRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) =
       );
     }
     const next = registeredFields(before, registration);
-    if (before) await refuseLeavingPolicies(before, next.labels);
+    // A registration is sent with any key the agent holds (a regular one), so it must not
+    // be a way out of a guard: labels that take a registered agent out of a policy
+    // selecting it now (dropping `pci`, adding `sandbox` to escape DoesNotExist) are
+    // refused whole (409, leaves_policy). The store checks it inside the write, against
+    // the policies as they are then, so a policy written meanwhile cannot slip between.
+    // Labels left out are kept by the store as it reads them inside the write (not as read above).
     const { agent, created } = await store.upsertAgent(
-      { agent_name: registration.agent_name, ...next, managed_by: before?.managed_by ?? null },
+      { agent_name: registration.agent_name, ...next, labels: registration.labels, managed_by: before?.managed_by ?? null },
       apiOrigin(ctx, request),
+      { registration: true },
     );
     controlSets.invalidate([agent.agent_name]);
     return reply.code(created ? 201 : 200).send({ agent, created, changes });
@@ -233,27 +238,6 @@ export const agentRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) =
     controlSets.invalidate([agent.agent_name]);
     return { unlinked };
   });
-
-  /**
-   * A registration is sent with any key the agent holds (a regular one), so it must not be
-   * a way out of a guard: new labels that take a registered agent out of a policy selecting
-   * it now (dropping `pci`, adding `sandbox` to escape DoesNotExist) are refused whole.
-   * Moving an agent out of a policy is an administrator's act: PATCH the labels, or apply.
-   */
-  async function refuseLeavingPolicies(before: AgentRecord, labels: Labels): Promise<void> {
-    if (sameLabels(before.labels, labels)) return;
-    const left = (await store.listAllPolicies()).filter(
-      (p) => selectsAgent(p.agents, before.agent_name, before.labels) && !selectsAgent(p.agents, before.agent_name, labels),
-    );
-    if (left.length === 0) return;
-    const names = left.map((p) => `"${p.name}"`).join(', ');
-    throw new HttpProblem(
-      409,
-      'conflict',
-      `these labels would take agent "${before.agent_name}" out of ${left.length === 1 ? 'policy' : 'policies'} ${names}, which guard it now; a registration cannot remove an agent from a policy: change its labels with PATCH /api/v1/agents/${before.agent_name} (admin key) or guardctl apply`,
-      [{ field: 'labels', code: 'leaves_policy', message: `the labels leave ${names}` }],
-    );
-  }
 
   async function linkTarget(params: LinkParams): Promise<{ agent: AgentRecord; controlId: number }> {
     const controlId = controlIdOf(params.control_id);

@@ -182,7 +182,9 @@ function problemNamingChange(error: StoreError): Error {
   if (!failed || error.kind === 'unavailable' || error.kind === 'stale') return error;
   const status = error.kind === 'conflict' ? 409 : 404;
   const code = error.kind === 'conflict' ? 'conflict' : 'not_found';
-  return new HttpProblem(status, code, error.message, [{ field: `changes[${failed.index}]`, code, message: failed.reason }], {
+  // A refusal with its own reason (bound_by_policy, ...) keeps it; the field is the change.
+  const reason = error.issues?.[0]?.code ?? code;
+  return new HttpProblem(status, code, error.message, [{ field: `changes[${failed.index}]`, code: reason, message: failed.reason }], {
     change_index: failed.index,
   });
 }

@@ -57,6 +57,9 @@ const DOCS = {
   delete: {
     operationId: 'deleteControl',
     summary: 'Delete a control and unlink it from every agent',
+    description:
+      '409 conflict (errors[].code bound_by_policy, naming the policies) while any policy binds the control: ' +
+      'take it out of their controls or delete them first. 409 read_only for a control watch mode manages.',
     tag: 'controls',
     responses: { 200: z.strictObject({ deleted: z.literal(true), unlinked_agents: z.array(z.string()) }) },
     errors: [409],

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { ChangeEntrySchema, PolicyRecordSchema, type NewPolicy, type PolicyRecord } from '../../model/index.js';
+import { ChangeEntrySchema, PolicyRecordSchema, type FieldIssue, type NewPolicy, type PolicyRecord } from '../../model/index.js';
 import { apiOrigin, isWatchManaged, parseOr422, type ServerContext } from '../context.js';
 import type { OperationDoc } from '../openapi.js';
 import { HttpProblem, notFound } from '../problem.js';
@@ -19,6 +19,17 @@ export const PolicyPageSchema = z.strictObject({
   }),
 });
 
+/**
+ * `PUT /policies`, `PUT /policies/{id}`: the saved policy, with `warnings` when its
+ * selector selects no registered agent (saved all the same: agents may register later).
+ */
+export const PolicyWrittenSchema = PolicyRecordSchema.extend({
+  warnings: z
+    .array(z.strictObject({ field: z.string(), code: z.string(), message: z.string() }))
+    .optional()
+    .describe('selects_nothing (field agents): the selector selects no registered agent now; the policy is saved and guards agents that register later with matching labels'),
+});
+
 /** `GET /policies/{id}`: the policy and the registered agents it guards now. */
 export const PolicyDetailSchema = PolicyRecordSchema.extend({ members: z.array(z.string()).describe('Registered agents the policy selects now') });
 
@@ -32,10 +43,13 @@ const DOCS = {
   create: {
     operationId: 'createPolicy',
     summary: 'Create a policy: controls bound to every agent its selector picks, now and later',
-    description: '422 when a control it names does not exist or a selector is not valid label syntax.',
+    description:
+      '422 when a control it names does not exist or a selector is not valid label syntax. ' +
+      'When the selector selects no registered agent the policy is saved and the answer carries warnings (code selects_nothing): ' +
+      'a selector whose label key or value is misspelt guards nobody, and says so.',
     tag: 'policies',
     body: PolicyWriteBodySchema,
-    responses: { 201: PolicyRecordSchema },
+    responses: { 201: PolicyWrittenSchema },
     errors: [409],
   },
   list: { operationId: 'listPolicies', summary: 'A page of policies (cursor-based)', tag: 'policies', query: ListPoliciesQuerySchema, responses: { 200: PolicyPageSchema } },
@@ -43,9 +57,10 @@ const DOCS = {
   replace: {
     operationId: 'replacePolicy',
     summary: 'Replace a policy whole (its members are resolved again)',
+    description: 'As for create, warnings (code selects_nothing) when the new selector selects no registered agent; the policy is saved all the same.',
     tag: 'policies',
     body: PolicyWriteBodySchema,
-    responses: { 200: PolicyRecordSchema },
+    responses: { 200: PolicyWrittenSchema },
     errors: [409],
   },
   delete: {
@@ -65,6 +80,22 @@ const DOCS = {
 } satisfies Record<string, OperationDoc>;
 
 type IdParams = { Params: { policy_id: string } };
+
+/**
+ * The saved policy, warned when it guards nobody: a selector that matches no registered
+ * agent is legal (agents may register later) but is also what a misspelt label looks
+ * like (`PCI` for `pci`, a trailing space), so the writer hears it at once. gitops
+ * validate warns the same (load-policy.ts, selects_nothing).
+ */
+function withWarnings(policy: PolicyRecord, members: readonly string[]): PolicyRecord & { warnings?: FieldIssue[] } {
+  if (members.length > 0) return policy;
+  const warning = {
+    field: 'agents',
+    code: 'selects_nothing',
+    message: `policy "${policy.name}" selects no registered agent: it guards agents that register later with matching labels; check the selector's label keys and values if you expected a match`,
+  };
+  return { ...policy, warnings: [warning] };
+}
 
 function policyIdOf(raw: string): number {
   if (!/^[1-9]\d{0,15}$/.test(raw)) throw notFound(`no policy has id "${raw}"`);
@@ -101,8 +132,9 @@ export const policyRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) 
   app.put('/policies', { config: { access: 'admin', openapi: DOCS.create } }, async (request, reply) => {
     const policy = await policyOf(request.body);
     const created = await store.createPolicy(policy, apiOrigin(ctx, request));
-    controlSets.invalidate(await store.policyMembers(created.policy_id));
-    return reply.code(201).send(created);
+    const members = await store.policyMembers(created.policy_id);
+    controlSets.invalidate(members);
+    return reply.code(201).send(withWarnings(created, members));
   });
 
   app.get('/policies', { config: { access: 'read', openapi: DOCS.list } }, async (request) => {
@@ -128,7 +160,7 @@ export const policyRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) 
     await writable(id);
     const replaced = await store.replacePolicy(id, policy, apiOrigin(ctx, request));
     controlSets.invalidate(replaced.touched_agents);
-    return replaced.policy;
+    return withWarnings(replaced.policy, await store.policyMembers(id));
   });
 
   app.delete<IdParams>('/policies/:policy_id', { config: { access: 'admin', openapi: DOCS.delete } }, async (request) => {

@@ -8,7 +8,7 @@ import { applyChangesAsync } from '../apply-changes.js';
 import { planRestore, type RestoreOutcome } from '../history.js';
 import { sameLabels, unionOfBindings } from '../policy-records.js';
 import { enabledAfter, nowIso, storedDataOf } from '../records.js';
-import { staleRevision, type AgentControlSet, type AppliedBatch, type ApplyChangesOptions, type ControlPage, type ControlStore, type Link, type ControlPatch, type NewAgent, type NewControl, type StoreChange } from '../types.js';
+import { staleRevision, type AgentControlSet, type AppliedBatch, type ApplyChangesOptions, type ControlPage, type ControlStore, type Link, type ControlPatch, type NewAgent, type NewControl, type StoreChange, type UpsertAgentOptions } from '../types.js';
 import { nameTakenRestore, refusal, unchangedRestore, writeEntry } from '../write-records.js';
 import type { PostgresDatabase, WriteTx } from './database.js';
 import { AGENT_CONTROL_SET, GUARDED_BY, agentOf, controlOf, type AgentRow, type ControlRow } from './control-rows.js';
@@ -92,20 +92,24 @@ export class PostgresControls implements ControlStore {
     return record;
   }
 
+  /** `current` was read FOR UPDATE, which refuseBoundDeleteTx relies on. */
   private async deleteControlTx(tx: WriteTx, current: ControlRow): Promise<string[]> {
+    await this.policies.refuseBoundDeleteTx(tx, current.control_id, current.name);
     const agents = await this.agentsOfControlTx(tx, current.control_id);
-    const guarded = await this.guardedByTx(tx, current.control_id);
     await tx.client.query('DELETE FROM controls WHERE control_id = $1', [current.control_id]);
     tx.changed = true;
-    for (const agent of guarded) tx.agents.add(agent);
+    for (const agent of agents) tx.agents.add(agent);
     tx.entries.push(writeEntry.controlDeleted(controlOf(current), agents));
-    return guarded;
+    return agents;
   }
 
-  private async upsertAgentTx(tx: WriteTx, agent: NewAgent): Promise<{ agent: AgentRecord; created: boolean }> {
+  private async upsertAgentTx(tx: WriteTx, agent: NewAgent, options: UpsertAgentOptions = {}): Promise<{ agent: AgentRecord; created: boolean }> {
     const now = nowIso();
+    // Held to COMMIT: no policy write commits between the leaves_policy check and the write.
     await this.policies.lockMembershipTx(tx);
     const [existing] = await this.database.rows<AgentRow>(tx, 'SELECT * FROM agents WHERE agent_name = $1 FOR UPDATE', [agent.agent_name]);
+    const labels = agent.labels ?? (options.registration ? existing?.labels : undefined) ?? {};
+    if (existing && options.registration) await this.policies.refuseLeavingTx(tx, agent.agent_name, labels);
     // xmax = 0 only for a freshly inserted row: the one-statement way to tell insert from update.
     const [row] = await this.database.rows<AgentRow & { inserted: boolean }>(
       tx,
@@ -125,7 +129,7 @@ export class PostgresControls implements ControlStore {
         now,
         // A registration that does not say who owns the agent keeps the owner it had.
         agent.managed_by !== undefined,
-        JSON.stringify(agent.labels ?? {}),
+        JSON.stringify(labels),
       ],
     );
     tx.changed = true;
@@ -225,8 +229,8 @@ export class PostgresControls implements ControlStore {
     return (await this.database.query<AgentRow>('SELECT * FROM agents ORDER BY agent_name')).map(agentOf);
   }
 
-  async upsertAgent(agent: NewAgent, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<{ agent: AgentRecord; created: boolean }> {
-    return this.database.write((tx) => this.upsertAgentTx(tx, agent), origin);
+  async upsertAgent(agent: NewAgent, origin: WriteOrigin = SYSTEM_ORIGIN, options: UpsertAgentOptions = {}): Promise<{ agent: AgentRecord; created: boolean }> {
+    return this.database.write((tx) => this.upsertAgentTx(tx, agent, options), origin);
   }
 
   async patchAgent(name: string, patch: AgentPatch, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<AgentRecord> {

@@ -384,4 +384,13 @@ export const postgresMigrations: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 13,
+    name: 'a control a policy binds cannot be deleted',
+    // As SQLite's migration 11: the database's own refusal behind the stores' check.
+    sql: `
+      ALTER TABLE policy_controls DROP CONSTRAINT policy_controls_control_id_fkey,
+        ADD CONSTRAINT policy_controls_control_id_fkey FOREIGN KEY (control_id) REFERENCES controls (control_id) ON DELETE RESTRICT;
+    `,
+  },
 ];

@@ -5,7 +5,7 @@
  * never miss it: whichever commits second sees the other's rows.
  */
 import { SYSTEM_ORIGIN, type AgentSelector, type Labels, type NewPolicy, type PolicyRecord, type WriteOrigin } from '../../model/index.js';
-import { membersOf, policiesOf, policyRecordOf } from '../policy-records.js';
+import { membersOf, policiesLeft, policiesOf, policyRecordOf } from '../policy-records.js';
 import { nowIso } from '../records.js';
 import type { PolicyPage, PolicyStore } from '../types.js';
 import { policyWriteTouches, refusal, writeEntry } from '../write-records.js';
@@ -73,6 +73,36 @@ export class PostgresPolicies implements PolicyStore {
     }
   }
 
+  /**
+   * Refuses a registration whose `labels` take the agent out of a policy selecting it now
+   * (409 leaves_policy); call (after lockMembershipTx, so no policy write can commit in
+   * between) inside the agent's write.
+   */
+  async refuseLeavingTx(tx: WriteTx, agentName: string, labels: Labels): Promise<void> {
+    const rows = await this.database.rows<{ name: string; agents: AgentSelector }>(
+      tx,
+      'SELECT p.name, p.agents FROM policy_members m JOIN policies p ON p.policy_id = m.policy_id WHERE m.agent_name = $1',
+      [agentName],
+    );
+    const left = policiesLeft(agentName, labels, rows);
+    if (left.length > 0) throw refusal.registrationLeavesPolicies(agentName, left);
+  }
+
+  /**
+   * Refuses deleting a control some policy binds (409 bound_by_policy). The caller holds the
+   * control's row FOR UPDATE: a policy write binding it reads it FOR KEY SHARE
+   * (bindControlsTx), so that write either committed before this read (and is seen) or
+   * waits and then finds the control gone.
+   */
+  async refuseBoundDeleteTx(tx: WriteTx, controlId: number | string, controlName: string): Promise<void> {
+    const rows = await this.database.rows<{ name: string }>(
+      tx,
+      'SELECT p.name FROM policy_controls pc JOIN policies p ON p.policy_id = pc.policy_id WHERE pc.control_id = $1 ORDER BY p.name',
+      [controlId],
+    );
+    if (rows.length > 0) throw refusal.controlBoundByPolicy(controlName, rows.map((r) => r.name));
+  }
+
   private async refreshPolicyTx(tx: WriteTx, policyId: number, selector: AgentSelector): Promise<string[]> {
     await tx.client.query('DELETE FROM policy_members WHERE policy_id = $1', [policyId]);
     let agents = this.agentCache.get(tx);
@@ -89,7 +119,13 @@ export class PostgresPolicies implements PolicyStore {
 
   private async bindControlsTx(tx: WriteTx, policyId: number, names: readonly string[]): Promise<void> {
     await tx.client.query('DELETE FROM policy_controls WHERE policy_id = $1', [policyId]);
-    const found = await this.database.rows<{ name: string; control_id: string }>(tx, 'SELECT name, control_id FROM controls WHERE name = ANY($1::text[])', [names]);
+    // FOR KEY SHARE: a control being deleted now is waited for, then seen as gone (not
+    // bound to a control the delete did not know a policy binds).
+    const found = await this.database.rows<{ name: string; control_id: string }>(
+      tx,
+      'SELECT name, control_id FROM controls WHERE name = ANY($1::text[]) FOR KEY SHARE',
+      [names],
+    );
     const ids = new Map(found.map((r) => [r.name, r.control_id]));
     const missing = names.find((n) => !ids.has(n));
     if (missing !== undefined) throw refusal.namedControlNotFound(missing);

@@ -9,7 +9,7 @@ import type { NewChangeEntry, RestoreOutcome } from '../history.js';
 import { unionOfBindings, sameLabels } from '../policy-records.js';
 import { enabledAfter, nowIso, storedDataOf } from '../records.js';
 import { staleRevision, type AgentControlSet, type AppliedBatch, type ApplyChangesOptions, type ControlPage, type ControlStore, type Link } from '../types.js';
-import type { ControlPatch, NewAgent, NewControl, StoreChange } from '../types.js';
+import type { ControlPatch, NewAgent, NewControl, StoreChange, UpsertAgentOptions } from '../types.js';
 import { nameTakenRestore, refusal, unchangedRestore, writeEntry } from '../write-records.js';
 import { agentOf, controlOf, type AgentRow, type ControlRow } from './control-rows.js';
 import { mapSqliteError, type SqliteDatabase } from './database.js';
@@ -157,22 +157,24 @@ export class SqliteControls implements ControlStore {
   }
 
   private deleteControlTx(current: ControlRow, origin: WriteOrigin): string[] {
+    this.policies.refuseBoundDeleteTx(current.control_id, current.name);
     const agents = this.agentsOf(current.control_id);
-    const guarded = this.guardedBy(current.control_id);
     this.s.deleteControl.run(current.control_id);
     this.bumpWith(origin, () => writeEntry.controlDeleted(controlOf(current), agents));
-    return guarded;
+    return agents;
   }
 
-  private upsertAgentTx(agent: NewAgent, origin: WriteOrigin): { agent: AgentRecord; created: boolean } {
+  private upsertAgentTx(agent: NewAgent, origin: WriteOrigin, options: UpsertAgentOptions = {}): { agent: AgentRecord; created: boolean } {
     const existing = this.s.agent.get(agent.agent_name) as AgentRow | undefined;
+    const labels = agent.labels ?? (options.registration && existing ? agentOf(existing).labels : undefined) ?? {};
+    if (existing && options.registration) this.policies.refuseLeavingTx(agent.agent_name, labels);
     const values = {
       agent_name: agent.agent_name,
       agent_description: agent.agent_description ?? null,
       agent_version: agent.agent_version ?? null,
       steps: JSON.stringify(agent.steps ?? []),
       metadata: agent.metadata == null ? null : JSON.stringify(agent.metadata),
-      labels: JSON.stringify(agent.labels ?? {}),
+      labels: JSON.stringify(labels),
       // A registration that does not say who owns the agent keeps the owner it had.
       managed_by: agent.managed_by !== undefined ? agent.managed_by : (existing?.managed_by ?? null),
       now: nowIso(),
@@ -245,8 +247,8 @@ export class SqliteControls implements ControlStore {
     return this.database.read(() => (this.s.allAgents.all() as AgentRow[]).map(agentOf));
   }
 
-  async upsertAgent(agent: NewAgent, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<{ agent: AgentRecord; created: boolean }> {
-    return this.database.write(() => this.upsertAgentTx(agent, origin));
+  async upsertAgent(agent: NewAgent, origin: WriteOrigin = SYSTEM_ORIGIN, options: UpsertAgentOptions = {}): Promise<{ agent: AgentRecord; created: boolean }> {
+    return this.database.write(() => this.upsertAgentTx(agent, origin, options));
   }
 
   async patchAgent(name: string, patch: AgentPatch, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<AgentRecord> {

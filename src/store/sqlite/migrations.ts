@@ -324,4 +324,23 @@ export const sqliteMigrations: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 11,
+    name: 'a control a policy binds cannot be deleted',
+    // The stores refuse the delete first (409 bound_by_policy); this is the database's own
+    // word for it, should any delete ever come another way. SQLite changes a foreign key
+    // only by rebuilding the table.
+    sql: `
+      CREATE TABLE policy_controls_next (
+        policy_id INTEGER NOT NULL REFERENCES policies (policy_id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        control_id INTEGER NOT NULL REFERENCES controls (control_id) ON DELETE RESTRICT,
+        PRIMARY KEY (policy_id, control_id)
+      ) WITHOUT ROWID;
+      INSERT INTO policy_controls_next (policy_id, position, control_id) SELECT policy_id, position, control_id FROM policy_controls;
+      DROP TABLE policy_controls;
+      ALTER TABLE policy_controls_next RENAME TO policy_controls;
+      CREATE INDEX policy_controls_control ON policy_controls (control_id);
+    `,
+  },
 ];

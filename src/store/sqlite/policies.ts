@@ -5,7 +5,7 @@
  * labels change, inside that write's transaction, so a set read never matches selectors.
  */
 import { SYSTEM_ORIGIN, type AgentSelector, type Labels, type NewPolicy, type PolicyRecord, type WriteOrigin } from '../../model/index.js';
-import { membersOf, policiesOf, policyRecordOf } from '../policy-records.js';
+import { membersOf, policiesLeft, policiesOf, policyRecordOf } from '../policy-records.js';
 import { nowIso } from '../records.js';
 import type { PolicyPage, PolicyStore } from '../types.js';
 import { policyWriteTouches, refusal, writeEntry } from '../write-records.js';
@@ -57,6 +57,11 @@ function prepare(db: SqliteDatabase['db']) {
     addMember: db.prepare('INSERT OR IGNORE INTO policy_members (agent_name, policy_id) VALUES (?, ?)'),
     clearAgent: db.prepare('DELETE FROM policy_members WHERE agent_name = ?'),
     agentLabels: db.prepare('SELECT agent_name, labels FROM agents'),
+    // The policies that bind a control: deleting it is refused while any does.
+    binding: db.prepare(
+      'SELECT p.name FROM policy_controls pc JOIN policies p ON p.policy_id = pc.policy_id WHERE pc.control_id = ? ORDER BY p.name',
+    ).pluck(),
+    selecting: db.prepare('SELECT p.name, p.agents FROM policy_members m JOIN policies p ON p.policy_id = m.policy_id WHERE m.agent_name = ?'),
   };
 }
 
@@ -112,6 +117,19 @@ export class SqlitePolicies implements PolicyStore {
     this.agentCache = null;
     this.s.clearAgent.run(agentName);
     for (const id of policiesOf(agentName, labels, this.selectors())) this.s.addMember.run(agentName, id);
+  }
+
+  /** Refuses deleting a control some policy binds (409 bound_by_policy); call inside the delete's write. */
+  refuseBoundDeleteTx(controlId: number, controlName: string): void {
+    const names = this.s.binding.all(controlId) as string[];
+    if (names.length > 0) throw refusal.controlBoundByPolicy(controlName, names);
+  }
+
+  /** Refuses a registration whose `labels` take the agent out of a policy selecting it now (409 leaves_policy); call inside the agent's write. */
+  refuseLeavingTx(agentName: string, labels: Labels): void {
+    const rows = this.s.selecting.all(agentName) as Array<{ name: string; agents: string }>;
+    const left = policiesLeft(agentName, labels, rows.map((r) => ({ name: r.name, agents: JSON.parse(r.agents) as AgentSelector })));
+    if (left.length > 0) throw refusal.registrationLeavesPolicies(agentName, left);
   }
 
   private refreshPolicyTx(policyId: number, selector: AgentSelector): string[] {

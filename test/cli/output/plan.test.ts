@@ -38,6 +38,14 @@ describe('plan renderers', () => {
     expect(lines).toContain('Plan: 1 to create, 1 to update, 1 to delete, 0 agent changes, 1 to link, 1 to unlink, 1 conflict.');
   });
 
+  it('text: a delete a kept policy would make the server refuse is a conflict naming the policy', () => {
+    const bound = plan(desired, { ...actual, policies: [{ name: 'by-hand', description: null, controls: ['dropped'], agents: { names: ['bot'] }, source: null, managed_by: null }] }, { prune: true });
+    const lines = renderPlanText(bound, ctx, colors(false)).split('\n');
+    expect(lines).toContain('  - delete control "dropped" (gitops:default)');
+    expect(lines).toContain('  ! conflict: delete control "dropped": bound by policy "by-hand", which the plan keeps; the server refuses the delete');
+    expect(bound.summary.conflicts).toBe(2);
+  });
+
   it('text: says so when nothing changes', () => {
     const none = plan({ controls: [], agents: [] }, { controls: [], agents: [] });
     expect(renderPlanText(none, ctx, colors(false))).toContain('No changes: the server matches the directory.');
