@@ -106,7 +106,7 @@ export class PostgresControls implements ControlStore {
   private async upsertAgentTx(tx: WriteTx, agent: NewAgent, options: UpsertAgentOptions = {}): Promise<{ agent: AgentRecord; created: boolean }> {
     const now = nowIso();
     // Held to COMMIT: no policy write commits between the leaves_policy check and the write.
-    await this.policies.lockMembershipTx(tx);
+    await this.policies.lockMembershipTx(tx, 'shared');
     const [existing] = await this.database.rows<AgentRow>(tx, 'SELECT * FROM agents WHERE agent_name = $1 FOR UPDATE', [agent.agent_name]);
     const labels = agent.labels ?? (options.registration ? existing?.labels : undefined) ?? {};
     if (existing && options.registration) await this.policies.refuseLeavingTx(tx, agent.agent_name, labels);
@@ -235,7 +235,7 @@ export class PostgresControls implements ControlStore {
 
   async patchAgent(name: string, patch: AgentPatch, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<AgentRecord> {
     return this.database.write(async (tx) => {
-      if (patch.labels !== undefined) await this.policies.lockMembershipTx(tx);
+      if (patch.labels !== undefined) await this.policies.lockMembershipTx(tx, 'shared');
       const [current] = await this.database.rows<AgentRow>(tx, 'SELECT * FROM agents WHERE agent_name = $1 FOR UPDATE', [name]);
       if (!current) throw refusal.agentNotFound(name);
       const metadata = patch.metadata !== undefined ? patch.metadata : current.metadata;

@@ -38,20 +38,30 @@ function recordOf(row: PolicyRow): PolicyRecord {
 
 type Selectors = Array<{ policy_id: number; agents: AgentSelector }>;
 
+/** How a transaction holds the membership lock: agent writes share it, policy writes hold it alone. */
+type MembershipLock = 'shared' | 'exclusive';
+
 export class PostgresPolicies implements PolicyStore {
   /** Selectors parsed once per transaction (an apply registering many agents). */
   private readonly cache = new WeakMap<WriteTx, Selectors>();
-  private readonly locked = new WeakSet<WriteTx>();
+  private readonly locked = new WeakMap<WriteTx, MembershipLock>();
   /** Every agent's labels, read once per transaction until an agent of it is written. */
   private readonly agentCache = new WeakMap<WriteTx, Array<{ agent_name: string; labels: Labels }>>();
 
   constructor(private readonly database: PostgresDatabase) {}
 
-  /** Serialises the writes that change membership (see the file comment); once per transaction. */
-  async lockMembershipTx(tx: WriteTx): Promise<void> {
-    if (this.locked.has(tx)) return;
-    await tx.client.query(`SELECT pg_advisory_xact_lock(hashtext('guardctl:policies:' || current_schema()))`);
-    this.locked.add(tx);
+  /**
+   * Serialises the writes that change membership (see the file comment); once per
+   * transaction. A write of one agent takes the lock shared: agents registering together
+   * touch only their own rows, so they need not wait for each other (a fleet starting at
+   * once), only for a policy write, which takes it exclusive and so sees all of them.
+   */
+  async lockMembershipTx(tx: WriteTx, mode: MembershipLock = 'exclusive'): Promise<void> {
+    const held = this.locked.get(tx);
+    if (held === 'exclusive' || held === mode) return;
+    const fn = mode === 'shared' ? 'pg_advisory_xact_lock_shared' : 'pg_advisory_xact_lock';
+    await tx.client.query(`SELECT ${fn}(hashtext('guardctl:policies:' || current_schema()))`);
+    this.locked.set(tx, mode);
   }
 
   private async selectorsTx(tx: WriteTx): Promise<Selectors> {
