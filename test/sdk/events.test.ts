@@ -15,9 +15,9 @@ function event(n: number): ObservabilityEvent {
 class Sink implements EventSink {
   batches: number[][] = [];
   failing = false;
-  async ingestEvents(events: ObservabilityEvent[]): Promise<unknown> {
+  async ingestEventsJson(events: readonly string[]): Promise<unknown> {
     if (this.failing) throw new Error('down');
-    this.batches.push(events.map((e) => e.control_id));
+    this.batches.push(events.map((e) => (JSON.parse(e) as ObservabilityEvent).control_id));
     return {};
   }
 }
@@ -37,6 +37,28 @@ describe('EventBatcher', () => {
     await batcher.close();
     expect(sink.batches).toEqual([[1, 2, 3], [4]]);
     expect(batcher.sent).toBe(4);
+  });
+
+  it('sends a full batch once the check that filled it has returned, not inside it', async () => {
+    const sink = new Sink();
+    const batcher = new EventBatcher(sink, options);
+    batcher.push([event(1), event(2), event(3), event(4)]);
+    // The caller's step goes on before anything is serialised or posted.
+    expect(sink.batches).toEqual([]);
+    expect(batcher.pending).toBe(4);
+    await new Promise((resolve) => setImmediate(resolve));
+    await batcher.flush();
+    expect(sink.batches).toEqual([[1, 2, 3, 4]]);
+    expect(batcher.pending).toBe(0);
+  });
+
+  it('sends each event as it was pushed, field for field', async () => {
+    const sent: string[] = [];
+    const batcher = new EventBatcher({ ingestEventsJson: (events) => Promise.resolve(void sent.push(...events)) }, options);
+    const pushed = { ...event(7), control_name: 'quote " and \u2028 line', metadata: { source: 'sdk', step_name: 'run_sql' }, selector_missing: true };
+    batcher.push([pushed]);
+    await batcher.close();
+    expect(sent.map((e) => JSON.parse(e) as unknown)).toEqual([pushed]);
   });
 
   it('keeps failed events in order for retry, bounded, dropping the oldest', async () => {
