@@ -17,6 +17,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { fetchWithOwnSignals } from '../src/adapters/mcp-fetch.js';
 import { GuardClient } from '../src/client/index.js';
 import { loadConfig } from '../src/server/config.js';
 import { startServer } from '../src/server/start.js';
@@ -85,7 +86,7 @@ async function run(): Promise<BenchRow[]> {
     let directHttp: number[];
     let httpToHttp: number[];
     try {
-      directHttp = await timeCalls(new StreamableHTTPClientTransport(new URL(upstream.url)));
+      directHttp = await timeCalls(httpClient(upstream.url));
       httpToHttp = await timeHttpFace(guard.url, ['--upstream-url', upstream.url]);
     } finally {
       upstream.child.kill('SIGTERM');
@@ -117,18 +118,40 @@ async function run(): Promise<BenchRow[]> {
   }
 }
 
+/**
+ * The client's transport over streamable HTTP. Its fetch gives each request a signal of
+ * its own (mcp-fetch.ts): on the transport's shared one, Node 20's fetch left a listener
+ * per call and printed a MaxListenersExceededWarning per call past 1,500, in the timed loop.
+ */
+function httpClient(url: string): StreamableHTTPClientTransport {
+  return new StreamableHTTPClientTransport(new URL(url), { fetch: fetchWithOwnSignals() });
+}
+
+/**
+ * The first match of `pattern` in a child's stderr. What the child writes after it is
+ * read and dropped, never gathered: matching a growing text on each chunk in the
+ * benchmark's process would be timed with the calls.
+ */
+function stderrMatch(child: ChildProcess, pattern: RegExp, what: string): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    let err = '';
+    const onData = (c: Buffer): void => {
+      err += c.toString();
+      const found = pattern.exec(err);
+      if (!found) return;
+      child.stderr!.off('data', onData);
+      child.stderr!.resume();
+      resolve(found[1]!);
+    };
+    child.stderr!.on('data', onData);
+    child.once('exit', () => reject(new Error(`${what} exited: ${err}`)));
+  });
+}
+
 /** The MCP server over streamable HTTP, in a process of its own. */
 async function startHttpUpstream(): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(process.execPath, [join(dist, 'bench/mcp-http-upstream.js')], { stdio: ['ignore', 'ignore', 'pipe'] });
-  const port = await new Promise<string>((resolve, reject) => {
-    let err = '';
-    child.stderr.on('data', (c: Buffer) => {
-      err += c.toString();
-      const found = /listening on (\d+)/.exec(err);
-      if (found) resolve(found[1]!);
-    });
-    child.once('exit', () => reject(new Error(`the HTTP MCP server exited: ${err}`)));
-  });
+  const port = await stderrMatch(child, /listening on (\d+)/, 'the HTTP MCP server');
   return { url: `http://127.0.0.1:${port}/mcp`, child };
 }
 
@@ -138,16 +161,8 @@ async function timeHttpFace(guardUrl: string, upstream: string[]): Promise<numbe
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   try {
-    const url = await new Promise<string>((resolve, reject) => {
-      let err = '';
-      child.stderr.on('data', (c: Buffer) => {
-        err += c.toString();
-        const found = /serving MCP at (\S+)/.exec(err);
-        if (found) resolve(found[1]!);
-      });
-      child.once('exit', () => reject(new Error(`mcp-proxy --listen exited: ${err}`)));
-    });
-    return await timeCalls(new StreamableHTTPClientTransport(new URL(url)));
+    const url = await stderrMatch(child, /serving MCP at (\S+)/, 'mcp-proxy --listen');
+    return await timeCalls(httpClient(url));
   } finally {
     child.kill('SIGTERM');
   }

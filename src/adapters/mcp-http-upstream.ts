@@ -14,6 +14,7 @@
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { isJSONRPCRequest, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { fetchWithOwnSignals } from './mcp-fetch.js';
 
 /** The SDK transport's stream opener (not public in @modelcontextprotocol/sdk 1.x). */
 type OpenStream = (options: { resumptionToken?: string | undefined }) => Promise<void>;
@@ -27,7 +28,7 @@ export class HttpUpstreamTransport implements Transport {
   #accepted: Promise<void> = Promise.resolve();
 
   constructor(url: URL, headers: Record<string, string>) {
-    this.#inner = new StreamableHTTPClientTransport(url, { requestInit: { headers } });
+    this.#inner = new StreamableHTTPClientTransport(url, { requestInit: { headers }, fetch: fetchWithOwnSignals() });
     this.#inner.onclose = () => this.onclose?.();
     this.#inner.onerror = (error) => this.onerror?.(error);
     this.#inner.onmessage = (message) => this.onmessage?.(message);

@@ -304,6 +304,14 @@ export class GuardClient {
     });
   }
 
+  /** `ingestEvents` with each event already serialised (JSON.stringify of an ObservabilityEvent). */
+  ingestEventsJson(events: readonly string[]): Promise<IngestResult> {
+    return this.#request({
+      method: 'POST', path: `${API}/observability/events`, endpoint: 'POST /observability/events',
+      schema: IngestResultSchema, bodyJson: `{"events":[${events.join(',')}]}`,
+    });
+  }
+
   queryEvents(query: EventQueryBody = {}): Promise<EventQueryResult> {
     return this.#request({
       method: 'POST', path: `${API}/observability/events/query`, endpoint: 'POST /observability/events/query',

@@ -35,6 +35,8 @@ export interface RequestSpec<S extends z.ZodType> {
   endpoint: string;
   query?: Query;
   body?: unknown;
+  /** The body as JSON text already (sent as it is, instead of `body` serialised here). */
+  bodyJson?: string;
   schema: S;
   headers?: Record<string, string>;
   /** This request's time limit instead of the client's (a long-poll is meant to take long). */
@@ -80,7 +82,7 @@ export class Transport {
     const url = this.url(spec.path, spec.query);
     const headers: Record<string, string> = { accept: 'application/json', ...this.#headers, ...spec.headers };
     // Every write says JSON, body or not: the server refuses writes that do not (415).
-    if (spec.body !== undefined || spec.method !== 'GET') headers['content-type'] = 'application/json';
+    if (spec.body !== undefined || spec.bodyJson !== undefined || spec.method !== 'GET') headers['content-type'] = 'application/json';
     if (this.#apiKey) headers['x-api-key'] = this.#apiKey;
     // One signal bounds the whole exchange: connecting, headers and reading the body.
     const limitMs = spec.timeoutMs ?? this.timeoutMs;
@@ -91,7 +93,7 @@ export class Transport {
       response = await this.#fetch(url, {
         method: spec.method,
         headers,
-        body: spec.body === undefined ? undefined : JSON.stringify(spec.body),
+        body: spec.bodyJson ?? (spec.body === undefined ? undefined : JSON.stringify(spec.body)),
         signal,
       });
     } catch (error) {

@@ -10,7 +10,7 @@ import { createDefaultRegistry, type EvaluatorRegistry } from '../evaluators/reg
 import { STEP_TYPES, type ControlRecord, type EvaluationResult, type Stage } from '../model/index.js';
 import { buildControlSet, type AgentControlSet } from './control-set.js';
 import { ApprovalError, ControlSteerError, ControlViolationError, GuardUnavailableError, stepRefusalOf } from './errors.js';
-import { EventBatcher, eventsOf } from './events.js';
+import { EventBatcher, eventJsonOf } from './events.js';
 import { decidingMatch, emptyResult, mergeResults } from './merge.js';
 import { MissingSelectorWarnings } from './missing-selectors.js';
 import { approvalErrorOf, awaitDecision, type ApprovalMode } from './approval-wait.js';
@@ -182,8 +182,8 @@ export class GuardAgent {
       const span = tracing.localSpan(startTime);
       if (span) endEvaluationSpan(span, { agent: this.agentName, stage, step, result: local, executions, setRevision: set.setRevision, includeContent: tracing.includeContent });
       if (!this.#closed) {
-        this.#events?.push(
-          eventsOf(executions, {
+        this.#events?.pushJson(
+          eventJsonOf(executions, {
             agentName: this.agentName, step, stage, ...(ids ??= freshTraceIds()), timestamp: new Date().toISOString(),
             setRevision: set.setRevision, sessionId: sessionId ?? null,
           }),

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { ObservabilityEvent } from '../../src/model/index.js';
-import { EventBatcher, type EventSink } from '../../src/sdk/events.js';
+import type { ControlExecution } from '../../src/engine/api.js';
+import { ObservabilityEventSchema, type ObservabilityEvent } from '../../src/model/index.js';
+import { EventBatcher, eventJsonOf, type EventSink } from '../../src/sdk/events.js';
 
 function event(n: number): ObservabilityEvent {
   return {
@@ -15,9 +16,9 @@ function event(n: number): ObservabilityEvent {
 class Sink implements EventSink {
   batches: number[][] = [];
   failing = false;
-  async ingestEvents(events: ObservabilityEvent[]): Promise<unknown> {
+  async ingestEventsJson(events: readonly string[]): Promise<unknown> {
     if (this.failing) throw new Error('down');
-    this.batches.push(events.map((e) => e.control_id));
+    this.batches.push(events.map((e) => (JSON.parse(e) as ObservabilityEvent).control_id));
     return {};
   }
 }
@@ -37,6 +38,28 @@ describe('EventBatcher', () => {
     await batcher.close();
     expect(sink.batches).toEqual([[1, 2, 3], [4]]);
     expect(batcher.sent).toBe(4);
+  });
+
+  it('sends a full batch once the check that filled it has returned, not inside it', async () => {
+    const sink = new Sink();
+    const batcher = new EventBatcher(sink, options);
+    batcher.push([event(1), event(2), event(3), event(4)]);
+    // The caller's step goes on before anything is serialised or posted.
+    expect(sink.batches).toEqual([]);
+    expect(batcher.pending).toBe(4);
+    await new Promise((resolve) => setImmediate(resolve));
+    await batcher.flush();
+    expect(sink.batches).toEqual([[1, 2, 3, 4]]);
+    expect(batcher.pending).toBe(0);
+  });
+
+  it('sends each event as it was pushed, field for field', async () => {
+    const sent: string[] = [];
+    const batcher = new EventBatcher({ ingestEventsJson: (events) => Promise.resolve(void sent.push(...events)) }, options);
+    const pushed = { ...event(7), control_name: 'quote " and \u2028 line', metadata: { source: 'sdk', step_name: 'run_sql' }, selector_missing: true };
+    batcher.push([pushed]);
+    await batcher.close();
+    expect(sent.map((e) => JSON.parse(e) as unknown)).toEqual([pushed]);
   });
 
   it('keeps failed events in order for retry, bounded, dropping the oldest', async () => {
@@ -62,5 +85,44 @@ describe('EventBatcher', () => {
     batcher.push(Array.from({ length: 2500 }, (_, i) => event(i)));
     await batcher.close();
     expect(sink.batches.map((b) => b.length)).toEqual([1000, 1000, 500]);
+  });
+});
+
+describe('eventJsonOf', () => {
+  const execution = (over: Partial<ControlExecution>): ControlExecution => ({
+    control_id: 4, control_name: 'no-drop', action: 'deny', matched: true, confidence: 0.5, error_message: null,
+    evaluator_name: 'regex', selector_path: 'input.query', duration_ms: 0.0123, mode: 'enforce', ...over,
+  });
+  const ctx = {
+    agentName: 'bench-mcp', step: { type: 'tool' as const, name: 'run_sql', input: { query: 'x' } }, stage: 'pre' as const,
+    traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), timestamp: '2026-01-01T00:00:00.000Z', setRevision: 3, sessionId: 'run-1',
+  };
+
+  it('writes each execution as the ObservabilityEvent the server takes, field for field', () => {
+    const texts = eventJsonOf([
+      execution({}),
+      // What a control's author or an evaluator's error can put in a string: quotes, backslashes, line separators, control characters.
+      execution({ control_id: 5, control_name: 'q"uote\\ \u2028\u0000 名前', matched: false, confidence: 7, duration_ms: -1, error_message: 'boom "\n"', evaluator_name: '', selector_path: '', mode: 'shadow', selector_missing: true }),
+    ], ctx);
+    const events = texts.map((t) => ObservabilityEventSchema.parse(JSON.parse(t)));
+    const shared = {
+      trace_id: ctx.traceId, span_id: ctx.spanId, agent_name: 'bench-mcp', check_stage: 'pre', applies_to: 'tool', timestamp: ctx.timestamp,
+      metadata: { source: 'sdk', step_name: 'run_sql' }, set_revision: 3, session_id: 'run-1',
+    };
+    expect(events[0]).toEqual({
+      ...shared, control_execution_id: events[0]!.control_execution_id, control_id: 4, control_name: 'no-drop', action: 'deny', matched: true,
+      confidence: 0.5, execution_duration_ms: 0.0123, evaluator_name: 'regex', selector_path: 'input.query', error_message: null, mode: 'enforce',
+    });
+    expect(events[1]).toEqual({
+      ...shared, control_execution_id: events[1]!.control_execution_id, control_id: 5, control_name: 'q"uote\\ \u2028\u0000 名前', action: 'deny',
+      matched: false, confidence: 1, execution_duration_ms: 0, evaluator_name: null, selector_path: null, error_message: 'boom "\n"', mode: 'shadow',
+      selector_missing: true,
+    });
+    expect(events[0]!.control_execution_id).not.toBe(events[1]!.control_execution_id);
+  });
+
+  it('writes null for a step without a session or a set without a revision', () => {
+    const [text] = eventJsonOf([execution({})], { ...ctx, sessionId: null, setRevision: null });
+    expect(JSON.parse(text!)).toMatchObject({ session_id: null, set_revision: null });
   });
 });
