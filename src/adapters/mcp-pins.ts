@@ -64,6 +64,7 @@ export class McpPins {
   /** Whether the MAX_REPORTED_DRIFTS line was said for this document version. */
   #floodSaid = false;
   readonly #seen = new Set<string>();
+  readonly #listeners = new Set<() => void>();
   /** Drifts seen, keyed `server\0tool\0kind`. */
   readonly driftCounts = new Map<string, number>();
 
@@ -87,6 +88,15 @@ export class McpPins {
     } catch (error) {
       this.o.report(`could not read the pinned document "${this.o.serverName}" (keeping the one in force): ${error instanceof Error ? error.message : String(error)}`);
     }
+  }
+
+  /**
+   * Calls `listener` whenever the document in force changes after start (applied, edited,
+   * deleted): what tools/list answers may have changed. Returns the unsubscribe.
+   */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
   stop(): void {
@@ -160,7 +170,8 @@ export class McpPins {
     const before = this.#doc;
     this.#doc = doc;
     this.#pinned = new Map((doc?.tools ?? []).map((t) => [t.name, t.fingerprint]));
-    if (before?.updated_at !== doc?.updated_at) {
+    const changed = before?.updated_at !== doc?.updated_at;
+    if (changed) {
       this.#seen.clear();
       this.#floodSaid = false;
     }
@@ -172,5 +183,6 @@ export class McpPins {
       );
     }
     if (!before && doc && this.#started) this.o.report(`a pinned document "${this.o.serverName}" is in force now`);
+    if (changed && this.#started) for (const listener of this.#listeners) listener();
   }
 }

@@ -60,6 +60,8 @@ export class McpRelay {
   readonly #toClient: InOrder;
   #serverName: string;
   #closed = false;
+  #initialized = false;
+  readonly #unsubscribePins: () => void;
 
   constructor(private readonly o: RelayOptions) {
     this.#serverName = o.serverName;
@@ -74,6 +76,10 @@ export class McpRelay {
     });
     this.#toClient = new InOrder((message) => this.#send(o.client, message, 'client'));
     this.#tools = new UpstreamTools((cursor) => this.#upstream.own('tools/list', cursor === undefined ? {} : { cursor }), o.pins);
+    // A changed pinned document changes what tools/list answers: the client is told, once it is initialized.
+    this.#unsubscribePins = o.pins?.onChange(() => {
+      if (this.#initialized && !this.#closed) this.#toClient.push(Promise.resolve({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }));
+    }) ?? (() => undefined);
   }
 
   get serverName(): string {
@@ -172,6 +178,7 @@ export class McpRelay {
 
   close(): void {
     this.#closed = true;
+    this.#unsubscribePins();
     for (const pending of this.#pending.all()) if (pending.timer) clearTimeout(pending.timer);
   }
 
@@ -293,6 +300,7 @@ export class McpRelay {
     const info = result.serverInfo as { name?: unknown } | undefined;
     if (!this.o.serverNameFixed && typeof info?.name === 'string' && info.name !== '') this.#serverName = info.name;
     if (typeof result.protocolVersion === 'string') this.o.onProtocolVersion?.(result.protocolVersion);
+    this.#initialized = true;
   }
 
   #answerError(id: RequestId, code: number, message: string): void {

@@ -48,7 +48,9 @@ export class UpstreamTools {
 
   /** A server's answer on its way to the client: a tools/list result keeps only the tools the pins let the model see (none with --require-pin and no document). */
   answer<M extends JSONRPCMessage>(message: M, method: string): M {
-    if (!this.pins?.filtering || method !== 'tools/list' || !isJSONRPCResultResponse(message)) return message;
+    if (!this.pins || !isJSONRPCResultResponse(message)) return message;
+    if (method === 'initialize') return { ...message, result: withToolListChanges(message.result) };
+    if (!this.pins.filtering || method !== 'tools/list') return message;
     return { ...message, result: this.pins.filterList(message.result) };
   }
 
@@ -96,4 +98,16 @@ export class UpstreamTools {
     }
     throw new Error(`the MCP server's tools/list has more than ${MAX_PAGES} pages`);
   }
+}
+
+/**
+ * A pinned gateway's initialize answer declares `tools.listChanged`: when the pinned document
+ * changes, the tools the model may see change with it, and the gateway tells each client
+ * (notifications/tools/list_changed) so that none keeps showing a tool it now refuses. A
+ * server that declares no tools capability has no tools to hide; its answer is unchanged.
+ */
+function withToolListChanges(result: Record<string, unknown>): Record<string, unknown> {
+  const capabilities = result.capabilities as { tools?: unknown } | undefined;
+  if (capabilities === null || typeof capabilities !== 'object' || capabilities.tools === null || typeof capabilities.tools !== 'object') return result;
+  return { ...result, capabilities: { ...capabilities, tools: { ...capabilities.tools, listChanged: true } } };
 }

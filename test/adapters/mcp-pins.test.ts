@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { CallToolResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { parse } from 'yaml';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runMcpPin } from '../../cli/commands/mcp-pin.js';
@@ -169,6 +169,31 @@ describe('a pinned document deleted while the gateway runs', () => {
     expect(reports).toContainEqual(expect.stringContaining('tools pass through UNPINNED'));
     expect(await listed()).toContain('crash');
     expect(textOf(await call('run_sql'))).toBe('3 rows for select 1');
+  });
+});
+
+describe('clients are told when the pinned document changes', () => {
+  it('initialize declares tools.listChanged, and each change of the document sends notifications/tools/list_changed', async () => {
+    const { mcp_server_id: _id, created_at: _c, updated_at: _u, managed_by: _m, source: _s, ...doc } = (await server.client!.mcpServers.get('fixture-db'))!;
+    await server.client!.mcpServers.put({ ...doc, name: 'fixture-notify' });
+    const { client, pins, listed } = await connect({ serverName: 'fixture-notify' });
+    expect(client.getServerCapabilities()?.tools?.listChanged).toBe(true);
+    let notified = 0;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void notified++);
+    // A read that finds the same document tells no one.
+    await pins.refresh();
+    await listed();
+    expect(notified).toBe(0);
+    // Hiding run_sql: the client hears of it, and a new list leaves it out.
+    await server.client!.mcpServers.put({ ...doc, name: 'fixture-notify', deny_tools: ['crash', 'run_sql'] });
+    await pins.refresh();
+    await expect.poll(() => notified).toBe(1);
+    expect(await listed()).not.toContain('run_sql');
+    // Deleted (the tools pass through unpinned now): told again.
+    await server.client!.mcpServers.delete('fixture-notify');
+    await pins.refresh();
+    await expect.poll(() => notified).toBe(2);
+    expect(await listed()).toContain('run_sql');
   });
 });
 
