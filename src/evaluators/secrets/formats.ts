@@ -5,7 +5,7 @@
  * it (bounded, or walked to its end once), and resumes after what it read, so it is linear
  * in the text.
  */
-import { visibleOf } from './ignorable.js';
+import { hasIgnorable, visibleOf } from './ignorable.js';
 
 import { CONFIG_FORMATS, CONFIG_KINDS } from './config-forms.js';
 import { PROVIDER_FORMATS, PROVIDER_KINDS } from './providers.js';
@@ -154,9 +154,14 @@ export function formatsFor(kinds: readonly SecretKind[]): readonly Format[] {
  * Reports every secret of `kinds` in `text`, each format's finds left to right. Returns
  * false when `report` asked to stop.
  */
-export function scanSecrets(text: string, formats: readonly Format[], report: (kind: SecretKind, found: string) => boolean): boolean {
+export function scanSecrets(
+  text: string,
+  formats: readonly Format[],
+  report: (kind: SecretKind, found: string) => boolean,
+  holdsIgnorable = hasIgnorable(text),
+): boolean {
   // Invisible characters inside a token do not hide it (ignorable.ts).
-  const v = visibleOf(text);
+  const v = visibleOf(text, holdsIgnorable);
   if (v === null) return scanWritten(text, formats, report);
   return scanWritten(v.visible, formats, (kind, found) => report(kind, v.written(found)));
 }
