@@ -2,8 +2,8 @@
  * What one check of each evaluator costs through the engine: one control, one step whose
  * output is a 2 KB model answer, then 100 KB (the answer repeated). Reported in µs per check
  * and as a ratio to the regex evaluator on the same text in the same run (the machine is
- * shared: absolute figures move, ratios much less). For `pii` and `secrets` the baseline is
- * the regex each replaces in controls/ (a 13-16 digit run; a few key prefixes); one plain
+ * shared: absolute figures move, ratios much less). The baseline is the regex each evaluator
+ * replaces in controls/ (a 13-16 digit run; a few key prefixes; a few injection phrasings); one plain
  * pass over the text (a charCodeAt loop) says what the machine's speed was. Linear growth
  * shows as a 100 KB / 2 KB time ratio near 50.
  */
@@ -178,8 +178,11 @@ export const section: BenchSection = {
   chapter: 'Engine and evaluators',
   method: `One check of each evaluator through the engine: one control, one step whose output is a
 2 KB model answer, then 100 KB (the answer repeated). Reported in µs per check and as a
-ratio to the regex each replaces in controls/ (a 13–16 digit run; a few key prefixes) on
-the same text in the same run; one plain pass over the text (a \`charCodeAt\` loop) says
-how fast the machine was. Linear growth shows as a 100 KB / 2 KB time ratio near 50.`,
+ratio to the regex each replaces in controls/ (a 13–16 digit run; a few key prefixes; a few
+injection phrasings) on the same text in the same run; one plain pass over the text (a
+\`charCodeAt\` loop) says how fast the machine was. Linear growth shows as a 100 KB / 2 KB
+time ratio near 50. \`prompt_injection\` is also timed on a 2 KB injected page (an instruction
+hidden in base64, words split by zero-width spaces, a markdown image whose URL carries the
+conversation out), which trips several signals and takes the decoding paths.`,
   benchmarks,
 };
