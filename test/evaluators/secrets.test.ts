@@ -94,6 +94,27 @@ describe('secrets: near misses do not match', () => {
   });
 });
 
+// The scan reads each character's low byte to find prefixes (formats.ts): a non-ASCII
+// character whose low byte is a prefix's letter must not start or complete a token.
+describe('secrets: non-ASCII characters whose low byte looks like a prefix', () => {
+  // U+0141 (Ł) and U+0541 end in 0x41 ('A'); U+0167 (ŧ) ends in 0x67 ('g'); U+4B4B in 0x4B ('K').
+  it.each([
+    ['Ł for A', `\u0141${AWS.slice(1)}`],
+    ['Armenian for A', `\u0541${AWS.slice(1)}`],
+    ['ŧ for g', `\u0167${GHP.slice(1)}`],
+    ['CJK for K', `A\u4B4B${AWS.slice(2)}`],
+  ])('%s: no match', (_name, text) => {
+    expect(foundIn(text, { allow_placeholders: false })).toEqual([]);
+  });
+  it.each([
+    ['after Ł', `\u0141 ${AWS}`],
+    ['between CJK text', `\u4B4B\u4B4B ${GHP} \u4B4B`],
+    ['after an emoji', `🔑 ${AWS}`],
+  ])('a real token %s is found', (_name, text) => {
+    expect(foundIn(text).length).toBe(1);
+  });
+});
+
 describe('secrets: min_entropy', () => {
   const random = 'Zx8#qL2!vR9@mK4$';
   it.each([
