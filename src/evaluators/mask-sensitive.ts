@@ -15,9 +15,30 @@ const MAX_VALUES = 1_000;
 /** ASCII-only case mapping: the same length as `text`, so positions carry over. */
 const asciiCase = (text: string, upper: boolean) => text.replace(upper ? /[a-z]+/g : /[A-Z]+/g, (s) => (upper ? s.toUpperCase() : s.toLowerCase()));
 
+/**
+ * Short texts the scanners found nothing in: an evaluator's fixed message or signal names,
+ * a metadata key, come back with every match, and need not be scanned each time. Only
+ * clean texts are kept, so this holds nothing a scanner would mask; a memo of a pure
+ * function, emptied when full. (prompt_injection through the engine on a 2 KB injected page: 0.77 of the instructions per check.)
+ */
+const CLEAN_TEXT_MAX = 256;
+const CLEAN_TEXTS_MAX = 4096;
+const cleanTexts = new Set<string>();
+
 /** `text` with every value a masking evaluator would find in it masked (`4111…1111`). */
 export function maskSensitiveIn(text: string): string {
   if (text.length < 6) return text;
+  const memo = text.length <= CLEAN_TEXT_MAX;
+  if (memo && cleanTexts.has(text)) return text;
+  const masked = maskScanned(text);
+  if (memo && masked === text) {
+    if (cleanTexts.size >= CLEAN_TEXTS_MAX) cleanTexts.clear();
+    cleanTexts.add(text);
+  }
+  return masked;
+}
+
+function maskScanned(text: string): string {
   const ranges: Array<[number, number]> = [];
   let complete = true;
   const forms = new Set([text, asciiCase(text, true), asciiCase(text, false)]);
