@@ -22,7 +22,7 @@ import { startServerProcess } from './server-process.js';
  * sessions run at once.
  */
 const SESSIONS = 64;
-const SESSION_BODIES = Array.from({ length: SESSIONS }, (_, i) => JSON.stringify({ ...(JSON.parse(EVALUATION_BODY) as object), session_id: `bench-session-${i}` }));
+export const SESSION_BODIES = Array.from({ length: SESSIONS }, (_, i) => JSON.stringify({ ...(JSON.parse(EVALUATION_BODY) as object), session_id: `bench-session-${i}` }));
 
 
 
