@@ -1,10 +1,10 @@
 /**
  * Sessions of one server, in memory (exact: JavaScript runs one step's begin at a time)
  * and written through to the SQLite file when there is one, so that they survive a
- * restart: a new session and each added label at once, the step counts and last-seen
- * times of busy sessions once a second (TOUCH_EVERY_MS) in one transaction, so a step
- * costs no write of its own. At most `sessionMax` sessions are held: a step that would start a new one
- * beyond is refused (the caller decides what that means for the step: docs/sessions.md),
+ * restart: a new session and each added label at once (a label joins the session once
+ * it is written), the step counts and last-seen times of busy sessions once a second
+ * (TOUCH_EVERY_MS) in one transaction, so a step costs no write of its own. At most
+ * `sessionMax` sessions are held: a step that would start a new one beyond is refused (the caller decides what that means for the step: docs/sessions.md),
  * and a held session is never dropped before its TTL, so no label a deny control depends
  * on disappears to make room.
  */

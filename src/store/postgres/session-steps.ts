@@ -32,41 +32,9 @@ export const MAX_BATCH = 256;
  */
 const MAX_IN_FLIGHT = 1;
 
-/**
- * Counts the steps of existing sessions (a session idle since $5 starts a new epoch) and
- * creates new ones when session_count has room for all of them ($6 at most): a batch
- * whose new sessions do not fit creates none, and those steps are begun one by one
- * (BEGIN_STEP), which fills the room left. Answers each session begun with its epoch and
- * labels; a session that got no row is not in the answer.
- */
-const BEGIN_STEPS = `
-  WITH async_commit AS (
-    SELECT set_config('synchronous_commit', 'off', true)
-  ), input AS (
-    SELECT u.agent_name, u.session_id, u.steps
-    FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(agent_name, session_id, steps)
-  ), fresh AS (
-    SELECT i.agent_name, i.session_id FROM input i
-    WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE s.agent_name = i.agent_name AND s.session_id = i.session_id)
-  ), slot AS (
-    UPDATE session_count SET n = n + (SELECT count(*) FROM fresh)
-    WHERE id = 1 AND EXISTS (SELECT 1 FROM fresh) AND n + (SELECT count(*) FROM fresh) <= $6 RETURNING n
-  ), up AS (
-    INSERT INTO sessions AS s (agent_name, session_id, epoch, first_seen, last_seen, steps)
-      SELECT i.agent_name, i.session_id, 0, $4, $4, i.steps FROM input i
-      WHERE EXISTS (SELECT 1 FROM slot)
-        OR NOT EXISTS (SELECT 1 FROM fresh f WHERE f.agent_name = i.agent_name AND f.session_id = i.session_id)
-      ORDER BY i.agent_name, i.session_id
-    ON CONFLICT (agent_name, session_id) DO UPDATE SET
-      epoch = CASE WHEN s.last_seen <= $5 THEN s.epoch + 1 ELSE s.epoch END,
-      first_seen = CASE WHEN s.last_seen <= $5 THEN $4 ELSE s.first_seen END,
-      steps = CASE WHEN s.last_seen <= $5 THEN excluded.steps ELSE s.steps + excluded.steps END,
-      last_seen = GREATEST(s.last_seen, $4)
-    RETURNING s.agent_name, s.session_id, s.epoch
-  )
-  SELECT up.agent_name, up.session_id, up.epoch, coalesce((SELECT array_agg(l.label) FROM session_labels l
-    WHERE l.agent_name = up.agent_name AND l.session_id = up.session_id AND l.epoch = up.epoch), '{}') AS labels
-  FROM up, async_commit`;
+/** One call of session_begin_steps (session-begin-steps.ts) begins a batch. */
+const BEGIN_STEPS = `SELECT began_agent AS agent_name, began_session AS session_id, began_epoch AS epoch, began_labels AS labels
+  FROM session_begin_steps($1, $2, $3, $4, $5, $6)`;
 
 /** A step waiting for its session to be begun. */
 interface Waiting {
