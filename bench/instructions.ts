@@ -17,7 +17,9 @@
  *
  * The workload name `tracing` counts bench/otel.ts's three servers (best case, observability
  * on; tracing off, every span sampled, `traceidratio` at 0.01) exporting to a local OTLP
- * receiver: what tracing costs, with the machine's load taken out.
+ * receiver: what tracing costs, with the machine's load taken out. `sessions` counts
+ * bench/sessions.ts's SQLite pair (the best case with and without two session-aware
+ * controls, the step sent in 64 sessions).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -28,6 +30,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { median } from './harness.js';
 import { startReceiver } from './otel.js';
+import { SESSION_BODIES } from './sessions.js';
 import type { ChildRequest, ServerSpec } from './server-process.js';
 import { WORKLOADS, type WorkloadName } from './workloads.js';
 
@@ -38,7 +41,7 @@ const CONNECTIONS = 10;
  * Per workload (bench/workloads.ts), the bare baseline sent the same bodies first, then the
  * guardctl servers; each count is compared with its workload's baseline.
  */
-const SERVERS: Array<{ label: string; workload: WorkloadName; spec: ServerSpec; group?: 'tracing' }> = [
+const SERVERS: Array<{ label: string; workload: WorkloadName; spec: ServerSpec; group?: 'tracing' | 'sessions'; baseline?: true; bodies?: readonly string[] }> = [
   { label: 'bare Fastify route (baseline)', workload: 'best', spec: { kind: 'bare' } },
   { label: 'POST /api/v1/evaluation, 10 controls in scope', workload: 'best', spec: { kind: 'guard', controls: 10, observability: false } },
   { label: 'the same, observability on', workload: 'best', spec: { kind: 'guard', controls: 10, observability: true } },
@@ -50,9 +53,12 @@ const SERVERS: Array<{ label: string; workload: WorkloadName; spec: ServerSpec; 
   { label: 'the same, observability on', workload: 'realistic', spec: { kind: 'guard', workload: 'realistic', observability: true } },
   { label: 'bare Fastify route (baseline)', workload: 'worst', spec: { kind: 'bare' } },
   { label: 'POST /api/v1/evaluation', workload: 'worst', spec: { kind: 'guard', workload: 'worst', observability: false } },
-  { label: '10 controls in scope, observability on, tracing off (baseline)', workload: 'best', group: 'tracing', spec: { kind: 'guard', controls: 10, observability: true } },
+  { label: '10 controls in scope, observability on, tracing off (baseline)', workload: 'best', group: 'tracing', baseline: true, spec: { kind: 'guard', controls: 10, observability: true } },
   { label: 'the same, traceidratio 0.01', workload: 'best', group: 'tracing', spec: { kind: 'guard', controls: 10, observability: true, otel: { OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.01' } } },
   { label: 'the same, every span sampled', workload: 'best', group: 'tracing', spec: { kind: 'guard', controls: 10, observability: true, otel: { OTEL_TRACES_SAMPLER: 'always_on' } } },
+  // bench/sessions.ts's SQLite pair: both sent the step in its 64 sessions.
+  { label: '10 controls in scope, steps in 64 sessions (baseline)', workload: 'best', group: 'sessions', baseline: true, bodies: SESSION_BODIES, spec: { kind: 'guard', controls: 10 } },
+  { label: 'the same plus two session-aware controls', workload: 'best', group: 'sessions', bodies: SESSION_BODIES, spec: { kind: 'guard', controls: 10, sessions: true } },
 ];
 
 /** Starts a benchmark server under callgrind, counting off; resolves with its URL. */
@@ -191,14 +197,15 @@ async function main(): Promise<void> {
   const lines = ['| workload | server | instructions per request (median) | of the baseline | windows |', '|---|---|---|---|---|'];
   let baseline = 0;
   const receiver = only.includes('tracing') ? await startReceiver() : null;
-  for (const { label, workload, spec, group } of SERVERS) {
+  for (const { label, workload, spec, group, ...entry } of SERVERS) {
     if (only.length > 0 ? !only.includes(group ?? workload) : group !== undefined) continue;
-    const { title, bodies } = WORKLOADS[workload];
+    const { title } = WORKLOADS[workload];
+    const bodies = entry.bodies ?? WORKLOADS[workload].bodies;
     process.stderr.write(`counting ${title}: ${label} (${warm} requests to warm up, then ${WINDOWS} windows of ${measured} counted)...\n`);
     const traced = spec.otel && receiver ? { ...spec, otel: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, ...spec.otel } } : spec;
     const windows = await count(traced, bodies, warm, measured);
     const perRequest = median(windows);
-    if (spec.kind === 'bare' || (group === 'tracing' && !spec.otel)) baseline = perRequest;
+    if (spec.kind === 'bare' || entry.baseline) baseline = perRequest;
     const each = windows.map((n) => Math.round(n).toLocaleString('en-US')).join(', ');
     lines.push(`| ${title} | ${label} | ${Math.round(perRequest).toLocaleString('en-US')} | ${(baseline / perRequest).toFixed(3)} | ${each} |`);
     // Each count as it comes: a later failure does not lose the earlier ones.

@@ -38,6 +38,16 @@ export class AnswerWriter {
 
   json(result: EvaluationResult): string {
     return (
+      this.#headJson(result) +
+      (result.session === undefined ? '' : sessionJson(result.session)) +
+      // Only asked steps carry an approval; its fields are the server's own (ids, times, the approver's reason).
+      `${result.approval === undefined ? '' : `,"approval":${JSON.stringify(approvalFields(result.approval))}`}}`
+    );
+  }
+
+  /** The answer up to its lists' end: what steps of different sessions share. */
+  #headJson(result: EvaluationResult): string {
+    return (
       `{"is_safe":${result.is_safe ? 'true' : 'false'}` +
       `,"decision":${JSON.stringify(result.decision)}` +
       `,"confidence":${numberJson(result.confidence)}` +
@@ -45,10 +55,7 @@ export class AnswerWriter {
       `,"matches":${this.#listJson(result.matches)}` +
       `,"errors":${this.#listJson(result.errors)}` +
       `,"non_matches":${this.#listJson(result.non_matches)}` +
-      `,"shadow_matches":${result.shadow_matches.length === 0 ? '[]' : `[${result.shadow_matches.map((m) => this.#entryJson(m)).join(',')}]`}` +
-      (result.session === undefined ? '' : `,"session":{"id":${JSON.stringify(result.session.id)},"labels":${JSON.stringify(result.session.labels)}}`) +
-      // Only asked steps carry an approval; its fields are the server's own (ids, times, the approver's reason).
-      `${result.approval === undefined ? '' : `,"approval":${JSON.stringify(approvalFields(result.approval))}`}}`
+      `,"shadow_matches":${result.shadow_matches.length === 0 ? '[]' : `[${result.shadow_matches.map((m) => this.#entryJson(m)).join(',')}]`}`
     );
   }
 
@@ -61,8 +68,24 @@ export class AnswerWriter {
    */
   answer(result: EvaluationResult): Buffer {
     const repeatable =
-      result.matches.length === 0 && result.errors.length === 0 && result.shadow_matches.length === 0 && result.steering_context === null && result.session === undefined;
-    if (!repeatable) return Buffer.from(this.json(result), 'utf8');
+      result.matches.length === 0 && result.errors.length === 0 && result.shadow_matches.length === 0 && result.steering_context === null && result.approval === undefined;
+    const head = repeatable ? this.#repeatedHead(result) : null;
+    if (head === null) return Buffer.from(this.json(result), 'utf8');
+    if (result.session === undefined) return head;
+    // A step of a session: the kept bytes with the session spliced in before the closing
+    // brace (its id and labels differ from session to session; the rest does not).
+    const tail = `${sessionJson(result.session)}}`;
+    const bytes = Buffer.allocUnsafe(head.length - 1 + Buffer.byteLength(tail, 'utf8'));
+    head.copy(bytes, 0, 0, head.length - 1);
+    bytes.write(tail, head.length - 1, 'utf8');
+    return bytes;
+  }
+
+  /**
+   * The bytes of the answer without its session (it ends in the closing brace), kept when
+   * every entry is constant; null when some entry may change.
+   */
+  #repeatedHead(result: EvaluationResult): Buffer | null {
     const key: object = result.non_matches[0] ?? NO_ENTRIES;
     const kept = this.#repeated.get(key);
     if (kept !== undefined) {
@@ -72,9 +95,9 @@ export class AnswerWriter {
         }
       }
     }
-    const text = this.json(result);
     // Only an answer made of constant entries is known to read the same next time.
-    if (!result.non_matches.every((m) => this.#frozenText.has(m))) return Buffer.from(text, 'utf8');
+    if (!result.non_matches.every((m) => constantRecordId(m) !== undefined)) return null;
+    const text = `${this.#headJson(result)}}`;
     // Kept bytes get a buffer of their own: a small Buffer.from is a slice of Node's shared
     // 8 KB pool, and keeping the slice would keep the whole pool block alive with it.
     const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text, 'utf8'));
@@ -111,6 +134,11 @@ export class AnswerWriter {
     if (cacheable) this.#frozenText.set(m, text);
     return text;
   }
+}
+
+/** The session part of an answer: its id and labels (text the client chose, so written by JSON.stringify). */
+function sessionJson(session: NonNullable<EvaluationResult['session']>): string {
+  return `,"session":{"id":${JSON.stringify(session.id)},"labels":${JSON.stringify(session.labels)}}`;
 }
 
 /** The approval's fields by name, so nothing else an object carries reaches the answer. */

@@ -7,24 +7,37 @@
  */
 import { evaluateStep, sessionOutcome, type CompiledControlSet, type EvaluateOptions, type EvaluationOutcome } from '../engine/index.js';
 import type { EvaluationRequest, EvaluationResult } from '../model/index.js';
-import type { SessionState } from '../sessions/index.js';
+import type { SessionState, SessionStep } from '../sessions/index.js';
 import { serverDenyResult } from './refusal-result.js';
 
-export async function evaluateInSession(
+export function evaluateInSession(
   set: CompiledControlSet,
   body: EvaluationRequest,
   sessionId: string,
   base: EvaluateOptions,
   sessions: SessionState,
-): Promise<EvaluationOutcome> {
-  const begun = await sessions.begin(body.agent_name, sessionId);
+): Promise<EvaluationOutcome> | EvaluationOutcome {
+  // In memory (SQLite) every part is synchronous: the step then waits for no promise at
+  // all, as a step without a session does (each await would cost a turn of the microtask queue).
+  const begun = sessions.begin(body.agent_name, sessionId);
+  if (begun instanceof Promise) return begun.then((b) => stepWith(set, body, sessionId, base, sessions, b));
+  return stepWith(set, body, sessionId, base, sessions, begun);
+}
+
+function stepWith(
+  set: CompiledControlSet,
+  body: EvaluationRequest,
+  sessionId: string,
+  base: EvaluateOptions,
+  sessions: SessionState,
+  begun: SessionStep | null,
+): Promise<EvaluationOutcome> | EvaluationOutcome {
   if (begun === null) {
     // GUARD_SESSION_MAX reached and this would be a new session: no labels can be kept
     // for it. A set whose session-aware controls could deny or steer fails closed; one
     // whose session-aware controls only allow, warn or log runs without the session.
     if (failsClosedAtBound(set)) return { result: sessionLimitResult(), executions: [] };
-    const pending = evaluateStep(set, body.step, body.stage, base);
-    return pending instanceof Promise ? await pending : pending;
+    return evaluateStep(set, body.step, body.stage, base);
   }
   const session = { id: sessionId, labels: begun.labels };
   const options: EvaluateOptions = {
@@ -35,11 +48,14 @@ export async function evaluateInSession(
     counters: base.counters,
     session,
   };
+  const finish = (outcome: EvaluationOutcome): Promise<EvaluationOutcome> | EvaluationOutcome => {
+    const { result, added } = sessionOutcome(outcome.result, set, session);
+    const stored = sessions.add(body.agent_name, sessionId, begun, added, body.stage, body.step.name);
+    const answered = { result, executions: outcome.executions };
+    return stored instanceof Promise ? stored.then(() => answered) : answered;
+  };
   const pending = evaluateStep(set, body.step, body.stage, options);
-  const outcome = pending instanceof Promise ? await pending : pending;
-  const { result, added } = sessionOutcome(outcome.result, set, session);
-  await sessions.add(body.agent_name, sessionId, begun, added, body.stage, body.step.name);
-  return { result, executions: outcome.executions };
+  return pending instanceof Promise ? pending.then(finish) : finish(pending);
 }
 
 function failsClosedAtBound(set: CompiledControlSet): boolean {

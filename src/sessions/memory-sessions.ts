@@ -1,10 +1,10 @@
 /**
  * Sessions of one server, in memory (exact: JavaScript runs one step's begin at a time)
  * and written through to the SQLite file when there is one, so that they survive a
- * restart: a new session and each added label at once, the step counts and last-seen
- * times of busy sessions once a second (TOUCH_EVERY_MS) in one transaction, so a step
- * costs no write of its own. At most `sessionMax` sessions are held: a step that would start a new one
- * beyond is refused (the caller decides what that means for the step: docs/sessions.md),
+ * restart: a new session and each added label at once (a label joins the session once
+ * it is written), the step counts and last-seen times of busy sessions once a second
+ * (TOUCH_EVERY_MS) in one transaction, so a step costs no write of its own. At most
+ * `sessionMax` sessions are held: a step that would start a new one beyond is refused (the caller decides what that means for the step: docs/sessions.md),
  * and a held session is never dropped before its TTL, so no label a deny control depends
  * on disappears to make room.
  */
@@ -21,6 +21,10 @@ interface Entry {
   readonly labels: Map<string, StoredSessionLabel>;
   /** The label set a step reads; replaced (never changed) when labels are added. */
   view: ReadonlySet<string>;
+  /** Steps taken since its row was last written: it is in #touched. */
+  touched: boolean;
+  /** Dropped (expired, or replaced by the session begun again): its row is not written again. */
+  gone: boolean;
 }
 
 /** A full server sweeps idle sessions at most this often, so a flood of new ids cannot make each refusal a full scan. */
@@ -30,11 +34,16 @@ const SWEEP_EVERY_MS = 1000;
 const TOUCH_EVERY_MS = 1000;
 
 export class MemorySessions implements SessionState {
-  readonly #entries = new Map<string, Entry>();
+  /**
+   * By agent, then session id: a step looks its session up by the two strings it came
+   * with, never building a combined key (a new string to hash on every step).
+   */
+  readonly #agents = new Map<string, Map<string, Entry>>();
+  #size = 0;
   readonly #timer: NodeJS.Timeout;
   readonly #touchTimer: NodeJS.Timeout;
   /** Sessions whose step count or last step changed since their row was written. */
-  readonly #touched = new Map<string, Entry>();
+  #touched: Entry[] = [];
   #lastSweep = 0;
 
   constructor(
@@ -44,7 +53,7 @@ export class MemorySessions implements SessionState {
   ) {
     for (const s of persistence?.loadSessions(now() - settings.sessionTtlMs) ?? []) {
       const labels = new Map(s.labels.map((l) => [l.label, l]));
-      this.#entries.set(keyOf(s.agent_name, s.session_id), { ...s, labels, view: new Set(labels.keys()) });
+      this.#put({ ...s, labels, view: new Set(labels.keys()), touched: false, gone: false });
     }
     this.#timer = setInterval(() => this.sweep(), 60_000);
     this.#timer.unref();
@@ -54,61 +63,66 @@ export class MemorySessions implements SessionState {
 
   begin(agentName: string, sessionId: string): SessionStep | null {
     const now = this.now();
-    const id = keyOf(agentName, sessionId);
-    let entry = this.#entries.get(id);
+    let entry = this.#agents.get(agentName)?.get(sessionId);
     let fresh = false;
     if (entry !== undefined && entry.last_seen <= now - this.settings.sessionTtlMs) {
-      this.#entries.delete(id);
+      this.#drop(entry);
       entry = undefined;
     }
     if (entry === undefined) {
-      if (this.#entries.size >= this.settings.sessionMax && now - this.#lastSweep >= SWEEP_EVERY_MS) this.sweep();
-      if (this.#entries.size >= this.settings.sessionMax) return null;
-      entry = { agent_name: agentName, session_id: sessionId, first_seen: now, last_seen: now, steps: 0, labels: new Map(), view: new Set() };
-      this.#entries.set(id, entry);
+      if (this.#size >= this.settings.sessionMax && now - this.#lastSweep >= SWEEP_EVERY_MS) this.sweep();
+      if (this.#size >= this.settings.sessionMax) return null;
+      entry = { agent_name: agentName, session_id: sessionId, first_seen: now, last_seen: now, steps: 0, labels: new Map(), view: new Set(), touched: false, gone: false };
+      this.#put(entry);
       fresh = true;
     }
     entry.steps++;
-    entry.last_seen = Math.max(entry.last_seen, now);
+    if (now > entry.last_seen) entry.last_seen = now;
     if (fresh) this.persistence?.saveSession(rowOf(entry), true);
-    else if (this.persistence) this.#touched.set(id, entry);
+    else if (!entry.touched && this.persistence) {
+      entry.touched = true;
+      this.#touched.push(entry);
+    }
     return { labels: entry.view, epoch: entry.first_seen };
   }
 
   add(agentName: string, sessionId: string, step: SessionStep, labels: readonly NewLabel[], stage: 'pre' | 'post', stepName: string): void {
     if (labels.length === 0) return;
-    const entry = this.#entries.get(keyOf(agentName, sessionId));
+    const entry = this.#agents.get(agentName)?.get(sessionId);
     // The session expired and started again since the step began: its labels are not the new session's.
     if (entry === undefined || entry.first_seen !== step.epoch) return;
     const added_at = this.now();
     const stored: StoredSessionLabel[] = [];
     for (const l of labels) {
       if (entry.labels.has(l.label)) continue;
-      const label: StoredSessionLabel = { label: l.label, control_id: l.control_id, control_name: l.control_name, stage, step_name: stepName, added_at };
-      entry.labels.set(l.label, label);
-      stored.push(label);
+      stored.push({ label: l.label, control_id: l.control_id, control_name: l.control_name, stage, step_name: stepName, added_at });
     }
     if (stored.length === 0) return;
-    entry.view = new Set(entry.labels.keys());
+    // Written before the labels join the session: a label that could not be stored is
+    // neither answered nor applied (the step fails with a 5xx instead).
     this.persistence?.saveSessionLabels(agentName, sessionId, stored);
+    for (const label of stored) entry.labels.set(label.label, label);
+    entry.view = new Set(entry.labels.keys());
   }
 
   async info(agentName: string, sessionId: string): Promise<SessionInfo | null> {
-    const entry = this.#entries.get(keyOf(agentName, sessionId));
+    const entry = this.#agents.get(agentName)?.get(sessionId);
     if (entry === undefined || entry.last_seen <= this.now() - this.settings.sessionTtlMs) return null;
     return infoOf({ ...entry, labels: [...entry.labels.values()] }, this.settings.sessionTtlMs);
   }
 
   /** Writes the rows of sessions that took steps since the last write (a failure is retried next time). */
   writeTouched(): void {
-    if (this.#touched.size === 0 || !this.persistence) return;
-    const rows = [...this.#touched.values()].map(rowOf);
+    if (this.#touched.length === 0 || !this.persistence) return;
+    const entries = this.#touched.filter((e) => !e.gone);
     try {
-      this.persistence.touchSessions(rows);
-      this.#touched.clear();
+      this.persistence.touchSessions(entries.map(rowOf));
     } catch {
       // The file is busy or away: the rows stay touched for the next write.
+      return;
     }
+    for (const e of this.#touched) e.touched = false;
+    this.#touched = [];
   }
 
   /** Drops sessions idle past their TTL (and their rows). */
@@ -116,16 +130,14 @@ export class MemorySessions implements SessionState {
     const now = this.now();
     this.#lastSweep = now;
     const before = now - this.settings.sessionTtlMs;
-    for (const [id, entry] of this.#entries) {
-      if (entry.last_seen > before) continue;
-      this.#entries.delete(id);
-      this.#touched.delete(id);
+    for (const sessions of this.#agents.values()) {
+      for (const entry of sessions.values()) if (entry.last_seen <= before) this.#drop(entry);
     }
     this.persistence?.deleteExpiredSessions(before);
   }
 
   get size(): number {
-    return this.#entries.size;
+    return this.#size;
   }
 
   async close(): Promise<void> {
@@ -133,14 +145,33 @@ export class MemorySessions implements SessionState {
     clearInterval(this.#touchTimer);
     this.writeTouched();
   }
+
+  #put(entry: Entry): void {
+    let sessions = this.#agents.get(entry.agent_name);
+    if (sessions === undefined) {
+      sessions = new Map();
+      this.#agents.set(entry.agent_name, sessions);
+    }
+    sessions.set(entry.session_id, entry);
+    this.#size++;
+  }
+
+  /**
+   * Forgets a session. A row of it waiting in #touched is not written afterwards: that
+   * would write the old session over the row of one begun again under the same id.
+   */
+  #drop(entry: Entry): void {
+    const sessions = this.#agents.get(entry.agent_name);
+    if (sessions?.get(entry.session_id) !== entry) return;
+    sessions.delete(entry.session_id);
+    if (sessions.size === 0) this.#agents.delete(entry.agent_name);
+    entry.gone = true;
+    this.#size--;
+  }
 }
 
 function rowOf(e: Entry) {
   return { agent_name: e.agent_name, session_id: e.session_id, first_seen: e.first_seen, last_seen: e.last_seen, steps: e.steps };
-}
-
-function keyOf(agentName: string, sessionId: string): string {
-  return `${agentName}\u0000${sessionId}`;
 }
 
 /** The GET answer: times as ISO text, labels in the order they were added. */

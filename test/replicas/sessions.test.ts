@@ -133,6 +133,25 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('sessions shar
     expect((await evaluate(b, 'send_email', 'pre', 'held')).decision).toBe('deny');
   });
 
+  it('steps begun together in one batch count each step, read the labels committed before, and fill the bound exactly', async () => {
+    const store = await opener.open();
+    const sessions = new SharedSessions(store.sharedSessions, { sessionTtlMs: 60_000, sessionMax: 6 }, () => 1_000_000);
+    const first = (await sessions.begin('bot', 's-0'))!;
+    await sessions.add('bot', 's-0', first, [{ label: 'seen', control_id: 1, control_name: 'mark' }], 'post', 'fetch_url');
+    // In one tick: 40 steps of four held sessions, then eight new ones (room for two more).
+    await Promise.all(['s-1', 's-2', 's-3'].map((id) => sessions.begin('bot', id)));
+    const held = await Promise.all(Array.from({ length: 40 }, (_, i) => sessions.begin('bot', `s-${i % 4}`)));
+    expect(held.every((step) => step !== null)).toBe(true);
+    expect(held.filter((_, i) => i % 4 === 0).every((step) => [...step!.labels].join() === 'seen')).toBe(true);
+    expect(held.filter((_, i) => i % 4 !== 0).every((step) => step!.labels.size === 0)).toBe(true);
+    expect((await sessions.info('bot', 's-0'))!.steps).toBe(11);
+    expect((await sessions.info('bot', 's-3'))!.steps).toBe(11);
+    const fresh = await Promise.all(Array.from({ length: 8 }, (_, i) => sessions.begin('bot', `new-${i}`)));
+    expect(fresh.filter((step) => step !== null)).toHaveLength(2);
+    expect(await store.sharedSessions.pruneSessions(0)).toBe(6);
+    await sessions.close();
+  });
+
   it('forgets a session idle past its TTL (injected clock), and prunes it', async () => {
     const store = await opener.open();
     let now = 1_000_000;

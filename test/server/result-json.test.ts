@@ -125,6 +125,22 @@ describe('evaluationAnswer', () => {
     expect(text(o)).toBe(JSON.stringify(o));
   });
 
+  it('sends the kept bytes of a step in a session with that session spliced in', () => {
+    const local = new AnswerWriter();
+    const plainAllow = local.answer(result({ non_matches: [a, b] }));
+    for (const session of [
+      { id: 'run-1', labels: [] },
+      { id: 'run-"2"\u2028é', labels: ['private_data', 'untrusted_content'] },
+      { id: 'run-1', labels: ['x'] },
+    ]) {
+      const r = result({ non_matches: [a, b], session });
+      expect(local.answer(r).toString('utf8')).toBe(JSON.stringify(r));
+    }
+    // The kept bytes themselves are left as they were.
+    expect(local.answer(result({ non_matches: [a, b] }))).toBe(plainAllow);
+    expect(plainAllow.toString('utf8')).toBe(JSON.stringify(result({ non_matches: [a, b] })));
+  });
+
   it('never repeats an allow answer that carries shadow matches', () => {
     const quiet = result({ non_matches: [a, b] });
     expect(text(quiet)).toBe(JSON.stringify(quiet));
@@ -180,6 +196,7 @@ describe('property: every answer is JSON.stringify of its result', () => {
               errors: next() < 0.8 ? [] : list(() => fresh(false), 2),
               non_matches: list(() => (next() < 0.8 ? pick(constants) : fresh(false)), 5),
               shadow_matches: next() < 0.9 ? [] : list(() => fresh(true), 2),
+              ...(next() < 0.3 ? { session: { id: text() || 's', labels: next() < 0.5 ? [] : [text(), text()] } } : {}),
             };
       seen.push(r);
       // Entries that are not the engine's constant records may change between answers.

@@ -47,6 +47,28 @@ describe('sessions in memory', () => {
     expect(sessions.begin('bot', 'c')).not.toBeNull();
   });
 
+  it('never write the waiting row of an expired session over the row of the session begun again under its id', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'guard-mem-sessions-')), 'guard.db');
+    let now = 10_000;
+    const store = new SqliteStore(path);
+    const first = new MemorySessions({ sessionTtlMs: 1_000, sessionMax: 10 }, store.sessionRows, () => now);
+    first.begin('bot', 's');
+    // A second step: its row waits for the next write of touched rows.
+    first.begin('bot', 's');
+    now = 12_000;
+    // Expired: begun again, its new row written at once; a label added to it.
+    const again = first.begin('bot', 's')!;
+    first.add('bot', 's', again, mark('private_data'), 'post', 'get_customer');
+    first.writeTouched();
+    await first.close();
+    await store.close();
+    const reopened = new SqliteStore(path);
+    const second = new MemorySessions({ sessionTtlMs: 1_000, sessionMax: 10 }, reopened.sessionRows, () => now);
+    expect(await second.info('bot', 's')).toMatchObject({ steps: 1, first_seen: new Date(12_000).toISOString(), labels: [{ label: 'private_data' }] });
+    await second.close();
+    await reopened.close();
+  });
+
   it('write through to the SQLite file and come back after a restart, expired ones left out', async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'guard-mem-sessions-')), 'guard.db');
     let now = 10_000;

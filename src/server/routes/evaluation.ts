@@ -78,7 +78,8 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
       if (set.sessions && body.session_id !== undefined) {
         // Session-aware controls and a session: its labels are read before the step, and
         // what the step adds is stored before the answer (session-step.ts).
-        outcome = await evaluateInSession(set, body, body.session_id, stepOptions, sessions);
+        const pending = evaluateInSession(set, body, body.session_id, stepOptions, sessions);
+        outcome = pending instanceof Promise ? await pending : pending;
       } else {
         const pending = evaluateStep(set, body.step, body.stage, stepOptions);
         outcome = pending instanceof Promise ? await pending : pending;

@@ -150,6 +150,18 @@ export class PostgresDatabase {
     }
   }
 
+  /**
+   * A statement prepared once per pool connection under `name` (parsed and planned once,
+   * not on every call): for the statements the hot path sends back to back.
+   */
+  async prepared<R extends pg.QueryResultRow>(name: string, sql: string, params: unknown[]): Promise<R[]> {
+    try {
+      return (await this.pool.query<R>({ name, text: sql, values: params })).rows;
+    } catch (error) {
+      throw mapPgError(error);
+    }
+  }
+
   /** A query on the transaction's client (errors are mapped when the transaction fails). */
   async rows<R extends pg.QueryResultRow>(tx: WriteTx, sql: string, params: unknown[] = []): Promise<R[]> {
     return (await tx.client.query<R>(sql, params)).rows;

@@ -5,6 +5,7 @@
  */
 import type { Migration } from '../migrations.js';
 import { COUNTER_TAKE_LEASED } from './counter-take-leased.js';
+import { SESSION_BEGIN_STEPS } from './session-begin-steps.js';
 
 export const postgresMigrations: readonly Migration[] = [
   {
@@ -391,6 +392,22 @@ export const postgresMigrations: readonly Migration[] = [
     sql: `
       ALTER TABLE policy_controls DROP CONSTRAINT policy_controls_control_id_fkey,
         ADD CONSTRAINT policy_controls_control_id_fkey FOREIGN KEY (control_id) REFERENCES controls (control_id) ON DELETE RESTRICT;
+    `,
+  },
+  {
+    version: 14,
+    name: 'session rows updated in place; steps begun in batches',
+    // Every step updates its session's row (steps, last_seen). With last_seen indexed, each
+    // update was a new row version with new entries in both indexes, and a busy session's
+    // lookups walked thousands of dead versions until vacuum came. Without that index, and
+    // with room left on each page, the update is HOT (heap-only, pruned as pages are read).
+    // Pruning idle sessions scans the table instead: it holds at most GUARD_SESSION_MAX
+    // rows, and the prune already counts them all.
+    // session_begin_steps begins a replica's steps in flight in one call (session-begin-steps.ts).
+    sql: `
+      DROP INDEX IF EXISTS sessions_last_seen;
+      ALTER TABLE sessions SET (fillfactor = 50);
+      ${SESSION_BEGIN_STEPS}
     `,
   },
 ];

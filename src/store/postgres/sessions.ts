@@ -4,19 +4,26 @@
  * committed, so a label added through one replica decides on another at the very next
  * step. Concurrent steps of one session update its row under the row's lock (the step
  * count never loses one), and labels are added by an upsert keyed by label (two steps
- * adding labels at once both keep theirs).
+ * adding labels at once both keep theirs). Steps in flight together on one replica are
+ * begun by one statement (session-steps.ts); labels are committed synchronously, step
+ * counts without waiting for the WAL flush.
  */
 import type { SharedSessionStep, SharedSessionStore, StoredSession, StoredSessionLabel } from '../types.js';
 import type { PostgresDatabase } from './database.js';
+import { SessionStepBatcher } from './session-steps.js';
 
 /**
- * One statement per step: a new session takes a slot in session_count (refused at `max`:
- * no row comes back); an existing one counts the step, and starts a new epoch when it was
- * idle past its TTL. Two steps starting the same new session at once may both take a
- * slot: the count is one high until the next prune recounts it.
+ * One step alone (steps are begun in batches, session-steps.ts BEGIN_STEPS; a step whose
+ * new session a batch had no room for comes here): a new session takes a slot in
+ * session_count (refused at `max`: no row comes back); an existing one counts the step,
+ * and starts a new epoch when it was idle past its TTL. Two steps starting the same new
+ * session at once may both take a slot: the count is one high until the next prune
+ * recounts it. Committed without waiting for the WAL flush, as a batch is.
  */
 const BEGIN_STEP = `
-  WITH prev AS (
+  WITH async_commit AS (
+    SELECT set_config('synchronous_commit', 'off', true)
+  ), prev AS (
     SELECT 1 FROM sessions WHERE agent_name = $1 AND session_id = $2
   ), slot AS (
     UPDATE session_count SET n = n + 1 WHERE id = 1 AND NOT EXISTS (SELECT 1 FROM prev) AND n < $5 RETURNING n
@@ -32,7 +39,7 @@ const BEGIN_STEP = `
   )
   SELECT up.epoch, coalesce((SELECT array_agg(l.label) FROM session_labels l
     WHERE l.agent_name = $1 AND l.session_id = $2 AND l.epoch = up.epoch), '{}') AS labels
-  FROM up`;
+  FROM up, async_commit`;
 
 /** A label already there (same epoch) keeps its first adder; one of an earlier epoch is replaced. */
 const ADD_LABELS = `
@@ -61,10 +68,20 @@ interface LabelDbRow {
 }
 
 export class PostgresSessions implements SharedSessionStore {
-  constructor(private readonly database: PostgresDatabase) {}
+  readonly #batcher: SessionStepBatcher;
 
-  async beginSessionStep(agentName: string, sessionId: string, now: number, expiredBefore: number, max: number): Promise<SharedSessionStep | null> {
-    const rows = await this.database.query<{ epoch: number; labels: string[] }>(BEGIN_STEP, [agentName, sessionId, now, expiredBefore, max]);
+  constructor(private readonly database: PostgresDatabase) {
+    this.#batcher = new SessionStepBatcher(database, (...step) => this.#beginAlone(...step));
+  }
+
+  /** Begun with the steps in flight with it, in one statement (session-steps.ts). */
+  beginSessionStep(agentName: string, sessionId: string, now: number, expiredBefore: number, max: number): Promise<SharedSessionStep | null> {
+    return this.#batcher.begin(agentName, sessionId, now, expiredBefore, max);
+  }
+
+  /** One step alone: takes a slot for a new session when there is room for one. */
+  async #beginAlone(agentName: string, sessionId: string, now: number, expiredBefore: number, max: number): Promise<SharedSessionStep | null> {
+    const rows = await this.database.prepared<{ epoch: number; labels: string[] }>('guard_session_begin_step', BEGIN_STEP, [agentName, sessionId, now, expiredBefore, max]);
     const row = rows[0];
     return row === undefined ? null : { epoch: row.epoch, labels: row.labels };
   }
