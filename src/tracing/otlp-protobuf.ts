@@ -5,7 +5,7 @@
  * ends, into the bytes of one `ScopeSpans.spans` entry; an export puts the entries of a
  * batch behind one precomputed ExportTraceServiceRequest header. PURE.
  */
-import type { AttributeValue, Attributes } from './types.js';
+import type { Attributes } from './types.js';
 import { epochNsHalves, type SpanData } from './span.js';
 
 const LENGTH_DELIMITED = 2;
@@ -138,7 +138,7 @@ export function varintSize(value: number): number {
 }
 
 /** AnyValue: 1 string, 2 bool, 3 int64, 4 double, 5 ArrayValue (1 values). A whole number in int64's range is an int. */
-function writeAnyValue(w: ProtoWriter, field: number, value: AttributeValue | boolean[] | unknown): void {
+function writeAnyValue(w: ProtoWriter, field: number, value: unknown): void {
   const mark = w.open(field);
   if (typeof value === 'string') w.string(1, value);
   else if (typeof value === 'boolean') {

@@ -15,7 +15,7 @@ import type { TracingConfig } from './config.js';
 import { randomSpanId, randomTraceId } from './random-ids.js';
 import { samplerOf } from './sampler.js';
 import { createSpanExporter, type SpanDrops } from './span-export.js';
-import { NOT_RECORDING, nowNs, nsOfEpochMs, RecordingSpan } from './span.js';
+import { NOT_RECORDING, nowNs, nsOfEpochMs, RecordingSpan, type SpanData } from './span.js';
 import type { RemoteParent } from './trace-context.js';
 import type { Attributes, SpanLike, TracerLike } from './types.js';
 
@@ -54,7 +54,7 @@ export function startTracing(config: TracingConfig, options: StartTracingOptions
     scopeVersion: options.serviceVersion,
   });
   const sampled = samplerOf(config.sampler, config.samplerRatio);
-  const sink = exporter.onEnd;
+  const sink = (span: SpanData) => exporter.onEnd(span);
   const never = config.sampler === 'always_off';
 
   const startSpan = (name: string, kind: number, parent: RemoteParent | null, start?: number, attributes?: Attributes): SpanLike => {
