@@ -5,7 +5,7 @@
  * (export_failed: unreachable, slower than the timeout, refusing). A batch goes out when
  * BATCH_SIZE spans wait or EXPORT_DELAY_MS after the first one came, one request at a time.
  */
-import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { OtlpProtocol } from './config.js';
 import { jsonRequestParts, spanJson } from './otlp-json.js';
@@ -135,6 +135,18 @@ function poster(settings: ExportSettings, contentType: string): Post {
   const request = secure ? httpsRequest : httpRequest;
   const post = (body: Buffer) =>
     new Promise<boolean>((resolve) => {
+      let req: ClientRequest;
+      try {
+        req = request(url, {
+          method: 'POST',
+          agent,
+          headers: { ...settings.headers, 'content-type': contentType, 'content-length': body.length },
+        });
+      } catch {
+        // Node refuses some header values (characters past Latin-1) when the request is made.
+        resolve(false);
+        return;
+      }
       let done = false;
       const finish = (taken: boolean) => {
         if (done) return;
@@ -142,11 +154,6 @@ function poster(settings: ExportSettings, contentType: string): Post {
         clearTimeout(timer);
         resolve(taken);
       };
-      const req = request(url, {
-        method: 'POST',
-        agent,
-        headers: { ...settings.headers, 'content-type': contentType, 'content-length': body.length },
-      });
       const timer = setTimeout(() => {
         req.destroy();
         finish(false);

@@ -122,6 +122,18 @@ describe('the export queue', () => {
     expect(unreachable.dropped()).toEqual({ queue_full: 0, export_failed: 7 });
   });
 
+  it('counts a batch whose request Node refuses to make (a header value past Latin-1) as export_failed, and goes on', async () => {
+    const otlp = await receiver();
+    const exporter = createSpanExporter({ ...settings(`${otlp.url}/v1/traces`), headers: { 'x-key': '日本' } });
+    cleanups.push(() => exporter.stop());
+    exporter.onEnd(span(1));
+    await exporter.flush();
+    exporter.onEnd(span(2));
+    await exporter.flush();
+    expect(exporter.dropped()).toEqual({ queue_full: 0, export_failed: 2 });
+    expect(otlp.spans).toEqual([]);
+  });
+
   it('counts a batch the collector does not answer within the timeout as export_failed', async () => {
     const slow = await receiver();
     slow.delayMs = 60_000;
