@@ -85,6 +85,10 @@ export interface RecordingSpanInit {
 export class RecordingSpan implements SpanLike {
   readonly data: SpanData;
   #ended = false;
+  /** No attributes yet (none at the start, none set). */
+  #empty: boolean;
+  /** The caller's object when it is the span's attributes as they are (copied before any second set). */
+  #shared: Attributes | null = null;
   readonly #sink: (span: SpanData) => void;
 
   constructor(init: RecordingSpanInit, sink: (span: SpanData) => void) {
@@ -102,10 +106,24 @@ export class RecordingSpan implements SpanLike {
       status: { code: 0 },
     };
     this.#sink = sink;
+    this.#empty = init.attributes === undefined;
   }
 
   setAttributes(attributes: Attributes): this {
-    if (!this.#ended) Object.assign(this.data.attributes, attributes);
+    if (this.#ended) return this;
+    // The first set is kept as it is, not copied: the span is encoded when it ends, and
+    // guardctl's callers describe a span in a fresh object they do not touch again.
+    if (this.#shared === null && this.#empty) {
+      this.data.attributes = attributes;
+      this.#shared = attributes;
+    } else {
+      if (this.#shared !== null) {
+        this.data.attributes = { ...this.#shared };
+        this.#shared = null;
+      }
+      Object.assign(this.data.attributes, attributes);
+    }
+    this.#empty = false;
     return this;
   }
 

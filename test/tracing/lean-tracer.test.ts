@@ -170,6 +170,19 @@ describe('a tracer exporting to a collector', () => {
     expect(otlp.spans[0]!.resource).toEqual({ 'service.name': 'svc', 'service.version': '9.9.9' });
   });
 
+  it('merges attributes set twice without writing into the object first given', async () => {
+    const otlp = await receiver();
+    const t = await tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_TRACES_SAMPLER: 'always_on' });
+    const first = { a: 1, b: 'x' };
+    const s = t.startSpan('s', 0, null);
+    s.setAttributes(first);
+    s.setAttributes({ b: 'y', c: true });
+    s.end();
+    await t.forceFlush();
+    expect(first).toEqual({ a: 1, b: 'x' });
+    expect(otlp.spans[0]!.attributes).toEqual({ a: 1, b: 'y', c: true });
+  });
+
   it('sends http/json bodies as application/json', async () => {
     const otlp = await receiver();
     const t = await tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_TRACES_SAMPLER: 'always_on', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' });
