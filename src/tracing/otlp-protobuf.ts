@@ -189,6 +189,34 @@ function writeAnyValue(w: ProtoWriter, field: number, value: unknown): void {
   w.close(mark);
 }
 
+/**
+ * The `key` field of a KeyValue, encoded once per key: guardctl's attribute keys are a
+ * fixed few. Bounded all the same, in case a caller's keys are not.
+ */
+const keyFields = new Map<string, Buffer>();
+const MAX_KEY_FIELDS = 1024;
+
+/** The key's encoded field, or undefined once the cache is full and the key is not in it. */
+function keyField(key: string): Buffer | undefined {
+  let bytes = keyFields.get(key);
+  if (bytes === undefined && keyFields.size < MAX_KEY_FIELDS) {
+    const byteLength = Buffer.byteLength(key);
+    bytes = Buffer.allocUnsafe(1 + varintSize(byteLength) + byteLength);
+    bytes[0] = 0x0a; // field 1, length-delimited
+    let at = 1;
+    for (let v = byteLength; ; v = Math.floor(v / 128)) {
+      if (v < 128) {
+        bytes[at++] = v;
+        break;
+      }
+      bytes[at++] = (v % 128) | 128;
+    }
+    bytes.write(key, at, 'utf8');
+    keyFields.set(key, bytes);
+  }
+  return bytes;
+}
+
 /** Repeated KeyValue (1 key, 2 value); an attribute without a value is left out (OpenTelemetry's rule). */
 export function writeAttributes(w: ProtoWriter, field: number, attributes: Attributes | undefined): void {
   if (attributes === undefined) return;
@@ -196,7 +224,9 @@ export function writeAttributes(w: ProtoWriter, field: number, attributes: Attri
     const value = attributes[key];
     if (value === undefined || value === null) continue;
     const mark = w.open(field);
-    w.string(1, key);
+    const keyBytes = keyField(key);
+    if (keyBytes === undefined) w.string(1, key);
+    else w.raw(keyBytes);
     writeAnyValue(w, 2, value);
     w.close(mark);
   }

@@ -198,6 +198,17 @@ describe('the protobuf encoder', () => {
     expect(Object.keys(keyValues(span, 9))).toHaveLength(200);
     expect(keyValues(span, 9)['guardctl.attribute.199']).toEqual({ string: `value 199 ${'é'.repeat(199)}` });
   });
+
+  it('encodes any number of distinct keys, unicode ones included, past what it remembers of keys', () => {
+    const attributes: Attributes = { 'clé.日本': 'v' };
+    for (let i = 0; i < 1500; i++) attributes[`key.${i}.${'k'.repeat(i % 150)}`] = i;
+    const decoded = keyValues(roundTrip(attributes), 9);
+    expect(Object.keys(decoded)).toHaveLength(1501);
+    expect(decoded['clé.日本']).toEqual({ string: 'v' });
+    expect(decoded[`key.1499.${'k'.repeat(1499 % 150)}`]).toEqual({ int: 1499n });
+    // Again, now that some keys are remembered and the rest are not.
+    expect(keyValues(roundTrip(attributes), 9)).toEqual(decoded);
+  });
 });
 
 describe('the JSON encoder', () => {
