@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { jsonRequestParts, spanJson } from '../../src/tracing/otlp-json.js';
 import { encodeSpanEntry, exportHeaderOf, exportRequestBody, ProtoWriter } from '../../src/tracing/otlp-protobuf.js';
-import { nowNs, type SpanData } from '../../src/tracing/span.js';
+import { nowNs, nsOfEpochMs, type SpanData } from '../../src/tracing/span.js';
 import type { Attributes } from '../../src/tracing/types.js';
 
 interface Field {
@@ -135,6 +135,14 @@ describe('the protobuf encoder', () => {
     expect(start > epochNs - 5_000_000_000n && start < epochNs + 5_000_000_000n).toBe(true);
     // No status field when unset: proto3 leaves defaults out.
     expect(span.some((f) => f.no === 15)).toBe(false);
+  });
+
+  it('writes a start time given in epoch milliseconds from before the process started', () => {
+    const tenSecondsAgo = Date.now() - 10_000;
+    const span = roundTrip({}, { start: nsOfEpochMs(tenSecondsAgo) });
+    const start = span.find((f) => f.no === 7)!.bytes.readBigUInt64LE(0);
+    const expected = BigInt(tenSecondsAgo) * 1_000_000n;
+    expect(start > expected - 1_000_000n && start < expected + 1_000_000n).toBe(true);
   });
 
   it('keeps unicode strings, empty strings and long strings intact', () => {
