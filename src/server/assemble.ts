@@ -90,7 +90,7 @@ export async function assembleServer(config: ServerConfig, options: AssembleOpti
   try {
     const registry = options.registry ?? (await defaultRegistry(config, options.env ?? process.env));
     if (config.tracing) {
-      // Imported here: a server without tracing never loads the OpenTelemetry SDK.
+      // Imported here: a server without tracing never loads the tracer and its encoders.
       const { startTracing } = await import('../tracing/start.js');
       tracing = await startTracing(config.tracing, { serviceVersion: packageVersion() });
     }
