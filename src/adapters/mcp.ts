@@ -23,7 +23,7 @@ import { ChildProcessTransport, StdioLineServerTransport, type LineEvents } from
 
 export type { McpRelay, RelayOptions } from './mcp-relay.js';
 export type { GatewayApprovalOptions } from './mcp-approval.js';
-export type { DriftKind, McpPins, OnDrift, PinsOptions } from './mcp-pins.js';
+export type { Drift, DriftKind, McpPins, OnDrift, PinsOptions } from './mcp-pins.js';
 
 export type { AdapterOptions, GuardDecision } from './decisions.js';
 export type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';

@@ -56,6 +56,7 @@ export type {
   ApprovalStatus,
   PolicyBody,
   PolicyRecord,
+  McpDriftReportInput,
   McpServerBody,
   McpServerRecord,
   ControlData,
