@@ -70,16 +70,8 @@ export function epochNsText(ns: number): string {
   return (anchorEpochNs + BigInt(Math.round(ns))).toString();
 }
 
-export interface RecordingSpanInit {
-  name: string;
-  kind: number;
-  traceId: string;
-  spanId: string;
-  parentSpanId: string | undefined;
-  traceState: string | undefined;
-  start: number;
-  attributes: Attributes | undefined;
-}
+/** What a span is started with: its identity and start, and the first attributes if any. */
+export type RecordingSpanInit = Pick<SpanData, 'name' | 'kind' | 'traceId' | 'spanId' | 'parentSpanId' | 'traceState' | 'start'> & { attributes: Attributes | undefined };
 
 /** A sampled span: records until `end()`, then goes to `sink` once; later calls change nothing. */
 export class RecordingSpan implements SpanLike {
