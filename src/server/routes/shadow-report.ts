@@ -49,7 +49,8 @@ export const shadowReportRoutes: FastifyPluginAsync<{ store: Store }> = async (a
       controls = await store.listAllControls();
     } else {
       if ((await store.getAgent(agent)) === null) throw notFound(`agent "${agent}" is not registered`);
-      controls = await store.listAgentControls(agent);
+      // The controls in force for the agent: its links and every policy selecting it, as evaluation reads them.
+      controls = (await store.agentControlSet(agent))?.controls ?? [];
     }
     const shadow = controls.filter((c) => c.enabled && c.data !== null && modeOf(c.data) === 'shadow');
     if (shadow.length === 0) return { since, agent_name: agent, controls: [] };
