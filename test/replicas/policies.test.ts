@@ -1,7 +1,8 @@
 /**
  * Policies across two replicas on one PostgreSQL schema: a policy applied through A guards
  * an agent registered on B, and a label changed through A reaches evaluation on B within
- * one second (notifications only: the fallback check is set far away).
+ * one second (notifications only: the fallback check is set far away); a set B had cached
+ * never outlives a policy written through A, and B's SDK refresh reports the union.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createSchema, dropSchemas, pgRequired, pgSuiteTitle, pgUnreachable, schemaUrl, skipReasonOf } from './pg.js';
@@ -19,8 +20,9 @@ afterAll(async () => {
   if (!unreachable) await dropSchemas(schemas);
 });
 
-async function decisionOn(replica: PgApp, agent: string): Promise<string> {
-  const res = await replica.app.inject({ method: 'POST', url: '/api/v1/evaluation', payload: dropStep(agent) });
+async function decisionOn(replica: PgApp, agent: string, query = 'DROP TABLE users'): Promise<string> {
+  const step = dropStep(agent);
+  const res = await replica.app.inject({ method: 'POST', url: '/api/v1/evaluation', payload: { ...step, step: { ...step.step, input: { query } } } });
   expect(res.statusCode).toBe(200);
   return (JSON.parse(res.body) as { decision: string }).decision;
 }
@@ -122,5 +124,40 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('policies on t
     expect(JSON.parse(batch.body)).toMatchObject({ change_index: 0, errors: [{ field: 'changes[0]', code: 'bound_by_policy' }] });
     expect(await decisionOn(a, 'pay')).toBe('deny');
     expect(await decisionOn(b, 'pay')).toBe('deny');
+  });
+
+  // Attack review: a set already cached on B must not outlive a policy written through A.
+  it('a policy created, widened and extended through A reaches a set B had cached, and B refreshes the union', async () => {
+    const [a, b] = await twoReplicas();
+    expect((await a.app.inject({ method: 'PUT', url: '/api/v1/controls', payload: { name: 'no-drop', data: denyDrop } })).statusCode).toBe(201);
+    const noRm = { ...denyDrop, evaluator: { name: 'regex', config: { pattern: 'rm -rf' } } };
+    expect((await a.app.inject({ method: 'PUT', url: '/api/v1/controls', payload: { name: 'no-rm', data: noRm } })).statusCode).toBe(201);
+    expect((await b.app.inject({ method: 'POST', url: '/api/v1/agents/initAgent', payload: { agent_name: 'bot', labels: { team: 'ops' } } })).statusCode).toBe(201);
+    // B builds and caches bot's (empty) set.
+    expect(await decisionOn(b, 'bot')).toBe('allow');
+    // Created through A, selecting bot only through a NotIn on a key it lacks.
+    const created = await a.app.inject({
+      method: 'PUT',
+      url: '/api/v1/policies',
+      payload: { name: 'not-dev', controls: ['no-drop'], agents: { match_expressions: [{ key: 'env', operator: 'NotIn', values: ['dev'] }] } },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const id = (JSON.parse(created.body) as { policy_id: number }).policy_id;
+    await expect.poll(() => decisionOn(b, 'bot'), { interval: 20, timeout: 1000, message: 'the new policy on B' }).toBe('deny');
+    // Extended through A with a second control: B's cached set must pick it up too.
+    const extended = await a.app.inject({
+      method: 'PUT',
+      url: `/api/v1/policies/${id}`,
+      payload: { name: 'not-dev', controls: ['no-drop', 'no-rm'], agents: { match_expressions: [{ key: 'env', operator: 'NotIn', values: ['dev'] }] } },
+    });
+    expect(extended.statusCode, extended.body).toBe(200);
+    await expect.poll(() => decisionOn(b, 'bot', 'rm -rf /'), { interval: 20, timeout: 1000, message: 'the extended policy on B' }).toBe('deny');
+    const refreshed = JSON.parse((await b.app.inject({ method: 'GET', url: '/api/v1/agents/bot/controls' })).body) as { controls: Array<{ name: string }>; sources: Record<string, string[]> };
+    expect(refreshed.controls.map((c) => c.name).sort()).toEqual(['no-drop', 'no-rm']);
+    expect(Object.values(refreshed.sources)).toEqual([['policy:not-dev'], ['policy:not-dev']]);
+    // The agent re-registering on B to escape the NotIn is refused there as well.
+    const escape = await b.app.inject({ method: 'POST', url: '/api/v1/agents/initAgent', payload: { agent_name: 'bot', labels: { team: 'ops', env: 'dev' } } });
+    expect(escape.statusCode, escape.body).toBe(409);
+    expect(await decisionOn(a, 'bot')).toBe('deny');
   });
 });
