@@ -75,15 +75,13 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
       const stepOptions = set.counting
         ? { execution: base.execution, collectExecutions: base.collectExecutions, excerpts: base.excerpts, agentName: body.agent_name, counters }
         : base;
-      if (set.sessions && body.session_id !== undefined) {
-        // Session-aware controls and a session: its labels are read before the step, and
-        // what the step adds is stored before the answer (session-step.ts).
-        const pending = evaluateInSession(set, body, body.session_id, stepOptions, sessions);
-        outcome = pending instanceof Promise ? await pending : pending;
-      } else {
-        const pending = evaluateStep(set, body.step, body.stage, stepOptions);
-        outcome = pending instanceof Promise ? await pending : pending;
-      }
+      // Session-aware controls and a session: its labels are read before the step, and
+      // what the step adds is stored before the answer (session-step.ts).
+      const pending =
+        set.sessions && body.session_id !== undefined
+          ? evaluateInSession(set, body, body.session_id, stepOptions, sessions)
+          : evaluateStep(set, body.step, body.stage, stepOptions);
+      outcome = pending instanceof Promise ? await pending : pending;
     } catch (error) {
       if (span) endFailedSpan(span, error);
       throw error;
