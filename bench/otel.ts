@@ -9,13 +9,14 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { callgrindAvailable, countInstructions } from './callgrind.js';
 import { median, type Benchmark, type BenchRow, type BenchSection } from './harness.js';
 import { interleavedRounds, sideNote } from './interleaved.js';
 import { tracingConfigOf } from '../src/tracing/config.js';
 import { EVALUATE_SPAN, endEvaluationSpan, type EvaluationFacts } from '../src/tracing/evaluation-span.js';
 import { startTracing } from '../src/tracing/start.js';
 import { parentOfHeaders } from '../src/tracing/trace-context.js';
-import { ROUNDS } from './server.js';
+import { EVALUATION_BODY, ROUNDS } from './server.js';
 import type { ServerSpec } from './server-process.js';
 
 /**
@@ -87,6 +88,46 @@ async function perEvaluation(receiverUrl: string, sampler: Record<string, string
   }
 }
 
+/**
+ * Instruction counts (bench/callgrind.ts): windows per server, requests per window and
+ * warm-up. At 1% a window of 5,000 requests holds about 50 sampled spans and a few
+ * exports; five windows put the garbage collector's major cycles in most of them.
+ */
+const COUNTED = { windows: 5, requests: 5_000, warm: 20_000 };
+
+/**
+ * Instructions per request of the three servers under callgrind: a figure the machine's
+ * load does not move, where throughput rounds on the shared machine spread by tens of
+ * percent and cannot resolve a 3% goal. The goals are judged on these rows.
+ */
+async function instructionRows(receiverUrl: string): Promise<BenchRow[]> {
+  const method = `callgrind, instructions per request: median of ${COUNTED.windows} windows of ${COUNTED.requests.toLocaleString('en-US')} requests after ${COUNTED.warm.toLocaleString('en-US')} to warm up, 10 keep-alive connections`;
+  if (!(await callgrindAvailable())) return [{ name: 'tracing: instructions per request', value: 0, unit: '', note: 'skipped: valgrind is not on the PATH' }];
+  const off: ServerSpec = { kind: 'guard', controls: 10, observability: true };
+  const traced = (sampler: Record<string, string>): ServerSpec => ({ ...off, otel: { OTEL_EXPORTER_OTLP_ENDPOINT: receiverUrl, ...sampler } });
+  const count = (spec: ServerSpec) => countInstructions(spec, [EVALUATION_BODY], COUNTED.warm, COUNTED.requests, COUNTED.windows);
+  const base = await count(off);
+  const ratio = await count(traced({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.01' }));
+  const sampled = await count(traced({ OTEL_TRACES_SAMPLER: 'always_on' }));
+  const windows = (counts: number[]) => counts.map((n) => Math.round(n).toLocaleString('en-US')).join(', ');
+  const row = (name: string, counts: number[], goal: number): BenchRow => {
+    const value = Number((median(base) / median(counts)).toFixed(3));
+    return {
+      name: `${name} / tracing off (instructions per request)`,
+      value,
+      unit: 'x',
+      goal: `>= ${goal}`,
+      pass: value >= goal,
+      note: `${method}; ${Math.round(median(counts)).toLocaleString('en-US')} against ${Math.round(median(base)).toLocaleString('en-US')}; windows: ${windows(counts)}`,
+    };
+  };
+  return [
+    { name: 'tracing off: instructions per request', value: Math.round(median(base)), unit: 'instructions', note: `${method}; windows: ${windows(base)}` },
+    row('tracing on, every span sampled and exported', sampled, 0.8),
+    row('tracing on, traceidratio 0.01', ratio, 0.97),
+  ];
+}
+
 /** Fresh sets of the four processes; each runs ROUNDS.rounds rounds. */
 const SETS = 2;
 
@@ -136,18 +177,15 @@ async function benchTracing(): Promise<BenchRow[]> {
         name: 'tracing on, every span sampled and exported / tracing off (CPU per request)',
         value: sampled.cpuRatio,
         unit: 'x',
-        goal: '>= 0.8',
-        pass: sampled.cpuRatio >= 0.8,
         note: `${method}; ${sideNote(sampled)}; spans dropped: ${dropped.get('sampled') ?? 0}; spans received (all runs): ${receiver.spans()}`,
       },
       {
         name: 'tracing on, traceidratio 0.01 / tracing off (CPU per request)',
         value: ratio.cpuRatio,
         unit: 'x',
-        goal: '>= 0.97',
-        pass: ratio.cpuRatio >= 0.97,
         note: `${method}; ${sideNote(ratio)}; spans dropped: ${dropped.get('ratio') ?? 0}`,
       },
+      ...(await instructionRows(receiver.url)),
       codeRow('every span sampled and exported', code.sampled, 0.8),
       codeRow('traceidratio 0.01', code.ratio, 0.97),
       codeRow('a span not sampled (always_off)', code.unsampled, 0.97),
@@ -171,6 +209,11 @@ export) flushed before each CPU reading, over two sets of fresh processes. Traci
 second process, in the same rounds, gives the noise floor. A second measure, in one
 process, is the CPU per evaluation of the tracing code itself (parse \`traceparent\`, start,
 describe and end the span, and for a sampled span its share of batching, encoding and
-export), set against the untraced server's CPU per request.`,
+export), set against the untraced server's CPU per request. The goals are judged on a third
+measure, one the machine's load does not move: the three servers run under callgrind, and
+each ratio is the untraced server's instructions per request over the traced one's (median
+of ${COUNTED.windows} windows of ${COUNTED.requests.toLocaleString('en-US')} requests each,
+bench/callgrind.ts). The throughput rounds stay beside them as a check; on the shared 2-core
+machine their spread is larger than a 3% goal.`,
   benchmarks,
 };
