@@ -1,6 +1,8 @@
 /** Rows of controls and agents as PostgreSQL returns them, and the records they become. */
 import type { AgentRecord, ControlRecord } from '../../model/index.js';
 import { agentRecordOf, controlRecordOf } from '../records.js';
+import { refusal } from '../write-records.js';
+import type { PostgresDatabase, WriteTx } from './database.js';
 
 export interface ControlRow {
   control_id: string;
@@ -61,3 +63,29 @@ export const AGENT_CONTROL_SET = `SELECT r.value AS set_revision, EXISTS (SELECT
   ) b ON true
   LEFT JOIN controls c ON c.control_id = b.control_id
   WHERE r.id = 1 ORDER BY c.control_id`;
+
+/** A control's row, locked for the rest of the write transaction; not found is a refusal. */
+export async function controlRowForUpdate(database: PostgresDatabase, tx: WriteTx, id: number): Promise<ControlRow> {
+  const [row] = await database.rows<ControlRow>(tx, 'SELECT * FROM controls WHERE control_id = $1 FOR UPDATE', [id]);
+  if (!row) throw refusal.controlNotFound(id);
+  return row;
+}
+
+/** The same, by the control's name. */
+export async function controlRowByNameForUpdate(database: PostgresDatabase, tx: WriteTx, name: string): Promise<ControlRow> {
+  const [row] = await database.rows<ControlRow>(tx, 'SELECT * FROM controls WHERE name = $1 FOR UPDATE', [name]);
+  if (!row) throw refusal.namedControlNotFound(name);
+  return row;
+}
+
+/** The agents linked to a control, by name. */
+export async function agentsLinkedTo(database: PostgresDatabase, tx: WriteTx, controlId: number | string): Promise<string[]> {
+  const rows = await database.rows<{ agent_name: string }>(tx, 'SELECT agent_name FROM control_links WHERE control_id = $1 ORDER BY agent_name', [controlId]);
+  return rows.map((r) => r.agent_name);
+}
+
+/** Linked, or members of a policy that binds the control: the agents its writes touch. */
+export async function agentsGuardedBy(database: PostgresDatabase, tx: WriteTx, controlId: number | string): Promise<string[]> {
+  const rows = await database.rows<{ agent_name: string }>(tx, GUARDED_BY, [controlId]);
+  return rows.map((r) => r.agent_name);
+}

@@ -11,7 +11,7 @@ import { enabledAfter, nowIso, storedDataOf } from '../records.js';
 import { staleRevision, type AgentControlSet, type AppliedBatch, type ApplyChangesOptions, type ControlPage, type ControlStore, type Link, type ControlPatch, type NewAgent, type NewControl, type StoreChange, type UpsertAgentOptions } from '../types.js';
 import { nameTakenRestore, refusal, unchangedRestore, writeEntry } from '../write-records.js';
 import type { PostgresDatabase, WriteTx } from './database.js';
-import { AGENT_CONTROL_SET, GUARDED_BY, agentOf, controlOf, type AgentRow, type ControlRow } from './control-rows.js';
+import { AGENT_CONTROL_SET, GUARDED_BY, agentOf, agentsGuardedBy, agentsLinkedTo, controlOf, controlRowByNameForUpdate, controlRowForUpdate, type AgentRow, type ControlRow } from './control-rows.js';
 import { mapPgError } from './errors.js';
 import type { PostgresHistory } from './history.js';
 import type { PostgresPolicies } from './policies.js';
@@ -24,29 +24,6 @@ export class PostgresControls implements ControlStore {
     private readonly policies: PostgresPolicies,
     private readonly mcpServers: PostgresMcpServers,
   ) {}
-
-  private async controlRowTx(tx: WriteTx, id: number): Promise<ControlRow> {
-    const [row] = await this.database.rows<ControlRow>(tx, 'SELECT * FROM controls WHERE control_id = $1 FOR UPDATE', [id]);
-    if (!row) throw refusal.controlNotFound(id);
-    return row;
-  }
-
-  private async controlRowByNameTx(tx: WriteTx, name: string): Promise<ControlRow> {
-    const [row] = await this.database.rows<ControlRow>(tx, 'SELECT * FROM controls WHERE name = $1 FOR UPDATE', [name]);
-    if (!row) throw refusal.namedControlNotFound(name);
-    return row;
-  }
-
-  private async agentsOfControlTx(tx: WriteTx, controlId: number | string): Promise<string[]> {
-    const rows = await this.database.rows<{ agent_name: string }>(tx, 'SELECT agent_name FROM control_links WHERE control_id = $1 ORDER BY agent_name', [controlId]);
-    return rows.map((r) => r.agent_name);
-  }
-
-  /** Linked, or members of a policy that binds the control: the agents its writes touch. */
-  private async guardedByTx(tx: WriteTx, controlId: number | string): Promise<string[]> {
-    const rows = await this.database.rows<{ agent_name: string }>(tx, GUARDED_BY, [controlId]);
-    return rows.map((r) => r.agent_name);
-  }
 
   private async createControlTx(tx: WriteTx, control: NewControl): Promise<ControlRecord> {
     const now = nowIso();
@@ -86,7 +63,7 @@ export class PostgresControls implements ControlStore {
       ],
     );
     tx.changed = true;
-    for (const agent of await this.guardedByTx(tx, current.control_id)) tx.agents.add(agent);
+    for (const agent of await agentsGuardedBy(this.database, tx, current.control_id)) tx.agents.add(agent);
     const record = controlOf(row!);
     tx.entries.push(writeEntry.controlUpdated(controlOf(current), record));
     return record;
@@ -95,7 +72,7 @@ export class PostgresControls implements ControlStore {
   /** `current` was read FOR UPDATE, which refuseBoundDeleteTx relies on. */
   private async deleteControlTx(tx: WriteTx, current: ControlRow): Promise<string[]> {
     await this.policies.refuseBoundDeleteTx(tx, current.control_id, current.name);
-    const agents = await this.agentsOfControlTx(tx, current.control_id);
+    const agents = await agentsLinkedTo(this.database, tx, current.control_id);
     await tx.client.query('DELETE FROM controls WHERE control_id = $1', [current.control_id]);
     tx.changed = true;
     for (const agent of agents) tx.agents.add(agent);
@@ -213,11 +190,11 @@ export class PostgresControls implements ControlStore {
   }
 
   async updateControl(id: number, patch: ControlPatch, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<ControlRecord> {
-    return this.database.write(async (tx) => this.updateControlTx(tx, await this.controlRowTx(tx, id), patch), origin);
+    return this.database.write(async (tx) => this.updateControlTx(tx, await controlRowForUpdate(this.database, tx, id), patch), origin);
   }
 
   async deleteControl(id: number, origin: WriteOrigin = SYSTEM_ORIGIN): Promise<{ unlinked_agents: string[] }> {
-    return this.database.write(async (tx) => ({ unlinked_agents: await this.deleteControlTx(tx, await this.controlRowTx(tx, id)) }), origin);
+    return this.database.write(async (tx) => ({ unlinked_agents: await this.deleteControlTx(tx, await controlRowForUpdate(this.database, tx, id)) }), origin);
   }
 
   async getAgent(name: string): Promise<AgentRecord | null> {
@@ -324,7 +301,7 @@ export class PostgresControls implements ControlStore {
       if (options.expectedRevision !== undefined && options.expectedRevision !== revision) throw staleRevision(options.expectedRevision, revision);
       // Taken before any row lock, so a batch never waits for it while holding one.
       if (changes.some((c) => c.op === 'upsert_agent' || c.op === 'upsert_policy' || c.op === 'delete_policy')) await this.policies.lockMembershipTx(tx);
-      const byName = (name: string) => this.controlRowByNameTx(tx, name);
+      const byName = (name: string) => controlRowByNameForUpdate(this.database, tx, name);
       const touched = await applyChangesAsync(
         changes,
         {
@@ -332,7 +309,7 @@ export class PostgresControls implements ControlStore {
           updateControl: async (name, patch) => {
             const row = await byName(name);
             await this.updateControlTx(tx, row, patch);
-            return this.guardedByTx(tx, row.control_id);
+            return agentsGuardedBy(this.database, tx, row.control_id);
           },
           deleteControl: async (name) => this.deleteControlTx(tx, await byName(name)),
           upsertAgent: (agent) => this.upsertAgentTx(tx, agent),
@@ -395,7 +372,7 @@ export class PostgresControls implements ControlStore {
           );
       const restored = controlOf(written!);
       tx.changed = true;
-      for (const agent of await this.agentsOfControlTx(tx, controlId)) tx.agents.add(agent);
+      for (const agent of await agentsLinkedTo(this.database, tx, controlId)) tx.agents.add(agent);
       tx.entries.push(writeEntry.controlRestored(current, restored, revision));
       return { ok: true, control: restored, changed: true, recreated: row === undefined };
     }, origin);
