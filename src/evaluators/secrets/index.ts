@@ -50,7 +50,7 @@ export const secretsEvaluator: EvaluatorDefinition = {
   name: 'secrets',
   description:
     'Finds credentials by their documented formats (AWS, GitHub, GitLab, Slack, Stripe, OpenAI, Anthropic, Google, npm and ' +
-    '47 more providers, JWTs, PEM private keys), in config forms (.npmrc _authToken, connection-string passwords, ' +
+    '50 more providers, JWTs, PEM private keys), in config forms (.npmrc _authToken, connection-string passwords, ' +
     'Authorization: Bearer) and, with min_entropy, high-entropy values named like secrets; skips placeholders; never echoes them.',
   configSchema: z.toJSONSchema(SecretsConfigSchema, { io: 'input' }),
   zodSchema: SecretsConfigSchema,
