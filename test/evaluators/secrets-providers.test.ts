@@ -213,6 +213,11 @@ describe('secrets: hostile input for the new forms stays linear and bounded', ()
     ['npmrc keys', '_authToken='.repeat(big / 11)],
     ['every provider prefix, again and again', allPrefixes.repeat(big / allPrefixes.length)],
     ['runs of hex after hex prefixes', `dapi${'a'.repeat(big)}`],
+    ['Telegram separators after ids', '12345678:A'.repeat(big / 10)],
+    ['one Telegram body that never ends', `12345678:A${'b'.repeat(big)}`],
+    ['Mailchimp datacenters after hex', `${'a'.repeat(32)}-us1`.repeat(big / 36)],
+    ['Discord id starts and dots', 'MTk4NjIy.'.repeat(big / 9)],
+    ['unsigned JWT headers and long payloads', `${Buffer.from('{"alg":"none"}').toString('base64url')}.${'e'.repeat(big)}`],
   ])('%s', (_name, text) => {
     const o = run(text, { min_entropy: 3.5, allow_placeholders: false });
     expect(typeof o.matched).toBe('boolean');
