@@ -141,3 +141,45 @@ describe('placeholders: a short unit repeated', () => {
     for (let i = 0; i < 2000; i++) expect(isPlaceholder(`glpat-${rnd(20, noX)}`)).toBe(false);
   });
 });
+
+describe('Slack bot, user, app tokens: digit groups, then the secret part', () => {
+  const ALNUM = B64URL.slice(0, 62);
+  it('xoxb-<team>-<bot>-<24>, xoxp-<team>-<user>-<id>-<32 hex>; rotating xoxe tokens as before', () => {
+    const bot = `xoxb-${rnd(10, DIGITS)}-${rnd(13, DIGITS)}-${rnd(24, ALNUM)}`;
+    const user = `xoxp-${rnd(12, DIGITS)}-${rnd(12, DIGITS)}-${rnd(12, DIGITS)}-${rnd(32, HEX)}`;
+    const rotating = `xoxe.xoxp-1-${rnd(60, ALNUM)}`;
+    expect(found(`${bot} ${user} ${rotating}`)).toEqual([bot, user, rotating]);
+    expect(found(`SLACK=${bot.slice(0, 12)}\u200b${bot.slice(12)}`)).toEqual([`${bot.slice(0, 12)}\u200b${bot.slice(12)}`]);
+  });
+  it('not tokens: no digit group, only short groups, a short or missing last part, words after', () => {
+    for (const text of [
+      'xoxb-xoxb-my-bot-token',
+      'xoxb-abcdef-abcdef',
+      'xoxb-12345-abcd234',
+      `xoxp-1234-1234-1234-${rnd(32, HEX)}`,
+      `xoxp-${rnd(12, DIGITS)}-${rnd(12, DIGITS)}-${rnd(12, DIGITS)}-####################`,
+      `xoxb-${rnd(10, DIGITS)}-${rnd(24, ALNUM)}-and-more`,
+    ]) {
+      expect(run(text, { allow_placeholders: false }).matched, text).toBe(false);
+    }
+  });
+});
+
+describe('PEM private key blocks without key material', () => {
+  const body = Array.from({ length: 3 }, () => rnd(64, `${B64URL.slice(0, 62)}+/`)).join('\n');
+  it('a block with base64 lines, and a header alone (maybe cut off), are keys', () => {
+    const block = `-----BEGIN PRIVATE KEY-----\n${body}\n-----END PRIVATE KEY-----`;
+    expect(found(`key:\n${block}\n`)).toEqual([block]);
+    expect(run('-----BEGIN EC PRIVATE KEY-----').matched).toBe(true);
+  });
+  it('an empty block or one of words is a placeholder: skipped, flagged with allow_placeholders: false', () => {
+    for (const text of [
+      '-----BEGIN PRIVATE KEY-----\nanything\n-----END PRIVATE KEY-----',
+      '-----BEGIN OPENSSH PRIVATE KEY----------END OPENSSH PRIVATE KEY-----',
+      '-----BEGIN RSA PRIVATE KEY-----\nsuper secret private key here\n-----END RSA PRIVATE KEY-----',
+    ]) {
+      expect(run(text).matched, text).toBe(false);
+      expect(run(text, { allow_placeholders: false }).matched, text).toBe(true);
+    }
+  });
+});

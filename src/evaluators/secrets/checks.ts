@@ -95,3 +95,24 @@ export function isPlaceholder(found: string): boolean {
   }
   return false;
 }
+
+/** A run of base64 this long is key material: PEM bodies are lines of 64 (OpenSSH 70). */
+const KEY_MATERIAL_MIN = 40;
+
+/**
+ * Whether a whole PEM block (its END line read) holds no key: no run of 40+ base64
+ * characters between its header and footer (`…PRIVATE KEY-----\nanything\n-----END…`,
+ * an empty block). A header without its END line may be cut off, so it is not judged.
+ */
+export function pemWithoutKey(found: string): boolean {
+  const footer = found.indexOf('-----END');
+  if (footer < 0) return false;
+  let run = 0;
+  for (let i = found.indexOf('-----', 11) + 5; i < footer; i++) {
+    const c = found.charCodeAt(i);
+    const b64 = (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 43 || c === 47;
+    run = b64 ? run + 1 : 0;
+    if (run >= KEY_MATERIAL_MIN) return false;
+  }
+  return true;
+}

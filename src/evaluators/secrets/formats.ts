@@ -9,7 +9,7 @@ import { hasIgnorable, visibleOf } from './ignorable.js';
 
 import { CONFIG_FORMATS, CONFIG_KINDS } from './config-forms.js';
 import { PROVIDER_FORMATS, PROVIDER_KINDS } from './providers.js';
-import { after, exact, isAlnum, isB64Url, isUpperNum, isWord, runEnd, token, type FormatOf, type ReadResult, type Reader, type ScanState } from './readers.js';
+import { after, exact, isAlnum, isB64Url, isDigit, isUpperNum, isWord, runEnd, token, type FormatOf, type ReadResult, type Reader, type ScanState } from './readers.js';
 
 const CORE_KINDS = [
   'aws_access_key',
@@ -52,6 +52,30 @@ const readWebhook: Reader = (text, _at, after) => {
     }
   }
   return { end: i, next: i };
+};
+
+/** Digit groups a Slack token holds at most before its last part. */
+const SLACK_GROUPS_MAX = 8;
+
+/**
+ * Slack's bot, user, app, refresh and session tokens: groups of digits (team, user and
+ * token ids; one of 5+ digits), each followed by `-`, then 10+ letters or digits that end
+ * the token (`xoxb-<team>-<bot>-<24>`, `xoxp-<team>-<user>-<id>-<32 hex>`).
+ */
+const readSlackClassic: Reader = (text, _at, after) => {
+  let i = after;
+  let groups = 0;
+  let longGroup = false;
+  while (groups < SLACK_GROUPS_MAX) {
+    const end = runEnd(text, i, isDigit);
+    if (end === i || text.charCodeAt(end) !== 45) break;
+    longGroup ||= end - i >= 5;
+    groups++;
+    i = end + 1;
+  }
+  const end = runEnd(text, i, isAlnum);
+  const ok = groups > 0 && longGroup && end - i >= 10 && end - i <= 255 && !isSlackChar(text.charCodeAt(end));
+  return { end: ok ? end : -1, next: Math.max(end, after) };
 };
 
 /**
@@ -136,7 +160,8 @@ const FORMATS: readonly Format[] = Object.freeze([
     { kind: 'gitlab_token', prefixes: ['gloas-'], boundary: true, read: exact(isB64Url, 64) },
     { kind: 'gitlab_token', prefixes: ['glagent-'], boundary: true, read: token(isB64Url, 50, 1024) },
     { kind: 'gitlab_token', prefixes: ['GR1348941'], boundary: true, read: token(isB64Url, 20, 50) },
-    { kind: 'slack_token', prefixes: ['xox'], boundary: true, read: after(['b-', 'a-', 'p-', 'r-', 's-', 'e.xoxp-', 'e-'], token(isSlackChar, 10, 255)) },
+    { kind: 'slack_token', prefixes: ['xox'], boundary: true, read: after(['b-', 'a-', 'p-', 'r-', 's-'], readSlackClassic) },
+    { kind: 'slack_token', prefixes: ['xox'], boundary: true, read: after(['e.xoxp-', 'e-'], token(isSlackChar, 10, 255)) },
     { kind: 'slack_token', prefixes: ['xapp-'], boundary: true, read: token(isSlackChar, 20, 255) },
     { kind: 'slack_webhook', prefixes: ['hooks.slack.com/services/'], boundary: false, read: readWebhook },
     { kind: 'stripe_key', prefixes: ['sk_', 'rk_'], boundary: true, read: after(['live_', 'test_'], token(isAlnum, 24, 247)) },
