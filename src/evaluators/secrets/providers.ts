@@ -63,6 +63,7 @@ const isDashWord = (c: number) => isB64Url(c) || c === 46;
 const isB64Word = (c: number) => isB64(c) || c === 95 || c === 45;
 
 type F = FormatOf<ProviderKind>;
+
 /**
  * Discord bot tokens: the bot's id (a decimal number) in base64, a dot, 6 characters, a dot,
  * 27-38 characters. The id's first digit (1-9) makes the first two characters one of these;
