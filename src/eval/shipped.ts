@@ -29,6 +29,13 @@ export const SHIPPED_DATASETS: readonly ShippedDataset[] = [
     licence: 'MIT',
   },
   {
+    file: 'secrets-detect-secrets.jsonl',
+    control: 'secrets',
+    evaluator: 'secrets',
+    source: 'detect-secrets plugin tests (github.com/Yelp/detect-secrets, tests/plugins, literal should_flag tables)',
+    licence: 'Apache-2.0',
+  },
+  {
     file: 'prompt-injection.jsonl',
     control: 'prompt-injection',
     evaluator: 'prompt_injection',

@@ -28,6 +28,9 @@ const HEX = '0123456789abcdef';
 const UP = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
 const B64URL = `${ALNUM}-_`;
 const ALPHA = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const DIGITS = '0123456789';
+// A Discord bot token starts with the bot's id (decimal) in base64.
+const DISCORD_ID = Buffer.from(`1${rnd(17, DIGITS)}`).toString('base64url');
 
 /** kind, a token of that kind, a near miss (wrong length, wrong characters or not at a word start). */
 const providers: Array<[kind: string, token: string, nearMiss: string]> = [
@@ -37,7 +40,7 @@ const providers: Array<[kind: string, token: string, nearMiss: string]> = [
   ['mailgun_key', `key-${rnd(32, HEX)}`, `key-${rnd(31, HEX)}`],
   ['shopify_token', `shpat_${rnd(32, HEX)}`, `shpxx_${rnd(32, HEX)}`],
   ['digitalocean_token', `dop_v1_${rnd(64, HEX)}`, `dop_v2_${rnd(64, HEX)}`],
-  ['pypi_token', `pypi-AgEIcHlwaS5vcmc${rnd(60, B64URL)}`, `pypi-AgEIcHlwaS5vcmc${rnd(20, B64URL)}`],
+  ['pypi_token', `pypi-AgEIcHlwaS5vcmc${rnd(150, B64URL)}`, `pypi-AgEIcHlwaS5vcmc${rnd(68, B64URL)}`],
   ['databricks_token', `dapi${rnd(32, HEX)}`, `dapi${rnd(30, HEX)}`],
   ['doppler_token', `dp.pt.${rnd(43)}`, `dp.xx.${rnd(43)}`],
   ['linear_key', `lin_api_${rnd(40)}`, `lin_api_${rnd(39)}`],
@@ -78,6 +81,9 @@ const providers: Array<[kind: string, token: string, nearMiss: string]> = [
   ['tailscale_key', `tskey-auth-${rnd(12)}-${rnd(30)}`, `tskey-${rnd(8)}`],
   ['onepassword_token', `ops_eyJ${rnd(200, B64URL)}`, `ops_eyJ${rnd(20, B64URL)}`],
   ['jfrog_key', `AKCp${rnd(69)}`, `AKCp${rnd(40)}`],
+  ['discord_token', `${DISCORD_ID}.${rnd(6, B64URL)}.${rnd(27, B64URL)}`, `${DISCORD_ID}.${rnd(5, B64URL)}.${rnd(27, B64URL)}`],
+  ['telegram_bot_token', `${rnd(10, DIGITS)}:A${rnd(34, B64URL)}`, `${rnd(5, DIGITS)}:A${rnd(34, B64URL)}`],
+  ['mailchimp_key', `${rnd(32, HEX)}-us${rnd(2, DIGITS)}`, `${rnd(31, HEX)}-us${rnd(2, DIGITS)}`],
 ];
 
 describe('secrets: provider formats', () => {
@@ -207,6 +213,11 @@ describe('secrets: hostile input for the new forms stays linear and bounded', ()
     ['npmrc keys', '_authToken='.repeat(big / 11)],
     ['every provider prefix, again and again', allPrefixes.repeat(big / allPrefixes.length)],
     ['runs of hex after hex prefixes', `dapi${'a'.repeat(big)}`],
+    ['Telegram separators after ids', '12345678:A'.repeat(big / 10)],
+    ['one Telegram body that never ends', `12345678:A${'b'.repeat(big)}`],
+    ['Mailchimp datacenters after hex', `${'a'.repeat(32)}-us1`.repeat(big / 36)],
+    ['Discord id starts and dots', 'MTk4NjIy.'.repeat(big / 9)],
+    ['unsigned JWT headers and long payloads', `${Buffer.from('{"alg":"none"}').toString('base64url')}.${'e'.repeat(big)}`],
   ])('%s', (_name, text) => {
     const o = run(text, { min_entropy: 3.5, allow_placeholders: false });
     expect(typeof o.matched).toBe('boolean');

@@ -55,13 +55,20 @@ function prefixedCrcHolds(token: string): boolean {
 const PLACEHOLDER_WORDS = ['example', 'sample', 'dummy', 'placeholder', 'redacted', 'your_', 'your-', 'yourtoken', 'yourkey', 'insert', 'replace', 'changeme', 'fake', 'xxxx', '****', '....'];
 /** Whole values that stand for a password in documentation (`postgres://user:password@host`). */
 const PLACEHOLDER_VALUES = new Set(['password', 'passwd', 'pass', 'pwd', 'pw', 'secret', 'token', 'apikey', 'api_key']);
-/** AWS's documented example secret key (its key id, AKIAIOSFODNN7EXAMPLE, holds "example"). */
-const DOCUMENTED = ['wjalrxutnfemi/k7mdeng'];
+/**
+ * Documented example keys: AWS's secret key (its key id, AKIAIOSFODNN7EXAMPLE, holds
+ * "example") and the Mailchimp iOS SDK's README key.
+ */
+const DOCUMENTED = ['wjalrxutnfemi/k7mdeng', '3012a5754bbd716926f99c028f7ea428-us18'];
+/** A unit of 2 to 4 characters repeated over this many more characters is a pattern (`123123…`, `abab…`), not a random token. */
+const REPEAT_MIN = 10;
+const PERIOD_MAX = 4;
 
 /**
  * Whether `found` is a placeholder rather than a credential: it holds a placeholder word
  * or a documented example, ends with `here` (`TokenHere`), a run of 6 identical characters (`000000`, `aaaaaa`), a run of 8
- * consecutive ones (`abcdefgh`, `12345678`), or is a template reference (`${…}`, `{{…}}`,
+ * consecutive ones (`abcdefgh`, `12345678`), a unit of 2-4 characters repeated over 10 more
+ * (`123123123123`), or is a template reference (`${…}`, `{{…}}`,
  * `<…>`, `%…%`, `$NAME`). A random token holds none of these but with negligible odds.
  */
 export function isPlaceholder(found: string): boolean {
@@ -73,12 +80,39 @@ export function isPlaceholder(found: string): boolean {
   if (first === 36 || first === 60 || first === 123 || first === 37) return true;
   let same = 1;
   let rising = 1;
+  // repeats[p]: how many characters in a row equal the one p places before.
+  const repeats = new Array<number>(PERIOD_MAX + 1).fill(0);
   for (let i = 1; i < found.length; i++) {
     const c = found.charCodeAt(i);
     const p = found.charCodeAt(i - 1);
     same = c === p ? same + 1 : 1;
     rising = c === p + 1 ? rising + 1 : 1;
     if (same >= 6 || rising >= 8) return true;
+    for (let period = 2; period <= PERIOD_MAX && period <= i; period++) {
+      repeats[period] = c === found.charCodeAt(i - period) ? repeats[period]! + 1 : 0;
+      if (repeats[period]! >= REPEAT_MIN) return true;
+    }
   }
   return false;
+}
+
+/** A run of base64 this long is key material: PEM bodies are lines of 64 (OpenSSH 70). */
+const KEY_MATERIAL_MIN = 40;
+
+/**
+ * Whether a whole PEM block (its END line read) holds no key: no run of 40+ base64
+ * characters between its header and footer (`…PRIVATE KEY-----\nanything\n-----END…`,
+ * an empty block). A header without its END line may be cut off, so it is not judged.
+ */
+export function pemWithoutKey(found: string): boolean {
+  const footer = found.indexOf('-----END');
+  if (footer < 0) return false;
+  let run = 0;
+  for (let i = found.indexOf('-----', 11) + 5; i < footer; i++) {
+    const c = found.charCodeAt(i);
+    const b64 = (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 43 || c === 47;
+    run = b64 ? run + 1 : 0;
+    if (run >= KEY_MATERIAL_MIN) return false;
+  }
+  return true;
 }

@@ -9,7 +9,7 @@ import { hasIgnorable, visibleOf } from './ignorable.js';
 
 import { CONFIG_FORMATS, CONFIG_KINDS } from './config-forms.js';
 import { PROVIDER_FORMATS, PROVIDER_KINDS } from './providers.js';
-import { after, exact, isAlnum, isB64Url, isUpperNum, isWord, runEnd, token, type FormatOf, type ReadResult, type Reader, type ScanState } from './readers.js';
+import { after, exact, isAlnum, isB64Url, isDigit, isUpperNum, isWord, runEnd, token, type FormatOf, type ReadResult, type Reader, type ScanState } from './readers.js';
 
 const CORE_KINDS = [
   'aws_access_key',
@@ -54,6 +54,30 @@ const readWebhook: Reader = (text, _at, after) => {
   return { end: i, next: i };
 };
 
+/** Digit groups a Slack token holds at most before its last part. */
+const SLACK_GROUPS_MAX = 8;
+
+/**
+ * Slack's bot, user, app, refresh and session tokens: groups of digits (team, user and
+ * token ids; one of 5+ digits), each followed by `-`, then 10+ letters or digits that end
+ * the token (`xoxb-<team>-<bot>-<24>`, `xoxp-<team>-<user>-<id>-<32 hex>`).
+ */
+const readSlackClassic: Reader = (text, _at, after) => {
+  let i = after;
+  let groups = 0;
+  let longGroup = false;
+  while (groups < SLACK_GROUPS_MAX) {
+    const end = runEnd(text, i, isDigit);
+    if (end === i || text.charCodeAt(end) !== 45) break;
+    longGroup ||= end - i >= 5;
+    groups++;
+    i = end + 1;
+  }
+  const end = runEnd(text, i, isAlnum);
+  const ok = groups > 0 && longGroup && end - i >= 10 && end - i <= 255 && !isSlackChar(text.charCodeAt(end));
+  return { end: ok ? end : -1, next: Math.max(end, after) };
+};
+
 /**
  * `-----BEGIN … PRIVATE KEY-----` (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP … BLOCK): the block
  * up to its `-----END …-----` line when one follows within 64 KB, else the header alone.
@@ -84,25 +108,39 @@ const readJwtOrNot: Reader = (text, at, afterPrefix, scan) => {
 /** A JWT header longer than this is not decoded. */
 const JWT_HEADER_MAX = 2048;
 
-/** Three base64url parts joined by dots, whose first decodes to a JSON object with a string `alg`. */
+/** A JWT's payload longer than this is not decoded (an unsigned token's payload is, to tell it from other text). */
+const JWT_PAYLOAD_MAX = 65_536;
+
+/**
+ * Three base64url parts joined by dots, whose first decodes to a JSON object with a string
+ * `alg`; or, unsigned, the first two alone when the second decodes to a JSON object too.
+ */
 const readJwt: Reader = (text, at) => {
   const headerEnd = runEnd(text, at, isB64Url);
   if (text.charCodeAt(headerEnd) !== 46 || headerEnd - at > JWT_HEADER_MAX) return { end: -1, next: headerEnd };
   const payloadEnd = runEnd(text, headerEnd + 1, isB64Url);
-  if (payloadEnd === headerEnd + 1 || text.charCodeAt(payloadEnd) !== 46) return { end: -1, next: payloadEnd };
+  if (payloadEnd === headerEnd + 1) return { end: -1, next: payloadEnd };
+  if (text.charCodeAt(payloadEnd) !== 46) {
+    const unsigned = payloadEnd - headerEnd <= JWT_PAYLOAD_MAX && headerHasAlg(text.slice(at, headerEnd)) && decodesToObject(text.slice(headerEnd + 1, payloadEnd));
+    return { end: unsigned ? payloadEnd : -1, next: payloadEnd };
+  }
   const signatureEnd = runEnd(text, payloadEnd + 1, isB64Url);
   if (!headerHasAlg(text.slice(at, headerEnd))) return { end: -1, next: signatureEnd };
   return { end: signatureEnd, next: signatureEnd };
 };
 
-function headerHasAlg(header: string): boolean {
+/** The JSON object a base64url part decodes to; null when it decodes to anything else. */
+function jsonObjectOf(part: string): Record<string, unknown> | null {
   try {
-    const decoded: unknown = JSON.parse(Buffer.from(header, 'base64url').toString('utf8'));
-    return typeof decoded === 'object' && decoded !== null && typeof (decoded as { alg?: unknown }).alg === 'string';
+    const decoded: unknown = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
+    return typeof decoded === 'object' && decoded !== null && !Array.isArray(decoded) ? (decoded as Record<string, unknown>) : null;
   } catch {
-    return false;
+    return null;
   }
 }
+
+const headerHasAlg = (header: string) => typeof jsonObjectOf(header)?.alg === 'string';
+const decodesToObject = (payload: string) => jsonObjectOf(payload) !== null;
 
 /** `sk-…` and `sk-proj-…` (OpenAI): 32 or more base64url characters; `sk-ant-` is Anthropic's. */
 const openAiToken = token(isB64Url, 32);
@@ -114,8 +152,16 @@ const FORMATS: readonly Format[] = Object.freeze([
     { kind: 'aws_access_key', prefixes: ['AKIA', 'ASIA', 'ABIA', 'ACCA'], boundary: true, read: exact(isUpperNum, 16, isAlnum) },
     { kind: 'github_token', prefixes: ['gh'], boundary: true, read: after(['p_', 'o_', 'u_', 's_', 'r_'], exact(isAlnum, 36)) },
     { kind: 'github_token', prefixes: ['github_pat_'], boundary: true, read: token(isWord, 50, 255) },
-    { kind: 'gitlab_token', prefixes: ['glpat-', 'gldt-', 'glrt-', 'glcbt-', 'glptt-', 'glft-', 'glimt-', 'gloas-', 'glsoat-'], boundary: true, read: trimDots(token(isGitlabChar, 20, 255)) },
-    { kind: 'slack_token', prefixes: ['xox'], boundary: true, read: after(['b-', 'a-', 'p-', 'r-', 's-', 'e.xoxp-', 'e-'], token(isSlackChar, 10, 255)) },
+    { kind: 'gitlab_token', prefixes: ['glpat-', 'gldt-', 'glrt-', 'glcbt-', 'glft-', 'glsoat-'], boundary: true, read: trimDots(token(isGitlabChar, 20, 255)) },
+    // Generated at a fixed length (GitLab's token overview): incoming mail, pipeline trigger,
+    // OAuth application secret; agent tokens are 50+, runner registration tokens 20-50.
+    { kind: 'gitlab_token', prefixes: ['glimt-'], boundary: true, read: exact(isB64Url, 25) },
+    { kind: 'gitlab_token', prefixes: ['glptt-'], boundary: true, read: exact(isB64Url, 40) },
+    { kind: 'gitlab_token', prefixes: ['gloas-'], boundary: true, read: exact(isB64Url, 64) },
+    { kind: 'gitlab_token', prefixes: ['glagent-'], boundary: true, read: token(isB64Url, 50, 1024) },
+    { kind: 'gitlab_token', prefixes: ['GR1348941'], boundary: true, read: token(isB64Url, 20, 50) },
+    { kind: 'slack_token', prefixes: ['xox'], boundary: true, read: after(['b-', 'a-', 'p-', 'r-', 's-'], readSlackClassic) },
+    { kind: 'slack_token', prefixes: ['xox'], boundary: true, read: after(['e.xoxp-', 'e-'], token(isSlackChar, 10, 255)) },
     { kind: 'slack_token', prefixes: ['xapp-'], boundary: true, read: token(isSlackChar, 20, 255) },
     { kind: 'slack_webhook', prefixes: ['hooks.slack.com/services/'], boundary: false, read: readWebhook },
     { kind: 'stripe_key', prefixes: ['sk_', 'rk_'], boundary: true, read: after(['live_', 'test_'], token(isAlnum, 24, 247)) },

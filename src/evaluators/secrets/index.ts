@@ -11,7 +11,7 @@ import { textOf } from '../text.js';
 import { asciiLower, scanHighEntropy, SECRET_NAME_WORDS } from './entropy.js';
 import { formatsFor, prefixesOf, scanSecrets, SECRET_KINDS, type SecretKind } from './formats.js';
 import { hasIgnorable, IGNORABLE_LITERALS, scanVisible } from './ignorable.js';
-import { checksumHolds, isPlaceholder } from './checks.js';
+import { checksumHolds, isPlaceholder, pemWithoutKey } from './checks.js';
 import { CONFIG_KINDS } from './config-forms.js';
 
 export const SecretsConfigSchema = z.strictObject({
@@ -50,7 +50,7 @@ export const secretsEvaluator: EvaluatorDefinition = {
   name: 'secrets',
   description:
     'Finds credentials by their documented formats (AWS, GitHub, GitLab, Slack, Stripe, OpenAI, Anthropic, Google, npm and ' +
-    '47 more providers, JWTs, PEM private keys), in config forms (.npmrc _authToken, connection-string passwords, ' +
+    '50 more providers, JWTs, PEM private keys), in config forms (.npmrc _authToken, connection-string passwords, ' +
     'Authorization: Bearer) and, with min_entropy, high-entropy values named like secrets; skips placeholders; never echoes them.',
   configSchema: z.toJSONSchema(SecretsConfigSchema, { io: 'input' }),
   zodSchema: SecretsConfigSchema,
@@ -78,12 +78,15 @@ function hintOf(kinds: readonly SecretKind[], minEntropy: number | undefined): S
 
 const CONFIG_KIND_SET: ReadonlySet<string> = new Set(CONFIG_KINDS);
 
-/** Kinds whose text is encoded (base64 runs of a key or a JWT): placeholder words cannot show in it. */
-const ENCODED: ReadonlySet<string> = new Set(['private_key', 'jwt']);
-
-/** Whether a find is a real credential rather than a placeholder or a token that was never issued (checks.ts). */
+/**
+ * Whether a find is a real credential rather than a placeholder or a token that was never
+ * issued (checks.ts). A JWT's and a key's text is encoded, where placeholder words cannot
+ * show; a PEM block is a placeholder when it holds no key material.
+ */
 function real(kind: string, found: string): boolean {
-  return checksumHolds(kind, found) && (ENCODED.has(kind) || !isPlaceholder(found));
+  if (!checksumHolds(kind, found)) return false;
+  if (kind === 'private_key') return !pemWithoutKey(found);
+  return kind === 'jwt' || !isPlaceholder(found);
 }
 
 function checkOf(kinds: readonly SecretKind[], minEntropy: number | undefined, skipPlaceholders: boolean): CompiledCheck {

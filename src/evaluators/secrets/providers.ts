@@ -3,7 +3,7 @@
  * provider documents it, a literal prefix then a body of known characters and length.
  * PURE. Placeholders and checksums are checked by the evaluator (checks.ts).
  */
-import { after, exact, isAlnum, isAlpha, isB64, isB64Url, isHex, isHexLower, isUpperNum, isWord, parts, token, type FormatOf } from './readers.js';
+import { after, exact, isAlnum, isAlpha, isB64, isB64Url, isDigit, isHex, isHexLower, isUpperNum, isWord, parts, runEnd, token, type FormatOf, type Reader } from './readers.js';
 
 export const PROVIDER_KINDS = [
   'huggingface_token',
@@ -53,6 +53,9 @@ export const PROVIDER_KINDS = [
   'tailscale_key',
   'onepassword_token',
   'jfrog_key',
+  'discord_token',
+  'telegram_bot_token',
+  'mailchimp_key',
 ] as const;
 export type ProviderKind = (typeof PROVIDER_KINDS)[number];
 
@@ -60,6 +63,38 @@ const isDashWord = (c: number) => isB64Url(c) || c === 46;
 const isB64Word = (c: number) => isB64(c) || c === 95 || c === 45;
 
 type F = FormatOf<ProviderKind>;
+
+/**
+ * Discord bot tokens: the bot's id (a decimal number) in base64, a dot, 6 characters, a dot,
+ * 27-38 characters. The id's first digit (1-9) makes the first two characters one of these;
+ * the first part's other 22-24 are read after them.
+ */
+const DISCORD_ID_STARTS = ['MT', 'Mj', 'Mz', 'ND', 'NT', 'Nj', 'Nz', 'OD', 'OT'];
+const readDiscord = parts(isB64Url, 46, [[22, 24], 6, [27, 38]]);
+
+/** The `start` of a run of `length` (min..max) `chars` ending right before `at`, not continuing a word; -1 if none. */
+function runBefore(text: string, at: number, chars: (c: number) => boolean, min: number, max: number): number {
+  let s = at;
+  while (s > 0 && at - s <= max && chars(text.charCodeAt(s - 1))) s--;
+  const length = at - s;
+  return length < min || length > max || (s > 0 && isAlnum(text.charCodeAt(s - 1))) ? -1 : s;
+}
+
+/** Telegram bot tokens: the bot's id (6-12 digits), `:A`, 34 base64url characters. */
+const readTelegram: Reader = (text, at, afterPrefix, scan) => {
+  const start = runBefore(text, at, isDigit, 6, 12);
+  const r = exact(isB64Url, 34)(text, at, afterPrefix, scan);
+  return start < 0 || r.end < 0 ? { end: -1, next: r.next } : { start, end: r.end, next: r.next };
+};
+
+/** Mailchimp API keys: 32 lower-case hex characters, `-us` and the datacenter's number. */
+const readMailchimp: Reader = (text, at, afterPrefix) => {
+  const start = runBefore(text, at, isHexLower, 32, 32);
+  const end = runEnd(text, afterPrefix, isDigit);
+  const ok = start >= 0 && end - afterPrefix >= 1 && end - afterPrefix <= 2 && !isWord(text.charCodeAt(end));
+  return ok ? { start, end, next: end } : { end: -1, next: Math.max(end, afterPrefix) };
+};
+
 const f = (kind: ProviderKind, prefixes: string[], read: F['read']): F => ({ kind, prefixes, boundary: true, read });
 
 export const PROVIDER_FORMATS: readonly F[] = [
@@ -69,7 +104,8 @@ export const PROVIDER_FORMATS: readonly F[] = [
   f('mailgun_key', ['key-'], exact(isHexLower, 32)),
   f('shopify_token', ['shp'], after(['at_', 'ca_', 'pa_', 'ss_'], exact(isHex, 32))),
   f('digitalocean_token', ['do'], after(['p_v1_', 'o_v1_', 'r_v1_'], exact(isHexLower, 64))),
-  f('pypi_token', ['pypi-AgEIcHlwaS5vcmc'], token(isB64Url, 50, 512)),
+  // pypi.org and test.pypi.org: a macaroon, far longer than 70 characters past its prefix.
+  f('pypi_token', ['pypi-AgEIcHlwaS5vcmc', 'pypi-AgENdGVzdC5weXBpLm9yZw'], token(isB64Url, 70, 1024)),
   f('databricks_token', ['dapi'], exact(isHexLower, 32)),
   f('doppler_token', ['dp.'], after(['pt.', 'st.', 'ct.', 'sa.', 'scim.', 'audit.'], token(isAlnum, 40, 44))),
   f('linear_key', ['lin_api_'], exact(isAlnum, 40)),
@@ -116,4 +152,7 @@ export const PROVIDER_FORMATS: readonly F[] = [
   f('tailscale_key', ['tskey-'], token(isB64Url, 20, 128)),
   f('onepassword_token', ['ops_eyJ'], token(isB64Word, 50, 4096)),
   f('jfrog_key', ['AKCp'], token(isAlnum, 60, 80)),
+  f('discord_token', DISCORD_ID_STARTS, readDiscord),
+  { kind: 'telegram_bot_token', prefixes: [':A'], boundary: false, read: readTelegram },
+  { kind: 'mailchimp_key', prefixes: ['-us'], boundary: false, read: readMailchimp },
 ];

@@ -74,17 +74,16 @@ export function exact(chars: (c: number) => boolean, length: number, stop: (c: n
 
 /**
  * Parts of fixed lengths joined by one separator (`SG.<22>.<43>`, `PMAK-<24>-<34>`): each
- * part a run of `chars` of exactly its length (or at least it, for a `min` part).
+ * part a run of `chars` of exactly its length, or within its `[min, max]`.
  */
-export function parts(chars: (c: number) => boolean, separator: number, lengths: readonly number[], lastMin = false): Reader {
+export function parts(chars: (c: number) => boolean, separator: number, lengths: ReadonlyArray<number | readonly [number, number]>): Reader {
   return (text, _at, after) => {
     let i = after;
     for (const [n, length] of lengths.entries()) {
       const end = runEnd(text, i, chars);
-      const last = n === lengths.length - 1;
-      const ok = last && lastMin ? end - i >= length && end - i <= TOKEN_MAX : end - i === length;
-      if (!ok) return { end: -1, next: Math.max(end, after) };
-      if (last) return end < text.length && isWord(text.charCodeAt(end)) ? { end: -1, next: end } : { end, next: end };
+      const [min, max] = typeof length === 'number' ? [length, length] : length;
+      if (end - i < min || end - i > max) return { end: -1, next: Math.max(end, after) };
+      if (n === lengths.length - 1) return end < text.length && isWord(text.charCodeAt(end)) ? { end: -1, next: end } : { end, next: end };
       if (text.charCodeAt(end) !== separator) return { end: -1, next: end };
       i = end + 1;
     }
