@@ -11,6 +11,8 @@ import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type In
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 
 const MAX_REDIRECTS = 5;
+/** Tries of a request on reused sockets found closed, before its error is told. */
+const MAX_STALE_SOCKETS = 16;
 
 export class HttpStatusError extends Error {
   constructor(
@@ -43,7 +45,7 @@ export class Connections {
   async send(url: URL, exchange: Exchange): Promise<IncomingMessage> {
     let target = url;
     for (let followed = 0; ; followed++) {
-      const response = await this.#once(target, exchange);
+      const response = await this.#onLiveSocket(target, exchange);
       const next = followed < MAX_REDIRECTS ? redirectWithinOrigin(target, exchange.method, response) : undefined;
       if (!next) return response;
       response.resume();
@@ -58,6 +60,22 @@ export class Connections {
     this.inFlight.clear();
     this.#http?.destroy();
     this.#https?.destroy();
+  }
+
+  /**
+   * Sends again a request whose reused keep-alive socket the server had closed while it
+   * was idle: the request never reached the server (Node's http docs). Each try drops one
+   * dead socket of the pool; one on a new connection is not tried again.
+   */
+  async #onLiveSocket(url: URL, exchange: Exchange): Promise<IncomingMessage> {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await this.#once(url, exchange);
+      } catch (error) {
+        const stale = (error as { reusedSocket?: boolean }).reusedSocket === true && (error as NodeJS.ErrnoException).code === 'ECONNRESET';
+        if (!stale || tries === MAX_STALE_SOCKETS) throw error;
+      }
+    }
   }
 
   #once(url: URL, exchange: Exchange): Promise<IncomingMessage> {
@@ -84,7 +102,7 @@ export class Connections {
       });
       request.once('error', (error) => {
         clearTimeout(timer);
-        reject(error);
+        reject(Object.assign(error, { reusedSocket: request.reusedSocket }));
       });
       request.once('close', () => {
         clearTimeout(timer);

@@ -239,6 +239,25 @@ describe('HttpUpstreamTransport against a plain HTTP server', () => {
     expect(methods).toEqual(['notifications/stuck', 'notifications/next']);
   });
 
+  it('sends again a message whose reused keep-alive socket the server had closed', async () => {
+    const served = new WeakMap<object, number>();
+    const methods: string[] = [];
+    const { url } = await listen((req, res) => {
+      const count = (served.get(req.socket) ?? 0) + 1;
+      served.set(req.socket, count);
+      // The server drops each connection at its second request, as one closing idle sockets would.
+      if (count === 2) return void req.socket.destroy();
+      req.resume();
+      req.on('end', () => {
+        methods.push(req.method!);
+        res.writeHead(202).end();
+      });
+    });
+    const transport = transportTo(url);
+    for (let i = 0; i < 4; i++) await transport.send({ jsonrpc: '2.0', method: 'notifications/message', params: { i } });
+    expect(methods).toHaveLength(4);
+  });
+
   it('surfaces an HTTP error with its status and the server\'s text, and stays open', async () => {
     const { url } = await listen((req, res) => {
       req.resume();
