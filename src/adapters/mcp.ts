@@ -92,7 +92,7 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
   const upstream = options.upstream;
   const isHttp = 'url' in upstream;
   const server: Transport & LineEvents = isHttp
-    ? new HttpUpstreamTransport(new URL(upstream.url), upstream.headers ?? {})
+    ? new HttpUpstreamTransport(new URL(upstream.url), { headers: upstream.headers, maxMessageBytes: maxBufferSize })
     : new ChildProcessTransport({
         command: upstream.command,
         args: upstream.args ?? [],

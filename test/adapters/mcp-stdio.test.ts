@@ -24,6 +24,14 @@ describe('LineReader', () => {
     }
   });
 
+  it('reads several whole lines of one chunk as they are, the empty one and multi-byte text included', () => {
+    const { r, lines, oversize } = reader(12);
+    r.push(Buffer.from('{"a":"é"}\r\n\n{"b":"☕"}\n{"c":'));
+    r.push(Buffer.from('3}\n'));
+    expect(lines).toEqual(['{"a":"é"}', '', '{"b":"☕"}', '{"c":3}']);
+    expect(oversize()).toBe(0);
+  });
+
   it('skips a line over the limit to its end, reports it once, and reads the next line', () => {
     const { r, lines, oversize } = reader(10);
     r.push(Buffer.from('0123456'));
