@@ -17,7 +17,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { fetchWithOwnSignals } from '../src/adapters/mcp-fetch.js';
+import { fetchWithOwnSignals } from './mcp-fetch.js';
 import { GuardClient } from '../src/client/index.js';
 import { loadConfig } from '../src/server/config.js';
 import { startServer } from '../src/server/start.js';

@@ -268,4 +268,28 @@ describe('HttpUpstreamTransport against a plain HTTP server', () => {
     await expect(transport.send({ jsonrpc: '2.0', id: 1, method: 'ping' })).rejects.toThrow('HTTP 500 upstream exploded');
     expect(got.closed).toBe(0);
   });
+
+  it('the HTTP upstream sends 3,000 messages without a MaxListenersExceededWarning', { timeout: 60_000 }, async () => {
+    // Accepts every message (202), as a server does a notification.
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(202).end());
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error): void => void warnings.push(warning);
+    process.on('warning', onWarning);
+    const transport = new HttpUpstreamTransport(new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`), {});
+    try {
+      await transport.start();
+      for (let i = 0; i < 3000; i++) await transport.send({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: i } });
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+      await transport.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
 });

@@ -1,6 +1,7 @@
 /**
  * fetch for the MCP SDK's streamable-HTTP client transport, with a signal of its own per
- * request that follows the transport's.
+ * request that follows the transport's. The benchmark's MCP client uses it (the gateway's
+ * own upstream client, src/adapters/mcp-http-upstream.ts, does not use fetch).
  *
  * The transport passes one AbortSignal (its own, aborted by close) to every request.
  * Node 20's fetch adds an abort listener to that signal per request and removes it only

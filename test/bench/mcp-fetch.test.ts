@@ -1,14 +1,11 @@
 /**
- * The HTTP upstream's fetch: each request gets a signal of its own that follows the
+ * The benchmark MCP client's fetch: each request gets a signal of its own that follows the
  * transport's, so the transport's signal holds one listener however many requests a
  * session makes, and closing the transport still aborts every request in flight.
  */
 import { getEventListeners } from 'node:events';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { fetchWithOwnSignals } from '../../src/adapters/mcp-fetch.js';
-import { HttpUpstreamTransport } from '../../src/adapters/mcp-http-upstream.js';
+import { fetchWithOwnSignals } from '../../bench/mcp-fetch.js';
 
 /** A fetch that answers at once and records the signal each request was given. */
 function answering(): { base: typeof fetch; signals: AbortSignal[] } {
@@ -46,30 +43,6 @@ describe('fetchWithOwnSignals', () => {
       expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
     } finally {
       process.off('warning', onWarning);
-    }
-  });
-
-  it('the HTTP upstream sends 3,000 messages without a MaxListenersExceededWarning', { timeout: 60_000 }, async () => {
-    // Accepts every message (202), as a server does a notification.
-    const server = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => res.writeHead(202).end());
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const warnings: Error[] = [];
-    const onWarning = (warning: Error): void => void warnings.push(warning);
-    process.on('warning', onWarning);
-    const transport = new HttpUpstreamTransport(new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`), {});
-    try {
-      await transport.start();
-      for (let i = 0; i < 3000; i++) await transport.send({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: i } });
-      await new Promise((resolve) => setImmediate(resolve));
-      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
-    } finally {
-      process.off('warning', onWarning);
-      await transport.close();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
     }
   });
 
