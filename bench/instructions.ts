@@ -185,7 +185,9 @@ async function count(spec: ServerSpec, bodies: readonly string[], warm: number, 
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill();
     await exited;
-    rmSync(outDir, { recursive: true, force: true });
+    // GUARD_CALLGRIND_KEEP: leave the dumps for callgrind_annotate (profiling by hand).
+    if (process.env.GUARD_CALLGRIND_KEEP) process.stderr.write(`callgrind dumps kept in ${outDir}\n`);
+    else rmSync(outDir, { recursive: true, force: true });
   }
 }
 

@@ -165,14 +165,14 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('sessions shar
     const first = (await sessions.begin('bot', 's-0'))!;
     await sessions.add('bot', 's-0', first, [{ label: 'seen', control_id: 1, control_name: 'mark' }], 'post', 'fetch_url');
     // In one tick: 40 steps of four held sessions, then eight new ones (room for two more).
-    await Promise.all(['s-1', 's-2', 's-3'].map((id) => sessions.begin('bot', id)));
-    const held = await Promise.all(Array.from({ length: 40 }, (_, i) => sessions.begin('bot', `s-${i % 4}`)));
+    await Promise.all(['s-1', 's-2', 's-3'].map(async (id) => sessions.begin('bot', id)));
+    const held = await Promise.all(Array.from({ length: 40 }, async (_, i) => sessions.begin('bot', `s-${i % 4}`)));
     expect(held.every((step) => step !== null)).toBe(true);
     expect(held.filter((_, i) => i % 4 === 0).every((step) => [...step!.labels].join() === 'seen')).toBe(true);
     expect(held.filter((_, i) => i % 4 !== 0).every((step) => step!.labels.size === 0)).toBe(true);
     expect((await sessions.info('bot', 's-0'))!.steps).toBe(11);
     expect((await sessions.info('bot', 's-3'))!.steps).toBe(11);
-    const fresh = await Promise.all(Array.from({ length: 8 }, (_, i) => sessions.begin('bot', `new-${i}`)));
+    const fresh = await Promise.all(Array.from({ length: 8 }, async (_, i) => sessions.begin('bot', `new-${i}`)));
     expect(fresh.filter((step) => step !== null)).toHaveLength(2);
     expect(await store.sharedSessions.pruneSessions(0)).toBe(6);
     await sessions.close();
