@@ -224,7 +224,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('sessions shar
     await client.connect();
     try {
       // A replica that hears nothing (its listener cut, or hung) never acknowledges.
-      await client.query("INSERT INTO session_cachers VALUES ('silent', extract(epoch FROM clock_timestamp()) * 1000 + 1500)");
+      await client.query("INSERT INTO session_cachers VALUES ('silent', extract(epoch FROM clock_timestamp()) * 1000 + 2000)");
       await evaluate(a, 'fetch_url', 'post', 'quiet');
       const left = await client.query<{ left_ms: number }>(
         "SELECT expires_at - extract(epoch FROM clock_timestamp()) * 1000 AS left_ms FROM session_cachers WHERE replica = 'silent'",

@@ -200,18 +200,28 @@ export class SessionCache {
   }
 
   /**
+   * Sends the drop `token` with `send`. When that fails, the drop may still have been
+   * committed (the connection lost after the commit): the failure is answered only once
+   * no cache anywhere can still hold the session, VALID_MS from now.
+   */
+  async whileDropping<T>(token: number, send: () => Promise<T>): Promise<T> {
+    try {
+      return await send();
+    } catch (error) {
+      this.#waiters.delete(token);
+      await new Promise((resolve) => setTimeout(resolve, VALID_MS));
+      throw error;
+    }
+  }
+
+  /**
    * Every replica's cache forgets the session and writes the steps it counted of it;
    * resolves when all have (or have passed their time). For a read of the session that
    * must count every step answered so far.
    */
   async gather(agentName: string, sessionId: string): Promise<void> {
     const drop = this.dropMessage(agentName, sessionId);
-    try {
-      await this.database.query('SELECT pg_notify($1, $2)', [SESSION_CACHE_CHANNEL, drop.payload]);
-    } catch (error) {
-      this.#waiters.delete(drop.token);
-      throw error;
-    }
+    await this.whileDropping(drop.token, () => this.database.query('SELECT pg_notify($1, $2)', [SESSION_CACHE_CHANNEL, drop.payload]));
     await Promise.all([this.dropped(agentName, sessionId, drop.token), this.#freshFlush()]);
   }
 

@@ -110,7 +110,7 @@ export class PostgresSessions implements SharedSessionStore {
   async addSessionLabels(agentName: string, sessionId: string, epoch: number, labels: readonly StoredSessionLabel[]): Promise<void> {
     if (labels.length === 0) return;
     const drop = this.cache.dropMessage(agentName, sessionId);
-    await this.database.query(ADD_LABELS, [
+    await this.cache.whileDropping(drop.token, () => this.database.query(ADD_LABELS, [
       agentName,
       sessionId,
       epoch,
@@ -121,7 +121,7 @@ export class PostgresSessions implements SharedSessionStore {
       labels.map((l) => l.step_name),
       labels.map((l) => l.added_at),
       drop.payload,
-    ]);
+    ]));
     await this.cache.dropped(agentName, sessionId, drop.token);
   }
 
