@@ -160,6 +160,8 @@ export async function countInstructions(spec: ServerSpec, bodies: readonly strin
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill();
     await exited;
-    rmSync(outDir, { recursive: true, force: true });
+    // GUARD_CALLGRIND_KEEP: leave the dumps for callgrind_annotate (profiling by hand).
+    if (process.env.GUARD_CALLGRIND_KEEP) process.stderr.write(`callgrind dumps kept in ${outDir}\n`);
+    else rmSync(outDir, { recursive: true, force: true });
   }
 }

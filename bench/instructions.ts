@@ -15,11 +15,13 @@
  * on; tracing off, every span sampled, `traceidratio` at 0.01) exporting to a local OTLP
  * receiver: what tracing costs, with the machine's load taken out. `sessions` counts
  * bench/sessions.ts's SQLite pair (the best case with and without two session-aware
- * controls, the step sent in 64 sessions).
+ * controls, the step sent in 64 sessions), `sessions-pg` its PostgreSQL pair (each server
+ * on a fresh schema; the database's own work is not counted).
  */
 import { countInstructions } from './callgrind.js';
 import { median } from './harness.js';
 import { startReceiver } from './otel.js';
+import { dropSchemas, freshSchema } from './pg-schemas.js';
 import { SESSION_BODIES } from './sessions.js';
 import type { ServerSpec } from './server-process.js';
 import { WORKLOADS, type WorkloadName } from './workloads.js';
@@ -28,7 +30,7 @@ import { WORKLOADS, type WorkloadName } from './workloads.js';
  * Per workload (bench/workloads.ts), the bare baseline sent the same bodies first, then the
  * guardctl servers; each count is compared with its workload's baseline.
  */
-const SERVERS: Array<{ label: string; workload: WorkloadName; spec: ServerSpec; group?: 'tracing' | 'sessions'; baseline?: true; bodies?: readonly string[] }> = [
+const SERVERS: Array<{ label: string; workload: WorkloadName; spec: ServerSpec; group?: 'tracing' | 'sessions' | 'sessions-pg'; baseline?: true; bodies?: readonly string[]; postgres?: true }> = [
   { label: 'bare Fastify route (baseline)', workload: 'best', spec: { kind: 'bare' } },
   { label: 'POST /api/v1/evaluation, 10 controls in scope', workload: 'best', spec: { kind: 'guard', controls: 10, observability: false } },
   { label: 'the same, observability on', workload: 'best', spec: { kind: 'guard', controls: 10, observability: true } },
@@ -46,6 +48,8 @@ const SERVERS: Array<{ label: string; workload: WorkloadName; spec: ServerSpec; 
   // bench/sessions.ts's SQLite pair: both sent the step in its 64 sessions.
   { label: '10 controls in scope, steps in 64 sessions (baseline)', workload: 'best', group: 'sessions', baseline: true, bodies: SESSION_BODIES, spec: { kind: 'guard', controls: 10 } },
   { label: 'the same plus two session-aware controls', workload: 'best', group: 'sessions', bodies: SESSION_BODIES, spec: { kind: 'guard', controls: 10, sessions: true } },
+  { label: 'PostgreSQL: 10 controls in scope, steps in 64 sessions (baseline)', workload: 'best', group: 'sessions-pg', baseline: true, postgres: true, bodies: SESSION_BODIES, spec: { kind: 'guard', controls: 10 } },
+  { label: 'PostgreSQL: the same plus two session-aware controls', workload: 'best', group: 'sessions-pg', postgres: true, bodies: SESSION_BODIES, spec: { kind: 'guard', controls: 10, sessions: true } },
 ];
 
 async function main(): Promise<void> {
@@ -62,7 +66,13 @@ async function main(): Promise<void> {
     const bodies = entry.bodies ?? WORKLOADS[workload].bodies;
     process.stderr.write(`counting ${title}: ${label} (${warm} requests to warm up, then 3 windows of ${measured} counted)...\n`);
     const traced = spec.otel && receiver ? { ...spec, otel: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, ...spec.otel } } : spec;
-    const windows = await countInstructions(traced, bodies, warm, measured);
+    const schemas: string[] = [];
+    let windows: number[];
+    try {
+      windows = await countInstructions(entry.postgres ? { ...traced, databaseUrl: await freshSchema(schemas, 'guard_bench_instr') } : traced, bodies, warm, measured);
+    } finally {
+      await dropSchemas(schemas);
+    }
     const perRequest = median(windows);
     if (spec.kind === 'bare' || entry.baseline) baseline = perRequest;
     const each = windows.map((n) => Math.round(n).toLocaleString('en-US')).join(', ');

@@ -2,7 +2,8 @@
  * Sessions (issue #37):
  * - POST /api/v1/evaluation throughput with two session-aware controls in scope and a
  *   session_id on every step (each step reads and counts its session; SQLite: in memory,
- *   written through; PostgreSQL: a statement per batch of steps in flight), against the
+ *   written through; PostgreSQL: a statement per batch of steps in flight, or the replica's
+ *   cache of sessions it read in the last seconds), against the
  *   same 10 benchmark controls without them, each server in its own process, paired
  *   rounds over PROCESS_PAIRS fresh pairs of processes (PG_PAIRS on PostgreSQL) as in
  *   bench/budgets.ts. Both get the same body.
@@ -131,7 +132,9 @@ export const section: BenchSection = {
   chapter: 'Server',
   method: `POST /api/v1/evaluation with two session-aware controls in scope and a \`session_id\` on
 every step (each step reads and counts its session; SQLite keeps sessions in memory and writes
-them through, PostgreSQL begins the steps in flight on a replica with one statement), against
+them through; on PostgreSQL a replica answers steps of a session it read in the last 5 seconds
+from its cache, counts them in memory and writes the counts once a second, and begins the other
+steps in flight with one statement), against
 the same benchmark controls without them (the baseline), each server in a process of its own,
 in paired rounds over fresh pairs of processes as in the budgets section (${PG_PAIRS} pairs on
 PostgreSQL, whose processes also migrate a fresh schema each); both get the same bodies: the step in 64

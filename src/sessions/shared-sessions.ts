@@ -29,15 +29,17 @@ export class SharedSessions implements SessionState {
     void this.prune();
   }
 
-  async begin(agentName: string, sessionId: string): Promise<SessionStep | null> {
+  /** At once when the replica's cache holds the session (store/postgres/session-cache.ts). */
+  begin(agentName: string, sessionId: string): SessionStep | Promise<SessionStep | null> {
     const now = this.now();
     const expiredBefore = now - this.settings.sessionTtlMs;
-    let begun = await this.shared.beginSessionStep(agentName, sessionId, now, expiredBefore, this.settings.sessionMax);
-    if (begun === null && now - this.#lastPrune >= PRUNE_AT_BOUND_MS) {
+    const begun = this.shared.beginSessionStep(agentName, sessionId, now, expiredBefore, this.settings.sessionMax);
+    if (!(begun instanceof Promise)) return begun;
+    return begun.then(async (step) => {
+      if (step !== null || now - this.#lastPrune < PRUNE_AT_BOUND_MS) return step;
       await this.prune();
-      begun = await this.shared.beginSessionStep(agentName, sessionId, now, expiredBefore, this.settings.sessionMax);
-    }
-    return begun === null ? null : { labels: new Set(begun.labels), epoch: begun.epoch };
+      return this.shared.beginSessionStep(agentName, sessionId, now, expiredBefore, this.settings.sessionMax);
+    });
   }
 
   async add(agentName: string, sessionId: string, step: SessionStep, labels: readonly NewLabel[], stage: 'pre' | 'post', stepName: string): Promise<void> {

@@ -35,8 +35,8 @@ export interface SessionRowStore {
 
 /** A step's start in a shared session: the labels it carries, and the session's epoch its labels go into. */
 export interface SharedSessionStep {
-  labels: string[];
-  epoch: number;
+  readonly labels: ReadonlySet<string>;
+  readonly epoch: number;
 }
 
 /**
@@ -47,9 +47,10 @@ export interface SharedSessionStep {
 export interface SharedSessionStore {
   /**
    * Counts a step of the session and reads its labels. A session idle since `expiredBefore`
-   * starts again empty. A new session beyond `max` sessions is refused: null.
+   * starts again empty. A new session beyond `max` sessions is refused: null. Answered at
+   * once (no promise) when the replica's cache holds the session.
    */
-  beginSessionStep(agentName: string, sessionId: string, now: number, expiredBefore: number, max: number): Promise<SharedSessionStep | null>;
+  beginSessionStep(agentName: string, sessionId: string, now: number, expiredBefore: number, max: number): SharedSessionStep | Promise<SharedSessionStep | null>;
   addSessionLabels(agentName: string, sessionId: string, epoch: number, labels: readonly StoredSessionLabel[]): Promise<void>;
   readSession(agentName: string, sessionId: string, expiredBefore: number): Promise<StoredSession | null>;
   /** Deletes sessions idle since `expiredBefore` and recounts the rest; returns how many are left. */

@@ -4,8 +4,11 @@
  * through both replicas lose no label and no count; repeat counts across replicas; the
  * bound holds for a flood spread over both; TTL expiry with an injected clock.
  */
+import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { SharedSessions } from '../../src/sessions/index.js';
+import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import type { SessionCache } from '../../src/store/postgres/session-cache.js';
 import { createSchema, dropSchemas, pgRequired, pgSuiteTitle, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
 import { startPgApp, type PgApp } from './pg-app.js';
 
@@ -27,8 +30,8 @@ const on = (names: string[], stage: 'pre' | 'post', action: Record<string, unkno
   action,
 });
 
-async function twoReplicas(env: Record<string, string> = {}): Promise<[PgApp, PgApp]> {
-  const schema = await createSchema(schemas);
+async function twoReplicas(env: Record<string, string> = {}, schema?: string): Promise<[PgApp, PgApp]> {
+  schema ??= await createSchema(schemas);
   const a = await startPgApp(schemaUrl(schema), env);
   apps.push(a);
   const b = await startPgApp(schemaUrl(schema), env);
@@ -79,6 +82,29 @@ async function synced(b: PgApp, count: number): Promise<void> {
       { interval: 20, message: 'replica B to see the controls' },
     )
     .toBe(true);
+}
+
+function cacheOf(app: PgApp): SessionCache {
+  if (!(app.store instanceof PostgresStore)) throw new Error('not a PostgreSQL store');
+  return app.store.sharedSessions.cache;
+}
+
+/** Steps `app` takes in `session` until its cache answers one (its ping heard back); returns how many. */
+async function untilCached(app: PgApp, name: string, session: string): Promise<number> {
+  const cache = cacheOf(app);
+  const before = cache.answered;
+  let steps = 0;
+  await expect
+    .poll(
+      async () => {
+        await evaluate(app, name, 'pre', session);
+        steps++;
+        return cache.answered > before;
+      },
+      { interval: 20, timeout: 10_000, message: 'the replica to answer from its cache' },
+    )
+    .toBe(true);
+  return steps;
 }
 
 describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('sessions shared by replicas', unreachable), () => {
@@ -139,14 +165,14 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('sessions shar
     const first = (await sessions.begin('bot', 's-0'))!;
     await sessions.add('bot', 's-0', first, [{ label: 'seen', control_id: 1, control_name: 'mark' }], 'post', 'fetch_url');
     // In one tick: 40 steps of four held sessions, then eight new ones (room for two more).
-    await Promise.all(['s-1', 's-2', 's-3'].map((id) => sessions.begin('bot', id)));
-    const held = await Promise.all(Array.from({ length: 40 }, (_, i) => sessions.begin('bot', `s-${i % 4}`)));
+    await Promise.all(['s-1', 's-2', 's-3'].map(async (id) => sessions.begin('bot', id)));
+    const held = await Promise.all(Array.from({ length: 40 }, async (_, i) => sessions.begin('bot', `s-${i % 4}`)));
     expect(held.every((step) => step !== null)).toBe(true);
     expect(held.filter((_, i) => i % 4 === 0).every((step) => [...step!.labels].join() === 'seen')).toBe(true);
     expect(held.filter((_, i) => i % 4 !== 0).every((step) => step!.labels.size === 0)).toBe(true);
     expect((await sessions.info('bot', 's-0'))!.steps).toBe(11);
     expect((await sessions.info('bot', 's-3'))!.steps).toBe(11);
-    const fresh = await Promise.all(Array.from({ length: 8 }, (_, i) => sessions.begin('bot', `new-${i}`)));
+    const fresh = await Promise.all(Array.from({ length: 8 }, async (_, i) => sessions.begin('bot', `new-${i}`)));
     expect(fresh.filter((step) => step !== null)).toHaveLength(2);
     expect(await store.sharedSessions.pruneSessions(0)).toBe(6);
     await sessions.close();
@@ -168,5 +194,44 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('sessions shar
     await sessions.prune();
     expect(await store.sharedSessions.pruneSessions(now - 60_000)).toBe(0);
     await sessions.close();
+  });
+
+  it('B answers a session from its cache, yet a label added through A decides on B at the very next step; counts stay exact', async () => {
+    const [a, b] = await twoReplicas();
+    await link(a, 'mail-bot', EXFILTRATION);
+    await synced(b, 3);
+    let steps = await untilCached(b, 'send_email', 'held');
+    await evaluate(a, 'fetch_url', 'post', 'held');
+    await evaluate(a, 'get_customer', 'post', 'held');
+    steps += 2;
+    const next = await evaluate(b, 'send_email', 'pre', 'held');
+    steps++;
+    expect(next.decision).toBe('deny');
+    expect(next.session!.labels).toEqual(['private_data', 'untrusted_content']);
+    // B caches the session again (with its labels); A's GET counts the steps B answered from it.
+    steps += await untilCached(b, 'send_email', 'held');
+    expect((await evaluate(b, 'send_email', 'pre', 'held')).decision).toBe('deny');
+    steps++;
+    const info = await a.app.inject({ method: 'GET', url: '/api/v1/sessions/held?agent_name=mail-bot' });
+    expect(info.json<{ steps: number }>().steps).toBe(steps);
+  });
+
+  it('an adder answers only once a cacher that did not acknowledge has passed its time', async () => {
+    const schema = await createSchema(schemas);
+    const [a] = await twoReplicas({}, schema);
+    await link(a, 'mail-bot', EXFILTRATION);
+    const client = new pg.Client({ connectionString: schemaUrl(schema) });
+    await client.connect();
+    try {
+      // A replica that hears nothing (its listener cut, or hung) never acknowledges.
+      await client.query("INSERT INTO session_cachers VALUES ('silent', extract(epoch FROM clock_timestamp()) * 1000 + 2000)");
+      await evaluate(a, 'fetch_url', 'post', 'quiet');
+      const left = await client.query<{ left_ms: number }>(
+        "SELECT expires_at - extract(epoch FROM clock_timestamp()) * 1000 AS left_ms FROM session_cachers WHERE replica = 'silent'",
+      );
+      expect(left.rows[0]!.left_ms).toBeLessThanOrEqual(0);
+    } finally {
+      await client.end();
+    }
   });
 });

@@ -1,8 +1,8 @@
 /**
- * Listens on the `guardctl_changes` channel with a dedicated connection (LISTEN needs a
- * session of its own; a pooled client would be handed to other queries). When that
- * connection drops it reconnects, and then tells listeners "anything may have changed"
- * because notifications sent while it was away are lost.
+ * Listens on the `guardctl_changes` channel (or another: ChannelSpec) with a dedicated
+ * connection (LISTEN needs a session of its own; a pooled client would be handed to other
+ * queries). When that connection drops it reconnects, and then tells listeners "anything
+ * may have changed" because notifications sent while it was away are lost.
  */
 import pg from 'pg';
 import type { ChangeInfo } from '../types.js';
@@ -33,8 +33,19 @@ function isAgentList(value: unknown): value is string[] {
   return Array.isArray(value) && value.every((a) => typeof a === 'string');
 }
 
-export class ChangeListener {
-  private readonly listeners = new Set<(info: ChangeInfo) => void>();
+/** A channel, how its payloads read, and what listeners hear when LISTEN is (re)established. */
+export interface ChannelSpec<T> {
+  readonly name: string;
+  readonly parse: (payload: string | undefined) => T;
+  readonly reconnected: T;
+  /** Also heard on the first connection (not only after a reconnect). */
+  readonly announceFirst?: boolean;
+}
+
+export const CHANGES: ChannelSpec<ChangeInfo> = { name: CHANGE_CHANNEL, parse: changeInfoOf, reconnected: { agents: null } };
+
+export class ChangeListener<T = ChangeInfo> {
+  private readonly listeners = new Set<(info: T) => void>();
   private client: pg.Client | null = null;
   private started = false;
   private closed = false;
@@ -45,9 +56,10 @@ export class ChangeListener {
   constructor(
     private readonly config: pg.ClientConfig,
     private readonly retryMs: number,
+    private readonly channel: ChannelSpec<T>,
   ) {}
 
-  subscribe(listener: (info: ChangeInfo) => void): () => void {
+  subscribe(listener: (info: T) => void): () => void {
     this.listeners.add(listener);
     if (!this.started && !this.closed) {
       this.started = true;
@@ -71,7 +83,7 @@ export class ChangeListener {
     return typeof pid === 'number' ? pid : null;
   }
 
-  private emit(info: ChangeInfo): void {
+  private emit(info: T): void {
     for (const listener of [...this.listeners]) {
       try {
         listener(info);
@@ -96,11 +108,11 @@ export class ChangeListener {
     client.on('error', onLost);
     client.on('end', onLost);
     client.on('notification', (message) => {
-      if (message.channel === CHANGE_CHANNEL) this.emit(changeInfoOf(message.payload));
+      if (message.channel === this.channel.name) this.emit(this.channel.parse(message.payload));
     });
     try {
       await client.connect();
-      await client.query(`LISTEN ${CHANGE_CHANNEL}`);
+      await client.query(`LISTEN ${this.channel.name}`);
     } catch {
       onLost();
       return;
@@ -110,7 +122,7 @@ export class ChangeListener {
       return;
     }
     this.client = client;
-    if (this.connectedOnce) this.emit({ agents: null });
+    if (this.connectedOnce || this.channel.announceFirst === true) this.emit(this.channel.reconnected);
     this.connectedOnce = true;
     const waiters = this.waiters;
     this.waiters = [];

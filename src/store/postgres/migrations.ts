@@ -6,6 +6,7 @@
 import type { Migration } from '../migrations.js';
 import { FIRST_MIGRATIONS } from './migrations-first.js';
 import { SESSION_BEGIN_STEPS } from './session-begin-steps.js';
+import { SESSION_PING } from './session-ping.js';
 
 export const postgresMigrations: readonly Migration[] = [
   ...FIRST_MIGRATIONS,
@@ -155,5 +156,12 @@ export const postgresMigrations: readonly Migration[] = [
       ALTER TABLE sessions SET (fillfactor = 50);
       ${SESSION_BEGIN_STEPS}
     `,
+  },
+  {
+    version: 15,
+    name: 'replicas answer steps of sessions from a cache',
+    // Steps of a session a replica read lately are answered without the database; a replica
+    // adding a label waits for every cacher to drop that session (session-cache.ts).
+    sql: SESSION_PING,
   },
 ];

@@ -7,7 +7,7 @@
 import { ComposedStore } from '../composed-store.js';
 import type { ChangeInfo, SharedParts } from '../store-sharing.js';
 import { PostgresApprovals } from './approvals.js';
-import { ChangeListener } from './change-listener.js';
+import { ChangeListener, CHANGES } from './change-listener.js';
 import { PostgresControls } from './controls.js';
 import { PostgresCounters } from './counters.js';
 import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
@@ -36,10 +36,11 @@ export class PostgresStore extends ComposedStore {
     const mcpServers = new PostgresMcpServers(database);
     super(new PostgresControls(database, history, policies, mcpServers), policies, mcpServers, new PostgresEvents(database), new PostgresRecordings(database), history, new PostgresApprovals(database));
     this.sharedCounters = new PostgresCounters(database, options.counterTimeoutMs);
-    this.sharedSessions = new PostgresSessions(database);
+    this.sharedSessions = new PostgresSessions(database, options.listenerRetryMs ?? 1000);
     this.listener = new ChangeListener(
       { ...database.clientConfig, application_name: 'guardctl-listener' },
       options.listenerRetryMs ?? 1000,
+      CHANGES,
     );
     this.sharing = { mode: 'shared', counters: this.sharedCounters, sessions: this.sharedSessions, onChange: (listener) => this.onChange(listener) };
   }
@@ -70,6 +71,7 @@ export class PostgresStore extends ComposedStore {
 
   async close(): Promise<void> {
     await this.listener.close();
+    await this.sharedSessions.close();
     await this.database.close();
   }
 }

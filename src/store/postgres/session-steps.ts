@@ -123,7 +123,8 @@ export class SessionStepBatcher {
     for (const group of groups) {
       const row = began.get(keyOf(group.agentName, group.sessionId));
       if (row !== undefined) {
-        for (const step of group.steps) step.resolve({ epoch: row.epoch, labels: row.labels });
+        const begun = { epoch: row.epoch, labels: new Set(row.labels) };
+        for (const step of group.steps) step.resolve(begun);
         continue;
       }
       // A new session the batch had no room for: one step at a time, as many as fit.

@@ -1,8 +1,9 @@
 /**
  * Sessions shared by the replicas (docs/sessions.md), exact: a step's labels are read in
  * the statement that counts the step, after every label added by an answered step was
- * committed, so a label added through one replica decides on another at the very next
- * step. Concurrent steps of one session update its row under the row's lock (the step
+ * committed, or from this replica's cache, which no answered label is missing from
+ * (session-cache.ts), so a label added through one replica decides on another at the very
+ * next step. Concurrent steps of one session update its row under the row's lock (the step
  * count never loses one), and labels are added by an upsert keyed by label (two steps
  * adding labels at once both keep theirs). Steps in flight together on one replica are
  * begun by one statement (session-steps.ts); labels are committed synchronously, step
@@ -10,6 +11,8 @@
  */
 import type { SharedSessionStep, SharedSessionStore, StoredSession, StoredSessionLabel } from '../types.js';
 import type { PostgresDatabase } from './database.js';
+import { SessionCache } from './session-cache.js';
+import { SESSION_CACHE_CHANNEL } from './session-ping.js';
 import { SessionStepBatcher } from './session-steps.js';
 
 /**
@@ -41,15 +44,19 @@ const BEGIN_STEP = `
     WHERE l.agent_name = $1 AND l.session_id = $2 AND l.epoch = up.epoch), '{}') AS labels
   FROM up, async_commit`;
 
-/** A label already there (same epoch) keeps its first adder; one of an earlier epoch is replaced. */
+/**
+ * A label already there (same epoch) keeps its first adder; one of an earlier epoch is
+ * replaced. The session's drop goes to every replica's cache at the commit (session-cache.ts).
+ */
 const ADD_LABELS = `
-  INSERT INTO session_labels (agent_name, session_id, label, epoch, control_id, control_name, stage, step_name, added_at)
+  WITH added AS (INSERT INTO session_labels (agent_name, session_id, label, epoch, control_id, control_name, stage, step_name, added_at)
     SELECT $1, $2, u.label, $3, u.control_id, u.control_name, u.stage, u.step_name, u.added_at
     FROM unnest($4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::double precision[])
       AS u(label, control_id, control_name, stage, step_name, added_at)
   ON CONFLICT (agent_name, session_id, label) DO UPDATE SET epoch = excluded.epoch, control_id = excluded.control_id,
     control_name = excluded.control_name, stage = excluded.stage, step_name = excluded.step_name, added_at = excluded.added_at
-    WHERE session_labels.epoch < excluded.epoch`;
+    WHERE session_labels.epoch < excluded.epoch RETURNING 1)
+  SELECT pg_notify('${SESSION_CACHE_CHANNEL}', $10), (SELECT count(*) FROM added) AS added`;
 
 interface SessionDbRow {
   epoch: number;
@@ -69,26 +76,41 @@ interface LabelDbRow {
 
 export class PostgresSessions implements SharedSessionStore {
   readonly #batcher: SessionStepBatcher;
+  readonly cache: SessionCache;
 
-  constructor(private readonly database: PostgresDatabase) {
+  constructor(
+    private readonly database: PostgresDatabase,
+    listenerRetryMs = 1000,
+  ) {
     this.#batcher = new SessionStepBatcher(database, (...step) => this.#beginAlone(...step));
+    this.cache = new SessionCache(database, listenerRetryMs);
   }
 
-  /** Begun with the steps in flight with it, in one statement (session-steps.ts). */
-  beginSessionStep(agentName: string, sessionId: string, now: number, expiredBefore: number, max: number): Promise<SharedSessionStep | null> {
-    return this.#batcher.begin(agentName, sessionId, now, expiredBefore, max);
+  /**
+   * From this replica's cache when it holds the session (session-cache.ts), else begun with
+   * the steps in flight with it, in one statement (session-steps.ts), and cached.
+   */
+  beginSessionStep(agentName: string, sessionId: string, now: number, expiredBefore: number, max: number): SharedSessionStep | Promise<SharedSessionStep | null> {
+    const cached = this.cache.step(agentName, sessionId, now, now - expiredBefore);
+    if (cached !== undefined) return cached;
+    const generation = this.cache.generation;
+    return this.#batcher.begin(agentName, sessionId, now, expiredBefore, max).then((step) => {
+      if (step !== null) this.cache.remember(agentName, sessionId, step, now, generation);
+      return step;
+    });
   }
 
   /** One step alone: takes a slot for a new session when there is room for one. */
   async #beginAlone(agentName: string, sessionId: string, now: number, expiredBefore: number, max: number): Promise<SharedSessionStep | null> {
     const rows = await this.database.prepared<{ epoch: number; labels: string[] }>('guard_session_begin_step', BEGIN_STEP, [agentName, sessionId, now, expiredBefore, max]);
     const row = rows[0];
-    return row === undefined ? null : { epoch: row.epoch, labels: row.labels };
+    return row === undefined ? null : { epoch: row.epoch, labels: new Set(row.labels) };
   }
 
   async addSessionLabels(agentName: string, sessionId: string, epoch: number, labels: readonly StoredSessionLabel[]): Promise<void> {
     if (labels.length === 0) return;
-    await this.database.query(ADD_LABELS, [
+    const drop = this.cache.dropMessage(agentName, sessionId);
+    await this.cache.whileDropping(drop.token, () => this.database.query(ADD_LABELS, [
       agentName,
       sessionId,
       epoch,
@@ -98,10 +120,14 @@ export class PostgresSessions implements SharedSessionStore {
       labels.map((l) => l.stage),
       labels.map((l) => l.step_name),
       labels.map((l) => l.added_at),
-    ]);
+      drop.payload,
+    ]));
+    await this.cache.dropped(agentName, sessionId, drop.token);
   }
 
   async readSession(agentName: string, sessionId: string, expiredBefore: number): Promise<StoredSession | null> {
+    // Steps answered from the replicas' caches are written first, so the count is exact.
+    await this.cache.gather(agentName, sessionId);
     const sessions = await this.database.query<SessionDbRow>(
       'SELECT epoch, first_seen, last_seen, steps FROM sessions WHERE agent_name = $1 AND session_id = $2 AND last_seen > $3',
       [agentName, sessionId, expiredBefore],
@@ -131,8 +157,15 @@ export class PostgresSessions implements SharedSessionStore {
         `DELETE FROM session_labels l WHERE NOT EXISTS (SELECT 1 FROM sessions s
           WHERE s.agent_name = l.agent_name AND s.session_id = l.session_id AND s.epoch = l.epoch)`,
       );
+      // Replicas gone for a minute (a closed one deletes its own row).
+      await this.database.rows(tx, 'DELETE FROM session_cachers WHERE expires_at < extract(epoch FROM clock_timestamp()) * 1000 - 60000');
       const left = await this.database.rows<{ n: string }>(tx, 'UPDATE session_count SET n = (SELECT count(*) FROM sessions) WHERE id = 1 RETURNING n');
       return Number(left[0]?.n ?? 0);
     });
+  }
+
+  /** Writes the steps counted in memory and stops answering from the cache. */
+  close(): Promise<void> {
+    return this.cache.close();
   }
 }
