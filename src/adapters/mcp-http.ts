@@ -1,7 +1,8 @@
 /**
  * The MCP gateway's HTTP face (`guardctl mcp-proxy --listen HOST:PORT`): MCP over
- * streamable HTTP at `/mcp` (the MCP SDK's server transport: POST, GET and DELETE, SSE
- * streams, `Mcp-Session-Id`) for many clients at once, each guarded as over stdio.
+ * streamable HTTP at `/mcp` (spec revision 2025-11-25: POST, GET and DELETE, JSON answers
+ * and SSE streams, `Mcp-Session-Id`; mcp-http-session.ts) for many clients at once, each
+ * guarded as over stdio.
  *
  * Each client session gets an upstream of its own: a process started for it (stdio) or a
  * session of its own on the HTTP server. A stdio MCP server serves one client: its roots,
@@ -11,15 +12,21 @@
  *
  * Before MCP sees a request: the path is /mcp; the Host is one this gateway answers to
  * and the Origin, when a browser sends one, is listed (DNS rebinding, 403); the client
- * holds a credential (401).
+ * holds a credential (401). Then, as the spec asks: a session id on every request but
+ * initialize (400 without, 404 unknown), a supported MCP-Protocol-Version (400), an Accept
+ * listing what the method answers with (406) and a JSON body (415) of at most
+ * MAX_POST_BYTES (413) that parses (400, a JSON-RPC parse error).
  */
-import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { GuardAgent } from '../sdk/agent.js';
 import type { AdapterOptions } from './decisions.js';
+import { HttpSessionTransport } from './mcp-http-session.js';
+import {
+  ASSUMED_PROTOCOL_VERSION, INVALID_REQUEST, isJsonContentType, lists, parseBody, prefersEventStream, problem, protocolVersionRefusal, readBody, REFUSED,
+} from './mcp-http-wire.js';
 import { isLoopback } from './mcp-loopback.js';
 import { startMcpProxy, type McpProxy, type McpProxyOptions, type McpUpstream } from './mcp.js';
 
@@ -61,14 +68,16 @@ export interface McpHttpGateway {
 }
 
 interface Session {
-  transport: StreamableHTTPServerTransport;
-  proxy: McpProxy | null;
+  transport: HttpSessionTransport;
+  proxy: McpProxy;
   lastActive: number;
 }
 
 const DEFAULT_MAX_SESSIONS = 1000;
 /** An initialize request is small; a session-less POST is read only up to this. */
 const MAX_INITIALIZE_BYTES = 1024 * 1024;
+/** The most a POST of a session is read (the MCP SDK's server transport's bound, which this face had before). */
+const MAX_POST_BYTES = 4 * 1024 * 1024;
 
 export async function startMcpHttpGateway(options: McpHttpGatewayOptions): Promise<McpHttpGateway> {
   const report = options.report ?? ((line: string) => void process.stderr.write(`[guardctl mcp-proxy] ${line}\n`));
@@ -82,8 +91,7 @@ export async function startMcpHttpGateway(options: McpHttpGatewayOptions): Promi
     if (!session) return;
     sessions.delete(id);
     report(`session ${id} ended: ${why}`);
-    await session.proxy?.close();
-    await session.transport.close().catch(() => undefined);
+    await session.proxy.close();
   };
 
   /** Makes room for one more session: the one idle longest goes. */
@@ -96,15 +104,23 @@ export async function startMcpHttpGateway(options: McpHttpGatewayOptions): Promi
     }
   };
 
-  const newSession = async (req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> => {
+  /** An initialize request without a session: a session and its upstream are started, then it is relayed. */
+  const newSession = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const body = await readBody(req, MAX_INITIALIZE_BYTES, 'an initialize request');
+    if (!body.ok) return problem(res, body.status, body.message);
+    const parsed = parseBody(body.text, ASSUMED_PROTOCOL_VERSION);
+    if (!parsed.ok) return problem(res, 400, parsed.message, parsed.code);
+    if (parsed.batch || !isInitializeRequest(parsed.messages[0])) {
+      return problem(res, 400, 'no Mcp-Session-Id: start a session with an initialize request (on its own, not in a batch)');
+    }
+    const refused = acceptRefusal(req, 'POST');
+    if (refused) return problem(res, refused.status, refused.message);
     await makeRoom();
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => void sessions.set(id, opened),
-    });
-    const opened: Session = { transport, proxy: null, lastActive: Date.now() };
+    const transport = new HttpSessionTransport();
+    const id = transport.sessionId;
+    let proxy: McpProxy;
     try {
-      opened.proxy = await startMcpProxy({
+      proxy = await startMcpProxy({
         guard: options.guard,
         upstream: options.upstream,
         client: transport,
@@ -114,47 +130,66 @@ export async function startMcpHttpGateway(options: McpHttpGatewayOptions): Promi
         ...(options.maxMessageBytes !== undefined && { maxMessageBytes: options.maxMessageBytes }),
         ...(options.approverApiKey !== undefined && { approverApiKey: options.approverApiKey }),
         onDecision: options.onDecision,
-        // The MCP session id, once the SDK has made it: the session the checks belong to.
-        sessionId: () => transport.sessionId,
-        report: (line) => report(`session ${transport.sessionId ?? '(new)'}: ${line}`),
+        // The MCP session id: the session the checks belong to.
+        sessionId: () => id,
+        report: (line) => report(`session ${id}: ${line}`),
       });
     } catch (error) {
       report(`could not start the MCP server for a new session: ${error instanceof Error ? error.message : String(error)}`);
-      return void problem(res, 502, 'the gateway could not reach its MCP server');
+      return problem(res, 502, 'the gateway could not reach its MCP server');
     }
-    // The upstream went away (or the client sent DELETE): the session ends with it.
-    void opened.proxy.done.then((exit) => {
-      const id = transport.sessionId;
-      if (id !== undefined && sessions.get(id) === opened) void endSession(id, exit.reason);
+    if (closing) {
+      await proxy.close();
+      return problem(res, 503, 'the gateway is stopping');
+    }
+    const opened: Session = { transport, proxy, lastActive: Date.now() };
+    sessions.set(id, opened);
+    // The upstream went away (or the session was ended): the session ends with it.
+    void proxy.done.then((exit) => {
+      if (sessions.get(id) === opened) void endSession(id, exit.reason);
     });
-    await transport.handleRequest(req, res, body);
-    // Refused by the SDK (a header missing, another protocol): no session, so no upstream either.
-    const id = transport.sessionId;
-    if (id === undefined || sessions.get(id) !== opened) await opened.proxy.close();
+    transport.post(res, parsed.messages, false, prefersEventStream(req.headers.accept));
+  };
+
+  /** A POST to a session: its messages are relayed, the answers come on the response. */
+  const postTo = async (session: Session, req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const body = await readBody(req, MAX_POST_BYTES, 'a message');
+    if (!body.ok) return problem(res, body.status, body.message);
+    const version = session.transport.negotiatedVersion ?? headerOf(req, 'mcp-protocol-version') ?? ASSUMED_PROTOCOL_VERSION;
+    const parsed = parseBody(body.text, version);
+    if (!parsed.ok) return problem(res, 400, parsed.message, parsed.code);
+    if (parsed.messages.some(isInitializeRequest)) return problem(res, 400, 'this session is initialized already: initialize a new one without an Mcp-Session-Id', INVALID_REQUEST);
+    if (session.transport.closed) return problem(res, 404, 'no such session (it ended): initialize a new one');
+    session.transport.post(res, parsed.messages, parsed.batch, prefersEventStream(req.headers.accept));
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0];
-    if (path !== '/mcp') return void problem(res, 404, 'not found: the MCP endpoint is /mcp');
+    if (path !== '/mcp') return problem(res, 404, 'not found: the MCP endpoint is /mcp');
     const refusal = checkOrigin(req, allowedOrigins, options.host);
-    if (refusal) return void problem(res, 403, refusal);
+    if (refusal) return problem(res, 403, refusal);
     if (!(await authenticated(req, options.auth))) {
-      res.setHeader('WWW-Authenticate', 'Bearer realm="guardctl mcp-proxy"');
-      return void problem(res, 401, 'a valid credential is required: Authorization: Bearer <token>');
+      return problem(res, 401, 'a valid credential is required: Authorization: Bearer <token>', REFUSED, { 'www-authenticate': 'Bearer realm="guardctl mcp-proxy"' });
     }
-    if (closing) return void problem(res, 503, 'the gateway is stopping');
-    const sid = req.headers['mcp-session-id'];
-    if (typeof sid === 'string') {
-      const session = sessions.get(sid);
-      if (!session) return void problem(res, 404, 'no such session (it ended, or was closed to make room): initialize a new one');
-      session.lastActive = Date.now();
-      return void (await session.transport.handleRequest(req, res));
+    if (closing) return problem(res, 503, 'the gateway is stopping');
+    const method = req.method ?? '';
+    if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') return problem(res, 405, `method ${method} is not allowed: POST, GET or DELETE`, REFUSED, { allow: 'GET, POST, DELETE' });
+    const sid = headerOf(req, 'mcp-session-id');
+    if (sid === undefined) {
+      if (method !== 'POST') return problem(res, 400, 'no Mcp-Session-Id: start a session with an initialize request (POST)');
+      return newSession(req, res);
     }
-    if (req.method !== 'POST') return void problem(res, 400, 'no Mcp-Session-Id: start a session with an initialize request (POST)');
-    const body = await readJson(req, MAX_INITIALIZE_BYTES);
-    if (!body.ok) return void problem(res, body.status, body.message);
-    if (!isInitializeRequest(body.value)) return void problem(res, 400, 'no Mcp-Session-Id: start a session with an initialize request');
-    await newSession(req, res, body.value);
+    const session = sessions.get(sid);
+    if (!session) return problem(res, 404, 'no such session (it ended, or was closed to make room): initialize a new one');
+    session.lastActive = Date.now();
+    const versionRefusal = protocolVersionRefusal(req.headers['mcp-protocol-version'], session.transport.negotiatedVersion);
+    if (versionRefusal) return problem(res, 400, versionRefusal);
+    const refused = acceptRefusal(req, method);
+    if (refused) return problem(res, refused.status, refused.message);
+    if (method === 'POST') return postTo(session, req, res);
+    if (method === 'GET') return session.transport.listen(res);
+    await endSession(sid, 'the client ended it (DELETE)');
+    res.writeHead(200).end();
   };
 
   const server: Server = createServer((req, res) => {
@@ -185,6 +220,24 @@ export async function startMcpHttpGateway(options: McpHttpGatewayOptions): Promi
   };
 }
 
+/** What a method's request must accept (the spec), as a refusal (406 Not Acceptable, 415 for a POST that is not JSON), or null. */
+function acceptRefusal(req: IncomingMessage, method: string): { status: number; message: string } | null {
+  const accept = req.headers.accept;
+  if (method === 'POST') {
+    if (!lists(accept, 'application/json') || !lists(accept, 'text/event-stream')) {
+      return { status: 406, message: 'Not Acceptable: a POST must list both application/json and text/event-stream in Accept' };
+    }
+    if (!isJsonContentType(req.headers['content-type'])) return { status: 415, message: 'Unsupported Media Type: the body must be application/json' };
+  }
+  if (method === 'GET' && !lists(accept, 'text/event-stream')) return { status: 406, message: 'Not Acceptable: a GET must list text/event-stream in Accept' };
+  return null;
+}
+
+function headerOf(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
 /** Host and Origin as the MCP spec asks of HTTP servers (against DNS rebinding); a reason when refused. */
 function checkOrigin(req: IncomingMessage, allowed: ReadonlySet<string>, bound: string): string | null {
   const origin = req.headers.origin;
@@ -212,27 +265,4 @@ async function authenticated(req: IncomingMessage, auth: McpHttpAuth): Promise<b
     return a.length === b.length && timingSafeEqual(a, b);
   }
   return auth.verifyKey(given).catch(() => false);
-}
-
-type Read = { ok: true; value: unknown } | { ok: false; status: number; message: string };
-
-async function readJson(req: IncomingMessage, max: number): Promise<Read> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > max) return { ok: false, status: 413, message: `an initialize request larger than ${max} bytes is not read` };
-    chunks.push(chunk);
-  }
-  try {
-    return { ok: true, value: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown };
-  } catch {
-    return { ok: false, status: 400, message: 'the body is not JSON' };
-  }
-}
-
-/** A JSON-RPC error body, as the MCP SDK's transport answers HTTP-level refusals. */
-function problem(res: ServerResponse, status: number, message: string): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
 }

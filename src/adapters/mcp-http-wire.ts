@@ -1,0 +1,147 @@
+/**
+ * The HTTP rules of MCP's streamable HTTP transport (spec revision 2025-11-25, "Transports"),
+ * for the gateway's HTTP face (mcp-http.ts, mcp-http-session.ts): what a request must
+ * accept and send, how its body is read, and how refusals and SSE events are written.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { parseMessage } from './mcp-message.js';
+
+/** JSON-RPC error codes of refusals at the HTTP level. */
+export const PARSE_ERROR = -32700;
+export const INVALID_REQUEST = -32600;
+/** What the MCP SDK's transports answer HTTP-level refusals with. */
+export const REFUSED = -32000;
+
+/** The protocol version a server assumes of a client that sends no MCP-Protocol-Version and negotiated none (the spec). */
+export const ASSUMED_PROTOCOL_VERSION = '2025-03-26';
+/** The first revision without JSON-RPC batches. */
+const NO_BATCHES_SINCE = '2025-06-18';
+/** The most messages one batch may hold (as the MCP SDK's server transport). */
+export const MAX_BATCH = 100;
+
+/** A JSON-RPC error body with no id, as the spec allows for HTTP-level refusals. */
+export function problem(res: ServerResponse, status: number, message: string, code = REFUSED, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+}
+
+interface MediaRange {
+  type: string;
+  q: number;
+  index: number;
+}
+
+/** An Accept header's media ranges, lower-cased, with their q-values (RFC 9110 12.5.1). */
+function mediaRanges(header: string | undefined): MediaRange[] {
+  if (header === undefined) return [];
+  return header.split(',').map((part, index) => {
+    const [type = '', ...params] = part.split(';').map((p) => p.trim());
+    const qParam = params.find((p) => /^q\s*=/i.test(p));
+    const q = qParam === undefined ? 1 : Number(qParam.replace(/^q\s*=\s*/i, ''));
+    return { type: type.toLowerCase(), q: Number.isFinite(q) ? q : 0, index };
+  });
+}
+
+/** The client lists `type` itself (the spec asks for it by name), with a q-value above 0. */
+export function lists(header: string | undefined, type: string): boolean {
+  return mediaRanges(header).some((range) => range.type === type && range.q > 0);
+}
+
+/**
+ * Whether the client prefers an SSE stream to a JSON answer: a higher q-value, or the same
+ * one and listed first (how Node's `negotiator` breaks ties). The MCP SDK's client sends
+ * `application/json, text/event-stream`, so it gets JSON unless the server sends something
+ * before the answer.
+ */
+export function prefersEventStream(header: string | undefined): boolean {
+  const ranges = mediaRanges(header);
+  const sse = ranges.find((r) => r.type === 'text/event-stream');
+  const json = ranges.find((r) => r.type === 'application/json');
+  if (!sse || !json) return sse !== undefined;
+  return sse.q > json.q || (sse.q === json.q && sse.index < json.index);
+}
+
+/** `application/json`, parameters (a charset) allowed. */
+export function isJsonContentType(header: string | undefined): boolean {
+  return (header ?? '').split(';')[0]!.trim().toLowerCase() === 'application/json';
+}
+
+/**
+ * A refusal of the MCP-Protocol-Version header, or null. The spec: a version the server does
+ * not support is answered 400; with no header the version negotiated at initialize holds.
+ * `negotiated` (the upstream's answer to initialize) is accepted even when the MCP SDK does not list it.
+ */
+export function protocolVersionRefusal(header: string | string[] | undefined, negotiated: string | undefined): string | null {
+  if (header === undefined) return null;
+  if (typeof header === 'string' && (header === negotiated || SUPPORTED_PROTOCOL_VERSIONS.includes(header))) return null;
+  return `unsupported MCP-Protocol-Version ${JSON.stringify(header)}: this session speaks ${negotiated ?? 'one of ' + SUPPORTED_PROTOCOL_VERSIONS.join(', ')}`;
+}
+
+export type Body = { ok: true; text: string } | { ok: false; status: number; message: string };
+
+/** The request's body as text, refused (413) past `max` bytes: by its Content-Length before reading, or as it arrives. */
+export async function readBody(req: IncomingMessage, max: number, what: string): Promise<Body> {
+  const tooLarge = { ok: false as const, status: 413, message: `${what} larger than ${max} bytes is not read` };
+  if (Number(req.headers['content-length']) > max) return tooLarge;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > max) return tooLarge;
+    chunks.push(chunk);
+  }
+  return { ok: true, text: chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8') };
+}
+
+export type Parsed =
+  | { ok: true; messages: JSONRPCMessage[]; batch: boolean }
+  | { ok: false; code: number; message: string };
+
+/**
+ * A POST body as JSON-RPC messages: one message, or (protocol versions before 2025-06-18,
+ * which had them) a batch of up to MAX_BATCH. Each is validated as the MCP SDK's schema does.
+ */
+export function parseBody(text: string, protocolVersion: string): Parsed {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return { ok: false, code: PARSE_ERROR, message: 'Parse error: the body is not JSON' };
+  }
+  const batch = Array.isArray(json);
+  const items: unknown[] = batch ? (json as unknown[]) : [json];
+  if (batch) {
+    if (protocolVersion >= NO_BATCHES_SINCE) {
+      return { ok: false, code: INVALID_REQUEST, message: `JSON-RPC batches are not part of MCP ${protocolVersion} (none since ${NO_BATCHES_SINCE}): send one message per POST` };
+    }
+    if (items.length === 0 || items.length > MAX_BATCH) return { ok: false, code: INVALID_REQUEST, message: `a batch holds 1 to ${MAX_BATCH} messages, not ${items.length}` };
+  }
+  const messages: JSONRPCMessage[] = [];
+  for (const [i, item] of items.entries()) {
+    const parsed = parseMessage(item);
+    if (!parsed.success) return { ok: false, code: INVALID_REQUEST, message: `${batch ? `message ${i} of the batch` : 'the body'} is not a JSON-RPC message` };
+    messages.push(parsed.data);
+  }
+  return { ok: true, messages, batch };
+}
+
+/** One SSE event carrying a JSON-RPC message, as the MCP SDK frames them. */
+export function sseEvent(message: JSONRPCMessage): string {
+  return `event: message\ndata: ${JSON.stringify(message)}\n\n`;
+}
+
+/** Headers of an SSE stream (no-transform and X-Accel-Buffering: proxies must not buffer it). */
+export function sseHeaders(sessionId: string): Record<string, string> {
+  return { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no', 'mcp-session-id': sessionId };
+}
+
+/** How often an idle SSE stream gets a comment line, so intermediaries do not time it out (the MCP SDK's interval). */
+const KEEP_ALIVE_MS = 15_000;
+
+/** Writes a comment to the stream every KEEP_ALIVE_MS until it ends; the timer never holds the process. */
+export function keepAlive(res: ServerResponse): void {
+  const timer = setInterval(() => res.write(': keepalive\n\n'), KEEP_ALIVE_MS);
+  timer.unref();
+  res.once('close', () => clearInterval(timer));
+}
