@@ -299,8 +299,10 @@ export class SessionCache {
   #heard(m: Message): void {
     switch (m.k) {
       case 'drop':
-        if (m.from === this.replica) return;
         this.#forget(m.a, m.s);
+        // Its own drop too: a label statement whose client gave up (an error, a timeout) may
+        // still commit, and this replica's cache must not hide the label it stored.
+        if (m.from === this.replica) return;
         // Acknowledged once the steps counted here are written too: a GET of the session
         // after the acknowledgements counts every step answered before (readSession).
         void this.#freshFlush()
