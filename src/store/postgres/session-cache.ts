@@ -241,7 +241,8 @@ export class SessionCache {
     this.#listener.subscribe((m) => this.#heard(m));
     this.#timer = setInterval(() => void this.flush().catch(() => undefined), PING_EVERY_MS);
     this.#timer.unref();
-    void this.#listener.listening().then(() => this.flush().catch(() => undefined));
+    // A ping begun now that LISTEN is in effect (one under way may predate it: it lets the cache answer no step).
+    void this.#listener.listening().then(() => this.#freshFlush().catch(() => undefined));
   }
 
   async #ping(): Promise<void> {
@@ -262,7 +263,11 @@ export class SessionCache {
       e.pending = 0;
     }
     const n = ++this.#pingCount;
-    this.#pingsSent.set(n, performance.now());
+    const validMs = this.#listening ? VALID_MS : 0;
+    // Only a ping that listed this replica for VALID_MS may let its cache answer once heard
+    // back: one sent before LISTEN took effect can commit after it and be heard, while its
+    // row told adders there was no cache here to wait for.
+    if (validMs > 0) this.#pingsSent.set(n, performance.now());
     const list = [...rows.values()];
     try {
       await this.database.prepared('guard_session_ping', 'SELECT session_ping($1, $2, $3, $4, $5, $6, $7, $8)', [
@@ -272,7 +277,7 @@ export class SessionCache {
         list.map((r) => r.n),
         list.map((r) => r.t),
         this.replica,
-        this.#listening ? VALID_MS : 0,
+        validMs,
         JSON.stringify({ k: 'ping', from: this.replica, n }),
       ]);
     } catch (error) {
