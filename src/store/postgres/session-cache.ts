@@ -12,7 +12,8 @@
  *   after the commit it reads which replicas may be caching (session_cachers) and does
  *   not answer until each of them has acknowledged the drop or has passed its time there.
  *   A replica acknowledges a drop once the session is out of its cache; a read under way
- *   when a drop arrives is not cached (it may predate the label). So a step that starts
+ *   when a drop arrives is not cached (it may predate the label). Its own drops empty its
+ *   cache too: a label statement whose client gave up may still commit. So a step that starts
  *   after the adder's answer, on any replica, reads the label from the database.
  * - A replica answers from its cache only while a ping it heard back says its listener
  *   hears drops: the ping is sent in the transaction that renews the replica's time in
