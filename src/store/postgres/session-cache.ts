@@ -12,7 +12,8 @@
  *   after the commit it reads which replicas may be caching (session_cachers) and does
  *   not answer until each of them has acknowledged the drop or has passed its time there.
  *   A replica acknowledges a drop once the session is out of its cache; a read under way
- *   when a drop arrives is not cached (it may predate the label). So a step that starts
+ *   when a drop arrives is not cached (it may predate the label). Its own drops empty its
+ *   cache too: a label statement whose client gave up may still commit. So a step that starts
  *   after the adder's answer, on any replica, reads the label from the database.
  * - A replica answers from its cache only while a ping it heard back says its listener
  *   hears drops: the ping is sent in the transaction that renews the replica's time in
@@ -241,7 +242,8 @@ export class SessionCache {
     this.#listener.subscribe((m) => this.#heard(m));
     this.#timer = setInterval(() => void this.flush().catch(() => undefined), PING_EVERY_MS);
     this.#timer.unref();
-    void this.#listener.listening().then(() => this.flush().catch(() => undefined));
+    // A ping begun now that LISTEN is in effect (one under way may predate it: it lets the cache answer no step).
+    void this.#listener.listening().then(() => this.#freshFlush().catch(() => undefined));
   }
 
   async #ping(): Promise<void> {
@@ -262,7 +264,11 @@ export class SessionCache {
       e.pending = 0;
     }
     const n = ++this.#pingCount;
-    this.#pingsSent.set(n, performance.now());
+    const validMs = this.#listening ? VALID_MS : 0;
+    // Only a ping that listed this replica for VALID_MS may let its cache answer once heard
+    // back: one sent before LISTEN took effect can commit after it and be heard, while its
+    // row told adders there was no cache here to wait for.
+    if (validMs > 0) this.#pingsSent.set(n, performance.now());
     const list = [...rows.values()];
     try {
       await this.database.prepared('guard_session_ping', 'SELECT session_ping($1, $2, $3, $4, $5, $6, $7, $8)', [
@@ -272,7 +278,7 @@ export class SessionCache {
         list.map((r) => r.n),
         list.map((r) => r.t),
         this.replica,
-        this.#listening ? VALID_MS : 0,
+        validMs,
         JSON.stringify({ k: 'ping', from: this.replica, n }),
       ]);
     } catch (error) {
@@ -299,8 +305,10 @@ export class SessionCache {
   #heard(m: Message): void {
     switch (m.k) {
       case 'drop':
-        if (m.from === this.replica) return;
         this.#forget(m.a, m.s);
+        // Its own drop too: a label statement whose client gave up (an error, a timeout) may
+        // still commit, and this replica's cache must not hide the label it stored.
+        if (m.from === this.replica) return;
         // Acknowledged once the steps counted here are written too: a GET of the session
         // after the acknowledgements counts every step answered before (readSession).
         void this.#freshFlush()
