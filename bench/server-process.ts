@@ -30,7 +30,8 @@ export interface ServerSpec {
   seed?: boolean;
 }
 
-export type ChildRequest = { id: number; op: 'stats' | 'flush' | 'close' };
+/** `gc`: a full collection (the process runs with --expose-gc; bench/callgrind.ts). */
+export type ChildRequest = { id: number; op: 'stats' | 'flush' | 'gc' | 'close' };
 
 export interface ChildStats {
   /** The process's CPU time so far (all threads), µs. */
