@@ -44,7 +44,6 @@ function startUnderCallgrind(spec: ServerSpec, outDir: string): Promise<{ child:
       `--callgrind-out-file=${join(outDir, 'callgrind.%p')}`,
       process.execPath,
       '--single-threaded',
-      '--expose-gc',
       '--hash-seed=1',
       '--random-seed=1',
       script,
@@ -98,8 +97,8 @@ async function send(url: URL, agent: http.Agent, count: number, bodies: readonly
   await Promise.all(Array.from({ length: CONNECTIONS }, loop));
 }
 
-/** Asks the benchmark server to do `op` (write what observability holds, or collect its heap); resolves when done. */
-function ask(child: ChildProcess, op: 'flush' | 'gc'): Promise<void> {
+/** Asks the benchmark server to write what observability holds; resolves when it is written. */
+function flush(child: ChildProcess): Promise<void> {
   const id = Date.now();
   return new Promise((resolve) => {
     const onMessage = (message: { id?: number }) => {
@@ -108,16 +107,14 @@ function ask(child: ChildProcess, op: 'flush' | 'gc'): Promise<void> {
       resolve();
     };
     child.on('message', onMessage);
-    child.send({ id, op } satisfies ChildRequest);
+    child.send({ id, op: 'flush' } satisfies ChildRequest);
   });
 }
 
 /**
  * Windows counted per server by default. A major cycle of the garbage collector comes every
- * few thousand requests and moved one window's count by up to a half: before each window
- * the server's heap is collected in full, uncounted, so a window counts its requests and
- * the young-generation collections they cause, not a major cycle that happens to fall in
- * it. The median of the windows reads the common case, and the counts show the spread.
+ * few thousand requests and moves one window's count by up to a quarter: the median of
+ * three windows reads the common case, and the three counts show the spread.
  */
 const WINDOWS = 3;
 
@@ -137,11 +134,10 @@ export async function countInstructions(spec: ServerSpec, bodies: readonly strin
       // With observability on, events wait in a buffer for the flush timer: written inside
       // the counted window they would be the warm-up's, and some counted requests' would be
       // written after it. Flushing on both edges counts exactly the measured requests' writes.
-      if (spec.observability) await ask(child, 'flush');
-      await ask(child, 'gc');
+      if (spec.observability) await flush(child);
       await run('callgrind_control', ['--instr=on', pid]);
       await send(target, agent, measured, bodies);
-      if (spec.observability) await ask(child, 'flush');
+      if (spec.observability) await flush(child);
       await run('callgrind_control', ['--instr=off', pid]);
       // Each dump holds what was counted since the one before: this window alone.
       await run('callgrind_control', ['--dump', pid]);

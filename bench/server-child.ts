@@ -148,11 +148,6 @@ process.on('message', (request: ChildRequest) => {
         await Promise.all([observability?.flush(), server?.tracing?.forceFlush()]);
         process.send!({ id: request.id });
         break;
-      case 'gc':
-        if (typeof globalThis.gc !== 'function') throw new Error('gc asked of a server started without --expose-gc');
-        globalThis.gc();
-        process.send!({ id: request.id });
-        break;
       case 'close':
         await (server ? server.close() : app.close());
         if (dir) rmSync(dir, { recursive: true, force: true });

@@ -30,8 +30,7 @@ export interface ServerSpec {
   seed?: boolean;
 }
 
-/** `gc`: a full collection (the process runs with --expose-gc; bench/callgrind.ts). */
-export type ChildRequest = { id: number; op: 'stats' | 'flush' | 'gc' | 'close' };
+export type ChildRequest = { id: number; op: 'stats' | 'flush' | 'close' };
 
 export interface ChildStats {
   /** The process's CPU time so far (all threads), µs. */
