@@ -59,9 +59,9 @@ async function session(url: string, protocolVersion = '2025-11-25'): Promise<{ s
   return { sid, send };
 }
 
-/** The JSON-RPC messages of an SSE body. */
+/** The JSON-RPC messages of an SSE body (a priming event, an id without data, carries none). */
 function events(text: string): Array<Record<string, unknown>> {
-  return text.split('\n\n').filter((e) => e.includes('data: ')).map((e) => JSON.parse(e.slice(e.indexOf('data: ') + 6)) as Record<string, unknown>);
+  return text.split('\n\n').filter((e) => /^data: ./m.test(e)).map((e) => JSON.parse(e.slice(e.indexOf('data: ') + 6)) as Record<string, unknown>);
 }
 
 /** Reads an SSE response until an event matching `until` arrives, then cancels it. */
