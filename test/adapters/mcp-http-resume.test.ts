@@ -15,6 +15,7 @@ import type { HeldBounds } from '../../src/adapters/mcp-http-events.js';
 import { startMcpHttpGateway, type McpHttpGateway } from '../../src/adapters/mcp-http.js';
 import { GuardAgent } from '../../src/sdk/index.js';
 import { quietLogger } from './guarded-agent.js';
+import { readUntil } from './sse-read.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const fixture = join(root, 'test/fixtures/mcp/server.mjs');
@@ -80,22 +81,6 @@ function parse(text: string): Event[] {
   });
 }
 
-/** Reads SSE events until one matches `until`, then drops the connection (as a network failure would). */
-async function readUntil(response: Response, until: (event: Event) => boolean): Promise<Event[]> {
-  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-  let text = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`the stream ended before the awaited event: ${text}`);
-    text += value;
-    const seen = parse(text.slice(0, text.lastIndexOf('\n\n') + 2));
-    if (seen.some(until)) {
-      await reader.cancel();
-      return seen;
-    }
-  }
-}
-
 const errorOf = async (response: Response) => ((await response.json()) as { error: { message: string } }).error.message;
 const progressOf = (events: Event[]) => events.filter((e) => e.message?.method === 'notifications/progress').map((e) => (e.message!.params as { progress: number }).progress);
 
@@ -105,7 +90,7 @@ describe('resumable SSE streams, over plain HTTP', () => {
     const s = await session(gw.url);
     const waiting = await s.stream(callTool(1, 'wait_keys', {}));
     expect(waiting.headers.get('content-type')).toBe('text/event-stream');
-    const [priming] = await readUntil(waiting, (e) => e.id !== undefined);
+    const [priming] = await readUntil(waiting, parse, (e) => e.id !== undefined);
     expect(priming).toEqual({ id: expect.stringMatching(/^[\w-]+\.1\.0$/), message: undefined });
     // The client is gone; the call runs on (a disconnection is not a cancellation) and its answer is held.
     expect(await (await s.json(callTool(2, 'release', {}))).json()).toMatchObject({ id: 2, result: { content: [{ text: 'released' }] } });
@@ -123,13 +108,13 @@ describe('resumable SSE streams, over plain HTTP', () => {
     const s = await session(gw.url);
     // The GET stream gets a log line (it belongs to no request), then drops.
     const standalone = await s.get();
-    const logged = readUntil(standalone, (e) => e.message?.method === 'notifications/message');
+    const logged = readUntil(standalone, parse, (e) => e.message?.method === 'notifications/message');
     await (await s.json(callTool(1, 'leak', { how: 'clean_log' }))).json();
     const lastOfGet = (await logged).at(-1)!;
     expect(lastOfGet.id).toMatch(/^[\w-]+\.0\.1$/);
 
     const slow = await s.stream(callTool(2, 'slow', { steps: 4 }, { progressToken: 't' }));
-    const before = await readUntil(slow, (e) => e.message?.method === 'notifications/progress');
+    const before = await readUntil(slow, parse, (e) => e.message?.method === 'notifications/progress');
     expect(progressOf(before)).toEqual([1]);
     const resumed = parse(await (await s.get(before.at(-1)!.id)).text());
     expect(progressOf(resumed)).toEqual([2, 3, 4]);
@@ -139,7 +124,7 @@ describe('resumable SSE streams, over plain HTTP', () => {
 
     // The GET stream resumed: none of the call's events, only what came for it since.
     const again = await s.get(lastOfGet.id);
-    const next = readUntil(again, (e) => e.message?.method === 'notifications/message');
+    const next = readUntil(again, parse, (e) => e.message?.method === 'notifications/message');
     await (await s.json(callTool(3, 'leak', { how: 'clean_log' }))).json();
     expect((await next).map((e) => e.message?.method ?? e.id)).toEqual(['notifications/message']);
   });
@@ -148,8 +133,8 @@ describe('resumable SSE streams, over plain HTTP', () => {
     const gw = await gateway();
     const a = await session(gw.url);
     const b = await session(gw.url);
-    const [primingA] = await readUntil(await a.stream(callTool(1, 'slow', { steps: 1 })), (e) => e.id !== undefined);
-    const [primingB] = await readUntil(await b.stream(callTool(1, 'slow', { steps: 1 })), (e) => e.id !== undefined);
+    const [primingA] = await readUntil(await a.stream(callTool(1, 'slow', { steps: 1 })), parse, (e) => e.id !== undefined);
+    const [primingB] = await readUntil(await b.stream(callTool(1, 'slow', { steps: 1 })), parse, (e) => e.id !== undefined);
     const [tagB] = primingB!.id!.split('.');
     for (const id of [primingA!.id!, `${tagB}.9.0`, `${tagB}.1.7`, `${tagB}.0.5`, 'garbage', `${tagB}.1.0.0`]) {
       const refused = await b.get(id);
