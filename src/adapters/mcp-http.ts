@@ -15,7 +15,9 @@
  * holds a credential (401). Then, as the spec asks: a session id on every request but
  * initialize (400 without, 404 unknown), a supported MCP-Protocol-Version (400), an Accept
  * listing what the method answers with (406) and a JSON body (415) of at most
- * MAX_POST_BYTES (413) that parses (400, a JSON-RPC parse error).
+ * MAX_POST_BYTES (413) that parses (400, a JSON-RPC parse error). A GET's Last-Event-ID
+ * resumes a stream of its own session only (mcp-http-events.ts: 400 for any other id, 410
+ * past what the session holds).
  */
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';

@@ -115,11 +115,13 @@ describe('resumable SSE streams, over plain HTTP', () => {
 
     const slow = await s.stream(callTool(2, 'slow', { steps: 4 }, { progressToken: 't' }));
     const before = await readUntil(slow, parse, (e) => e.message?.method === 'notifications/progress');
-    expect(progressOf(before)).toEqual([1]);
     const resumed = parse(await (await s.get(before.at(-1)!.id)).text());
-    expect(progressOf(resumed)).toEqual([2, 3, 4]);
-    expect(resumed.at(-1)!.message).toMatchObject({ id: 2, result: { content: [{ text: 'done in 4 steps' }] } });
-    const ids = [...before, ...resumed].map((e) => e.id);
+    // However the events fell into chunks before the drop: each once, in order, then the answer.
+    const all = [...before, ...resumed];
+    expect(progressOf(all)).toEqual([1, 2, 3, 4]);
+    expect(all.filter((e) => e.message?.id === 2)).toEqual([all.at(-1)]);
+    expect(all.at(-1)!.message).toMatchObject({ id: 2, result: { content: [{ text: 'done in 4 steps' }] } });
+    const ids = all.map((e) => e.id);
     expect(new Set(ids).size).toBe(ids.length);
 
     // The GET stream resumed: none of the call's events, only what came for it since.
@@ -174,20 +176,26 @@ describe('resumable SSE streams, with the MCP SDK\'s own client', () => {
     const gw = await gateway();
     let cuts = 0;
     // Cuts the first tools/call stream after the chunk holding its first progress event (the socket is closed too).
+    const resumedFrom: string[] = [];
     const cutting: typeof fetch = async (input, init) => {
+      const lastEventId = new Headers(init?.headers).get('last-event-id');
+      if (lastEventId !== null) resumedFrom.push(lastEventId);
       const response = await fetch(input, init);
       if (cuts > 0 || init?.method !== 'POST' || typeof init.body !== 'string' || !init.body.includes('"tools/call"') || !response.body) return response;
       cuts++;
       const upstream = response.body.getReader();
+      let progressed = false;
       const body = new ReadableStream<Uint8Array>({
         async pull(controller) {
+          // The pull after the progress chunk: the client has read it (an error drops chunks still queued).
+          if (progressed) {
+            await upstream.cancel();
+            return controller.error(new Error('connection reset'));
+          }
           const { value, done } = await upstream.read();
           if (done) return controller.close();
+          progressed = new TextDecoder().decode(value).includes('notifications/progress');
           controller.enqueue(value);
-          if (new TextDecoder().decode(value).includes('notifications/progress')) {
-            await upstream.cancel();
-            controller.error(new Error('connection reset'));
-          }
         },
       });
       return new Response(body, { status: response.status, headers: response.headers });
@@ -204,6 +212,7 @@ describe('resumable SSE streams, with the MCP SDK\'s own client', () => {
     const progress: number[] = [];
     const result = (await client.callTool({ name: 'slow', arguments: { steps: 5 } }, CallToolResultSchema, { onprogress: (p) => progress.push(p.progress) })) as CallToolResult;
     expect(cuts).toBe(1);
+    expect(resumedFrom).toEqual([expect.stringMatching(/^[\w-]+\.1\.[1-5]$/)]);
     expect(errors.some((e) => /disconnected/.test(e))).toBe(true);
     expect(result.content).toEqual([{ type: 'text', text: 'done in 5 steps' }]);
     // Each progress event once, in order (the SDK's client may drop one read in the chunk of its answer).
