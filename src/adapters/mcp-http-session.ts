@@ -128,7 +128,8 @@ export class HttpSessionTransport implements Transport {
    * SDK does), or with `Last-Event-ID` the resumed stream that event belongs to.
    */
   listen(res: ServerResponse, lastEventId?: string): void {
-    if (lastEventId !== undefined) {
+    // An empty Last-Event-ID is no id (an SSE client sends none before its first event id).
+    if (lastEventId !== undefined && lastEventId !== '') {
       const resumed = this.#events.resume(lastEventId);
       if (!resumed.ok) return problem(res, resumed.status, resumed.message);
       return this.#attach(resumed.stream, res, resumed.frames);

@@ -143,6 +143,10 @@ describe('resumable SSE streams, over plain HTTP', () => {
       expect(refused.status, id).toBe(400);
       expect(await errorOf(refused)).toContain('not the id of an event of this session');
     }
+    // An empty Last-Event-ID is none: the session's GET stream, opened afresh.
+    const fresh = await fetch(gw.url, { headers: { accept: 'text/event-stream', 'mcp-session-id': b.sid, 'mcp-protocol-version': VERSION, 'last-event-id': '' } });
+    expect(fresh.status).toBe(200);
+    await fresh.body!.cancel();
     // Its own session still resumes it.
     expect((await a.get(primingA!.id)).status).toBe(200);
     const noSession = await fetch(gw.url, { headers: { accept: 'text/event-stream', 'last-event-id': primingA!.id! } });
