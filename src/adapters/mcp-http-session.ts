@@ -10,11 +10,18 @@
  *   ended after the last answer. A POST of notifications or answers is answered 202.
  * - GET opens the session's standalone SSE stream: the server's requests and notifications
  *   that relate to no request go there. With none open they go on the newest exchange still
- *   waiting (turned into an SSE stream), and with neither they wait for a GET stream (up to
- *   MAX_QUEUED): the relay cannot tell which request an upstream's notification or sampling
- *   request belongs to, and the spec allows both streams for it.
- * - No stream is resumable (no SSE event ids): a `Last-Event-ID` opens a fresh stream. A
- *   client whose connection drops loses the answers of that exchange.
+ *   waiting whose client is connected (turned into an SSE stream), and with neither they
+ *   are held for the GET stream (mcp-http-events.ts bounds them): the relay cannot tell
+ *   which request an upstream's notification or sampling request belongs to, and the spec
+ *   allows both streams for it.
+ * - Every stream is resumable (mcp-http-events.ts): each event has an id, and a POST's
+ *   stream starts with a priming event (an id, no data) for clients at 2025-11-25 or later
+ *   (earlier SDK clients fail on an event without data, so the MCP SDK's server sends none
+ *   to them either). A GET with `Last-Event-ID` replays the events after it on its stream,
+ *   then carries that stream's live messages (a POST's: the rest, up to its answers, then it
+ *   ends); it replaces a connection of that stream still open. A client whose SSE
+ *   connection drops is not cancelling (the spec): its requests run on and their answers
+ *   are held. A JSON answer has no id: a client that drops before it loses it.
  *
  * Written on node:http for the gateway's latency: the SDK's server transport adapts every
  * request to web streams (@hono/node-server) and builds a request listener per request.
@@ -25,10 +32,11 @@ import type { ServerResponse } from 'node:http';
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { kindOf } from './mcp-message.js';
-import { INVALID_REQUEST, keepAlive, problem, sseEvent, sseHeaders } from './mcp-http-wire.js';
+import { SessionEvents, type EventStream, type HeldBounds } from './mcp-http-events.js';
+import { INVALID_REQUEST, keepAlive, problem, sseHeaders } from './mcp-http-wire.js';
 
-/** Unrelated messages kept for a standalone stream that is not open yet. */
-const MAX_QUEUED = 1000;
+/** The first protocol revision whose clients take an SSE event without data (the priming event). */
+const PRIMING_SINCE = '2025-11-25';
 
 /** One POST holding requests, and its HTTP response. */
 interface Exchange {
@@ -39,8 +47,10 @@ interface Exchange {
   answers: Map<RequestId, JSONRPCMessage>;
   order: RequestId[];
   batch: boolean;
-  /** The response is an SSE stream (its head is written). */
-  stream: boolean;
+  /** The SSE stream its answers go on, once it is one (its head is written on `res`). */
+  stream: EventStream | undefined;
+  /** The stream starts with a priming event (the request's protocol version takes one). */
+  primes: boolean;
   /** The progress tokens its requests declared (`_meta.progressToken`). */
   tokens: unknown[];
   done: boolean;
@@ -56,10 +66,16 @@ export class HttpSessionTransport implements Transport {
 
   readonly #exchanges = new Map<RequestId, Exchange>();
   readonly #byToken = new Map<unknown, Exchange>();
-  #standalone: ServerResponse | null = null;
-  #queued: JSONRPCMessage[] = [];
+  readonly #events: SessionEvents;
   #initializeId: RequestId | undefined;
   #closed = false;
+
+  constructor(held: Partial<HeldBounds> = {}) {
+    this.#events = new SessionEvents(held, (stream) => {
+      const where = stream.number === 0 ? "the client's SSE stream (GET), which it has not opened" : 'a request whose client went away';
+      this.onerror?.(new Error(`more messages wait for ${where} than a session holds: the oldest were dropped`));
+    });
+  }
 
   get closed(): boolean {
     return this.#closed;
@@ -71,7 +87,7 @@ export class HttpSessionTransport implements Transport {
    * A POST's messages (validated), answered on `res`. A request whose id is still waiting
    * for its answer is refused with the whole POST: its answer could not be told from the other's.
    */
-  post(res: ServerResponse, messages: JSONRPCMessage[], batch: boolean, preferStream: boolean): void {
+  post(res: ServerResponse, messages: JSONRPCMessage[], batch: boolean, preferStream: boolean, protocolVersion: string | undefined): void {
     const requests = messages.filter((m) => kindOf(m) === 'request') as Array<JSONRPCMessage & { id: RequestId; method: string; params?: { _meta?: { progressToken?: unknown } } }>;
     if (requests.length === 0) {
       res.writeHead(202).end();
@@ -85,7 +101,9 @@ export class HttpSessionTransport implements Transport {
       }
       seen.add(id);
     }
-    const exchange: Exchange = { res, waiting: seen, answers: new Map(), order: [...seen], batch, stream: false, tokens: [], done: false };
+    const version = protocolVersion ?? this.negotiatedVersion;
+    const primes = version !== undefined && version >= PRIMING_SINCE;
+    const exchange: Exchange = { res, waiting: seen, answers: new Map(), order: [...seen], batch, stream: undefined, primes, tokens: [], done: false };
     for (const request of requests) {
       this.#exchanges.set(request.id, exchange);
       if (request.method === 'initialize') this.#initializeId = request.id;
@@ -95,25 +113,30 @@ export class HttpSessionTransport implements Transport {
         this.#byToken.set(token, exchange);
       }
     }
-    // The client went away: its answers cannot be delivered (the spec: not a cancellation, so the calls run on).
-    res.once('close', () => this.#forget(exchange));
+    // The client went away (the spec: not a cancellation, so the calls run on): a stream's
+    // answers are held for a resume, a JSON answer cannot be delivered.
+    res.once('close', () => {
+      if (exchange.stream) this.#detach(exchange.stream, res);
+      else this.#forget(exchange);
+    });
     if (preferStream) this.#openStream(exchange);
     for (const message of messages) this.onmessage?.(message);
   }
 
-  /** A GET: the standalone SSE stream (one at a time: a second is refused with 409, as the SDK does). */
-  listen(res: ServerResponse): void {
-    if (this.#standalone) return problem(res, 409, 'this session has an SSE stream open already (GET): one at a time');
-    this.#standalone = res;
-    res.writeHead(200, sseHeaders(this.sessionId));
-    res.flushHeaders();
-    keepAlive(res);
-    res.once('close', () => {
-      if (this.#standalone === res) this.#standalone = null;
-    });
-    const queued = this.#queued;
-    this.#queued = [];
-    for (const message of queued) res.write(sseEvent(message));
+  /**
+   * A GET: the standalone SSE stream (one at a time: a second is refused with 409, as the
+   * SDK does), or with `Last-Event-ID` the resumed stream that event belongs to.
+   */
+  listen(res: ServerResponse, lastEventId?: string): void {
+    // An empty Last-Event-ID is no id (an SSE client sends none before its first event id).
+    if (lastEventId !== undefined && lastEventId !== '') {
+      const resumed = this.#events.resume(lastEventId);
+      if (!resumed.ok) return problem(res, resumed.status, resumed.message);
+      return this.#attach(resumed.stream, res, resumed.frames);
+    }
+    const standalone = this.#events.standalone;
+    if (standalone.res) return problem(res, 409, 'this session has an SSE stream open already (GET): one at a time');
+    this.#attach(standalone, res, this.#events.undelivered(standalone));
   }
 
   async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
@@ -122,14 +145,11 @@ export class HttpSessionTransport implements Transport {
     if (kind === 'result' || kind === 'error') return this.#answer(message as JSONRPCMessage & { id: RequestId });
     const related = this.#related(message, options?.relatedRequestId);
     if (related) return this.#write(related, message);
-    if (this.#standalone) return void this.#standalone.write(sseEvent(message));
-    const newest = this.#newestWaiting();
+    const standalone = this.#events.standalone;
+    const newest = standalone.res ? undefined : this.#newestConnected();
     if (newest) return this.#write(newest, message);
-    if (this.#queued.length >= MAX_QUEUED) {
-      this.#queued.shift();
-      this.onerror?.(new Error(`more than ${MAX_QUEUED} messages wait for the client's SSE stream (GET), which it has not opened: the oldest was dropped`));
-    }
-    this.#queued.push(message);
+    // On the GET stream, or held for it until the client opens (or resumes) it.
+    this.#emit(standalone, JSON.stringify(message));
   }
 
   /** Ends every stream; requests still waiting are answered with an error first. */
@@ -139,9 +159,10 @@ export class HttpSessionTransport implements Transport {
       for (const id of exchange.waiting) this.#answer({ jsonrpc: '2.0', id, error: { code: ErrorCode.ConnectionClosed, message: 'the session ended before the MCP server answered' } });
     }
     this.#closed = true;
-    this.#standalone?.end();
-    this.#standalone = null;
-    this.#queued = [];
+    const standalone = this.#events.standalone;
+    standalone.res?.end();
+    standalone.res = null;
+    this.#events.clear();
     this.onclose?.();
   }
 
@@ -151,11 +172,11 @@ export class HttpSessionTransport implements Transport {
     this.#exchanges.delete(message.id);
     exchange.waiting.delete(message.id);
     if (message.id === this.#initializeId && 'result' in message) this.#learnVersion(message.result);
-    if (exchange.stream) exchange.res.write(sseEvent(message));
+    if (exchange.stream) this.#emit(exchange.stream, JSON.stringify(message));
     else exchange.answers.set(message.id, message);
     if (exchange.waiting.size > 0) return;
     this.#finish(exchange);
-    if (exchange.stream) return void exchange.res.end();
+    if (exchange.stream) return this.#end(exchange.stream);
     const answers = exchange.order.map((id) => exchange.answers.get(id)!);
     const body = JSON.stringify(exchange.batch ? answers : answers[0]);
     exchange.res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': this.sessionId }).end(body);
@@ -172,23 +193,58 @@ export class HttpSessionTransport implements Transport {
     return this.#byToken.get((message.params as { progressToken?: unknown } | undefined)?.progressToken);
   }
 
-  #newestWaiting(): Exchange | undefined {
+  /** The newest exchange still waiting whose client is still connected to it. */
+  #newestConnected(): Exchange | undefined {
     let newest: Exchange | undefined;
-    for (const exchange of this.#exchanges.values()) newest = exchange;
+    for (const exchange of this.#exchanges.values()) if (!exchange.stream || exchange.stream.res) newest = exchange;
     return newest;
   }
 
   /** A message before the answers: the exchange becomes an SSE stream if it is not one yet. */
   #write(exchange: Exchange, message: JSONRPCMessage): void {
-    if (!exchange.stream) this.#openStream(exchange);
-    exchange.res.write(sseEvent(message));
+    this.#emit(exchange.stream ?? this.#openStream(exchange), JSON.stringify(message));
   }
 
-  #openStream(exchange: Exchange): void {
-    exchange.stream = true;
+  #openStream(exchange: Exchange): EventStream {
+    const stream = this.#events.open();
+    exchange.stream = stream;
+    stream.res = exchange.res;
     exchange.res.writeHead(200, sseHeaders(this.sessionId));
+    if (exchange.primes) exchange.res.write(this.#events.priming(stream));
     exchange.res.flushHeaders();
     keepAlive(exchange.res);
+    return stream;
+  }
+
+  /** A message as an event of `stream`: held, and written if its client is connected. */
+  #emit(stream: EventStream, json: string): void {
+    const frame = this.#events.event(stream, json);
+    stream.res?.write(frame);
+  }
+
+  /** `res` carries `stream` from now on (replacing a connection of it still open), after `frames`. */
+  #attach(stream: EventStream, res: ServerResponse, frames: string[]): void {
+    const previous = stream.res;
+    stream.res = res;
+    previous?.end();
+    res.writeHead(200, sseHeaders(this.sessionId));
+    res.flushHeaders();
+    keepAlive(res);
+    res.once('close', () => this.#detach(stream, res));
+    for (const frame of frames) res.write(frame);
+    if (stream.finished) this.#end(stream);
+  }
+
+  #detach(stream: EventStream, res: ServerResponse): void {
+    if (stream.res === res) stream.res = null;
+  }
+
+  /** The stream's last event is written: its connection ends. */
+  #end(stream: EventStream): void {
+    const res = stream.res;
+    stream.res = null;
+    this.#events.finish(stream);
+    res?.end();
   }
 
   /** The exchange owes nothing more: its ids and tokens are released. */

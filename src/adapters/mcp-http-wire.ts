@@ -126,11 +126,6 @@ export function parseBody(text: string, protocolVersion: string): Parsed {
   return { ok: true, messages, batch };
 }
 
-/** One SSE event carrying a JSON-RPC message, as the MCP SDK frames them. */
-export function sseEvent(message: JSONRPCMessage): string {
-  return `event: message\ndata: ${JSON.stringify(message)}\n\n`;
-}
-
 /** Headers of an SSE stream (no-transform and X-Accel-Buffering: proxies must not buffer it). */
 export function sseHeaders(sessionId: string): Record<string, string> {
   return { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no', 'mcp-session-id': sessionId };

@@ -15,7 +15,9 @@
  * holds a credential (401). Then, as the spec asks: a session id on every request but
  * initialize (400 without, 404 unknown), a supported MCP-Protocol-Version (400), an Accept
  * listing what the method answers with (406) and a JSON body (415) of at most
- * MAX_POST_BYTES (413) that parses (400, a JSON-RPC parse error).
+ * MAX_POST_BYTES (413) that parses (400, a JSON-RPC parse error). A GET's Last-Event-ID
+ * resumes a stream of its own session only (mcp-http-events.ts: 400 for any other id, 410
+ * past what the session holds).
  */
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -23,6 +25,7 @@ import type { AddressInfo } from 'node:net';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { GuardAgent } from '../sdk/agent.js';
 import type { AdapterOptions } from './decisions.js';
+import type { HeldBounds } from './mcp-http-events.js';
 import { HttpSessionTransport } from './mcp-http-session.js';
 import {
   ASSUMED_PROTOCOL_VERSION, INVALID_REQUEST, isJsonContentType, lists, parseBody, prefersEventStream, problem, protocolVersionRefusal, readBody, REFUSED,
@@ -55,6 +58,8 @@ export interface McpHttpGatewayOptions extends AdapterOptions {
   maxMessageBytes?: number;
   /** The key a person's answer to an approval question is recorded with (McpProxyOptions.approverApiKey). */
   approverApiKey?: string;
+  /** Events each session holds for clients resuming a stream (mcp-http-events.ts; defaults 1,000 events, 1 MiB). */
+  held?: Partial<HeldBounds>;
   /** One pinned document's rules for every session (mcp-pins.ts). */
   pins?: McpProxyOptions['pins'];
   report?: (line: string) => void;
@@ -116,7 +121,7 @@ export async function startMcpHttpGateway(options: McpHttpGatewayOptions): Promi
     const refused = acceptRefusal(req, 'POST');
     if (refused) return problem(res, refused.status, refused.message);
     await makeRoom();
-    const transport = new HttpSessionTransport();
+    const transport = new HttpSessionTransport(options.held);
     const id = transport.sessionId;
     let proxy: McpProxy;
     try {
@@ -148,7 +153,8 @@ export async function startMcpHttpGateway(options: McpHttpGatewayOptions): Promi
     void proxy.done.then((exit) => {
       if (sessions.get(id) === opened) void endSession(id, exit.reason);
     });
-    transport.post(res, parsed.messages, false, prefersEventStream(req.headers.accept));
+    const requested = (parsed.messages[0] as { params?: { protocolVersion?: unknown } }).params?.protocolVersion;
+    transport.post(res, parsed.messages, false, prefersEventStream(req.headers.accept), typeof requested === 'string' ? requested : undefined);
   };
 
   /** A POST to a session: its messages are relayed, the answers come on the response. */
@@ -160,7 +166,7 @@ export async function startMcpHttpGateway(options: McpHttpGatewayOptions): Promi
     if (!parsed.ok) return problem(res, 400, parsed.message, parsed.code);
     if (parsed.messages.some(isInitializeRequest)) return problem(res, 400, 'this session is initialized already: initialize a new one without an Mcp-Session-Id', INVALID_REQUEST);
     if (session.transport.closed) return problem(res, 404, 'no such session (it ended): initialize a new one');
-    session.transport.post(res, parsed.messages, parsed.batch, prefersEventStream(req.headers.accept));
+    session.transport.post(res, parsed.messages, parsed.batch, prefersEventStream(req.headers.accept), headerOf(req, 'mcp-protocol-version'));
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -187,7 +193,7 @@ export async function startMcpHttpGateway(options: McpHttpGatewayOptions): Promi
     const refused = acceptRefusal(req, method);
     if (refused) return problem(res, refused.status, refused.message);
     if (method === 'POST') return postTo(session, req, res);
-    if (method === 'GET') return session.transport.listen(res);
+    if (method === 'GET') return session.transport.listen(res, headerOf(req, 'last-event-id'));
     await endSession(sid, 'the client ended it (DELETE)');
     res.writeHead(200).end();
   };

@@ -5,7 +5,9 @@
  * process per session), gives the same result in every scenario. The suite's own
  * verdicts on that server do not matter here (it is not the suite's test server): only
  * that the gateway changes none of them. DNS rebinding is the exception: the gateway
- * refuses a rebound Host and a foreign Origin itself, so it may only do better.
+ * refuses a rebound Host and a foreign Origin itself, so it may only do better. The
+ * resumability scenario (server-sse-polling) needs a tool the everything server lacks:
+ * it is also run against a server that has it, check by check.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -21,6 +23,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const everything = join(root, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 const conformance = join(root, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
 const node20 = join(root, 'test/fixtures/mcp/node20-conformance.mjs');
+const reconnection = join(root, 'test/fixtures/mcp/reconnection-server.mjs');
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -31,21 +34,41 @@ function freePort(): Promise<number> {
   });
 }
 
-/** Scenario name -> "passed/failed", from the suite's summary lines (`✓ ping: 1 passed, 0 failed`). */
-function runSuite(url: string): Promise<Map<string, string>> {
+/** What the suite prints, run against `url` (with `args`: say, one scenario). */
+function suiteOutput(url: string, args: string[] = []): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', node20, conformance, 'server', '--url', url], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', node20, conformance, 'server', '--url', url, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr.on('data', (c: Buffer) => (out += c.toString()));
     child.on('error', reject);
-    child.on('close', () => {
-      const results = new Map<string, string>();
-      for (const m of out.matchAll(/^[✓✗] ([\w-]+): (\d+) passed, (\d+) failed$/gmu)) results.set(m[1]!, `${m[2]}/${m[3]}`);
-      if (results.size === 0) reject(new Error(`the conformance suite reported nothing:\n${out}`));
-      else resolve(results);
-    });
+    child.on('close', () => resolve(out));
   });
+}
+
+/** Scenario name -> "passed/failed", from the suite's summary lines (`✓ ping: 1 passed, 0 failed`). */
+function runSuite(url: string): Promise<Map<string, string>> {
+  return suiteOutput(url).then((out) => {
+    const results = new Map<string, string>();
+    for (const m of out.matchAll(/^[✓✗] ([\w-]+): (\d+) passed, (\d+) failed$/gmu)) results.set(m[1]!, `${m[2]}/${m[3]}`);
+    if (results.size === 0) throw new Error(`the conformance suite reported nothing:\n${out}`);
+    return results;
+  });
+}
+
+/** One scenario's checks as "check-id STATUS" lines, in order (the suite's colours stripped). */
+async function scenarioChecks(url: string, scenario: string): Promise<string[]> {
+  // eslint-disable-next-line no-control-regex
+  const out = (await suiteOutput(url, ['--scenario', scenario])).replace(/\x1b\[[0-9;]*m/g, '');
+  return [...out.matchAll(/^\S+ \[([\w-]+)\s*\] (\w+)/gm)].map((m) => `${m[1]} ${m[2]}`);
+}
+
+/** An MCP server over HTTP on a free port (told as PORT and MCP_FIXTURE_HTTP_PORT), once it listens. */
+async function startHttpServer(script: string, args: string[]): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [script, ...args], { env: { PATH: process.env.PATH ?? '', PORT: String(port), MCP_FIXTURE_HTTP_PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  await new Promise<void>((resolve) => child.stderr.on('data', (c: Buffer) => c.toString().includes('listening') && resolve()));
+  return { child, url: `http://127.0.0.1:${port}/mcp` };
 }
 
 let upstream: ChildProcess;
@@ -54,10 +77,7 @@ const gateways: McpHttpGateway[] = [];
 const guard = new GuardAgent({ agentName: 'conformance', serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, []);
 
 beforeAll(async () => {
-  const port = await freePort();
-  upstream = spawn(process.execPath, [everything, 'streamableHttp'], { env: { PATH: process.env.PATH ?? '', PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
-  await new Promise<void>((resolve) => upstream.stderr!.on('data', (c: Buffer) => c.toString().includes('listening') && resolve()));
-  upstreamUrl = `http://127.0.0.1:${port}/mcp`;
+  ({ child: upstream, url: upstreamUrl } = await startHttpServer(everything, ['streamableHttp']));
 });
 afterAll(async () => {
   for (const gw of gateways) await gw.close();
@@ -86,5 +106,17 @@ describe('the MCP conformance suite, directly and through the gateway', () => {
     expect(direct.size).toBeGreaterThan(20);
     expectSame(direct, await runSuite(await through({ url: upstreamUrl })));
     expectSame(direct, await runSuite(await through({ command: process.execPath, args: [everything, 'stdio'] })));
+  });
+
+  it('gives the same checks in the resumability scenario (server-sse-polling) against a server that closes a call\'s stream', { timeout: 60_000 }, async () => {
+    const server = await startHttpServer(reconnection, []);
+    try {
+      const direct = await scenarioChecks(server.url, 'server-sse-polling');
+      expect(direct).toContain('server-sse-disconnect-resume INFO');
+      expect(direct.filter((c) => c.endsWith(' FAILURE'))).toEqual([]);
+      expect(await scenarioChecks(await through({ url: server.url }), 'server-sse-polling')).toEqual(direct);
+    } finally {
+      server.child.kill();
+    }
   });
 });

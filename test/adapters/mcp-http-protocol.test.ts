@@ -15,6 +15,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startMcpHttpGateway, type McpHttpGateway } from '../../src/adapters/mcp-http.js';
 import { GuardAgent } from '../../src/sdk/index.js';
 import { quietLogger } from './guarded-agent.js';
+import { readUntil } from './sse-read.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const fixture = join(root, 'test/fixtures/mcp/server.mjs');
@@ -59,25 +60,9 @@ async function session(url: string, protocolVersion = '2025-11-25'): Promise<{ s
   return { sid, send };
 }
 
-/** The JSON-RPC messages of an SSE body. */
+/** The JSON-RPC messages of an SSE body (a priming event, an id without data, carries none). */
 function events(text: string): Array<Record<string, unknown>> {
-  return text.split('\n\n').filter((e) => e.includes('data: ')).map((e) => JSON.parse(e.slice(e.indexOf('data: ') + 6)) as Record<string, unknown>);
-}
-
-/** Reads an SSE response until an event matching `until` arrives, then cancels it. */
-async function readUntil(response: Response, until: (message: Record<string, unknown>) => boolean): Promise<Array<Record<string, unknown>>> {
-  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-  let text = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`the stream ended before the awaited event: ${text}`);
-    text += value;
-    const seen = events(text.slice(0, text.lastIndexOf('\n\n') + 2));
-    if (seen.some(until)) {
-      await reader.cancel();
-      return seen;
-    }
-  }
+  return text.split('\n\n').filter((e) => /^data: ./m.test(e)).map((e) => JSON.parse(e.slice(e.indexOf('data: ') + 6)) as Record<string, unknown>);
 }
 
 const errorOf = async (response: Response) => ((await response.json()) as { error: { code: number; message: string }; id: null }).error;
@@ -157,7 +142,7 @@ describe('the HTTP face speaks streamable HTTP as the spec says', () => {
     expect(stream.headers.get('mcp-session-id')).toBe(sid);
     // One standalone stream per session.
     expect((await fetch(gw.url, { headers: { 'mcp-session-id': sid, accept: 'text/event-stream' } })).status).toBe(409);
-    const logged = readUntil(stream, (m) => m.method === 'notifications/message');
+    const logged = readUntil(stream, events, (m) => m.method === 'notifications/message');
     const answer = await send(callTool(2, 'leak', { how: 'clean_log' }));
     expect(answer.headers.get('content-type')).toBe('application/json');
     expect(await answer.json()).toMatchObject({ id: 2, result: { content: [{ text: 'done' }] } });
