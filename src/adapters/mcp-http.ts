@@ -19,7 +19,7 @@
  * resumes a stream of its own session only (mcp-http-events.ts: 400 for any other id, 410
  * past what the session holds).
  */
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
@@ -76,6 +76,8 @@ interface Session {
   transport: HttpSessionTransport;
   proxy: McpProxy;
   lastActive: number;
+  /** Who opened it (holderOf): a session answers only to the credential that opened it. */
+  holder: string;
 }
 
 const DEFAULT_MAX_SESSIONS = 1000;
@@ -110,7 +112,7 @@ export async function startMcpHttpGateway(options: McpHttpGatewayOptions): Promi
   };
 
   /** An initialize request without a session: a session and its upstream are started, then it is relayed. */
-  const newSession = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  const newSession = async (req: IncomingMessage, res: ServerResponse, holder: string): Promise<void> => {
     const body = await readBody(req, MAX_INITIALIZE_BYTES, 'an initialize request');
     if (!body.ok) return problem(res, body.status, body.message);
     const parsed = parseBody(body.text, ASSUMED_PROTOCOL_VERSION);
@@ -147,7 +149,7 @@ export async function startMcpHttpGateway(options: McpHttpGatewayOptions): Promi
       await proxy.close();
       return problem(res, 503, 'the gateway is stopping');
     }
-    const opened: Session = { transport, proxy, lastActive: Date.now() };
+    const opened: Session = { transport, proxy, lastActive: Date.now(), holder };
     sessions.set(id, opened);
     // The upstream went away (or the session was ended): the session ends with it.
     void proxy.done.then((exit) => {
@@ -174,7 +176,8 @@ export async function startMcpHttpGateway(options: McpHttpGatewayOptions): Promi
     if (path !== '/mcp') return problem(res, 404, 'not found: the MCP endpoint is /mcp');
     const refusal = checkOrigin(req, allowedOrigins, options.host);
     if (refusal) return problem(res, 403, refusal);
-    if (!(await authenticated(req, options.auth))) {
+    const holder = await holderOf(req, options.auth);
+    if (holder === null) {
       return problem(res, 401, 'a valid credential is required: Authorization: Bearer <token>', REFUSED, { 'www-authenticate': 'Bearer realm="guardctl mcp-proxy"' });
     }
     if (closing) return problem(res, 503, 'the gateway is stopping');
@@ -183,10 +186,12 @@ export async function startMcpHttpGateway(options: McpHttpGatewayOptions): Promi
     const sid = headerOf(req, 'mcp-session-id');
     if (sid === undefined) {
       if (method !== 'POST') return problem(res, 400, 'no Mcp-Session-Id: start a session with an initialize request (POST)');
-      return newSession(req, res);
+      return newSession(req, res, holder);
     }
     const session = sessions.get(sid);
-    if (!session) return problem(res, 404, 'no such session (it ended, or was closed to make room): initialize a new one');
+    // Another key's session reads as unknown: a session id that leaked (a log, a proxy)
+    // gives no one else its tools, its answers or its guard session's labels.
+    if (!session || session.holder !== holder) return problem(res, 404, 'no such session (it ended, or was closed to make room): initialize a new one');
     session.lastActive = Date.now();
     const versionRefusal = protocolVersionRefusal(req.headers['mcp-protocol-version'], session.transport.negotiatedVersion);
     if (versionRefusal) return problem(res, 400, versionRefusal);
@@ -258,17 +263,23 @@ function checkOrigin(req: IncomingMessage, allowed: ReadonlySet<string>, bound: 
   return null;
 }
 
-async function authenticated(req: IncomingMessage, auth: McpHttpAuth): Promise<boolean> {
-  if ('none' in auth) return true;
+/**
+ * Who the request's credential names, or null when it holds none this gateway accepts:
+ * one holder for the one token (or no auth), and each of the guard server's keys its own,
+ * by a digest so the key itself is not kept.
+ */
+async function holderOf(req: IncomingMessage, auth: McpHttpAuth): Promise<string | null> {
+  if ('none' in auth) return '';
   const header = req.headers.authorization;
   const bearer = typeof header === 'string' && /^bearer\s+/i.test(header) ? header.replace(/^bearer\s+/i, '').trim() : undefined;
   const apiKey = req.headers['x-api-key'];
   const given = bearer ?? (typeof apiKey === 'string' ? apiKey : undefined);
-  if (given === undefined || given === '') return false;
+  if (given === undefined || given === '') return null;
   if ('token' in auth) {
     const a = Buffer.from(given);
     const b = Buffer.from(auth.token);
-    return a.length === b.length && timingSafeEqual(a, b);
+    return a.length === b.length && timingSafeEqual(a, b) ? 'token' : null;
   }
-  return auth.verifyKey(given).catch(() => false);
+  const valid = await auth.verifyKey(given).catch(() => false);
+  return valid ? `key:${createHash('sha256').update(given).digest('hex')}` : null;
 }

@@ -143,6 +143,25 @@ describe('guardctl mcp-proxy --listen', () => {
     expect(textOf(await call(client, 'select 2'))).toBe('3 rows for select 2');
   });
 
+  it("a session answers only to the key that opened it: another valid key holding its id gets 404", { timeout: 30_000 }, async () => {
+    const { gw } = await gateway({ auth: { verifyKey: (key) => Promise.resolve(key === 'key-of-alice' || key === 'key-of-mallory') } });
+    const { client, transport } = await connect(gw.url, 'key-of-alice');
+    const sid = transport.sessionId!;
+    const list = { jsonrpc: '2.0', id: 7, method: 'tools/list' };
+    const as = (key: string) =>
+      fetch(gw.url, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'mcp-session-id': sid, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify(list),
+      });
+    const stolen = await as('key-of-mallory');
+    expect(stolen.status).toBe(404);
+    expect(await stolen.text()).not.toContain('run_sql');
+    // The same request with the opener's key is answered, and the session still works.
+    expect((await as('key-of-alice')).status).toBe(200);
+    expect(textOf(await call(client, 'select 2'))).toBe('3 rows for select 2');
+  });
+
   it('answers 403 to a foreign Origin and to a Host that is not its own (DNS rebinding)', { timeout: 30_000 }, async () => {
     const { gw } = await gateway({ allowedOrigins: ['https://app.example.com'] });
     const auth = { authorization: `Bearer ${TOKEN}` };
