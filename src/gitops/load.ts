@@ -136,7 +136,9 @@ export function loadDocuments(files: readonly SourceFile[], options: LoadOptions
   const bound = new Set(policies.flatMap((p) => p.policy.document.controls));
   checkCrossFile(controls, agents, diagnostics, { complete, boundByPolicy: bound });
   const agentLabels = agents.map((a) => ({ agent_name: a.agent.agent_name, labels: a.agent.document.labels ?? {} }));
-  checkPolicies(policies, new Set(controls.map((c) => c.name)), agentLabels, diagnostics, complete);
+  const enabledByName = new Map<string, boolean>();
+  for (const c of controls) if (!enabledByName.has(c.name)) enabledByName.set(c.name, c.enabled);
+  checkPolicies(policies, enabledByName, agentLabels, diagnostics, complete);
   checkMcpServers(mcpServers, diagnostics);
   const serverByName = new Map<string, LoadedMcpServer>();
   for (const m of mcpServers) if (!serverByName.has(m.server.name)) serverByName.set(m.server.name, m.server);

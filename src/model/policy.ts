@@ -53,3 +53,12 @@ export type BindingSource = 'link' | `policy:${string}`;
 export function policySource(policyName: string): BindingSource {
   return `policy:${policyName}`;
 }
+
+/**
+ * The warning for a policy whose every bound control is disabled: legal (controls are
+ * switched off during an incident), and it guards nobody until one is enabled again. The
+ * same words from `validate` and from the server's policy writes.
+ */
+export function bindsOnlyDisabledMessage(policyName: string): string {
+  return `policy "${policyName}" binds only disabled controls: it guards nothing until one of them is enabled`;
+}

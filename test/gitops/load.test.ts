@@ -107,3 +107,30 @@ describe('text no store can keep', () => {
     expect(long.diagnostics.map((d) => d.message)).toEqual([expect.stringContaining('at most 128 characters')]);
   });
 });
+
+describe('policies that guard nothing are warned about at their position', () => {
+  const agent = 'kind: Agent\nagent_name: pay\nlabels: { pci: "true" }\ncontrols: []\n';
+  const policy = (controls: string) => `kind: Policy\nname: pci\ncontrols: ${controls}\nagents: { match_labels: { pci: "true" } }\n`;
+
+  it('every bound control disabled: binds_only_disabled at the controls list, a warning, not an error', () => {
+    const result = load([{ path: 'p.yaml', text: `${control('off', 'enabled: false\n')}---\n${agent}---\n${policy('[off]')}` }]);
+    const found = result.diagnostics.filter((d) => d.code === 'binds_only_disabled');
+    expect(found).toEqual([
+      expect.objectContaining({
+        severity: 'warning',
+        message: 'policy "pci" binds only disabled controls: it guards nothing until one of them is enabled',
+        file: 'p.yaml',
+        line: 15,
+        field: 'controls',
+      }),
+    ]);
+  });
+
+  it('one enabled control among them, or a control no file defines (an error of its own), gives no such warning', () => {
+    const mixed = load([{ path: 'p.yaml', text: `${control('off', 'enabled: false\n')}---\n${control('on')}---\n${agent}---\n${policy('[off, on]')}` }]);
+    expect(mixed.diagnostics.map((d) => d.code)).not.toContain('binds_only_disabled');
+    const unknown = load([{ path: 'p.yaml', text: `${agent}---\n${policy('[missing]')}` }]);
+    expect(unknown.diagnostics.map((d) => d.code)).toEqual(['unknown_control']);
+  });
+});
+

@@ -62,3 +62,60 @@ describe('policies that would guard nobody are refused or warned about', () => {
     expect(await decision('pay')).toBe('deny');
   });
 });
+
+describe('a policy whose controls are all disabled guards nothing, and says so', () => {
+  beforeEach(async () => {
+    expect((await call(server.app, 'PUT', '/api/v1/controls', { name: 'off-1', data: sqlControl({ enabled: false }) })).statusCode).toBe(201);
+    expect((await call(server.app, 'PUT', '/api/v1/controls', { name: 'off-2', data: sqlControl({ enabled: false }) })).statusCode).toBe(201);
+  });
+
+  it('PUT /policies saves it with a binds_only_disabled warning, and the agent it selects is not guarded by it', async () => {
+    const res = await put({ match_labels: { pci: 'true' } }, ['off-1', 'off-2']);
+    expect(res.statusCode).toBe(201);
+    expect(json(res).warnings).toEqual([
+      { field: 'controls', code: 'binds_only_disabled', message: 'policy "p" binds only disabled controls: it guards nothing until one of them is enabled' },
+    ]);
+    expect(await decision('pay')).toBe('allow');
+  });
+
+  it('one enabled control among them is enough: no warning, and it denies', async () => {
+    const res = await put({ match_labels: { pci: 'true' } }, ['off-1', 'block-drop']);
+    expect(res.statusCode).toBe(201);
+    expect(json(res).warnings).toBeUndefined();
+    expect(await decision('pay')).toBe('deny');
+  });
+
+  it('a replace that leaves only disabled controls is warned too', async () => {
+    const id = json(await put({ match_labels: { pci: 'true' } })).policy_id as number;
+    const res = await call(server.app, 'PUT', `/api/v1/policies/${id}`, { name: 'p', controls: ['off-2'], agents: { match_labels: { pci: 'true' } } });
+    expect(res.statusCode).toBe(200);
+    expect(json(res).warnings).toEqual([expect.objectContaining({ field: 'controls', code: 'binds_only_disabled' })]);
+  });
+});
+
+describe('POST /changes warns about the policies it writes as PUT /policies does', () => {
+  const changes = (...list: unknown[]) => call(server.app, 'POST', '/api/v1/changes', { changes: list });
+  const upsert = (name: string, controls: string[], agents: unknown) => ({ op: 'upsert_policy', policy: { name, controls, agents } });
+
+  it('a policy selecting nobody and one binding only a disabled control: each warned at its change, both saved', async () => {
+    const res = await changes(
+      { op: 'create_control', control: { name: 'off', data: sqlControl({ enabled: false }) } },
+      upsert('typo', ['block-drop'], { match_labels: { PCI: 'true' } }),
+      upsert('dormant', ['off'], { match_labels: { pci: 'true' } }),
+      upsert('healthy', ['block-drop'], { match_labels: { pci: 'true' } }),
+    );
+    expect(res.statusCode, res.body).toBe(200);
+    expect(json(res).warnings).toEqual([
+      expect.objectContaining({ field: 'changes[1].policy.agents', code: 'selects_nothing' }),
+      expect.objectContaining({ field: 'changes[2].policy.controls', code: 'binds_only_disabled' }),
+    ]);
+    const names = json(await call(server.app, 'GET', '/api/v1/policies')).policies.map((p: { name: string }) => p.name);
+    expect(names.sort()).toEqual(['dormant', 'healthy', 'typo']);
+  });
+
+  it('a batch whose policies all guard someone carries no warnings', async () => {
+    const res = await changes(upsert('healthy', ['block-drop'], { match_labels: { pci: 'true' } }));
+    expect(res.statusCode).toBe(200);
+    expect(json(res)).not.toHaveProperty('warnings');
+  });
+});

@@ -10,6 +10,7 @@ import { HttpProblem } from '../problem.js';
 import { ChangesBodySchema, ChangesEnvelopeSchema, type ChangesEnvelope } from '../schemas.js';
 import { readOnly } from './controls.js';
 import { fingerprintIssues } from './mcp-servers.js';
+import { PolicyWarningsSchema, policyWarnings } from './policies.js';
 
 type ChangeBody = ChangesEnvelope['changes'][number];
 
@@ -30,6 +31,10 @@ const DOC = {
       applied: z.number().int().describe('Changes applied'),
       touched_agents: z.array(z.string()).describe('Agents whose controls changed'),
       revision: z.number().int().describe('The store revision after the batch: the expected_revision of a next batch'),
+      warnings: PolicyWarningsSchema.describe(
+        'For each policy the batch wrote that guards nobody now, field changes[i].policy.agents or changes[i].policy.controls: ' +
+          'selects_nothing (no registered agent matches its selector) or binds_only_disabled (every control it binds is disabled)',
+      ),
     }),
   },
   errors: [404, 409],
@@ -68,7 +73,8 @@ export const changeRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) 
       throw error instanceof StoreError ? problemNamingChange(error) : error;
     }
     controlSets.invalidate(applied.touched_agents);
-    return { applied: changes.length, touched_agents: applied.touched_agents, revision: applied.revision };
+    const warnings = await writtenPolicyWarnings(store, changes);
+    return { applied: changes.length, touched_agents: applied.touched_agents, revision: applied.revision, ...(warnings.length > 0 ? { warnings } : {}) };
   });
 };
 
@@ -117,6 +123,23 @@ function storeChangesOf(bodies: ChangeBody[], registry: EvaluatorRegistry): Stor
   });
   if (issues.length > 0) throw invalidChanges(issues, failing);
   return changes;
+}
+
+/**
+ * The warnings `PUT /policies` gives, for every policy the committed batch wrote: a batch
+ * is how GitOps apply writes policies, and a selector that matches nobody is as silent there.
+ */
+async function writtenPolicyWarnings(store: Store, changes: readonly StoreChange[]): Promise<FieldIssue[]> {
+  const warnings: FieldIssue[] = [];
+  for (const [i, change] of changes.entries()) {
+    if (change.op !== 'upsert_policy') continue;
+    const saved = await store.getPolicyByName(change.policy.name);
+    if (!saved) continue;
+    const controls = await Promise.all(saved.controls.map((name) => store.getControlByName(name)));
+    const enabled = controls.map((control) => control?.enabled === true);
+    warnings.push(...policyWarnings(saved.name, await store.policyMembers(saved.policy_id), enabled, `changes[${i}].policy.`));
+  }
+  return warnings;
 }
 
 /** A 422 naming every invalid field; `change_index` is the first change with one. */

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { ChangeEntrySchema, PolicyRecordSchema, type FieldIssue, type NewPolicy, type PolicyRecord } from '../../model/index.js';
+import { ChangeEntrySchema, PolicyRecordSchema, bindsOnlyDisabledMessage, type FieldIssue, type NewPolicy, type PolicyRecord } from '../../model/index.js';
 import { apiOrigin, isWatchManaged, parseOr422, type ServerContext } from '../context.js';
 import type { OperationDoc } from '../openapi.js';
 import { HttpProblem, notFound } from '../problem.js';
@@ -19,16 +19,20 @@ export const PolicyPageSchema = z.strictObject({
   }),
 });
 
+/** Why a saved policy guards nobody now; the policy is saved all the same. */
+export const PolicyWarningsSchema = z
+  .array(z.strictObject({ field: z.string(), code: z.string(), message: z.string() }))
+  .optional()
+  .describe(
+    'selects_nothing (field agents): the selector selects no registered agent now; the policy guards agents that register later with matching labels. ' +
+      'binds_only_disabled (field controls): every control the policy binds is disabled, so it guards nothing until one is enabled',
+  );
+
 /**
- * `PUT /policies`, `PUT /policies/{id}`: the saved policy, with `warnings` when its
- * selector selects no registered agent (saved all the same: agents may register later).
+ * `PUT /policies`, `PUT /policies/{id}`: the saved policy, with `warnings` when it guards
+ * nobody now (saved all the same: agents may register later, controls may be enabled).
  */
-export const PolicyWrittenSchema = PolicyRecordSchema.extend({
-  warnings: z
-    .array(z.strictObject({ field: z.string(), code: z.string(), message: z.string() }))
-    .optional()
-    .describe('selects_nothing (field agents): the selector selects no registered agent now; the policy is saved and guards agents that register later with matching labels'),
-});
+export const PolicyWrittenSchema = PolicyRecordSchema.extend({ warnings: PolicyWarningsSchema });
 
 /** `GET /policies/{id}`: the policy and the registered agents it guards now. */
 export const PolicyDetailSchema = PolicyRecordSchema.extend({ members: z.array(z.string()).describe('Registered agents the policy selects now') });
@@ -45,8 +49,8 @@ const DOCS = {
     summary: 'Create a policy: controls bound to every agent its selector picks, now and later',
     description:
       '422 when a control it names does not exist or a selector is not valid label syntax. ' +
-      'When the selector selects no registered agent the policy is saved and the answer carries warnings (code selects_nothing): ' +
-      'a selector whose label key or value is misspelt guards nobody, and says so.',
+      'When the selector selects no registered agent, or every control it binds is disabled, the policy is saved and the answer carries ' +
+      'warnings (codes selects_nothing, binds_only_disabled): a selector whose label key or value is misspelt guards nobody, and says so.',
     tag: 'policies',
     body: PolicyWriteBodySchema,
     responses: { 201: PolicyWrittenSchema },
@@ -57,7 +61,7 @@ const DOCS = {
   replace: {
     operationId: 'replacePolicy',
     summary: 'Replace a policy whole (its members are resolved again)',
-    description: 'As for create, warnings (code selects_nothing) when the new selector selects no registered agent; the policy is saved all the same.',
+    description: 'As for create, warnings (selects_nothing, binds_only_disabled) when the policy guards nobody now; it is saved all the same.',
     tag: 'policies',
     body: PolicyWriteBodySchema,
     responses: { 200: PolicyWrittenSchema },
@@ -84,17 +88,29 @@ type IdParams = { Params: { policy_id: string } };
 /**
  * The saved policy, warned when it guards nobody: a selector that matches no registered
  * agent is legal (agents may register later) but is also what a misspelt label looks
- * like (`PCI` for `pci`, a trailing space), so the writer hears it at once. gitops
- * validate warns the same (load-policy.ts, selects_nothing).
+ * like (`PCI` for `pci`, a trailing space), and a policy whose controls are all disabled
+ * guards nothing; the writer hears either at once. gitops validate warns the same
+ * (load-policy.ts).
  */
-function withWarnings(policy: PolicyRecord, members: readonly string[]): PolicyRecord & { warnings?: FieldIssue[] } {
-  if (members.length > 0) return policy;
-  const warning = {
-    field: 'agents',
-    code: 'selects_nothing',
-    message: `policy "${policy.name}" selects no registered agent: it guards agents that register later with matching labels; check the selector's label keys and values if you expected a match`,
-  };
-  return { ...policy, warnings: [warning] };
+export function withWarnings<P extends PolicyRecord>(policy: P, members: readonly string[], controlsEnabled: readonly boolean[]): P & { warnings?: FieldIssue[] } {
+  const warnings = policyWarnings(policy.name, members, controlsEnabled, '');
+  return warnings.length === 0 ? policy : { ...policy, warnings };
+}
+
+/** Why a saved policy guards nobody now; `at` prefixes the fields (a change's path in a batch). */
+export function policyWarnings(name: string, members: readonly string[], controlsEnabled: readonly boolean[], at: string): FieldIssue[] {
+  const warnings: FieldIssue[] = [];
+  if (members.length === 0) {
+    warnings.push({
+      field: `${at}agents`,
+      code: 'selects_nothing',
+      message: `policy "${name}" selects no registered agent: it guards agents that register later with matching labels; check the selector's label keys and values if you expected a match`,
+    });
+  }
+  if (controlsEnabled.length > 0 && controlsEnabled.every((enabled) => !enabled)) {
+    warnings.push({ field: `${at}controls`, code: 'binds_only_disabled', message: bindsOnlyDisabledMessage(name) });
+  }
+  return warnings;
 }
 
 function policyIdOf(raw: string): number {
@@ -118,23 +134,23 @@ export const policyRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) 
     return policy;
   }
 
-  /** The body, with every control it names checked: an unknown one is a 422 naming its position. */
-  async function policyOf(body: unknown): Promise<NewPolicy> {
+  /** The body, with every control it names checked (an unknown one is a 422 naming its position), and whether each is enabled. */
+  async function policyOf(body: unknown): Promise<{ policy: NewPolicy; controlsEnabled: boolean[] }> {
     const policy = parseOr422(PolicyWriteBodySchema, body, 'request body');
     const found = await Promise.all(policy.controls.map((name) => store.getControlByName(name)));
     const errors = policy.controls.flatMap((name, i) =>
       found[i] ? [] : [{ field: `controls[${i}]`, code: 'unknown_control', message: `no control is named "${name}"` }],
     );
     if (errors.length > 0) throw new HttpProblem(422, 'validation_failed', 'the policy names controls that do not exist', errors);
-    return policy;
+    return { policy, controlsEnabled: found.map((control) => control!.enabled) };
   }
 
   app.put('/policies', { config: { access: 'admin', openapi: DOCS.create } }, async (request, reply) => {
-    const policy = await policyOf(request.body);
+    const { policy, controlsEnabled } = await policyOf(request.body);
     const created = await store.createPolicy(policy, apiOrigin(ctx, request));
     const members = await store.policyMembers(created.policy_id);
     controlSets.invalidate(members);
-    return reply.code(201).send(withWarnings(created, members));
+    return reply.code(201).send(withWarnings(created, members, controlsEnabled));
   });
 
   app.get('/policies', { config: { access: 'read', openapi: DOCS.list } }, async (request) => {
@@ -156,11 +172,11 @@ export const policyRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx) 
 
   app.put<IdParams>('/policies/:policy_id', { config: { access: 'admin', openapi: DOCS.replace } }, async (request) => {
     const id = policyIdOf(request.params.policy_id);
-    const policy = await policyOf(request.body);
+    const { policy, controlsEnabled } = await policyOf(request.body);
     await writable(id);
     const replaced = await store.replacePolicy(id, policy, apiOrigin(ctx, request));
     controlSets.invalidate(replaced.touched_agents);
-    return withWarnings(replaced.policy, await store.policyMembers(id));
+    return withWarnings(replaced.policy, await store.policyMembers(id), controlsEnabled);
   });
 
   app.delete<IdParams>('/policies/:policy_id', { config: { access: 'admin', openapi: DOCS.delete } }, async (request) => {
