@@ -33,7 +33,7 @@ async function server(route: (seen: Seen, res: ServerResponse) => void): Promise
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.once('end', () => {
-      const header = (name: string) => (typeof req.headers[name] === 'string' ? (req.headers[name] as string) : undefined);
+      const header = (name: string) => (typeof req.headers[name] === 'string' ? req.headers[name] : undefined);
       const record = { method: req.method!, path: req.url!, authorization: header('authorization'), session: header('mcp-session-id'), body: Buffer.concat(chunks).toString('utf8') };
       seen.push(record);
       route(record, res);
