@@ -12,7 +12,8 @@
  *   ever looked up in the session of the Mcp-Session-Id the request carries.
  * - Held: the session's newest events, at most `maxEvents` and `maxBytes` over all its
  *   streams; past either the oldest go first. An event larger than `maxBytes` is written
- *   but never held. A resume that would need an event no longer held is refused (410),
+ *   but never held. Over all sessions of the gateway at most `maxTotalBytes` are held
+ *   (HeldBudget): past it the oldest event of any session goes first. A resume that would need an event no longer held is refused (410),
  *   not answered with a stream that silently skips it.
  */
 import { randomBytes } from 'node:crypto';
@@ -20,12 +21,16 @@ import type { ServerResponse } from 'node:http';
 
 /** Events held per session, over all its streams (the bound the GET stream's queue had before). */
 export const MAX_HELD_EVENTS = 1000;
-/** Bytes of events held per session: with the default 1,000 sessions, at most 1 GiB in all. */
+/** Bytes of events held per session. */
 export const MAX_HELD_BYTES = 1024 * 1024;
+/** Bytes of events held over all sessions of a gateway: the per-session bound alone allows 1 GiB at the default 1,000 sessions. */
+export const MAX_HELD_TOTAL_BYTES = 64 * 1024 * 1024;
 
 export interface HeldBounds {
   maxEvents: number;
   maxBytes: number;
+  /** Over all sessions of the gateway (one HeldBudget). */
+  maxTotalBytes: number;
 }
 
 interface Held {
@@ -33,6 +38,42 @@ interface Held {
   seq: number;
   frame: string;
   bytes: number;
+  owner: SessionEvents;
+  /** Dropped by its session already (the budget's queue still lists it). */
+  gone: boolean;
+}
+
+/** The events held over every session of one gateway, oldest first: past `maxBytes` the oldest of any session is dropped. */
+export class HeldBudget {
+  #order: Held[] = [];
+  #head = 0;
+  #bytes = 0;
+
+  constructor(readonly maxBytes: number) {}
+
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  add(held: Held): void {
+    this.#order.push(held);
+    this.#bytes += held.bytes;
+    while (this.#bytes > this.maxBytes) {
+      const oldest = this.#order[this.#head++]!;
+      // Sessions drop their events oldest first, so a live oldest here is its session's oldest.
+      if (!oldest.gone) oldest.owner.dropOldest();
+    }
+    if (this.#head > 1024 && this.#head * 2 > this.#order.length) {
+      this.#order = this.#order.filter((h, i) => i >= this.#head && !h.gone);
+      this.#head = 0;
+    }
+  }
+
+  /** An event its session dropped (evicted, or the session ended). */
+  release(held: Held): void {
+    held.gone = true;
+    this.#bytes -= held.bytes;
+  }
 }
 
 /** One SSE stream of a session: the connection it is written to now (if any) and its held events. */
@@ -59,18 +100,21 @@ export class SessionEvents {
   readonly #tag = randomBytes(9).toString('base64url');
   readonly #streams = new Map<number, EventStream>();
   readonly #bounds: HeldBounds;
+  readonly #budget: HeldBudget;
   #nextStream = 1;
   /** Every held event of the session, oldest first, from #head on. */
   #order: Held[] = [];
   #head = 0;
   #bytes = 0;
 
-  /** `ondrop`: an event evicted before any connection carried it (told, never silent). */
+  /** `ondrop`: an event evicted before any connection carried it (told, never silent). `budget`: shared by the gateway's sessions. */
   constructor(
     bounds: Partial<HeldBounds>,
     private readonly ondrop: (stream: EventStream) => void,
+    budget?: HeldBudget,
   ) {
-    this.#bounds = { maxEvents: bounds.maxEvents ?? MAX_HELD_EVENTS, maxBytes: bounds.maxBytes ?? MAX_HELD_BYTES };
+    this.#bounds = { maxEvents: bounds.maxEvents ?? MAX_HELD_EVENTS, maxBytes: bounds.maxBytes ?? MAX_HELD_BYTES, maxTotalBytes: bounds.maxTotalBytes ?? MAX_HELD_TOTAL_BYTES };
+    this.#budget = budget ?? new HeldBudget(this.#bounds.maxTotalBytes);
     this.#streams.set(0, new EventStream(0));
   }
 
@@ -100,10 +144,11 @@ export class SessionEvents {
       // Too large to hold: nothing up to it can be replayed whole.
       this.#release(stream, seq + 1);
     } else {
-      const held: Held = { stream, seq, frame, bytes };
+      const held: Held = { stream, seq, frame, bytes, owner: this, gone: false };
       stream.held.push(held);
       this.#order.push(held);
       this.#bytes += bytes;
+      this.#budget.add(held);
       this.#evict();
     }
     if (stream.res) stream.deliveredThrough = seq;
@@ -136,7 +181,7 @@ export class SessionEvents {
       return {
         ok: false,
         status: 410,
-        message: `the events after Last-Event-ID are no longer held (a session keeps its newest ${this.#bounds.maxEvents} events, ${this.#bounds.maxBytes} bytes): that stream cannot be resumed without a gap`,
+        message: `the events after Last-Event-ID are no longer held (a session keeps its newest ${this.#bounds.maxEvents} events, ${this.#bounds.maxBytes} bytes; the gateway ${this.#budget.maxBytes} bytes over all sessions): that stream cannot be resumed without a gap`,
       };
     }
     const frames = stream.held.filter((h) => h.seq > seq).map((h) => h.frame);
@@ -146,6 +191,7 @@ export class SessionEvents {
 
   /** Drops every held event (the session ended). */
   clear(): void {
+    for (let i = this.#head; i < this.#order.length; i++) this.#budget.release(this.#order[i]!);
     this.#order = [];
     this.#head = 0;
     this.#bytes = 0;
@@ -156,14 +202,18 @@ export class SessionEvents {
     return `${this.#tag}.${stream.number}.${seq}`;
   }
 
+  /** Drops the session's oldest held event (its own bounds, or the gateway's over all sessions). */
+  dropOldest(): void {
+    const oldest = this.#order[this.#head++]!;
+    this.#bytes -= oldest.bytes;
+    this.#budget.release(oldest);
+    // Events leave in the order they came, so the session's oldest is its stream's oldest.
+    oldest.stream.held.shift();
+    this.#release(oldest.stream, oldest.seq + 1);
+  }
+
   #evict(): void {
-    while (this.#order.length - this.#head > this.#bounds.maxEvents || this.#bytes > this.#bounds.maxBytes) {
-      const oldest = this.#order[this.#head++]!;
-      this.#bytes -= oldest.bytes;
-      // Events leave in the order they came, so the session's oldest is its stream's oldest.
-      oldest.stream.held.shift();
-      this.#release(oldest.stream, oldest.seq + 1);
-    }
+    while (this.#order.length - this.#head > this.#bounds.maxEvents || this.#bytes > this.#bounds.maxBytes) this.dropOldest();
     if (this.#head > 1024 && this.#head * 2 > this.#order.length) {
       this.#order = this.#order.slice(this.#head);
       this.#head = 0;

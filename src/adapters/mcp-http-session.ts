@@ -32,11 +32,17 @@ import type { ServerResponse } from 'node:http';
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { kindOf } from './mcp-message.js';
-import { SessionEvents, type EventStream, type HeldBounds } from './mcp-http-events.js';
+import { SessionEvents, type EventStream, type HeldBounds, type HeldBudget } from './mcp-http-events.js';
 import { INVALID_REQUEST, keepAlive, problem, sseHeaders } from './mcp-http-wire.js';
 
 /** The first protocol revision whose clients take an SSE event without data (the priming event). */
 const PRIMING_SINCE = '2025-11-25';
+/**
+ * Bytes written to an SSE connection and not yet taken by its client past which it counts
+ * as away: its connection is ended and its events are held (bounded) for a resume, so a
+ * client that never reads costs at most this and one message, not every message sent to it.
+ */
+export const MAX_UNREAD_BYTES = 1024 * 1024;
 
 /** One POST holding requests, and its HTTP response. */
 interface Exchange {
@@ -70,11 +76,11 @@ export class HttpSessionTransport implements Transport {
   #initializeId: RequestId | undefined;
   #closed = false;
 
-  constructor(held: Partial<HeldBounds> = {}) {
+  constructor(held: Partial<HeldBounds> = {}, budget?: HeldBudget) {
     this.#events = new SessionEvents(held, (stream) => {
       const where = stream.number === 0 ? "the client's SSE stream (GET), which it has not opened" : 'a request whose client went away';
       this.onerror?.(new Error(`more messages wait for ${where} than a session holds: the oldest were dropped`));
-    });
+    }, budget);
   }
 
   get closed(): boolean {
@@ -218,6 +224,13 @@ export class HttpSessionTransport implements Transport {
 
   /** A message as an event of `stream`: held, and written if its client is connected. */
   #emit(stream: EventStream, json: string): void {
+    // The client does not read what it was sent: it is away, and its events wait for a resume.
+    if (stream.res && stream.res.writableLength > MAX_UNREAD_BYTES) {
+      const unread = stream.res;
+      stream.res = null;
+      unread.end();
+      this.onerror?.(new Error(`a client left more than ${MAX_UNREAD_BYTES} bytes of an SSE stream unread: its connection was ended, and the stream is held for a resume (Last-Event-ID)`));
+    }
     const frame = this.#events.event(stream, json);
     stream.res?.write(frame);
   }

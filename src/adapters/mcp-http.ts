@@ -25,7 +25,7 @@ import type { AddressInfo } from 'node:net';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { GuardAgent } from '../sdk/agent.js';
 import type { AdapterOptions } from './decisions.js';
-import type { HeldBounds } from './mcp-http-events.js';
+import { HeldBudget, MAX_HELD_TOTAL_BYTES, type HeldBounds } from './mcp-http-events.js';
 import { HttpSessionTransport } from './mcp-http-session.js';
 import {
   ASSUMED_PROTOCOL_VERSION, INVALID_REQUEST, isJsonContentType, lists, parseBody, prefersEventStream, problem, protocolVersionRefusal, readBody, REFUSED,
@@ -58,7 +58,7 @@ export interface McpHttpGatewayOptions extends AdapterOptions {
   maxMessageBytes?: number;
   /** The key a person's answer to an approval question is recorded with (McpProxyOptions.approverApiKey). */
   approverApiKey?: string;
-  /** Events each session holds for clients resuming a stream (mcp-http-events.ts; defaults 1,000 events, 1 MiB). */
+  /** Events held for clients resuming a stream (mcp-http-events.ts; defaults 1,000 events and 1 MiB a session, 64 MiB over all sessions). */
   held?: Partial<HeldBounds>;
   /** One pinned document's rules for every session (mcp-pins.ts). */
   pins?: McpProxyOptions['pins'];
@@ -91,6 +91,7 @@ export async function startMcpHttpGateway(options: McpHttpGatewayOptions): Promi
   const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
   const sessions = new Map<string, Session>();
   const allowedOrigins = new Set((options.allowedOrigins ?? []).map((o) => o.toLowerCase()));
+  const heldBudget = new HeldBudget(options.held?.maxTotalBytes ?? MAX_HELD_TOTAL_BYTES);
   let closing = false;
 
   const endSession = async (id: string, why: string): Promise<void> => {
@@ -123,7 +124,7 @@ export async function startMcpHttpGateway(options: McpHttpGatewayOptions): Promi
     const refused = acceptRefusal(req, 'POST');
     if (refused) return problem(res, refused.status, refused.message);
     await makeRoom();
-    const transport = new HttpSessionTransport(options.held);
+    const transport = new HttpSessionTransport(options.held, heldBudget);
     const id = transport.sessionId;
     let proxy: McpProxy;
     try {
@@ -270,6 +271,9 @@ function checkOrigin(req: IncomingMessage, allowed: ReadonlySet<string>, bound: 
  */
 async function holderOf(req: IncomingMessage, auth: McpHttpAuth): Promise<string | null> {
   if ('none' in auth) return '';
+  // Node keeps the first of two Authorization headers and drops the other unseen; a proxy in
+  // front may read the other one. A request naming two credentials holds none.
+  if (countHeader(req, 'authorization') > 1) return null;
   const header = req.headers.authorization;
   const bearer = typeof header === 'string' && /^bearer\s+/i.test(header) ? header.replace(/^bearer\s+/i, '').trim() : undefined;
   const apiKey = req.headers['x-api-key'];
@@ -282,4 +286,10 @@ async function holderOf(req: IncomingMessage, auth: McpHttpAuth): Promise<string
   }
   const valid = await auth.verifyKey(given).catch(() => false);
   return valid ? `key:${createHash('sha256').update(given).digest('hex')}` : null;
+}
+
+function countHeader(req: IncomingMessage, name: string): number {
+  let count = 0;
+  for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i]!.toLowerCase() === name) count++;
+  return count;
 }

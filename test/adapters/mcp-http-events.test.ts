@@ -1,11 +1,12 @@
 /**
  * The events a session of the HTTP face holds for resumes (mcp-http-events.ts): bounded by
  * count and bytes over all its streams, oldest first; an event dropped before any
- * connection carried it is told; a finished stream is forgotten once nothing of it is held.
+ * connection carried it is told; a finished stream is forgotten once nothing of it is held;
+ * over all sessions sharing a HeldBudget, at most its bytes, the oldest of any session first.
  */
 import type { ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { SessionEvents, type EventStream } from '../../src/adapters/mcp-http-events.js';
+import { HeldBudget, SessionEvents, type EventStream } from '../../src/adapters/mcp-http-events.js';
 
 const idOf = (frame: string) => /^id: (.*)$/m.exec(frame)![1]!;
 const connected = {} as ServerResponse;
@@ -47,5 +48,30 @@ describe('the events a session holds', () => {
     events.event(b, '{}');
     // a's last event was evicted: a is forgotten, and its ids are refused as no longer held.
     expect(events.resume(last)).toMatchObject({ ok: false, status: 410 });
+  });
+
+  it('holds at most the budget over all sessions: 1,000 sessions at their own bound hold no more than it, the oldest go first', () => {
+    const budget = new HeldBudget(1024 * 1024);
+    const dropped = new Set<number>();
+    const sessions = Array.from({ length: 1000 }, (_, i) => new SessionEvents({ maxBytes: 64 * 1024 }, () => dropped.add(i), budget));
+    const lastIds: string[] = [];
+    for (const events of sessions) {
+      let last = '';
+      // 64 events of about 1 kB: each session at its own 64 KiB bound, 64 MiB in all without the budget.
+      for (let n = 0; n < 64; n++) last = idOf(events.event(events.standalone, JSON.stringify({ pad: 'x'.repeat(950) })));
+      lastIds.push(last);
+    }
+    const held = sessions.flatMap((e) => e.standalone.held);
+    expect(held.reduce((n, h) => n + h.bytes, 0)).toBeLessThanOrEqual(1024 * 1024);
+    expect(budget.bytes).toBe(held.reduce((n, h) => n + h.bytes, 0));
+    // The newest sessions' events are held; the oldest sessions' were dropped, and told.
+    expect(sessions.at(-1)!.standalone.held.length).toBeGreaterThan(0);
+    expect(sessions[0]!.standalone.held).toEqual([]);
+    expect(dropped.has(0)).toBe(true);
+    expect(dropped.has(999)).toBe(false);
+    // A session that ends gives its bytes back.
+    sessions.at(-1)!.clear();
+    expect(budget.bytes).toBe(sessions.flatMap((e) => e.standalone.held).reduce((n, h) => n + h.bytes, 0));
+    expect(sessions.at(-2)!.resume(lastIds.at(-2)!)).toMatchObject({ ok: true, frames: [] });
   });
 });

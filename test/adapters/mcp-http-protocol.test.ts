@@ -6,19 +6,13 @@
  * stream carrying the server's notifications, JSON answers and SSE streams, batches only
  * for protocol versions that had them, and bad bodies (400 parse error, 413).
  */
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, LoggingMessageNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startMcpHttpGateway, type McpHttpGateway } from '../../src/adapters/mcp-http.js';
-import { GuardAgent } from '../../src/sdk/index.js';
-import { quietLogger } from './guarded-agent.js';
+import { startTestGateway } from './mcp-http-gateway.js';
 import { readUntil } from './sse-read.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
-const fixture = join(root, 'test/fixtures/mcp/server.mjs');
 const BOTH = 'application/json, text/event-stream';
 
 const cleanup: Array<() => Promise<void>> = [];
@@ -26,16 +20,7 @@ afterEach(async () => {
   for (const close of cleanup.splice(0).reverse()) await close().catch(() => undefined);
 });
 
-async function gateway(): Promise<{ gw: McpHttpGateway; reports: string[] }> {
-  const guard = new GuardAgent({ agentName: 'http-protocol', serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, []);
-  const reports: string[] = [];
-  const gw = await startMcpHttpGateway({ guard, upstream: { command: process.execPath, args: [fixture] }, host: '127.0.0.1', port: 0, auth: { none: true }, report: (l) => reports.push(l) });
-  cleanup.push(async () => {
-    await gw.close();
-    await guard.shutdown();
-  });
-  return { gw, reports };
-}
+const gateway = () => startTestGateway(cleanup, { agentName: 'http-protocol' });
 
 const initialize = (protocolVersion: string) => ({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion, capabilities: {}, clientInfo: { name: 'fetch', version: '1' } } });
 const callTool = (id: number | string, name: string, args: Record<string, unknown>, meta?: Record<string, unknown>) => ({

@@ -5,20 +5,14 @@
  * carries it on to its answer, ids of another session or forged ones are refused (400),
  * and a resume past what a session holds is refused (410) rather than answered with a gap.
  */
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HeldBounds } from '../../src/adapters/mcp-http-events.js';
-import { startMcpHttpGateway, type McpHttpGateway } from '../../src/adapters/mcp-http.js';
-import { GuardAgent } from '../../src/sdk/index.js';
-import { quietLogger } from './guarded-agent.js';
+import { startTestGateway } from './mcp-http-gateway.js';
 import { readUntil } from './sse-read.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
-const fixture = join(root, 'test/fixtures/mcp/server.mjs');
 const VERSION = '2025-11-25';
 
 const cleanup: Array<() => Promise<void>> = [];
@@ -26,15 +20,7 @@ afterEach(async () => {
   for (const close of cleanup.splice(0).reverse()) await close().catch(() => undefined);
 });
 
-async function gateway(held?: Partial<HeldBounds>): Promise<McpHttpGateway> {
-  const guard = new GuardAgent({ agentName: 'http-resume', serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, []);
-  const gw = await startMcpHttpGateway({ guard, upstream: { command: process.execPath, args: [fixture] }, host: '127.0.0.1', port: 0, auth: { none: true }, report: () => undefined, ...(held && { held }) });
-  cleanup.push(async () => {
-    await gw.close();
-    await guard.shutdown();
-  });
-  return gw;
-}
+const gateway = async (held?: Partial<HeldBounds>) => (await startTestGateway(cleanup, { agentName: 'http-resume', ...(held && { held }) })).gw;
 
 const callTool = (id: number, name: string, args: Record<string, unknown>, meta?: Record<string, unknown>) => ({
   jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, ...(meta && { _meta: meta }) },

@@ -5,19 +5,13 @@
  * Host (403), a client opening more sessions than the bound (the one idle longest closed).
  */
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateMessageRequestSchema, ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { GuardDecision } from '../../src/adapters/decisions.js';
-import { startMcpHttpGateway, type McpHttpAuth, type McpHttpGateway } from '../../src/adapters/mcp-http.js';
 import { ControlDataSchema } from '../../src/model/index.js';
-import { GuardAgent } from '../../src/sdk/index.js';
-import { quietLogger } from './guarded-agent.js';
+import { root, startTestGateway, type TestGatewayOptions } from './mcp-http-gateway.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
-const fixture = join(root, 'test/fixtures/mcp/server.mjs');
 const TOKEN = 'test-token-0123456789abcdef';
 
 const blockDrop = {
@@ -33,27 +27,8 @@ afterEach(async () => {
   for (const close of cleanup.splice(0).reverse()) await close().catch(() => undefined);
 });
 
-async function gateway(options: { auth?: McpHttpAuth; maxSessions?: number; allowedOrigins?: string[] } = {}) {
-  const guard = new GuardAgent({ agentName: 'http-face', serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, [blockDrop]);
-  const decisions: GuardDecision[] = [];
-  const reports: string[] = [];
-  const gw: McpHttpGateway = await startMcpHttpGateway({
-    guard,
-    upstream: { command: process.execPath, args: [fixture] },
-    host: '127.0.0.1',
-    port: 0,
-    auth: options.auth ?? { token: TOKEN },
-    ...(options.maxSessions !== undefined && { maxSessions: options.maxSessions }),
-    ...(options.allowedOrigins !== undefined && { allowedOrigins: options.allowedOrigins }),
-    onDecision: (d) => decisions.push(d),
-    report: (l) => reports.push(l),
-  });
-  cleanup.push(async () => {
-    await gw.close();
-    await guard.shutdown();
-  });
-  return { gw, decisions, reports };
-}
+const gateway = (options: Omit<TestGatewayOptions, 'agentName'> = {}) =>
+  startTestGateway(cleanup, { agentName: 'http-face', controls: [blockDrop], auth: { token: TOKEN }, ...options });
 
 async function connect(url: string, token: string | null = TOKEN) {
   const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: token === null ? {} : { Authorization: `Bearer ${token}` } } });
@@ -107,13 +82,8 @@ describe('guardctl mcp-proxy --listen', () => {
   });
 
   it('relays elicitation and sampling of the reference everything server (stdio, a process per session)', { timeout: 30_000 }, async () => {
-    const guard = new GuardAgent({ agentName: 'http-face', serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, [blockDrop]);
     const everything = join(root, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
-    const gw = await startMcpHttpGateway({ guard, upstream: { command: process.execPath, args: [everything, 'stdio'] }, host: '127.0.0.1', port: 0, auth: { none: true }, report: () => undefined });
-    cleanup.push(async () => {
-      await gw.close();
-      await guard.shutdown();
-    });
+    const { gw } = await gateway({ upstream: { command: process.execPath, args: [everything, 'stdio'] }, auth: { none: true } });
     const client = new Client({ name: 'http-test', version: '1.0.0' }, { capabilities: { elicitation: { form: {} }, sampling: {} } });
     client.setRequestHandler(ElicitRequestSchema, () => ({ action: 'accept', content: { name: 'Ada', check: true, email: 'ada@example.com', integer: 5, number: 2, enums: 'value1', untitledSingleSelectEnum: 'value1', titledSingleSelectEnum: 'value1', untitledMultipleSelectEnum: ['value1'], titledMultipleSelectEnum: ['value1'], legacyTitledEnum: 'value1' } }));
     client.setRequestHandler(CreateMessageRequestSchema, () => ({ role: 'assistant', content: { type: 'text', text: 'sampled reply' }, model: 'test-model', stopReason: 'endTurn' }));
