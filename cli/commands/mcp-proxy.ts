@@ -55,7 +55,7 @@ export function registerMcpProxy(program: Command): void {
       .option('--auth-guard-keys', "--listen: clients authenticate with a key of the guard server (default: the bearer token in GUARD_MCP_TOKEN)")
       .option('--no-auth', '--listen on a loopback address: clients need no credential')
       .option('--allow-origin <origin>', '--listen: a browser Origin allowed to call (repeatable; any other Origin gets 403)', (v: string, all: string[] = []) => [...all, v])
-      .option('--max-sessions <n>', '--listen: sessions kept at once; past it the one idle longest is closed (default 1000)')
+      .option('--max-sessions <n>', '--listen: sessions kept at once; past it the one idle longest of the key holding the most is closed (default 1000)')
       .option('--allow-unguarded', 'start even when no control is in force for the agent (default: refuse, as a misspelt --agent is the usual cause)'),
   ).action(async (args: string[], flags: McpProxyFlags) => {
     process.exitCode = await runMcpProxy(args, flags);

@@ -51,7 +51,7 @@ export interface McpHttpGatewayOptions extends AdapterOptions {
   auth: McpHttpAuth;
   /** Origins (scheme://host:port) a browser may call from; any other Origin is refused. */
   allowedOrigins?: readonly string[];
-  /** Sessions kept at once; past it the one idle longest is closed. Default 1000. */
+  /** Sessions kept at once; past it the one idle longest of the credential holding the most is closed. Default 1000. */
   maxSessions?: number;
   serverName?: string;
   requestTimeoutMs?: number;
@@ -102,13 +102,23 @@ export async function startMcpHttpGateway(options: McpHttpGatewayOptions): Promi
     await session.proxy.close();
   };
 
-  /** Makes room for one more session: the one idle longest goes. */
-  const makeRoom = async (): Promise<void> => {
+  /**
+   * Makes room for one more session of `holder`. The session that goes is the one idle
+   * longest among those of the credential holding the most (the newcomer counted): a client
+   * that opens sessions in a loop closes its own, never everyone else's. With one shared
+   * token every session has the same holder, and it is simply the one idle longest.
+   */
+  const makeRoom = async (holder: string): Promise<void> => {
     while (sessions.size >= maxSessions) {
+      const held = new Map<string, number>([[holder, 1]]);
+      for (const s of sessions.values()) held.set(s.holder, (held.get(s.holder) ?? 0) + 1);
+      const most = Math.max(...held.values());
       let oldest: [string, Session] | undefined;
-      for (const entry of sessions) if (!oldest || entry[1].lastActive < oldest[1].lastActive) oldest = entry;
+      for (const entry of sessions) {
+        if (held.get(entry[1].holder) === most && (!oldest || entry[1].lastActive < oldest[1].lastActive)) oldest = entry;
+      }
       if (!oldest) return;
-      await endSession(oldest[0], `${maxSessions} sessions are open, and it was idle the longest`);
+      await endSession(oldest[0], `${maxSessions} sessions are open, and it was idle the longest of the credential holding the most`);
     }
   };
 
@@ -123,7 +133,7 @@ export async function startMcpHttpGateway(options: McpHttpGatewayOptions): Promi
     }
     const refused = acceptRefusal(req, 'POST');
     if (refused) return problem(res, refused.status, refused.message);
-    await makeRoom();
+    await makeRoom(holder);
     const transport = new HttpSessionTransport(options.held, heldBudget);
     const id = transport.sessionId;
     let proxy: McpProxy;

@@ -164,6 +164,19 @@ describe('guardctl mcp-proxy --listen', () => {
     for (const kept of [first, third, fourth]) expect(textOf(await call(kept.client, 'select 3'))).toBe('3 rows for select 3');
   });
 
+  it('past the bound a key opening sessions in a loop closes its own, not the sessions of other keys', { timeout: 60_000 }, async () => {
+    const keys = new Set(['key-of-alice', 'key-of-bob', 'key-of-mallory']);
+    const { gw } = await gateway({ maxSessions: 4, auth: { verifyKey: (key) => Promise.resolve(keys.has(key)) } });
+    // Alice's and Bob's sessions are the oldest and idle.
+    const alice = await connect(gw.url, 'key-of-alice');
+    const bob = await connect(gw.url, 'key-of-bob');
+    const mallory: Array<Awaited<ReturnType<typeof connect>>> = [];
+    for (let i = 0; i < 6; i++) mallory.push(await connect(gw.url, 'key-of-mallory'));
+    expect(gw.sessionCount).toBe(4);
+    for (const kept of [alice, bob, mallory[4]!, mallory[5]!]) expect(textOf(await call(kept.client, 'select 1'))).toBe('3 rows for select 1');
+    await expect(call(mallory[0]!.client, 'select 1')).rejects.toThrow();
+  });
+
   it('refuses a request without a session unless it is initialize, and an unknown session with 404', { timeout: 30_000 }, async () => {
     const { gw } = await gateway();
     const auth = { authorization: `Bearer ${TOKEN}` };
