@@ -10,7 +10,8 @@ import { createDefaultRegistry, type EvaluatorRegistry } from '../evaluators/reg
 import { STEP_TYPES, type ControlRecord, type EvaluationResult, type Stage } from '../model/index.js';
 import { buildControlSet, type AgentControlSet } from './control-set.js';
 import { ApprovalError, ControlSteerError, ControlViolationError, GuardUnavailableError, stepRefusalOf } from './errors.js';
-import { EventBatcher, eventJsonOf } from './events.js';
+import { EventThreadSink } from './event-thread.js';
+import { EventBatcher, eventJsonOf, type EventSink } from './events.js';
 import { decidingMatch, emptyResult, mergeResults } from './merge.js';
 import { MissingSelectorWarnings } from './missing-selectors.js';
 import { approvalErrorOf, awaitDecision, type ApprovalMode } from './approval-wait.js';
@@ -36,6 +37,7 @@ export class GuardAgent {
   readonly #logger: GuardLogger;
   readonly #refreshMs: number;
   readonly #events: EventBatcher | null;
+  readonly #eventThread: EventThreadSink | null;
   readonly #missing: MissingSelectorWarnings;
   readonly #tracing: AgentTracing;
   #set: AgentControlSet;
@@ -70,10 +72,15 @@ export class GuardAgent {
     this.#tracing = new AgentTracing(options.tracer);
     this.#refreshMs = Math.max(0, (options.refreshIntervalSeconds ?? 60) * 1000);
     this.#set = this.#build(records);
+    this.#eventThread =
+      options.events !== false && options.eventThread === true && options.fetch === undefined
+        ? new EventThreadSink({ url: `${this.client.serverUrl}/api/v1/observability/events`, apiKey: options.apiKey, timeoutMs: this.client.timeoutMs })
+        : null;
+    const sink: EventSink = this.#eventThread ?? this.client;
     this.#events =
       options.events === false
         ? null
-        : new EventBatcher(this.client, {
+        : new EventBatcher(sink, {
             batchSize: options.eventBatchSize ?? 100,
             intervalMs: (options.eventFlushIntervalSeconds ?? 5) * 1000,
             maxBuffered: options.maxBufferedEvents ?? 10_000,
@@ -309,6 +316,7 @@ export class GuardAgent {
     if (this.#closed) return;
     this.#closed = true;
     await this.#events?.close();
+    await this.#eventThread?.close();
     const pending = this.#events?.pending ?? 0;
     if (pending > 0) this.#logger.warn(`shutdown: ${pending} events could not be sent`);
   }

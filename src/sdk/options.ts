@@ -74,6 +74,13 @@ export interface GuardAgentOptions {
   eventBatchSize?: number | undefined;
   /** Send at least this often. Default 5. */
   eventFlushIntervalSeconds?: number | undefined;
+  /**
+   * Post events from a worker thread of the agent's own (event-thread.ts), off the thread
+   * that checks steps; for a process whose checks are on every request's path (the MCP
+   * gateway). Not with a custom `fetch`, which a thread cannot call: events are then posted
+   * in-thread. Default false.
+   */
+  eventThread?: boolean | undefined;
   /** Events kept while the server cannot take them; the oldest go first. Default 10000. */
   maxBufferedEvents?: number | undefined;
   /** Evaluators for `execution: sdk` controls; the built-ins by default. */

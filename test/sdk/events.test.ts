@@ -53,6 +53,48 @@ describe('EventBatcher', () => {
     expect(batcher.pending).toBe(0);
   });
 
+  it('a send goes on only with full batches: what comes in during it waits for a batch, the interval or close', async () => {
+    const batches: number[][] = [];
+    let release = (): void => undefined;
+    const sink: EventSink = {
+      ingestEventsJson: (events) => {
+        batches.push(events.map((e) => (JSON.parse(e) as ObservabilityEvent).control_id));
+        return new Promise<void>((resolve) => (release = resolve));
+      },
+    };
+    const batcher = new EventBatcher(sink, options);
+    batcher.push([event(1), event(2), event(3)]);
+    await expect.poll(() => batches.length).toBe(1);
+    // Two events while the first batch is in flight: not a batch, so not sent after it.
+    batcher.push([event(4), event(5)]);
+    release();
+    // The send's end and whatever it would do next run on microtasks, before the next turn.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(batches).toEqual([[1, 2, 3]]);
+    expect(batcher.pending).toBe(2);
+    // The third makes a batch: sent on its own turn, in order.
+    batcher.push([event(6)]);
+    await expect.poll(() => batches.length).toBe(2);
+    release();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(batches[1]).toEqual([4, 5, 6]);
+    // The interval's flush sends what waits when it is asked, however few, and not what comes in during its send.
+    batcher.push([event(7)]);
+    const flushing = batcher.flush();
+    await expect.poll(() => batches.length).toBe(3);
+    batcher.push([event(8)]);
+    release();
+    await flushing;
+    expect(batches[2]).toEqual([7]);
+    expect(batcher.pending).toBe(1);
+    const closing = batcher.close();
+    await expect.poll(() => batches.length).toBe(4);
+    release();
+    await closing;
+    expect(batches[3]).toEqual([8]);
+    expect(batcher.sent).toBe(8);
+  });
+
   it('sends each event as it was pushed, field for field', async () => {
     const sent: string[] = [];
     const batcher = new EventBatcher({ ingestEventsJson: (events) => Promise.resolve(void sent.push(...events)) }, options);

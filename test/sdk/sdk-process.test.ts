@@ -69,6 +69,33 @@ describe('process lifetime', () => {
     expect(result.code).toBe(0);
   });
 
+  it('exits after init and a check without shutdown with events posted from a thread (eventThread)', async () => {
+    const result = await runChild(`
+      import { init } from './src/sdk/index.js';
+      const agent = await init({ agentName: 'support-bot', serverUrl: process.env.GUARD_URL, eventThread: true, eventBatchSize: 2 });
+      await agent.check({ type: 'tool', name: 'run_sql', input: { query: 'select 1' } }, 'pre');
+      // The full batch goes out from the thread; then nothing is left to keep the process.
+      while (agent.pendingEvents > 0) await new Promise((r) => setTimeout(r, 10));
+      console.log('pending', agent.pendingEvents);
+    `);
+    expect(result.out).toContain('pending 0');
+    expect(result.signal).toBeNull();
+    expect(result.code).toBe(0);
+  });
+
+  // pending 0 after shutdown: the server acknowledged every event (a failed send keeps them pending).
+  it('exits after shutdown with eventThread, having delivered its events', async () => {
+    const result = await runChild(`
+      import { init } from './src/sdk/index.js';
+      const agent = await init({ agentName: 'support-bot', serverUrl: process.env.GUARD_URL, eventThread: true });
+      await agent.check({ type: 'tool', name: 'run_sql', input: { query: 'select 1' } }, 'pre');
+      await agent.shutdown();
+      console.log('pending', agent.pendingEvents);
+    `);
+    expect(result.out).toContain('pending 0');
+    expect(result.code).toBe(0);
+  });
+
   it('exits after shutdown, having delivered its events', async () => {
     const result = await runChild(`
       import { init } from './src/sdk/index.js';
