@@ -75,6 +75,8 @@ async function sqliteThroughput(): Promise<BenchRow[]> {
  */
 const COUNTED = { windows: 3, requests: 3_000, warm: 20_000 };
 const SQLITE_GOAL = 0.85;
+/** How far from 1 the A/A pair may read for the count to judge the goal. */
+const AA_TOLERANCE = 0.03;
 
 /**
  * Instructions per request of the SQLite pair under callgrind, and the set without them in a
@@ -96,16 +98,20 @@ async function sqliteInstructions(): Promise<BenchRow[]> {
   const against = (counts: number[]) =>
     `${Math.round(median(counts)).toLocaleString('en-US')} against ${Math.round(median(base)).toLocaleString('en-US')}; all windows together: ${(sum(base) / sum(counts)).toFixed(3)}; windows: ${windows(counts)} (baseline: ${windows(base)})`;
   const ratio = ratioOf(aware);
+  const aa = ratioOf(twin);
+  // The goal is judged only where the A/A pair shows the count resolves a few percent: on one
+  // run here the pair read 1.377 (windows 126k to 296k per request), and a verdict then would be noise.
+  const resolves = Math.abs(aa - 1) <= AA_TOLERANCE;
   return [
     { name: 'SQLite sessions: evaluation, 10 controls in scope (baseline): instructions per request', value: Math.round(median(base)), unit: 'instructions', note: `${method}; windows: ${windows(base)}` },
-    { name: 'SQLite sessions: the baseline again, another process / the baseline (A/A: the resolution)', value: ratioOf(twin), unit: 'x', note: `${method}; ${against(twin)}` },
+    { name: 'SQLite sessions: the baseline again, another process / the baseline (A/A: the resolution)', value: aa, unit: 'x', note: `${method}; ${against(twin)}` },
     {
       name: 'SQLite sessions: session-aware / without (instructions per request)',
       value: ratio,
       unit: 'x',
       goal: `>= ${SQLITE_GOAL}`,
-      pass: ratio >= SQLITE_GOAL,
-      note: `${method}; ${against(aware)}`,
+      ...(resolves ? { pass: ratio >= SQLITE_GOAL } : {}),
+      note: `${resolves ? '' : `not judged: the A/A pair reads ${aa}, off 1 by more than ${AA_TOLERANCE}; `}${method}; ${against(aware)}`,
     },
   ];
 }
@@ -193,7 +199,8 @@ machine's load does not move, since the throughput rounds on the shared 2-core m
 wider than its margin: the SQLite pair runs under callgrind, and the ratio is the baseline's
 instructions per request over the session-aware server's (median of ${COUNTED.windows} windows of
 ${COUNTED.requests.toLocaleString('en-US')} requests each after ${COUNTED.warm.toLocaleString('en-US')} to warm up, bench/callgrind.ts), with the baseline counted
-again in a second process (A/A) for the measure's own resolution. Counted are the server
+again in a second process (A/A) for the measure's own resolution; the goal is judged only
+when that pair reads within ${AA_TOLERANCE} of 1. Counted are the server
 process's instructions in user space, better-sqlite3's included (it runs in the process):
 the session-aware server's writes through to the SQLite file are counted up to the system
 call, the time the kernel spends in them is not. Its writes of step counts come once a second
