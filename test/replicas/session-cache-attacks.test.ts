@@ -46,7 +46,11 @@ function sessionsOf(store: PostgresStore, clock: () => number): SharedSessions {
 }
 
 /** Two replicas of one fresh schema, and a plain connection to it (the attacker's hands). */
-async function replicas(optionsB?: PostgresStoreOptions, roleB?: string, clock = () => NOW): Promise<{ a: SharedSessions; b: SharedSessions; sql: pg.Client }> {
+async function replicas(
+  optionsB?: PostgresStoreOptions,
+  roleB?: string,
+  clock = () => NOW,
+): Promise<{ a: SharedSessions; b: SharedSessions; sql: pg.Client; storeB: PostgresStore }> {
   const storeA = await opener.open();
   const schema = opener.lastSchema();
   const urlB = new URL(pgUrl);
@@ -56,7 +60,7 @@ async function replicas(optionsB?: PostgresStoreOptions, roleB?: string, clock =
   const sql = new pg.Client({ connectionString: pgUrl, options: `-c search_path="${schema}"` });
   await sql.connect();
   closers.push(() => sql.end());
-  return { a: sessionsOf(storeA, clock), b: sessionsOf(storeB, clock), sql };
+  return { a: sessionsOf(storeA, clock), b: sessionsOf(storeB, clock), sql, storeB };
 }
 
 /** Steps `sessions` takes in the session until one is answered from its cache (its ping heard back); returns how many. */
@@ -75,6 +79,20 @@ async function untilCached(sessions: SharedSessions, agent: string, id: string):
     )
     .toBe(true);
   return steps;
+}
+
+/** Where `sessions` answers the session's next step from: its cache, or the database. */
+async function answeredFrom(sessions: SharedSessions, agent: string, id: string): Promise<'cache' | 'database'> {
+  const step = sessions.begin(agent, id);
+  if (!(step instanceof Promise)) return 'cache';
+  await step;
+  return 'database';
+}
+
+/** How many session listeners (the cache's LISTEN connections) `role` has open. */
+async function sessionListenersOf(sql: pg.Client, role: string): Promise<number> {
+  const rows = await sql.query("SELECT 1 FROM pg_stat_activity WHERE usename = $1 AND application_name = 'guardctl-sessions'", [role]);
+  return rows.rowCount ?? 0;
 }
 
 async function labelsOf(sessions: SharedSessions, agent: string, id: string): Promise<string[]> {
@@ -148,6 +166,60 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('attacks on th
     const next = b.begin('bot', 's');
     expect(next).toBeInstanceOf(Promise);
     expect([...(await next)!.labels]).toEqual(['tainted']);
+  });
+
+  it("B's listener cut and kept away: no cache until it is back, then an empty one; no label added meanwhile is missed", async () => {
+    // B's listener tries again every 100 ms; while B's role may not log in, it cannot come
+    // back (B's pool keeps the connections it has). The session clock is frozen: an entry
+    // cached before the cut would answer again after it, were it not emptied.
+    const { a, b, sql, storeB } = await replicas({ listenerRetryMs: 100 }, LONE_ROLE);
+    const stale = (await a.begin('bot', 'stale'))!;
+    const probe = (await a.begin('bot', 'probe'))!;
+    await untilCached(b, 'bot', 'stale');
+    await untilCached(b, 'bot', 'probe');
+    await sql.query(`ALTER ROLE ${LONE_ROLE} NOLOGIN`);
+    closers.push(() => sql.query(`ALTER ROLE ${LONE_ROLE} LOGIN`));
+    const killed = await sql.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1 AND application_name = 'guardctl-sessions'", [
+      LONE_ROLE,
+    ]);
+    expect(killed.rowCount).toBe(1);
+
+    // B stops answering from its cache (its last ping heard runs out)...
+    await expect.poll(() => answeredFrom(b, 'bot', 'probe'), { interval: 50, timeout: 10_000 }).toBe('database');
+    // ...and stays stopped while its pings still commit, unheard: one sent after this point.
+    const [{ now }] = (await sql.query<{ now: number }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now')).rows as [{ now: number }];
+    await expect
+      .poll(
+        async () =>
+          (await sql.query<{ expires_at: number }>('SELECT expires_at FROM session_cachers WHERE replica = $1', [storeB.sharedSessions.cache.replica])).rows[0]!
+            .expires_at,
+        { interval: 50, timeout: 10_000 },
+      )
+      .toBeGreaterThan(now + 3000);
+    expect(await answeredFrom(b, 'bot', 'probe')).toBe('database');
+
+    // Labels added through A while B cannot hear their drops: B reads them from the database.
+    await a.add('bot', 'stale', stale, mark('tainted'), 'post', 'fetch_url');
+    await a.add('bot', 'probe', probe, mark('tainted'), 'post', 'fetch_url');
+    expect(await sessionListenersOf(sql, LONE_ROLE)).toBe(0);
+    const during = b.begin('bot', 'probe');
+    expect(during).toBeInstanceOf(Promise);
+    expect([...(await during)!.labels]).toEqual(['tainted']);
+
+    // The listener comes back: B caches again, but nothing it cached before the cut.
+    await sql.query(`ALTER ROLE ${LONE_ROLE} LOGIN`);
+    await expect.poll(() => sessionListenersOf(sql, LONE_ROLE), { interval: 50, timeout: 10_000 }).toBe(1);
+    await untilCached(b, 'bot', 'probe');
+    const after = b.begin('bot', 'stale');
+    expect(after).toBeInstanceOf(Promise);
+    expect([...(await after)!.labels]).toEqual(['tainted']);
+
+    // And A's drops reach it again: a label added through A decides on B at the very next step.
+    await untilCached(b, 'bot', 'stale');
+    await a.add('bot', 'stale', stale, mark('again'), 'post', 'fetch_url');
+    const next = b.begin('bot', 'stale');
+    expect(next).toBeInstanceOf(Promise);
+    expect([...(await next)!.labels].sort()).toEqual(['again', 'tainted']);
   });
 
   it('a cached entry answers for 5 s of the session clock at most; past the TTL the session starts empty', async () => {
