@@ -34,7 +34,7 @@ export async function callgrindAvailable(): Promise<boolean> {
 }
 
 /** Starts a benchmark server under callgrind, counting off; resolves with its URL. */
-function startUnderCallgrind(spec: ServerSpec, outDir: string): Promise<{ child: ChildProcess; url: string }> {
+function startUnderCallgrind(spec: ServerSpec, outDir: string, nodeFlags: readonly string[]): Promise<{ child: ChildProcess; url: string }> {
   const script = fileURLToPath(new URL('./server-child.js', import.meta.url));
   const child = spawn(
     'valgrind',
@@ -46,6 +46,7 @@ function startUnderCallgrind(spec: ServerSpec, outDir: string): Promise<{ child:
       '--single-threaded',
       '--hash-seed=1',
       '--random-seed=1',
+      ...nodeFlags,
       script,
       JSON.stringify(spec),
     ],
@@ -120,24 +121,34 @@ const WINDOWS = 3;
 
 /**
  * Instructions per measured request of one server under callgrind, in each of `windows`
- * windows of `measured` requests, after `warm` requests that are not counted.
+ * windows of `measured` requests, after `warm` requests that are not counted. `nodeFlags`
+ * go to the server's node (V8 flags such as --predictable-gc-schedule).
  */
-export async function countInstructions(spec: ServerSpec, bodies: readonly string[], warm: number, measured: number, windows = WINDOWS): Promise<number[]> {
+export async function countInstructions(
+  spec: ServerSpec,
+  bodies: readonly string[],
+  warm: number,
+  measured: number,
+  windows = WINDOWS,
+  nodeFlags: readonly string[] = [],
+): Promise<number[]> {
   const outDir = mkdtempSync(join(tmpdir(), 'guard-callgrind-'));
-  const { child, url } = await startUnderCallgrind(spec, outDir);
+  const { child, url } = await startUnderCallgrind(spec, outDir, nodeFlags);
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   try {
     const target = new URL(url);
     await send(target, agent, warm, bodies);
     const pid = String(child.pid);
     for (let w = 0; w < windows; w++) {
-      // With observability on, events wait in a buffer for the flush timer: written inside
-      // the counted window they would be the warm-up's, and some counted requests' would be
-      // written after it. Flushing on both edges counts exactly the measured requests' writes.
-      if (spec.observability) await flush(child);
+      // With observability on, events wait in a buffer for the flush timer (and with tracing
+      // on, spans for the exporter's): written inside the counted window they would be the
+      // warm-up's, and some counted requests' would be written after it. Flushing on both
+      // edges counts exactly the measured requests' writes and exports.
+      const background = spec.observability === true || spec.otel !== undefined;
+      if (background) await flush(child);
       await run('callgrind_control', ['--instr=on', pid]);
       await send(target, agent, measured, bodies);
-      if (spec.observability) await flush(child);
+      if (background) await flush(child);
       await run('callgrind_control', ['--instr=off', pid]);
       // Each dump holds what was counted since the one before: this window alone.
       await run('callgrind_control', ['--dump', pid]);

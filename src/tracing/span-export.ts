@@ -3,7 +3,8 @@
  * that waits, in a bounded queue that never blocks: a span that finds MAX_QUEUED_SPANS
  * waiting is dropped (queue_full), and so is a batch the collector did not take
  * (export_failed: unreachable, slower than the timeout, refusing). A batch goes out when
- * BATCH_SIZE spans wait or EXPORT_DELAY_MS after the first one came, one request at a time.
+ * BATCH_SIZE spans wait or `scheduleDelayMs` (OTEL_BSP_SCHEDULE_DELAY) after the first one
+ * came, one request at a time.
  */
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
@@ -16,7 +17,6 @@ import type { Attributes } from './types.js';
 /** Spans waiting for export at most; past it new spans are dropped. */
 export const MAX_QUEUED_SPANS = 2048;
 export const BATCH_SIZE = 512;
-export const EXPORT_DELAY_MS = 1000;
 
 export interface SpanDrops {
   /** The queue was full (the collector is slower than the spans come). */
@@ -30,6 +30,7 @@ export interface ExportSettings {
   headers: Readonly<Record<string, string>>;
   protocol: OtlpProtocol;
   timeoutMs: number;
+  scheduleDelayMs: number;
   resource: Attributes;
   scopeName: string;
   scopeVersion: string | undefined;
@@ -91,7 +92,7 @@ export function createSpanExporter(settings: ExportSettings): SpanExporter {
     timer = setTimeout(() => {
       timer = null;
       send(BATCH_SIZE);
-    }, EXPORT_DELAY_MS);
+    }, settings.scheduleDelayMs);
     timer.unref();
   };
 

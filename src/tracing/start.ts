@@ -49,6 +49,7 @@ export function startTracing(config: TracingConfig, options: StartTracingOptions
     headers: config.headers,
     protocol: config.protocol,
     timeoutMs: config.timeoutMs,
+    scheduleDelayMs: config.scheduleDelayMs,
     resource: { 'service.name': config.serviceName, ...(options.serviceVersion ? { 'service.version': options.serviceVersion } : {}) },
     scopeName: SCOPE_NAME,
     scopeVersion: options.serviceVersion,

@@ -28,6 +28,7 @@ describe('tracing settings (OTEL_*)', () => {
       samplerRatio: 1,
       protocol: 'http/protobuf',
       timeoutMs: 10_000,
+      scheduleDelayMs: 1000,
       includeContent: false,
     });
     expect(
@@ -40,6 +41,7 @@ describe('tracing settings (OTEL_*)', () => {
         OTEL_TRACES_SAMPLER_ARG: '0.01',
         GUARD_OTEL_INCLUDE_CONTENT: 'true',
         OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_BSP_SCHEDULE_DELAY: '5000',
       }),
     ).toMatchObject({
       endpoint: 'https://collector.example/otlp/traces',
@@ -48,6 +50,7 @@ describe('tracing settings (OTEL_*)', () => {
       sampler: 'traceidratio',
       samplerRatio: 0.01,
       protocol: 'http/json',
+      scheduleDelayMs: 5000,
       includeContent: true,
     });
   });
@@ -67,6 +70,8 @@ describe('tracing settings (OTEL_*)', () => {
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_HEADERS: 'api-key=s3cret,broken' }, 'OTEL_EXPORTER_OTLP_HEADERS is malformed (entry 2 is not key=value with a header name as key): write it as key1=value1,key2=value2, values percent-encoded'],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_HEADERS: 'api-key=%E0%A4%A' }, 'OTEL_EXPORTER_OTLP_HEADERS is malformed (entry 1: the value\'s percent-encoding is broken): encode % as %25 in header values'],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, 'OTEL_EXPORTER_OTLP_PROTOCOL is "grpc", which guardctl cannot send: guardctl exports OTLP over HTTP: use http/protobuf (the default) or http/json, and the collector\'s HTTP port, 4318 by default'],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_BSP_SCHEDULE_DELAY: '1s' }, 'OTEL_BSP_SCHEDULE_DELAY must be a whole number of milliseconds from 1 to 600000, got "1s": for example 1000'],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_BSP_SCHEDULE_DELAY: '0' }, 'OTEL_BSP_SCHEDULE_DELAY must be a whole number of milliseconds from 1 to 600000, got "0": for example 1000'],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'maybe' }, 'OTEL_SDK_DISABLED must be true or false, got "maybe": set OTEL_SDK_DISABLED=true or OTEL_SDK_DISABLED=false'],
   ])('refuse %j with one line', (env, line) => {
     const error = errorOf(env);

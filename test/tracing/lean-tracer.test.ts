@@ -5,7 +5,7 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { tracingConfigOf, type TracingConfig } from '../../src/tracing/config.js';
 import { samplerOf, traceIdRatioSampler } from '../../src/tracing/sampler.js';
 import { createSpanExporter, MAX_QUEUED_SPANS, BATCH_SIZE } from '../../src/tracing/span-export.js';
@@ -85,6 +85,7 @@ const settings = (endpoint: string, timeoutMs = 10_000) => ({
   headers: { authorization: 'Bearer s3cret' },
   protocol: 'http/protobuf' as const,
   timeoutMs,
+  scheduleDelayMs: 1000,
   resource: { 'service.name': 'guard-test' },
   scopeName: 'guardctl',
   scopeVersion: undefined,
@@ -144,6 +145,25 @@ describe('the export queue', () => {
     await exporter.flush();
     expect(performance.now() - started).toBeLessThan(2000);
     expect(exporter.dropped().export_failed).toBe(1);
+  });
+});
+
+describe('the export schedule', () => {
+  afterEach(() => void vi.useRealTimers());
+
+  it('sends what waits scheduleDelayMs (OTEL_BSP_SCHEDULE_DELAY) after the first span, not before', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const otlp = await receiver();
+    const exporter = createSpanExporter({ ...settings(`${otlp.url}/v1/traces`), scheduleDelayMs: 5000 });
+    cleanups.push(() => exporter.stop());
+    exporter.onEnd(span(1));
+    vi.advanceTimersByTime(4999);
+    exporter.onEnd(span(2));
+    vi.advanceTimersByTime(1);
+    // Sent once, together: at 1 s (the default) the first would have gone alone.
+    await otlp.waitFor((spans) => spans.length === 2);
+    expect(otlp.encodings).toEqual(['protobuf']);
+    expect(otlp.spans.map((s) => s.name)).toEqual(['s1', 's2']);
   });
 });
 
