@@ -9,7 +9,7 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { callgrindAvailable, countInstructions } from './callgrind.js';
+import { callgrindAvailable, countInstructions, STEADY_GC_FLAGS } from './callgrind.js';
 import { median, type Benchmark, type BenchRow, type BenchSection } from './harness.js';
 import { interleavedRounds, sideNote } from './interleaved.js';
 import { tracingConfigOf } from '../src/tracing/config.js';
@@ -94,16 +94,8 @@ async function perEvaluation(receiverUrl: string, sampler: Record<string, string
  */
 const COUNTED = { windows: 3, requests: 2_000, warm: 10_000 };
 
-/**
- * V8 flags of the counted servers. By default V8 sizes the old generation from how it has
- * grown and how busy the process looked, and a major collection (about 160 million
- * instructions here: 80,000 per request in a window of 2,000) came every few thousand
- * requests, in one window and not the next. --predictable-gc-schedule fixes the growing
- * factor and turns off the idle-time and memory-reducing collections: in a trial run one
- * major collection came in 16 windows of 1,000 requests, the other 15 were within 1.8% of
- * each other. The median of three windows sets aside a window one lands in.
- */
-const COUNTED_NODE_FLAGS = ['--predictable-gc-schedule'];
+/** V8 flags of the counted servers (bench/callgrind.ts says why). */
+const COUNTED_NODE_FLAGS = STEADY_GC_FLAGS;
 
 /**
  * The exporter's timer under callgrind: about fifty times slower than native, a 1 s timer

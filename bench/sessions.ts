@@ -16,7 +16,7 @@
  *   of that session goes to B, which must deny. Reported: the median time from A's answer
  *   to B's deny, and how many of the B steps were decided by the label.
  */
-import { callgrindAvailable, countInstructions } from './callgrind.js';
+import { callgrindAvailable, countInstructions, STEADY_GC_FLAGS } from './callgrind.js';
 import { dropSchemas, freshSchema, PG_URL, pgReachable } from './pg-schemas.js';
 import { median, type Benchmark, type BenchRow, type BenchSection } from './harness.js';
 import { EVALUATION_BODY, LOAD, pairedAcrossProcesses, PROCESS_PAIRS, ROUNDS, type AcrossProcesses } from './server.js';
@@ -84,8 +84,8 @@ const AA_TOLERANCE = 0.03;
  */
 async function sqliteInstructions(): Promise<BenchRow[]> {
   if (!(await callgrindAvailable())) return [{ name: 'SQLite sessions: instructions per request', value: 0, unit: '', note: 'skipped: valgrind is not on the PATH' }];
-  const method = `callgrind, instructions per request in user space of the server process: median of ${COUNTED.windows} windows of ${COUNTED.requests.toLocaleString('en-US')} requests after ${COUNTED.warm.toLocaleString('en-US')} to warm up, 10 keep-alive connections, the step in ${SESSIONS} sessions`;
-  const count = (spec: ServerSpec) => countInstructions(spec, SESSION_BODIES, COUNTED.warm, COUNTED.requests, COUNTED.windows);
+  const method = `callgrind, ${STEADY_GC_FLAGS.join(' ')}, instructions per request in user space of the server process, servers counted one at a time: median of ${COUNTED.windows} windows of ${COUNTED.requests.toLocaleString('en-US')} requests after ${COUNTED.warm.toLocaleString('en-US')} to warm up, 10 keep-alive connections, the step in ${SESSIONS} sessions`;
+  const count = (spec: ServerSpec) => countInstructions(spec, SESSION_BODIES, COUNTED.warm, COUNTED.requests, COUNTED.windows, STEADY_GC_FLAGS);
   const without: ServerSpec = { kind: 'guard', controls: 10 };
   const base = await count(without);
   const aware = await count({ ...without, sessions: true });
