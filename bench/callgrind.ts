@@ -98,8 +98,8 @@ async function send(url: URL, agent: http.Agent, count: number, bodies: readonly
   await Promise.all(Array.from({ length: CONNECTIONS }, loop));
 }
 
-/** Asks the benchmark server to write what observability holds; resolves when it is written. */
-function flush(child: ChildProcess): Promise<void> {
+/** Asks the benchmark server to write what observability holds (`flush`), or to close and remove its database folder (`close`). */
+function ask(child: ChildProcess, op: 'flush' | 'close'): Promise<void> {
   const id = Date.now();
   return new Promise((resolve) => {
     const onMessage = (message: { id?: number }) => {
@@ -108,7 +108,7 @@ function flush(child: ChildProcess): Promise<void> {
       resolve();
     };
     child.on('message', onMessage);
-    child.send({ id, op: 'flush' } satisfies ChildRequest);
+    child.send({ id, op } satisfies ChildRequest);
   });
 }
 
@@ -156,10 +156,10 @@ export async function countInstructions(
       // warm-up's, and some counted requests' would be written after it. Flushing on both
       // edges counts exactly the measured requests' writes and exports.
       const background = spec.observability === true || spec.otel !== undefined;
-      if (background) await flush(child);
+      if (background) await ask(child, 'flush');
       await run('callgrind_control', ['--instr=on', pid]);
       await send(target, agent, measured, bodies);
-      if (background) await flush(child);
+      if (background) await ask(child, 'flush');
       await run('callgrind_control', ['--instr=off', pid]);
       // Each dump holds what was counted since the one before: this window alone.
       await run('callgrind_control', ['--dump', pid]);
@@ -180,8 +180,12 @@ export async function countInstructions(
     child.removeAllListeners('exit');
     // callgrind writes its last dump as the process ends: the folder is removed after that.
     const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill();
+    // Closed by request, so that it removes its SQLite folder; killed if that does not come.
+    const killer = setTimeout(() => child.kill(), 60_000);
+    if (child.connected) await Promise.race([ask(child, 'close'), exited]);
+    else child.kill();
     await exited;
+    clearTimeout(killer);
     // GUARD_CALLGRIND_KEEP: leave the dumps for callgrind_annotate (profiling by hand).
     if (process.env.GUARD_CALLGRIND_KEEP) process.stderr.write(`callgrind dumps kept in ${outDir}\n`);
     else rmSync(outDir, { recursive: true, force: true });
