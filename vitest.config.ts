@@ -13,6 +13,9 @@ export default defineConfig({
     expect: { poll: { timeout: 30_000 } },
     // Two cores: more workers only fight over them.
     maxWorkers: 2,
+    // Child processes, not threads: tests that run the CLI in-process change the working
+    // directory (test/support/cli-in-process.ts), which a worker thread cannot.
+    pool: 'forks',
     // A worker runs file after file in one module graph instead of importing the sources
     // again for each file (importing was about as long as the tests themselves). Tests keep
     // their state in what they create (apps, stores, servers, temp directories), never in a

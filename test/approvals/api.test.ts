@@ -117,13 +117,12 @@ for (const kind of storeKinds()) {
       try {
         await seedPayments(s.app, admin);
         const id = (await evaluate(s.app, payment(40_000), regular)).approval.id as string;
-        const waited = call(s.app, 'GET', `/api/v1/approvals/${id}/wait?timeout=20s`, undefined, regular);
+        // A wait that answered only at its timeout (two minutes, the most a wait takes) would
+        // outlast this test's own time limit: answering at all shows it answered at the decision.
+        const waited = call(s.app, 'GET', `/api/v1/approvals/${id}/wait?timeout=2m`, undefined, regular);
         await new Promise((resolve) => setTimeout(resolve, 100));
-        const started = performance.now();
         await call(s.app, 'POST', `/api/v1/approvals/${id}/approve`, undefined, admin);
-        const answer = await waited;
-        expect(performance.now() - started).toBeLessThan(1000);
-        expect(json(answer)).toMatchObject({ id, status: 'approved' });
+        expect(json(await waited)).toMatchObject({ id, status: 'approved' });
         // A short wait on a pending approval answers it pending.
         const other = (await evaluate(s.app, payment(41_000), regular)).approval.id as string;
         expect(json(await call(s.app, 'GET', `/api/v1/approvals/${other}/wait?timeout=200ms`, undefined, regular)).status).toBe('pending');

@@ -3,7 +3,9 @@
  * compiled JavaScript (the `guardctl` binary, the package's entry points, the SDK package),
  * and only when a source is newer than the build. `npm test` has just built, so there it
  * only compares file times; a developer running one end-to-end file after an edit gets a
- * fresh build instead of a test of yesterday's code.
+ * fresh build instead of a test of yesterday's code. It emits without the type check
+ * (`npm run build:js`): checking types is `npm run check`'s work, and the tests need only
+ * the JavaScript, which is the same either way.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
@@ -50,8 +52,8 @@ export default function buildOnce(): void {
   if (process.env.GUARDCTL_MAIN) return;
   const reason = staleReason();
   if (reason === null) return;
-  process.stderr.write(`building first (${reason}): npm run build\n`);
+  process.stderr.write(`building first (${reason}): npm run build:js\n`);
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  const built = spawnSync(npm, ['run', 'build'], { cwd: ROOT, encoding: 'utf8' });
-  if (built.status !== 0) throw new Error(`npm run build failed (exit ${built.status}); the end-to-end tests need it:\n${built.stdout}${built.stderr}`);
+  const built = spawnSync(npm, ['run', 'build:js'], { cwd: ROOT, encoding: 'utf8' });
+  if (built.status !== 0) throw new Error(`npm run build:js failed (exit ${built.status}); the end-to-end tests need it:\n${built.stdout}${built.stderr}`);
 }

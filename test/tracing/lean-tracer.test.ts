@@ -141,9 +141,9 @@ describe('the export queue', () => {
     const exporter = createSpanExporter(settings(`${slow.url}/v1/traces`, 200));
     cleanups.push(() => exporter.stop());
     exporter.onEnd(span(1));
-    const started = performance.now();
+    // The collector answers after a minute, past this test's time limit: the flush coming
+    // back at all shows the 200 ms timeout ended the export.
     await exporter.flush();
-    expect(performance.now() - started).toBeLessThan(2000);
     expect(exporter.dropped().export_failed).toBe(1);
   });
 });
@@ -217,14 +217,14 @@ describe('a tracer exporting to a collector', () => {
 
   it('shuts down within its timeout when the collector hangs, and takes no spans after', async () => {
     const slow = await receiver();
-    slow.delayMs = 60_000;
-    const t = await startTracing(tracingConfigOf({ OTEL_EXPORTER_OTLP_ENDPOINT: slow.url, OTEL_TRACES_SAMPLER: 'always_on', OTEL_EXPORTER_OTLP_TIMEOUT: '30000' })!);
+    slow.delayMs = 120_000;
+    // The export alone would wait a minute, past this test's time limit: the shutdown coming
+    // back at all shows its own 300 ms timeout ended it.
+    const t = await startTracing(tracingConfigOf({ OTEL_EXPORTER_OTLP_ENDPOINT: slow.url, OTEL_TRACES_SAMPLER: 'always_on', OTEL_EXPORTER_OTLP_TIMEOUT: '60000' })!);
     for (let i = 0; i < 10; i++) t.startSpan('x', 0, null).end();
     const started = performance.now();
     await t.shutdown(300);
-    const took = performance.now() - started;
-    expect(took).toBeGreaterThanOrEqual(250);
-    expect(took).toBeLessThan(1500);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(250);
     // The batch the collector held is abandoned, and counted; a span after the stop is not taken.
     await expect.poll(() => t.dropped()).toEqual({ queue_full: 0, export_failed: 10 });
     t.startSpan('late', 0, null).end();
