@@ -10,7 +10,7 @@ import { connect as connectSocket } from 'node:net';
 import { request, type IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startTestGateway } from './mcp-http-gateway.js';
-import { readUntil } from './sse-read.js';
+import { parseSse as parse, readUntil, type SseEvent as Event } from './sse-read.js';
 
 const VERSION = '2025-11-25';
 const TOKEN = 'attack-token-0123456789abcdef';
@@ -50,18 +50,6 @@ async function session(url: string, headers: Record<string, string> = {}): Promi
   };
 }
 
-interface Event {
-  id: string | undefined;
-  message: Record<string, unknown> | undefined;
-}
-
-function parse(text: string): Event[] {
-  return text.split('\n\n').filter((block) => block.trim() !== '' && !block.startsWith(':')).map((block) => {
-    const id = /^id: (.*)$/m.exec(block)?.[1];
-    const data = /^data: (.+)$/m.exec(block)?.[1];
-    return { id, message: data === undefined ? undefined : (JSON.parse(data) as Record<string, unknown>) };
-  });
-}
 
 /** The number a chatter log line carries ("<n> ccc..."). */
 const chatterOf = (events: Event[]) => events.flatMap((e) => (e.message?.method === 'notifications/message' ? [Number(String((e.message.params as { data: string }).data).split(' ')[0])] : []));

@@ -11,7 +11,7 @@ import { CallToolResultSchema, type CallToolResult } from '@modelcontextprotocol
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HeldBounds } from '../../src/adapters/mcp-http-events.js';
 import { startTestGateway } from './mcp-http-gateway.js';
-import { readUntil } from './sse-read.js';
+import { parseSse as parse, readUntil, type SseEvent as Event } from './sse-read.js';
 
 const VERSION = '2025-11-25';
 
@@ -54,18 +54,6 @@ async function session(url: string): Promise<Session> {
   };
 }
 
-interface Event {
-  id: string | undefined;
-  message: Record<string, unknown> | undefined;
-}
-
-function parse(text: string): Event[] {
-  return text.split('\n\n').filter((block) => block.trim() !== '' && !block.startsWith(':')).map((block) => {
-    const id = /^id: (.*)$/m.exec(block)?.[1];
-    const data = /^data: (.+)$/m.exec(block)?.[1];
-    return { id, message: data === undefined ? undefined : (JSON.parse(data) as Record<string, unknown>) };
-  });
-}
 
 const errorOf = async (response: Response) => ((await response.json()) as { error: { message: string } }).error.message;
 const progressOf = (events: Event[]) => events.filter((e) => e.message?.method === 'notifications/progress').map((e) => (e.message!.params as { progress: number }).progress);

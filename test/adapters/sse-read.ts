@@ -18,3 +18,18 @@ export async function readUntil<T>(response: Response, parse: (text: string) => 
     }
   }
 }
+
+/** One SSE event as the face sends it: its id, and its data parsed as a JSON-RPC message. */
+export interface SseEvent {
+  id: string | undefined;
+  message: Record<string, unknown> | undefined;
+}
+
+/** The whole events of an SSE body (comments and blank blocks skipped). */
+export function parseSse(text: string): SseEvent[] {
+  return text.split('\n\n').filter((block) => block.trim() !== '' && !block.startsWith(':')).map((block) => {
+    const id = /^id: (.*)$/m.exec(block)?.[1];
+    const data = /^data: (.+)$/m.exec(block)?.[1];
+    return { id, message: data === undefined ? undefined : (JSON.parse(data) as Record<string, unknown>) };
+  });
+}
