@@ -77,7 +77,8 @@ export class EventBatcher {
 
   /** Sends full batches, and first (`all`) whatever is queued now, however few. */
   #flush(all: boolean): Promise<void> {
-    if (this.#sending) return this.#sending;
+    // A full batch's send in flight sends full batches only: an asked flush waits for it, then sends the rest.
+    if (this.#sending) return all ? this.#sending.then(() => this.#flush(true)) : this.#sending;
     if (this.#queue.length === 0 || (!all && this.#queue.length < this.options.batchSize)) return Promise.resolve();
     this.#sending = this.#drain(all ? this.#queue.length : 0).finally(() => {
       this.#sending = null;

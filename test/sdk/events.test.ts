@@ -95,6 +95,30 @@ describe('EventBatcher', () => {
     expect(batcher.sent).toBe(8);
   });
 
+  it('a flush asked while a full batch is in flight also sends what was queued when it was asked', async () => {
+    const batches: number[][] = [];
+    let release = (): void => undefined;
+    const sink: EventSink = {
+      ingestEventsJson: (events) => {
+        batches.push(events.map((e) => (JSON.parse(e) as ObservabilityEvent).control_id));
+        return new Promise<void>((resolve) => (release = resolve));
+      },
+    };
+    const batcher = new EventBatcher(sink, options);
+    batcher.push([event(1), event(2), event(3)]);
+    await expect.poll(() => batches.length).toBe(1);
+    batcher.push([event(4), event(5)]);
+    let flushed = false;
+    const flushing = batcher.flush().then(() => (flushed = true));
+    release();
+    await expect.poll(() => batches.length).toBe(2);
+    expect(flushed).toBe(false);
+    release();
+    await flushing;
+    expect(batches).toEqual([[1, 2, 3], [4, 5]]);
+    expect(batcher.pending).toBe(0);
+  });
+
   it('sends each event as it was pushed, field for field', async () => {
     const sent: string[] = [];
     const batcher = new EventBatcher({ ingestEventsJson: (events) => Promise.resolve(void sent.push(...events)) }, options);
