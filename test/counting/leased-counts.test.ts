@@ -16,7 +16,9 @@ const { open, lastSchema } = storeOpener('guard_lease', unreachable);
 /**
  * A replica's exact counts, with the statements it sends counted. Leases last a minute
  * unless a test says otherwise, so that nothing is given back by time alone while the
- * test looks (a loaded machine may take longer than LEASE_MS between two lines).
+ * test looks (a loaded machine may take longer than LEASE_MS between two lines). A step may
+ * wait a minute too: steps queued behind another replica's lease wait for it to end, and
+ * how long 600 of them take depends on the machine's load, which no test's outcome may.
  */
 function replica(store: PostgresStore, leaseMs = 60_000, now = Date.now): { counts: LeasedCounts; statements: () => number } {
   let statements = 0;
@@ -28,7 +30,7 @@ function replica(store: PostgresStore, leaseMs = 60_000, now = Date.now): { coun
     counterUsage: (now) => store.sharedCounters.counterUsage(now),
     pruneCounters: (now) => store.sharedCounters.pruneCounters(now),
   };
-  return { counts: new LeasedCounts(shared, now, () => true, 5000, leaseMs), statements: () => statements };
+  return { counts: new LeasedCounts(shared, now, () => true, 60_000, leaseMs), statements: () => statements };
 }
 
 const rate = (limit: number): CountRequest => ({
