@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { ApproximateCounts, createServerCounters, type CountRequest } from '../../src/counting/index.js';
 import type { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import type { SharedCounterStore } from '../../src/store/types.js';
-import { pgRequired, pgSuiteTitle, pgUnreachable, pgUrl, schemaUrl, storeOpener } from '../replicas/pg.js';
+import { withSearchPath } from '../../src/store/postgres/database.js';
+import { pgRequired, pgSuiteTitle, pgUnreachable, pgUrl, pgUrlAsGiven, schemaUrl, storeOpener } from '../replicas/pg.js';
 
 const unreachable = await pgUnreachable();
 const { open, lastSchema } = storeOpener('guard_cnt', unreachable);
@@ -204,7 +205,8 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('shared counte
 
   it('commits a count without waiting for the WAL flush, and nothing else', async () => {
     await open();
-    const client = new pg.Client({ connectionString: schemaUrl(lastSchema()) });
+    // A session with the server's own setting (the suite's sessions commit without waiting).
+    const client = new pg.Client(withSearchPath(pgUrlAsGiven(), lastSchema()));
     await client.connect();
     try {
       const setting = async () => (await client.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0]!.synchronous_commit;

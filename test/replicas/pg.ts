@@ -9,7 +9,26 @@ import pg from 'pg';
 import { afterAll } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 
-export const pgUrl = process.env.GUARD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+/**
+ * The test database, its commits not waiting for the disk (`synchronous_commit=off`, a
+ * setting of the session alone): the tests commit thousands of small transactions and
+ * never test a crash of the database server, and on a slow disk each flush took several
+ * milliseconds. A URL that sets its own server options keeps them.
+ */
+export const pgUrl = withoutCommitWait(pgUrlAsGiven());
+
+/** GUARD_TEST_PG_URL as given: for a test of the server's own default settings. */
+export function pgUrlAsGiven(): string {
+  return process.env.GUARD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+}
+
+function withoutCommitWait(url: string): string {
+  if (!URL.canParse(url)) return url;
+  const parsed = new URL(url);
+  if (parsed.searchParams.has('options')) return url;
+  parsed.searchParams.set('options', '-c synchronous_commit=off');
+  return parsed.href;
+}
 export const pgRequired = process.env.GUARD_REQUIRE_PG === '1';
 
 /** null when reachable, else why not. */
@@ -75,7 +94,8 @@ export function schemaUrl(schema: string, port?: number): string {
     url.hostname = '127.0.0.1';
     url.port = String(port);
   }
-  url.searchParams.set('options', `-c search_path=${schema}`);
+  const given = url.searchParams.get('options');
+  url.searchParams.set('options', `${given ? `${given} ` : ''}-c search_path=${schema}`);
   return url.toString();
 }
 

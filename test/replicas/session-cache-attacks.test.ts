@@ -10,6 +10,7 @@ import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { SharedSessions } from '../../src/sessions/index.js';
 import type { SessionStep } from '../../src/sessions/types.js';
+import { withSearchPath } from '../../src/store/postgres/database.js';
 import { PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/postgres-store.js';
 import { pgRequired, pgSuiteTitle, pgUnreachable, pgUrl, storeOpener } from './pg.js';
 
@@ -57,7 +58,7 @@ async function replicas(
   if (roleB !== undefined) urlB.username = roleB;
   const storeB = optionsB === undefined ? await opener.open(schema) : await PostgresStore.open(urlB.toString(), { schema, ...optionsB });
   if (optionsB !== undefined) closers.push(() => storeB.close());
-  const sql = new pg.Client({ connectionString: pgUrl, options: `-c search_path="${schema}"` });
+  const sql = new pg.Client(withSearchPath(pgUrl, schema));
   await sql.connect();
   closers.push(() => sql.end());
   return { a: sessionsOf(storeA, clock), b: sessionsOf(storeB, clock), sql, storeB };

@@ -8,6 +8,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { postgresMigrations } from '../../src/store/postgres/migrations.js';
+import { PostgresDatabase, withSearchPath } from '../../src/store/postgres/database.js';
 import type { ChangeInfo } from '../../src/store/types.js';
 import { StoreError } from '../../src/store/types.js';
 import { dropSchemas, pgRequired as required, pgUnreachable, pgUrl as url, skipReasonOf } from '../replicas/pg.js';
@@ -89,13 +90,26 @@ describe.skipIf(unreachable !== null)(unreachable ? skipReason : 'PostgreSQL sto
     expect(rows).toEqual(postgresMigrations.map((m) => ({ version: m.version })));
   });
 
+  it('keeps the server options a database URL gives beside its schema', async () => {
+    const schema = freshSchema();
+    const withOptions = new URL(url);
+    withOptions.searchParams.set('options', `${withOptions.searchParams.get('options') ?? ''} -c work_mem=1234kB`.trim());
+    const database = await PostgresDatabase.open(withOptions.href, { schema });
+    try {
+      expect(await database.query('SHOW work_mem')).toEqual([{ work_mem: '1234kB' }]);
+      expect(await database.query('SELECT current_schema() AS schema')).toEqual([{ schema }]);
+    } finally {
+      await database.close();
+    }
+  });
+
   it('the database itself refuses deleting a control a policy binds (migration 13); a policy delete still cascades', async () => {
     const schema = freshSchema();
     const store = await PostgresStore.open(url, { schema });
     await store.createControl({ name: 'bound' });
     await store.createPolicy({ name: 'p', controls: ['bound'], agents: { match_labels: {} } });
     await store.close();
-    const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+    const client = new pg.Client(withSearchPath(url, schema));
     await client.connect();
     try {
       const refused = await client.query(`DELETE FROM controls WHERE name = 'bound'`).catch((e: unknown) => e);
@@ -170,7 +184,7 @@ describe.skipIf(unreachable !== null)(unreachable ? skipReason : 'PostgreSQL sto
   it('answers the stats query from the covering indexes', async () => {
     const schema = freshSchema();
     const store = await PostgresStore.open(url, { schema });
-    const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+    const client = new pg.Client(withSearchPath(url, schema));
     await client.connect();
     try {
       await client.query('SET enable_seqscan = off');

@@ -53,6 +53,20 @@ export interface WriteTx {
   revision?: number;
 }
 
+/**
+ * The connection with the schema's search_path among the server options. Options the URL
+ * already gives (`?options=-c ...`) are kept: pg lets the URL's replace a config's, so the
+ * two are joined in the URL.
+ */
+export function withSearchPath(url: string, schema: string): pg.ClientConfig {
+  const searchPath = `-c search_path="${schema}"`;
+  const parsed = URL.canParse(url) ? new URL(url) : null;
+  const given = parsed?.searchParams.get('options');
+  if (!parsed || !given) return { connectionString: url, options: searchPath };
+  parsed.searchParams.set('options', `${given} ${searchPath}`);
+  return { connectionString: parsed.href };
+}
+
 /** Applies pending migrations under an advisory lock, so replicas starting together take turns. */
 export async function migratePostgres(
   client: pg.ClientBase,
@@ -111,10 +125,9 @@ export class PostgresDatabase {
       throw new TypeError(`schema must be a plain identifier (letters, digits, _): ${schema}`);
     }
     const clientConfig: pg.ClientConfig = {
-      connectionString: url,
-      connectionTimeoutMillis: options.connectionTimeoutMs ?? 5000,
       // Every session sees only this store's schema, so queries need no qualified names.
-      ...(schema ? { options: `-c search_path="${schema}"` } : {}),
+      ...(schema ? withSearchPath(url, schema) : { connectionString: url }),
+      connectionTimeoutMillis: options.connectionTimeoutMs ?? 5000,
     };
     const pool = new pg.Pool({
       ...clientConfig,
