@@ -213,7 +213,8 @@ describe('guardctl mcp-proxy in front of a stdio MCP server', () => {
   });
 
   it('answers pending calls with an error when the server sends malformed JSON-RPC, and reports it', async () => {
-    const { client, stderr } = await connect();
+    // On the shared proxy, after the other tests that use it: it goes on after the bad line.
+    const { client, stderr } = shared;
     const error = await call(client, 'garble').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(McpError);
     expect((error as McpError).message).toContain('malformed JSON-RPC');
