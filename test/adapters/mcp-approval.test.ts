@@ -1,11 +1,12 @@
 /**
  * The MCP gateway on an ask (docs/approvals.md): a real MCP SDK Client that answers
- * elicitation, the gateway (startMcpProxy) in front of the fixture server process, and a
+ * elicitation, the gateway (startMcpProxy) in front of the fixture server (over HTTP), and a
  * real guard server with keys. The person's yes runs the call only when the gateway's key
  * may approve; otherwise, and for a client without elicitation, the decision made through
  * guardctl is waited for. Denied: a tool error with the reason, and the tool never ran.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,8 +27,30 @@ const fixture = fileURLToPath(new URL('../fixtures/mcp/server.mjs', import.meta.
 const KEY = 'AKIAQWERTYUIOPASDF7Z';
 
 let dir: string;
-beforeAll(() => void (dir = mkdtempSync(join(tmpdir(), 'guardctl-mcp-approval-'))));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+// One fixture server over streamable HTTP for the whole file, a session of it per gateway:
+// over stdio each test would start a Node process for it (about 0.3 CPU-seconds each). What
+// reached it is its log since the gateway connected.
+let upstream: ChildProcess;
+let upstreamUrl: string;
+let log: string;
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'guardctl-mcp-approval-'));
+  log = join(dir, 'ran.log');
+  writeFileSync(log, '');
+  upstream = spawn(process.execPath, [fixture], { env: { ...process.env, MCP_FIXTURE_HTTP_PORT: '0', MCP_FIXTURE_LOG: log }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    upstream.stderr!.on('data', (chunk: Buffer) => {
+      const m = /listening on (\d+)/.exec(chunk.toString());
+      if (m) resolve(Number(m[1]));
+    });
+    upstream.once('exit', () => reject(new Error('the HTTP fixture exited')));
+  });
+  upstreamUrl = `http://127.0.0.1:${port}/mcp`;
+});
+afterAll(() => {
+  upstream.kill();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 let server: TestServer;
 let admin: GuardClient;
@@ -62,11 +85,11 @@ type Answer = (request: ElicitRequest) => ElicitResult;
 
 /** A client (with an elicitation handler when `answer` is given) through the gateway to the fixture server. */
 async function connect(options: { answer?: Answer; approverApiKey?: string; requestTimeoutMs?: number } = {}) {
-  const log = join(dir, `ran-${open.length}-${Date.now()}.log`);
+  const logStart = readFileSync(log, 'utf8').length;
   const [clientSide, proxySide] = InMemoryTransport.createLinkedPair();
   const reports: string[] = [];
   const proxy = await startMcpProxy({
-    guard, upstream: { command: process.execPath, args: [fixture], env: { MCP_FIXTURE_LOG: log } }, client: proxySide,
+    guard, upstream: { url: upstreamUrl }, client: proxySide,
     report: (l) => reports.push(l),
     ...(options.approverApiKey !== undefined && { approverApiKey: options.approverApiKey }),
     ...(options.requestTimeoutMs !== undefined && { requestTimeoutMs: options.requestTimeoutMs }),
@@ -83,7 +106,7 @@ async function connect(options: { answer?: Answer; approverApiKey?: string; requ
   await client.connect(clientSide);
   open.push({ proxy, client });
   const call = (query: string) => client.request({ method: 'tools/call', params: { name: 'run_sql', arguments: { query } } }, CallToolResultSchema, { timeout: 60_000 });
-  const ran = () => (existsSync(log) ? readFileSync(log, 'utf8') : '');
+  const ran = () => readFileSync(log, 'utf8').slice(logStart);
   return { call, asked, reports, ran };
 }
 

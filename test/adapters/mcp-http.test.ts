@@ -4,13 +4,14 @@
  * sdk controls. Bad input: no or a wrong credential (401), a foreign Origin or a rebound
  * Host (403), a client opening more sessions than the bound (the one idle longest closed).
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateMessageRequestSchema, ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ControlDataSchema } from '../../src/model/index.js';
-import { root, startTestGateway, type TestGatewayOptions } from './mcp-http-gateway.js';
+import { fixture, root, startTestGateway, type TestGatewayOptions } from './mcp-http-gateway.js';
 
 const TOKEN = 'test-token-0123456789abcdef';
 
@@ -21,6 +22,25 @@ const blockDrop = {
     evaluator: { name: 'regex', config: { pattern: '(?i)drop' } }, action: { decision: 'deny' },
   }),
 };
+
+// One MCP server over HTTP for the tests of the session bound: a session of the gateway is a
+// session of it, where over stdio each would start a process (twelve in those two tests).
+let httpUpstream: ChildProcess;
+let httpUpstreamUrl: string;
+beforeAll(async () => {
+  httpUpstream = spawn(process.execPath, [fixture], { env: { ...process.env, MCP_FIXTURE_HTTP_PORT: '0' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    httpUpstream.stderr!.on('data', (chunk: Buffer) => {
+      const m = /listening on (\d+)/.exec(chunk.toString());
+      if (m) resolve(Number(m[1]));
+    });
+    httpUpstream.once('exit', () => reject(new Error('the HTTP fixture exited')));
+  });
+  httpUpstreamUrl = `http://127.0.0.1:${port}/mcp`;
+});
+afterAll(() => {
+  httpUpstream.kill();
+});
 
 const cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -152,7 +172,7 @@ describe('guardctl mcp-proxy --listen', () => {
   });
 
   it('bounds the sessions: past the limit the one idle longest is closed, the others go on', { timeout: 60_000 }, async () => {
-    const { gw } = await gateway({ maxSessions: 3 });
+    const { gw } = await gateway({ maxSessions: 3, upstream: { url: httpUpstreamUrl } });
     const first = await connect(gw.url);
     const second = await connect(gw.url);
     const third = await connect(gw.url);
@@ -166,7 +186,7 @@ describe('guardctl mcp-proxy --listen', () => {
 
   it('past the bound a key opening sessions in a loop closes its own, not the sessions of other keys', { timeout: 60_000 }, async () => {
     const keys = new Set(['key-of-alice', 'key-of-bob', 'key-of-mallory']);
-    const { gw } = await gateway({ maxSessions: 4, auth: { verifyKey: (key) => Promise.resolve(keys.has(key)) } });
+    const { gw } = await gateway({ maxSessions: 4, upstream: { url: httpUpstreamUrl }, auth: { verifyKey: (key) => Promise.resolve(keys.has(key)) } });
     // Alice's and Bob's sessions are the oldest and idle.
     const alice = await connect(gw.url, 'key-of-alice');
     const bob = await connect(gw.url, 'key-of-bob');

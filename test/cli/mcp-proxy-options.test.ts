@@ -1,6 +1,8 @@
+import { tmpdir } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { planMcpProxy } from '../../cli/commands/mcp-proxy.js';
 import { UserError } from '../../src/errors.js';
+import { runCliInProcess } from '../support/cli-in-process.js';
 
 describe('guardctl mcp-proxy options', () => {
   it('takes the server command after --, or a streamable-HTTP URL', () => {
@@ -65,5 +67,26 @@ describe('guardctl mcp-proxy options', () => {
     ] as const)('refuses %s', (_label, flags, environment, message) => {
       expect(() => planMcpProxy(['x'], { agent: 'a', ...flags, allowOrigin: 'allowOrigin' in flags ? [...flags.allowOrigin] : undefined }, environment)).toThrow(message);
     });
+  });
+});
+
+// Refusals through runMain (in-process): exit code 1 and the message on stderr. The binary
+// itself starting, proxying and exiting is test/e2e/mcp-proxy.test.ts.
+describe('guardctl mcp-proxy refusing to start', () => {
+  const AGENT = 'desktop-assistant';
+  const cli = (args: string[]) => runCliInProcess(args, { cwd: tmpdir() });
+
+  it('does not start without its controls: exit 1 and a message on stderr', async () => {
+    // Port 9 on this machine: nothing listens, the guard server is unreachable.
+    const result = await cli(['mcp-proxy', '--agent', AGENT, '--server', 'http://127.0.0.1:9', '--', process.execPath, '-e', '']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('could not load the controls of agent "desktop-assistant"');
+    expect(result.stdout).toBe('');
+  });
+
+  it('refuses a command line without a server to guard', async () => {
+    const result = await cli(['mcp-proxy', '--agent', AGENT, '--server', 'http://127.0.0.1:9']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('no MCP server to guard');
   });
 });

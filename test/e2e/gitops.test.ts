@@ -1,7 +1,9 @@
-// The built binary against a real server on a free port: the whole GitOps loop. What the
-// commands do beyond it (saved plans, conflicts, broken directories, a server down or
-// refusing the key) is tested in-process: test/cli/gitops-commands.test.ts.
-import { cpSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+// The built binary against a real server on a free port: each GitOps command starts, parses,
+// talks to the server and exits with its code. What the commands do (the whole loop of
+// edits, diffs, exports and prunes; saved plans, conflicts, broken directories, a server
+// down or refusing the key) is tested in-process: test/cli/gitops-loop.test.ts and
+// test/cli/gitops-commands.test.ts.
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,13 +20,11 @@ function startServer(env: Record<string, string>): Promise<ServeProcess> {
 
 let work: string;
 let server: ServeProcess;
-let controls: string;
 
 beforeAll(async () => {
   requireBuiltBinary();
   work = mkdtempSync(join(tmpdir(), 'guardctl-e2e-'));
-  controls = join(work, 'controls');
-  cpSync(join(repo, 'test/fixtures/example-controls'), controls, { recursive: true });
+  cpSync(join(repo, 'test/fixtures/example-controls'), join(work, 'controls'), { recursive: true });
   server = await startServer({});
 });
 
@@ -36,8 +36,7 @@ afterAll(async () => {
 const at = () => ({ GUARD_URL: server.url });
 
 describe('guardctl gitops, end to end', () => {
-  // About twenty runs of the binary, each a new Node process: give it time on a busy machine.
-  it('validate, plan, apply, re-plan, edit, plan the diff, apply, export, plan the export, prune', { timeout: 180_000 }, async () => {
+  it('validate, plan, apply, re-plan and export through the binary', { timeout: 120_000 }, async () => {
     const valid = await cli(['validate', 'controls']);
     expect(valid.code).toBe(0);
     expect(valid.stdout).toContain('valid');
@@ -49,7 +48,6 @@ describe('guardctl gitops, end to end', () => {
     const first = await cli(['plan', 'controls', '--detailed-exitcode'], at());
     expect(first.code).toBe(2);
     expect(first.stdout).toContain('+ create control "block-destructive-sql"');
-    expect(first.stdout).toContain('+ link agent "support-bot" -> control "deny-secrets-in-output"');
 
     const applied = await cli(['apply', 'controls'], at());
     expect(applied.code).toBe(0);
@@ -59,42 +57,10 @@ describe('guardctl gitops, end to end', () => {
     const again = await cli(['plan', 'controls', '--detailed-exitcode'], at());
     expect(again.code).toBe(0);
     expect(again.stdout).toContain('No changes');
-    const noop = await cli(['apply', 'controls', '--format', 'json'], at());
-    expect(JSON.parse(noop.stdout)).toMatchObject({ converged: true, writes: 0, done: [] });
-
-    const file = join(controls, 'deployments.yaml');
-    writeFileSync(file, readFileSync(file, 'utf8').replace('decision: warn', 'decision: deny'));
-    const diff = await cli(['plan', 'controls', '--detailed-exitcode'], at());
-    expect(diff.code).toBe(2);
-    expect(diff.stdout).toContain('~ update control "warn-shell-rm-rf"');
-    expect(diff.stdout).toContain('action.decision: "warn" -> "deny"');
-    const md = await cli(['plan', 'controls', '--format', 'markdown'], at());
-    expect(md.stdout).toContain('| controls | 0 | 1 | 0 | | | 0 |');
-
-    expect((await cli(['apply', 'controls'], at())).code).toBe(0);
-    expect((await cli(['plan', 'controls', '--detailed-exitcode'], at())).code).toBe(0);
 
     const exported = await cli(['export', 'exported', '--format', 'json'], at());
     expect(exported.code).toBe(0);
     expect(JSON.parse(exported.stdout).controls).toBeGreaterThanOrEqual(7);
-    const planExport = await cli(['plan', 'exported', '--detailed-exitcode'], at());
-    expect(planExport.stdout).toContain('No changes');
-    expect(planExport.code).toBe(0);
     expect((await cli(['export', 'exported'], at())).code).toBe(1);
-    const slashed = await cli(['export', 'exported-again/'], at());
-    expect(slashed.stdout).toMatch(/^Exported \d+ control\(s\) and 2 agent\(s\) to exported-again\/\n$/);
-
-    unlinkSync(file);
-    const agents = join(controls, 'agents.yaml');
-    writeFileSync(agents, readFileSync(agents, 'utf8').replace(/\n {2}- (steer-production-deploys|warn-shell-rm-rf)/g, ''));
-    const keep = await cli(['plan', 'controls'], at());
-    expect(keep.stdout).not.toContain('delete control');
-    const prune = await cli(['plan', 'controls', '--prune', '--format', 'json'], at());
-    const deletes = (JSON.parse(prune.stdout) as { operations: Array<{ op: string; name?: string }> }).operations.filter((o) => o.op === 'delete_control');
-    expect(deletes.map((o) => o.name)).toEqual(['steer-production-deploys', 'warn-shell-rm-rf']);
-    expect((await cli(['apply', 'controls', '--prune'], at())).code).toBe(0);
-    const list = (await (await fetch(`${server.url}/api/v1/controls?limit=100`)).json()) as { controls: Array<{ name: string }> };
-    expect(list.controls.map((c) => c.name)).not.toContain('warn-shell-rm-rf');
-    expect((await cli(['plan', 'controls', '--prune', '--detailed-exitcode'], at())).code).toBe(0);
   });
 });

@@ -7,7 +7,7 @@
  * through really runs and shows in its log.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -49,6 +49,7 @@ class RawClient {
   stderr = '';
   readonly exit: Promise<number | null>;
   #next = 100;
+  #logStart = 0;
   constructor(readonly child: ChildProcessWithoutNullStreams, readonly log: string) {
     let buffered = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -82,8 +83,18 @@ class RawClient {
     return this.answer(id);
   }
 
+  /** What reached the MCP server since the last begin(). */
   reached(): string {
-    return readFileSync(this.log, 'utf8');
+    return readFileSync(this.log, 'utf8').slice(this.#logStart);
+  }
+
+  /** Sets aside what earlier tests sent and were sent: the test that calls it sees only its own. */
+  begin(): this {
+    this.messages.length = 0;
+    this.stdout = '';
+    this.stderr = '';
+    this.#logStart = readFileSync(this.log, 'utf8').length;
+    return this;
   }
 }
 
@@ -92,16 +103,36 @@ afterEach(() => {
   for (const c of running.splice(0)) c.child.kill('SIGKILL');
 });
 
-let seq = 0;
+/** A proxy of its own, ended after the test: for a test that needs other flags or ends it. */
 async function start(extra: string[] = [], env: Record<string, string> = {}): Promise<RawClient> {
+  const client = await launch(extra, env);
+  running.push(client);
+  return client;
+}
+
+// The tests that leave the proxy as they found it (every call answered, the process running)
+// share one: each proxy costs two Node processes, about 1.5 CPU-seconds.
+let shared: RawClient | undefined;
+async function reused(): Promise<RawClient> {
+  shared ??= await launch();
+  return shared.begin();
+}
+afterAll(() => {
+  shared?.child.kill('SIGKILL');
+});
+
+let seq = 0;
+async function launch(extra: string[] = [], env: Record<string, string> = {}): Promise<RawClient> {
   const log = join(dir, `calls-${++seq}.log`);
+  const ready = join(dir, `ready-${seq}`);
   writeFileSync(log, '');
-  const child = spawn(process.execPath, [cli, 'mcp-proxy', '--agent', AGENT, '--server', guardServer.url, '--pass-env', 'MCP_FIXTURE_LOG,MCP_FIXTURE_LENIENT,MCP_FIXTURE_FLOOD_BYTES', ...extra, '--', process.execPath, fixture], {
-    env: { ...process.env, MCP_FIXTURE_LOG: log, MCP_FIXTURE_LENIENT: '1', ...env },
+  const child = spawn(process.execPath, [cli, 'mcp-proxy', '--agent', AGENT, '--server', guardServer.url, '--pass-env', 'MCP_FIXTURE_LOG,MCP_FIXTURE_LENIENT,MCP_FIXTURE_FLOOD_BYTES,MCP_FIXTURE_READY', ...extra, '--', process.execPath, fixture], {
+    env: { ...process.env, MCP_FIXTURE_LOG: log, MCP_FIXTURE_LENIENT: '1', MCP_FIXTURE_READY: ready, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const client = new RawClient(child, log);
-  running.push(client);
+  // The MCP server runs before the first request: a short --request-timeout never covers its start.
+  await expect.poll(() => existsSync(ready), { interval: 20 }).toBe(true);
   client.send({ id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
   await client.answer(0);
   client.send({ method: 'notifications/initialized' });
@@ -113,7 +144,7 @@ const refused = (m: Message): boolean => m.error !== undefined || m.result?.isEr
 
 describe('tool names are compared exactly as the server declared them', () => {
   it('runs a declared name, and refuses every other spelling before it reaches the server', async () => {
-    const client = await start();
+    const client = await reused();
     expect(textOf(await client.call('run_sql', { query: 'select 1' }))).toBe('3 rows for select 1');
     const spellings = ['RUN_SQL', 'Run_Sql', 'run_sql ', ' run_sql', 'run_sql\t', 'run_sql\u00a0', 'run_sql\u200b', '\ufeffrun_sql', 'run_sql\u2060', 'run_\u017fql', '\uff32\uff35\uff2e\uff3f\uff33\uff31\uff2c'];
     for (const name of spellings) {
@@ -130,7 +161,7 @@ describe('tool names are compared exactly as the server declared them', () => {
   });
 
   it('refuses a tools/call under another spelling of its method', async () => {
-    const client = await start();
+    const client = await reused();
     for (const [i, method] of ['Tools/Call', 'TOOLS/CALL', 'tools/call ', 'tools/call\u200b', '\uff54ools/call'].entries()) {
       client.send({ id: `m${i}`, method, params: { name: 'run_sql', arguments: { query: `DROP TABLE orders ${i}` } } });
       expect(refused(await client.answer(`m${i}`)), method).toBe(true);
@@ -141,7 +172,7 @@ describe('tool names are compared exactly as the server declared them', () => {
 
 describe('a tools/call with no answer to check', () => {
   it('never forwards a tools/call sent as a notification', async () => {
-    const client = await start();
+    const client = await reused();
     client.send({ method: 'tools/call', params: { name: 'run_sql', arguments: { query: 'DROP TABLE orders' } } });
     client.send({ method: 'TOOLS/CALL', params: { name: 'run_sql', arguments: { query: 'DROP TABLE customers' } } });
     client.send({ id: null, method: 'tools/call', params: { name: 'run_sql', arguments: { query: 'DROP TABLE invoices' } } });
@@ -153,7 +184,7 @@ describe('a tools/call with no answer to check', () => {
   });
 
   it('never forwards a batch (an array of messages) unchecked', async () => {
-    const client = await start();
+    const client = await reused();
     client.line(JSON.stringify([
       { jsonrpc: '2.0', id: 'b1', method: 'tools/call', params: { name: 'run_sql', arguments: { query: 'DROP TABLE orders' } } },
       { jsonrpc: '2.0', method: 'tools/call', params: { name: 'run_sql', arguments: { query: 'DROP TABLE customers' } } },
@@ -166,7 +197,7 @@ describe('a tools/call with no answer to check', () => {
 
 describe('request ids', () => {
   it('refuses a request whose id is already pending, so an answer is never checked as another request\'s', async () => {
-    const client = await start();
+    const client = await reused();
     client.send({ id: 7, method: 'tools/call', params: { name: 'wait_keys', arguments: {} } });
     await expect.poll(() => client.reached()).toContain('wait_keys');
     // The same id on a request whose answer is not checked, then the same id as a string.
@@ -182,7 +213,7 @@ describe('request ids', () => {
   });
 
   it('takes ids that differ by width or invisible characters for the pending one (issue #36 item 3)', async () => {
-    const client = await start();
+    const client = await reused();
     client.send({ id: 1, method: 'tools/call', params: { name: 'wait_keys', arguments: {} } });
     await expect.poll(() => client.reached()).toContain('wait_keys');
     const variants = ['1\u200b', '\uff11', '\u200b1', '1\u2060', '\ufeff1', '1\u00ad', ' \uff11 ', '\u{1d7cf}', '1\u180e'];
@@ -196,8 +227,9 @@ describe('request ids', () => {
   });
 
   it('never takes a late answer of a timed-out call for a new request that reuses its id', async () => {
-    // The bound also covers starting the MCP server, which a loaded machine stretches to seconds.
-    const client = await start(['--request-timeout', '10s']);
+    // The MCP server is running before the first request (launch waits for it), so the bound
+    // covers answers of a running process only: 2 s is far above them on a loaded machine.
+    const client = await start(['--request-timeout', '2s']);
     // The proxy reads the server's tools first (its own tools/list, under the same timeout).
     expect(textOf(await client.call('run_sql', { query: 'select 8' }))).toBe('3 rows for select 8');
     client.send({ id: 9, method: 'tools/call', params: { name: 'wait_keys', arguments: {} } });
@@ -212,7 +244,7 @@ describe('request ids', () => {
 
 describe('a tools/call without arguments', () => {
   it('is checked and forwarded (issue #35 item 2)', async () => {
-    const client = await start(['--mcp-server-name', 'elsewhere']);
+    const client = await reused();
     const answer = await client.call('image');
     expect(answer.error).toBeUndefined();
     expect(answer.result?.isError).toBeFalsy();
@@ -228,7 +260,7 @@ describe('what the server sends besides a result (issue #36 item 1)', () => {
   }
 
   it('checks a JSON-RPC error answer (message and data) as the call\'s output', async () => {
-    const client = await start();
+    const client = await reused();
     for (const how of ['error', 'error_data']) {
       const answer = await client.call('leak', { how });
       expect(refused(answer)).toBe(true);
@@ -239,7 +271,7 @@ describe('what the server sends besides a result (issue #36 item 1)', () => {
   });
 
   it('withholds a log or progress notification holding a guarded value while a call is pending', async () => {
-    const client = await start();
+    const client = await reused();
     expect(textOf(await client.call('leak', { how: 'log' }))).toBe('done');
     client.send({ id: 'p', method: 'tools/call', params: { name: 'leak', arguments: { how: 'progress' }, _meta: { progressToken: 'tok' } } });
     expect(textOf(await client.answer('p'))).toBe('done');
@@ -250,7 +282,7 @@ describe('what the server sends besides a result (issue #36 item 1)', () => {
   });
 
   it('relays an error answer and a log notification that hold nothing guarded', async () => {
-    const client = await start();
+    const client = await reused();
     expect(textOf(await client.call('leak', { how: 'clean_log' }))).toBe('done');
     await expect.poll(() => client.stdout.includes('nothing secret'), { timeout: 30_000 }).toBe(true);
     expect((await client.call('leak', { how: 'clean_error' })).error).toEqual({ code: -32000, message: 'no such table' });
@@ -259,7 +291,7 @@ describe('what the server sends besides a result (issue #36 item 1)', () => {
 
 describe('tools/call arguments that are not an object (issue #36 item 2)', () => {
   it('refuses them with -32602 and never forwards them', async () => {
-    const client = await start();
+    const client = await reused();
     const drop = { query: 'DROP TABLE orders' };
     const shapes: unknown[] = [JSON.stringify(drop), [drop], [[drop]], 'DROP TABLE orders', 42, true, null];
     for (const args of shapes) {
