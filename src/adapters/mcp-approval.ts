@@ -59,7 +59,8 @@ export class McpApprovals {
 
   /** Passes a client request on, noting whether its initialize declares form elicitation. */
   seen<M extends JSONRPCMessage>(message: M): M {
-    if (isJSONRPCRequest(message) && message.method === 'initialize') {
+    // The method first: the SDK's guard validates the whole message with zod, and only an initialize matters here.
+    if ('method' in message && message.method === 'initialize' && isJSONRPCRequest(message)) {
       const capability = (message.params?.capabilities as { elicitation?: unknown } | undefined)?.elicitation;
       this.#elicitation = typeof capability === 'object' && capability !== null && supportsForm(capability as Record<string, unknown>);
     }

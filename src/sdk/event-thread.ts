@@ -37,7 +37,15 @@ const { parentPort, workerData } = require('node:worker_threads');
 const { url, apiKey, timeoutMs } = workerData;
 const headers = { accept: 'application/json', 'content-type': 'application/json' };
 if (apiKey) headers['x-api-key'] = apiKey;
-parentPort.on('message', async ({ id, events }) => {
+// A send's events come in slices (EVENTS_PER_MESSAGE); the request goes once the last is here.
+const held = new Map();
+parentPort.on('message', async ({ id, events: slice, last }) => {
+  const events = (held.get(id) ?? []).concat(slice);
+  if (!last) {
+    held.set(id, events);
+    return;
+  }
+  held.delete(id);
   let error = null;
   let text = '';
   try {
@@ -51,6 +59,9 @@ parentPort.on('message', async ({ id, events }) => {
   parentPort.postMessage({ id, error, body: text });
 });
 `;
+
+/** Events copied to the thread per message: a tenth of a full batch. */
+const EVENTS_PER_MESSAGE = 100;
 
 export class EventThreadSink implements EventSink {
   #worker: Worker | null = null;
@@ -69,8 +80,22 @@ export class EventThreadSink implements EventSink {
     return new Promise<void>((resolve, reject) => {
       this.#waiting.set(id, { resolve, reject });
       worker.ref();
-      worker.postMessage({ id, events });
+      this.#hand(worker, id, events, 0);
     });
+  }
+
+  /**
+   * Hands the thread a send's events from `from` on, a slice per turn of the event loop:
+   * copying a message's strings to the thread holds this thread, and a full batch in one
+   * message was a stall that every 50th tools/call of a gateway waited out.
+   * Held per message: 1,000 events a median 1.3-3.5 ms, 100 events 0.17-0.18 ms (two runs of 2,000 stdio calls, loaded host); CPU per call the same within noise.
+   */
+  #hand(worker: Worker, id: number, events: readonly string[], from: number): void {
+    // Settled meanwhile (closed, or the thread failed): the rest is not wanted.
+    if (this.#worker !== worker || !this.#waiting.has(id)) return;
+    const to = Math.min(events.length, from + EVENTS_PER_MESSAGE);
+    worker.postMessage({ id, events: events.slice(from, to), last: to === events.length });
+    if (to < events.length) setImmediate(() => this.#hand(worker, id, events, to));
   }
 
   /** Stops the thread; a send still in flight is rejected (its events stay with the batcher). */

@@ -68,6 +68,14 @@ describe('EventThreadSink', () => {
     for (const header of ['content-type', 'accept', 'x-api-key', 'content-length']) expect(threaded.headers[header]).toBe(direct.headers[header]);
   });
 
+  it('sends a batch handed to the thread in slices as one request, every event in order, and sends after it apart', async () => {
+    const { url, seen } = await recorder();
+    const sink = sinkFor(url);
+    const batch = Array.from({ length: 1000 }, (_, i) => `{"n":${i}}`);
+    await Promise.all([sink.ingestEventsJson(batch), sink.ingestEventsJson(EVENTS)]);
+    expect(seen.map((s) => s.body).sort((a, b) => a.length - b.length)).toEqual([`{"events":[${EVENTS.join(',')}]}`, `{"events":[${batch.join(',')}]}`]);
+  });
+
   it('rejects with the status when the server refuses, and when nothing listens', async () => {
     const { url } = await recorder((res) => (res.writeHead(503).end('busy'), true));
     await expect(sinkFor(url).ingestEventsJson(EVENTS)).rejects.toThrow('answered 503: busy');
