@@ -130,6 +130,15 @@ export const STEADY_GC_FLAGS: readonly string[] = ['--predictable-gc-schedule'];
  */
 const WINDOWS = 3;
 
+export interface CountOptions {
+  /**
+   * Asks the server to flush (`flush`) after every this many warm-up requests. A path that
+   * runs only on a flush (a tracing exporter whose timer is pushed out of the way) is
+   * otherwise cold when counting starts, and V8 compiles it inside the first windows.
+   */
+  warmFlushEvery?: number;
+}
+
 /**
  * Instructions per measured request of one server under callgrind, in each of `windows`
  * windows of `measured` requests, after `warm` requests that are not counted. `nodeFlags`
@@ -142,13 +151,19 @@ export async function countInstructions(
   measured: number,
   windows = WINDOWS,
   nodeFlags: readonly string[] = [],
+  options: CountOptions = {},
 ): Promise<number[]> {
   const outDir = mkdtempSync(join(tmpdir(), 'guard-callgrind-'));
   const { child, url } = await startUnderCallgrind(spec, outDir, nodeFlags);
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   try {
     const target = new URL(url);
-    await send(target, agent, warm, bodies);
+    if (options.warmFlushEvery !== undefined && !(options.warmFlushEvery >= 1)) throw new Error('warmFlushEvery must be at least 1');
+    const every = options.warmFlushEvery ?? warm;
+    for (let sent = 0; sent < warm; sent += every) {
+      await send(target, agent, Math.min(every, warm - sent), bodies);
+      if (options.warmFlushEvery !== undefined) await ask(child, 'flush');
+    }
     const pid = String(child.pid);
     for (let w = 0; w < windows; w++) {
       // With observability on, events wait in a buffer for the flush timer (and with tracing
@@ -186,7 +201,9 @@ export async function countInstructions(
     else child.kill();
     await exited;
     clearTimeout(killer);
-    // GUARD_CALLGRIND_KEEP: leave the dumps for callgrind_annotate (profiling by hand).
+    // GUARD_CALLGRIND_KEEP: leave the dumps for callgrind_annotate (profiling by hand). V8's
+    // compiled code shows there as bare addresses: with --perf-basic-prof among `nodeFlags`,
+    // /tmp/perf-<pid>.map (the server's pid) names the JavaScript function of each.
     if (process.env.GUARD_CALLGRIND_KEEP) process.stderr.write(`callgrind dumps kept in ${outDir}\n`);
     else rmSync(outDir, { recursive: true, force: true });
   }

@@ -35,6 +35,11 @@ export async function startReceiver(): Promise<{ url: string; spans(): number; c
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
+  // A collector keeps an exporter's connection open between batches, as its exports come
+  // every second. Under callgrind they come a window apart, tens of seconds, and Node's
+  // default (5 s) would close it before each: every export would connect anew and the
+  // socket's closing would run inside the count, which a server in use does not do.
+  server.keepAliveTimeout = 600_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
@@ -89,10 +94,13 @@ async function perEvaluation(receiverUrl: string, sampler: Record<string, string
 }
 
 /**
- * Instruction counts (bench/callgrind.ts): windows per server, requests per window and
- * warm-up.
+ * Instruction counts (bench/callgrind.ts): windows per server, requests per window,
+ * warm-up, and how often the warm-up flushes. At 0.01 a span is encoded and exported once
+ * in a hundred requests: warmed 10,000 requests with nothing exported, V8 was still
+ * compiling that code in the counted windows (491k, 269k, 145k per request, falling to
+ * 128k by the fifth). Flushed every 1,000 over 30,000, a trial's windows were level from the first.
  */
-const COUNTED = { windows: 3, requests: 2_000, warm: 10_000 };
+const COUNTED = { windows: 7, requests: 2_000, warm: 30_000, flushEvery: 1_000 };
 
 /** V8 flags of the counted servers (bench/callgrind.ts says why). */
 const COUNTED_NODE_FLAGS = STEADY_GC_FLAGS;
@@ -115,11 +123,12 @@ const COUNTED_TRACING_ENV = { OTEL_BSP_SCHEDULE_DELAY: '600000' };
  * twice (A/A) shows the measure's own resolution. The goals are judged here.
  */
 async function instructionRows(receiverUrl: string): Promise<BenchRow[]> {
-  const method = `callgrind, observability off, ${COUNTED_NODE_FLAGS.join(' ')}: median of ${COUNTED.windows} windows of ${COUNTED.requests.toLocaleString('en-US')} requests after ${COUNTED.warm.toLocaleString('en-US')} to warm up, 10 keep-alive connections`;
+  const method = `callgrind, observability off, ${COUNTED_NODE_FLAGS.join(' ')}: median of ${COUNTED.windows} windows of ${COUNTED.requests.toLocaleString('en-US')} requests after ${COUNTED.warm.toLocaleString('en-US')} to warm up (flushed every ${COUNTED.flushEvery.toLocaleString('en-US')}), 10 keep-alive connections`;
   if (!(await callgrindAvailable())) return [{ name: 'tracing: instructions per request', value: 0, unit: '', note: 'skipped: valgrind is not on the PATH' }];
   const off: ServerSpec = { kind: 'guard', controls: 10, observability: false };
   const traced = (sampler: Record<string, string>): ServerSpec => ({ ...off, otel: { OTEL_EXPORTER_OTLP_ENDPOINT: receiverUrl, ...COUNTED_TRACING_ENV, ...sampler } });
-  const count = (spec: ServerSpec) => countInstructions(spec, [EVALUATION_BODY], COUNTED.warm, COUNTED.requests, COUNTED.windows, COUNTED_NODE_FLAGS);
+  const count = (spec: ServerSpec) =>
+    countInstructions(spec, [EVALUATION_BODY], COUNTED.warm, COUNTED.requests, COUNTED.windows, COUNTED_NODE_FLAGS, { warmFlushEvery: COUNTED.flushEvery });
   // One at a time: counted at once on a loaded machine, the two tracing-off servers read
   // 153k-256k and 125k-127k per request. Something in the count follows wall time (not yet
   // found); one at a time, a server's windows read 124k-126k in a trial.
@@ -225,11 +234,15 @@ writes are noise in it: tracing off, tracing off again in a separate process (A/
 measure's own resolution), every span sampled and exported to a local OTLP/HTTP receiver,
 and \`traceidratio\` at 0.01. Each is counted in ${COUNTED.windows} windows of ${COUNTED.requests.toLocaleString('en-US')} requests after
 ${COUNTED.warm.toLocaleString('en-US')} to warm up, under \`${COUNTED_NODE_FLAGS.join(' ')}\` (V8 then collects the same way
-in every run; the median of the windows sets aside one a major collection lands in).
+in every run; the median of the windows sets aside those a major collection lands in).
 Spans are exported when 512 wait and at each window's end, counted (the exporter's 1 s
 timer is pushed out with \`OTEL_BSP_SCHEDULE_DELAY\`: under callgrind's fiftyfold
 slowdown it would fire every few hundred requests, with a span or two, and as often as
-the machine's load decides). Each ratio is the untraced server's count over the traced
+the machine's load decides). During the warm-up every server is asked to flush every
+${COUNTED.flushEvery.toLocaleString('en-US')} requests: at 0.01 a span is encoded and exported once in a hundred requests, and
+without it V8 would still be compiling that code inside the counted windows. The receiver
+keeps the exporter's connection open between exports, as a collector does when they
+come every second. Each ratio is the untraced server's count over the traced
 one's. Two checks stand beside it. Throughput rounds, with observability on: tracing off
 twice, every span sampled and \`traceidratio\` 0.01, each in a process of its own, CPU per
 request in interleaved rounds (bench/interleaved.ts; every process in every round, in a
