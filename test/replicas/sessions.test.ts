@@ -159,6 +159,30 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('sessions shar
     expect((await evaluate(b, 'send_email', 'pre', 'held')).decision).toBe('deny');
   });
 
+  it('a prune that recounts while a new session commits counts it: the bound is never recounted low', async () => {
+    const store = await opener.open();
+    await store.sharedSessions.beginSessionStep('bot', 'old', 1000, 0, 10);
+    // A replica taking a slot for a new session, its transaction still open.
+    const other = new pg.Client({ connectionString: schemaUrl(opener.lastSchema()) });
+    const watcher = new pg.Client({ connectionString: schemaUrl(opener.lastSchema()) });
+    await Promise.all([other.connect(), watcher.connect()]);
+    try {
+      await other.query('BEGIN');
+      await other.query('UPDATE session_count SET n = n + 1 WHERE id = 1');
+      await other.query("INSERT INTO sessions (agent_name, session_id, epoch, first_seen, last_seen, steps) VALUES ('bot', 'new', 0, 1000, 1000, 1)");
+      const pruned = store.sharedSessions.pruneSessions(0);
+      // The prune waits for the slot's row; the new session commits meanwhile.
+      const waiting = "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%session_count%'";
+      // Asked on a connection of its own: a transaction sees one snapshot of pg_stat_activity.
+      await expect.poll(async () => (await watcher.query(waiting)).rows).toEqual([{ n: 1 }]);
+      await other.query('COMMIT');
+      expect(await pruned).toBe(2);
+      expect((await other.query('SELECT n::int FROM session_count')).rows).toEqual([{ n: 2 }]);
+    } finally {
+      await Promise.all([other.end(), watcher.end()]);
+    }
+  });
+
   it('steps begun together in one batch count each step, read the labels committed before, and fill the bound exactly', async () => {
     const store = await opener.open();
     const sessions = new SharedSessions(store.sharedSessions, { sessionTtlMs: 60_000, sessionMax: 6 }, () => 1_000_000);

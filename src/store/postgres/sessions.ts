@@ -159,6 +159,11 @@ export class PostgresSessions implements SharedSessionStore {
       );
       // Replicas gone for a minute (a closed one deletes its own row).
       await this.database.rows(tx, 'DELETE FROM session_cachers WHERE expires_at < extract(epoch FROM clock_timestamp()) * 1000 - 60000');
+      // The count's row is locked before the count: a statement that waited for the lock
+      // keeps the snapshot it began with, so a new session committed meanwhile (its slot
+      // taken under that lock) would be left out and the bound recounted one low. The next
+      // statement sees every session whose slot was taken before this lock.
+      await this.database.rows(tx, 'SELECT 1 FROM session_count WHERE id = 1 FOR UPDATE');
       const left = await this.database.rows<{ n: string }>(tx, 'UPDATE session_count SET n = (SELECT count(*) FROM sessions) WHERE id = 1 RETURNING n');
       return Number(left[0]?.n ?? 0);
     });
