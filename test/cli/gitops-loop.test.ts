@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCliInProcess } from '../support/cli-in-process.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { validatePlanApply } from '../support/cli-scenarios.js';
 
 const repo = join(import.meta.dirname, '../..');
 
@@ -34,27 +35,7 @@ const at = () => ({ GUARD_URL: server.url });
 
 describe('guardctl gitops, the whole loop in-process', () => {
   it('validate, plan, apply, re-plan, edit, plan the diff, apply, export, plan the export, prune', { timeout: 120_000 }, async () => {
-    const valid = await cli(['validate', 'controls']);
-    expect(valid.code).toBe(0);
-    expect(valid.stdout).toContain('valid');
-
-    const online = await cli(['validate', 'controls', '--server', server.url, '--format', 'json']);
-    expect(online.code).toBe(0);
-    expect(JSON.parse(online.stdout)).toMatchObject({ valid: true, server: server.url });
-
-    const first = await cli(['plan', 'controls', '--detailed-exitcode'], at());
-    expect(first.code).toBe(2);
-    expect(first.stdout).toContain('+ create control "block-destructive-sql"');
-    expect(first.stdout).toContain('+ link agent "support-bot" -> control "deny-secrets-in-output"');
-
-    const applied = await cli(['apply', 'controls'], at());
-    expect(applied.code).toBe(0);
-    expect(applied.stdout).toMatch(/applied \d+ operation/);
-    expect(applied.stderr).toMatch(/^\[1\/\d+\] \+ create control/m);
-
-    const again = await cli(['plan', 'controls', '--detailed-exitcode'], at());
-    expect(again.code).toBe(0);
-    expect(again.stdout).toContain('No changes');
+    await validatePlanApply(cli, server.url);
     const noop = await cli(['apply', 'controls', '--format', 'json'], at());
     expect(JSON.parse(noop.stdout)).toMatchObject({ converged: true, writes: 0, done: [] });
 

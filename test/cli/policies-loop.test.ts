@@ -11,40 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { send } from '../e2e/serve-process.js';
 import { runCliInProcess } from '../support/cli-in-process.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { POLICIES_YAML } from '../support/cli-scenarios.js';
 
 let work: string;
 let server: TestServer;
 const cli = (args: string[]) => runCliInProcess(args, { cwd: work, env: { GUARD_URL: server.url } });
 
-const CONTROLS = `kind: Control
-name: no-drop
-scope: { step_types: [tool], stages: [pre] }
-selector: { path: input.query }
-evaluator: { name: regex, config: { pattern: '(?i)drop table' } }
-action: { decision: deny }
----
-kind: Agent
-agent_name: pay-1
-labels: { pci: "true" }
----
-kind: Agent
-agent_name: chat
-labels: { pci: "false" }
----
-kind: Policy
-name: pci-baseline
-controls: [no-drop]
-agents: { match_labels: { pci: "true" } }
----
-kind: Test
-name: pci by labels
-agent_labels: { pci: "true" }
-cases:
-  - name: drop is denied
-    stage: pre
-    step: { type: tool, name: run_sql, input: { query: DROP TABLE t } }
-    expect: { decision: deny, matched: [no-drop] }
-`;
+const CONTROLS = POLICIES_YAML;
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'guardctl-policies-'));

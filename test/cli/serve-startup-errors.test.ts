@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pgRequired, pgSuiteTitle, pgUnreachable, pgUrl, skipReasonOf } from '../replicas/pg.js';
 import { runCliInProcess } from '../support/cli-in-process.js';
+import { oneLineError } from '../support/cli-scenarios.js';
 
 let dir: string;
 beforeAll(() => {
@@ -24,12 +25,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 /** Runs `guardctl serve ARGS` (it must stop by itself) and checks the one-line error. */
 async function failedStart(args: string[], env: Record<string, string> = {}) {
   const run = await runCliInProcess(['serve', '--host', '127.0.0.1', '--port', '0', ...args], { cwd: dir, env });
-  const lines = run.stderr.trimEnd().split('\n');
-  expect(run.code, run.stderr).toBe(1);
-  expect(lines, run.stderr).toHaveLength(1);
-  expect(lines[0]).toMatch(/^error: /);
-  expect(run.stderr).not.toMatch(/\n\s+at |internal error/);
-  return lines[0]!;
+  return oneLineError(run);
 }
 
 describe('guardctl serve start-up mistakes', () => {

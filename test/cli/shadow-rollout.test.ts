@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { send } from '../e2e/serve-process.js';
 import { runCliInProcess } from '../support/cli-in-process.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { shadowControlYaml } from '../support/cli-scenarios.js';
 
 const ADMIN = 'e2e-admin-key-000001';
 const fingerprint = createHash('sha256').update(ADMIN).digest('hex').slice(0, 8);
@@ -24,25 +25,7 @@ const cli = (args: string[]) => runCliInProcess(args, { cwd: work, env: { GUARD_
 function writeControls(mode: string): void {
   writeFileSync(
     join(work, 'controls', 'pii.yaml'),
-    `kind: Control
-name: block-ssn-in-output
-mode: ${mode}
-scope:
-  step_types: [llm]
-  stages: [post]
-selector:
-  path: output
-evaluator:
-  name: regex
-  config:
-    pattern: '\\b\\d{3}-\\d{2}-\\d{4}\\b'
-action:
-  decision: deny
----
-kind: Agent
-agent_name: support-bot
-controls: [block-ssn-in-output]
-`,
+    shadowControlYaml(mode),
   );
 }
 

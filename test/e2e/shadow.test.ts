@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './run-cli.js';
 import { requireBuiltBinary, startServeProcess, type ServeProcess } from './serve-process.js';
+import { shadowControlYaml } from '../support/cli-scenarios.js';
 
 const ADMIN = 'e2e-admin-key-000001';
 
@@ -18,25 +19,7 @@ const cli = (args: string[]) => runCli(args, { cwd: work, env: { GUARD_URL: serv
 function writeControls(mode: string): void {
   writeFileSync(
     join(work, 'controls', 'pii.yaml'),
-    `kind: Control
-name: block-ssn-in-output
-mode: ${mode}
-scope:
-  step_types: [llm]
-  stages: [post]
-selector:
-  path: output
-evaluator:
-  name: regex
-  config:
-    pattern: '\\b\\d{3}-\\d{2}-\\d{4}\\b'
-action:
-  decision: deny
----
-kind: Agent
-agent_name: support-bot
-controls: [block-ssn-in-output]
-`,
+    shadowControlYaml(mode),
   );
 }
 
