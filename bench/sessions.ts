@@ -281,7 +281,10 @@ counted one window of ${COUNTED.requests.toLocaleString('en-US')} requests at a 
 rotates every round, and the medians of their windows are compared. The counted servers keep
 idle keep-alive connections open (Fastify closes them after 72 s, and V8 would optimise the
 HTTP code of the client's new connections again inside a window), and each must have accepted
-only the client's ${CONNECTIONS} connections. The goal is judged only when the A/A pair reads within
+only the client's ${CONNECTIONS} connections. They run with the V8 flags ${STEADY_GC_FLAGS.join(' ')}
+(bench/callgrind.ts): by default V8 decides in each process, from when its scavenges fell, to
+allocate some per-request objects straight in the old generation, and a server so decided
+collects its old generation in every window. The goal is judged only when the A/A pair reads within
 ${AA_TOLERANCE} of 1. Counted are the server process's instructions in user space,
 better-sqlite3's included (it runs in the process): the session-aware server's writes to the
 SQLite file are counted up to the system call, the time the kernel spends in them is not. A
