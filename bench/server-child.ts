@@ -18,6 +18,7 @@ import type { Observability } from '../src/observability/index.js';
 import { assembleServer, type AssembledServer } from '../src/server/assemble.js';
 import { loadConfig } from '../src/server/config.js';
 import { serverLoggerOptions } from '../src/server/start.js';
+import { MemorySessions, type SessionSettings } from '../src/sessions/index.js';
 import type { Store } from '../src/store/types.js';
 import { seedBenchAgent, startBareBaseline } from './server.js';
 import { countingRegistry, countRe2Calls, workCounts } from './work-counter.js';
@@ -88,6 +89,15 @@ let observability: Observability | undefined;
 let store: Store | undefined;
 let server: AssembledServer | undefined;
 let dir: string | undefined;
+/** The sessions, when they are written by request (`sessionWrites`). */
+let sessions: MemorySessions | undefined;
+
+/** Sessions that write their touched rows only when asked (`write-sessions`). */
+function sessionsByRequest(opened: Store, settings: SessionSettings): MemorySessions {
+  if (opened.sharing.mode === 'shared') throw new Error('sessionWrites: by-request is for a SQLite file');
+  sessions = new MemorySessions(settings, opened.sharing.sessionRows, Date.now, 'by-caller');
+  return sessions;
+}
 
 if (spec.kind === 'bare') {
   const bare = await startBareBaseline();
@@ -108,6 +118,7 @@ if (spec.kind === 'bare') {
     registry: spec.countWork ? countingRegistry() : createDefaultRegistry(),
     logger: serverLoggerOptions(config),
     observability: spec.observability ? { processMetrics: true } : false,
+    ...(spec.sessionWrites === 'by-request' ? { sessions: (opened: Store) => sessionsByRequest(opened, config) } : {}),
   });
   ({ app, store, observability } = server);
   if (spec.seed !== false) {
@@ -119,12 +130,15 @@ if (spec.kind === 'bare') {
   url = `${await app.listen({ host: '127.0.0.1', port: 0 })}/api/v1/evaluation`;
   observability?.start();
 }
+if (spec.keepAliveMs !== undefined) app.server.keepAliveTimeout = spec.keepAliveMs;
+let connections = 0;
+app.server.on('connection', () => connections++);
 
 async function stats(): Promise<ChildStats> {
   const cpu = process.cpuUsage();
   const drops = server?.tracing?.dropped();
   const out: ChildStats = {
-    cpuMicros: cpu.user + cpu.system, written: 0, dropped: 0, rows: 0,
+    cpuMicros: cpu.user + cpu.system, written: 0, dropped: 0, rows: 0, connections,
     work: spec.countWork ? { ...workCounts } : null,
     spansDropped: drops ? drops.queue_full + drops.export_failed : 0,
   };
@@ -146,6 +160,10 @@ process.on('message', (request: ChildRequest) => {
         // Spans waiting for export are written too: left queued, a traced server exports
         // them while the next server of the round is measured, and that one pays for them.
         await Promise.all([observability?.flush(), server?.tracing?.forceFlush()]);
+        process.send!({ id: request.id });
+        break;
+      case 'write-sessions':
+        sessions?.writeTouched();
         process.send!({ id: request.id });
         break;
       case 'close':

@@ -26,11 +26,22 @@ export interface ServerSpec {
   rateLimit?: number;
   /** Also two session-aware controls in scope for the step (bench/sessions.ts). */
   sessions?: boolean;
+  /**
+   * `by-request` (SQLite): the sessions' touched rows are written when asked
+   * (`write-sessions`), not once a second: the instruction counts charge that write at the
+   * rate of a full-speed server (bench/sessions.ts).
+   */
+  sessionWrites?: 'by-request';
+  /**
+   * Idle keep-alive connections are kept this long instead of Fastify's 72 s (counted
+   * servers: bench/callgrind.ts says why).
+   */
+  keepAliveMs?: number;
   /** false: the database is seeded already (a second replica on the same schema). */
   seed?: boolean;
 }
 
-export type ChildRequest = { id: number; op: 'stats' | 'flush' | 'close' };
+export type ChildRequest = { id: number; op: 'stats' | 'flush' | 'write-sessions' | 'close' };
 
 export interface ChildStats {
   /** The process's CPU time so far (all threads), µs. */
@@ -42,6 +53,8 @@ export interface ChildStats {
   rows: number;
   /** OpenTelemetry spans dropped (queue full or export failed), with tracing on. */
   spansDropped: number;
+  /** Connections the server accepted so far. */
+  connections: number;
   /** Checks and RE2 calls so far, when the server counts them (`countWork`). */
   work: WorkCounts | null;
 }

@@ -10,6 +10,7 @@ import { createDefaultRegistry, evaluatorPluginSpecs, loadEvaluatorPlugins, type
 import { createObservability, type CreateObservabilityOptions, type Observability } from '../observability/index.js';
 import type { HotReload, WatchOptions } from '../reload/index.js';
 import { openStore, storeTargetOf, type OpenStoreOptions } from '../store/open-store.js';
+import type { SessionState } from '../sessions/index.js';
 import type { Store } from '../store/types.js';
 import type { Tracing } from '../tracing/start.js';
 import { packageVersion } from '../version.js';
@@ -37,6 +38,8 @@ export interface AssembleOptions {
   logger?: FastifyServerOptions['logger'];
   /** File watcher tuning for watch mode (`config.watchDir`). */
   watch?: WatchOptions;
+  /** Makes the agents' sessions on the opened store; default: made from the store (sessions/). */
+  sessions?: (store: Store) => SessionState;
 }
 
 export interface AssembledServer {
@@ -116,6 +119,7 @@ export async function assembleServer(config: ServerConfig, options: AssembleOpti
       ...(tracing ? { tracing } : {}),
       ...(config.watchDir === null ? {} : { reload: { status: () => hotReload?.reloader.status() ?? null } }),
       logger: options.logger ?? false,
+      ...(options.sessions ? { sessions: options.sessions(store) } : {}),
     });
     if (config.watchDir !== null) {
       // Loaded and applied before anyone can reach the app: no request ever sees the

@@ -40,8 +40,8 @@ export class MemorySessions implements SessionState {
    */
   readonly #agents = new Map<string, Map<string, Entry>>();
   #size = 0;
-  readonly #timer: NodeJS.Timeout;
-  readonly #touchTimer: NodeJS.Timeout;
+  readonly #timer: NodeJS.Timeout | undefined;
+  readonly #touchTimer: NodeJS.Timeout | undefined;
   /** Sessions whose step count or last step changed since their row was written. */
   #touched: Entry[] = [];
   #lastSweep = 0;
@@ -50,11 +50,18 @@ export class MemorySessions implements SessionState {
     private readonly settings: SessionSettings,
     private readonly persistence: SessionRowStore | undefined,
     private readonly now: () => number = Date.now,
+    /**
+     * `by-caller`: no timers; whoever made it calls writeTouched() and sweep(). For the
+     * instruction counts (bench/sessions.ts), which charge the once-a-second write at the
+     * rate a full-speed server sees instead of once per second of a slowed-down server.
+     */
+    schedule: 'timers' | 'by-caller' = 'timers',
   ) {
     for (const s of persistence?.loadSessions(now() - settings.sessionTtlMs) ?? []) {
       const labels = new Map(s.labels.map((l) => [l.label, l]));
       this.#put({ ...s, labels, view: new Set(labels.keys()), touched: false, gone: false });
     }
+    if (schedule === 'by-caller') return;
     this.#timer = setInterval(() => this.sweep(), 60_000);
     this.#timer.unref();
     this.#touchTimer = setInterval(() => this.writeTouched(), TOUCH_EVERY_MS);

@@ -11,6 +11,7 @@ import type { ControlDataInput } from '../../src/model/index.js';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import { assembleServer } from '../../src/server/assemble.js';
 import { loadConfig } from '../../src/server/config.js';
+import { MemorySessions } from '../../src/sessions/index.js';
 import { openStore } from '../../src/store/open-store.js';
 import { call, json, type TestServer } from './helpers.js';
 
@@ -260,5 +261,26 @@ describe('recording sessions', () => {
     await expect
       .poll(async () => json(await call(s.app, 'GET', '/api/v1/recordings?agent_name=mail-bot')).steps.map((r: { session_id: string | null }) => r.session_id), { timeout: 5000 })
       .toEqual(['rec-1', null]);
+  });
+
+  it('assembleServer serves the sessions its factory makes on the opened store', async () => {
+    const store = await openStore(':memory:');
+    let given: unknown;
+    const server = await assembleServer(loadConfig({ OBSERVABILITY_ENABLED: 'false' }), {
+      store,
+      registry: createDefaultRegistry(),
+      observability: false,
+      sessions: (opened) => {
+        given = opened;
+        const made = new MemorySessions({ sessionTtlMs: 60_000, sessionMax: 10 }, undefined, Date.now, 'by-caller');
+        made.begin('made-bot', 'made-here');
+        return made;
+      },
+    });
+    servers.push({ app: server.app, store, close: server.close });
+    expect(given).toBe(store);
+    const info = await call(server.app, 'GET', '/api/v1/sessions/made-here?agent_name=made-bot');
+    expect(info.statusCode).toBe(200);
+    expect(json(info)).toMatchObject({ session_id: 'made-here', steps: 1 });
   });
 });

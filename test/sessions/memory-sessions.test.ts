@@ -5,7 +5,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MemorySessions } from '../../src/sessions/index.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 
@@ -91,5 +91,32 @@ describe('sessions in memory', () => {
     await second.close();
     await again.close();
     await reopened.close();
+  });
+
+  describe('the once-a-second write of touched rows', () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    it('comes on its timer, or only when asked with the schedule left to the caller', async () => {
+      vi.useFakeTimers();
+      const path = join(mkdtempSync(join(tmpdir(), 'guard-mem-sessions-')), 'guard.db');
+      const store = new SqliteStore(path);
+      const now = () => 10_000;
+      const timed = new MemorySessions({ sessionTtlMs: 60_000, sessionMax: 10 }, store.sessionRows, now);
+      timed.begin('bot', 'timed');
+      timed.begin('bot', 'timed');
+      const byCaller = new MemorySessions({ sessionTtlMs: 60_000, sessionMax: 10 }, store.sessionRows, now, 'by-caller');
+      byCaller.begin('bot', 'asked');
+      byCaller.begin('bot', 'asked');
+      vi.advanceTimersByTime(5_000);
+      const rows = () => Object.fromEntries(store.sessionRows.loadSessions(0).map((s) => [s.session_id, s.steps]));
+      expect(rows()).toEqual({ timed: 2, asked: 1 });
+      byCaller.writeTouched();
+      expect(rows()).toEqual({ timed: 2, asked: 2 });
+      await timed.close();
+      await byCaller.close();
+      await store.close();
+    });
   });
 });
