@@ -64,6 +64,7 @@ export interface SpanExporter {
 
 export function createSpanExporter(settings: ExportSettings): SpanExporter {
   const encoding = encodingOf(settings) as Encoding<Buffer | string>;
+  // POSTing from a thread, the server at traceidratio 0.01 counts 126.6k instructions per request, 128.3k from its own thread, 123.8k untraced (bench/otel.ts's count).
   const thread = new ExportThread({ endpoint: settings.endpoint, headers: settings.headers, contentType: encoding.contentType, timeoutMs: settings.timeoutMs });
   const drops: SpanDrops = { queue_full: 0, export_failed: 0 };
   let queue: (Buffer | string)[] = [];
