@@ -33,7 +33,7 @@ export interface Tracing {
   dropped(): SpanDrops;
   /** Exports what waits; bounded by the export timeout. */
   forceFlush(): Promise<void>;
-  /** Exports what waits and stops; waits at most `timeoutMs` (a dead collector must not hold a shutdown). */
+  /** Exports what waits and stops, its export thread ended; waits at most `timeoutMs` for the collector (a dead one must not hold a shutdown). */
   shutdown(timeoutMs?: number): Promise<void>;
 }
 
