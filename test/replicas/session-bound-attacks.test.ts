@@ -68,4 +68,24 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('session bound
     await Promise.all(['x', 'y', 'z'].map(async (id) => replica.sharedSessions.beginSessionStep('bot', id, 5000, 0, max)));
     expect(await store.sharedSessions.pruneSessions(0)).toBeLessThanOrEqual(max);
   });
+
+  it('a label a step adds after its session was pruned does not block the label of the session begun again under its id', async () => {
+    const store = await opener.open();
+    const label = (l: string) => [{ label: l, control_id: 1, control_name: 'mark', stage: 'post' as const, step_name: 'fetch_url', added_at: 0 }];
+    const shared = store.sharedSessions;
+    await shared.beginSessionStep('bot', 's', 1000, 0, 10);
+    // A slow step of the session's second epoch (its TTL of 1000 passed before it).
+    const slow = (await shared.beginSessionStep('bot', 's', 3000, 2000, 10))!;
+    expect(slow.epoch).toBe(1);
+    // The session expires and is pruned while the slow step is still being judged; then it adds its label.
+    await shared.pruneSessions(4000);
+    await shared.addSessionLabels('bot', 's', slow.epoch, label('untrusted'));
+    // The attacker's next step starts the session again (a new row) and is marked untrusted.
+    const fresh = await opener.open(opener.lastSchema());
+    const step = (await fresh.sharedSessions.beginSessionStep('bot', 's', 5000, 4000, 10))!;
+    await fresh.sharedSessions.addSessionLabels('bot', 's', step.epoch, label('untrusted'));
+    // The label answered as added decides at the very next step.
+    const other = await opener.open(opener.lastSchema());
+    expect([...(await other.sharedSessions.beginSessionStep('bot', 's', 5001, 4001, 10))!.labels]).toEqual(['untrusted']);
+  });
 });
