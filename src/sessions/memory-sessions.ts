@@ -140,7 +140,11 @@ export class MemorySessions implements SessionState {
     for (const sessions of this.#agents.values()) {
       for (const entry of sessions.values()) if (entry.last_seen <= before) this.#drop(entry);
     }
-    this.persistence?.deleteExpiredSessions(before);
+    // The file judges expiry by the last-seen times it holds: a live session's newer step
+    // is written first, or the delete would take its row and labels, and the next write
+    // would put the row back without them. Rows the write could not reach wait too.
+    this.writeTouched();
+    if (this.#touched.length === 0) this.persistence?.deleteExpiredSessions(before);
   }
 
   get size(): number {

@@ -164,4 +164,10 @@ export const postgresMigrations: readonly Migration[] = [
     // adding a label waits for every cacher to drop that session (session-cache.ts).
     sql: SESSION_PING,
   },
+  {
+    version: 16,
+    name: 'a step of a session being pruned takes a slot',
+    // session_begin_steps reads the steps' session rows under their lock (session-begin-steps.ts).
+    sql: SESSION_BEGIN_STEPS,
+  },
 ];

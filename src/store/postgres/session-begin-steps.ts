@@ -24,9 +24,15 @@ export const SESSION_BEGIN_STEPS = `
     RETURN QUERY
     WITH input AS (
       SELECT u.agent_name, u.session_id, u.steps FROM unnest(p_agents, p_ids, p_steps) AS u(agent_name, session_id, steps)
+    ), held AS (
+      -- Locked, in key order: a row a prune is deleting is waited for and, once the prune
+      -- commits, is not here, so its session is new again and takes a slot (read without the
+      -- lock, it was counted as existing and inserted anew without one).
+      SELECT s.agent_name, s.session_id FROM sessions s JOIN input i ON s.agent_name = i.agent_name AND s.session_id = i.session_id
+      ORDER BY s.agent_name, s.session_id FOR UPDATE OF s
     ), fresh AS (
       SELECT i.agent_name, i.session_id FROM input i
-      WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE s.agent_name = i.agent_name AND s.session_id = i.session_id)
+      WHERE NOT EXISTS (SELECT 1 FROM held h WHERE h.agent_name = i.agent_name AND h.session_id = i.session_id)
     ), slot AS (
       UPDATE session_count c SET n = c.n + (SELECT count(*) FROM fresh)
       WHERE c.id = 1 AND EXISTS (SELECT 1 FROM fresh) AND c.n + (SELECT count(*) FROM fresh) <= p_max RETURNING c.n

@@ -27,7 +27,7 @@ const BEGIN_STEP = `
   WITH async_commit AS (
     SELECT set_config('synchronous_commit', 'off', true)
   ), prev AS (
-    SELECT 1 FROM sessions WHERE agent_name = $1 AND session_id = $2
+    SELECT 1 FROM sessions WHERE agent_name = $1 AND session_id = $2 FOR UPDATE
   ), slot AS (
     UPDATE session_count SET n = n + 1 WHERE id = 1 AND NOT EXISTS (SELECT 1 FROM prev) AND n < $5 RETURNING n
   ), up AS (
@@ -46,7 +46,8 @@ const BEGIN_STEP = `
 
 /**
  * A label already there (same epoch) keeps its first adder; one of an earlier epoch is
- * replaced. The session's drop goes to every replica's cache at the commit (session-cache.ts).
+ * replaced, and so is one of no epoch the session has (a step that added it after its
+ * session was pruned: the session begun again under that id starts from epoch 0). The session's drop goes to every replica's cache at the commit (session-cache.ts).
  */
 const ADD_LABELS = `
   WITH added AS (INSERT INTO session_labels (agent_name, session_id, label, epoch, control_id, control_name, stage, step_name, added_at)
@@ -55,7 +56,9 @@ const ADD_LABELS = `
       AS u(label, control_id, control_name, stage, step_name, added_at)
   ON CONFLICT (agent_name, session_id, label) DO UPDATE SET epoch = excluded.epoch, control_id = excluded.control_id,
     control_name = excluded.control_name, stage = excluded.stage, step_name = excluded.step_name, added_at = excluded.added_at
-    WHERE session_labels.epoch < excluded.epoch RETURNING 1)
+    WHERE session_labels.epoch < excluded.epoch
+      OR NOT EXISTS (SELECT 1 FROM sessions s WHERE s.agent_name = $1 AND s.session_id = $2 AND s.epoch = session_labels.epoch)
+    RETURNING 1)
   SELECT pg_notify('${SESSION_CACHE_CHANNEL}', $10), (SELECT count(*) FROM added) AS added`;
 
 interface SessionDbRow {
