@@ -11,10 +11,10 @@ export default defineConfig({
     hookTimeout: 60_000,
     // expect.poll waits for something to happen; its bound is a hang guard too.
     expect: { poll: { timeout: 30_000 } },
-    // Three on two cores: many tests wait on the processes, servers and databases they
-    // start, and a third worker fills that time. Whole `npm test` on a quiet 2-core machine:
-    // 236 s with three, 258 s with two.
-    maxWorkers: 3,
+    // Two cores: two workers. A third filled the time tests wait on what they start (a whole
+    // `npm test` 236 s against 258 s), but PostgreSQL's tests then held more than the
+    // server's 100 connections at once.
+    maxWorkers: 2,
     // Child processes, not threads: tests that run the CLI in-process change the working
     // directory (test/support/cli-in-process.ts), which a worker thread cannot.
     pool: 'forks',
