@@ -31,11 +31,12 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('prune deadloc
     const watcher = new pg.Client({ connectionString: schemaUrl(opener.lastSchema()) });
     await Promise.all([locker.connect(), queue.connect(), watcher.connect()]);
     try {
-      // Hold the prune on 'c', after it deleted 'b' and before it reaches 'a'.
+      // Hold the prune on 'c': deleting in the table's order it has 'b' and not yet 'a'
+      // (locking in key order, as it does now, it has 'a' and 'b').
       await locker.query('BEGIN');
       await locker.query("SELECT 1 FROM sessions WHERE session_id = 'c' FOR UPDATE");
       const pruned = store.sharedSessions.pruneSessions(1500).then(() => 'ok', (e: Error) => `prune: ${e.message}`);
-      await expect.poll(async () => (await watcher.query(waiting('%DELETE FROM sessions%'))).rows).toEqual([{ n: 1 }]);
+      await expect.poll(async () => (await watcher.query(waiting('%FROM sessions WHERE last_seen <=%'))).rows).toEqual([{ n: 1 }]);
       // The attacker's steps of 'a' and 'b' wait behind a step of 'q', so they go in one batch: it locks 'a', then waits for 'b'.
       await queue.query('BEGIN');
       await queue.query("SELECT 1 FROM sessions WHERE session_id = 'q' FOR UPDATE");

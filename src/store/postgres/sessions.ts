@@ -45,19 +45,21 @@ const BEGIN_STEP = `
   FROM up, async_commit`;
 
 /**
- * A label already there (same epoch) keeps its first adder; one of an earlier epoch is
- * replaced, and so is one of no epoch the session has (a step that added it after its
- * session was pruned: the session begun again under that id starts from epoch 0). The session's drop goes to every replica's cache at the commit (session-cache.ts).
+ * Only a step of the session's current epoch adds labels: one that outlived its session
+ * (pruned, then begun again under its id) adds nothing, so it can neither move a label of
+ * the live epoch to its own nor leave one behind. A label already there of the same epoch
+ * keeps its first adder; one of another epoch (left from an earlier one) is replaced. The
+ * session's drop goes to every replica's cache at the commit (session-cache.ts).
  */
 const ADD_LABELS = `
   WITH added AS (INSERT INTO session_labels (agent_name, session_id, label, epoch, control_id, control_name, stage, step_name, added_at)
     SELECT $1, $2, u.label, $3, u.control_id, u.control_name, u.stage, u.step_name, u.added_at
     FROM unnest($4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::double precision[])
       AS u(label, control_id, control_name, stage, step_name, added_at)
+    WHERE EXISTS (SELECT 1 FROM sessions s WHERE s.agent_name = $1 AND s.session_id = $2 AND s.epoch = $3)
   ON CONFLICT (agent_name, session_id, label) DO UPDATE SET epoch = excluded.epoch, control_id = excluded.control_id,
     control_name = excluded.control_name, stage = excluded.stage, step_name = excluded.step_name, added_at = excluded.added_at
-    WHERE session_labels.epoch < excluded.epoch
-      OR NOT EXISTS (SELECT 1 FROM sessions s WHERE s.agent_name = $1 AND s.session_id = $2 AND s.epoch = session_labels.epoch)
+    WHERE session_labels.epoch <> excluded.epoch
     RETURNING 1)
   SELECT pg_notify('${SESSION_CACHE_CHANNEL}', $10), (SELECT count(*) FROM added) AS added`;
 
@@ -154,6 +156,10 @@ export class PostgresSessions implements SharedSessionStore {
 
   async pruneSessions(expiredBefore: number): Promise<number> {
     return this.database.write(async (tx) => {
+      // The expired rows are locked in key order first, as a batch of steps locks its
+      // sessions' rows (session-steps.ts): deleted in the table's order, a prune and a batch
+      // could each hold a row the other waits for.
+      await this.database.rows(tx, 'SELECT 1 FROM sessions WHERE last_seen <= $1 ORDER BY agent_name, session_id FOR UPDATE', [expiredBefore]);
       await this.database.rows(tx, 'DELETE FROM sessions WHERE last_seen <= $1', [expiredBefore]);
       await this.database.rows(
         tx,
