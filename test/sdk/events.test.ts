@@ -54,14 +54,7 @@ describe('EventBatcher', () => {
   });
 
   it('a send goes on only with full batches: what comes in during it waits for a batch, the interval or close', async () => {
-    const batches: number[][] = [];
-    let release = (): void => undefined;
-    const sink: EventSink = {
-      ingestEventsJson: (events) => {
-        batches.push(events.map((e) => (JSON.parse(e) as ObservabilityEvent).control_id));
-        return new Promise<void>((resolve) => (release = resolve));
-      },
-    };
+    const { sink, batches, release } = heldSink();
     const batcher = new EventBatcher(sink, options);
     batcher.push([event(1), event(2), event(3)]);
     await expect.poll(() => batches.length).toBe(1);
@@ -96,14 +89,7 @@ describe('EventBatcher', () => {
   });
 
   it('a flush asked while a full batch is in flight also sends what was queued when it was asked', async () => {
-    const batches: number[][] = [];
-    let release = (): void => undefined;
-    const sink: EventSink = {
-      ingestEventsJson: (events) => {
-        batches.push(events.map((e) => (JSON.parse(e) as ObservabilityEvent).control_id));
-        return new Promise<void>((resolve) => (release = resolve));
-      },
-    };
+    const { sink, batches, release } = heldSink();
     const batcher = new EventBatcher(sink, options);
     batcher.push([event(1), event(2), event(3)]);
     await expect.poll(() => batches.length).toBe(1);
@@ -192,3 +178,16 @@ describe('eventJsonOf', () => {
     expect(JSON.parse(text!)).toMatchObject({ session_id: null, set_revision: null });
   });
 });
+
+/** A sink whose sends stay in flight until `release()`: the control ids of each batch, in order. */
+function heldSink(): { sink: EventSink; batches: number[][]; release: () => void } {
+  const batches: number[][] = [];
+  let resolveSend = (): void => undefined;
+  const sink: EventSink = {
+    ingestEventsJson: (events) => {
+      batches.push(events.map((e) => (JSON.parse(e) as ObservabilityEvent).control_id));
+      return new Promise<void>((resolve) => (resolveSend = resolve));
+    },
+  };
+  return { sink, batches, release: () => resolveSend() };
+}
