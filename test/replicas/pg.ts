@@ -131,3 +131,12 @@ export function storeOpener(prefix: string, unreachable: string | null): {
     lastSchema: () => schemas[schemas.length - 1]!,
   };
 }
+
+/**
+ * A query counting the backends waiting for a lock in a statement like `query` (a LIKE
+ * pattern). Ask it on a connection of its own, outside a transaction: one transaction
+ * sees one snapshot of pg_stat_activity.
+ */
+export function lockWaits(query: string): { text: string; values: string[] } {
+  return { text: "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1", values: [query] };
+}

@@ -5,16 +5,11 @@
  */
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { pgRequired, pgSuiteTitle, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
+import { pgRequired, pgSuiteTitle, pgUnreachable, schemaUrl, storeOpener, lockWaits } from './pg.js';
 
 const unreachable = await pgUnreachable();
 const opener = storeOpener('guard_bound', unreachable);
 
-/** Backends waiting for a lock in a statement like `query` (asked on a connection of its own: one transaction sees one snapshot). */
-const waiting = (query: string) => ({
-  text: "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1",
-  values: [query],
-});
 
 describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('session bound attacks on PostgreSQL', unreachable), () => {
   it('a step re-beginning an expired session while the prune deletes it takes a slot: the bound is never exceeded', async () => {
@@ -32,10 +27,10 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('session bound
       await locker.query('BEGIN');
       await locker.query('SELECT 1 FROM session_count WHERE id = 1 FOR UPDATE');
       const pruned = store.sharedSessions.pruneSessions(1500);
-      await expect.poll(async () => (await watcher.query(waiting('%session_count WHERE id = 1 FOR UPDATE%'))).rows).toEqual([{ n: 1 }]);
+      await expect.poll(async () => (await watcher.query(lockWaits('%session_count WHERE id = 1 FOR UPDATE%'))).rows).toEqual([{ n: 1 }]);
       // The attacker's step of 'a' (expired, so a new epoch) meets the prune's deleted row.
       const stepped = replica.sharedSessions.beginSessionStep('bot', 'a', 2000, 1500, max);
-      await expect.poll(async () => (await watcher.query(waiting('%session_begin_steps%'))).rows).toEqual([{ n: 1 }]);
+      await expect.poll(async () => (await watcher.query(lockWaits('%session_begin_steps%'))).rows).toEqual([{ n: 1 }]);
       await locker.query('COMMIT');
       await pruned;
       expect(await stepped).not.toBeNull();

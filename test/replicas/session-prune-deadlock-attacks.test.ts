@@ -6,16 +6,11 @@
  */
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { pgRequired, pgSuiteTitle, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
+import { pgRequired, pgSuiteTitle, pgUnreachable, schemaUrl, storeOpener, lockWaits } from './pg.js';
 
 const unreachable = await pgUnreachable();
 const opener = storeOpener('guard_deadlock', unreachable);
 
-/** Backends waiting for a lock in a statement like `query` (asked on a connection of its own). */
-const waiting = (query: string) => ({
-  text: "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1",
-  values: [query],
-});
 
 describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('prune deadlock attacks on PostgreSQL', unreachable), () => {
   it('a batch of steps of expired sessions meeting the prune halfway through its delete fails neither', async () => {
@@ -36,17 +31,17 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('prune deadloc
       await locker.query('BEGIN');
       await locker.query("SELECT 1 FROM sessions WHERE session_id = 'c' FOR UPDATE");
       const pruned = store.sharedSessions.pruneSessions(1500).then(() => 'ok', (e: Error) => `prune: ${e.message}`);
-      await expect.poll(async () => (await watcher.query(waiting('%FROM sessions WHERE last_seen <=%'))).rows).toEqual([{ n: 1 }]);
+      await expect.poll(async () => (await watcher.query(lockWaits('%FROM sessions WHERE last_seen <=%'))).rows).toEqual([{ n: 1 }]);
       // The attacker's steps of 'a' and 'b' wait behind a step of 'q', so they go in one batch: it locks 'a', then waits for 'b'.
       await queue.query('BEGIN');
       await queue.query("SELECT 1 FROM sessions WHERE session_id = 'q' FOR UPDATE");
       const first = replica.sharedSessions.beginSessionStep('bot', 'q', 2000, 1500, max);
-      await expect.poll(async () => (await watcher.query(waiting('%session_begin_steps%'))).rows).toEqual([{ n: 1 }]);
+      await expect.poll(async () => (await watcher.query(lockWaits('%session_begin_steps%'))).rows).toEqual([{ n: 1 }]);
       const stepped = ['a', 'b'].map(async (id) => replica.sharedSessions.beginSessionStep('bot', id, 2000, 1500, max))
         .map(async (p) => p.then((s) => (s === null ? 'refused' : 'ok'), (e: Error) => `step: ${e.message}`));
       await queue.query('COMMIT');
       expect(await first).not.toBeNull();
-      await expect.poll(async () => (await watcher.query(waiting('%session_begin_steps%'))).rows).toEqual([{ n: 1 }]);
+      await expect.poll(async () => (await watcher.query(lockWaits('%session_begin_steps%'))).rows).toEqual([{ n: 1 }]);
       await locker.query('COMMIT');
       const outcomes = [await pruned, ...(await Promise.all(stepped))];
       // Whatever happened, the count the bound is checked against is not below the sessions held.

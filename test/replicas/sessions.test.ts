@@ -9,7 +9,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { SharedSessions } from '../../src/sessions/index.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import type { SessionCache } from '../../src/store/postgres/session-cache.js';
-import { createSchema, dropSchemas, pgRequired, pgSuiteTitle, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
+import { createSchema, dropSchemas, pgRequired, pgSuiteTitle, pgUnreachable, schemaUrl, storeOpener, lockWaits } from './pg.js';
 import { startPgApp, type PgApp } from './pg-app.js';
 
 const unreachable = await pgUnreachable();
@@ -172,9 +172,8 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('sessions shar
       await other.query("INSERT INTO sessions (agent_name, session_id, epoch, first_seen, last_seen, steps) VALUES ('bot', 'new', 0, 1000, 1000, 1)");
       const pruned = store.sharedSessions.pruneSessions(0);
       // The prune waits for the slot's row; the new session commits meanwhile.
-      const waiting = "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%session_count%'";
       // Asked on a connection of its own: a transaction sees one snapshot of pg_stat_activity.
-      await expect.poll(async () => (await watcher.query(waiting)).rows).toEqual([{ n: 1 }]);
+      await expect.poll(async () => (await watcher.query(lockWaits('%session_count%'))).rows).toEqual([{ n: 1 }]);
       await other.query('COMMIT');
       expect(await pruned).toBe(2);
       expect((await other.query('SELECT n::int FROM session_count')).rows).toEqual([{ n: 2 }]);
