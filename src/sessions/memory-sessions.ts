@@ -125,7 +125,9 @@ export class MemorySessions implements SessionState {
     try {
       this.persistence.touchSessions(entries.map(rowOf));
     } catch {
-      // The file is busy or away: the rows stay touched for the next write.
+      // The file is busy or away: the rows stay touched for the next write. Dropped
+      // sessions leave the list here, so a long outage holds at most the live ones.
+      this.#touched = entries;
       return;
     }
     for (const e of this.#touched) e.touched = false;
@@ -149,6 +151,11 @@ export class MemorySessions implements SessionState {
 
   get size(): number {
     return this.#size;
+  }
+
+  /** Rows waiting to be written (at most the sessions held, plus those dropped since the last write). */
+  get unwrittenRows(): number {
+    return this.#touched.length;
   }
 
   async close(): Promise<void> {
