@@ -19,8 +19,6 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { fetchWithOwnSignals } from './mcp-fetch.js';
 import { GuardClient } from '../src/client/index.js';
-import { loadConfig } from '../src/server/config.js';
-import { startServer } from '../src/server/start.js';
 import { median, type Benchmark, type BenchRow, type BenchSection } from './harness.js';
 
 const CONTROLS = 20;
@@ -57,8 +55,7 @@ async function timeCalls(transport: Transport): Promise<number[]> {
 }
 
 async function run(): Promise<BenchRow[]> {
-  const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', DATABASE_URL: ':memory:', OBSERVABILITY_ENABLED: 'false' });
-  const guard = await startServer(config, { handleSignals: false, logger: false, print: () => {}, env: {} });
+  const guard = await startGuardServer();
   try {
     const api = new GuardClient({ serverUrl: guard.url });
     await api.initAgent({ agent_name: 'bench-mcp' });
@@ -121,7 +118,7 @@ async function run(): Promise<BenchRow[]> {
       { name: 'mcp-proxy added latency / straight call, p99', value: added(pP99, dP99), unit: 'x', note: 'the same p99s as above, as a ratio' },
     ];
   } finally {
-    await guard.close();
+    guard.child.kill('SIGTERM');
   }
 }
 
@@ -135,30 +132,45 @@ function httpClient(url: string): StreamableHTTPClientTransport {
 }
 
 /**
- * The first match of `pattern` in a child's stderr. What the child writes after it is
- * read and dropped, never gathered: matching a growing text on each chunk in the
- * benchmark's process would be timed with the calls.
+ * The first match of `pattern` in a child's stderr (or stdout). What the child writes
+ * after it is read and dropped, never gathered: matching a growing text on each chunk in
+ * the benchmark's process would be timed with the calls.
  */
-function stderrMatch(child: ChildProcess, pattern: RegExp, what: string): Promise<string> {
+function outputMatch(child: ChildProcess, pattern: RegExp, what: string, stream: 'stderr' | 'stdout' = 'stderr'): Promise<string> {
+  const output = child[stream]!;
   return new Promise<string>((resolve, reject) => {
-    let err = '';
+    let text = '';
     const onData = (c: Buffer): void => {
-      err += c.toString();
-      const found = pattern.exec(err);
+      text += c.toString();
+      const found = pattern.exec(text);
       if (!found) return;
-      child.stderr!.off('data', onData);
-      child.stderr!.resume();
+      output.off('data', onData);
+      output.resume();
       resolve(found[1]!);
     };
-    child.stderr!.on('data', onData);
-    child.once('exit', () => reject(new Error(`${what} exited: ${err}`)));
+    output.on('data', onData);
+    child.once('exit', () => reject(new Error(`${what} exited: ${text}`)));
   });
+}
+
+/**
+ * The guard server (`guardctl serve`, in memory, events taken and not kept) in a process
+ * of its own, as in production: started in the benchmark's process, its handling of each
+ * batch of the gateway's events held the client's event loop in the middle of timed calls.
+ */
+async function startGuardServer(): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [cli, 'serve', '--host', '127.0.0.1', '--port', '0', '--db', ':memory:'], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+    env: { PATH: process.env.PATH, OBSERVABILITY_ENABLED: 'false' },
+  });
+  const url = await outputMatch(child, /listening on (http:\/\/[^\s"]+)/, 'guardctl serve', 'stdout');
+  return { url, child };
 }
 
 /** The MCP server over streamable HTTP, in a process of its own. */
 async function startHttpUpstream(): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(process.execPath, [join(dist, 'bench/mcp-http-upstream.js')], { stdio: ['ignore', 'ignore', 'pipe'] });
-  const port = await stderrMatch(child, /listening on (\d+)/, 'the HTTP MCP server');
+  const port = await outputMatch(child, /listening on (\d+)/, 'the HTTP MCP server');
   return { url: `http://127.0.0.1:${port}/mcp`, child };
 }
 
@@ -168,7 +180,7 @@ async function timeHttpFace(guardUrl: string, upstream: string[]): Promise<numbe
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   try {
-    const url = await stderrMatch(child, /serving MCP at (\S+)/, 'mcp-proxy --listen');
+    const url = await outputMatch(child, /serving MCP at (\S+)/, 'mcp-proxy --listen');
     return await timeCalls(httpClient(url));
   } finally {
     child.kill('SIGTERM');
@@ -183,7 +195,8 @@ export const section: BenchSection = {
   method: `The same \`tools/call\` made by the MCP SDK's Client over stdio, straight to the MCP server
 (examples/mcp/server.ts, built; the baseline) and through \`guardctl mcp-proxy\` with 20
 \`execution: sdk\` controls on the tool (10 on the arguments, 10 on the result, all in the
-proxy's process), 5,000 calls each (after 500 untimed) in the same run. The HTTP face (\`--listen\`) is timed
+proxy's process; the guard server they report events to runs in a process of its own),
+5,000 calls each (after 500 untimed) in the same run. The HTTP face (\`--listen\`) is timed
 in front of the same tool served over streamable HTTP (\`--upstream-url\`) against calling
 that server straight over HTTP, and in front of the stdio server against the straight
 stdio call (an HTTP hop in place of a pipe, so no goal). Each call is timed on its own:
