@@ -173,6 +173,14 @@ describe('eventJsonOf', () => {
     expect(events[0]!.control_execution_id).not.toBe(events[1]!.control_execution_id);
   });
 
+  it('gives every event of a check, and of every other check, its own version 4 UUID', () => {
+    const idsOf = (count: number) => eventJsonOf(Array.from({ length: count }, () => execution({})), ctx).map((t) => (JSON.parse(t) as ObservabilityEvent).control_execution_id);
+    // 5,000 executions in one check: past the 4,096 one UUID's last three hex digits can tell apart.
+    const ids = [...idsOf(20), ...idsOf(20), ...idsOf(5000)];
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
   it('writes null for a step without a session or a set without a revision', () => {
     const [text] = eventJsonOf([execution({})], { ...ctx, sessionId: null, setRevision: null });
     expect(JSON.parse(text!)).toMatchObject({ session_id: null, set_revision: null });
