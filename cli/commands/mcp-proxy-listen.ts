@@ -24,6 +24,8 @@ export async function serveMcpHttp(plan: McpProxyPlan, listen: McpListenPlan, gu
     allowedOrigins: listen.allowedOrigins,
     maxSessions: listen.maxSessions,
     requestTimeoutMs: plan.requestTimeoutMs,
+    maxPending: plan.maxPending,
+    maxMessageBytes: plan.maxMessageBytes,
     ...(plan.serverName !== undefined && { serverName: plan.serverName }),
     ...(plan.approverApiKey !== undefined && { approverApiKey: plan.approverApiKey }),
   }).catch((error: unknown) => {

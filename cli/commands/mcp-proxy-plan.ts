@@ -27,4 +27,8 @@ export interface McpProxyPlan {
   onDrift: 'block' | 'warn';
   /** Refuse to start when the guard server has no McpServer document named serverName; list and call nothing if it is deleted later. */
   requirePin: boolean;
+  /** A client's requests in flight at once (per session with --listen). */
+  maxPending: number;
+  /** The largest message read from the MCP server (and the stdio client). */
+  maxMessageBytes: number;
 }

@@ -32,6 +32,8 @@ export interface McpProxyFlags extends ConnectionFlags {
   maxSessions?: string;
   onDrift?: string;
   requirePin?: boolean;
+  maxPending?: string;
+  maxMessage?: string;
 }
 
 export function registerMcpProxy(program: Command): void {
@@ -49,6 +51,8 @@ export function registerMcpProxy(program: Command): void {
       .option('--on-drift <mode>', 'a tool changed since it was pinned, or not pinned: block (hide and refuse it) or warn (list and forward it, report it) (default block)')
       .option('--require-pin', 'refuse to start when the guard server has no McpServer document named --mcp-server-name; if it is deleted later, list no tool and refuse every call until one is applied')
       .option('--request-timeout <duration>', 'answer a request the MCP server has not answered after this long with an error; 0: never (default 120s)')
+      .option('--max-pending <n>', "a client's requests in flight at once (per session with --listen); past it a request is answered with an error (default 1000)")
+      .option('--max-message <size>', 'the largest message read from the MCP server (and, over stdio, from the client), as bytes, KiB or MiB (default 64MiB)')
       .option('--disclosure <level>', `how much of the deciding control the model reads: ${DISCLOSURES.join(', ')} (default minimal)`)
       .option('--fail-open', 'let calls through when the guard server cannot be reached (default: refuse them)')
       .option('--listen <host:port>', 'serve MCP over streamable HTTP at http://host:port/mcp to many clients, instead of stdin/stdout')
@@ -101,7 +105,28 @@ export function planMcpProxy(command: string[], flags: McpProxyFlags, env: NodeJ
     listen: flags.listen === undefined ? undefined : listenPlanOf(flags, env),
     onDrift: onDriftOf(flags.onDrift),
     requirePin: requirePinOf(flags),
+    maxPending: positiveOf('--max-pending', flags.maxPending, 1000),
+    maxMessageBytes: messageSizeOf(flags.maxMessage),
   };
+}
+
+function positiveOf(flag: string, text: string | undefined, otherwise: number): number {
+  if (text === undefined) return otherwise;
+  const n = Number(text);
+  if (!/^\s*\d+\s*$/.test(text) || !Number.isSafeInteger(n) || n < 1) throw new UserError(`${flag} "${text}" is not a positive whole number`);
+  return n;
+}
+
+const SIZE_UNITS: Record<string, number> = { '': 1, b: 1, kib: 1024, mib: 1024 * 1024 };
+
+/** --max-message: bytes, KiB or MiB; at least 1 KiB (an initialize answer must fit), at most 1 GiB. */
+function messageSizeOf(text: string | undefined): number {
+  if (text === undefined) return 64 * 1024 * 1024;
+  const match = /^\s*(\d+)\s*([a-z]*)\s*$/i.exec(text);
+  const unit = SIZE_UNITS[match?.[2]?.toLowerCase() ?? 'none'];
+  const bytes = match && unit !== undefined ? Number(match[1]) * unit : NaN;
+  if (!(bytes >= 1024 && bytes <= 1024 ** 3)) throw new UserError(`--max-message "${text}" is not a size from 1KiB to 1024MiB`, 'write it as bytes or with KiB or MiB, for example --max-message 16MiB');
+  return bytes;
 }
 
 function onDriftOf(text: string | undefined): 'block' | 'warn' {
@@ -132,8 +157,7 @@ function listenPlanOf(flags: McpProxyFlags, env: NodeJS.ProcessEnv): McpListenPl
   } else {
     throw new UserError('--listen needs a way to authenticate clients', 'set GUARD_MCP_TOKEN to a secret bearer token, or pass --auth-guard-keys (keys of the guard server); on a loopback address --no-auth serves without one');
   }
-  const maxSessions = flags.maxSessions === undefined ? 1000 : Number(flags.maxSessions);
-  if (!Number.isInteger(maxSessions) || maxSessions < 1) throw new UserError(`--max-sessions "${flags.maxSessions}" is not a positive whole number`);
+  const maxSessions = positiveOf('--max-sessions', flags.maxSessions, 1000);
   for (const origin of flags.allowOrigin ?? []) {
     if (!/^https?:\/\/[^/\s]+$/i.test(origin)) throw new UserError(`--allow-origin "${origin}" is not an origin`, 'write scheme://host[:port], for example --allow-origin https://app.example.com');
   }
@@ -221,6 +245,8 @@ export async function runMcpProxy(command: string[], flags: McpProxyFlags): Prom
       pins,
       upstream: plan.upstream,
       requestTimeoutMs: plan.requestTimeoutMs,
+      maxPending: plan.maxPending,
+      maxMessageBytes: plan.maxMessageBytes,
       ...(plan.serverName !== undefined && { serverName: plan.serverName }),
       ...(plan.approverApiKey !== undefined && { approverApiKey: plan.approverApiKey }),
     }).catch((error: unknown) => {

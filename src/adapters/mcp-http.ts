@@ -56,6 +56,8 @@ export interface McpHttpGatewayOptions extends AdapterOptions {
   serverName?: string;
   requestTimeoutMs?: number;
   maxMessageBytes?: number;
+  /** Each session's requests in flight at once (McpProxyOptions.maxPending). */
+  maxPending?: number;
   /** The key a person's answer to an approval question is recorded with (McpProxyOptions.approverApiKey). */
   approverApiKey?: string;
   /** Events held for clients resuming a stream (mcp-http-events.ts; defaults 1,000 events and 1 MiB a session, 64 MiB over all sessions). */
@@ -146,6 +148,7 @@ export async function startMcpHttpGateway(options: McpHttpGatewayOptions): Promi
         ...(options.serverName !== undefined && { serverName: options.serverName }),
         ...(options.requestTimeoutMs !== undefined && { requestTimeoutMs: options.requestTimeoutMs }),
         ...(options.maxMessageBytes !== undefined && { maxMessageBytes: options.maxMessageBytes }),
+        ...(options.maxPending !== undefined && { maxPending: options.maxPending }),
         ...(options.approverApiKey !== undefined && { approverApiKey: options.approverApiKey }),
         onDecision: options.onDecision,
         // The MCP session id: the session the checks belong to.

@@ -45,6 +45,11 @@ export class PendingTable {
     return this.#byClient.get(looseKeyOf(id));
   }
 
+  /** The client's requests not yet answered (being checked or forwarded). */
+  get clientCount(): number {
+    return this.#byClient.size;
+  }
+
   ofUpstream(id: unknown): Pending | undefined {
     return typeof id === 'number' ? this.#byUpstream.get(id) : undefined;
   }

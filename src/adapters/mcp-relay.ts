@@ -49,7 +49,16 @@ export interface RelayOptions extends GatewayApprovalOptions {
   pins?: ConstructorParameters<typeof UpstreamTools>[1]; // the pinned document's rules (mcp-pins.ts): what tools/list answers and tools/call refuses
   /** The server's protocol version, once initialize is answered (the HTTP transport sends it as a header). */
   onProtocolVersion?(version: string): void;
+  /** The client's requests in flight at once; past it a request is answered with an error. Default DEFAULT_MAX_PENDING. */
+  maxPending?: number | undefined;
 }
+
+/**
+ * Requests of one client in flight at once. Each holds a check, a timer and the server's
+ * work; a client sending without waiting for answers (a loop gone wrong, or on purpose)
+ * would otherwise grow all three without bound. MCP clients keep a handful in flight.
+ */
+export const DEFAULT_MAX_PENDING = 1000;
 
 export class McpRelay {
   readonly #pending = new PendingTable();
@@ -61,6 +70,8 @@ export class McpRelay {
   #serverName: string;
   #closed = false;
   #initialized = false;
+  /** Refusing for too many in flight: reported once per spell, not once per request. */
+  #overLimit = false;
   readonly #unsubscribePins: () => void;
 
   constructor(private readonly o: RelayOptions) {
@@ -194,6 +205,14 @@ export class McpRelay {
       this.#answerError(request.id, ErrorCode.MethodNotFound, `method ${shown(request.method)} is not relayed: write "${exact}", exactly`);
       return;
     }
+    const max = this.o.maxPending ?? DEFAULT_MAX_PENDING;
+    if (this.#pending.clientCount >= max) {
+      if (!this.#overLimit) this.o.report(`refusing requests: the client has ${max} in flight, the most the gateway holds (--max-pending); they are answered with an error until answers come back`);
+      this.#overLimit = true;
+      this.#answerError(request.id, ErrorCode.InvalidRequest, `too many requests in flight (${max}): wait for answers before sending more`);
+      return;
+    }
+    this.#overLimit = false;
     const pending = newPending(request.id, request.method, (request.params?._meta as { progressToken?: unknown } | undefined)?.progressToken);
     this.#pending.add(pending);
     if (request.method === 'tasks/result') this.#taskResult(request, pending);

@@ -55,6 +55,8 @@ export interface McpProxyOptions extends AdapterOptions {
   requestTimeoutMs?: number;
   /** Largest message read from either side, in bytes. Default 64 MiB (results of 10 MB and more pass). */
   maxMessageBytes?: number;
+  /** The client's requests in flight at once (McpRelay's DEFAULT_MAX_PENDING). */
+  maxPending?: number;
   /** The client's session, for the HTTP face: reported with each decision (GuardDecision.sessionId). */
   sessionId?: () => string | undefined;
   /**
@@ -115,6 +117,7 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
     serverName: options.serverName ?? (isHttp ? new URL(upstream.url).host : basename(upstream.command)),
     serverNameFixed: options.serverName !== undefined,
     requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS,
+    maxPending: options.maxPending,
     report,
     onDecision: options.onDecision,
     sessionId: options.sessionId,

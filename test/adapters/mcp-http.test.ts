@@ -219,6 +219,18 @@ describe('guardctl mcp-proxy --listen', () => {
     expect(textOf(await call(c.client, 'select 6'))).toBe('3 rows for select 6');
   });
 
+  it('bounds each session\'s requests in flight (--max-pending), not those of other sessions', { timeout: 30_000 }, async () => {
+    const { gw } = await gateway({ maxPending: 1 });
+    const [a, b] = await Promise.all([connect(gw.url), connect(gw.url)]);
+    const hung = new AbortController();
+    const waiting = a.client.callTool({ name: 'hang', arguments: {} }, CallToolResultSchema, { signal: hung.signal }).catch(() => 'cancelled');
+    await expect.poll(async () => String(await call(a.client, 'select 1').catch((e: unknown) => e))).toMatch(/too many requests in flight \(1\)/);
+    expect(textOf(await call(b.client, 'select 2'))).toBe('3 rows for select 2');
+    hung.abort('done waiting');
+    await waiting;
+    await expect.poll(async () => textOf(await call(a.client, 'select 3'))).toBe('3 rows for select 3');
+  });
+
   it('ends a session and its MCP server on DELETE', { timeout: 30_000 }, async () => {
     const { gw } = await gateway();
     const { client, transport } = await connect(gw.url);

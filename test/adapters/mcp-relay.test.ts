@@ -31,7 +31,7 @@ afterEach(async () => {
   for (const close of closers.splice(0)) await close();
 });
 
-async function setup() {
+async function setup(options: { maxPending?: number } = {}) {
   const server = new McpServer({ name: 'in-memory', version: '1.0.0' });
   const aborted: string[] = [];
   server.registerTool('wait', { description: 'waits until cancelled' }, (extra) => new Promise((resolve) => {
@@ -47,7 +47,7 @@ async function setup() {
   const seenByServer: JSONRPCMessage[] = [];
   const guard = new GuardAgent({ agentName: 'relay-test', serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, [blockDrop]);
   const reports: string[] = [];
-  const relay = new McpRelay({ guard, client: relayClientSide, server: relayServerSide, serverName: 'in-memory', serverNameFixed: false, requestTimeoutMs: 0, report: (l) => reports.push(l) });
+  const relay = new McpRelay({ guard, client: relayClientSide, server: relayServerSide, serverName: 'in-memory', serverNameFixed: false, requestTimeoutMs: 0, report: (l) => reports.push(l), ...options });
   relayClientSide.onmessage = (m) => relay.fromClient(m);
   relayServerSide.onmessage = (m) => relay.fromServer(m);
   await relayClientSide.start();
@@ -112,5 +112,24 @@ describe('McpRelay', () => {
     const answer = await client.request({ method: 'tools/call', params: { name: 'run_sql', arguments: { query: 'DROP TABLE t' } } }, CallToolResultSchema);
     expect(answer.isError).toBe(true);
     expect(seenByServer.some((m) => 'method' in m && m.method === 'tools/call')).toBe(false);
+  });
+
+  it('answers a request past --max-pending in flight with an error, and takes requests again once answers come back', async () => {
+    const { client, relay, reports, seenByServer } = await setup({ maxPending: 3 });
+    const calls = seenByServer.length;
+    const controllers = [0, 1, 2].map(() => new AbortController());
+    const waiting = controllers.map((c) => client.request({ method: 'tools/call', params: { name: 'wait', arguments: {} } }, CallToolResultSchema, { signal: c.signal }).catch(() => 'cancelled'));
+    await expect.poll(() => relay.pendingCount).toBe(3);
+    // A ping is a request too: it is refused, and never reaches the server.
+    await expect(client.ping()).rejects.toThrow(/too many requests in flight \(3\): wait for answers before sending more/);
+    await expect(client.request({ method: 'tools/call', params: { name: 'run_sql', arguments: { query: 'select 1' } } }, CallToolResultSchema)).rejects.toThrow(/too many requests in flight/);
+    expect(seenByServer.slice(calls).filter((m) => 'method' in m && m.method !== 'tools/call' && m.method !== 'tools/list')).toEqual([]);
+    expect(reports.filter((r) => r.includes('--max-pending'))).toHaveLength(1);
+    controllers[0]!.abort('done waiting');
+    await expect.poll(() => relay.pendingCount).toBe(2);
+    const answer = await client.request({ method: 'tools/call', params: { name: 'run_sql', arguments: { query: 'select 2' } } }, CallToolResultSchema);
+    expect(answer.content).toEqual([{ type: 'text', text: 'ran select 2' }]);
+    for (const c of controllers.slice(1)) c.abort('done waiting');
+    await Promise.all(waiting);
   });
 });

@@ -36,7 +36,19 @@ describe('guardctl mcp-proxy options', () => {
     ['a bad header', [], { agent: 'a', upstreamUrl: 'http://h/mcp', header: ['novalue'] }, /not name:value/],
     ['a bad timeout', ['x'], { agent: 'a', requestTimeout: 'soon' }, /--request-timeout "soon" is not a duration/],
     ['an unknown disclosure', ['x'], { agent: 'a', disclosure: 'all' }, /--disclosure must be one of minimal, name, full/],
+    ['no requests in flight', ['x'], { agent: 'a', maxPending: '0' }, /--max-pending "0" is not a positive whole number/],
+    ['a fractional --max-pending', ['x'], { agent: 'a', maxPending: '1.5' }, /--max-pending "1.5" is not a positive whole number/],
+    ['a size in an unknown unit', ['x'], { agent: 'a', maxMessage: '16GB' }, /--max-message "16GB" is not a size from 1KiB to 1024MiB/],
+    ['a size too small for an initialize answer', ['x'], { agent: 'a', maxMessage: '100' }, /--max-message "100" is not a size/],
+    ['a size past 1 GiB', ['x'], { agent: 'a', maxMessage: '2048MiB' }, /--max-message "2048MiB" is not a size/],
   ];
+
+  it('reads --max-pending and --max-message, with their defaults', () => {
+    expect(planMcpProxy(['x'], { agent: 'a' })).toMatchObject({ maxPending: 1000, maxMessageBytes: 64 * 1024 * 1024 });
+    expect(planMcpProxy(['x'], { agent: 'a', maxPending: '8', maxMessage: '16MiB' })).toMatchObject({ maxPending: 8, maxMessageBytes: 16 * 1024 * 1024 });
+    expect(planMcpProxy(['x'], { agent: 'a', maxMessage: '512 kib' }).maxMessageBytes).toBe(512 * 1024);
+    expect(planMcpProxy(['x'], { agent: 'a', maxMessage: '4096' }).maxMessageBytes).toBe(4096);
+  });
   for (const [what, command, flags, message] of refusals) {
     it(`refuses ${what}`, () => {
       expect(() => planMcpProxy(command, flags)).toThrow(UserError);
