@@ -2,8 +2,9 @@
  * The MCP gateway's added latency: the same `tools/call` made by the MCP SDK's Client over
  * stdio, once straight to the MCP server (examples/mcp/server.ts, built) and once through
  * `guardctl mcp-proxy` with 20 `execution: sdk` controls on the tool (10 checked on the
- * arguments, 10 on the result, all in the proxy's process), in the same run. Each call is
- * timed on its own: median and p99 of both, and what the proxy adds. The HTTP face
+ * arguments, 10 on the result, all in the proxy's process), in the same run, the paths
+ * taking turns in blocks of calls. Each call is timed on its own: median and p99 of both,
+ * and what the proxy adds. The HTTP face
  * (`mcp-proxy --listen`, the client over streamable HTTP) is timed twice in the same run:
  * in front of an HTTP server (the same tool over streamable HTTP, bench/mcp-http-upstream.ts,
  * `--upstream-url`) against calling that server straight over HTTP, which is what the face
@@ -34,23 +35,40 @@ function p99(values: number[]): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))]!;
 }
 
-/** Microseconds of each of CALLS tools/call round trips, after WARMUP untimed ones. */
-async function timeCalls(transport: Transport): Promise<number[]> {
-  const client = new Client({ name: 'bench', version: '1.0.0' });
-  await client.connect(transport);
-  const call = () => client.callTool({ name: 'run_sql', arguments: { query: 'SELECT id, status FROM orders WHERE customer_id = 42' } }, CallToolResultSchema);
+/** Timed in blocks of CALLS / BLOCKS calls, each path's blocks taking turns: a host busy for a while slows every path alike. */
+const BLOCKS = 10;
+
+/**
+ * Microseconds of each of CALLS tools/call round trips per transport, after WARMUP untimed
+ * ones, the transports taking turns block by block (the first of each round changes).
+ */
+async function timeCalls(transports: Transport[]): Promise<number[][]> {
+  const clients: Client[] = [];
   try {
-    for (let i = 0; i < WARMUP; i++) await call();
-    const micros: number[] = [];
-    for (let i = 0; i < CALLS; i++) {
-      const start = performance.now();
-      const result = await call();
-      micros.push((performance.now() - start) * 1000);
+    for (const transport of transports) {
+      const client = new Client({ name: 'bench', version: '1.0.0' });
+      await client.connect(transport);
+      clients.push(client);
+    }
+    const call = async (client: Client) => {
+      const result = await client.callTool({ name: 'run_sql', arguments: { query: 'SELECT id, status FROM orders WHERE customer_id = 42' } }, CallToolResultSchema);
       if (result.isError) throw new Error('the benchmark call was refused: the controls must allow it');
+    };
+    for (const client of clients) for (let i = 0; i < WARMUP; i++) await call(client);
+    const micros = clients.map((): number[] => []);
+    for (let block = 0; block < BLOCKS; block++) {
+      for (let turn = 0; turn < clients.length; turn++) {
+        const at = (block + turn) % clients.length;
+        for (let i = 0; i < CALLS / BLOCKS; i++) {
+          const start = performance.now();
+          await call(clients[at]!);
+          micros[at]!.push((performance.now() - start) * 1000);
+        }
+      }
     }
     return micros;
   } finally {
-    await client.close();
+    for (const client of clients) await client.close();
   }
 }
 
@@ -77,22 +95,30 @@ async function run(): Promise<BenchRow[]> {
       await api.link('bench-mcp', control_id);
     }
     const stdio = (args: string[]) => new StdioClientTransport({ command: process.execPath, args, stderr: 'ignore' });
-    const direct = await timeCalls(stdio([server]));
-    const proxied = await timeCalls(stdio([cli, 'mcp-proxy', '--agent', 'bench-mcp', '--server', guard.url, '--', process.execPath, server]));
-    const http = await timeHttpFace(guard.url, ['--', process.execPath, server]);
-    const upstream = await startHttpUpstream();
-    let directHttp: number[];
-    let httpToHttp: number[];
+    const children: ChildProcess[] = [];
+    let direct: number[], proxied: number[], http: number[], directHttp: number[], httpToHttp: number[];
     try {
-      directHttp = await timeCalls(httpClient(upstream.url));
-      httpToHttp = await timeHttpFace(guard.url, ['--upstream-url', upstream.url]);
+      const upstream = await startHttpUpstream();
+      children.push(upstream.child);
+      const face = async (args: string[]) => {
+        const started = await startHttpFace(guard.url, args);
+        children.push(started.child);
+        return httpClient(started.url);
+      };
+      [direct, proxied, http, directHttp, httpToHttp] = (await timeCalls([
+        stdio([server]),
+        stdio([cli, 'mcp-proxy', '--agent', 'bench-mcp', '--server', guard.url, '--', process.execPath, server]),
+        await face(['--', process.execPath, server]),
+        httpClient(upstream.url),
+        await face(['--upstream-url', upstream.url]),
+      ])) as [number[], number[], number[], number[], number[]];
     } finally {
-      upstream.child.kill('SIGTERM');
+      for (const child of children) child.kill('SIGTERM');
     }
     const [dMed, pMed, dP99, pP99] = [median(direct), median(proxied), p99(direct), p99(proxied)];
     const [hMed, hP99] = [median(http), p99(http)];
     const [dhMed, dhP99, hhMed, hhP99] = [median(directHttp), p99(directHttp), median(httpToHttp), p99(httpToHttp)];
-    const note = `${CALLS} sequential calls each, ${CONTROLS} sdk controls in the proxy`;
+    const note = `${CALLS} sequential calls each, in blocks of ${CALLS / BLOCKS} taking turns across the five paths, ${CONTROLS} sdk controls in the proxy`;
     // The added latency over the straight call's own: a host's speed drops out of it (the goals stay in µs, as issue #39 states them).
     const added = (through: number, straight: number) => (through - straight) / straight;
     return [
@@ -174,17 +200,12 @@ async function startHttpUpstream(): Promise<{ url: string; child: ChildProcess }
   return { url: `http://127.0.0.1:${port}/mcp`, child };
 }
 
-/** The HTTP face, started as an operator would (loopback, no auth) in front of `upstream`, timed like the others. */
-async function timeHttpFace(guardUrl: string, upstream: string[]): Promise<number[]> {
+/** The HTTP face, started as an operator would (loopback, no auth) in front of `upstream`. */
+async function startHttpFace(guardUrl: string, upstream: string[]): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(process.execPath, [cli, 'mcp-proxy', '--agent', 'bench-mcp', '--server', guardUrl, '--listen', '127.0.0.1:0', '--no-auth', ...upstream], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
-  try {
-    const url = await outputMatch(child, /serving MCP at (\S+)/, 'mcp-proxy --listen');
-    return await timeCalls(httpClient(url));
-  } finally {
-    child.kill('SIGTERM');
-  }
+  return { url: await outputMatch(child, /serving MCP at (\S+)/, 'mcp-proxy --listen'), child };
 }
 
 const benchmarks: Benchmark[] = [{ name: 'mcp proxy latency', run }];
@@ -196,7 +217,8 @@ export const section: BenchSection = {
 (examples/mcp/server.ts, built; the baseline) and through \`guardctl mcp-proxy\` with 20
 \`execution: sdk\` controls on the tool (10 on the arguments, 10 on the result, all in the
 proxy's process; the guard server they report events to runs in a process of its own),
-5,000 calls each (after 500 untimed) in the same run. The HTTP face (\`--listen\`) is timed
+5,000 calls each (after 500 untimed) in the same run, timed in blocks of 500 that take turns
+across the five paths, so that a host busy for a while slows each path alike. The HTTP face (\`--listen\`) is timed
 in front of the same tool served over streamable HTTP (\`--upstream-url\`) against calling
 that server straight over HTTP, and in front of the stdio server against the straight
 stdio call (an HTTP hop in place of a pipe, so no goal). Each call is timed on its own:
