@@ -5,6 +5,12 @@
  * count the bound is checked against recounted, every PRUNE_INTERVAL_MS; a replica
  * refusing a new session at the bound prunes at once (at most once a second), so that
  * expired sessions make room.
+ *
+ * Times (a step's, expiry, the prune's) are read on the database server's clock, not the
+ * replica's: a replica whose clock runs ahead (a missed NTP step, a resumed VM) would
+ * otherwise prune or restart another replica's live session early, dropping its labels,
+ * and one running behind would write last-seen times that make sessions look idle longer.
+ * The replica's clock is set to the database's at start and again at each prune.
  */
 import type { SessionInfo } from '../model/index.js';
 import type { SharedSessionStore } from '../store/types.js';
@@ -18,25 +24,33 @@ export class SharedSessions implements SessionState {
   readonly #timer: NodeJS.Timeout;
   #pruning: Promise<void> | undefined;
   #lastPrune = 0;
+  /** The database's clock less the replica's, in ms. */
+  #offset = 0;
+  /** Settled once the clock was first set (or could not be: the database is away, and steps fail anyway). */
+  readonly #clockSet: Promise<void>;
+  #clockIsSet = false;
 
   constructor(
     private readonly shared: SharedSessionStore,
     private readonly settings: SessionSettings,
-    private readonly now: () => number = Date.now,
+    private readonly localNow: () => number = Date.now,
   ) {
     this.#timer = setInterval(() => void this.prune(), PRUNE_INTERVAL_MS);
     this.#timer.unref();
-    void this.prune();
+    this.#clockSet = this.prune().then(() => {
+      this.#clockIsSet = true;
+    });
   }
 
   /** At once when the replica's cache holds the session (store/postgres/session-cache.ts). */
   begin(agentName: string, sessionId: string): SessionStep | Promise<SessionStep | null> {
+    if (!this.#clockIsSet) return this.#clockSet.then(() => this.begin(agentName, sessionId));
     const now = this.now();
     const expiredBefore = now - this.settings.sessionTtlMs;
     const begun = this.shared.beginSessionStep(agentName, sessionId, now, expiredBefore, this.settings.sessionMax);
     if (!(begun instanceof Promise)) return begun;
     return begun.then(async (step) => {
-      if (step !== null || now - this.#lastPrune < PRUNE_AT_BOUND_MS) return step;
+      if (step !== null || this.localNow() - this.#lastPrune < PRUNE_AT_BOUND_MS) return step;
       await this.prune();
       return this.shared.beginSessionStep(agentName, sessionId, now, expiredBefore, this.settings.sessionMax);
     });
@@ -58,17 +72,29 @@ export class SharedSessions implements SessionState {
     return s === null ? null : infoOf(s, this.settings.sessionTtlMs);
   }
 
-  /** Deletes idle sessions; an outage is retried next time. */
+  /** Sets the clock to the database's, then deletes idle sessions; an outage is retried next time. */
   prune(): Promise<void> {
-    this.#lastPrune = this.now();
-    this.#pruning ??= this.shared
-      .pruneSessions(this.now() - this.settings.sessionTtlMs)
+    this.#lastPrune = this.localNow();
+    this.#pruning ??= this.#setClock()
+      .then(() => this.shared.pruneSessions(this.now() - this.settings.sessionTtlMs))
       .then(() => undefined)
       .catch(() => undefined)
       .finally(() => {
         this.#pruning = undefined;
       });
     return this.#pruning;
+  }
+
+  /** The time on the database's clock, as the replica last set it. */
+  now(): number {
+    return this.localNow() + this.#offset;
+  }
+
+  /** The database's time, taken as read halfway through the round trip that asked for it. */
+  async #setClock(): Promise<void> {
+    const sent = this.localNow();
+    const database = await this.shared.databaseTime();
+    this.#offset = database - (sent + this.localNow()) / 2;
   }
 
   async close(): Promise<void> {

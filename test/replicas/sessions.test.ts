@@ -9,6 +9,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { SharedSessions } from '../../src/sessions/index.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import type { SessionCache } from '../../src/store/postgres/session-cache.js';
+import type { SharedSessionStore } from '../../src/store/session-store.js';
 import { createSchema, dropSchemas, pgRequired, pgSuiteTitle, pgUnreachable, schemaUrl, storeOpener, lockWaits } from './pg.js';
 import { startPgApp, type PgApp } from './pg-app.js';
 
@@ -204,7 +205,15 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('sessions shar
   it('forgets a session idle past its TTL (injected clock), and prunes it', async () => {
     const store = await opener.open();
     let now = 1_000_000;
-    const sessions = new SharedSessions(store.sharedSessions, { sessionTtlMs: 60_000, sessionMax: 10 }, () => now);
+    // The clock injected is the database's too (SharedSessions sets the replica's to it at each prune).
+    const shared: SharedSessionStore = {
+      beginSessionStep: (...args) => store.sharedSessions.beginSessionStep(...args),
+      addSessionLabels: (...args) => store.sharedSessions.addSessionLabels(...args),
+      readSession: (...args) => store.sharedSessions.readSession(...args),
+      pruneSessions: (...args) => store.sharedSessions.pruneSessions(...args),
+      databaseTime: async () => now,
+    };
+    const sessions = new SharedSessions(shared, { sessionTtlMs: 60_000, sessionMax: 10 }, () => now);
     const step = (await sessions.begin('bot', 'ttl'))!;
     await sessions.add('bot', 'ttl', step, [{ label: 'seen', control_id: 1, control_name: 'mark' }], 'post', 'fetch_url');
     now += 59_000;

@@ -154,6 +154,11 @@ export class PostgresSessions implements SharedSessionStore {
     };
   }
 
+  async databaseTime(): Promise<number> {
+    const [row] = await this.database.query<{ ms: number }>('SELECT extract(epoch FROM clock_timestamp()) * 1000 AS ms');
+    return Number(row!.ms);
+  }
+
   async pruneSessions(expiredBefore: number): Promise<number> {
     return this.database.write(async (tx) => {
       // The expired rows are locked in key order first, as a batch of steps locks its
