@@ -2,13 +2,15 @@
  * Attacks on sessions shared by replicas on PostgreSQL (issue #37, third pass): replica
  * clocks that differ, and a label statement racing the prune.
  */
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { SharedSessions } from '../../src/sessions/index.js';
-import { pgRequired, pgSuiteTitle, pgUnreachable, storeOpener } from './pg.js';
+import { lockWaits, pgRequired, pgSuiteTitle, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
 
 const unreachable = await pgUnreachable();
 const opener = storeOpener('guard_third', unreachable);
 const mark = (label: string) => [{ label, control_id: 1, control_name: `mark-${label}` }];
+const stored = (l: string) => [{ label: l, control_id: 1, control_name: 'mark', stage: 'post' as const, step_name: 'run_tests', added_at: 0 }];
 const DAY = 86_400_000;
 
 describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('third-pass session attacks on PostgreSQL', unreachable), () => {
@@ -32,4 +34,32 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('third-pass se
     }
   });
 
+  it('a label statement racing the prune of its session leaves no label a new session under the id inherits', async () => {
+    const store = await opener.open();
+    const shared = store.sharedSessions;
+    // A session whose step (tests passed) is still being judged past its TTL of 1000.
+    const slow = (await shared.beginSessionStep('bot', 'ci', 1000, 0, 10))!;
+    expect(slow.epoch).toBe(0);
+    const locker = new pg.Client({ connectionString: schemaUrl(opener.lastSchema()) });
+    const watcher = new pg.Client({ connectionString: schemaUrl(opener.lastSchema()) });
+    await Promise.all([locker.connect(), watcher.connect()]);
+    try {
+      // Holds the label statement after its check that the session exists, before its insert.
+      await locker.query('BEGIN');
+      await locker.query(
+        "INSERT INTO session_labels (agent_name, session_id, label, epoch, control_id, control_name, stage, step_name, added_at) VALUES ('bot', 'ci', 'tests_passed', 0, 1, 'x', 'post', 'x', 0)",
+      );
+      const adding = shared.addSessionLabels('bot', 'ci', slow.epoch, stored('tests_passed')).then(() => 'ok', (e: Error) => e.message);
+      await expect.poll(async () => (await watcher.query(lockWaits('%INSERT INTO session_labels%'))).rows).toEqual([{ n: 1 }]);
+      // The prune meanwhile: the session is idle past its TTL.
+      const pruned = await shared.pruneSessions(2000).then(() => 'ok', (e: Error) => e.message);
+      await locker.query('ROLLBACK');
+      expect([pruned, await adding]).toEqual(['ok', 'ok']);
+      // The id is begun again: a new session, which never passed its tests.
+      const fresh = (await shared.beginSessionStep('bot', 'ci', 5000, 4000, 10))!;
+      expect([...fresh.labels]).toEqual([]);
+    } finally {
+      await Promise.all([locker.end(), watcher.end()]);
+    }
+  });
 });
