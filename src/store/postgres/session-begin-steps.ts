@@ -27,9 +27,10 @@ export const SESSION_BEGIN_STEPS = `
     ), held AS (
       -- Locked, in key order: a row a prune is deleting is waited for and, once the prune
       -- commits, is not here, so its session is new again and takes a slot (read without the
-      -- lock, it was counted as existing and inserted anew without one).
+      -- lock, it was counted as existing and inserted anew without one). NO KEY UPDATE: a
+      -- label statement holding the row (FOR KEY SHARE, sessions.ts ADD_LABELS) is not waited for.
       SELECT s.agent_name, s.session_id FROM sessions s JOIN input i ON s.agent_name = i.agent_name AND s.session_id = i.session_id
-      ORDER BY s.agent_name, s.session_id FOR UPDATE OF s
+      ORDER BY s.agent_name, s.session_id FOR NO KEY UPDATE OF s
     ), fresh AS (
       SELECT i.agent_name, i.session_id FROM input i
       WHERE NOT EXISTS (SELECT 1 FROM held h WHERE h.agent_name = i.agent_name AND h.session_id = i.session_id)

@@ -27,7 +27,7 @@ const BEGIN_STEP = `
   WITH async_commit AS (
     SELECT set_config('synchronous_commit', 'off', true)
   ), prev AS (
-    SELECT 1 FROM sessions WHERE agent_name = $1 AND session_id = $2 FOR UPDATE
+    SELECT 1 FROM sessions WHERE agent_name = $1 AND session_id = $2 FOR NO KEY UPDATE
   ), slot AS (
     UPDATE session_count SET n = n + 1 WHERE id = 1 AND NOT EXISTS (SELECT 1 FROM prev) AND n < $5 RETURNING n
   ), up AS (
@@ -47,16 +47,24 @@ const BEGIN_STEP = `
 /**
  * Only a step of the session's current epoch adds labels: one that outlived its session
  * (pruned, then begun again under its id) adds nothing, so it can neither move a label of
- * the live epoch to its own nor leave one behind. A label already there of the same epoch
+ * the live epoch to its own nor leave one behind. The session's row is held (FOR KEY
+ * SHARE, which steps counting it do not wait for) until the labels commit: a prune
+ * deleting the row meanwhile waits for them and deletes them with it, or deleted it first
+ * and the labels are not added; read without the lock, labels inserted after the prune
+ * deleted their orphans were left behind, and a session begun again under the id (a new
+ * row, epoch 0) inherited them. Steps lock the row FOR NO KEY UPDATE, which neither waits
+ * for a label statement nor makes one wait. A label already there of the same epoch
  * keeps its first adder; one of another epoch (left from an earlier one) is replaced. The
  * session's drop goes to every replica's cache at the commit (session-cache.ts).
  */
 const ADD_LABELS = `
-  WITH added AS (INSERT INTO session_labels (agent_name, session_id, label, epoch, control_id, control_name, stage, step_name, added_at)
+  WITH held AS (
+    SELECT 1 FROM sessions s WHERE s.agent_name = $1 AND s.session_id = $2 AND s.epoch = $3 FOR KEY SHARE
+  ), added AS (INSERT INTO session_labels (agent_name, session_id, label, epoch, control_id, control_name, stage, step_name, added_at)
     SELECT $1, $2, u.label, $3, u.control_id, u.control_name, u.stage, u.step_name, u.added_at
     FROM unnest($4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::double precision[])
       AS u(label, control_id, control_name, stage, step_name, added_at)
-    WHERE EXISTS (SELECT 1 FROM sessions s WHERE s.agent_name = $1 AND s.session_id = $2 AND s.epoch = $3)
+    WHERE EXISTS (SELECT 1 FROM held)
   ON CONFLICT (agent_name, session_id, label) DO UPDATE SET epoch = excluded.epoch, control_id = excluded.control_id,
     control_name = excluded.control_name, stage = excluded.stage, step_name = excluded.step_name, added_at = excluded.added_at
     WHERE session_labels.epoch <> excluded.epoch
