@@ -59,6 +59,58 @@ describe('GET /sessions/{id}: ids a path carries', () => {
   });
 });
 
+const DENY: ControlDataInput = {
+  scope: { step_types: ['tool'], step_names: ['send_email'], stages: ['pre'], session_labels: ['untrusted_content'] },
+  selector: { path: 'name' },
+  evaluator: { name: 'regex', config: { pattern: '.' } },
+  action: { decision: 'deny', message: 'untrusted content in this session' },
+};
+
+async function create(s: TestServer, name: string, data: ControlDataInput): Promise<number> {
+  const created = await call(s.app, 'PUT', '/api/v1/controls', { name, data });
+  expect(created.statusCode, created.body).toBe(201);
+  return json(created).control_id as number;
+}
+
+async function send(s: TestServer, id: string): Promise<{ decision: string; session?: { labels: string[] } }> {
+  const res = await call(s.app, 'POST', '/api/v1/evaluation', { agent_name: 'mail-bot', stage: 'pre', session_id: id, step: { type: 'tool', name: 'send_email', input: {} } });
+  expect(res.statusCode, res.body).toBe(200);
+  return json(res);
+}
+
+async function fetchUrl(s: TestServer, id: string): Promise<{ session?: { labels: string[] } }> {
+  const res = await call(s.app, 'POST', '/api/v1/evaluation', { agent_name: 'mail-bot', stage: 'post', session_id: id, step: { type: 'tool', name: 'fetch_url', input: {} } });
+  expect(res.statusCode, res.body).toBe(200);
+  return json(res);
+}
+
+describe('labels and requirements as controls change mid-session', () => {
+  it('policy-bound controls add and require labels; a label outlives its adder being disabled or unlinked, and its requirer being unlinked and linked again', async () => {
+    const s = await start();
+    await call(s.app, 'POST', '/api/v1/agents/initAgent', { agent_name: 'mail-bot' });
+    const markId = await create(s, 'mark-untrusted', MARK);
+    await create(s, 'deny-after-untrusted', DENY);
+    const policy = await call(s.app, 'PUT', '/api/v1/policies', { name: 'baseline', controls: ['mark-untrusted', 'deny-after-untrusted'], agents: { names: ['mail-bot'] } });
+    expect(policy.statusCode, policy.body).toBe(201);
+    expect((await fetchUrl(s, 'run')).session).toEqual({ id: 'run', labels: ['untrusted_content'] });
+    expect((await send(s, 'run')).decision).toBe('deny');
+    // The adder disabled: no new session is marked, the marked one still denies.
+    expect((await call(s.app, 'PATCH', `/api/v1/controls/${markId}`, { enabled: false })).statusCode).toBe(200);
+    expect((await fetchUrl(s, 'later')).session).toEqual({ id: 'later', labels: [] });
+    expect((await send(s, 'later')).decision).toBe('allow');
+    expect((await send(s, 'run')).decision).toBe('deny');
+    // The policy gone, the agent has no session-aware control: its session_id is ignored.
+    const policyId = json(policy).policy_id as number;
+    expect((await call(s.app, 'DELETE', `/api/v1/policies/${policyId}`)).statusCode).toBe(200);
+    expect((await send(s, 'run')).session).toBeUndefined();
+    // The requirer linked again: the label kept while it was away decides.
+    const denyId = json(await call(s.app, 'GET', '/api/v1/controls?name=deny-after-untrusted')).controls[0].control_id as number;
+    expect((await call(s.app, 'POST', `/api/v1/agents/mail-bot/controls/${denyId}`, {})).statusCode).toBe(200);
+    expect((await send(s, 'run')).decision).toBe('deny');
+    expect((await send(s, 'later')).decision).toBe('allow');
+  });
+});
+
 describe('GET /sessions/{id}: who learns that a session exists', () => {
   it('without a key, or with an approver key, a held session and an unknown one answer alike', async () => {
     const admin = 'admin-key-0123456789abcdef';
