@@ -67,4 +67,21 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('third-pass se
       await Promise.all([locker.end(), watcher.end()]);
     }
   });
+
+  it('a step one millisecond before the TTL keeps the labels; at the TTL the session is gone for the step and the GET alike', async () => {
+    const store = await opener.open();
+    let now = 1_000_000;
+    const ttl = 60_000;
+    const sessions = new SharedSessions(store.sharedSessions, { sessionTtlMs: ttl, sessionMax: 10 }, () => now);
+    try {
+      await sessions.add('bot', 's', (await sessions.begin('bot', 's'))!, mark('untrusted'), 'post', 'fetch_url');
+      now += ttl - 1;
+      expect([...(await sessions.begin('bot', 's'))!.labels]).toEqual(['untrusted']);
+      now += ttl;
+      expect(await sessions.info('bot', 's')).toBeNull();
+      expect([...(await sessions.begin('bot', 's'))!.labels]).toEqual([]);
+    } finally {
+      await sessions.close();
+    }
+  });
 });

@@ -49,3 +49,25 @@ describe('session attacks on one server: a new session whose row could not be wr
     }
   });
 });
+
+describe('session attacks on one server: the TTL boundary', () => {
+  it('a step one millisecond before the TTL keeps the labels; at the TTL the session is gone for the step, the GET and the file alike', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'guard-sess-ttl-')), 'guard.db');
+    let now = 10_000;
+    const sqlite = new SqliteStore(path);
+    const sessions = new MemorySessions(settings, sqlite.sessionRows, () => now, 'by-caller');
+    try {
+      sessions.add('bot', 's', sessions.begin('bot', 's')!, mark('untrusted'), 'post', 'fetch_url');
+      now += settings.sessionTtlMs - 1;
+      expect([...sessions.begin('bot', 's')!.labels]).toEqual(['untrusted']);
+      sessions.writeTouched();
+      now += settings.sessionTtlMs;
+      expect(await sessions.info('bot', 's')).toBeNull();
+      expect(sqlite.sessionRows.loadSessions(now - settings.sessionTtlMs)).toEqual([]);
+      expect([...sessions.begin('bot', 's')!.labels]).toEqual([]);
+    } finally {
+      await sessions.close();
+      await sqlite.close();
+    }
+  });
+});
