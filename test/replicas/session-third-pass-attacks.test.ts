@@ -84,4 +84,35 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('third-pass se
       await sessions.close();
     }
   });
+
+  it('a step adding labels left from its session\'s earlier epoch while the prune deletes them fails neither', async () => {
+    const store = await opener.open();
+    const shared = store.sharedSessions;
+    const sql = new pg.Client({ connectionString: schemaUrl(opener.lastSchema()) });
+    const locker = new pg.Client({ connectionString: schemaUrl(opener.lastSchema()) });
+    const watcher = new pg.Client({ connectionString: schemaUrl(opener.lastSchema()) });
+    await Promise.all([sql.connect(), locker.connect(), watcher.connect()]);
+    try {
+      // The session 's' had labels a and b in epoch 0; idle past its TTL, a step began epoch 1.
+      await shared.beginSessionStep('bot', 's', 1000, 0, 10);
+      const step = (await shared.beginSessionStep('bot', 's', 3000, 2000, 10))!;
+      expect(step.epoch).toBe(1);
+      // Its epoch-0 labels, with an orphan of a dead session between them in the table: a, x, b.
+      const row = "INSERT INTO session_labels VALUES ('bot', $1, $2, 0, 1, 'mark', 'post', 'x', 0)";
+      for (const [id, l] of [['s', 'a'], ['dead', 'x'], ['s', 'b']]) await sql.query(row, [id, l]);
+      // The prune deletes the orphans in the table's order: it takes a, then waits on x.
+      await locker.query('BEGIN');
+      await locker.query("SELECT 1 FROM session_labels WHERE session_id = 'dead' FOR UPDATE");
+      const pruned = shared.pruneSessions(0).then(() => 'ok', (e: Error) => `prune: ${e.message}`);
+      await expect.poll(async () => (await watcher.query(lockWaits('%DELETE FROM session_labels%'))).rows).toEqual([{ n: 1 }]);
+      // The step adds b, then a (the order its controls matched): it takes b, then waits on a.
+      const adding = shared.addSessionLabels('bot', 's', step.epoch, [...stored('b'), ...stored('a')]).then(() => 'ok', (e: Error) => `step: ${e.message}`);
+      await expect.poll(async () => (await watcher.query(lockWaits('%INSERT INTO session_labels%'))).rows).toEqual([{ n: 1 }]);
+      await locker.query('COMMIT');
+      expect([await pruned, await adding]).toEqual(['ok', 'ok']);
+      expect([...(await shared.beginSessionStep('bot', 's', 3001, 2001, 10))!.labels].sort()).toEqual(['a', 'b']);
+    } finally {
+      await Promise.all([sql.end(), locker.end(), watcher.end()]);
+    }
+  });
 });
