@@ -105,12 +105,50 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('third-pass se
       await locker.query("SELECT 1 FROM session_labels WHERE session_id = 'dead' FOR UPDATE");
       const pruned = shared.pruneSessions(0).then(() => 'ok', (e: Error) => `prune: ${e.message}`);
       await expect.poll(async () => (await watcher.query(lockWaits('%DELETE FROM session_labels%'))).rows).toEqual([{ n: 1 }]);
-      // The step adds b, then a (the order its controls matched): it takes b, then waits on a.
-      const adding = shared.addSessionLabels('bot', 's', step.epoch, [...stored('b'), ...stored('a')]).then(() => 'ok', (e: Error) => `step: ${e.message}`);
-      await expect.poll(async () => (await watcher.query(lockWaits('%INSERT INTO session_labels%'))).rows).toEqual([{ n: 1 }]);
+      // The step adds b, then a (the order its controls matched): it takes b, then waits on a
+      // (or, taking them in the prune's order, waits for nothing).
+      let added = false;
+      const adding = shared
+        .addSessionLabels('bot', 's', step.epoch, [...stored('b'), ...stored('a')])
+        .then(
+          () => 'ok',
+          (e: Error) => `step: ${e.message}`,
+        )
+        .finally(() => (added = true));
+      await expect.poll(async () => added || (await watcher.query(lockWaits('%INSERT INTO session_labels%'))).rows[0].n === 1).toBe(true);
       await locker.query('COMMIT');
       expect([await pruned, await adding]).toEqual(['ok', 'ok']);
       expect([...(await shared.beginSessionStep('bot', 's', 3001, 2001, 10))!.labels].sort()).toEqual(['a', 'b']);
+    } finally {
+      await Promise.all([sql.end(), locker.end(), watcher.end()]);
+    }
+  });
+
+  it("the prune does not delete a label a step moved to its session's live epoch while the prune ran", async () => {
+    const store = await opener.open();
+    const shared = store.sharedSessions;
+    const sql = new pg.Client({ connectionString: schemaUrl(opener.lastSchema()) });
+    const locker = new pg.Client({ connectionString: schemaUrl(opener.lastSchema()) });
+    const watcher = new pg.Client({ connectionString: schemaUrl(opener.lastSchema()) });
+    await Promise.all([sql.connect(), locker.connect(), watcher.connect()]);
+    try {
+      // An orphan label of a dead session, first in the table: the prune deletes it first.
+      await sql.query("INSERT INTO session_labels VALUES ('bot', 'dead', 'x', 0, 1, 'mark', 'post', 'x', 0)");
+      // The session 's' was marked untrusted in epoch 0; idle past its TTL, a step began epoch 1.
+      await shared.addSessionLabels('bot', 's', (await shared.beginSessionStep('bot', 's', 1000, 0, 10))!.epoch, stored('untrusted'));
+      const step = (await shared.beginSessionStep('bot', 's', 3000, 2000, 10))!;
+      expect([step.epoch, [...step.labels]]).toEqual([1, []]);
+      // The orphan held: the prune, its snapshot taken, waits on it.
+      await locker.query('BEGIN');
+      await locker.query("SELECT 1 FROM session_labels WHERE session_id = 'dead' FOR UPDATE");
+      const pruned = shared.pruneSessions(0).then(() => 'ok', (e: Error) => `prune: ${e.message}`);
+      await expect.poll(async () => (await watcher.query(lockWaits('%DELETE FROM session_labels%'))).rows).toEqual([{ n: 1 }]);
+      // Meanwhile the step of epoch 1 reads untrusted content again: the label moves to epoch 1, answered.
+      await shared.addSessionLabels('bot', 's', step.epoch, stored('untrusted'));
+      await locker.query('COMMIT');
+      expect(await pruned).toBe('ok');
+      // The label answered decides at the session's next step.
+      expect([...(await shared.beginSessionStep('bot', 's', 3001, 2001, 10))!.labels]).toEqual(['untrusted']);
     } finally {
       await Promise.all([sql.end(), locker.end(), watcher.end()]);
     }
