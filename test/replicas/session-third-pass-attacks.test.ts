@@ -153,4 +153,42 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('third-pass se
       await Promise.all([sql.end(), locker.end(), watcher.end()]);
     }
   });
+
+  it('two batches of steps meeting on a session one of them saw created only after it began fail neither', async () => {
+    await opener.open();
+    const url = schemaUrl(opener.lastSchema());
+    const [first, second, creator, holder, watcher] = Array.from({ length: 5 }, () => new pg.Client({ connectionString: url }));
+    await Promise.all([first, second, creator, holder, watcher].map((c) => c.connect()));
+    const pidOf = async (c: pg.Client) => (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    const [firstPid, secondPid, holderPid] = await Promise.all([pidOf(first), pidOf(second), pidOf(holder)]);
+    const blockedBy = async (pid: number, by: number) =>
+      (await watcher.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1 AND $2 = ANY(pg_blocking_pids(pid))', [pid, by])).rows[0]!.n === 1;
+    const batch = (c: pg.Client, ids: string[]) =>
+      c.query('SELECT * FROM session_begin_steps($1, $2, $3, 1000, 0, 100)', [ids.map(() => 'bot'), ids, ids.map(() => 1)]).then(
+        () => 'ok',
+        (e: Error) => e.message,
+      );
+    try {
+      // Another batch is creating session 'x' (its slot taken: it holds the count's row).
+      await creator.query('BEGIN');
+      await creator.query("INSERT INTO sessions VALUES ('bot', 'x', 0, 1000, 1000, 1)");
+      await creator.query('UPDATE session_count SET n = n + 1 WHERE id = 1');
+      // The second replica's batch of 'g' and 'x': both new to it; it waits for the count's row.
+      await holder.query('BEGIN');
+      await holder.query("INSERT INTO sessions VALUES ('bot', 'g', 0, 1000, 1000, 1)");
+      const secondDone = batch(second, ['g', 'x']);
+      await expect.poll(async () => (await watcher.query(lockWaits('%session_begin_steps%'))).rows).toEqual([{ n: 1 }]);
+      // 'x' committed: the second takes the count's row, then waits on 'g' (held by another insert).
+      await creator.query('COMMIT');
+      await expect.poll(() => blockedBy(secondPid, holderPid)).toBe(true);
+      // The first replica's batch of 'f' (new) and 'x' (existing to it): it locks 'x', then waits for the count's row.
+      const firstDone = batch(first, ['f', 'x']);
+      await expect.poll(() => blockedBy(firstPid, secondPid)).toBe(true);
+      // 'g' given up: the second inserts 'g', then meets 'x'.
+      await holder.query('ROLLBACK');
+      expect([await firstDone, await secondDone]).toEqual(['ok', 'ok']);
+    } finally {
+      await Promise.all([first, second, creator, holder, watcher].map((c) => c.end()));
+    }
+  });
 });
