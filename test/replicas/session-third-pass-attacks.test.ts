@@ -163,11 +163,17 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('third-pass se
     const [firstPid, secondPid, holderPid] = await Promise.all([pidOf(first), pidOf(second), pidOf(holder)]);
     const blockedBy = async (pid: number, by: number) =>
       (await watcher.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1 AND $2 = ANY(pg_blocking_pids(pid))', [pid, by])).rows[0]!.n === 1;
+    const done = new Set<pg.Client>();
     const batch = (c: pg.Client, ids: string[]) =>
-      c.query('SELECT * FROM session_begin_steps($1, $2, $3, 1000, 0, 100)', [ids.map(() => 'bot'), ids, ids.map(() => 1)]).then(
-        () => 'ok',
-        (e: Error) => e.message,
-      );
+      c
+        .query('SELECT * FROM session_begin_steps($1, $2, $3, 1000, 0, 100)', [ids.map(() => 'bot'), ids, ids.map(() => 1)])
+        .then(
+          () => 'ok',
+          (e: Error) => e.message,
+        )
+        .finally(() => done.add(c));
+    // Each wait below is for the statement to block there, or (as it does once it waits for nothing there) to finish.
+    const blockedOrDone = (c: pg.Client, pid: number, by: number) => expect.poll(async () => done.has(c) || (await blockedBy(pid, by))).toBe(true);
     try {
       // Another batch is creating session 'x' (its slot taken: it holds the count's row).
       await creator.query('BEGIN');
@@ -176,14 +182,15 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('third-pass se
       // The second replica's batch of 'g' and 'x': both new to it; it waits for the count's row.
       await holder.query('BEGIN');
       await holder.query("INSERT INTO sessions VALUES ('bot', 'g', 0, 1000, 1000, 1)");
+      const creatorPid = await pidOf(creator);
       const secondDone = batch(second, ['g', 'x']);
-      await expect.poll(async () => (await watcher.query(lockWaits('%session_begin_steps%'))).rows).toEqual([{ n: 1 }]);
+      await blockedOrDone(second, secondPid, creatorPid);
       // 'x' committed: the second takes the count's row, then waits on 'g' (held by another insert).
       await creator.query('COMMIT');
-      await expect.poll(() => blockedBy(secondPid, holderPid)).toBe(true);
+      await blockedOrDone(second, secondPid, holderPid);
       // The first replica's batch of 'f' (new) and 'x' (existing to it): it locks 'x', then waits for the count's row.
       const firstDone = batch(first, ['f', 'x']);
-      await expect.poll(() => blockedBy(firstPid, secondPid)).toBe(true);
+      await blockedOrDone(first, firstPid, secondPid);
       // 'g' given up: the second inserts 'g', then meets 'x'.
       await holder.query('ROLLBACK');
       expect([await firstDone, await secondDone]).toEqual(['ok', 'ok']);
