@@ -157,7 +157,8 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('third-pass se
   it('two batches of steps meeting on a session one of them saw created only after it began fail neither', async () => {
     await opener.open();
     const url = schemaUrl(opener.lastSchema());
-    const [first, second, creator, holder, watcher] = Array.from({ length: 5 }, () => new pg.Client({ connectionString: url }));
+    const client = () => new pg.Client({ connectionString: url });
+    const [first, second, creator, holder, watcher] = [client(), client(), client(), client(), client()];
     await Promise.all([first, second, creator, holder, watcher].map((c) => c.connect()));
     const pidOf = async (c: pg.Client) => (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
     const [firstPid, secondPid, holderPid] = await Promise.all([pidOf(first), pidOf(second), pidOf(holder)]);
