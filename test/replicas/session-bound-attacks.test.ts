@@ -31,7 +31,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('session bound
       await expect.poll(async () => (await watcher.query(lockWaits('%session_count WHERE id = 1 FOR UPDATE%'))).rows).toEqual([{ n: 1 }]);
       // The attacker's step of 'a' (expired, so a new epoch) meets the prune's deleted row (or the live row, before the prune).
       let done = false;
-      const stepped = replica.sharedSessions.beginSessionStep('bot', 'a', 2000, 1500, max).finally(() => (done = true));
+      const stepped = Promise.resolve(replica.sharedSessions.beginSessionStep('bot', 'a', 2000, 1500, max)).finally(() => (done = true));
       await expect.poll(async () => done || (await watcher.query(lockWaits('%session_begin_steps%'))).rows[0].n === 1).toBe(true);
       await locker.query('COMMIT');
       await pruned;
