@@ -21,14 +21,6 @@ export const SESSION_BEGIN_STEPS = `
   BEGIN
     -- Local to this transaction: see store/postgres/session-steps.ts.
     PERFORM set_config('synchronous_commit', 'off', true);
-    -- A batch with new sessions takes the count's row before any session's row: whoever
-    -- waits for it holds no session row (the prune takes it first too), so no statement
-    -- holding the count's row can wait for one that waits for it. The statement below
-    -- then reads with a snapshot taken after the wait.
-    IF EXISTS (SELECT 1 FROM unnest(p_agents, p_ids) AS u(agent_name, session_id)
-        WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE s.agent_name = u.agent_name AND s.session_id = u.session_id)) THEN
-      PERFORM 1 FROM session_count WHERE id = 1 FOR UPDATE;
-    END IF;
     RETURN QUERY
     WITH input AS (
       SELECT u.agent_name, u.session_id, u.steps FROM unnest(p_agents, p_ids, p_steps) AS u(agent_name, session_id, steps)
@@ -43,11 +35,10 @@ export const SESSION_BEGIN_STEPS = `
       SELECT i.agent_name, i.session_id FROM input i
       WHERE NOT EXISTS (SELECT 1 FROM held h WHERE h.agent_name = i.agent_name AND h.session_id = i.session_id)
     ), slot AS (
-      -- Held since the start when the batch had new sessions. A session that became new
-      -- since (pruned meanwhile) finds it taken or free, never waits for it (SKIP LOCKED):
-      -- this statement holds its sessions' rows, and the holder may be creating a session this
-      -- one saw created only after it began, whose row it then waits for, a deadlock failing
-      -- every step of one batch. The new sessions are then begun one by one (BEGIN_STEP in
+      -- Not waited for while another statement holds the count's row (SKIP LOCKED): this one
+      -- holds its sessions' rows, and the other may be creating a session this one saw
+      -- created only after it began, whose row it then waits for, a deadlock failing every
+      -- step of one batch. The new sessions are then begun one by one (BEGIN_STEP in
       -- sessions.ts), as when there is no room for them.
       UPDATE session_count c SET n = c.n + (SELECT count(*) FROM fresh)
       WHERE c.id = (SELECT k.id FROM session_count k WHERE k.id = 1 FOR UPDATE SKIP LOCKED)

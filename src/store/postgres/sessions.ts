@@ -167,10 +167,7 @@ export class PostgresSessions implements SharedSessionStore {
 
   async pruneSessions(expiredBefore: number): Promise<number> {
     return this.database.write(async (tx) => {
-      // The count's row first, as a batch of steps with new sessions takes it before their
-      // rows (session-begin-steps.ts): each then waits for the other holding nothing it needs.
-      await this.database.rows(tx, 'SELECT 1 FROM session_count WHERE id = 1 FOR UPDATE');
-      // The expired rows are locked in key order next, as a batch of steps locks its
+      // The expired rows are locked in key order first, as a batch of steps locks its
       // sessions' rows (session-steps.ts): deleted in the table's order, a prune and a batch
       // could each hold a row the other waits for.
       await this.database.rows(tx, 'SELECT 1 FROM sessions WHERE last_seen <= $1 ORDER BY agent_name, session_id FOR UPDATE', [expiredBefore]);
@@ -198,10 +195,11 @@ export class PostgresSessions implements SharedSessionStore {
       }
       // Replicas gone for a minute (a closed one deletes its own row).
       await this.database.rows(tx, 'DELETE FROM session_cachers WHERE expires_at < extract(epoch FROM clock_timestamp()) * 1000 - 60000');
-      // The count's row was locked before the count: a statement that waited for the lock
+      // The count's row is locked before the count: a statement that waited for the lock
       // keeps the snapshot it began with, so a new session committed meanwhile (its slot
-      // taken under that lock) would be left out and the bound recounted one low. This
-      // statement sees every session whose slot was taken before the lock.
+      // taken under that lock) would be left out and the bound recounted one low. The next
+      // statement sees every session whose slot was taken before this lock.
+      await this.database.rows(tx, 'SELECT 1 FROM session_count WHERE id = 1 FOR UPDATE');
       const left = await this.database.rows<{ n: string }>(tx, 'UPDATE session_count SET n = (SELECT count(*) FROM sessions) WHERE id = 1 RETURNING n');
       return Number(left[0]?.n ?? 0);
     });
