@@ -85,8 +85,17 @@ export class MemorySessions implements SessionState {
     }
     entry.steps++;
     if (now > entry.last_seen) entry.last_seen = now;
-    if (fresh) this.persistence?.saveSession(rowOf(entry), true);
-    else if (!entry.touched && this.persistence) {
+    if (fresh) {
+      try {
+        this.persistence?.saveSession(rowOf(entry), true);
+      } catch (error) {
+        // The step fails (a 5xx); the session is not kept without its row, or a label a
+        // later step adds would be written for a session the file does not hold, and lost
+        // with it on a restart before the once-a-second write.
+        this.#drop(entry);
+        throw error;
+      }
+    } else if (!entry.touched && this.persistence) {
       entry.touched = true;
       this.#touched.push(entry);
     }

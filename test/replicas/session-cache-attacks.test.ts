@@ -120,7 +120,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('attacks on th
     await untilCached(b, 'bot', 'warm');
     // B's read of `s` starts (its snapshot predates the label) and waits on the row lock.
     await sql.query('BEGIN');
-    await sql.query("SELECT 1 FROM sessions WHERE agent_name = 'bot' AND session_id = 's' FOR UPDATE");
+    await sql.query("SELECT 1 FROM sessions WHERE agent_name = 'bot' AND session_id = 's' FOR NO KEY UPDATE");
     const inFlight = b.begin('bot', 's');
     await blockedOnLock(sql, 'session_begin_steps');
     // A answers once B has dropped `s` (B acknowledged: nothing cached yet).

@@ -6,7 +6,7 @@
 import type { Migration } from '../migrations.js';
 import { FIRST_MIGRATIONS } from './migrations-first.js';
 import { SESSION_BEGIN_STEPS } from './session-begin-steps.js';
-import { SESSION_PING } from './session-ping.js';
+import { SESSION_CACHERS, SESSION_PING } from './session-ping.js';
 
 export const postgresMigrations: readonly Migration[] = [
   ...FIRST_MIGRATIONS,
@@ -162,12 +162,19 @@ export const postgresMigrations: readonly Migration[] = [
     name: 'replicas answer steps of sessions from a cache',
     // Steps of a session a replica read lately are answered without the database; a replica
     // adding a label waits for every cacher to drop that session (session-cache.ts).
-    sql: SESSION_PING,
+    sql: `${SESSION_CACHERS}${SESSION_PING}`,
   },
   {
     version: 16,
     name: 'a step of a session being pruned takes a slot',
     // session_begin_steps reads the steps' session rows under their lock (session-begin-steps.ts).
     sql: SESSION_BEGIN_STEPS,
+  },
+  {
+    version: 17,
+    name: 'a label statement holds its session row against the prune',
+    // Label statements hold the session's row FOR KEY SHARE (sessions.ts ADD_LABELS), which
+    // the prune's FOR UPDATE waits for; steps lock the rows FOR NO KEY UPDATE, which does not.
+    sql: `${SESSION_BEGIN_STEPS}${SESSION_PING}`,
   },
 ];

@@ -2,8 +2,8 @@
  * The definition of `session_begin_steps` (migration 14): counts the steps of existing
  * sessions (a session idle since p_expired starts a new epoch) and creates new ones when
  * session_count has room for all of them (p_max at most): a batch whose new sessions do
- * not fit creates none, and those steps are begun one by one (BEGIN_STEP in sessions.ts),
- * which fills the room left. Answers each session begun with its epoch and labels; a
+ * not fit, or finds session_count's row taken by another statement, creates none, and
+ * those steps are begun one by one (BEGIN_STEP in sessions.ts), which fills the room left. Answers each session begun with its epoch and labels; a
  * session that got no row is not in the answer.
  *
  * A function rather than a statement sent as text, for its plan: PostgreSQL plans a
@@ -27,15 +27,22 @@ export const SESSION_BEGIN_STEPS = `
     ), held AS (
       -- Locked, in key order: a row a prune is deleting is waited for and, once the prune
       -- commits, is not here, so its session is new again and takes a slot (read without the
-      -- lock, it was counted as existing and inserted anew without one).
+      -- lock, it was counted as existing and inserted anew without one). NO KEY UPDATE: a
+      -- label statement holding the row (FOR KEY SHARE, sessions.ts ADD_LABELS) is not waited for.
       SELECT s.agent_name, s.session_id FROM sessions s JOIN input i ON s.agent_name = i.agent_name AND s.session_id = i.session_id
-      ORDER BY s.agent_name, s.session_id FOR UPDATE OF s
+      ORDER BY s.agent_name, s.session_id FOR NO KEY UPDATE OF s
     ), fresh AS (
       SELECT i.agent_name, i.session_id FROM input i
       WHERE NOT EXISTS (SELECT 1 FROM held h WHERE h.agent_name = i.agent_name AND h.session_id = i.session_id)
     ), slot AS (
+      -- Not waited for while another statement holds the count's row (SKIP LOCKED): this one
+      -- holds its sessions' rows, and the other may be creating a session this one saw
+      -- created only after it began, whose row it then waits for, a deadlock failing every
+      -- step of one batch. The new sessions are then begun one by one (BEGIN_STEP in
+      -- sessions.ts), as when there is no room for them.
       UPDATE session_count c SET n = c.n + (SELECT count(*) FROM fresh)
-      WHERE c.id = 1 AND EXISTS (SELECT 1 FROM fresh) AND c.n + (SELECT count(*) FROM fresh) <= p_max RETURNING c.n
+      WHERE c.id = (SELECT k.id FROM session_count k WHERE k.id = 1 FOR UPDATE SKIP LOCKED)
+        AND EXISTS (SELECT 1 FROM fresh) AND c.n + (SELECT count(*) FROM fresh) <= p_max RETURNING c.n
     ), up AS (
       INSERT INTO sessions AS s (agent_name, session_id, epoch, first_seen, last_seen, steps)
         SELECT i.agent_name, i.session_id, 0, p_now, p_now, i.steps FROM input i

@@ -17,8 +17,12 @@
  */
 export const SESSION_CACHE_CHANNEL = 'guardctl_sessions';
 
-export const SESSION_PING = `
+export const SESSION_CACHERS = `
   CREATE TABLE session_cachers (replica TEXT PRIMARY KEY, expires_at DOUBLE PRECISION NOT NULL);
+`;
+
+/** The function alone (migration 17 defines it again: its rows locked FOR NO KEY UPDATE, as session_begin_steps locks them). */
+export const SESSION_PING = `
   CREATE OR REPLACE FUNCTION session_ping(
     p_agents TEXT[], p_ids TEXT[], p_epochs INTEGER[], p_steps BIGINT[], p_seen DOUBLE PRECISION[],
     p_replica TEXT, p_valid_ms DOUBLE PRECISION, p_ping TEXT)
@@ -27,7 +31,7 @@ export const SESSION_PING = `
     PERFORM set_config('synchronous_commit', 'off', true);
     PERFORM 1 FROM sessions s JOIN unnest(p_agents, p_ids) AS u(agent_name, session_id)
       ON s.agent_name = u.agent_name AND s.session_id = u.session_id
-      ORDER BY s.agent_name, s.session_id FOR UPDATE OF s;
+      ORDER BY s.agent_name, s.session_id FOR NO KEY UPDATE OF s;
     UPDATE sessions s SET steps = s.steps + u.steps, last_seen = GREATEST(s.last_seen, u.seen)
       FROM unnest(p_agents, p_ids, p_epochs, p_steps, p_seen) AS u(agent_name, session_id, epoch, steps, seen)
       WHERE s.agent_name = u.agent_name AND s.session_id = u.session_id AND s.epoch = u.epoch;

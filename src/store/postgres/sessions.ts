@@ -27,7 +27,7 @@ const BEGIN_STEP = `
   WITH async_commit AS (
     SELECT set_config('synchronous_commit', 'off', true)
   ), prev AS (
-    SELECT 1 FROM sessions WHERE agent_name = $1 AND session_id = $2 FOR UPDATE
+    SELECT 1 FROM sessions WHERE agent_name = $1 AND session_id = $2 FOR NO KEY UPDATE
   ), slot AS (
     UPDATE session_count SET n = n + 1 WHERE id = 1 AND NOT EXISTS (SELECT 1 FROM prev) AND n < $5 RETURNING n
   ), up AS (
@@ -47,16 +47,27 @@ const BEGIN_STEP = `
 /**
  * Only a step of the session's current epoch adds labels: one that outlived its session
  * (pruned, then begun again under its id) adds nothing, so it can neither move a label of
- * the live epoch to its own nor leave one behind. A label already there of the same epoch
- * keeps its first adder; one of another epoch (left from an earlier one) is replaced. The
+ * the live epoch to its own nor leave one behind. The session's row is held (FOR KEY
+ * SHARE, which steps counting it do not wait for) until the labels commit: a prune
+ * deleting the row meanwhile waits for them and deletes them with it, or deleted it first
+ * and the labels are not added; read without the lock, labels inserted after the prune
+ * deleted their orphans were left behind, and a session begun again under the id (a new
+ * row, epoch 0) inherited them. Steps lock the row FOR NO KEY UPDATE, which neither waits
+ * for a label statement nor makes one wait. A label already there of the same epoch
+ * keeps its first adder; one of another epoch (left from an earlier one) is replaced,
+ * in label order, the order in which the prune deletes such rows (or the two could each
+ * hold a row the other waits for, and the step fail as a deadlock's victim). The
  * session's drop goes to every replica's cache at the commit (session-cache.ts).
  */
 const ADD_LABELS = `
-  WITH added AS (INSERT INTO session_labels (agent_name, session_id, label, epoch, control_id, control_name, stage, step_name, added_at)
+  WITH held AS (
+    SELECT 1 FROM sessions s WHERE s.agent_name = $1 AND s.session_id = $2 AND s.epoch = $3 FOR KEY SHARE
+  ), added AS (INSERT INTO session_labels (agent_name, session_id, label, epoch, control_id, control_name, stage, step_name, added_at)
     SELECT $1, $2, u.label, $3, u.control_id, u.control_name, u.stage, u.step_name, u.added_at
     FROM unnest($4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::double precision[])
       AS u(label, control_id, control_name, stage, step_name, added_at)
-    WHERE EXISTS (SELECT 1 FROM sessions s WHERE s.agent_name = $1 AND s.session_id = $2 AND s.epoch = $3)
+    WHERE EXISTS (SELECT 1 FROM held)
+    ORDER BY u.label
   ON CONFLICT (agent_name, session_id, label) DO UPDATE SET epoch = excluded.epoch, control_id = excluded.control_id,
     control_name = excluded.control_name, stage = excluded.stage, step_name = excluded.step_name, added_at = excluded.added_at
     WHERE session_labels.epoch <> excluded.epoch
@@ -166,11 +177,27 @@ export class PostgresSessions implements SharedSessionStore {
       // could each hold a row the other waits for.
       await this.database.rows(tx, 'SELECT 1 FROM sessions WHERE last_seen <= $1 ORDER BY agent_name, session_id FOR UPDATE', [expiredBefore]);
       await this.database.rows(tx, 'DELETE FROM sessions WHERE last_seen <= $1', [expiredBefore]);
-      await this.database.rows(
+      // Labels of no live epoch, locked in key order as well (a step replacing its session's
+      // labels of an earlier epoch, ADD_LABELS, takes them in that order), then deleted by a
+      // statement of its own: its snapshot sees a row such a step moved to the live epoch
+      // while this ran (committed before the lock was granted) and leaves it. Checked by the
+      // locking statement alone, the row was re-read but its session was not, and the label
+      // the step had answered was deleted.
+      const orphans = await this.database.rows<{ agent_name: string; session_id: string; label: string }>(
         tx,
-        `DELETE FROM session_labels l WHERE NOT EXISTS (SELECT 1 FROM sessions s
-          WHERE s.agent_name = l.agent_name AND s.session_id = l.session_id AND s.epoch = l.epoch)`,
+        `SELECT l.agent_name, l.session_id, l.label FROM session_labels l WHERE NOT EXISTS (SELECT 1 FROM sessions s
+          WHERE s.agent_name = l.agent_name AND s.session_id = l.session_id AND s.epoch = l.epoch)
+          ORDER BY l.agent_name, l.session_id, l.label FOR UPDATE OF l`,
       );
+      if (orphans.length > 0) {
+        await this.database.rows(
+          tx,
+          `DELETE FROM session_labels l USING unnest($1::text[], $2::text[], $3::text[]) AS o(agent_name, session_id, label)
+            WHERE l.agent_name = o.agent_name AND l.session_id = o.session_id AND l.label = o.label
+              AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.agent_name = l.agent_name AND s.session_id = l.session_id AND s.epoch = l.epoch)`,
+          [orphans.map((o) => o.agent_name), orphans.map((o) => o.session_id), orphans.map((o) => o.label)],
+        );
+      }
       // Replicas gone for a minute (a closed one deletes its own row).
       await this.database.rows(tx, 'DELETE FROM session_cachers WHERE expires_at < extract(epoch FROM clock_timestamp()) * 1000 - 60000');
       // The count's row is locked before the count: a statement that waited for the lock
