@@ -162,11 +162,6 @@ export class MemorySessions implements SessionState {
     return this.#size;
   }
 
-  /** Rows waiting to be written (at most the sessions held, plus those dropped since the last write). */
-  get unwrittenRows(): number {
-    return this.#touched.length;
-  }
-
   async close(): Promise<void> {
     clearInterval(this.#timer);
     clearInterval(this.#touchTimer);

@@ -77,29 +77,3 @@ describe('session attacks on one server: failing row writes', () => {
     }
   });
 });
-
-describe('session attacks on one server: a long outage of row writes', () => {
-  it('rows waiting for a file that keeps failing stay within the sessions held, however many sessions come and go', async () => {
-    const path = join(mkdtempSync(join(tmpdir(), 'guard-sess-outage-')), 'guard.db');
-    let now = 10_000;
-    const sqlite = new SqliteStore(path);
-    const { store } = flaky(sqlite.sessionRows);
-    const sessions = new MemorySessions(settings, store, () => now, 'by-caller');
-    try {
-      // Each round two sessions take a second step (their rows wait), then expire and make room for two more.
-      for (let round = 0; round < 500; round++) {
-        for (const id of [`a-${round}`, `b-${round}`]) {
-          expect(sessions.begin('bot', id)).not.toBeNull();
-          expect(sessions.begin('bot', id)).not.toBeNull();
-        }
-        sessions.writeTouched();
-        now += settings.sessionTtlMs + 1;
-        sessions.sweep();
-      }
-      expect(sessions.unwrittenRows).toBeLessThanOrEqual(settings.sessionMax);
-    } finally {
-      await sessions.close();
-      await sqlite.close();
-    }
-  });
-});
