@@ -198,6 +198,9 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('attacks on th
       )
       .toBeGreaterThan(now + 3000);
     expect(await answeredFrom(b, 'bot', 'probe')).toBe('database');
+    // Pings go on unheard, one a second: B keeps only those that could still let it answer (VALID_MS of them).
+    await new Promise((resolve) => setTimeout(resolve, 5000));
+    expect(storeB.sharedSessions.cache.pingsAwaited).toBeLessThanOrEqual(4);
 
     // Labels added through A while B cannot hear their drops: B reads them from the database.
     await a.add('bot', 'stale', stale, mark('tainted'), 'post', 'fetch_url');

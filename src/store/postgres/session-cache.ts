@@ -100,6 +100,11 @@ export class SessionCache {
   /** Steps answered from the cache (for tests and diagnostics). */
   answered = 0;
 
+  /** Pings sent and not yet heard back that could still let the cache answer (for tests and diagnostics). */
+  get pingsAwaited(): number {
+    return this.#pingsSent.size;
+  }
+
   constructor(
     private readonly database: PostgresDatabase,
     retryMs: number,
@@ -268,7 +273,14 @@ export class SessionCache {
     // Only a ping that listed this replica for VALID_MS may let its cache answer once heard
     // back: one sent before LISTEN took effect can commit after it and be heard, while its
     // row told adders there was no cache here to wait for.
-    if (validMs > 0) this.#pingsSent.set(n, performance.now());
+    const sentAt = performance.now();
+    // A ping not heard back within VALID_MS can no longer let the cache answer: forgotten,
+    // so that a listener cut for hours does not hold a ping a second.
+    for (const [k, at] of this.#pingsSent) {
+      if (sentAt - at < VALID_MS) break;
+      this.#pingsSent.delete(k);
+    }
+    if (validMs > 0) this.#pingsSent.set(n, sentAt);
     const list = [...rows.values()];
     try {
       await this.database.prepared('guard_session_ping', 'SELECT session_ping($1, $2, $3, $4, $5, $6, $7, $8)', [
