@@ -158,9 +158,9 @@ export interface EventContext {
 /**
  * One event per control the engine ran in-process for this step, as the JSON text of an
  * ObservabilityEvent. Written straight to text: the fields the step's events share are
- * serialised once per check, not once per event, and no event object is made to be
- * serialised and dropped: 0.63 of the CPU time per event, 0.93 of the MCP gateway's CPU
- * time per tools/call (20 sdk controls, 3 interleaved runs).
+ * serialised once per check, those of a control once while it stays the same
+ * (controlPartOf), and no event object is made to be serialised and dropped.
+ * The control's part kept: 0.84 of the MCP gateway's instructions per tools/call (1.24M against 1.48M; callgrind, 20 sdk controls, calls 500-1,500).
  */
 export function eventJsonOf(executions: readonly ControlExecution[], ctx: EventContext): string[] {
   const json = JSON.stringify;
@@ -171,12 +171,43 @@ export function eventJsonOf(executions: readonly ControlExecution[], ctx: EventC
     `"metadata":${json({ source: 'sdk', step_name: ctx.step.name })},"set_revision":${json(ctx.setRevision ?? null)},"session_id":${json(ctx.sessionId ?? null)}`;
   return executions.map(
     (e, i) =>
-      `{"control_execution_id":"${id(i)}",${shared},"control_id":${json(e.control_id)},"control_name":${json(e.control_name)},` +
-      `"action":${json(e.action)},"matched":${json(e.matched)},"confidence":${json(Math.min(1, Math.max(0, e.confidence)))},` +
-      `"execution_duration_ms":${json(Math.max(0, e.duration_ms))},"evaluator_name":${json(e.evaluator_name || null)},` +
-      `"selector_path":${json(e.selector_path || null)},"error_message":${json(e.error_message ?? null)},"mode":${json(e.mode ?? 'enforce')}` +
-      `${e.selector_missing === true ? ',"selector_missing":true' : ''}}`,
+      `{"control_execution_id":"${id(i)}",${shared}${controlPartOf(e)},"matched":${e.matched ? 'true' : 'false'},` +
+      `"confidence":${numberText(Math.min(1, Math.max(0, e.confidence)))},"execution_duration_ms":${numberText(Math.max(0, e.duration_ms))},` +
+      `"error_message":${e.error_message == null ? 'null' : json(e.error_message)}${e.selector_missing === true ? ',"selector_missing":true' : ''}}`,
   );
+}
+
+/** As JSON.stringify writes a number (NaN and the infinities as null), without its call. */
+function numberText(n: number): string {
+  return Number.isFinite(n) ? `${n}` : 'null';
+}
+
+interface ControlPart {
+  name: string;
+  action: string;
+  evaluator: string;
+  selector: string;
+  mode: string | undefined;
+  text: string;
+}
+
+/** By control id: what an event says of its control, rewritten when the control changes. */
+const controlParts = new Map<number, ControlPart>();
+/** Ids seen by one process stay few (an agent's controls); past this the parts are dropped and made again. */
+const MAX_CONTROL_PARTS = 4096;
+
+function controlPartOf(e: ControlExecution): string {
+  const part = controlParts.get(e.control_id);
+  if (part && part.name === e.control_name && part.action === e.action && part.evaluator === e.evaluator_name && part.selector === e.selector_path && part.mode === e.mode) {
+    return part.text;
+  }
+  const json = JSON.stringify;
+  const text =
+    `,"control_id":${json(e.control_id)},"control_name":${json(e.control_name)},"action":${json(e.action)},` +
+    `"evaluator_name":${json(e.evaluator_name || null)},"selector_path":${json(e.selector_path || null)},"mode":${json(e.mode ?? 'enforce')}`;
+  if (controlParts.size >= MAX_CONTROL_PARTS) controlParts.clear();
+  controlParts.set(e.control_id, { name: e.control_name, action: e.action, evaluator: e.evaluator_name, selector: e.selector_path, mode: e.mode, text });
+  return text;
 }
 
 /**

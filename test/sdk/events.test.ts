@@ -181,6 +181,20 @@ describe('eventJsonOf', () => {
     expect(new Set(ids).size).toBe(ids.length);
   });
 
+  it("writes a control's new name, action, evaluator, selector or mode as soon as they change under the same id", () => {
+    const parsed = (over: Partial<ControlExecution>) => JSON.parse(eventJsonOf([execution(over)], ctx)[0]!) as ObservabilityEvent;
+    expect(parsed({})).toMatchObject({ control_id: 4, control_name: 'no-drop', action: 'deny', evaluator_name: 'regex', selector_path: 'input.query', mode: 'enforce' });
+    const changes: Array<Partial<ControlExecution>> = [
+      { control_name: 'no-drop-v2' }, { action: 'steer' }, { evaluator_name: 'list' }, { selector_path: 'input.sql' }, { mode: 'shadow' }, {},
+    ];
+    for (const change of changes) expect(parsed(change)).toMatchObject({ control_id: 4, control_name: 'no-drop', action: 'deny', evaluator_name: 'regex', selector_path: 'input.query', mode: 'enforce', ...change });
+  });
+
+  it('writes a confidence or duration that is not a finite number as JSON.stringify does (null), never as NaN', () => {
+    const [text] = eventJsonOf([execution({ confidence: Number.NaN, duration_ms: Number.POSITIVE_INFINITY, matched: false })], ctx);
+    expect(JSON.parse(text!)).toMatchObject({ confidence: null, execution_duration_ms: null, matched: false });
+  });
+
   it('writes null for a step without a session or a set without a revision', () => {
     const [text] = eventJsonOf([execution({})], { ...ctx, sessionId: null, setRevision: null });
     expect(JSON.parse(text!)).toMatchObject({ session_id: null, set_revision: null });
