@@ -9,6 +9,13 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIME
  */
 const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '53400', '57014']);
 
+/**
+ * A transaction the server chose to abort to resolve a conflict with another (deadlock
+ * detected, serialization failure): nothing was written, and the same request can succeed
+ * when tried again, so it is answered as a 503, not as a fault (500).
+ */
+const CONFLICT_SQLSTATES = new Set(['40P01', '40001']);
+
 /** pg's own timeout of a query with no answer (`query_timeout`). */
 export function isClientTimeout(error: unknown): boolean {
   return error instanceof Error && /^Query read timeout$/.test(error.message);
@@ -21,6 +28,7 @@ export function mapPgError(error: unknown): unknown {
   const message = error instanceof Error ? error.message : String(error);
   if (code === '23505') return new StoreError('conflict', message);
   if (code === '23503') return new StoreError('not_found', message);
+  if (typeof code === 'string' && CONFLICT_SQLSTATES.has(code)) return new StoreError('unavailable', `database conflict, try again: ${message}`);
   if (typeof code === 'string' && (NETWORK_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || code.startsWith('08'))) {
     return new StoreError('unavailable', `database unavailable: ${message}`);
   }
