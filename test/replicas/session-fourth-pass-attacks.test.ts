@@ -5,11 +5,14 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SharedSessions } from '../../src/sessions/index.js';
-import { pgRequired, pgSuiteTitle, pgUnreachable, storeOpener } from './pg.js';
+import { PostgresStore } from '../../src/store/postgres/index.js';
+import { pgRequired, pgSuiteTitle, pgTarget, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
+import { startTcpProxy } from './tcp-proxy.js';
 
 const unreachable = await pgUnreachable();
 const opener = storeOpener('guard_fourth', unreachable);
 const mark = (label: string) => [{ label, control_id: 1, control_name: `mark-${label}` }];
+const DAY = 86_400_000;
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -31,6 +34,35 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('fourth-pass s
       expect([...(await sessions.begin('bot', 'victim'))!.labels]).toEqual(['untrusted_content']);
     } finally {
       await sessions.close();
+    }
+  });
+
+  it('a replica that could not read the database clock at start does not step on its own clock once the database is back', async () => {
+    const right = await opener.open();
+    const schema = opener.lastSchema();
+    const proxy = await startTcpProxy(pgTarget());
+    const ahead = await PostgresStore.open(schemaUrl(schema, proxy.port), { schema });
+    const settings = { sessionTtlMs: DAY, sessionMax: 100 };
+    let real = 1_800_000_000_000;
+    const a = new SharedSessions(right.sharedSessions, settings, () => real);
+    let b: SharedSessions | undefined;
+    try {
+      await a.add('bot', 'victim', (await a.begin('bot', 'victim'))!, mark('untrusted_content'), 'post', 'fetch_url');
+      // The session is idle 23 h 59 m 30 s: within its TTL on any right clock.
+      real += DAY - 30_000;
+      // B starts while the database is away (its first clock read fails), then the database is back.
+      await proxy.cut();
+      b = new SharedSessions(ahead.sharedSessions, settings, () => real + 60_000);
+      await b.prune();
+      await proxy.restore();
+      const step = await b.begin('bot', 'victim').then((s) => [...s!.labels], (e: Error) => `failed: ${e.message}`);
+      expect(step).toEqual(['untrusted_content']);
+      expect([...(await a.begin('bot', 'victim'))!.labels]).toEqual(['untrusted_content']);
+    } finally {
+      await a.close();
+      await b?.close();
+      await ahead.close();
+      await proxy.close();
     }
   });
 });
