@@ -4,7 +4,7 @@
  * prunes or not read at start.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SharedSessions } from '../../src/sessions/index.js';
+import { createSessionState, SharedSessions } from '../../src/sessions/index.js';
 import { PostgresStore } from '../../src/store/postgres/index.js';
 import { pgRequired, pgSuiteTitle, pgTarget, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
 import { startTcpProxy } from './tcp-proxy.js';
@@ -26,7 +26,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('fourth-pass s
     const wall = Date.now.bind(Date);
     let stepped = 0;
     vi.spyOn(Date, 'now').mockImplementation(() => wall() + stepped);
-    const sessions = new SharedSessions(store.sharedSessions, { sessionTtlMs: 60_000, sessionMax: 100 });
+    const sessions = createSessionState(store, { sessionTtlMs: 60_000, sessionMax: 100 });
     try {
       await sessions.add('bot', 'victim', (await sessions.begin('bot', 'victim'))!, mark('untrusted_content'), 'post', 'fetch_url');
       stepped = 61_000;
