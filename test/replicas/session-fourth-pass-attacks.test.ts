@@ -3,16 +3,18 @@
  * replica's clock, set to the database's at start and at each prune, stepped between
  * prunes or not read at start.
  */
+import pg from 'pg';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createSessionState, SharedSessions } from '../../src/sessions/index.js';
 import { PostgresStore } from '../../src/store/postgres/index.js';
-import { pgRequired, pgSuiteTitle, pgTarget, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
+import { lockWaits, pgRequired, pgSuiteTitle, pgTarget, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
 import { startTcpProxy } from './tcp-proxy.js';
 
 const unreachable = await pgUnreachable();
 const opener = storeOpener('guard_fourth', unreachable);
 const mark = (label: string) => [{ label, control_id: 1, control_name: `mark-${label}` }];
 const DAY = 86_400_000;
+const stored = (l: string) => [{ label: l, control_id: 1, control_name: 'mark', stage: 'post' as const, step_name: 'read', added_at: 0 }];
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -63,6 +65,38 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('fourth-pass s
       await b?.close();
       await ahead.close();
       await proxy.close();
+    }
+  });
+
+  it("a label statement of a step from the session's earlier epoch, held up, does not move the live epoch's label back to the dead one", async () => {
+    const store = await opener.open();
+    const shared = store.sharedSessions;
+    const locker = new pg.Client({ connectionString: schemaUrl(opener.lastSchema()) });
+    const watcher = new pg.Client({ connectionString: schemaUrl(opener.lastSchema()) });
+    await Promise.all([locker.connect(), watcher.connect()]);
+    try {
+      // A step of epoch 0, still being judged when its session's TTL (1000) passes.
+      const old = (await shared.beginSessionStep('bot', 's', 1000, 0, 10))!;
+      expect(old.epoch).toBe(0);
+      // Another label statement of epoch 0 (adding 'a_note') is under way: the old step's
+      // statement, its check of the epoch passed, waits on that row before its own labels.
+      await locker.query('BEGIN');
+      await locker.query("INSERT INTO session_labels VALUES ('bot', 's', 'a_note', 0, 1, 'mark', 'post', 'x', 0)");
+      const late = shared.addSessionLabels('bot', 's', old.epoch, [...stored('a_note'), ...stored('untrusted')]).then(
+        () => 'ok',
+        (e: Error) => e.message,
+      );
+      await expect.poll(async () => (await watcher.query(lockWaits('%INSERT INTO session_labels%'))).rows).toEqual([{ n: 1 }]);
+      // Meanwhile the session, idle past its TTL, starts epoch 1, whose step reads untrusted content: answered.
+      const step = (await shared.beginSessionStep('bot', 's', 3000, 2000, 10))!;
+      expect(step.epoch).toBe(1);
+      await shared.addSessionLabels('bot', 's', step.epoch, stored('untrusted'));
+      await locker.query('COMMIT');
+      expect(await late).toBe('ok');
+      // The label answered to epoch 1 decides at its next step.
+      expect([...(await shared.beginSessionStep('bot', 's', 3001, 2001, 10))!.labels]).toEqual(['untrusted']);
+    } finally {
+      await Promise.all([locker.end(), watcher.end()]);
     }
   });
 });
