@@ -99,4 +99,48 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('fourth-pass s
       await Promise.all([locker.end(), watcher.end()]);
     }
   });
+
+  it('a batch that finds the count\'s row free after waiting on a row, and meets a session created meanwhile, fails neither it nor another batch', async () => {
+    await opener.open();
+    const url = schemaUrl(opener.lastSchema());
+    const client = () => new pg.Client({ connectionString: url });
+    const [sql, first, second, creator, holder, watcher] = [client(), client(), client(), client(), client(), client()];
+    await Promise.all([sql, first, second, creator, holder, watcher].map((c) => c.connect()));
+    const pidOf = async (c: pg.Client) => (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    const blockedBy = async (pid: number, by: number) =>
+      (await watcher.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1 AND $2 = ANY(pg_blocking_pids(pid))', [pid, by])).rows[0]!.n === 1;
+    const done = new Set<pg.Client>();
+    const batch = (c: pg.Client, ids: string[]) =>
+      c
+        .query('SELECT * FROM session_begin_steps($1, $2, $3, 1000, 0, 100)', [ids.map(() => 'bot'), ids, ids.map(() => 1)])
+        .then(
+          () => 'ok',
+          (e: Error) => e.message,
+        )
+        .finally(() => done.add(c));
+    const blockedOrDone = (c: pg.Client, pid: number, by: number) => expect.poll(async () => done.has(c) || (await blockedBy(pid, by))).toBe(true);
+    try {
+      // Sessions 'm' and 'z' exist; another statement is creating 'a' (its slot taken).
+      await sql.query('SELECT * FROM session_begin_steps($1, $2, $3, 1000, 0, 100)', [['bot', 'bot'], ['m', 'z'], [1, 1]]);
+      const [firstPid, secondPid, holderPid] = await Promise.all([pidOf(first), pidOf(second), pidOf(holder)]);
+      await creator.query('BEGIN');
+      await creator.query('UPDATE session_count SET n = n + 1 WHERE id = 1');
+      await creator.query("INSERT INTO sessions VALUES ('bot', 'a', 0, 1000, 1000, 1)");
+      // A step of 'z' holds its row (a ping, a step alone).
+      await holder.query('BEGIN');
+      await holder.query("SELECT 1 FROM sessions WHERE session_id = 'z' FOR NO KEY UPDATE");
+      // The first batch of 'a' (new to it), 'm' and 'z': it locks 'm', then waits on 'z'.
+      const firstDone = batch(first, ['a', 'm', 'z']);
+      await blockedOrDone(first, firstPid, holderPid);
+      // 'a' is committed; the second batch of 'a' and 'm' locks 'a', then waits on 'm'.
+      await creator.query('COMMIT');
+      const secondDone = batch(second, ['a', 'm']);
+      await blockedOrDone(second, secondPid, firstPid);
+      // 'z' let go: the first finds the count's row free, takes a slot for 'a' and meets it.
+      await holder.query('COMMIT');
+      expect([await firstDone, await secondDone]).toEqual(['ok', 'ok']);
+    } finally {
+      await Promise.all([sql, first, second, creator, holder, watcher].map((c) => c.end()));
+    }
+  });
 });
