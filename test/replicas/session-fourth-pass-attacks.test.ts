@@ -143,4 +143,34 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('fourth-pass s
       await Promise.all([sql, first, second, creator, holder, watcher].map((c) => c.end()));
     }
   });
+
+  it("many steps of one new session in a batch that finds the count's row taken take one slot, not one each", async () => {
+    const store = await opener.open();
+    const shared = store.sharedSessions;
+    const url = schemaUrl(opener.lastSchema());
+    const [rowLocker, countLocker, watcher] = [0, 1, 2].map(() => new pg.Client({ connectionString: url }));
+    await Promise.all([rowLocker, countLocker, watcher].map((c) => c.connect()));
+    try {
+      await shared.beginSessionStep('bot', 'e', 1000, 0, 100);
+      // A batch of 'e' in flight, held on its row: the steps of 'x' that follow gather into one batch.
+      await rowLocker.query('BEGIN');
+      await rowLocker.query("SELECT 1 FROM sessions WHERE session_id = 'e' FOR UPDATE");
+      const first = shared.beginSessionStep('bot', 'e', 1001, 0, 100);
+      await expect.poll(async () => (await watcher.query(lockWaits('%session_begin_steps%'))).rows).toEqual([{ n: 1 }]);
+      const steps = Array.from({ length: 8 }, () => shared.beginSessionStep('bot', 'x', 1002, 0, 100));
+      // Another statement holds the count's row when that batch runs: its new session goes step by step.
+      await countLocker.query('BEGIN');
+      await countLocker.query('SELECT 1 FROM session_count WHERE id = 1 FOR UPDATE');
+      await rowLocker.query('COMMIT');
+      await first;
+      // Each step of 'x' alone, waiting for the count's row.
+      await expect.poll(async () => (await watcher.query(lockWaits('%UPDATE session_count SET n = n + 1%'))).rows).toEqual([{ n: 8 }]);
+      await countLocker.query('COMMIT');
+      expect((await Promise.all(steps)).every((s) => s !== null)).toBe(true);
+      const counted = await watcher.query<{ n: number; rows: number }>('SELECT n::int, (SELECT count(*)::int FROM sessions) AS rows FROM session_count');
+      expect(counted.rows).toEqual([{ n: 2, rows: 2 }]);
+    } finally {
+      await Promise.all([rowLocker, countLocker, watcher].map((c) => c.end()));
+    }
+  });
 });
