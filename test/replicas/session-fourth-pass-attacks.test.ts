@@ -57,7 +57,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('fourth-pass s
       b = new SharedSessions(ahead.sharedSessions, settings, () => real + 60_000);
       await b.prune();
       await proxy.restore();
-      const step = await b.begin('bot', 'victim').then((s) => [...s!.labels], (e: Error) => `failed: ${e.message}`);
+      const step = await Promise.resolve(b.begin('bot', 'victim')).then((s) => [...s!.labels], (e: Error) => `failed: ${e.message}`);
       expect(step).toEqual(['untrusted_content']);
       expect([...(await a.begin('bot', 'victim'))!.labels]).toEqual(['untrusted_content']);
     } finally {
@@ -148,7 +148,8 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('fourth-pass s
     const store = await opener.open();
     const shared = store.sharedSessions;
     const url = schemaUrl(opener.lastSchema());
-    const [rowLocker, countLocker, watcher] = [0, 1, 2].map(() => new pg.Client({ connectionString: url }));
+    const client = () => new pg.Client({ connectionString: url });
+    const [rowLocker, countLocker, watcher] = [client(), client(), client()];
     await Promise.all([rowLocker, countLocker, watcher].map((c) => c.connect()));
     try {
       await shared.beginSessionStep('bot', 'e', 1000, 0, 100);
@@ -157,7 +158,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('fourth-pass s
       await rowLocker.query("SELECT 1 FROM sessions WHERE session_id = 'e' FOR UPDATE");
       const first = shared.beginSessionStep('bot', 'e', 1001, 0, 100);
       await expect.poll(async () => (await watcher.query(lockWaits('%session_begin_steps%'))).rows).toEqual([{ n: 1 }]);
-      const steps = Array.from({ length: 8 }, () => shared.beginSessionStep('bot', 'x', 1002, 0, 100));
+      const steps = Array.from({ length: 8 }, () => Promise.resolve(shared.beginSessionStep('bot', 'x', 1002, 0, 100)));
       // Another statement holds the count's row when that batch runs: its new session goes step by step.
       await countLocker.query('BEGIN');
       await countLocker.query('SELECT 1 FROM session_count WHERE id = 1 FOR UPDATE');
