@@ -15,9 +15,10 @@ export { SharedSessions } from './shared-sessions.js';
 export function createSessionState(
   store: Pick<Store, 'sharing'>,
   settings: SessionSettings,
-  now: () => number = Date.now,
+  now?: () => number,
 ): SessionState {
   const { sharing } = store;
+  // Replicas keep the database's time on a monotonic clock (shared-sessions.ts) unless given one.
   if (sharing.mode === 'shared') return new SharedSessions(sharing.sessions, settings, now);
-  return new MemorySessions(settings, sharing.sessionRows, now);
+  return new MemorySessions(settings, sharing.sessionRows, now ?? Date.now);
 }

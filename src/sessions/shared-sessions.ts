@@ -10,7 +10,11 @@
  * replica's: a replica whose clock runs ahead (a missed NTP step, a resumed VM) would
  * otherwise prune or restart another replica's live session early, dropping its labels,
  * and one running behind would write last-seen times that make sessions look idle longer.
- * The replica's clock is set to the database's at start and again at each prune.
+ * The replica's clock is set to the database's at start and again at each prune, and
+ * runs between on a monotonic clock: the wall clock, stepped by NTP or by hand between
+ * prunes, would put the replica ahead until the next prune and restart live sessions
+ * early. Until the clock was first set, a step waits for it to be read, and fails if it
+ * cannot be: on the replica's own clock it could restart another replica's live session.
  */
 import type { SessionInfo } from '../model/index.js';
 import type { SharedSessionStore } from '../store/types.js';
@@ -20,31 +24,36 @@ import type { NewLabel, SessionSettings, SessionState, SessionStep } from './typ
 const PRUNE_INTERVAL_MS = 10_000;
 const PRUNE_AT_BOUND_MS = 1000;
 
+/** Epoch ms on a monotonic clock (not stepped with the wall clock). */
+export function monotonicNow(): number {
+  return performance.timeOrigin + performance.now();
+}
+
 export class SharedSessions implements SessionState {
   readonly #timer: NodeJS.Timeout;
   #pruning: Promise<void> | undefined;
   #lastPrune = 0;
   /** The database's clock less the replica's, in ms. */
   #offset = 0;
-  /** Settled once the clock was first set (or could not be: the database is away, and steps fail anyway). */
-  readonly #clockSet: Promise<void>;
   #clockIsSet = false;
+  /** The prune at start, which sets the clock first when the database answers. */
+  readonly #started: Promise<void>;
+  /** A first read of the database's clock under way, which steps wait for. */
+  #clockReading: Promise<void> | undefined;
 
   constructor(
     private readonly shared: SharedSessionStore,
     private readonly settings: SessionSettings,
-    private readonly localNow: () => number = Date.now,
+    private readonly localNow: () => number = monotonicNow,
   ) {
     this.#timer = setInterval(() => void this.prune(), PRUNE_INTERVAL_MS);
     this.#timer.unref();
-    this.#clockSet = this.prune().then(() => {
-      this.#clockIsSet = true;
-    });
+    this.#started = this.prune();
   }
 
   /** At once when the replica's cache holds the session (store/postgres/session-cache.ts). */
   begin(agentName: string, sessionId: string): SessionStep | Promise<SessionStep | null> {
-    if (!this.#clockIsSet) return this.#clockSet.then(() => this.begin(agentName, sessionId));
+    if (!this.#clockIsSet) return this.#firstClock().then(() => this.begin(agentName, sessionId));
     const now = this.now();
     const expiredBefore = now - this.settings.sessionTtlMs;
     const begun = this.shared.beginSessionStep(agentName, sessionId, now, expiredBefore, this.settings.sessionMax);
@@ -68,6 +77,7 @@ export class SharedSessions implements SessionState {
   }
 
   async info(agentName: string, sessionId: string): Promise<SessionInfo | null> {
+    if (!this.#clockIsSet) await this.#firstClock();
     const s = await this.shared.readSession(agentName, sessionId, this.now() - this.settings.sessionTtlMs);
     return s === null ? null : infoOf(s, this.settings.sessionTtlMs);
   }
@@ -95,6 +105,15 @@ export class SharedSessions implements SessionState {
     const sent = this.localNow();
     const database = await this.shared.databaseTime();
     this.#offset = database - (sent + this.localNow()) / 2;
+    this.#clockIsSet = true;
+  }
+
+  /** After the prune at start, reads the clock if that prune could not (the database away); rejects while it cannot be. */
+  #firstClock(): Promise<void> {
+    this.#clockReading ??= this.#started.then(() => (this.#clockIsSet ? undefined : this.#setClock())).finally(() => {
+      this.#clockReading = undefined;
+    });
+    return this.#clockReading;
   }
 
   async close(): Promise<void> {

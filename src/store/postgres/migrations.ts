@@ -177,4 +177,10 @@ export const postgresMigrations: readonly Migration[] = [
     // the prune's FOR UPDATE waits for; steps lock the rows FOR NO KEY UPDATE, which does not.
     sql: `${SESSION_BEGIN_STEPS}${SESSION_PING}`,
   },
+  {
+    version: 18,
+    name: 'a batch of steps does not wait for a session created since it began',
+    // session_begin_steps creates its new sessions ON CONFLICT DO NOTHING (session-begin-steps.ts).
+    sql: SESSION_BEGIN_STEPS,
+  },
 ];

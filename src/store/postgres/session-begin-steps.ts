@@ -3,8 +3,9 @@
  * sessions (a session idle since p_expired starts a new epoch) and creates new ones when
  * session_count has room for all of them (p_max at most): a batch whose new sessions do
  * not fit, or finds session_count's row taken by another statement, creates none, and
- * those steps are begun one by one (BEGIN_STEP in sessions.ts), which fills the room left. Answers each session begun with its epoch and labels; a
- * session that got no row is not in the answer.
+ * those steps are begun one by one (BEGIN_STEP in sessions.ts), which fills the room left;
+ * so are the steps of a new session another statement created meanwhile. Answers each
+ * session begun with its epoch and labels; a session that got no row is not in the answer.
  *
  * A function rather than a statement sent as text, for its plan: PostgreSQL plans a
  * prepared statement anew on every call while it judges the parameters matter (about
@@ -44,10 +45,10 @@ export const SESSION_BEGIN_STEPS = `
       WHERE c.id = (SELECT k.id FROM session_count k WHERE k.id = 1 FOR UPDATE SKIP LOCKED)
         AND EXISTS (SELECT 1 FROM fresh) AND c.n + (SELECT count(*) FROM fresh) <= p_max RETURNING c.n
     ), up AS (
+      -- The sessions held above (their rows locked: nothing to wait for).
       INSERT INTO sessions AS s (agent_name, session_id, epoch, first_seen, last_seen, steps)
         SELECT i.agent_name, i.session_id, 0, p_now, p_now, i.steps FROM input i
-        WHERE EXISTS (SELECT 1 FROM slot)
-          OR NOT EXISTS (SELECT 1 FROM fresh f WHERE f.agent_name = i.agent_name AND f.session_id = i.session_id)
+        WHERE NOT EXISTS (SELECT 1 FROM fresh f WHERE f.agent_name = i.agent_name AND f.session_id = i.session_id)
         ORDER BY i.agent_name, i.session_id
       ON CONFLICT (agent_name, session_id) DO UPDATE SET
         epoch = CASE WHEN s.last_seen <= p_expired THEN s.epoch + 1 ELSE s.epoch END,
@@ -55,10 +56,26 @@ export const SESSION_BEGIN_STEPS = `
         steps = CASE WHEN s.last_seen <= p_expired THEN excluded.steps ELSE s.steps + excluded.steps END,
         last_seen = GREATEST(s.last_seen, p_now)
       RETURNING s.agent_name, s.session_id, s.epoch
+    ), created AS (
+      -- The new sessions, when they took their slot. One created by another statement since
+      -- this one began (unseen above) is left alone (DO NOTHING), not locked: this statement
+      -- holds its other sessions' rows, and a batch holding that session's row may be waiting
+      -- for one of them, a deadlock failing every step of one batch. Its steps are begun one
+      -- by one (BEGIN_STEP in sessions.ts), which finds it; its slot is one too many until
+      -- the next prune recounts.
+      INSERT INTO sessions AS s (agent_name, session_id, epoch, first_seen, last_seen, steps)
+        SELECT i.agent_name, i.session_id, 0, p_now, p_now, i.steps FROM input i
+        WHERE EXISTS (SELECT 1 FROM slot)
+          AND EXISTS (SELECT 1 FROM fresh f WHERE f.agent_name = i.agent_name AND f.session_id = i.session_id)
+        ORDER BY i.agent_name, i.session_id
+      ON CONFLICT (agent_name, session_id) DO NOTHING
+      RETURNING s.agent_name, s.session_id, s.epoch
+    ), began AS (
+      SELECT * FROM up UNION ALL SELECT * FROM created
     )
-    SELECT up.agent_name, up.session_id, up.epoch, coalesce((SELECT array_agg(l.label) FROM session_labels l
-      WHERE l.agent_name = up.agent_name AND l.session_id = up.session_id AND l.epoch = up.epoch), '{}')
-    FROM up;
+    SELECT b.agent_name, b.session_id, b.epoch, coalesce((SELECT array_agg(l.label) FROM session_labels l
+      WHERE l.agent_name = b.agent_name AND l.session_id = b.session_id AND l.epoch = b.epoch), '{}')
+    FROM began b;
   END
   $fn$;
 `;

@@ -127,10 +127,11 @@ export class SessionStepBatcher {
         for (const step of group.steps) step.resolve(begun);
         continue;
       }
-      // A new session the batch had no room for: one step at a time, as many as fit.
-      for (const step of group.steps) {
-        alone.push(this.beginOne(step.agentName, step.sessionId, step.now, step.expiredBefore, step.max).then(step.resolve, step.reject));
-      }
+      // A new session the batch had no room for: one step at a time, as many as fit. Its
+      // first step alone, then the others: begun at once, each saw no session yet and took
+      // a slot of its own (the count that many too high until the next prune recounts).
+      const [head, ...rest] = group.steps.map((step) => () => this.beginOne(step.agentName, step.sessionId, step.now, step.expiredBefore, step.max).then(step.resolve, step.reject));
+      alone.push(head!().then(() => Promise.all(rest.map((begin) => begin())).then(() => undefined)));
     }
     await Promise.all(alone);
   }

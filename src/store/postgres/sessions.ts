@@ -54,9 +54,14 @@ const BEGIN_STEP = `
  * deleted their orphans were left behind, and a session begun again under the id (a new
  * row, epoch 0) inherited them. Steps lock the row FOR NO KEY UPDATE, which neither waits
  * for a label statement nor makes one wait. A label already there of the same epoch
- * keeps its first adder; one of another epoch (left from an earlier one) is replaced,
- * in label order, the order in which the prune deletes such rows (or the two could each
- * hold a row the other waits for, and the step fail as a deadlock's victim). The
+ * keeps its first adder; one of an earlier epoch (left from it) is replaced, and one of a
+ * later epoch is left alone: the step's session moved on after its check (a step locking
+ * the row does not wait for that check), and the later epoch's label, answered to its
+ * step, would be moved to the dead epoch and lost. A label's epoch is never past its
+ * session's (labels are added under the check, and the prune deletes a session's labels
+ * with its row). Replaced in label order, the order in which the prune deletes such
+ * rows (or the two could each hold a row the other waits for, and the step fail as a
+ * deadlock's victim). The
  * session's drop goes to every replica's cache at the commit (session-cache.ts).
  */
 const ADD_LABELS = `
@@ -70,7 +75,7 @@ const ADD_LABELS = `
     ORDER BY u.label
   ON CONFLICT (agent_name, session_id, label) DO UPDATE SET epoch = excluded.epoch, control_id = excluded.control_id,
     control_name = excluded.control_name, stage = excluded.stage, step_name = excluded.step_name, added_at = excluded.added_at
-    WHERE session_labels.epoch <> excluded.epoch
+    WHERE session_labels.epoch < excluded.epoch
     RETURNING 1)
   SELECT pg_notify('${SESSION_CACHE_CHANNEL}', $10), (SELECT count(*) FROM added) AS added`;
 
