@@ -3,6 +3,7 @@
  * for one server (written through to the SQLite file), on PostgreSQL for replicas.
  */
 import type { Store } from '../store/types.js';
+import { monotonicNow } from './clock.js';
 import { MemorySessions } from './memory-sessions.js';
 import { SharedSessions } from './shared-sessions.js';
 import type { SessionSettings, SessionState } from './types.js';
@@ -20,5 +21,5 @@ export function createSessionState(
   const { sharing } = store;
   // Replicas keep the database's time on a monotonic clock (shared-sessions.ts) unless given one.
   if (sharing.mode === 'shared') return new SharedSessions(sharing.sessions, settings, now);
-  return new MemorySessions(settings, sharing.sessionRows, now ?? Date.now);
+  return new MemorySessions(settings, sharing.sessionRows, now ?? monotonicNow);
 }

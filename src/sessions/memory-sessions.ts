@@ -10,6 +10,7 @@
  */
 import type { SessionInfo } from '../model/index.js';
 import type { SessionRowStore, StoredSessionLabel } from '../store/types.js';
+import { monotonicNow } from './clock.js';
 import type { NewLabel, SessionSettings, SessionState, SessionStep } from './types.js';
 
 interface Entry {
@@ -49,7 +50,7 @@ export class MemorySessions implements SessionState {
   constructor(
     private readonly settings: SessionSettings,
     private readonly persistence: SessionRowStore | undefined,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number = monotonicNow,
     /**
      * `by-caller`: no timers; whoever made it calls writeTouched() and sweep(). For the
      * instruction counts (bench/sessions.ts), which charge the once-a-second write at the

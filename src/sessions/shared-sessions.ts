@@ -18,16 +18,12 @@
  */
 import type { SessionInfo } from '../model/index.js';
 import type { SharedSessionStore } from '../store/types.js';
+import { monotonicNow } from './clock.js';
 import { infoOf } from './memory-sessions.js';
 import type { NewLabel, SessionSettings, SessionState, SessionStep } from './types.js';
 
 const PRUNE_INTERVAL_MS = 10_000;
 const PRUNE_AT_BOUND_MS = 1000;
-
-/** Epoch ms on a monotonic clock (not stepped with the wall clock). */
-export function monotonicNow(): number {
-  return performance.timeOrigin + performance.now();
-}
 
 export class SharedSessions implements SessionState {
   readonly #timer: NodeJS.Timeout;

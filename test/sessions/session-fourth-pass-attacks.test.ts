@@ -5,8 +5,8 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { MemorySessions } from '../../src/sessions/index.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createSessionState, MemorySessions } from '../../src/sessions/index.js';
 import type { SessionRowStore } from '../../src/store/session-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 
@@ -53,6 +53,31 @@ describe('session attacks on one server: a session begun again whose new row cou
       await first.close();
       await second.close();
       await reopened.close();
+      await sqlite.close();
+    }
+  });
+});
+
+describe('session attacks on one server: the wall clock stepped', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it('a wall clock stepped a minute forward (NTP correcting a clock that ran behind) ages no session: the label stays', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'guard-sess-wall-')), 'guard.db');
+    const sqlite = new SqliteStore(path);
+    const wall = Date.now.bind(Date);
+    let stepped = 0;
+    vi.spyOn(Date, 'now').mockImplementation(() => wall() + stepped);
+    // Made as a server makes it, with the clock a server's sessions get.
+    const sessions = createSessionState(sqlite, settings);
+    try {
+      const step = (await sessions.begin('bot', 'victim'))!;
+      await sessions.add('bot', 'victim', step, mark('untrusted_content'), 'post', 'fetch_url');
+      stepped = settings.sessionTtlMs + 1000;
+      expect([...(await sessions.begin('bot', 'victim'))!.labels]).toEqual(['untrusted_content']);
+    } finally {
+      await sessions.close();
       await sqlite.close();
     }
   });
