@@ -49,12 +49,41 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('fifth-pass se
       // The count's row let go: the step alone (first in line) takes it, then meets 'a'.
       await countLocker.query('COMMIT');
       expect([await step, await prune, await batch]).toEqual(['ok', 'ok', 'ok']);
-      // One slot for each live session: 'a' (created outside a slot above, so one less than
-      // its rows would be if the step had kept the slot it took), and 'q' begun again.
+      // One slot for each live session ('a', counted by the prune, and 'q' begun again by the batch).
       const counted = await watcher.query<{ n: number; rows: number }>('SELECT n::int, (SELECT count(*)::int FROM sessions) AS rows FROM session_count');
-      expect(counted.rows).toEqual([{ n: 1, rows: 2 }]);
+      expect(counted.rows).toEqual([{ n: 2, rows: 2 }]);
     } finally {
       await Promise.all([countLocker, batcher, watcher].map((c) => c.end()));
+    }
+  });
+
+  it('a step alone whose new session another statement created meanwhile gives its slot back, counts the step on that session and reads its labels', async () => {
+    const store = await opener.open();
+    const shared = store.sharedSessions;
+    const url = schemaUrl(opener.lastSchema());
+    const client = () => new pg.Client({ connectionString: url });
+    const [countLocker, watcher] = [client(), client()];
+    await Promise.all([countLocker, watcher].map((c) => c.connect()));
+    const pidOf = async (c: pg.Client) => (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    try {
+      const lockerPid = await pidOf(countLocker);
+      await countLocker.query('BEGIN');
+      await countLocker.query('SELECT 1 FROM session_count WHERE id = 1 FOR UPDATE');
+      const step = Promise.resolve(shared.beginSessionStep('bot', 'a', 5000, 2000, 100));
+      await expect.poll(async () => (await watcher.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [lockerPid])).rows[0]!.n).toBe(1);
+      // Another replica's step, holding the count's row, creates 'a' (its slot taken) and adds a label to it.
+      await countLocker.query('UPDATE session_count SET n = n + 1 WHERE id = 1');
+      await countLocker.query("INSERT INTO sessions VALUES ('bot', 'a', 0, 5000, 5000, 1)");
+      await countLocker.query("INSERT INTO session_labels VALUES ('bot', 'a', 'untrusted', 0, 1, 'mark', 'post', 'fetch_url', 5000)");
+      await countLocker.query('COMMIT');
+      const began = (await step)!;
+      expect({ epoch: began.epoch, labels: [...began.labels] }).toEqual({ epoch: 0, labels: ['untrusted'] });
+      const counted = await watcher.query<{ n: number; rows: number; steps: number }>(
+        'SELECT n::int, (SELECT count(*)::int FROM sessions) AS rows, (SELECT steps::int FROM sessions) AS steps FROM session_count',
+      );
+      expect(counted.rows).toEqual([{ n: 1, rows: 1, steps: 2 }]);
+    } finally {
+      await Promise.all([countLocker, watcher].map((c) => c.end()));
     }
   });
 });

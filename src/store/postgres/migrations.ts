@@ -5,7 +5,7 @@
  */
 import type { Migration } from '../migrations.js';
 import { FIRST_MIGRATIONS } from './migrations-first.js';
-import { SESSION_BEGIN_STEPS } from './session-begin-steps.js';
+import { SESSION_BEGIN_STEP, SESSION_BEGIN_STEPS } from './session-begin-steps.js';
 import { SESSION_CACHERS, SESSION_PING } from './session-ping.js';
 
 export const postgresMigrations: readonly Migration[] = [
@@ -182,5 +182,13 @@ export const postgresMigrations: readonly Migration[] = [
     name: 'a batch of steps does not wait for a session created since it began',
     // session_begin_steps creates its new sessions ON CONFLICT DO NOTHING (session-begin-steps.ts).
     sql: SESSION_BEGIN_STEPS,
+  },
+  {
+    version: 19,
+    name: 'a step alone does not wait on a session row while it holds the count',
+    // A step alone is begun by session_begin_step, which gives its slot back when its new
+    // session was created meanwhile (session-begin-steps.ts), instead of waiting on that
+    // session's row while holding session_count's (a deadlock with a prune and a batch).
+    sql: SESSION_BEGIN_STEP,
   },
 ];

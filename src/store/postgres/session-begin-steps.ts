@@ -79,3 +79,60 @@ export const SESSION_BEGIN_STEPS = `
   END
   $fn$;
 `;
+
+/**
+ * The definition of `session_begin_step` (migration 19): one step alone (a step whose new
+ * session a batch had no room for, or found created meanwhile). An existing session counts
+ * the step under its row's lock, starting a new epoch when it was idle since p_expired; a
+ * new one takes a slot in session_count (refused at p_max: no row comes back) and is
+ * created. It never waits on a session's row while it holds the count's row: a prune holds
+ * the expired rows it deletes and waits for the count's row, and a batch holding this
+ * session's row may be waiting on one of those, a deadlock failing one of the three. So
+ * the slot is taken and the session created ON CONFLICT DO NOTHING in a subtransaction;
+ * when the session was created by another statement since this one looked (a step of it
+ * on another replica), that subtransaction is rolled back, giving back the slot and the
+ * count's row, and the step counts the session's row as an existing one's. Waiting for an
+ * uncommitted insert of the session is no such wait: whoever creates a session holds the
+ * count's row until it commits, so this function cannot hold that row then.
+ */
+export const SESSION_BEGIN_STEP = `
+  CREATE OR REPLACE FUNCTION session_begin_step(
+    p_agent TEXT, p_id TEXT, p_now DOUBLE PRECISION, p_expired DOUBLE PRECISION, p_max BIGINT)
+  RETURNS TABLE (began_epoch INTEGER, began_labels TEXT[])
+  LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
+  DECLARE
+    v_epoch INTEGER;
+  BEGIN
+    -- Local to this transaction: see store/postgres/session-steps.ts.
+    PERFORM set_config('synchronous_commit', 'off', true);
+    LOOP
+      -- Each statement reads anew: a session created since the last turn is found here.
+      UPDATE sessions s SET
+        epoch = CASE WHEN s.last_seen <= p_expired THEN s.epoch + 1 ELSE s.epoch END,
+        first_seen = CASE WHEN s.last_seen <= p_expired THEN p_now ELSE s.first_seen END,
+        steps = CASE WHEN s.last_seen <= p_expired THEN 1 ELSE s.steps + 1 END,
+        last_seen = GREATEST(s.last_seen, p_now)
+      WHERE s.agent_name = p_agent AND s.session_id = p_id
+      RETURNING s.epoch INTO v_epoch;
+      EXIT WHEN FOUND;
+      BEGIN
+        UPDATE session_count SET n = n + 1 WHERE id = 1 AND n < p_max;
+        IF NOT FOUND THEN
+          RETURN;
+        END IF;
+        INSERT INTO sessions AS s (agent_name, session_id, epoch, first_seen, last_seen, steps)
+          VALUES (p_agent, p_id, 0, p_now, p_now, 1)
+        ON CONFLICT (agent_name, session_id) DO NOTHING
+        RETURNING s.epoch INTO v_epoch;
+        EXIT WHEN FOUND;
+        -- Created by another statement since the UPDATE above: the slot is given back.
+        RAISE EXCEPTION USING ERRCODE = 'unique_violation';
+      EXCEPTION WHEN unique_violation THEN
+        NULL;
+      END;
+    END LOOP;
+    RETURN QUERY SELECT v_epoch, coalesce((SELECT array_agg(l.label) FROM session_labels l
+      WHERE l.agent_name = p_agent AND l.session_id = p_id AND l.epoch = v_epoch), '{}');
+  END
+  $fn$;
+`;

@@ -17,32 +17,13 @@ import { SessionStepBatcher } from './session-steps.js';
 
 /**
  * One step alone (steps are begun in batches, session-steps.ts BEGIN_STEPS; a step whose
- * new session a batch had no room for comes here): a new session takes a slot in
- * session_count (refused at `max`: no row comes back); an existing one counts the step,
- * and starts a new epoch when it was idle past its TTL. Two steps starting the same new
- * session at once may both take a slot: the count is one high until the next prune
- * recounts it. Committed without waiting for the WAL flush, as a batch is.
+ * new session a batch had no room for comes here), by session_begin_step
+ * (session-begin-steps.ts): a new session takes a slot in session_count (refused at `max`:
+ * no row comes back); an existing one counts the step, and starts a new epoch when it was
+ * idle past its TTL. A step that finds its new session created by another statement
+ * meanwhile gives its slot back. Committed without waiting for the WAL flush, as a batch is.
  */
-const BEGIN_STEP = `
-  WITH async_commit AS (
-    SELECT set_config('synchronous_commit', 'off', true)
-  ), prev AS (
-    SELECT 1 FROM sessions WHERE agent_name = $1 AND session_id = $2 FOR NO KEY UPDATE
-  ), slot AS (
-    UPDATE session_count SET n = n + 1 WHERE id = 1 AND NOT EXISTS (SELECT 1 FROM prev) AND n < $5 RETURNING n
-  ), up AS (
-    INSERT INTO sessions AS s (agent_name, session_id, epoch, first_seen, last_seen, steps)
-      SELECT $1, $2, 0, $3, $3, 1 WHERE EXISTS (SELECT 1 FROM prev) OR EXISTS (SELECT 1 FROM slot)
-    ON CONFLICT (agent_name, session_id) DO UPDATE SET
-      epoch = CASE WHEN s.last_seen <= $4 THEN s.epoch + 1 ELSE s.epoch END,
-      first_seen = CASE WHEN s.last_seen <= $4 THEN $3 ELSE s.first_seen END,
-      steps = CASE WHEN s.last_seen <= $4 THEN 1 ELSE s.steps + 1 END,
-      last_seen = GREATEST(s.last_seen, $3)
-    RETURNING s.epoch
-  )
-  SELECT up.epoch, coalesce((SELECT array_agg(l.label) FROM session_labels l
-    WHERE l.agent_name = $1 AND l.session_id = $2 AND l.epoch = up.epoch), '{}') AS labels
-  FROM up, async_commit`;
+const BEGIN_STEP = 'SELECT began_epoch AS epoch, began_labels AS labels FROM session_begin_step($1, $2, $3, $4, $5)';
 
 /**
  * Only a step of the session's current epoch adds labels: one that outlived its session
@@ -123,7 +104,7 @@ export class PostgresSessions implements SharedSessionStore {
 
   /** One step alone: takes a slot for a new session when there is room for one. */
   async #beginAlone(agentName: string, sessionId: string, now: number, expiredBefore: number, max: number): Promise<SharedSessionStep | null> {
-    const rows = await this.database.prepared<{ epoch: number; labels: string[] }>('guard_session_begin_step', BEGIN_STEP, [agentName, sessionId, now, expiredBefore, max]);
+    const rows = await this.database.prepared<{ epoch: number; labels: string[] }>('guard_session_begin_step_fn', BEGIN_STEP, [agentName, sessionId, now, expiredBefore, max]);
     const row = rows[0];
     return row === undefined ? null : { epoch: row.epoch, labels: new Set(row.labels) };
   }
