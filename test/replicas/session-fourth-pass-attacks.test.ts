@@ -166,7 +166,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('fourth-pass s
       await first;
       // The steps of 'x' alone, waiting for the count's row: the first, then each begun with it
       // (the wait ends when all 8 wait, or after a second when fewer came: they wait for the first).
-      const waiting = async () => (await watcher.query<{ n: number }>(lockWaits('%UPDATE session_count SET n = n + 1%'))).rows[0]!.n;
+      const waiting = async () => (await watcher.query<{ n: number }>(lockWaits('%session_begin_step(%'))).rows[0]!.n;
       await expect.poll(waiting).toBeGreaterThan(0);
       for (let i = 0; i < 50 && (await waiting()) < 8; i++) await new Promise((r) => setTimeout(r, 20));
       await countLocker.query('COMMIT');
