@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { afterAll } from 'vitest';
+import { afterAll, expect } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 
 /**
@@ -139,4 +139,48 @@ export function storeOpener(prefix: string, unreachable: string | null): {
  */
 export function lockWaits(query: string): { text: string; values: string[] } {
   return { text: "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1", values: [query] };
+}
+
+type Clients<N extends number, T extends pg.Client[] = []> = T['length'] extends N ? T : Clients<N, [...T, pg.Client]>;
+
+/** `count` clients on `url`, connected: each its own backend, so each can hold a transaction open. */
+export async function connectedClients<N extends number>(url: string, count: N): Promise<Clients<N>> {
+  const clients = Array.from({ length: count }, () => new pg.Client({ connectionString: url }));
+  await Promise.all(clients.map((c) => c.connect()));
+  return clients as Clients<N>;
+}
+
+/** The server process behind a client: what pg_blocking_pids names. */
+export async function backendPid(client: pg.Client): Promise<number> {
+  return (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+}
+
+/** Whether backend `pid` waits for a lock backend `by` holds, read on `watcher` (outside a transaction). */
+export async function isBlockedBy(watcher: pg.Client, pid: number, by: number): Promise<boolean> {
+  return (await watcher.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1 AND $2 = ANY(pg_blocking_pids(pid))', [pid, by])).rows[0]!.n === 1;
+}
+
+/**
+ * Batches of one step per id of agent `bot`, begun with session_begin_steps (now 1000,
+ * nothing expired, bound 100) on a client of their own, each answering 'ok' or its error;
+ * `blockedOrDone` waits until the batch waits for `by`, or (once it waits for nothing there) has finished.
+ */
+export function stepBatches(watcher: pg.Client): {
+  batch: (client: pg.Client, ids: string[]) => Promise<string>;
+  blockedOrDone: (client: pg.Client, pid: number, by: number) => Promise<void>;
+} {
+  const done = new Set<pg.Client>();
+  return {
+    batch: (client, ids) =>
+      client
+        .query('SELECT * FROM session_begin_steps($1, $2, $3, 1000, 0, 100)', [ids.map(() => 'bot'), ids, ids.map(() => 1)])
+        .then(
+          () => 'ok',
+          (e: Error) => e.message,
+        )
+        .finally(() => done.add(client)),
+    blockedOrDone: async (client, pid, by) => {
+      await expect.poll(async () => done.has(client) || (await isBlockedBy(watcher, pid, by))).toBe(true);
+    },
+  };
 }

@@ -2,9 +2,8 @@
  * Attacks on sessions shared by replicas on PostgreSQL (issue #37, fifth pass): a step alone
  * (BEGIN_STEP) meeting a session created after it began, while a prune and a batch wait.
  */
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { lockWaits, pgRequired, pgSuiteTitle, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
+import { backendPid, connectedClients, lockWaits, pgRequired, pgSuiteTitle, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
 
 const unreachable = await pgUnreachable();
 const opener = storeOpener('guard_fifth', unreachable);
@@ -20,10 +19,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('fifth-pass se
     const schema = opener.lastSchema();
     const pruner = await opener.open(schema);
     const url = schemaUrl(schema);
-    const client = () => new pg.Client({ connectionString: url });
-    const [countLocker, batcher, watcher] = [client(), client(), client()];
-    await Promise.all([countLocker, batcher, watcher].map((c) => c.connect()));
-    const pidOf = async (c: pg.Client) => (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    const [countLocker, batcher, watcher] = await connectedClients(url, 3);
     const blockedBy = async (pid: number) =>
       (await watcher.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid])).rows[0]!.n;
     const blocked = async (pid: number) =>
@@ -31,7 +27,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('fifth-pass se
     try {
       // Session 'q' exists, idle since 1000: expired for a prune of sessions idle since 2000.
       await store.sharedSessions.beginSessionStep('bot', 'q', 1000, 0, 100);
-      const [lockerPid, batcherPid] = await Promise.all([pidOf(countLocker), pidOf(batcher)]);
+      const [lockerPid, batcherPid] = await Promise.all([backendPid(countLocker), backendPid(batcher)]);
       // Another statement holds the count's row: a step of new session 'a' finds no room in
       // its batch (SKIP LOCKED) and goes alone, waiting for the count's row.
       await countLocker.query('BEGIN');
@@ -61,12 +57,9 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('fifth-pass se
     const store = await opener.open();
     const shared = store.sharedSessions;
     const url = schemaUrl(opener.lastSchema());
-    const client = () => new pg.Client({ connectionString: url });
-    const [countLocker, watcher] = [client(), client()];
-    await Promise.all([countLocker, watcher].map((c) => c.connect()));
-    const pidOf = async (c: pg.Client) => (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    const [countLocker, watcher] = await connectedClients(url, 2);
     try {
-      const lockerPid = await pidOf(countLocker);
+      const lockerPid = await backendPid(countLocker);
       await countLocker.query('BEGIN');
       await countLocker.query('SELECT 1 FROM session_count WHERE id = 1 FOR UPDATE');
       const step = Promise.resolve(shared.beginSessionStep('bot', 'a', 5000, 2000, 100));

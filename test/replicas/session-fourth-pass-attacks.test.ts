@@ -7,7 +7,7 @@ import pg from 'pg';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createSessionState, SharedSessions } from '../../src/sessions/index.js';
 import { PostgresStore } from '../../src/store/postgres/index.js';
-import { lockWaits, pgRequired, pgSuiteTitle, pgTarget, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
+import { backendPid, connectedClients, lockWaits, pgRequired, pgSuiteTitle, pgTarget, pgUnreachable, schemaUrl, stepBatches, storeOpener } from './pg.js';
 import { startTcpProxy } from './tcp-proxy.js';
 
 const unreachable = await pgUnreachable();
@@ -102,27 +102,13 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('fourth-pass s
 
   it('a batch that finds the count\'s row free after waiting on a row, and meets a session created meanwhile, fails neither it nor another batch', async () => {
     await opener.open();
-    const url = schemaUrl(opener.lastSchema());
-    const client = () => new pg.Client({ connectionString: url });
-    const [sql, first, second, creator, holder, watcher] = [client(), client(), client(), client(), client(), client()];
-    await Promise.all([sql, first, second, creator, holder, watcher].map((c) => c.connect()));
-    const pidOf = async (c: pg.Client) => (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-    const blockedBy = async (pid: number, by: number) =>
-      (await watcher.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1 AND $2 = ANY(pg_blocking_pids(pid))', [pid, by])).rows[0]!.n === 1;
-    const done = new Set<pg.Client>();
-    const batch = (c: pg.Client, ids: string[]) =>
-      c
-        .query('SELECT * FROM session_begin_steps($1, $2, $3, 1000, 0, 100)', [ids.map(() => 'bot'), ids, ids.map(() => 1)])
-        .then(
-          () => 'ok',
-          (e: Error) => e.message,
-        )
-        .finally(() => done.add(c));
-    const blockedOrDone = (c: pg.Client, pid: number, by: number) => expect.poll(async () => done.has(c) || (await blockedBy(pid, by))).toBe(true);
+    const [sql, first, second, creator, holder, watcher] = await connectedClients(schemaUrl(opener.lastSchema()), 6);
+    // Each wait below is for the statement to block there, or (as it does once it waits for nothing there) to finish.
+    const { batch, blockedOrDone } = stepBatches(watcher);
     try {
       // Sessions 'm' and 'z' exist; another statement is creating 'a' (its slot taken).
       await sql.query('SELECT * FROM session_begin_steps($1, $2, $3, 1000, 0, 100)', [['bot', 'bot'], ['m', 'z'], [1, 1]]);
-      const [firstPid, secondPid, holderPid] = await Promise.all([pidOf(first), pidOf(second), pidOf(holder)]);
+      const [firstPid, secondPid, holderPid] = await Promise.all([backendPid(first), backendPid(second), backendPid(holder)]);
       await creator.query('BEGIN');
       await creator.query('UPDATE session_count SET n = n + 1 WHERE id = 1');
       await creator.query("INSERT INTO sessions VALUES ('bot', 'a', 0, 1000, 1000, 1)");

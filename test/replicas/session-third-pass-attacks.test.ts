@@ -5,7 +5,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { SharedSessions } from '../../src/sessions/index.js';
-import { lockWaits, pgRequired, pgSuiteTitle, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
+import { backendPid, connectedClients, lockWaits, pgRequired, pgSuiteTitle, pgUnreachable, schemaUrl, stepBatches, storeOpener } from './pg.js';
 
 const unreachable = await pgUnreachable();
 const opener = storeOpener('guard_third', unreachable);
@@ -156,25 +156,10 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('third-pass se
 
   it('two batches of steps meeting on a session one of them saw created only after it began fail neither', async () => {
     await opener.open();
-    const url = schemaUrl(opener.lastSchema());
-    const client = () => new pg.Client({ connectionString: url });
-    const [first, second, creator, holder, watcher] = [client(), client(), client(), client(), client()];
-    await Promise.all([first, second, creator, holder, watcher].map((c) => c.connect()));
-    const pidOf = async (c: pg.Client) => (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-    const [firstPid, secondPid, holderPid] = await Promise.all([pidOf(first), pidOf(second), pidOf(holder)]);
-    const blockedBy = async (pid: number, by: number) =>
-      (await watcher.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1 AND $2 = ANY(pg_blocking_pids(pid))', [pid, by])).rows[0]!.n === 1;
-    const done = new Set<pg.Client>();
-    const batch = (c: pg.Client, ids: string[]) =>
-      c
-        .query('SELECT * FROM session_begin_steps($1, $2, $3, 1000, 0, 100)', [ids.map(() => 'bot'), ids, ids.map(() => 1)])
-        .then(
-          () => 'ok',
-          (e: Error) => e.message,
-        )
-        .finally(() => done.add(c));
+    const [first, second, creator, holder, watcher] = await connectedClients(schemaUrl(opener.lastSchema()), 5);
+    const [firstPid, secondPid, holderPid] = await Promise.all([backendPid(first), backendPid(second), backendPid(holder)]);
     // Each wait below is for the statement to block there, or (as it does once it waits for nothing there) to finish.
-    const blockedOrDone = (c: pg.Client, pid: number, by: number) => expect.poll(async () => done.has(c) || (await blockedBy(pid, by))).toBe(true);
+    const { batch, blockedOrDone } = stepBatches(watcher);
     try {
       // Another batch is creating session 'x' (its slot taken: it holds the count's row).
       await creator.query('BEGIN');
@@ -183,7 +168,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('third-pass se
       // The second replica's batch of 'g' and 'x': both new to it; it waits for the count's row.
       await holder.query('BEGIN');
       await holder.query("INSERT INTO sessions VALUES ('bot', 'g', 0, 1000, 1000, 1)");
-      const creatorPid = await pidOf(creator);
+      const creatorPid = await backendPid(creator);
       const secondDone = batch(second, ['g', 'x']);
       await blockedOrDone(second, secondPid, creatorPid);
       // 'x' committed: the second takes the count's row, then waits on 'g' (held by another insert).

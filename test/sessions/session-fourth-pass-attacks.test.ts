@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createSessionState, MemorySessions } from '../../src/sessions/index.js';
-import type { SessionRowStore } from '../../src/store/session-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { busySaves } from './row-stores.js';
 
 const mark = (label: string) => [{ label, control_id: 7, control_name: `mark-${label}` }];
 const settings = { sessionTtlMs: 60_000, sessionMax: 2 };
@@ -18,30 +18,19 @@ describe('session attacks on one server: a session begun again whose new row cou
     const path = join(mkdtempSync(join(tmpdir(), 'guard-sess-fourth-')), 'guard.db');
     let now = 10_000;
     const sqlite = new SqliteStore(path);
-    const rows = sqlite.sessionRows;
-    let busy = false;
-    const flaky: SessionRowStore = {
-      loadSessions: (after) => rows.loadSessions(after),
-      saveSession: (s, fresh) => {
-        if (busy) throw new Error('SQLITE_BUSY');
-        rows.saveSession(s, fresh);
-      },
-      touchSessions: (s) => rows.touchSessions(s),
-      saveSessionLabels: (a, s, l) => rows.saveSessionLabels(a, s, l),
-      deleteExpiredSessions: (before) => rows.deleteExpiredSessions(before),
-    };
+    const { store: flaky, state } = busySaves(sqlite.sessionRows, false);
     const first = new MemorySessions(settings, flaky, () => now, 'by-caller');
     // 'ci' passed its tests; idle past its TTL, the id is begun again and its new row fails, twice.
     first.add('bot', 'ci', first.begin('bot', 'ci')!, mark('tests_passed'), 'post', 'run_tests');
     now += settings.sessionTtlMs;
-    busy = true;
+    state.busy = true;
     expect(() => first.begin('bot', 'ci')).toThrow('SQLITE_BUSY');
     expect(() => first.begin('bot', 'other')).toThrow('SQLITE_BUSY');
     expect(first.size).toBe(0);
     // Killed now: the file still holds the old row; another process opens it.
     const reopened = new SqliteStore(path);
     const second = new MemorySessions(settings, reopened.sessionRows, () => now + 1, 'by-caller');
-    busy = false;
+    state.busy = false;
     try {
       expect([...second.begin('bot', 'ci')!.labels]).toEqual([]);
       // The first server, its file back: the id is a new session, and the bound has room for two.

@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MemorySessions } from '../../src/sessions/index.js';
-import type { SessionRowStore } from '../../src/store/session-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { busySaves } from './row-stores.js';
 
 const mark = (label: string) => [{ label, control_id: 7, control_name: `mark-${label}` }];
 const settings = { sessionTtlMs: 60_000, sessionMax: 10 };
@@ -18,22 +18,11 @@ describe('session attacks on one server: a new session whose row could not be wr
     const path = join(mkdtempSync(join(tmpdir(), 'guard-sess-third-')), 'guard.db');
     const now = 10_000;
     const sqlite = new SqliteStore(path);
-    const rows = sqlite.sessionRows;
-    let busy = true;
-    const flaky: SessionRowStore = {
-      loadSessions: (after) => rows.loadSessions(after),
-      saveSession: (s, fresh) => {
-        if (busy) throw new Error('SQLITE_BUSY');
-        rows.saveSession(s, fresh);
-      },
-      touchSessions: (s) => rows.touchSessions(s),
-      saveSessionLabels: (a, s, l) => rows.saveSessionLabels(a, s, l),
-      deleteExpiredSessions: (before) => rows.deleteExpiredSessions(before),
-    };
+    const { store: flaky, state } = busySaves(sqlite.sessionRows, true);
     const first = new MemorySessions(settings, flaky, () => now, 'by-caller');
     // The session's first step fails (a 5xx): its row could not be written.
     expect(() => first.begin('bot', 'victim')).toThrow('SQLITE_BUSY');
-    busy = false;
+    state.busy = false;
     // The client retries; the step adds a label, written at once and answered.
     first.add('bot', 'victim', first.begin('bot', 'victim')!, mark('untrusted'), 'post', 'fetch_url');
     expect([...first.begin('bot', 'victim')!.labels]).toEqual(['untrusted']);
