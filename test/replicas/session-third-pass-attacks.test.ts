@@ -2,7 +2,6 @@
  * Attacks on sessions shared by replicas on PostgreSQL (issue #37, third pass): replica
  * clocks that differ, and a label statement racing the prune.
  */
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { SharedSessions } from '../../src/sessions/index.js';
 import { backendPid, connectedClients, lockWaits, pgRequired, pgSuiteTitle, pgUnreachable, schemaUrl, stepBatches, storeOpener } from './pg.js';
@@ -40,9 +39,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('third-pass se
     // A session whose step (tests passed) is still being judged past its TTL of 1000.
     const slow = (await shared.beginSessionStep('bot', 'ci', 1000, 0, 10))!;
     expect(slow.epoch).toBe(0);
-    const locker = new pg.Client({ connectionString: schemaUrl(opener.lastSchema()) });
-    const watcher = new pg.Client({ connectionString: schemaUrl(opener.lastSchema()) });
-    await Promise.all([locker.connect(), watcher.connect()]);
+    const [locker, watcher] = await connectedClients(schemaUrl(opener.lastSchema()), 2);
     try {
       // Holds the label statement after its check that the session exists, before its insert.
       await locker.query('BEGIN');
@@ -88,10 +85,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('third-pass se
   it('a step adding labels left from its session\'s earlier epoch while the prune deletes them fails neither', async () => {
     const store = await opener.open();
     const shared = store.sharedSessions;
-    const sql = new pg.Client({ connectionString: schemaUrl(opener.lastSchema()) });
-    const locker = new pg.Client({ connectionString: schemaUrl(opener.lastSchema()) });
-    const watcher = new pg.Client({ connectionString: schemaUrl(opener.lastSchema()) });
-    await Promise.all([sql.connect(), locker.connect(), watcher.connect()]);
+    const [sql, locker, watcher] = await connectedClients(schemaUrl(opener.lastSchema()), 3);
     try {
       // The session 's' had labels a and b in epoch 0; idle past its TTL, a step began epoch 1.
       await shared.beginSessionStep('bot', 's', 1000, 0, 10);
@@ -127,10 +121,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('third-pass se
   it("the prune does not delete a label a step moved to its session's live epoch while the prune ran", async () => {
     const store = await opener.open();
     const shared = store.sharedSessions;
-    const sql = new pg.Client({ connectionString: schemaUrl(opener.lastSchema()) });
-    const locker = new pg.Client({ connectionString: schemaUrl(opener.lastSchema()) });
-    const watcher = new pg.Client({ connectionString: schemaUrl(opener.lastSchema()) });
-    await Promise.all([sql.connect(), locker.connect(), watcher.connect()]);
+    const [sql, locker, watcher] = await connectedClients(schemaUrl(opener.lastSchema()), 3);
     try {
       // An orphan label of a dead session, first in the table: the prune deletes it first.
       await sql.query("INSERT INTO session_labels VALUES ('bot', 'dead', 'x', 0, 1, 'mark', 'post', 'x', 0)");
