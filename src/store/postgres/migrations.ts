@@ -191,4 +191,11 @@ export const postgresMigrations: readonly Migration[] = [
     // session's row while holding session_count's (a deadlock with a prune and a batch).
     sql: SESSION_BEGIN_STEP,
   },
+  {
+    version: 20,
+    name: 'a step alone does not wait for a prune deleting its session while it holds the count',
+    // session_begin_step locks a session created meanwhile FOR KEY SHARE NOWAIT before its
+    // insert, and gives its slot back when a prune holds it (session-begin-steps.ts).
+    sql: SESSION_BEGIN_STEP,
+  },
 ];

@@ -93,7 +93,13 @@ export const SESSION_BEGIN_STEPS = `
  * on another replica), that subtransaction is rolled back, giving back the slot and the
  * count's row, and the step counts the session's row as an existing one's. Waiting for an
  * uncommitted insert of the session is no such wait: whoever creates a session holds the
- * count's row until it commits, so this function cannot hold that row then.
+ * count's row until it commits, so this function cannot hold that row then. Waiting for a
+ * prune deleting the session is one (the prune waits for the count's row next): a session
+ * created meanwhile may be idle past the prune's limit at once (its step's time read
+ * before it waited), so the row is first locked FOR KEY SHARE NOWAIT, which a prune's
+ * FOR UPDATE refuses and a step's FOR NO KEY UPDATE does not; refused, the slot is given
+ * back as well, and the UPDATE waits for the prune holding nothing (migration 20; before,
+ * the insert waited for the prune and one of the two failed as a deadlock's victim).
  */
 export const SESSION_BEGIN_STEP = `
   CREATE OR REPLACE FUNCTION session_begin_step(
@@ -120,14 +126,20 @@ export const SESSION_BEGIN_STEP = `
         IF NOT FOUND THEN
           RETURN;
         END IF;
-        INSERT INTO sessions AS s (agent_name, session_id, epoch, first_seen, last_seen, steps)
-          VALUES (p_agent, p_id, 0, p_now, p_now, 1)
-        ON CONFLICT (agent_name, session_id) DO NOTHING
-        RETURNING s.epoch INTO v_epoch;
-        EXIT WHEN FOUND;
-        -- Created by another statement since the UPDATE above: the slot is given back.
+        -- Created by another statement since the UPDATE above, and perhaps being deleted by a
+        -- prune that waits for the count's row (NOWAIT: the prune holds it FOR UPDATE).
+        PERFORM 1 FROM sessions s WHERE s.agent_name = p_agent AND s.session_id = p_id FOR KEY SHARE NOWAIT;
+        IF NOT FOUND THEN
+          INSERT INTO sessions AS s (agent_name, session_id, epoch, first_seen, last_seen, steps)
+            VALUES (p_agent, p_id, 0, p_now, p_now, 1)
+          ON CONFLICT (agent_name, session_id) DO NOTHING
+          RETURNING s.epoch INTO v_epoch;
+          EXIT WHEN FOUND;
+        END IF;
+        -- The slot is given back, and the UPDATE above finds the session, or waits for the
+        -- prune (holding nothing) and finds it gone.
         RAISE EXCEPTION USING ERRCODE = 'unique_violation';
-      EXCEPTION WHEN unique_violation THEN
+      EXCEPTION WHEN unique_violation OR lock_not_available THEN
         NULL;
       END;
     END LOOP;
