@@ -193,9 +193,10 @@ export const postgresMigrations: readonly Migration[] = [
   },
   {
     version: 20,
-    name: 'a step alone does not wait for a prune deleting its session while it holds the count',
-    // session_begin_step locks a session created meanwhile FOR KEY SHARE NOWAIT before its
-    // insert, and gives its slot back when a prune holds it (session-begin-steps.ts).
-    sql: SESSION_BEGIN_STEP,
+    name: 'steps do not wait for a prune deleting a new session while they hold the count',
+    // session_begin_steps and session_begin_step lock a session created meanwhile FOR KEY
+    // SHARE NOWAIT before their insert, and give their slots back when it is there or a
+    // prune holds it (session-begin-steps.ts).
+    sql: `${SESSION_BEGIN_STEPS}${SESSION_BEGIN_STEP}`,
   },
 ];
