@@ -191,4 +191,12 @@ export const postgresMigrations: readonly Migration[] = [
     // session's row while holding session_count's (a deadlock with a prune and a batch).
     sql: SESSION_BEGIN_STEP,
   },
+  {
+    version: 20,
+    name: 'steps do not wait for a prune deleting a new session while they hold the count',
+    // session_begin_steps and session_begin_step lock a session created meanwhile FOR KEY
+    // SHARE NOWAIT before their insert, and give their slots back when it is there or a
+    // prune holds it (session-begin-steps.ts).
+    sql: `${SESSION_BEGIN_STEPS}${SESSION_BEGIN_STEP}`,
+  },
 ];

@@ -4,8 +4,17 @@
  * session_count has room for all of them (p_max at most): a batch whose new sessions do
  * not fit, or finds session_count's row taken by another statement, creates none, and
  * those steps are begun one by one (BEGIN_STEP in sessions.ts), which fills the room left;
- * so are the steps of a new session another statement created meanwhile. Answers each
- * session begun with its epoch and labels; a session that got no row is not in the answer.
+ * so are the steps of new sessions one of which another statement created meanwhile or a
+ * prune is deleting, their slots given back. Answers each session begun with its epoch and
+ * labels; a session that got no row is not in the answer.
+ *
+ * Three statements since migration 20, each reading anew: the existing sessions' rows are
+ * locked in key order, then counted and their labels read (after every label committed
+ * while the rows were waited for), then the new sessions take their slots and are created
+ * in a subtransaction. Created by one statement, a new session unseen when it began but
+ * created and then deleted by a prune meanwhile was inserted while the batch held the
+ * count's row, waiting for the prune, which waits for that row next: a deadlock failing
+ * every step of the batch.
  *
  * A function rather than a statement sent as text, for its plan: PostgreSQL plans a
  * prepared statement anew on every call while it judges the parameters matter (about
@@ -19,63 +28,79 @@ export const SESSION_BEGIN_STEPS = `
     p_agents TEXT[], p_ids TEXT[], p_steps BIGINT[], p_now DOUBLE PRECISION, p_expired DOUBLE PRECISION, p_max BIGINT)
   RETURNS TABLE (began_agent TEXT, began_session TEXT, began_epoch INTEGER, began_labels TEXT[])
   LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
+  DECLARE
+    v_agents TEXT[];
+    v_ids TEXT[];
+    v_steps BIGINT[];
   BEGIN
     -- Local to this transaction: see store/postgres/session-steps.ts.
     PERFORM set_config('synchronous_commit', 'off', true);
+    -- Locked, in key order: a row a prune is deleting is waited for and, once the prune
+    -- commits, is not here, so its session is new again and takes a slot (read without the
+    -- lock, it was counted as existing and inserted anew without one). NO KEY UPDATE: a
+    -- label statement holding the row (FOR KEY SHARE, sessions.ts ADD_LABELS) is not waited for.
+    SELECT array_agg(h.agent_name), array_agg(h.session_id) INTO v_agents, v_ids FROM (
+      SELECT s.agent_name, s.session_id FROM sessions s JOIN unnest(p_agents, p_ids) AS u(agent_name, session_id)
+        ON s.agent_name = u.agent_name AND s.session_id = u.session_id
+      ORDER BY s.agent_name, s.session_id FOR NO KEY UPDATE OF s) h;
+    -- The sessions held above (their rows locked: nothing to wait for).
     RETURN QUERY
-    WITH input AS (
-      SELECT u.agent_name, u.session_id, u.steps FROM unnest(p_agents, p_ids, p_steps) AS u(agent_name, session_id, steps)
-    ), held AS (
-      -- Locked, in key order: a row a prune is deleting is waited for and, once the prune
-      -- commits, is not here, so its session is new again and takes a slot (read without the
-      -- lock, it was counted as existing and inserted anew without one). NO KEY UPDATE: a
-      -- label statement holding the row (FOR KEY SHARE, sessions.ts ADD_LABELS) is not waited for.
-      SELECT s.agent_name, s.session_id FROM sessions s JOIN input i ON s.agent_name = i.agent_name AND s.session_id = i.session_id
-      ORDER BY s.agent_name, s.session_id FOR NO KEY UPDATE OF s
-    ), fresh AS (
-      SELECT i.agent_name, i.session_id FROM input i
-      WHERE NOT EXISTS (SELECT 1 FROM held h WHERE h.agent_name = i.agent_name AND h.session_id = i.session_id)
-    ), slot AS (
+    WITH up AS (
+      UPDATE sessions s SET
+        epoch = CASE WHEN s.last_seen <= p_expired THEN s.epoch + 1 ELSE s.epoch END,
+        first_seen = CASE WHEN s.last_seen <= p_expired THEN p_now ELSE s.first_seen END,
+        steps = CASE WHEN s.last_seen <= p_expired THEN i.steps ELSE s.steps + i.steps END,
+        last_seen = GREATEST(s.last_seen, p_now)
+      FROM unnest(p_agents, p_ids, p_steps) AS i(agent_name, session_id, steps)
+      WHERE s.agent_name = i.agent_name AND s.session_id = i.session_id
+        AND EXISTS (SELECT 1 FROM unnest(v_agents, v_ids) AS h(agent_name, session_id) WHERE h.agent_name = i.agent_name AND h.session_id = i.session_id)
+      RETURNING s.agent_name, s.session_id, s.epoch
+    )
+    SELECT b.agent_name, b.session_id, b.epoch, coalesce((SELECT array_agg(l.label) FROM session_labels l
+      WHERE l.agent_name = b.agent_name AND l.session_id = b.session_id AND l.epoch = b.epoch), '{}')
+    FROM up b;
+    -- The new sessions: the steps' sessions with no row held above.
+    SELECT array_agg(u.agent_name), array_agg(u.session_id), array_agg(u.steps)
+      INTO v_agents, v_ids, v_steps
+      FROM unnest(p_agents, p_ids, p_steps) AS u(agent_name, session_id, steps)
+      WHERE NOT EXISTS (SELECT 1 FROM unnest(v_agents, v_ids) AS h(agent_name, session_id) WHERE h.agent_name = u.agent_name AND h.session_id = u.session_id);
+    IF v_agents IS NULL THEN
+      RETURN;
+    END IF;
+    BEGIN
       -- Not waited for while another statement holds the count's row (SKIP LOCKED): this one
       -- holds its sessions' rows, and the other may be creating a session this one saw
       -- created only after it began, whose row it then waits for, a deadlock failing every
       -- step of one batch. The new sessions are then begun one by one (BEGIN_STEP in
       -- sessions.ts), as when there is no room for them.
-      UPDATE session_count c SET n = c.n + (SELECT count(*) FROM fresh)
-      WHERE c.id = (SELECT k.id FROM session_count k WHERE k.id = 1 FOR UPDATE SKIP LOCKED)
-        AND EXISTS (SELECT 1 FROM fresh) AND c.n + (SELECT count(*) FROM fresh) <= p_max RETURNING c.n
-    ), up AS (
-      -- The sessions held above (their rows locked: nothing to wait for).
-      INSERT INTO sessions AS s (agent_name, session_id, epoch, first_seen, last_seen, steps)
-        SELECT i.agent_name, i.session_id, 0, p_now, p_now, i.steps FROM input i
-        WHERE NOT EXISTS (SELECT 1 FROM fresh f WHERE f.agent_name = i.agent_name AND f.session_id = i.session_id)
-        ORDER BY i.agent_name, i.session_id
-      ON CONFLICT (agent_name, session_id) DO UPDATE SET
-        epoch = CASE WHEN s.last_seen <= p_expired THEN s.epoch + 1 ELSE s.epoch END,
-        first_seen = CASE WHEN s.last_seen <= p_expired THEN p_now ELSE s.first_seen END,
-        steps = CASE WHEN s.last_seen <= p_expired THEN excluded.steps ELSE s.steps + excluded.steps END,
-        last_seen = GREATEST(s.last_seen, p_now)
-      RETURNING s.agent_name, s.session_id, s.epoch
-    ), created AS (
-      -- The new sessions, when they took their slot. One created by another statement since
-      -- this one began (unseen above) is left alone (DO NOTHING), not locked: this statement
-      -- holds its other sessions' rows, and a batch holding that session's row may be waiting
-      -- for one of them, a deadlock failing every step of one batch. Its steps are begun one
-      -- by one (BEGIN_STEP in sessions.ts), which finds it; its slot is one too many until
-      -- the next prune recounts.
-      INSERT INTO sessions AS s (agent_name, session_id, epoch, first_seen, last_seen, steps)
-        SELECT i.agent_name, i.session_id, 0, p_now, p_now, i.steps FROM input i
-        WHERE EXISTS (SELECT 1 FROM slot)
-          AND EXISTS (SELECT 1 FROM fresh f WHERE f.agent_name = i.agent_name AND f.session_id = i.session_id)
-        ORDER BY i.agent_name, i.session_id
-      ON CONFLICT (agent_name, session_id) DO NOTHING
-      RETURNING s.agent_name, s.session_id, s.epoch
-    ), began AS (
-      SELECT * FROM up UNION ALL SELECT * FROM created
-    )
-    SELECT b.agent_name, b.session_id, b.epoch, coalesce((SELECT array_agg(l.label) FROM session_labels l
-      WHERE l.agent_name = b.agent_name AND l.session_id = b.session_id AND l.epoch = b.epoch), '{}')
-    FROM began b;
+      UPDATE session_count c SET n = c.n + cardinality(v_agents)
+        WHERE c.id = (SELECT k.id FROM session_count k WHERE k.id = 1 FOR UPDATE SKIP LOCKED)
+          AND c.n + cardinality(v_agents) <= p_max;
+      IF NOT FOUND THEN
+        RETURN;
+      END IF;
+      -- A new session created by another statement since this one began is not waited for
+      -- (NOWAIT), nor created: a prune deleting it (FOR UPDATE, which refuses this lock) waits
+      -- for the count's row next, and a batch holding it may be waiting for one of this
+      -- one's rows. The slot is given back and these steps are begun one by one.
+      PERFORM 1 FROM sessions s JOIN unnest(v_agents, v_ids) AS u(agent_name, session_id)
+        ON s.agent_name = u.agent_name AND s.session_id = u.session_id FOR KEY SHARE OF s NOWAIT;
+      IF FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'unique_violation';
+      END IF;
+      RETURN QUERY
+      WITH created AS (
+        INSERT INTO sessions AS s (agent_name, session_id, epoch, first_seen, last_seen, steps)
+          SELECT u.agent_name, u.session_id, 0, p_now, p_now, u.steps FROM unnest(v_agents, v_ids, v_steps) AS u(agent_name, session_id, steps)
+        ON CONFLICT (agent_name, session_id) DO NOTHING
+        RETURNING s.agent_name, s.session_id, s.epoch
+      )
+      SELECT b.agent_name, b.session_id, b.epoch, coalesce((SELECT array_agg(l.label) FROM session_labels l
+        WHERE l.agent_name = b.agent_name AND l.session_id = b.session_id AND l.epoch = b.epoch), '{}')
+      FROM created b;
+    EXCEPTION WHEN unique_violation OR lock_not_available THEN
+      NULL;
+    END;
   END
   $fn$;
 `;
@@ -93,7 +118,13 @@ export const SESSION_BEGIN_STEPS = `
  * on another replica), that subtransaction is rolled back, giving back the slot and the
  * count's row, and the step counts the session's row as an existing one's. Waiting for an
  * uncommitted insert of the session is no such wait: whoever creates a session holds the
- * count's row until it commits, so this function cannot hold that row then.
+ * count's row until it commits, so this function cannot hold that row then. Waiting for a
+ * prune deleting the session is one (the prune waits for the count's row next): a session
+ * created meanwhile may be idle past the prune's limit at once (its step's time read
+ * before it waited), so the row is first locked FOR KEY SHARE NOWAIT, which a prune's
+ * FOR UPDATE refuses and a step's FOR NO KEY UPDATE does not; refused, the slot is given
+ * back as well, and the UPDATE waits for the prune holding nothing (migration 20; before,
+ * the insert waited for the prune and one of the two failed as a deadlock's victim).
  */
 export const SESSION_BEGIN_STEP = `
   CREATE OR REPLACE FUNCTION session_begin_step(
@@ -120,14 +151,20 @@ export const SESSION_BEGIN_STEP = `
         IF NOT FOUND THEN
           RETURN;
         END IF;
-        INSERT INTO sessions AS s (agent_name, session_id, epoch, first_seen, last_seen, steps)
-          VALUES (p_agent, p_id, 0, p_now, p_now, 1)
-        ON CONFLICT (agent_name, session_id) DO NOTHING
-        RETURNING s.epoch INTO v_epoch;
-        EXIT WHEN FOUND;
-        -- Created by another statement since the UPDATE above: the slot is given back.
+        -- Created by another statement since the UPDATE above, and perhaps being deleted by a
+        -- prune that waits for the count's row (NOWAIT: the prune holds it FOR UPDATE).
+        PERFORM 1 FROM sessions s WHERE s.agent_name = p_agent AND s.session_id = p_id FOR KEY SHARE NOWAIT;
+        IF NOT FOUND THEN
+          INSERT INTO sessions AS s (agent_name, session_id, epoch, first_seen, last_seen, steps)
+            VALUES (p_agent, p_id, 0, p_now, p_now, 1)
+          ON CONFLICT (agent_name, session_id) DO NOTHING
+          RETURNING s.epoch INTO v_epoch;
+          EXIT WHEN FOUND;
+        END IF;
+        -- The slot is given back, and the UPDATE above finds the session, or waits for the
+        -- prune (holding nothing) and finds it gone.
         RAISE EXCEPTION USING ERRCODE = 'unique_violation';
-      EXCEPTION WHEN unique_violation THEN
+      EXCEPTION WHEN unique_violation OR lock_not_available THEN
         NULL;
       END;
     END LOOP;
