@@ -57,7 +57,10 @@ export class SharedSessions implements SessionState {
     return begun.then(async (step) => {
       if (step !== null || this.localNow() - this.#lastPrune < PRUNE_AT_BOUND_MS) return step;
       await this.prune();
-      return this.shared.beginSessionStep(agentName, sessionId, now, expiredBefore, this.settings.sessionMax);
+      // The time read again: the prune took a while, and a session created with the time of
+      // before it could already be past the limit of a prune running meanwhile.
+      const later = this.now();
+      return this.shared.beginSessionStep(agentName, sessionId, later, later - this.settings.sessionTtlMs, this.settings.sessionMax);
     });
   }
 

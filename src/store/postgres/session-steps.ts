@@ -128,8 +128,8 @@ export class SessionStepBatcher {
         continue;
       }
       // A new session the batch had no room for: one step at a time, as many as fit. Its
-      // first step alone, then the others: begun at once, each saw no session yet and took
-      // a slot of its own (the count that many too high until the next prune recounts).
+      // first step alone creates it, then the others count on it: begun all at once, they
+      // would race to create it, each giving its slot back in turn.
       const [head, ...rest] = group.steps.map((step) => () => this.beginOne(step.agentName, step.sessionId, step.now, step.expiredBefore, step.max).then(step.resolve, step.reject));
       alone.push(head!().then(() => Promise.all(rest.map((begin) => begin())).then(() => undefined)));
     }
