@@ -50,17 +50,18 @@ export class SharedSessions implements SessionState {
   /** At once when the replica's cache holds the session (store/postgres/session-cache.ts). */
   begin(agentName: string, sessionId: string): SessionStep | Promise<SessionStep | null> {
     if (!this.#clockIsSet) return this.#firstClock().then(() => this.begin(agentName, sessionId));
-    const now = this.now();
-    const expiredBefore = now - this.settings.sessionTtlMs;
-    const begun = this.shared.beginSessionStep(agentName, sessionId, now, expiredBefore, this.settings.sessionMax);
+    // The time is read at each try: after a prune it has moved on, and a session created with
+    // the time of before it could already be past the limit of a prune running meanwhile.
+    const attempt = () => {
+      const now = this.now();
+      return this.shared.beginSessionStep(agentName, sessionId, now, now - this.settings.sessionTtlMs, this.settings.sessionMax);
+    };
+    const begun = attempt();
     if (!(begun instanceof Promise)) return begun;
     return begun.then(async (step) => {
       if (step !== null || this.localNow() - this.#lastPrune < PRUNE_AT_BOUND_MS) return step;
       await this.prune();
-      // The time read again: the prune took a while, and a session created with the time of
-      // before it could already be past the limit of a prune running meanwhile.
-      const later = this.now();
-      return this.shared.beginSessionStep(agentName, sessionId, later, later - this.settings.sessionTtlMs, this.settings.sessionMax);
+      return attempt();
     });
   }
 
