@@ -32,7 +32,7 @@ const pureByHeader = readdirSync(join(import.meta.dirname, 'src'), { recursive: 
  * draws them.
  */
 const floors = [
-  ['model', 'errors.ts', 'version.ts'],
+  ['model', 'errors.ts', 'version.ts', 'clock.ts'],
   ['counting'],
   ['evaluators', 'store', 'client'],
   ['engine', 'recording', 'tracing', 'sessions'],

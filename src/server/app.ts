@@ -12,6 +12,7 @@ import type { ServerContext } from './context.js';
 import { ControlSetCache } from './control-sets.js';
 import { createServerCounters, type ServerCounters } from '../counting/index.js';
 import { createSessionState, type SessionState } from '../sessions/index.js';
+import { DatabaseClock } from '../clock.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { HealthMonitor } from './health.js';
 import { handleClientError, sendFrameworkError } from './client-errors.js';
@@ -204,9 +205,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   const recorder = recorderFromConfig(store, config, (error) => app.log.warn({ err: error }, 'recording steps failed'));
   if (recorder) app.addHook('onClose', async () => recorder.close());
-  const counters = deps.counters ?? createServerCounters(store, config);
+  // A replica's one clock, set to the database's: its counters and sessions count time alike.
+  const clock = sharing.mode === 'shared' ? new DatabaseClock(() => sharing.databaseTime()) : undefined;
+  const counters = deps.counters ?? createServerCounters(store, config, { clock });
   app.addHook('onClose', async () => counters.close());
-  const sessions = deps.sessions ?? createSessionState(store, config);
+  const sessions = deps.sessions ?? createSessionState(store, config, clock);
   app.addHook('onClose', async () => sessions.close());
   const controlName = controlNamesOf(store);
   if (observability) registerCounterMetrics(observability.metrics, counters, controlName);

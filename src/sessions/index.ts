@@ -2,8 +2,8 @@
  * Sessions (docs/sessions.md): the labels steps of one agent's session share. In memory
  * for one server (written through to the SQLite file), on PostgreSQL for replicas.
  */
+import { DatabaseClock, monotonicNow } from '../clock.js';
 import type { Store } from '../store/types.js';
-import { monotonicNow } from './clock.js';
 import { MemorySessions } from './memory-sessions.js';
 import { SharedSessions } from './shared-sessions.js';
 import type { SessionSettings, SessionState } from './types.js';
@@ -12,14 +12,17 @@ export type { NewLabel, SessionSettings, SessionState, SessionStep } from './typ
 export { MemorySessions } from './memory-sessions.js';
 export { SharedSessions } from './shared-sessions.js';
 
-/** The sessions of a server made from its store (store/types.ts Store). */
+/**
+ * The sessions of a server made from its store (store/types.ts Store). `clock` is the
+ * replica's clock its counters read too, or a local clock (tests inject one).
+ */
 export function createSessionState(
   store: Pick<Store, 'sharing'>,
   settings: SessionSettings,
-  now?: () => number,
+  clock?: DatabaseClock | (() => number),
 ): SessionState {
   const { sharing } = store;
   // Replicas keep the database's time on a monotonic clock (shared-sessions.ts) unless given one.
-  if (sharing.mode === 'shared') return new SharedSessions(sharing.sessions, settings, now);
-  return new MemorySessions(settings, sharing.sessionRows, now ?? monotonicNow);
+  if (sharing.mode === 'shared') return new SharedSessions(sharing.sessions, settings, clock);
+  return new MemorySessions(settings, sharing.sessionRows, clock instanceof DatabaseClock ? clock.localNow : (clock ?? monotonicNow));
 }

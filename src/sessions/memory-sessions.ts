@@ -8,9 +8,9 @@
  * and a held session is never dropped before its TTL, so no label a deny control depends
  * on disappears to make room.
  */
+import { monotonicNow } from '../clock.js';
 import type { SessionInfo } from '../model/index.js';
 import type { SessionRowStore, StoredSessionLabel } from '../store/types.js';
-import { monotonicNow } from './clock.js';
 import type { NewLabel, SessionSettings, SessionState, SessionStep } from './types.js';
 
 interface Entry {

@@ -10,15 +10,16 @@
  * replica's: a replica whose clock runs ahead (a missed NTP step, a resumed VM) would
  * otherwise prune or restart another replica's live session early, dropping its labels,
  * and one running behind would write last-seen times that make sessions look idle longer.
- * The replica's clock is set to the database's at start and again at each prune, and
- * runs between on a monotonic clock: the wall clock, stepped by NTP or by hand between
- * prunes, would put the replica ahead until the next prune and restart live sessions
- * early. Until the clock was first set, a step waits for it to be read, and fails if it
- * cannot be: on the replica's own clock it could restart another replica's live session.
+ * The replica's clock (src/clock.ts, shared with its counters) is set to the
+ * database's at start and again at each prune, and runs between on a monotonic clock: the
+ * wall clock, stepped by NTP or by hand between prunes, would put the replica ahead until
+ * the next prune and restart live sessions early. Until the clock was first set, a step
+ * waits for it to be read, and fails if it cannot be: on the replica's own clock it could
+ * restart another replica's live session.
  */
+import { DatabaseClock, monotonicNow } from '../clock.js';
 import type { SessionInfo } from '../model/index.js';
 import type { SharedSessionStore } from '../store/types.js';
-import { monotonicNow } from './clock.js';
 import { infoOf } from './memory-sessions.js';
 import type { NewLabel, SessionSettings, SessionState, SessionStep } from './types.js';
 
@@ -29,9 +30,7 @@ export class SharedSessions implements SessionState {
   readonly #timer: NodeJS.Timeout;
   #pruning: Promise<void> | undefined;
   #lastPrune = 0;
-  /** The database's clock less the replica's, in ms. */
-  #offset = 0;
-  #clockIsSet = false;
+  readonly #clock: DatabaseClock;
   /** The prune at start, which sets the clock first when the database answers. */
   readonly #started: Promise<void>;
   /** A first read of the database's clock under way, which steps wait for. */
@@ -40,8 +39,10 @@ export class SharedSessions implements SessionState {
   constructor(
     private readonly shared: SharedSessionStore,
     private readonly settings: SessionSettings,
-    private readonly localNow: () => number = monotonicNow,
+    /** The replica's clock, or the local clock to set to the database's (a clock of its own). */
+    clock: DatabaseClock | (() => number) = monotonicNow,
   ) {
+    this.#clock = clock instanceof DatabaseClock ? clock : new DatabaseClock(() => shared.databaseTime(), clock);
     this.#timer = setInterval(() => void this.prune(), PRUNE_INTERVAL_MS);
     this.#timer.unref();
     this.#started = this.prune();
@@ -49,7 +50,7 @@ export class SharedSessions implements SessionState {
 
   /** At once when the replica's cache holds the session (store/postgres/session-cache.ts). */
   begin(agentName: string, sessionId: string): SessionStep | Promise<SessionStep | null> {
-    if (!this.#clockIsSet) return this.#firstClock().then(() => this.begin(agentName, sessionId));
+    if (!this.#clock.isSet) return this.#firstClock().then(() => this.begin(agentName, sessionId));
     // The time is read at each try: after a prune it has moved on, and a session created with
     // the time of before it could already be past the limit of a prune running meanwhile.
     const attempt = () => {
@@ -59,7 +60,7 @@ export class SharedSessions implements SessionState {
     const begun = attempt();
     if (!(begun instanceof Promise)) return begun;
     return begun.then(async (step) => {
-      if (step !== null || this.localNow() - this.#lastPrune < PRUNE_AT_BOUND_MS) return step;
+      if (step !== null || this.#clock.localNow() - this.#lastPrune < PRUNE_AT_BOUND_MS) return step;
       await this.prune();
       return attempt();
     });
@@ -77,15 +78,16 @@ export class SharedSessions implements SessionState {
   }
 
   async info(agentName: string, sessionId: string): Promise<SessionInfo | null> {
-    if (!this.#clockIsSet) await this.#firstClock();
+    if (!this.#clock.isSet) await this.#firstClock();
     const s = await this.shared.readSession(agentName, sessionId, this.now() - this.settings.sessionTtlMs);
     return s === null ? null : infoOf(s, this.settings.sessionTtlMs);
   }
 
   /** Sets the clock to the database's, then deletes idle sessions; an outage is retried next time. */
   prune(): Promise<void> {
-    this.#lastPrune = this.localNow();
-    this.#pruning ??= this.#setClock()
+    this.#lastPrune = this.#clock.localNow();
+    this.#pruning ??= this.#clock
+      .read()
       .then(() => this.shared.pruneSessions(this.now() - this.settings.sessionTtlMs))
       .then(() => undefined)
       .catch(() => undefined)
@@ -97,20 +99,12 @@ export class SharedSessions implements SessionState {
 
   /** The time on the database's clock, as the replica last set it. */
   now(): number {
-    return this.localNow() + this.#offset;
-  }
-
-  /** The database's time, taken as read halfway through the round trip that asked for it. */
-  async #setClock(): Promise<void> {
-    const sent = this.localNow();
-    const database = await this.shared.databaseTime();
-    this.#offset = database - (sent + this.localNow()) / 2;
-    this.#clockIsSet = true;
+    return this.#clock.now();
   }
 
   /** After the prune at start, reads the clock if that prune could not (the database away); rejects while it cannot be. */
   #firstClock(): Promise<void> {
-    this.#clockReading ??= this.#started.then(() => (this.#clockIsSet ? undefined : this.#setClock())).finally(() => {
+    this.#clockReading ??= this.#started.then(() => this.#clock.ready()).finally(() => {
       this.#clockReading = undefined;
     });
     return this.#clockReading;

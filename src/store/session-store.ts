@@ -55,6 +55,6 @@ export interface SharedSessionStore {
   readSession(agentName: string, sessionId: string, expiredBefore: number): Promise<StoredSession | null>;
   /** Deletes sessions idle since `expiredBefore` and recounts the rest; returns how many are left. */
   pruneSessions(expiredBefore: number): Promise<number>;
-  /** The database server's clock, in ms since the epoch: the one clock every replica reads. */
+  /** The database server's clock, in ms since the epoch, as SharedParts reads it (store-sharing.ts). */
   databaseTime(): Promise<number>;
 }

@@ -47,6 +47,11 @@ export interface SharedParts {
   readonly sessions: SharedSessionStore;
   /** Change notifications of writes through any replica. */
   onChange(listener: (info: ChangeInfo) => void): () => void;
+  /**
+   * The database server's clock, in ms since the epoch: the one clock every replica times
+   * its sessions and counters by (src/clock.ts).
+   */
+  databaseTime(): Promise<number>;
 }
 
 export type StoreSharing = LocalParts | SharedParts;

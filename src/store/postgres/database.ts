@@ -163,6 +163,12 @@ export class PostgresDatabase {
     }
   }
 
+  /** The database server's clock, in ms since the epoch (src/clock.ts). */
+  async databaseTime(): Promise<number> {
+    const [row] = await this.query<{ ms: number }>('SELECT extract(epoch FROM clock_timestamp()) * 1000 AS ms');
+    return Number(row!.ms);
+  }
+
   /**
    * A statement prepared once per pool connection under `name` (parsed and planned once,
    * not on every call): for the statements the hot path sends back to back.

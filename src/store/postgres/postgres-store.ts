@@ -42,7 +42,13 @@ export class PostgresStore extends ComposedStore {
       options.listenerRetryMs ?? 1000,
       CHANGES,
     );
-    this.sharing = { mode: 'shared', counters: this.sharedCounters, sessions: this.sharedSessions, onChange: (listener) => this.onChange(listener) };
+    this.sharing = {
+      mode: 'shared',
+      counters: this.sharedCounters,
+      sessions: this.sharedSessions,
+      onChange: (listener) => this.onChange(listener),
+      databaseTime: () => database.databaseTime(),
+    };
   }
 
   /** Connects, migrates under the advisory lock, and returns a ready store. */

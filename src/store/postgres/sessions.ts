@@ -151,9 +151,8 @@ export class PostgresSessions implements SharedSessionStore {
     };
   }
 
-  async databaseTime(): Promise<number> {
-    const [row] = await this.database.query<{ ms: number }>('SELECT extract(epoch FROM clock_timestamp()) * 1000 AS ms');
-    return Number(row!.ms);
+  databaseTime(): Promise<number> {
+    return this.database.databaseTime();
   }
 
   async pruneSessions(expiredBefore: number): Promise<number> {
