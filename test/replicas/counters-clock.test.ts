@@ -181,4 +181,46 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('counters on t
     // Nothing was counted on the replica's own clock.
     expect(await store.sharedCounters.counterUsage(0)).toEqual([]);
   });
+
+  it("a replica's sessions and counters read one clock: one reading at start serves a repeat control's steps", async () => {
+    await opener.open();
+    const schema = opener.lastSchema();
+    let readings = 0;
+    const server = await startTestServer({
+      env: { DATABASE_URL: schemaUrl(schema) },
+      storeOptions: { postgres: { connectionTimeoutMs: 1000, listenerRetryMs: 100 } },
+      wrapStore: (real: Store) =>
+        new Proxy(real, {
+          get(target, prop, receiver) {
+            if (prop !== 'sharing' || target.sharing.mode !== 'shared') return Reflect.get(target, prop, receiver);
+            const sharing = target.sharing;
+            return { ...sharing, databaseTime: () => (readings++, sharing.databaseTime()) };
+          },
+        }),
+    });
+    closers.push(() => server.close());
+    const app = server.app;
+    expect((await app.inject({ method: 'POST', url: '/api/v1/agents/initAgent', payload: { agent_name: 'bot' } })).statusCode).toBeLessThan(300);
+    const data = {
+      scope: { step_types: ['tool'], stages: ['pre'] },
+      selector: { path: '*' },
+      evaluator: { name: 'repeat', config: { max: 2, window: '1m' } },
+      action: { decision: 'deny' },
+    };
+    const created = await app.inject({ method: 'PUT', url: '/api/v1/controls', payload: { name: 'loop', data } });
+    expect(created.statusCode).toBe(201);
+    const id = created.json<{ control_id: number }>().control_id;
+    expect((await app.inject({ method: 'POST', url: `/api/v1/agents/bot/controls/${id}`, payload: {} })).statusCode).toBe(200);
+    const decisions: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/evaluation',
+        payload: { agent_name: 'bot', stage: 'pre', session_id: 'run-1', step: { type: 'tool', name: 'search', input: { q: 'x' } } },
+      });
+      decisions.push(res.json<{ decision: string }>().decision);
+    }
+    expect(decisions).toEqual(['allow', 'allow', 'deny']);
+    expect(readings).toBe(1);
+  });
 });
