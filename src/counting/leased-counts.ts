@@ -37,7 +37,7 @@ interface Lease {
   bucket: number;
   /** The key's sum after the asking step, the lease left out. */
   base: number;
-  /** Used until then (this replica's clock), then given back. */
+  /** Used until then (the replica's clock, set to the database's), then given back. */
   until: number;
   timer: NodeJS.Timeout;
 }

@@ -10,8 +10,11 @@
  *
  * The window is 60 buckets of window/60 each, kept sorted. A step goes into the bucket of
  * its time; a key's clock (`clock`) is the latest time a step of it was counted at, and a
- * replica whose clock is behind counts at that time instead of its own, so that its step
- * is not forgotten early. Buckets older than 60 before the clock's leave the window.
+ * step whose time is behind it counts at that time instead of its own, so that it is not
+ * forgotten early. Replicas time their steps on the database server's clock as they last
+ * read it (counting/server-counters.ts), so their times differ by about a round trip, not
+ * by how far their own clocks are apart. Buckets older than 60 before the clock's leave
+ * the window.
  *
  * A step may also release what its replica leased before (`p_release`, the part it did not
  * use in `p_unused`, taken back from the bucket the lease went into) and ask for a lease
