@@ -95,6 +95,20 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('counters on t
     expect(second).toEqual({ allowed: 0, errors: [] });
   });
 
+  it("a replica whose clock runs 60 s ahead does not prune another replica's key still in its window", async () => {
+    const right = await opener.open();
+    const ahead = await opener.open(opener.lastSchema());
+    const real = 1_800_000_000_000;
+    const a = countersOf(right, () => real);
+    const b = countersOf(ahead, () => real + 60_000);
+    expect((await allowedOf(a, rate('exact'), 5)).allowed).toBe(5);
+    await a.close();
+    // B's prune of idle rows (every minute) would otherwise delete the key's row as idle.
+    await (b as unknown as { prune(): Promise<void> }).prune();
+    const again = countersOf(right, () => real);
+    expect(await allowedOf(again, rate('exact'), 1)).toEqual({ allowed: 0, errors: [] });
+  });
+
   it('a wall clock stepped forward on one replica does not open a new window', async () => {
     const right = await opener.open();
     const stepped = await opener.open(opener.lastSchema());
