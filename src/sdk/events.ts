@@ -29,6 +29,13 @@ export class EventBatcher {
    * serialising 1,000 queued objects held the event loop 1.0 ms in one go, joining takes 0.2 ms.
    */
   #queue: string[] = [];
+  /**
+   * Events before this index in #queue are gone (sent or dropped): taken by moving it, not by
+   * splicing the array's front. With the buffer full during an outage, every check's events
+   * dropped as many of the oldest: a splice of a 10,000-event queue per check.
+   * 0.10 of the time per check with the buffer full (0.40-0.45 against 3.5-4.5 µs; 20 events a check, maxBuffered 10,000).
+   */
+  #head = 0;
   #sending: Promise<void> | null = null;
   #timer: NodeJS.Timeout | null = null;
   #soon: NodeJS.Immediate | null = null;
@@ -47,7 +54,7 @@ export class EventBatcher {
   }
 
   get pending(): number {
-    return this.#queue.length;
+    return this.#queue.length - this.#head;
   }
 
   /** Events lost because the buffer was full during an outage. */
@@ -67,7 +74,7 @@ export class EventBatcher {
   pushJson(events: readonly string[]): void {
     for (const event of events) this.#queue.push(event);
     this.#trim();
-    if (this.#queue.length >= this.options.batchSize) this.#flushSoon();
+    if (this.pending >= this.options.batchSize) this.#flushSoon();
   }
 
   /** Sends what is queued; concurrent calls share one send. Never rejects. */
@@ -79,8 +86,8 @@ export class EventBatcher {
   #flush(all: boolean): Promise<void> {
     // A full batch's send in flight sends full batches only: an asked flush waits for it, then sends the rest.
     if (this.#sending) return all ? this.#sending.then(() => this.#flush(true)) : this.#sending;
-    if (this.#queue.length === 0 || (!all && this.#queue.length < this.options.batchSize)) return Promise.resolve();
-    this.#sending = this.#drain(all ? this.#queue.length : 0).finally(() => {
+    if (this.pending === 0 || (!all && this.pending < this.options.batchSize)) return Promise.resolve();
+    this.#sending = this.#drain(all ? this.pending : 0).finally(() => {
       this.#sending = null;
     });
     return this.#sending;
@@ -117,27 +124,48 @@ export class EventBatcher {
    * 0.40-0.47 of the MCP gateway's CPU per tools/call (stdio; HTTP face 0.76-0.84; 2 interleaved rounds, 20 sdk controls).
    */
   async #drain(owed: number): Promise<void> {
-    while (this.#queue.length > 0 && (owed > 0 || this.#queue.length >= this.options.batchSize)) {
-      const batch = this.#queue.splice(0, MAX_EVENTS_PER_REQUEST);
+    while (this.pending > 0 && (owed > 0 || this.pending >= this.options.batchSize)) {
+      const batch = this.#take(MAX_EVENTS_PER_REQUEST);
       owed -= batch.length;
       try {
         await this.sink.ingestEventsJson(batch);
         this.#sent += batch.length;
       } catch (error) {
         // Put them back in front: order is kept and the next flush retries them.
-        this.#queue.unshift(...batch);
+        this.#queue = batch.concat(this.#queue.slice(this.#head));
+        this.#head = 0;
         this.#trim();
-        this.options.onError(error, this.#queue.length);
+        this.options.onError(error, this.pending);
         return;
       }
     }
   }
 
+  /** The oldest `count` events (fewer when fewer wait), out of the queue. */
+  #take(count: number): string[] {
+    const taken = this.#queue.slice(this.#head, this.#head + count);
+    this.#head += taken.length;
+    this.#compact();
+    return taken;
+  }
+
   #trim(): void {
-    const over = this.#queue.length - this.options.maxBuffered;
+    const over = this.pending - this.options.maxBuffered;
     if (over > 0) {
-      this.#queue.splice(0, over);
+      this.#head += over;
       this.#dropped += over;
+      this.#compact();
+    }
+  }
+
+  /** Lets go of the gone events once they are half the array: a live event is copied once per as many gone ones. */
+  #compact(): void {
+    if (this.#head === this.#queue.length) {
+      this.#queue = [];
+      this.#head = 0;
+    } else if (this.#head > this.#queue.length / 2) {
+      this.#queue = this.#queue.slice(this.#head);
+      this.#head = 0;
     }
   }
 }

@@ -131,6 +131,48 @@ describe('EventBatcher', () => {
     expect(batcher.pending).toBe(0);
   });
 
+  it('through a long outage keeps exactly the newest events, in order, while sends fail and are retried', async () => {
+    const sink = new Sink();
+    const batcher = new EventBatcher(sink, { ...options, batchSize: 1000, maxBuffered: 50 });
+    sink.failing = true;
+    let n = 0;
+    for (let check = 0; check < 150; check++) {
+      batcher.push(Array.from({ length: 7 }, () => event(n++)));
+      if (check % 10 === 0) await batcher.flush();
+      expect(batcher.pending).toBe(Math.min(50, n));
+    }
+    expect(batcher.dropped).toBe(n - 50);
+    sink.failing = false;
+    await batcher.flush();
+    expect(sink.batches).toEqual([Array.from({ length: 50 }, (_, i) => n - 50 + i)]);
+    expect(batcher.pending).toBe(0);
+  });
+
+  it('a send that fails while newer events filled the buffer puts its events back in front, then drops the oldest', async () => {
+    let fail: (error: Error) => void = () => undefined;
+    const sent: number[][] = [];
+    let calls = 0;
+    const sink: EventSink = {
+      ingestEventsJson: (events) => {
+        if (calls++ === 0) return new Promise((_resolve, reject) => (fail = reject));
+        sent.push(events.map((e) => (JSON.parse(e) as ObservabilityEvent).control_id));
+        return Promise.resolve({});
+      },
+    };
+    const batcher = new EventBatcher(sink, { ...options, batchSize: 100, maxBuffered: 5 });
+    batcher.push([event(1), event(2), event(3)]);
+    const first = batcher.flush();
+    // In flight: 1-3. Queued meanwhile past the bound: 4-10, of which 6-10 stay.
+    batcher.push([4, 5, 6, 7, 8, 9, 10].map(event));
+    expect(batcher.pending).toBe(5);
+    fail(new Error('down'));
+    await first;
+    expect(batcher.pending).toBe(5);
+    await batcher.flush();
+    expect(sent).toEqual([[6, 7, 8, 9, 10]]);
+    expect(batcher.dropped).toBe(5);
+  });
+
   it('splits sends at the API limit of 1000 events', async () => {
     const sink = new Sink();
     const batcher = new EventBatcher(sink, { ...options, batchSize: 5000, maxBuffered: 5000 });
