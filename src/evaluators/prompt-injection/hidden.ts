@@ -56,34 +56,68 @@ const URL_MAX = 4096;
  * prompt has the model leak the conversation. Plain links are not reported.
  */
 export function exfiltrationLinkIn(plain: string): boolean {
+  // Each search's answer serves the openers before it: searched again from every opener,
+  // 100,000 openers and one `](` at the end were read 100,000 times.
+  let urls = new LinkUrls(plain);
+  let close = -1;
   for (let at = plain.indexOf('!['); at >= 0; at = plain.indexOf('![', at + 2)) {
-    const close = plain.indexOf('](', at + 2);
+    if (close < at + 2) close = plain.indexOf('](', at + 2);
     if (close < 0) break;
     if (close - at > 512) continue;
-    if (carriesData(urlAt(plain, close + 2))) return true;
+    if (urls.carriesData(close + 2)) return true;
   }
+  urls = new LinkUrls(plain);
+  let src = -1;
   for (let at = plain.indexOf('<img'); at >= 0; at = plain.indexOf('<img', at + 4)) {
-    const src = plain.indexOf('src', at + 4);
+    if (src < at + 4) src = plain.indexOf('src', at + 4);
     if (src < 0) break;
     if (src - at > 512) continue;
     let i = src + 3;
     while (i < plain.length && (plain[i] === ' ' || plain[i] === '=' || plain[i] === '"' || plain[i] === "'")) i++;
-    if (carriesData(urlAt(plain, i))) return true;
+    if (urls.carriesData(i)) return true;
   }
   return false;
 }
 
-function urlAt(text: string, from: number): string {
-  let i = from;
-  while (text[i] === ' ' || text[i] === '<') i++;
-  const start = i;
-  const limit = Math.min(text.length, start + URL_MAX);
-  while (i < limit && !/[\s)"'>]/.test(text[i]!)) i++;
-  return text.slice(start, i);
+/**
+ * The URLs of one kind of link in a text, asked in the order they start. Each character is
+ * read a bounded number of times, however the links overlap: text of link openers with no
+ * space between them (`![a](![a](…`) made each opener read its URL up to URL_MAX
+ * characters again, 2.7 s for 200 KB. Where a URL ends is kept for the URLs starting
+ * before that end (the same end, as nothing between ends one). Such a URL is a part of the
+ * one read before it, whose data was checked: a part of a URL holds no query, placeholder
+ * or long segment that the whole does not, so it is not read again.
+ */
+class LinkUrls {
+  /** The end of the URL read last, and of every URL starting before it. */
+  #end = -1;
+
+  constructor(private readonly text: string) {}
+
+  carriesData(from: number): boolean {
+    const text = this.text;
+    let start = from;
+    while (text[start] === ' ' || text[start] === '<') start++;
+    if (!SCHEME_RE.test(text.slice(start, start + 8))) return false;
+    if (start < this.#end) return false;
+    const limit = Math.min(text.length, start + URL_MAX);
+    let end = start;
+    while (end < limit && !isUrlEnd(text.charCodeAt(end))) end++;
+    this.#end = end;
+    // No end within URL_MAX characters: a URL that long has room for any message.
+    if (end === start + URL_MAX) return true;
+    return carriesData(text.slice(start, end));
+  }
+}
+
+const SCHEME_RE = /^(?:https?:)?\/\//;
+
+/** Whitespace, `)`, a quote or `>`: where a link's URL ends. */
+function isUrlEnd(c: number): boolean {
+  return c === 0x20 || (c >= 0x09 && c <= 0x0d) || c === 0x29 || c === 0x22 || c === 0x27 || c === 0x3e || c === 0xa0 || c === 0x2028 || c === 0x2029 || c === 0x3000 || (c >= 0x2000 && c <= 0x200a) || c === 0x1680 || c === 0x202f || c === 0x205f || c === 0xfeff;
 }
 
 function carriesData(url: string): boolean {
-  if (!/^(?:https?:)?\/\//.test(url)) return false;
   if (/[?&][^=&#]+=[^&#]/.test(url)) return true;
   if (/[{$]|%7b|\[[a-z_]+\]/.test(url)) return true;
   // A path segment of 32+ characters is room for an encoded message.
