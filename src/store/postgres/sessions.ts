@@ -23,12 +23,15 @@ import { SessionStepBatcher } from './session-steps.js';
  * idle past its TTL. A step that finds its new session created by another statement
  * meanwhile gives its slot back. Committed without waiting for the WAL flush, as a batch is.
  */
-const BEGIN_STEP = 'SELECT began_epoch AS epoch, began_labels AS labels FROM session_begin_step($1, $2, $3, $4, $5)';
+const BEGIN_STEP = 'SELECT began_epoch AS epoch, began_since AS since, began_labels AS labels FROM session_begin_step($1, $2, $3, $4, $5)';
 
 /**
  * Only a step of the session's current epoch adds labels: one that outlived its session
  * (pruned, then begun again under its id) adds nothing, so it can neither move a label of
- * the live epoch to its own nor leave one behind. The session's row is held (FOR KEY
+ * the live epoch to its own nor leave one behind. The epoch is named by its number and the
+ * time it began (first_seen): a session begun again under its id starts at epoch 0 again,
+ * and a step of the deleted session's epoch 0, named by its number alone, added its label
+ * to the new session (which never earned it: a `tests_passed` of the run before). The session's row is held (FOR KEY
  * SHARE, which steps counting it do not wait for) until the labels commit: a prune
  * deleting the row meanwhile waits for them and deletes them with it, or deleted it first
  * and the labels are not added; read without the lock, labels inserted after the prune
@@ -47,7 +50,7 @@ const BEGIN_STEP = 'SELECT began_epoch AS epoch, began_labels AS labels FROM ses
  */
 const ADD_LABELS = `
   WITH held AS (
-    SELECT 1 FROM sessions s WHERE s.agent_name = $1 AND s.session_id = $2 AND s.epoch = $3 FOR KEY SHARE
+    SELECT 1 FROM sessions s WHERE s.agent_name = $1 AND s.session_id = $2 AND s.epoch = $3 AND s.first_seen = $11 FOR KEY SHARE
   ), added AS (INSERT INTO session_labels (agent_name, session_id, label, epoch, control_id, control_name, stage, step_name, added_at)
     SELECT $1, $2, u.label, $3, u.control_id, u.control_name, u.stage, u.step_name, u.added_at
     FROM unnest($4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::double precision[])
@@ -104,18 +107,18 @@ export class PostgresSessions implements SharedSessionStore {
 
   /** One step alone: takes a slot for a new session when there is room for one. */
   async #beginAlone(agentName: string, sessionId: string, now: number, expiredBefore: number, max: number): Promise<SharedSessionStep | null> {
-    const rows = await this.database.prepared<{ epoch: number; labels: string[] }>('guard_session_begin_step_fn', BEGIN_STEP, [agentName, sessionId, now, expiredBefore, max]);
+    const rows = await this.database.prepared<{ epoch: number; since: number; labels: string[] }>('guard_session_begin_step_fn', BEGIN_STEP, [agentName, sessionId, now, expiredBefore, max]);
     const row = rows[0];
-    return row === undefined ? null : { epoch: row.epoch, labels: new Set(row.labels) };
+    return row === undefined ? null : { epoch: row.epoch, since: row.since, labels: new Set(row.labels) };
   }
 
-  async addSessionLabels(agentName: string, sessionId: string, epoch: number, labels: readonly StoredSessionLabel[]): Promise<void> {
+  async addSessionLabels(agentName: string, sessionId: string, step: SharedSessionStep, labels: readonly StoredSessionLabel[]): Promise<void> {
     if (labels.length === 0) return;
     const drop = this.cache.dropMessage(agentName, sessionId);
     await this.cache.whileDropping(drop.token, () => this.database.query(ADD_LABELS, [
       agentName,
       sessionId,
-      epoch,
+      step.epoch,
       labels.map((l) => l.label),
       labels.map((l) => l.control_id),
       labels.map((l) => l.control_name),
@@ -123,6 +126,7 @@ export class PostgresSessions implements SharedSessionStore {
       labels.map((l) => l.step_name),
       labels.map((l) => l.added_at),
       drop.payload,
+      step.since,
     ]));
     await this.cache.dropped(agentName, sessionId, drop.token);
   }
