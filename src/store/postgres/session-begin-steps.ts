@@ -111,8 +111,9 @@ export const SESSION_BEGIN_STEPS = `
  * The definition of `session_begin_step` (migration 19): one step alone (a step whose new
  * session a batch had no room for, or found created meanwhile). An existing session counts
  * the step under its row's lock, starting a new epoch when it was idle since p_expired; a
- * new one takes a slot in session_count (refused at p_max: no row comes back) and is
- * created. It never waits on a session's row while it holds the count's row: a prune holds
+ * new one takes a slot in session_count (refused at p_max: no row comes back, unless the
+ * session was created while this step waited for the count's row, which it then counts on)
+ * and is created. It never waits on a session's row while it holds the count's row: a prune holds
  * the expired rows it deletes and waits for the count's row, and a batch holding this
  * session's row may be waiting on one of those, a deadlock failing one of the three. So
  * the slot is taken and the session created ON CONFLICT DO NOTHING in a subtransaction;
@@ -153,7 +154,14 @@ export const SESSION_BEGIN_STEP = `
       BEGIN
         UPDATE session_count SET n = n + 1 WHERE id = 1 AND n < p_max;
         IF NOT FOUND THEN
-          RETURN;
+          -- No room for a new session. But this UPDATE may have waited for the statement that
+          -- took the last slot for this very session (a step of it on another replica): then
+          -- the session is held, and its step is no new session the bound refuses.
+          PERFORM 1 FROM sessions s WHERE s.agent_name = p_agent AND s.session_id = p_id;
+          IF NOT FOUND THEN
+            RETURN;
+          END IF;
+          RAISE EXCEPTION USING ERRCODE = 'unique_violation';
         END IF;
         -- Created by another statement since the UPDATE above, and perhaps being deleted by a
         -- prune that waits for the count's row (NOWAIT: the prune holds it FOR UPDATE).
