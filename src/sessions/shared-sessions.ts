@@ -101,11 +101,13 @@ export class SharedSessions implements SessionState {
     return this.localNow() + this.#offset;
   }
 
-  /** The database's time, taken as read halfway through the round trip that asked for it. */
+  /**
+   * The database's time as its answer arrived (the store allows for the query's round trip
+   * alone: timed from here, a wait for a pool connection would count as half a round trip).
+   */
   async #setClock(): Promise<void> {
-    const sent = this.localNow();
     const database = await this.shared.databaseTime();
-    this.#offset = database - (sent + this.localNow()) / 2;
+    this.#offset = database - this.localNow();
     this.#clockIsSet = true;
   }
 

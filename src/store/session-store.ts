@@ -61,6 +61,6 @@ export interface SharedSessionStore {
   readSession(agentName: string, sessionId: string, expiredBefore: number): Promise<StoredSession | null>;
   /** Deletes sessions idle since `expiredBefore` and recounts the rest; returns how many are left. */
   pruneSessions(expiredBefore: number): Promise<number>;
-  /** The database server's clock, in ms since the epoch: the one clock every replica reads. */
+  /** The database server's clock as the answer arrives, in ms since the epoch: the one clock every replica reads. */
   databaseTime(): Promise<number>;
 }

@@ -3,7 +3,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { SharedSessions } from '../../src/sessions/shared-sessions.js';
-import { backendPid, connectedClients, isBlockedBy, pgRequired, pgSuiteTitle, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
+import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { backendPid, connectedClients, isBlockedBy, lockWaits, pgRequired, pgUrl, pgSuiteTitle, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
 
 const unreachable = await pgUnreachable();
 const opener = storeOpener('guard_seventh', unreachable);
@@ -60,6 +61,39 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('seventh-pass 
     } finally {
       await sessions.close();
       await Promise.all([creator, watcher].map((c) => c.end()));
+    }
+  });
+
+  it('a replica whose first clock reading waited for a pool connection does not run ahead of the database and prune a live session', async () => {
+    await opener.open();
+    const schema = opener.lastSchema();
+    // A replica with one pool connection, taken by a step waiting on a session row held here.
+    const store = await PostgresStore.open(pgUrl, { schema, maxConnections: 1 });
+    const [holder, watcher] = await connectedClients(schemaUrl(schema), 2);
+    const dbNow = async () => (await watcher.query<{ ms: number }>('SELECT extract(epoch FROM clock_timestamp()) * 1000 AS ms')).rows[0]!.ms;
+    let sessions: SharedSessions | undefined;
+    try {
+      await watcher.query("INSERT INTO sessions VALUES ('bot', 'busy', 0, 0, extract(epoch FROM clock_timestamp()) * 1000, 1)");
+      await holder.query('BEGIN');
+      await holder.query("SELECT 1 FROM sessions WHERE session_id = 'busy' FOR UPDATE");
+      const busy = Promise.resolve(store.sharedSessions.beginSessionStep('bot', 'busy', await dbNow(), 0, 10));
+      await expect.poll(async () => (await watcher.query(lockWaits('%session_begin_steps(%'))).rows).toEqual([{ n: 1 }]);
+      // The replica starts: its first reading of the database's clock waits for the pool.
+      sessions = new SharedSessions(store.sharedSessions, { sessionTtlMs: 10_000, sessionMax: 10 });
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      // Session 's', marked untrusted, idle 9.5 s of its 10 s TTL on the database's clock.
+      await watcher.query("INSERT INTO sessions VALUES ('bot', 's', 0, 0, extract(epoch FROM clock_timestamp()) * 1000 - 9500, 1)");
+      await watcher.query("INSERT INTO session_labels VALUES ('bot', 's', 'untrusted', 0, 1, 'mark', 'post', 'fetch_url', 0)");
+      // The pool connection is free: the clock is read, then the prune at start runs.
+      await holder.query('COMMIT');
+      await busy;
+      await sessions.prune();
+      // 's' is live: its next step carries its label.
+      expect([...(await sessions.begin('bot', 's'))!.labels]).toEqual(['untrusted']);
+    } finally {
+      await sessions?.close();
+      await Promise.all([holder.end(), watcher.end()]);
+      await store.close();
     }
   });
 });
