@@ -96,4 +96,21 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('seventh-pass 
       await store.close();
     }
   });
+
+  it('a label is added on a server that prints fewer float digits (extra_float_digits = 0), whose epoch times come back rounded', async () => {
+    await opener.open();
+    const schema = opener.lastSchema();
+    const url = new URL(pgUrl);
+    url.searchParams.set('options', `${url.searchParams.get('options') ?? ''} -c extra_float_digits=0`.trim());
+    const store = await PostgresStore.open(url.href, { schema });
+    const other = await opener.open(schema);
+    try {
+      // A step's time has a fraction of a millisecond (the monotonic clock), beyond 15 digits.
+      const step = (await store.sharedSessions.beginSessionStep('bot', 's', 1_765_000_000_123.4567, 0, 10))!;
+      await store.sharedSessions.addSessionLabels('bot', 's', step, label('untrusted'));
+      expect([...(await other.sharedSessions.beginSessionStep('bot', 's', 1_765_000_000_200, 0, 10))!.labels]).toEqual(['untrusted']);
+    } finally {
+      await store.close();
+    }
+  });
 });

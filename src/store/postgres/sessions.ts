@@ -32,27 +32,29 @@ const BEGIN_STEP = 'SELECT began_epoch AS epoch, began_since AS since, began_lab
  * (pruned, then begun again under its id) adds nothing, so it can neither move a label of
  * the live epoch to its own nor leave one behind. The epoch is named by its number and the
  * time it began (first_seen): a session begun again under its id starts at epoch 0 again,
- * and a step of the deleted session's epoch 0, named by its number alone, added its label
- * to the new session (which never earned it: a `tests_passed` of the run before). The session's row is held (FOR KEY
- * SHARE, which steps counting it do not wait for) until the labels commit: a prune
- * deleting the row meanwhile waits for them and deletes them with it, or deleted it first
- * and the labels are not added; read without the lock, labels inserted after the prune
- * deleted their orphans were left behind, and a session begun again under the id (a new
- * row, epoch 0) inherited them. Steps lock the row FOR NO KEY UPDATE, which neither waits
- * for a label statement nor makes one wait. A label already there of the same epoch
- * keeps its first adder; one of an earlier epoch (left from it) is replaced, and one of a
- * later epoch is left alone: the step's session moved on after its check (a step locking
- * the row does not wait for that check), and the later epoch's label, answered to its
- * step, would be moved to the dead epoch and lost. A label's epoch is never past its
- * session's (labels are added under the check, and the prune deletes a session's labels
- * with its row). Replaced in label order, the order in which the prune deletes such
- * rows (or the two could each hold a row the other waits for, and the step fail as a
- * deadlock's victim). The
- * session's drop goes to every replica's cache at the commit (session-cache.ts).
+ * and named by its number alone, a step of the deleted session's epoch 0 would add its
+ * label to the new session, which never earned it (a `tests_passed` of the run before).
+ * The time is compared to the millisecond, not exactly: it comes back as text, which a
+ * server set to fewer digits (extra_float_digits) rounds, and two epochs of one id begin a
+ * TTL apart. The session's row is held (FOR KEY SHARE, which steps counting it do not wait
+ * for) until the labels commit: a prune deleting the row meanwhile waits for them and
+ * deletes them with it, or deleted it first and the labels are not added; read without the
+ * lock, labels inserted after the prune deleted their orphans were left behind, and a
+ * session begun again under the id (a new row, epoch 0) inherited them. Steps lock the row
+ * FOR NO KEY UPDATE, which neither waits for a label statement nor makes one wait. A label
+ * already there of the same epoch keeps its first adder; one of an earlier epoch (left
+ * from it) is replaced, and one of a later epoch is left alone: the step's session moved
+ * on after its check (a step locking the row does not wait for that check), and the later
+ * epoch's label, answered to its step, would be moved to the dead epoch and lost. A
+ * label's epoch is never past its session's (labels are added under the check, and the
+ * prune deletes a session's labels with its row). Replaced in label order, the order in
+ * which the prune deletes such rows (or the two could each hold a row the other waits for,
+ * and the step fail as a deadlock's victim). The session's drop goes to every replica's
+ * cache at the commit (session-cache.ts).
  */
 const ADD_LABELS = `
   WITH held AS (
-    SELECT 1 FROM sessions s WHERE s.agent_name = $1 AND s.session_id = $2 AND s.epoch = $3 AND s.first_seen = $11 FOR KEY SHARE
+    SELECT 1 FROM sessions s WHERE s.agent_name = $1 AND s.session_id = $2 AND s.epoch = $3 AND abs(s.first_seen - $11) < 1 FOR KEY SHARE
   ), added AS (INSERT INTO session_labels (agent_name, session_id, label, epoch, control_id, control_name, stage, step_name, added_at)
     SELECT $1, $2, u.label, $3, u.control_id, u.control_name, u.stage, u.step_name, u.added_at
     FROM unnest($4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::double precision[])
