@@ -105,8 +105,8 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('seventh-pass 
     const store = await PostgresStore.open(url.href, { schema });
     const other = await opener.open(schema);
     try {
-      // A step's time has a fraction of a millisecond (the monotonic clock), beyond 15 digits.
-      const step = (await store.sharedSessions.beginSessionStep('bot', 's', 1_765_000_000_123.4567, 0, 10))!;
+      // A step's time has a fraction of a millisecond (the monotonic clock): 16 digits, printed as 15.
+      const step = (await store.sharedSessions.beginSessionStep('bot', 's', 1_765_000_000_123.375, 0, 10))!;
       await store.sharedSessions.addSessionLabels('bot', 's', step, label('untrusted'));
       expect([...(await other.sharedSessions.beginSessionStep('bot', 's', 1_765_000_000_200, 0, 10))!.labels]).toEqual(['untrusted']);
     } finally {
