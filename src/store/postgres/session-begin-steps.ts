@@ -7,8 +7,8 @@
  * so are the steps of new sessions one of which another statement created meanwhile or a
  * prune is deleting, their slots given back. Answers each session begun with its epoch, the
  * time its epoch began (first_seen) and its labels; a session that got no row is not in the
- * answer. The epoch alone does not name a session's epoch: a session deleted by a prune and
- * begun again under its id starts at epoch 0 again (since migration 21, see sessions.ts ADD_LABELS).
+ * answer. The number alone does not name an epoch: a session deleted by a prune and begun
+ * again under its id starts at epoch 0 again (migration 21, sessions.ts ADD_LABELS).
  *
  * Three statements since migration 20, each reading anew: the existing sessions' rows are
  * locked in key order, then counted and their labels read (after every label committed
@@ -113,22 +113,22 @@ export const SESSION_BEGIN_STEPS = `
  * the step under its row's lock, starting a new epoch when it was idle since p_expired; a
  * new one takes a slot in session_count (refused at p_max: no row comes back, unless the
  * session was created while this step waited for the count's row, which it then counts on)
- * and is created. It never waits on a session's row while it holds the count's row: a prune holds
- * the expired rows it deletes and waits for the count's row, and a batch holding this
- * session's row may be waiting on one of those, a deadlock failing one of the three. So
- * the slot is taken and the session created ON CONFLICT DO NOTHING in a subtransaction;
- * when the session was created by another statement since this one looked (a step of it
- * on another replica), that subtransaction is rolled back, giving back the slot and the
+ * and is created. It never waits on a session's row while it holds the count's row: a prune
+ * holds the expired rows it deletes and waits for the count's row, and a batch holding this
+ * session's row may be waiting on one of those, a deadlock failing one of the three. So the
+ * slot is taken and the session created ON CONFLICT DO NOTHING in a subtransaction; when
+ * the session was created by another statement since this one looked (a step of it on
+ * another replica), that subtransaction is rolled back, giving back the slot and the
  * count's row, and the step counts the session's row as an existing one's. Waiting for an
  * uncommitted insert of the session is no such wait: whoever creates a session holds the
  * count's row until it commits, so this function cannot hold that row then. Waiting for a
  * prune deleting the session is one (the prune waits for the count's row next): a session
- * created meanwhile may be idle past the prune's limit at once (its step's time read
- * before it waited), so the row is first locked FOR KEY SHARE NOWAIT, which a prune's
- * FOR UPDATE refuses and a step's FOR NO KEY UPDATE does not; refused, the slot is given
- * back as well, and the UPDATE waits for the prune holding nothing (migration 20; before,
- * the insert waited for the prune and one of the two failed as a deadlock's victim).
- * Answers the epoch with the time it began, as session_begin_steps does.
+ * created meanwhile may be idle past the prune's limit at once (its step's time read before
+ * it waited), so the row is first locked FOR KEY SHARE NOWAIT, which a prune's FOR UPDATE
+ * refuses and a step's FOR NO KEY UPDATE does not; refused, the slot is given back as well,
+ * and the UPDATE waits for the prune holding nothing (migration 20; before, the insert
+ * waited for the prune and one of the two failed as a deadlock's victim). Answers the epoch
+ * with the time it began, as session_begin_steps does.
  */
 export const SESSION_BEGIN_STEP = `
   CREATE OR REPLACE FUNCTION session_begin_step(
