@@ -27,7 +27,7 @@ export class DatabaseClock {
   #reading: Promise<void> | undefined;
 
   constructor(
-    /** The database server's clock, in ms since the epoch. */
+    /** The database server's clock as its answer arrives, in ms since the epoch (the store allows for the query's round trip alone). */
     private readonly readDatabase: () => Promise<number>,
     /** The replica's clock between readings (tests inject one). */
     readonly localNow: () => number = monotonicNow,
@@ -43,7 +43,7 @@ export class DatabaseClock {
     return this.localNow() + this.#offset;
   }
 
-  /** Reads the database's clock, taken as read halfway through the round trip; joins a reading under way. */
+  /** Reads the database's clock (its time as the answer arrives); joins a reading under way. */
   read(): Promise<void> {
     this.#reading ??= this.#readOnce().finally(() => {
       this.#reading = undefined;
@@ -64,9 +64,8 @@ export class DatabaseClock {
   }
 
   async #readOnce(): Promise<void> {
-    const sent = this.localNow();
     const database = await this.readDatabase();
-    this.#offset = database - (sent + this.localNow()) / 2;
+    this.#offset = database - this.localNow();
     this.#isSet = true;
   }
 }

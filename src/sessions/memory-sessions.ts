@@ -156,7 +156,15 @@ export class MemorySessions implements SessionState {
     // is written first, or the delete would take its row and labels, and the next write
     // would put the row back without them. Rows the write could not reach wait too.
     this.writeTouched();
-    if (this.#touched.length === 0) this.persistence?.deleteExpiredSessions(before);
+    if (this.#touched.length === 0) {
+      try {
+        this.persistence?.deleteExpiredSessions(before);
+      } catch {
+        // The file refuses writes (a lock held elsewhere, a full disk): its expired rows wait
+        // for the next sweep, unread meanwhile (a restart loads live rows only). A throw here
+        // would fail the step that swept at the bound and, from the timer, end the process.
+      }
+    }
   }
 
   get size(): number {

@@ -19,9 +19,9 @@
  */
 import { DatabaseClock, monotonicNow } from '../clock.js';
 import type { SessionInfo } from '../model/index.js';
-import type { SharedSessionStore } from '../store/types.js';
+import type { SharedSessionStep, SharedSessionStore } from '../store/types.js';
 import { infoOf } from './memory-sessions.js';
-import type { NewLabel, SessionSettings, SessionState, SessionStep } from './types.js';
+import type { NewLabel, SessionSettings, SessionState } from './types.js';
 
 const PRUNE_INTERVAL_MS = 10_000;
 const PRUNE_AT_BOUND_MS = 1000;
@@ -49,7 +49,7 @@ export class SharedSessions implements SessionState {
   }
 
   /** At once when the replica's cache holds the session (store/postgres/session-cache.ts). */
-  begin(agentName: string, sessionId: string): SessionStep | Promise<SessionStep | null> {
+  begin(agentName: string, sessionId: string): SharedSessionStep | Promise<SharedSessionStep | null> {
     if (!this.#clock.isSet) return this.#firstClock().then(() => this.begin(agentName, sessionId));
     // The time is read at each try: after a prune it has moved on, and a session created with
     // the time of before it could already be past the limit of a prune running meanwhile.
@@ -66,13 +66,14 @@ export class SharedSessions implements SessionState {
     });
   }
 
-  async add(agentName: string, sessionId: string, step: SessionStep, labels: readonly NewLabel[], stage: 'pre' | 'post', stepName: string): Promise<void> {
+  /** `step` is one begin() answered: its epoch is named by the time it began too (SharedSessionStep). */
+  async add(agentName: string, sessionId: string, step: SharedSessionStep, labels: readonly NewLabel[], stage: 'pre' | 'post', stepName: string): Promise<void> {
     if (labels.length === 0) return;
     const added_at = this.now();
     await this.shared.addSessionLabels(
       agentName,
       sessionId,
-      step.epoch,
+      step,
       labels.map((l) => ({ label: l.label, control_id: l.control_id, control_name: l.control_name, stage, step_name: stepName, added_at })),
     );
   }

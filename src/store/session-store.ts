@@ -37,6 +37,11 @@ export interface SessionRowStore {
 export interface SharedSessionStep {
   readonly labels: ReadonlySet<string>;
   readonly epoch: number;
+  /**
+   * When the epoch began (the session's first_seen): with the number, it names the epoch
+   * across a prune, after which a session begun again under the id is at epoch 0 again.
+   */
+  readonly since: number;
 }
 
 /**
@@ -51,10 +56,11 @@ export interface SharedSessionStore {
    * once (no promise) when the replica's cache holds the session.
    */
   beginSessionStep(agentName: string, sessionId: string, now: number, expiredBefore: number, max: number): SharedSessionStep | Promise<SharedSessionStep | null>;
-  addSessionLabels(agentName: string, sessionId: string, epoch: number, labels: readonly StoredSessionLabel[]): Promise<void>;
+  /** Adds labels to the session's epoch the step began in; nothing when the session has left it. */
+  addSessionLabels(agentName: string, sessionId: string, step: SharedSessionStep, labels: readonly StoredSessionLabel[]): Promise<void>;
   readSession(agentName: string, sessionId: string, expiredBefore: number): Promise<StoredSession | null>;
   /** Deletes sessions idle since `expiredBefore` and recounts the rest; returns how many are left. */
   pruneSessions(expiredBefore: number): Promise<number>;
-  /** The database server's clock, in ms since the epoch, as SharedParts reads it (store-sharing.ts). */
+  /** The database server's clock as the answer arrives, in ms since the epoch, as SharedParts reads it (store-sharing.ts). */
   databaseTime(): Promise<number>;
 }

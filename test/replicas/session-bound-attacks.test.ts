@@ -74,11 +74,11 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('session bound
     expect(slow.epoch).toBe(1);
     // The session expires and is pruned while the slow step is still being judged; then it adds its label.
     await shared.pruneSessions(4000);
-    await shared.addSessionLabels('bot', 's', slow.epoch, label('untrusted'));
+    await shared.addSessionLabels('bot', 's', slow, label('untrusted'));
     // The attacker's next step starts the session again (a new row) and is marked untrusted.
     const fresh = await opener.open(opener.lastSchema());
     const step = (await fresh.sharedSessions.beginSessionStep('bot', 's', 5000, 4000, 10))!;
-    await fresh.sharedSessions.addSessionLabels('bot', 's', step.epoch, label('untrusted'));
+    await fresh.sharedSessions.addSessionLabels('bot', 's', step, label('untrusted'));
     // The label answered as added decides at the very next step.
     const other = await opener.open(opener.lastSchema());
     expect([...(await other.sharedSessions.beginSessionStep('bot', 's', 5001, 4001, 10))!.labels]).toEqual(['untrusted']);

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { SharedSessions } from '../../src/sessions/index.js';
-import type { SessionStep } from '../../src/sessions/types.js';
+import type { SharedSessionStep } from '../../src/store/types.js';
 import { withSearchPath } from '../../src/store/postgres/database.js';
 import { PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/postgres-store.js';
 import { pgRequired, pgSuiteTitle, pgUnreachable, pgUrl, storeOpener } from './pg.js';
@@ -245,7 +245,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('attacks on th
   it('odd session ids and one id under two agents: the drop reaches exactly the session labelled', async () => {
     const { a, b } = await replicas();
     const ids = [`q"uo',te,s\\ \u0000x`.replace('\u0000', ''), 'x'.repeat(128), 'ünï€ode 🙂', 'same'];
-    const begun = new Map<string, SessionStep>();
+    const begun = new Map<string, SharedSessionStep>();
     for (const id of ids) {
       begun.set(id, (await a.begin('bot', id))!);
       await a.begin('other-bot', id);

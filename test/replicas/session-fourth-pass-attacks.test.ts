@@ -82,7 +82,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('fourth-pass s
       // statement, its check of the epoch passed, waits on that row before its own labels.
       await locker.query('BEGIN');
       await locker.query("INSERT INTO session_labels VALUES ('bot', 's', 'a_note', 0, 1, 'mark', 'post', 'x', 0)");
-      const late = shared.addSessionLabels('bot', 's', old.epoch, [...stored('a_note'), ...stored('untrusted')]).then(
+      const late = shared.addSessionLabels('bot', 's', old, [...stored('a_note'), ...stored('untrusted')]).then(
         () => 'ok',
         (e: Error) => e.message,
       );
@@ -90,7 +90,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('fourth-pass s
       // Meanwhile the session, idle past its TTL, starts epoch 1, whose step reads untrusted content: answered.
       const step = (await shared.beginSessionStep('bot', 's', 3000, 2000, 10))!;
       expect(step.epoch).toBe(1);
-      await shared.addSessionLabels('bot', 's', step.epoch, stored('untrusted'));
+      await shared.addSessionLabels('bot', 's', step, stored('untrusted'));
       await locker.query('COMMIT');
       expect(await late).toBe('ok');
       // The label answered to epoch 1 decides at its next step.

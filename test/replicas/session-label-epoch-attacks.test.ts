@@ -22,9 +22,9 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('label epoch a
     const fresh = await opener.open(opener.lastSchema());
     const step = (await fresh.sharedSessions.beginSessionStep('bot', 's', 5000, 4000, 10))!;
     expect(step.epoch).toBe(0);
-    await fresh.sharedSessions.addSessionLabels('bot', 's', step.epoch, label('untrusted'));
+    await fresh.sharedSessions.addSessionLabels('bot', 's', step, label('untrusted'));
     // ... then the slow step of the pruned epoch 1 finishes and adds the same label.
-    await shared.addSessionLabels('bot', 's', slow.epoch, label('untrusted'));
+    await shared.addSessionLabels('bot', 's', slow, label('untrusted'));
     // The label answered as added to the live session still decides at its next step.
     const other = await opener.open(opener.lastSchema());
     expect([...(await other.sharedSessions.beginSessionStep('bot', 's', 5001, 4001, 10))!.labels]).toEqual(['untrusted']);

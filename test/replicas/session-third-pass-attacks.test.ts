@@ -46,7 +46,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('third-pass se
       await locker.query(
         "INSERT INTO session_labels (agent_name, session_id, label, epoch, control_id, control_name, stage, step_name, added_at) VALUES ('bot', 'ci', 'tests_passed', 0, 1, 'x', 'post', 'x', 0)",
       );
-      const adding = shared.addSessionLabels('bot', 'ci', slow.epoch, stored('tests_passed')).then(() => 'ok', (e: Error) => e.message);
+      const adding = shared.addSessionLabels('bot', 'ci', slow, stored('tests_passed')).then(() => 'ok', (e: Error) => e.message);
       await expect.poll(async () => (await watcher.query(lockWaits('%INSERT INTO session_labels%'))).rows).toEqual([{ n: 1 }]);
       // The prune meanwhile (the session is idle past its TTL): it finishes, or waits for the label statement.
       let done = false;
@@ -103,7 +103,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('third-pass se
       // (or, taking them in the prune's order, waits for nothing).
       let added = false;
       const adding = shared
-        .addSessionLabels('bot', 's', step.epoch, [...stored('b'), ...stored('a')])
+        .addSessionLabels('bot', 's', step, [...stored('b'), ...stored('a')])
         .then(
           () => 'ok',
           (e: Error) => `step: ${e.message}`,
@@ -126,7 +126,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('third-pass se
       // An orphan label of a dead session, first in the table: the prune deletes it first.
       await sql.query("INSERT INTO session_labels VALUES ('bot', 'dead', 'x', 0, 1, 'mark', 'post', 'x', 0)");
       // The session 's' was marked untrusted in epoch 0; idle past its TTL, a step began epoch 1.
-      await shared.addSessionLabels('bot', 's', (await shared.beginSessionStep('bot', 's', 1000, 0, 10))!.epoch, stored('untrusted'));
+      await shared.addSessionLabels('bot', 's', (await shared.beginSessionStep('bot', 's', 1000, 0, 10))!, stored('untrusted'));
       const step = (await shared.beginSessionStep('bot', 's', 3000, 2000, 10))!;
       expect([step.epoch, [...step.labels]]).toEqual([1, []]);
       // The orphan held: the prune, its snapshot taken, waits on it.
@@ -135,7 +135,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('third-pass se
       const pruned = shared.pruneSessions(0).then(() => 'ok', (e: Error) => `prune: ${e.message}`);
       await expect.poll(async () => (await watcher.query(lockWaits('%session_labels l WHERE NOT EXISTS%'))).rows).toEqual([{ n: 1 }]);
       // Meanwhile the step of epoch 1 reads untrusted content again: the label moves to epoch 1, answered.
-      await shared.addSessionLabels('bot', 's', step.epoch, stored('untrusted'));
+      await shared.addSessionLabels('bot', 's', step, stored('untrusted'));
       await locker.query('COMMIT');
       expect(await pruned).toBe('ok');
       // The label answered decides at the session's next step.

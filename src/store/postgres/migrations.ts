@@ -199,4 +199,18 @@ export const postgresMigrations: readonly Migration[] = [
     // prune holds it (session-begin-steps.ts).
     sql: `${SESSION_BEGIN_STEPS}${SESSION_BEGIN_STEP}`,
   },
+  {
+    version: 21,
+    name: 'a step names its session\'s epoch with the time it began',
+    // session_begin_steps and session_begin_step answer the epoch's first_seen too: a label
+    // statement adds labels only to the epoch that began then (sessions.ts ADD_LABELS), not
+    // to a session begun again under the id after a prune, whose epoch is 0 again. A
+    // function's answer cannot change its columns in place. A step alone refused at the
+    // bound counts on its session when that session was created while it waited.
+    sql: `
+      DROP FUNCTION session_begin_steps(TEXT[], TEXT[], BIGINT[], DOUBLE PRECISION, DOUBLE PRECISION, BIGINT);
+      DROP FUNCTION session_begin_step(TEXT, TEXT, DOUBLE PRECISION, DOUBLE PRECISION, BIGINT);
+      ${SESSION_BEGIN_STEPS}${SESSION_BEGIN_STEP}
+    `,
+  },
 ];

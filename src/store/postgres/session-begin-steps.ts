@@ -5,8 +5,10 @@
  * not fit, or finds session_count's row taken by another statement, creates none, and
  * those steps are begun one by one (BEGIN_STEP in sessions.ts), which fills the room left;
  * so are the steps of new sessions one of which another statement created meanwhile or a
- * prune is deleting, their slots given back. Answers each session begun with its epoch and
- * labels; a session that got no row is not in the answer.
+ * prune is deleting, their slots given back. Answers each session begun with its epoch, the
+ * time its epoch began (first_seen) and its labels; a session that got no row is not in the
+ * answer. The number alone does not name an epoch: a session deleted by a prune and begun
+ * again under its id starts at epoch 0 again (migration 21, sessions.ts ADD_LABELS).
  *
  * Three statements since migration 20, each reading anew: the existing sessions' rows are
  * locked in key order, then counted and their labels read (after every label committed
@@ -26,7 +28,7 @@
 export const SESSION_BEGIN_STEPS = `
   CREATE OR REPLACE FUNCTION session_begin_steps(
     p_agents TEXT[], p_ids TEXT[], p_steps BIGINT[], p_now DOUBLE PRECISION, p_expired DOUBLE PRECISION, p_max BIGINT)
-  RETURNS TABLE (began_agent TEXT, began_session TEXT, began_epoch INTEGER, began_labels TEXT[])
+  RETURNS TABLE (began_agent TEXT, began_session TEXT, began_epoch INTEGER, began_since DOUBLE PRECISION, began_labels TEXT[])
   LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
   DECLARE
     v_agents TEXT[];
@@ -54,9 +56,9 @@ export const SESSION_BEGIN_STEPS = `
       FROM unnest(p_agents, p_ids, p_steps) AS i(agent_name, session_id, steps)
       WHERE s.agent_name = i.agent_name AND s.session_id = i.session_id
         AND EXISTS (SELECT 1 FROM unnest(v_agents, v_ids) AS h(agent_name, session_id) WHERE h.agent_name = i.agent_name AND h.session_id = i.session_id)
-      RETURNING s.agent_name, s.session_id, s.epoch
+      RETURNING s.agent_name, s.session_id, s.epoch, s.first_seen
     )
-    SELECT b.agent_name, b.session_id, b.epoch, coalesce((SELECT array_agg(l.label) FROM session_labels l
+    SELECT b.agent_name, b.session_id, b.epoch, b.first_seen, coalesce((SELECT array_agg(l.label) FROM session_labels l
       WHERE l.agent_name = b.agent_name AND l.session_id = b.session_id AND l.epoch = b.epoch), '{}')
     FROM up b;
     -- The new sessions: the steps' sessions with no row held above.
@@ -93,9 +95,9 @@ export const SESSION_BEGIN_STEPS = `
         INSERT INTO sessions AS s (agent_name, session_id, epoch, first_seen, last_seen, steps)
           SELECT u.agent_name, u.session_id, 0, p_now, p_now, u.steps FROM unnest(v_agents, v_ids, v_steps) AS u(agent_name, session_id, steps)
         ON CONFLICT (agent_name, session_id) DO NOTHING
-        RETURNING s.agent_name, s.session_id, s.epoch
+        RETURNING s.agent_name, s.session_id, s.epoch, s.first_seen
       )
-      SELECT b.agent_name, b.session_id, b.epoch, coalesce((SELECT array_agg(l.label) FROM session_labels l
+      SELECT b.agent_name, b.session_id, b.epoch, b.first_seen, coalesce((SELECT array_agg(l.label) FROM session_labels l
         WHERE l.agent_name = b.agent_name AND l.session_id = b.session_id AND l.epoch = b.epoch), '{}')
       FROM created b;
     EXCEPTION WHEN unique_violation OR lock_not_available THEN
@@ -109,30 +111,33 @@ export const SESSION_BEGIN_STEPS = `
  * The definition of `session_begin_step` (migration 19): one step alone (a step whose new
  * session a batch had no room for, or found created meanwhile). An existing session counts
  * the step under its row's lock, starting a new epoch when it was idle since p_expired; a
- * new one takes a slot in session_count (refused at p_max: no row comes back) and is
- * created. It never waits on a session's row while it holds the count's row: a prune holds
- * the expired rows it deletes and waits for the count's row, and a batch holding this
- * session's row may be waiting on one of those, a deadlock failing one of the three. So
- * the slot is taken and the session created ON CONFLICT DO NOTHING in a subtransaction;
- * when the session was created by another statement since this one looked (a step of it
- * on another replica), that subtransaction is rolled back, giving back the slot and the
+ * new one takes a slot in session_count (refused at p_max: no row comes back, unless the
+ * session was created while this step waited for the count's row, which it then counts on)
+ * and is created. It never waits on a session's row while it holds the count's row: a prune
+ * holds the expired rows it deletes and waits for the count's row, and a batch holding this
+ * session's row may be waiting on one of those, a deadlock failing one of the three. So the
+ * slot is taken and the session created ON CONFLICT DO NOTHING in a subtransaction; when
+ * the session was created by another statement since this one looked (a step of it on
+ * another replica), that subtransaction is rolled back, giving back the slot and the
  * count's row, and the step counts the session's row as an existing one's. Waiting for an
  * uncommitted insert of the session is no such wait: whoever creates a session holds the
  * count's row until it commits, so this function cannot hold that row then. Waiting for a
  * prune deleting the session is one (the prune waits for the count's row next): a session
- * created meanwhile may be idle past the prune's limit at once (its step's time read
- * before it waited), so the row is first locked FOR KEY SHARE NOWAIT, which a prune's
- * FOR UPDATE refuses and a step's FOR NO KEY UPDATE does not; refused, the slot is given
- * back as well, and the UPDATE waits for the prune holding nothing (migration 20; before,
- * the insert waited for the prune and one of the two failed as a deadlock's victim).
+ * created meanwhile may be idle past the prune's limit at once (its step's time read before
+ * it waited), so the row is first locked FOR KEY SHARE NOWAIT, which a prune's FOR UPDATE
+ * refuses and a step's FOR NO KEY UPDATE does not; refused, the slot is given back as well,
+ * and the UPDATE waits for the prune holding nothing (migration 20; before, the insert
+ * waited for the prune and one of the two failed as a deadlock's victim). Answers the epoch
+ * with the time it began, as session_begin_steps does.
  */
 export const SESSION_BEGIN_STEP = `
   CREATE OR REPLACE FUNCTION session_begin_step(
     p_agent TEXT, p_id TEXT, p_now DOUBLE PRECISION, p_expired DOUBLE PRECISION, p_max BIGINT)
-  RETURNS TABLE (began_epoch INTEGER, began_labels TEXT[])
+  RETURNS TABLE (began_epoch INTEGER, began_since DOUBLE PRECISION, began_labels TEXT[])
   LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
   DECLARE
     v_epoch INTEGER;
+    v_since DOUBLE PRECISION;
   BEGIN
     -- Local to this transaction: see store/postgres/session-steps.ts.
     PERFORM set_config('synchronous_commit', 'off', true);
@@ -144,12 +149,19 @@ export const SESSION_BEGIN_STEP = `
         steps = CASE WHEN s.last_seen <= p_expired THEN 1 ELSE s.steps + 1 END,
         last_seen = GREATEST(s.last_seen, p_now)
       WHERE s.agent_name = p_agent AND s.session_id = p_id
-      RETURNING s.epoch INTO v_epoch;
+      RETURNING s.epoch, s.first_seen INTO v_epoch, v_since;
       EXIT WHEN FOUND;
       BEGIN
         UPDATE session_count SET n = n + 1 WHERE id = 1 AND n < p_max;
         IF NOT FOUND THEN
-          RETURN;
+          -- No room for a new session. But this UPDATE may have waited for the statement that
+          -- took the last slot for this very session (a step of it on another replica): then
+          -- the session is held, and its step is no new session the bound refuses.
+          PERFORM 1 FROM sessions s WHERE s.agent_name = p_agent AND s.session_id = p_id;
+          IF NOT FOUND THEN
+            RETURN;
+          END IF;
+          RAISE EXCEPTION USING ERRCODE = 'unique_violation';
         END IF;
         -- Created by another statement since the UPDATE above, and perhaps being deleted by a
         -- prune that waits for the count's row (NOWAIT: the prune holds it FOR UPDATE).
@@ -158,7 +170,7 @@ export const SESSION_BEGIN_STEP = `
           INSERT INTO sessions AS s (agent_name, session_id, epoch, first_seen, last_seen, steps)
             VALUES (p_agent, p_id, 0, p_now, p_now, 1)
           ON CONFLICT (agent_name, session_id) DO NOTHING
-          RETURNING s.epoch INTO v_epoch;
+          RETURNING s.epoch, s.first_seen INTO v_epoch, v_since;
           EXIT WHEN FOUND;
         END IF;
         -- The slot is given back, and the UPDATE above finds the session, or waits for the
@@ -168,7 +180,7 @@ export const SESSION_BEGIN_STEP = `
         NULL;
       END;
     END LOOP;
-    RETURN QUERY SELECT v_epoch, coalesce((SELECT array_agg(l.label) FROM session_labels l
+    RETURN QUERY SELECT v_epoch, v_since, coalesce((SELECT array_agg(l.label) FROM session_labels l
       WHERE l.agent_name = p_agent AND l.session_id = p_id AND l.epoch = v_epoch), '{}');
   END
   $fn$;

@@ -310,7 +310,8 @@ export class SessionCache {
   }
 
   #restore(agentName: string, sessionId: string, epoch: number, steps: number, lastSeen: number): void {
-    const entry: Entry = { agentName, sessionId, step: { labels: new Set(), epoch }, readAt: lastSeen, pending: steps, lastSeen, dirty: true };
+    // Only written, never answered (it is not among the entries): its labels and since are not read.
+    const entry: Entry = { agentName, sessionId, step: { labels: new Set(), epoch, since: 0 }, readAt: lastSeen, pending: steps, lastSeen, dirty: true };
     this.#dirty.push(entry);
   }
 

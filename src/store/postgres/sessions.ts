@@ -9,8 +9,10 @@
  * begun by one statement (session-steps.ts); labels are committed synchronously, step
  * counts without waiting for the WAL flush.
  */
+import type pg from 'pg';
 import type { SharedSessionStep, SharedSessionStore, StoredSession, StoredSessionLabel } from '../types.js';
 import type { PostgresDatabase } from './database.js';
+import { mapPgError } from './errors.js';
 import { SessionCache } from './session-cache.js';
 import { SESSION_CACHE_CHANNEL } from './session-ping.js';
 import { SessionStepBatcher } from './session-steps.js';
@@ -23,31 +25,36 @@ import { SessionStepBatcher } from './session-steps.js';
  * idle past its TTL. A step that finds its new session created by another statement
  * meanwhile gives its slot back. Committed without waiting for the WAL flush, as a batch is.
  */
-const BEGIN_STEP = 'SELECT began_epoch AS epoch, began_labels AS labels FROM session_begin_step($1, $2, $3, $4, $5)';
+const BEGIN_STEP = 'SELECT began_epoch AS epoch, began_since AS since, began_labels AS labels FROM session_begin_step($1, $2, $3, $4, $5)';
 
 /**
  * Only a step of the session's current epoch adds labels: one that outlived its session
  * (pruned, then begun again under its id) adds nothing, so it can neither move a label of
- * the live epoch to its own nor leave one behind. The session's row is held (FOR KEY
- * SHARE, which steps counting it do not wait for) until the labels commit: a prune
- * deleting the row meanwhile waits for them and deletes them with it, or deleted it first
- * and the labels are not added; read without the lock, labels inserted after the prune
- * deleted their orphans were left behind, and a session begun again under the id (a new
- * row, epoch 0) inherited them. Steps lock the row FOR NO KEY UPDATE, which neither waits
- * for a label statement nor makes one wait. A label already there of the same epoch
- * keeps its first adder; one of an earlier epoch (left from it) is replaced, and one of a
- * later epoch is left alone: the step's session moved on after its check (a step locking
- * the row does not wait for that check), and the later epoch's label, answered to its
- * step, would be moved to the dead epoch and lost. A label's epoch is never past its
- * session's (labels are added under the check, and the prune deletes a session's labels
- * with its row). Replaced in label order, the order in which the prune deletes such
- * rows (or the two could each hold a row the other waits for, and the step fail as a
- * deadlock's victim). The
- * session's drop goes to every replica's cache at the commit (session-cache.ts).
+ * the live epoch to its own nor leave one behind. The epoch is named by its number and the
+ * time it began (first_seen): a session begun again under its id starts at epoch 0 again,
+ * and named by its number alone, a step of the deleted session's epoch 0 would add its
+ * label to the new session, which never earned it (a `tests_passed` of the run before).
+ * The time is compared to the millisecond, not exactly: it comes back as text, which a
+ * server set to fewer digits (extra_float_digits) rounds, and two epochs of one id begin a
+ * TTL apart. The session's row is held (FOR KEY SHARE, which steps counting it do not wait
+ * for) until the labels commit: a prune deleting the row meanwhile waits for them and
+ * deletes them with it, or deleted it first and the labels are not added; read without the
+ * lock, labels inserted after the prune deleted their orphans were left behind, and a
+ * session begun again under the id (a new row, epoch 0) inherited them. Steps lock the row
+ * FOR NO KEY UPDATE, which neither waits for a label statement nor makes one wait. A label
+ * already there of the same epoch keeps its first adder; one of an earlier epoch (left
+ * from it) is replaced, and one of a later epoch is left alone: the step's session moved
+ * on after its check (a step locking the row does not wait for that check), and the later
+ * epoch's label, answered to its step, would be moved to the dead epoch and lost. A
+ * label's epoch is never past its session's (labels are added under the check, and the
+ * prune deletes a session's labels with its row). Replaced in label order, the order in
+ * which the prune deletes such rows (or the two could each hold a row the other waits for,
+ * and the step fail as a deadlock's victim). The session's drop goes to every replica's
+ * cache at the commit (session-cache.ts).
  */
 const ADD_LABELS = `
   WITH held AS (
-    SELECT 1 FROM sessions s WHERE s.agent_name = $1 AND s.session_id = $2 AND s.epoch = $3 FOR KEY SHARE
+    SELECT 1 FROM sessions s WHERE s.agent_name = $1 AND s.session_id = $2 AND s.epoch = $3 AND abs(s.first_seen - $11) < 1 FOR KEY SHARE
   ), added AS (INSERT INTO session_labels (agent_name, session_id, label, epoch, control_id, control_name, stage, step_name, added_at)
     SELECT $1, $2, u.label, $3, u.control_id, u.control_name, u.stage, u.step_name, u.added_at
     FROM unnest($4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::double precision[])
@@ -104,18 +111,18 @@ export class PostgresSessions implements SharedSessionStore {
 
   /** One step alone: takes a slot for a new session when there is room for one. */
   async #beginAlone(agentName: string, sessionId: string, now: number, expiredBefore: number, max: number): Promise<SharedSessionStep | null> {
-    const rows = await this.database.prepared<{ epoch: number; labels: string[] }>('guard_session_begin_step_fn', BEGIN_STEP, [agentName, sessionId, now, expiredBefore, max]);
+    const rows = await this.database.prepared<{ epoch: number; since: number; labels: string[] }>('guard_session_begin_step_fn', BEGIN_STEP, [agentName, sessionId, now, expiredBefore, max]);
     const row = rows[0];
-    return row === undefined ? null : { epoch: row.epoch, labels: new Set(row.labels) };
+    return row === undefined ? null : { epoch: row.epoch, since: row.since, labels: new Set(row.labels) };
   }
 
-  async addSessionLabels(agentName: string, sessionId: string, epoch: number, labels: readonly StoredSessionLabel[]): Promise<void> {
+  async addSessionLabels(agentName: string, sessionId: string, step: SharedSessionStep, labels: readonly StoredSessionLabel[]): Promise<void> {
     if (labels.length === 0) return;
     const drop = this.cache.dropMessage(agentName, sessionId);
     await this.cache.whileDropping(drop.token, () => this.database.query(ADD_LABELS, [
       agentName,
       sessionId,
-      epoch,
+      step.epoch,
       labels.map((l) => l.label),
       labels.map((l) => l.control_id),
       labels.map((l) => l.control_name),
@@ -123,6 +130,7 @@ export class PostgresSessions implements SharedSessionStore {
       labels.map((l) => l.step_name),
       labels.map((l) => l.added_at),
       drop.payload,
+      step.since,
     ]));
     await this.cache.dropped(agentName, sessionId, drop.token);
   }
