@@ -172,13 +172,17 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('attacks on th
 
   it("B's listener cut and kept away: no cache until it is back, then an empty one; no label added meanwhile is missed", async () => {
     // B's listener tries again every 100 ms; while B's role may not log in, it cannot come
-    // back (B's pool keeps the connections it has). The session clock is frozen: an entry
-    // cached before the cut would answer again after it, were it not emptied.
-    const { a, b, sql, storeB } = await replicas({ listenerRetryMs: 100 }, LONE_ROLE);
+    // back. B's pool keeps the connections it has: opened before the cut, never closed as
+    // idle, enough for its steps, pings and clock at once (a new one refused failed a step).
+    // The session clock is frozen: an entry cached before the cut would answer again after
+    // it, were it not emptied.
+    const { a, b, sql, storeB } = await replicas({ listenerRetryMs: 100, idleTimeoutMs: 0, maxConnections: 4 }, LONE_ROLE);
     const stale = (await a.begin('bot', 'stale'))!;
     const probe = (await a.begin('bot', 'probe'))!;
     await untilCached(b, 'bot', 'stale');
     await untilCached(b, 'bot', 'probe');
+    await Promise.all(Array.from({ length: 4 }, () => storeB.sharedSessions.readSession('bot', 'warm-up', 0)));
+    expect((await sql.query("SELECT 1 FROM pg_stat_activity WHERE usename = $1 AND application_name = 'guardctl'", [LONE_ROLE])).rowCount).toBeGreaterThanOrEqual(4);
     await sql.query(`ALTER ROLE ${LONE_ROLE} NOLOGIN`);
     closers.push(() => sql.query(`ALTER ROLE ${LONE_ROLE} LOGIN`));
     const killed = await sql.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1 AND application_name = 'guardctl-sessions'", [

@@ -18,6 +18,8 @@ export interface PostgresStoreOptions {
   schema?: string;
   /** Most connections the pool opens. */
   maxConnections?: number;
+  /** A pool connection idle this long is closed (ms, default 10,000; 0: kept open). */
+  idleTimeoutMs?: number;
   /** Connecting, or waiting for a free pool connection, fails after this long. Default 5,000 ms. */
   connectionTimeoutMs?: number;
   /** The server cancels a statement running longer (`statement_timeout`). Default 10,000 ms. */
@@ -134,6 +136,7 @@ export class PostgresDatabase {
       statement_timeout: options.statementTimeoutMs ?? 10_000,
       query_timeout: options.queryTimeoutMs ?? 15_000,
       max: options.maxConnections ?? 10,
+      idleTimeoutMillis: options.idleTimeoutMs ?? 10_000,
       application_name: 'guardctl',
     });
     // An idle client losing its connection must not crash the process; the next query reports it.
