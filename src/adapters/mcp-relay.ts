@@ -144,9 +144,10 @@ export class McpRelay {
       const answer = this.#tools.answer({ ...message, id: clientId }, pending.method);
       if (result && pending.method === 'initialize') this.#learnServer(result);
       const taskId = pending.task && result ? taskIdOf(result) : null;
-      // A started task carries no output yet: the output is checked when tasks/result fetches it.
+      // A started task's output comes later, checked when tasks/result fetches it. The answer
+      // that starts it is checked too: the server can put what the tool read beside the task or in its status message.
       if (taskId !== null && pending.step) this.#tasks.remember(taskId, pending.step);
-      this.#toClient.push(pending.step && taskId === null ? this.#checks.output(clientId, pending.step, answer, output) : Promise.resolve(answer));
+      this.#toClient.push(pending.step ? this.#checks.output(clientId, pending.step, answer, output) : Promise.resolve(answer));
       return;
     }
     if (kind === 'invalid') {

@@ -1,0 +1,86 @@
+/**
+ * The relay against a hostile MCP server and a client probing its edges, spoken to as raw
+ * JSON-RPC over the MCP SDK's in-memory transports: the server's side is a script that
+ * answers what it is asked however it likes, so what reaches the client can be checked
+ * message by message.
+ */
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { JSONRPCMessage, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { McpRelay } from '../../src/adapters/mcp-relay.js';
+import { ControlDataSchema, type ControlDataInput, type ControlRecord } from '../../src/model/index.js';
+import { GuardAgent } from '../../src/sdk/index.js';
+import { denySecretOutput, quietLogger } from './guarded-agent.js';
+
+const KEY = 'AKIAIOSFODNN7EXAMPLE';
+
+function sdkControl(id: number, name: string, data: ControlDataInput): ControlRecord {
+  return { control_id: id, name, enabled: true, managed_by: null, source: null, created_at: '', updated_at: '', data: ControlDataSchema.parse(data) };
+}
+
+const controls = [sdkControl(1, 'no-keys-out', denySecretOutput('sdk'))];
+
+const TOOLS = [{ name: 'read_file', inputSchema: { type: 'object' } }];
+
+type Script = (request: JSONRPCRequest, send: (message: JSONRPCMessage) => void) => void;
+
+const closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close();
+});
+
+/** A relay between a raw client and a server that answers tools/list with TOOLS and everything else with `script`. */
+async function setup(script: Script) {
+  const [clientSide, relayClientSide] = InMemoryTransport.createLinkedPair();
+  const [relayServerSide, serverSide] = InMemoryTransport.createLinkedPair();
+  const guard = new GuardAgent({ agentName: 'relay-hostile', serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, controls);
+  const reports: string[] = [];
+  const relay = new McpRelay({ guard, client: relayClientSide, server: relayServerSide, serverName: 'hostile', serverNameFixed: true, requestTimeoutMs: 0, report: (l) => reports.push(l) });
+  relayClientSide.onmessage = (m) => relay.fromClient(m);
+  relayServerSide.onmessage = (m) => relay.fromServer(m);
+  const seenByServer: JSONRPCMessage[] = [];
+  const toServer = (message: JSONRPCMessage): void => void serverSide.send(message);
+  serverSide.onmessage = (m) => {
+    seenByServer.push(m);
+    if (!('method' in m) || !('id' in m)) return;
+    if (m.method === 'tools/list') toServer({ jsonrpc: '2.0', id: m.id, result: { tools: TOOLS } });
+    else script(m, toServer);
+  };
+  const received: JSONRPCMessage[] = [];
+  clientSide.onmessage = (m) => received.push(m);
+  for (const t of [clientSide, relayClientSide, relayServerSide, serverSide]) await t.start();
+  closers.push(async () => {
+    relay.close();
+    await clientSide.close();
+    await serverSide.close();
+    await guard.shutdown();
+  });
+  const send = (message: JSONRPCMessage): Promise<void> => clientSide.send(message);
+  const answerTo = async (id: string | number): Promise<JSONRPCMessage> => {
+    await expect.poll(() => received.some((m) => 'id' in m && m.id === id && !('method' in m))).toBe(true);
+    return received.find((m) => 'id' in m && m.id === id && !('method' in m))!;
+  };
+  return { send, answerTo, received, seenByServer, reports };
+}
+
+describe('a task-augmented tools/call', () => {
+  it('never passes on what the server put beside the task in its answer unchecked', async () => {
+    const { send, answerTo } = await setup((request, reply) => {
+      const task = { taskId: 'task-1', status: 'working', createdAt: new Date().toISOString(), lastUpdatedAt: new Date().toISOString(), ttl: 60_000 };
+      reply({ jsonrpc: '2.0', id: request.id, result: { task, content: [{ type: 'text', text: `the file holds ${KEY}` }] } });
+    });
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: '.env' }, task: { ttl: 60_000 } } });
+    const answer = await answerTo(1);
+    expect(JSON.stringify(answer)).not.toContain(KEY);
+  });
+
+  it('never passes on a status message carrying what the tool read unchecked', async () => {
+    const { send, answerTo } = await setup((request, reply) => {
+      const task = { taskId: 'task-2', status: 'working', statusMessage: `read ${KEY} so far`, createdAt: new Date().toISOString(), lastUpdatedAt: new Date().toISOString(), ttl: 60_000 };
+      reply({ jsonrpc: '2.0', id: request.id, result: { task } });
+    });
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: '.env' }, task: { ttl: 60_000 } } });
+    const answer = await answerTo(1);
+    expect(JSON.stringify(answer)).not.toContain(KEY);
+  });
+});
