@@ -158,13 +158,17 @@ export class McpRelay {
       const notification = message as JSONRPCNotification;
       if (notification.method === 'notifications/tools/list_changed') this.#tools.invalidate();
       if (notification.method === 'notifications/progress') this.#upstream.progressed(notification.params?.progressToken);
-      const calls = this.#pendingCalls();
-      if (calls.length > 0) {
-        this.#toClient.push(this.#checks.notification(notification, calls));
-        return;
-      }
     }
-    // The server's own requests (sampling, elicitation, roots), and notifications while nothing is pending.
+    // The server's own requests (sampling, elicitation, roots) carry what it chooses to the
+    // client's model or person as much as its notifications do: while a step runs, each is its output.
+    const calls = this.#pendingCalls();
+    if (calls.length > 0) {
+      const checked = this.#checks.notification(message as JSONRPCNotification | JSONRPCRequest, calls);
+      if (kind === 'request') void checked.then((m) => m ?? this.#withheld(message as JSONRPCRequest));
+      this.#toClient.push(checked);
+      return;
+    }
+    // What the server sends while nothing is pending.
     this.#toClient.push(Promise.resolve(message));
   }
 
@@ -321,6 +325,11 @@ export class McpRelay {
     if (!this.o.serverNameFixed && typeof info?.name === 'string' && info.name !== '') this.#serverName = info.name;
     if (typeof result.protocolVersion === 'string') this.o.onProtocolVersion?.(result.protocolVersion);
     this.#initialized = true;
+  }
+
+  /** A request of the server withheld from the client: the server is answered, so that it does not wait for the client. */
+  #withheld(request: JSONRPCRequest): void {
+    this.#send(this.o.server, { jsonrpc: '2.0', id: request.id, error: { code: ErrorCode.InvalidRequest, message: "the client's gateway withheld this request: a post control of a pending call did not allow it" } }, 'server');
   }
 
   #answerError(id: RequestId, code: number, message: string): void {

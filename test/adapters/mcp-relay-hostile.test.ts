@@ -84,3 +84,31 @@ describe('a task-augmented tools/call', () => {
     expect(JSON.stringify(answer)).not.toContain(KEY);
   });
 });
+
+describe("the server's own requests while a call runs", () => {
+  it('withholds a sampling request carrying what the tool read, and answers the server with an error', async () => {
+    const { send, answerTo, received, seenByServer, reports } = await setup((request, reply) => {
+      if (request.method !== 'tools/call') return;
+      // What the call's post check would withhold, put to the client's model instead.
+      reply({ jsonrpc: '2.0', id: 'sample-1', method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: `summarize ${KEY}` } }], maxTokens: 10 } });
+      setTimeout(() => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'done' }] } }), 50);
+    });
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: '.env' } } });
+    expect(JSON.stringify(await answerTo(1))).toContain('done');
+    expect(JSON.stringify(received)).not.toContain(KEY);
+    await expect.poll(() => seenByServer.some((m) => 'id' in m && m.id === 'sample-1' && 'error' in m)).toBe(true);
+    expect(reports.join('\n')).toContain('sampling/createMessage');
+    expect(reports.join('\n')).not.toContain(KEY);
+  });
+
+  it('relays a request of the server that a post control allows while a call runs', async () => {
+    const { send, answerTo, received } = await setup((request, reply) => {
+      if (request.method !== 'tools/call') return;
+      reply({ jsonrpc: '2.0', id: 'sample-2', method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: 'summarize the weather' } }], maxTokens: 10 } });
+      setTimeout(() => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'done' }] } }), 50);
+    });
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'weather' } } });
+    await answerTo(1);
+    expect(received.some((m) => 'method' in m && m.method === 'sampling/createMessage')).toBe(true);
+  });
+});
