@@ -34,7 +34,7 @@ import { RelayChecks } from './mcp-relay-checks.js';
 import { InOrder } from './mcp-relay-order.js';
 import { RelayTasks } from './mcp-relay-tasks.js';
 import { UpstreamRequests } from './mcp-relay-upstream.js';
-import { CHECKED_METHODS, isCheckedMethodMisspelt, refusal, stepOf, taskIdOf, toolError } from './mcp-steps.js';
+import { CHECKED_METHODS, EXACT_METHODS, isCheckedMethodMisspelt, refusal, stepOf, taskIdOf, toolError } from './mcp-steps.js';
 import { folded, messageOf, shown } from './mcp-text.js';
 import { UpstreamTools } from './mcp-tools.js';
 
@@ -205,7 +205,7 @@ export class McpRelay {
       return;
     }
     if (isCheckedMethodMisspelt(request.method)) {
-      const exact = [...CHECKED_METHODS].find((m) => m === folded(request.method))!;
+      const exact = [...EXACT_METHODS].find((m) => m === folded(request.method))!;
       this.o.report(`refused a request of method ${shown(request.method)}: it is relayed only as "${exact}", exactly`);
       this.#answerError(request.id, ErrorCode.MethodNotFound, `method ${shown(request.method)} is not relayed: write "${exact}", exactly`);
       return;

@@ -21,11 +21,17 @@ import { folded, shown } from './mcp-text.js';
 /** The methods whose requests are steps (or, for tasks/result, the output of one). */
 export const CHECKED_METHODS: ReadonlySet<string> = new Set(['tools/call', 'resources/read', 'prompts/get', 'tasks/result']);
 
-/** A method a lenient server might read as a checked one, spelt otherwise (`Tools/Call`, `resources/read\u200b`). */
+/**
+ * The methods relayed under their exact spelling only: the checked ones, and tools/list,
+ * whose answer the pins filter (mcp-pins.ts).
+ */
+export const EXACT_METHODS: ReadonlySet<string> = new Set([...CHECKED_METHODS, 'tools/list']);
+
+/** A method a lenient server might read as one of EXACT_METHODS, spelt otherwise (`Tools/Call`, `resources/read\u200b`). */
 export function isCheckedMethodMisspelt(method: string): boolean {
-  if (CHECKED_METHODS.has(method)) return false;
+  if (EXACT_METHODS.has(method)) return false;
   const loose = folded(method);
-  return [...CHECKED_METHODS].some((checked) => checked === loose);
+  return [...EXACT_METHODS].some((exact) => exact === loose);
 }
 
 export type StepOf =

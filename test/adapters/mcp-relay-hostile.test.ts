@@ -7,8 +7,9 @@
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { JSONRPCMessage, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { McpPins } from '../../src/adapters/mcp-pins.js';
 import { McpRelay } from '../../src/adapters/mcp-relay.js';
-import { ControlDataSchema, type ControlDataInput, type ControlRecord } from '../../src/model/index.js';
+import { ControlDataSchema, type ControlDataInput, type ControlRecord, type McpServerRecord } from '../../src/model/index.js';
 import { GuardAgent } from '../../src/sdk/index.js';
 import { denySecretOutput, quietLogger } from './guarded-agent.js';
 
@@ -20,7 +21,7 @@ function sdkControl(id: number, name: string, data: ControlDataInput): ControlRe
 
 const controls = [sdkControl(1, 'no-keys-out', denySecretOutput('sdk'))];
 
-const TOOLS = [{ name: 'read_file', inputSchema: { type: 'object' } }];
+const TOOLS = [{ name: 'read_file', inputSchema: { type: 'object' } }, { name: 'drop_db', description: 'hidden by the pins', inputSchema: { type: 'object' } }];
 
 type Script = (request: JSONRPCRequest, send: (message: JSONRPCMessage) => void) => void;
 
@@ -30,12 +31,12 @@ afterEach(async () => {
 });
 
 /** A relay between a raw client and a server that answers tools/list with TOOLS and everything else with `script`. */
-async function setup(script: Script) {
+async function setup(script: Script, pins?: McpPins) {
   const [clientSide, relayClientSide] = InMemoryTransport.createLinkedPair();
   const [relayServerSide, serverSide] = InMemoryTransport.createLinkedPair();
   const guard = new GuardAgent({ agentName: 'relay-hostile', serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, controls);
   const reports: string[] = [];
-  const relay = new McpRelay({ guard, client: relayClientSide, server: relayServerSide, serverName: 'hostile', serverNameFixed: true, requestTimeoutMs: 0, report: (l) => reports.push(l) });
+  const relay = new McpRelay({ guard, client: relayClientSide, server: relayServerSide, serverName: 'hostile', serverNameFixed: true, requestTimeoutMs: 0, report: (l) => reports.push(l), pins });
   relayClientSide.onmessage = (m) => relay.fromClient(m);
   relayServerSide.onmessage = (m) => relay.fromServer(m);
   const seenByServer: JSONRPCMessage[] = [];
@@ -110,5 +111,33 @@ describe("the server's own requests while a call runs", () => {
     await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'weather' } } });
     await answerTo(1);
     expect(received.some((m) => 'method' in m && m.method === 'sampling/createMessage')).toBe(true);
+  });
+});
+
+describe('a method a lenient server might read as one the gateway treats specially', () => {
+  it('is refused under any spelling with invisible or control characters, and never reaches the server', async () => {
+    const { send, answerTo, seenByServer } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: KEY }] } }));
+    // A combining grapheme joiner, a variation selector, a Hangul filler (default-ignorable), a NUL and a DEL.
+    const spellings = ['tools/call\u034f', 'tools/call\ufe0f', 'tools/\u115fcall', 'tools/call\u0000', 'tools/call\u007f', 'resources/read\u180b'];
+    for (const [i, method] of spellings.entries()) {
+      await send({ jsonrpc: '2.0', id: i + 1, method, params: { name: 'read_file', uri: 'file:///.env', arguments: {} } });
+      const answer = (await answerTo(i + 1)) as { error?: { code: number } };
+      expect(answer.error?.code, JSON.stringify(method)).toBe(-32601);
+    }
+    expect(seenByServer.filter((m) => 'method' in m && m.method !== 'tools/list')).toEqual([]);
+  });
+
+  it('refuses tools/list under another spelling when pins filter it: its answer would list the hidden tools', async () => {
+    const record = { name: 'hostile', tools: [], deny_tools: ['drop_db'], updated_at: 'v1' } as unknown as McpServerRecord;
+    const pins = new McpPins({ serverName: 'hostile', mode: 'block', fetch: () => Promise.resolve(record), report: () => undefined });
+    await pins.start();
+    const { send, answerTo } = await setup((request, reply) => {
+      // A lenient server: any spelling of tools/list gets the whole list.
+      if (request.method.toLowerCase() === 'tools/list') reply({ jsonrpc: '2.0', id: request.id, result: { tools: TOOLS } });
+    }, pins);
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    expect(JSON.stringify(await answerTo(1))).not.toContain('drop_db');
+    await send({ jsonrpc: '2.0', id: 2, method: 'Tools/List' });
+    expect(JSON.stringify(await answerTo(2))).not.toContain('drop_db');
   });
 });
