@@ -60,6 +60,13 @@ export function stepOf(method: string, params: Record<string, unknown> | undefin
     case 'resources/read': {
       const uri = params?.uri;
       if (typeof uri !== 'string' || uri === '') return invalid('resources/read needs params.uri, the resource to read');
+      // Servers look a resource up by its URI as a URL parser writes it (the MCP SDK's server:
+      // new URL(uri).href), which folds the scheme's case, drops tabs, newlines and outer spaces
+      // and resolves dot segments: a control scoped to `db://secrets` must not miss `DB://secrets`.
+      const normal = URL.canParse(uri) ? new URL(uri).href : uri;
+      if (normal !== uri) {
+        return invalid(`resources/read params.uri must be written in its normal form: ${JSON.stringify(normal)}`, `its uri ${shown(uri)} is not written in its normal form ${shown(normal)}`);
+      }
       return { ok: true, step: step('resource', uri, { uri }), task: false };
     }
     case 'prompts/get': {
