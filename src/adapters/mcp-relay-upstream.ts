@@ -7,6 +7,7 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, type JSONRPCMessage, type JSONRPCRequest, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { newPending, type Outcome, type Pending, type PendingTable } from './mcp-pending.js';
+import type { StepInput } from '../sdk/agent.js';
 import { messageOf } from './mcp-text.js';
 
 export interface UpstreamRequestsOptions {
@@ -17,8 +18,8 @@ export interface UpstreamRequestsOptions {
   report(line: string): void;
   /** Sends to the server (nothing once the relay is closed). */
   toServer(message: JSONRPCMessage): void;
-  /** Answers a client's request with an error. */
-  answerError(id: RequestId, code: number, message: string): void;
+  /** Answers a client's request with an error; `step`: the request is one, and the error's text is checked as its output. */
+  answerError(id: RequestId, code: number, message: string, step: StepInput | null): void;
 }
 
 export class UpstreamRequests {
@@ -74,6 +75,6 @@ export class UpstreamRequests {
   /** Answers a request that will get no answer from the server (a cancelled one gets none at all). */
   fail(pending: Pending, code: number, message: string): void {
     if (pending.own) pending.own({ error: { code, message } });
-    else if (!pending.cancelled && pending.clientId !== null) this.o.answerError(pending.clientId, code, message);
+    else if (!pending.cancelled && pending.clientId !== null) this.o.answerError(pending.clientId, code, message, pending.step);
   }
 }

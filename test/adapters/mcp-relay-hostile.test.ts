@@ -4,9 +4,13 @@
  * answers what it is asked however it likes, so what reaches the client can be checked
  * message by message.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { HttpUpstreamTransport } from '../../src/adapters/mcp-http-upstream.js';
 import { McpPins } from '../../src/adapters/mcp-pins.js';
 import { McpRelay } from '../../src/adapters/mcp-relay.js';
 import { ControlDataSchema, type ControlDataInput, type ControlRecord, type McpServerRecord } from '../../src/model/index.js';
@@ -31,14 +35,15 @@ afterEach(async () => {
 });
 
 /** A relay between a raw client and a server that answers tools/list with TOOLS and everything else with `script`. */
-async function setup(script: Script, pins?: McpPins) {
+async function setup(script: Script, pins?: McpPins, upstream?: Transport) {
   const [clientSide, relayClientSide] = InMemoryTransport.createLinkedPair();
-  const [relayServerSide, serverSide] = InMemoryTransport.createLinkedPair();
+  const [inMemoryRelaySide, serverSide] = InMemoryTransport.createLinkedPair();
+  const relayServerSide = upstream ?? inMemoryRelaySide;
   const guard = new GuardAgent({ agentName: 'relay-hostile', serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, controls);
   const reports: string[] = [];
   const relay = new McpRelay({ guard, client: relayClientSide, server: relayServerSide, serverName: 'hostile', serverNameFixed: true, requestTimeoutMs: 0, report: (l) => reports.push(l), pins });
   relayClientSide.onmessage = (m) => relay.fromClient(m);
-  relayServerSide.onmessage = (m) => relay.fromServer(m);
+  relayServerSide.onmessage = (m: JSONRPCMessage) => relay.fromServer(m);
   const seenByServer: JSONRPCMessage[] = [];
   const toServer = (message: JSONRPCMessage): void => void serverSide.send(message);
   serverSide.onmessage = (m) => {
@@ -139,5 +144,29 @@ describe('a method a lenient server might read as one the gateway treats special
     expect(JSON.stringify(await answerTo(1))).not.toContain('drop_db');
     await send({ jsonrpc: '2.0', id: 2, method: 'Tools/List' });
     expect(JSON.stringify(await answerTo(2))).not.toContain('drop_db');
+  });
+});
+
+describe('an HTTP server answering a call with an HTTP error', () => {
+  it('has the text of its error checked as the call\'s output before the client reads it', async () => {
+    // The tool ran and failed: the server's error page quotes what it read.
+    const http = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        const message = JSON.parse(body) as { id?: number; method?: string };
+        if (message.method === 'tools/list') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { tools: TOOLS } }));
+        if (message.method === 'tools/call') return res.writeHead(500).end(`TypeError reading ${KEY}`);
+        res.writeHead(202).end();
+      });
+    });
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    closers.push(() => new Promise((resolve) => http.close(() => resolve())));
+    const upstream = new HttpUpstreamTransport(new URL(`http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`));
+    closers.push(() => upstream.close());
+    const { send, answerTo } = await setup(() => undefined, undefined, upstream);
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: '.env' } } });
+    const answer = JSON.stringify(await answerTo(1));
+    expect(answer).not.toContain(KEY);
   });
 });
