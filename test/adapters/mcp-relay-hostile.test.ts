@@ -6,6 +6,7 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { PassThrough } from 'node:stream';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
@@ -13,6 +14,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { HttpUpstreamTransport } from '../../src/adapters/mcp-http-upstream.js';
 import { McpPins } from '../../src/adapters/mcp-pins.js';
 import { McpRelay } from '../../src/adapters/mcp-relay.js';
+import { StdioLineServerTransport } from '../../src/adapters/mcp-stdio.js';
+import { startMcpProxy } from '../../src/adapters/mcp.js';
 import { ControlDataSchema, type ControlDataInput, type ControlRecord, type McpServerRecord } from '../../src/model/index.js';
 import { GuardAgent } from '../../src/sdk/index.js';
 import { denySecretOutput, quietLogger } from './guarded-agent.js';
@@ -144,6 +147,28 @@ describe('a method a lenient server might read as one the gateway treats special
     expect(JSON.stringify(await answerTo(1))).not.toContain('drop_db');
     await send({ jsonrpc: '2.0', id: 2, method: 'Tools/List' });
     expect(JSON.stringify(await answerTo(2))).not.toContain('drop_db');
+  });
+});
+
+describe('what the gateway reports about a line it cannot read', () => {
+  it('names what was wrong with a line of the server or the client, never what the line held, on one line', async () => {
+    // A server whose stdout carries what it read instead of JSON-RPC: the start of a line, and a key named like a secret.
+    const lines = [`token=${KEY} and more`, JSON.stringify({ jsonrpc: '2.0', id: 1, result: {}, [KEY]: 1 }), JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'x', params: {}, [KEY]: 1 })];
+    const script = `for (const l of ${JSON.stringify(lines)}) process.stdout.write(l + '\\n'); process.stdin.resume();`;
+    const fromClient = new PassThrough();
+    const client = new StdioLineServerTransport(fromClient, new PassThrough(), 1024 * 1024);
+    const guard = new GuardAgent({ agentName: 'relay-hostile', serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, controls);
+    const reports: string[] = [];
+    const proxy = await startMcpProxy({ guard, upstream: { command: process.execPath, args: ['-e', script] }, client, report: (l) => reports.push(l) });
+    closers.push(async () => {
+      await proxy.close();
+      await guard.shutdown();
+    });
+    await expect.poll(() => reports.filter((r) => r.includes('not JSON-RPC')).length).toBe(3);
+    for (const line of lines) fromClient.write(`${line}\n`);
+    await expect.poll(() => reports.filter((r) => r.startsWith('client:')).length).toBe(3);
+    expect(reports.join('\n')).not.toContain(KEY);
+    for (const report of reports) expect(report).not.toContain('\n');
   });
 });
 
