@@ -34,7 +34,7 @@ import { RelayChecks } from './mcp-relay-checks.js';
 import { InOrder } from './mcp-relay-order.js';
 import { RelayTasks } from './mcp-relay-tasks.js';
 import { UpstreamRequests } from './mcp-relay-upstream.js';
-import { CHECKED_METHODS, EXACT_METHODS, isCheckedMethodMisspelt, refusal, stepOf, taskIdOf, toolError } from './mcp-steps.js';
+import { CHECKED_METHODS, EXACT_METHODS, isCheckedMethodMisspelt, TASK_METHODS, refusal, stepOf, taskIdOf, toolError } from './mcp-steps.js';
 import { folded, messageOf, shown } from './mcp-text.js';
 import { UpstreamTools } from './mcp-tools.js';
 
@@ -166,6 +166,10 @@ export class McpRelay {
     // The server's own requests (sampling, elicitation, roots) carry what it chooses to the
     // client's model or person as much as its notifications do: while a step runs, each is its output.
     const calls = this.#pendingCalls();
+    // A task's status, sent whenever the server likes, carries a message it writes: the output of the call that started the task.
+    const status = kind === 'notification' && (message as JSONRPCNotification).method === 'notifications/tasks/status' ? (message as JSONRPCNotification).params : undefined;
+    const task = status === undefined ? undefined : this.#tasks.stepOf(status.taskId);
+    if (task) calls.push(task);
     if (calls.length > 0) {
       const checked = this.#checks.notification(message as JSONRPCNotification | JSONRPCRequest, calls);
       if (kind === 'request') void checked.then((m) => m ?? this.#withheld(message as JSONRPCRequest));
@@ -224,7 +228,7 @@ export class McpRelay {
     this.#overLimit = false;
     const pending = newPending(request.id, request.method, (request.params?._meta as { progressToken?: unknown } | undefined)?.progressToken);
     this.#pending.add(pending);
-    if (request.method === 'tasks/result') this.#taskResult(request, pending);
+    if (TASK_METHODS.has(request.method)) this.#taskRequest(request, pending);
     else if (CHECKED_METHODS.has(request.method)) void this.#checked(request, pending);
     else this.#upstream.forward(request, pending);
   }
@@ -303,16 +307,17 @@ export class McpRelay {
   }
 
   /**
-   * tasks/result answers with what a task-augmented tools/call produced, so it is relayed
-   * only for a task this relay started (and knows the step of), and checked as its output.
+   * tasks/result answers with what a task-augmented tools/call produced, tasks/get and
+   * tasks/cancel with the task's status: each is relayed only for a task this relay started
+   * (and knows the step of), and its answer checked as that call's output.
    */
-  #taskResult(request: JSONRPCRequest, pending: Pending): void {
+  #taskRequest(request: JSONRPCRequest, pending: Pending): void {
     const taskId = request.params?.taskId;
     const step = this.#tasks.stepOf(taskId);
     if (!step) {
-      this.o.report(`refused tasks/result for task ${JSON.stringify(taskId)}: not a task started through this gateway, so its result could not be checked`);
+      this.o.report(`refused ${request.method} for task ${JSON.stringify(taskId)}: not a task started through this gateway, so what it answers could not be checked`);
       this.#pending.settle(pending);
-      this.#answerError(request.id, ErrorCode.InvalidParams, 'tasks/result is relayed only for a task started through this gateway (its result is checked like the call\'s)');
+      this.#answerError(request.id, ErrorCode.InvalidParams, `${request.method} is relayed only for a task started through this gateway (its answer is checked like the call's)`);
       return;
     }
     pending.step = step;
@@ -345,4 +350,3 @@ export class McpRelay {
     to.send(message).catch((error: unknown) => this.o.report(`could not send to the ${side}: ${messageOf(error)}`));
   }
 }
-

@@ -22,10 +22,17 @@ import { folded, shown } from './mcp-text.js';
 export const CHECKED_METHODS: ReadonlySet<string> = new Set(['tools/call', 'resources/read', 'prompts/get', 'tasks/result']);
 
 /**
- * The methods relayed under their exact spelling only: the checked ones, and tools/list,
- * whose answer the pins filter (mcp-pins.ts).
+ * Requests about one task: relayed only for a task a checked call of the relay started, and
+ * answered with what the task produced (tasks/result) or its status, whose message the
+ * server writes as it likes: each answer is checked as the output of that call.
  */
-export const EXACT_METHODS: ReadonlySet<string> = new Set([...CHECKED_METHODS, 'tools/list']);
+export const TASK_METHODS: ReadonlySet<string> = new Set(['tasks/result', 'tasks/get', 'tasks/cancel']);
+
+/**
+ * The methods relayed under their exact spelling only: the checked ones and those about a
+ * task, and tools/list, whose answer the pins filter (mcp-pins.ts).
+ */
+export const EXACT_METHODS: ReadonlySet<string> = new Set([...CHECKED_METHODS, ...TASK_METHODS, 'tools/list']);
 
 /** A method a lenient server might read as one of EXACT_METHODS, spelt otherwise (`Tools/Call`, `resources/read\u200b`). */
 export function isCheckedMethodMisspelt(method: string): boolean {

@@ -195,3 +195,42 @@ describe('an HTTP server answering a call with an HTTP error', () => {
     expect(answer).not.toContain(KEY);
   });
 });
+
+describe("a task's status", () => {
+  const task = (taskId: string, statusMessage?: string) => ({ taskId, status: 'working', ...(statusMessage !== undefined && { statusMessage }), createdAt: '2026-01-01T00:00:00Z', lastUpdatedAt: '2026-01-01T00:00:00Z', ttl: 60_000 });
+
+  async function started() {
+    const t = await setup((request, reply) => {
+      if (request.method === 'tools/call') {
+        reply({ jsonrpc: '2.0', id: request.id, result: { task: task('task-1') } });
+        // Sent while nothing is pending.
+        setTimeout(() => reply({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: task('task-1', `read ${KEY}`) }), 20);
+      }
+      // What the tool read, put in the status message of every answer and notification about the task.
+      if (request.method === 'tasks/get' || request.method === 'tasks/cancel') {
+        reply({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: task('task-1', `read ${KEY}`) });
+        reply({ jsonrpc: '2.0', id: request.id, result: task('task-1', `read ${KEY}`) });
+      }
+    });
+    await t.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: '.env' }, task: { ttl: 60_000 } } });
+    expect(JSON.stringify(await t.answerTo(1))).toContain('task-1');
+    return t;
+  }
+
+  it('is checked as the output of the call that started the task: tasks/get, tasks/cancel and notifications/tasks/status', async () => {
+    const { send, answerTo, received, reports } = await started();
+    await expect.poll(() => reports.some((r) => r.includes('notifications/tasks/status')) || JSON.stringify(received).includes(KEY)).toBe(true);
+    await send({ jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { taskId: 'task-1' } });
+    await answerTo(2);
+    await send({ jsonrpc: '2.0', id: 3, method: 'tasks/cancel', params: { taskId: 'task-1' } });
+    await answerTo(3);
+    expect(JSON.stringify(received)).not.toContain(KEY);
+  });
+
+  it('is refused for a task not started through the gateway, which the server never sees asked', async () => {
+    const { send, answerTo, seenByServer } = await started();
+    await send({ jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { taskId: 'started-elsewhere' } });
+    expect((await answerTo(2) as { error?: { code: number } }).error?.code).toBe(-32602);
+    expect(seenByServer.some((m) => 'method' in m && m.method === 'tasks/get')).toBe(false);
+  });
+});
