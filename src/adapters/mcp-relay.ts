@@ -145,6 +145,10 @@ export class McpRelay {
         return;
       }
       const clientId = pending.clientId!;
+      if (result && pending.method === 'tasks/list') {
+        this.#toClient.push(this.#taskList(clientId, result));
+        return;
+      }
       const answer = this.#tools.answer({ ...message, id: clientId }, pending.method);
       if (result && pending.method === 'initialize') this.#learnServer(result);
       const taskId = pending.task && result ? taskIdOf(result) : null;
@@ -322,6 +326,21 @@ export class McpRelay {
     }
     pending.step = step;
     this.#upstream.forward(request, pending);
+  }
+
+  /**
+   * A tasks/list answer holds only the tasks this relay started (a server may keep one list
+   * for all its clients), and each task's status is checked as the output of its call.
+   */
+  async #taskList(id: RequestId, result: Record<string, unknown>): Promise<JSONRPCMessage> {
+    const listed = Array.isArray(result.tasks) ? (result.tasks as unknown[]) : [];
+    const mine = listed.flatMap((task) => {
+      const step = this.#tasks.stepOf((task as { taskId?: unknown } | null)?.taskId);
+      return step ? [{ task, step }] : [];
+    });
+    const answer: JSONRPCMessage = { jsonrpc: '2.0', id, result: { ...result, tasks: mine.map((m) => m.task) } };
+    const checked = await Promise.all(mine.map(({ task, step }) => this.#checks.output(id, step, answer, task)));
+    return checked.find((m) => m !== answer) ?? answer;
   }
 
   /** The steps the server is working on (tool calls, reads, prompts). */

@@ -30,9 +30,10 @@ export const TASK_METHODS: ReadonlySet<string> = new Set(['tasks/result', 'tasks
 
 /**
  * The methods relayed under their exact spelling only: the checked ones and those about a
- * task, and tools/list, whose answer the pins filter (mcp-pins.ts).
+ * task, tools/list, whose answer the pins filter (mcp-pins.ts), and tasks/list, whose
+ * answer the relay filters and checks.
  */
-export const EXACT_METHODS: ReadonlySet<string> = new Set([...CHECKED_METHODS, ...TASK_METHODS, 'tools/list']);
+export const EXACT_METHODS: ReadonlySet<string> = new Set([...CHECKED_METHODS, ...TASK_METHODS, 'tools/list', 'tasks/list']);
 
 /** A method a lenient server might read as one of EXACT_METHODS, spelt otherwise (`Tools/Call`, `resources/read\u200b`). */
 export function isCheckedMethodMisspelt(method: string): boolean {

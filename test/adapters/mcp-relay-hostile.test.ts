@@ -234,3 +234,31 @@ describe("a task's status", () => {
     expect(seenByServer.some((m) => 'method' in m && m.method === 'tasks/get')).toBe(false);
   });
 });
+
+describe('tasks/list', () => {
+  it('lists only the tasks started through the gateway, each status checked as its call\'s output', async () => {
+    const task = (taskId: string, statusMessage: string) => ({ taskId, status: 'working', statusMessage, createdAt: '2026-01-01T00:00:00Z', lastUpdatedAt: '2026-01-01T00:00:00Z', ttl: 60_000 });
+    const { send, answerTo } = await setup((request, reply) => {
+      if (request.method === 'tools/call') reply({ jsonrpc: '2.0', id: request.id, result: { task: task('mine', 'starting') } });
+      // A server keeping its tasks in one list for every client: another session's task is listed too.
+      if (request.method === 'tasks/list') reply({ jsonrpc: '2.0', id: request.id, result: { tasks: [task('mine', 'reading'), task('theirs', 'querying payroll')] } });
+    });
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'notes' }, task: { ttl: 60_000 } } });
+    await answerTo(1);
+    await send({ jsonrpc: '2.0', id: 2, method: 'tasks/list' });
+    const listed = (await answerTo(2)) as { result?: { tasks?: Array<{ taskId: string }> } };
+    expect(listed.result?.tasks?.map((t) => t.taskId)).toEqual(['mine']);
+  });
+
+  it('withholds a list whose status message a post control does not allow', async () => {
+    const { send, answerTo } = await setup((request, reply) => {
+      const task = { taskId: 'mine', status: 'working', statusMessage: `read ${KEY}`, createdAt: '2026-01-01T00:00:00Z', lastUpdatedAt: '2026-01-01T00:00:00Z', ttl: 60_000 };
+      if (request.method === 'tools/call') reply({ jsonrpc: '2.0', id: request.id, result: { task: { ...task, statusMessage: 'starting' } } });
+      if (request.method === 'tasks/list') reply({ jsonrpc: '2.0', id: request.id, result: { tasks: [task] } });
+    });
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: '.env' }, task: { ttl: 60_000 } } });
+    await answerTo(1);
+    await send({ jsonrpc: '2.0', id: 2, method: 'tasks/list' });
+    expect(JSON.stringify(await answerTo(2))).not.toContain(KEY);
+  });
+});
