@@ -276,7 +276,7 @@ export class McpRelay {
     if (step.type === 'tool') {
       let refused: { report: string; text: string } | null;
       try {
-        refused = await this.#tools.refusalOf(step.name); // not declared, or (pinned server) changed, unpinned or hidden
+        refused = await this.#tools.refusalOf(step.name, step.input); // not declared, an argument misnamed, or (pinned server) changed, unpinned or hidden
       } catch (error) {
         if (pending.settled) return;
         this.o.report(`could not read the MCP server's tools (tools/list), so ${what} was refused: ${messageOf(error)}`);

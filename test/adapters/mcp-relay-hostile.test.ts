@@ -26,9 +26,18 @@ function sdkControl(id: number, name: string, data: ControlDataInput): ControlRe
   return { control_id: id, name, enabled: true, managed_by: null, source: null, created_at: '', updated_at: '', data: ControlDataSchema.parse(data) };
 }
 
-const controls = [sdkControl(1, 'no-keys-out', denySecretOutput('sdk'))];
+const controls = [
+  sdkControl(1, 'no-keys-out', denySecretOutput('sdk')),
+  sdkControl(2, 'no-secrets-file', {
+    execution: 'sdk',
+    scope: { step_types: ['tool'], step_names: ['read_file'], stages: ['pre'] },
+    selector: { path: 'input.path' },
+    evaluator: { name: 'regex', config: { pattern: 'secrets' } },
+    action: { decision: 'deny' },
+  }),
+];
 
-const TOOLS = [{ name: 'read_file', inputSchema: { type: 'object' } }, { name: 'drop_db', description: 'hidden by the pins', inputSchema: { type: 'object' } }];
+const TOOLS = [{ name: 'read_file', inputSchema: { type: 'object', properties: { path: { type: 'string' }, encoding: { type: 'string' } } } }, { name: 'drop_db', description: 'hidden by the pins', inputSchema: { type: 'object' } }];
 
 type Script = (request: JSONRPCRequest, send: (message: JSONRPCMessage) => void) => void;
 
@@ -260,5 +269,25 @@ describe('tasks/list', () => {
     await answerTo(1);
     await send({ jsonrpc: '2.0', id: 2, method: 'tasks/list' });
     expect(JSON.stringify(await answerTo(2))).not.toContain(KEY);
+  });
+});
+
+describe('an argument named another way', () => {
+  it('is refused when it is not a declared parameter but folds to one (case, width, invisible characters): a lenient server reads it as that parameter', async () => {
+    const { send, answerTo, seenByServer } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'read' }] } }));
+    // Go's encoding/json matches field names in any case, the last match winning.
+    const spellings = [{ PATH: 'secrets' }, { path: 'notes', Path: 'secrets' }, { 'path\u200b': 'secrets' }, { 'ｐａｔｈ': 'secrets' }];
+    for (const [i, args] of spellings.entries()) {
+      await send({ jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: 'read_file', arguments: args } });
+      expect(JSON.stringify(await answerTo(i + 1)), JSON.stringify(args)).toMatch(/"isError":true|"error"/);
+    }
+    expect(seenByServer.filter((m) => 'method' in m && m.method === 'tools/call')).toEqual([]);
+  });
+
+  it('passes arguments named as declared, and ones the schema does not name at all', async () => {
+    const { send, answerTo, seenByServer } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'read' }] } }));
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'notes', encoding: 'utf8', verbose: true } } });
+    expect(JSON.stringify(await answerTo(1))).toContain('"text":"read"');
+    expect(seenByServer.filter((m) => 'method' in m && m.method === 'tools/call')).toHaveLength(1);
   });
 });
