@@ -47,7 +47,7 @@ afterEach(async () => {
 });
 
 /** A relay between a raw client and a server that answers tools/list with TOOLS and everything else with `script`. */
-async function setup(script: Script, pins?: McpPins, upstream?: Transport) {
+async function setup(script: Script, pins?: McpPins, upstream?: Transport, tools: unknown[] = TOOLS) {
   const [clientSide, relayClientSide] = InMemoryTransport.createLinkedPair();
   const [inMemoryRelaySide, serverSide] = InMemoryTransport.createLinkedPair();
   const relayServerSide = upstream ?? inMemoryRelaySide;
@@ -61,7 +61,7 @@ async function setup(script: Script, pins?: McpPins, upstream?: Transport) {
   serverSide.onmessage = (m) => {
     seenByServer.push(m);
     if (!('method' in m) || !('id' in m)) return;
-    if (m.method === 'tools/list') toServer({ jsonrpc: '2.0', id: m.id, result: { tools: TOOLS } });
+    if (m.method === 'tools/list') toServer({ jsonrpc: '2.0', id: m.id, result: { tools } });
     else script(m, toServer);
   };
   const received: JSONRPCMessage[] = [];
@@ -289,5 +289,30 @@ describe('an argument named another way', () => {
     await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'notes', encoding: 'utf8', verbose: true } } });
     expect(JSON.stringify(await answerTo(1))).toContain('"text":"read"');
     expect(seenByServer.filter((m) => 'method' in m && m.method === 'tools/call')).toHaveLength(1);
+  });
+});
+
+describe('a tools/list answer with entries that are not tools', () => {
+  it('is filtered by the pins without failing: the client gets the pinned tools', async () => {
+    const record = { name: 'hostile', tools: [], deny_tools: ['drop_db'], updated_at: 'v1' } as unknown as McpServerRecord;
+    const pins = new McpPins({ serverName: 'hostile', mode: 'warn', fetch: () => Promise.resolve(record), report: () => undefined });
+    await pins.start();
+    const { send, answerTo } = await setup(() => undefined, pins, undefined, [null, 7, 'read_file', ...TOOLS]);
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    const listed = (await answerTo(1)) as { result?: { tools?: Array<{ name: string }> } };
+    expect(listed.result?.tools?.map((t) => t.name)).toEqual(['read_file']);
+  });
+
+  it('hides and refuses a tool whose declaration nests too deeply to fingerprint, and goes on', async () => {
+    const record = { name: 'hostile', tools: [], updated_at: 'v1' } as unknown as McpServerRecord;
+    const pins = new McpPins({ serverName: 'hostile', mode: 'warn', fetch: () => Promise.resolve(record), report: () => undefined });
+    await pins.start();
+    const deep = JSON.parse(`${'{"a":'.repeat(20_000)}1${'}'.repeat(20_000)}`) as unknown;
+    const { send, answerTo } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'ran' }] } }), pins, undefined, [...TOOLS, { name: 'deep', inputSchema: { type: 'object', properties: deep } }]);
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    const listed = (await answerTo(1)) as { result?: { tools?: Array<{ name: string }> } };
+    expect(listed.result?.tools?.map((t) => t.name)).toEqual(['read_file', 'drop_db']);
+    await send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'deep', arguments: {} } });
+    expect(JSON.stringify(await answerTo(2))).toContain('"isError":true');
   });
 });
