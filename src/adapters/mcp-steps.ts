@@ -42,6 +42,9 @@ export function isCheckedMethodMisspelt(method: string): boolean {
   return [...EXACT_METHODS].some((exact) => exact === loose);
 }
 
+/** A percent-encoded character that needs no encoding (RFC 3986 unreserved: letters, digits, `-`, `.`, `_`, `~`). */
+const ENCODED_UNRESERVED = /%(?:3[0-9]|4[1-9a-f]|5[0-9a]|6[1-9a-f]|7[0-9a]|2[de]|5f|7e)/gi;
+
 export type StepOf =
   | { ok: true; step: StepInput; /** tools/call with params.task: its result comes through tasks/result. */ task: boolean }
   | { ok: false; code: number; message: string; report?: string };
@@ -70,8 +73,9 @@ export function stepOf(method: string, params: Record<string, unknown> | undefin
       if (typeof uri !== 'string' || uri === '') return invalid('resources/read needs params.uri, the resource to read');
       // Servers look a resource up by its URI as a URL parser writes it (the MCP SDK's server:
       // new URL(uri).href), which folds the scheme's case, drops tabs, newlines and outer spaces
-      // and resolves dot segments: a control scoped to `db://secrets` must not miss `DB://secrets`.
-      const normal = URL.canParse(uri) ? new URL(uri).href : uri;
+      // and resolves dot segments, or decode its path (fileURLToPath, unquote), where `%73` is
+      // `s`: a control scoped to `db://secrets` must not miss `DB://secrets` or `db://%73ecrets`.
+      const normal = (URL.canParse(uri) ? new URL(uri).href : uri).replace(ENCODED_UNRESERVED, (e) => String.fromCharCode(parseInt(e.slice(1), 16)));
       if (normal !== uri) {
         return invalid(`resources/read params.uri must be written in its normal form: ${JSON.stringify(normal)}`, `its uri ${shown(uri)} is not written in its normal form ${shown(normal)}`);
       }
