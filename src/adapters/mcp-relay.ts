@@ -84,7 +84,6 @@ export class McpRelay {
       report: (line) => o.report(line),
       toServer: (message) => this.#send(o.server, message, 'server'),
       answerError: (id, code, message, step) => {
-        // A failed send's text can quote the server (an HTTP error page written after the tool ran): it is the call's output.
         if (step) this.#toClient.push(this.#checks.output(id, step, { jsonrpc: '2.0', id, error: { code, message } }, { code, message }));
         else this.#answerError(id, code, message);
       },
