@@ -119,7 +119,8 @@ export class McpPins {
     const tools = (result as { tools?: unknown }).tools;
     if (!Array.isArray(tools)) return result;
     if (!this.#doc) return { ...result, tools: [] };
-    return { ...result, tools: tools.filter((tool: LiveTool) => this.#refusal(tool) === null) };
+    // An entry that is not an object is no tool (a null would otherwise throw here, and end the gateway).
+    return { ...result, tools: tools.filter((tool: unknown) => typeof tool === 'object' && tool !== null && this.#refusal(tool as LiveTool) === null) };
   }
 
   /** Why a call of `name` (whose live declaration is `live`, when the server declared it) is refused, or null. */
@@ -138,7 +139,13 @@ export class McpPins {
     const shown = printableToolName(name);
     if (!toolPermitted(doc, name)) return `tool "${shown}" is hidden by the pinned McpServer "${doc.name}" (allow_tools/deny_tools)`;
     const pin = this.#pinned.get(name);
-    const live = mcpToolFingerprint({ description: tool.description as string | undefined, input_schema: tool.inputSchema, annotations: tool.annotations });
+    let live: string;
+    try {
+      live = mcpToolFingerprint({ description: tool.description as string | undefined, input_schema: tool.inputSchema, annotations: tool.annotations });
+    } catch {
+      // Nested deeper than the stack goes: nothing can vouch for it, in either mode (and a throw here would end the gateway).
+      return `tool "${shown}" cannot be fingerprinted (its declaration nests too deeply), so it is hidden and refused`;
+    }
     const kind: DriftKind | null = pin === undefined ? 'unpinned' : pin !== live ? 'changed' : null;
     if (kind === null) return null;
     this.#drift(name, kind, live);

@@ -3,7 +3,7 @@
  * (a post check of its step), and the notifications it sends while steps are pending.
  * Every check belongs to the client's session.
  */
-import { ErrorCode, type JSONRPCMessage, type JSONRPCNotification, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, type JSONRPCMessage, type JSONRPCNotification, type JSONRPCRequest, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
 import { McpApprovals, type GatewayApprovalOptions } from './mcp-approval.js';
@@ -40,23 +40,23 @@ export class RelayChecks {
   }
 
   /**
-   * A notification the server sends while a tool runs (a log line, a progress message) can
-   * carry what the tool read: it is checked as output of every pending call, and withheld
-   * unless each allows it.
+   * A notification the server sends while a tool runs (a log line, a progress message), or a
+   * request of its own (sampling, elicitation), can carry what the tool read: it is checked as
+   * output of every pending call, and withheld unless each allows it.
    */
-  async notification(notification: JSONRPCNotification, calls: StepInput[]): Promise<JSONRPCMessage | null> {
+  async notification(notification: JSONRPCNotification | JSONRPCRequest, calls: StepInput[]): Promise<JSONRPCMessage | null> {
     const output = notification.params ?? null;
     for (const step of calls) {
       let verdict: Verdict;
       try {
         verdict = await this.decide({ ...step, output }, 'post');
       } catch (error) {
-        this.o.report(`withheld a ${shown(notification.method)} notification of the MCP server sent during ${stepText(step)}: checking it failed: ${messageOf(error)}`);
+        this.o.report(`withheld a ${shown(notification.method)} ${'id' in notification ? 'request' : 'notification'} of the MCP server sent during ${stepText(step)}: checking it failed: ${messageOf(error)}`);
         return null;
       }
       this.reportUnavailable(verdict, step, 'post');
       if (verdict.decision !== 'allow') {
-        this.o.report(`withheld a ${shown(notification.method)} notification of the MCP server sent during ${stepText(step)}: a post control did not allow it`);
+        this.o.report(`withheld a ${shown(notification.method)} ${'id' in notification ? 'request' : 'notification'} of the MCP server sent during ${stepText(step)}: a post control did not allow it`);
         return null;
       }
     }

@@ -7,6 +7,7 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, type JSONRPCMessage, type JSONRPCRequest, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { newPending, type Outcome, type Pending, type PendingTable } from './mcp-pending.js';
+import type { StepInput } from '../sdk/agent.js';
 import { messageOf } from './mcp-text.js';
 
 export interface UpstreamRequestsOptions {
@@ -17,8 +18,8 @@ export interface UpstreamRequestsOptions {
   report(line: string): void;
   /** Sends to the server (nothing once the relay is closed). */
   toServer(message: JSONRPCMessage): void;
-  /** Answers a client's request with an error. */
-  answerError(id: RequestId, code: number, message: string): void;
+  /** Answers a client's request with an error; `step`: the error's text quotes the server, and is checked as that step's output. */
+  answerError(id: RequestId, code: number, message: string, step: StepInput | null): void;
 }
 
 export class UpstreamRequests {
@@ -46,7 +47,8 @@ export class UpstreamRequests {
       if (pending.settled) return;
       this.o.pending.settle(pending);
       this.o.report(`could not send ${request.method} to the MCP server: ${messageOf(error)}`);
-      this.fail(pending, ErrorCode.ConnectionClosed, `the MCP server could not be reached: ${messageOf(error)}`);
+      // The error can quote the server (an HTTP error page written after the tool ran): it is checked as the step's output.
+      this.fail(pending, ErrorCode.ConnectionClosed, `the MCP server could not be reached: ${messageOf(error)}`, pending.step);
     });
   }
 
@@ -71,9 +73,12 @@ export class UpstreamRequests {
     }
   }
 
-  /** Answers a request that will get no answer from the server (a cancelled one gets none at all). */
-  fail(pending: Pending, code: number, message: string): void {
+  /**
+   * Answers a request that will get no answer from the server (a cancelled one gets none at
+   * all). `step`: the message quotes the server, and is checked as that step's output.
+   */
+  fail(pending: Pending, code: number, message: string, step: StepInput | null = null): void {
     if (pending.own) pending.own({ error: { code, message } });
-    else if (!pending.cancelled && pending.clientId !== null) this.o.answerError(pending.clientId, code, message);
+    else if (!pending.cancelled && pending.clientId !== null) this.o.answerError(pending.clientId, code, message, step);
   }
 }

@@ -34,7 +34,7 @@ import { RelayChecks } from './mcp-relay-checks.js';
 import { InOrder } from './mcp-relay-order.js';
 import { RelayTasks } from './mcp-relay-tasks.js';
 import { UpstreamRequests } from './mcp-relay-upstream.js';
-import { CHECKED_METHODS, isCheckedMethodMisspelt, refusal, stepOf, taskIdOf, toolError } from './mcp-steps.js';
+import { CHECKED_METHODS, EXACT_METHODS, isCheckedMethodMisspelt, TASK_METHODS, refusal, stepOf, taskIdOf, toolError } from './mcp-steps.js';
 import { folded, messageOf, shown } from './mcp-text.js';
 import { UpstreamTools } from './mcp-tools.js';
 
@@ -83,7 +83,10 @@ export class McpRelay {
       requestTimeoutMs: o.requestTimeoutMs,
       report: (line) => o.report(line),
       toServer: (message) => this.#send(o.server, message, 'server'),
-      answerError: (id, code, message) => this.#answerError(id, code, message),
+      answerError: (id, code, message, step) => {
+        if (step) this.#toClient.push(this.#checks.output(id, step, { jsonrpc: '2.0', id, error: { code, message } }, { code, message }));
+        else this.#answerError(id, code, message);
+      },
     });
     this.#toClient = new InOrder((message) => this.#send(o.client, message, 'client'));
     this.#tools = new UpstreamTools((cursor) => this.#upstream.own('tools/list', cursor === undefined ? {} : { cursor }), o.pins);
@@ -141,12 +144,17 @@ export class McpRelay {
         return;
       }
       const clientId = pending.clientId!;
+      if (result && pending.method === 'tasks/list') {
+        this.#toClient.push(this.#taskList(clientId, result));
+        return;
+      }
       const answer = this.#tools.answer({ ...message, id: clientId }, pending.method);
       if (result && pending.method === 'initialize') this.#learnServer(result);
       const taskId = pending.task && result ? taskIdOf(result) : null;
-      // A started task carries no output yet: the output is checked when tasks/result fetches it.
+      // A started task's output comes later, checked when tasks/result fetches it. The answer
+      // that starts it is checked too: the server can put what the tool read beside the task or in its status message.
       if (taskId !== null && pending.step) this.#tasks.remember(taskId, pending.step);
-      this.#toClient.push(pending.step && taskId === null ? this.#checks.output(clientId, pending.step, answer, output) : Promise.resolve(answer));
+      this.#toClient.push(pending.step ? this.#checks.output(clientId, pending.step, answer, output) : Promise.resolve(answer));
       return;
     }
     if (kind === 'invalid') {
@@ -157,13 +165,21 @@ export class McpRelay {
       const notification = message as JSONRPCNotification;
       if (notification.method === 'notifications/tools/list_changed') this.#tools.invalidate();
       if (notification.method === 'notifications/progress') this.#upstream.progressed(notification.params?.progressToken);
-      const calls = this.#pendingCalls();
-      if (calls.length > 0) {
-        this.#toClient.push(this.#checks.notification(notification, calls));
-        return;
-      }
     }
-    // The server's own requests (sampling, elicitation, roots), and notifications while nothing is pending.
+    // The server's own requests (sampling, elicitation, roots) carry what it chooses to the
+    // client's model or person as much as its notifications do: while a step runs, each is its output.
+    const calls = this.#pendingCalls();
+    // A task's status, sent whenever the server likes, carries a message it writes: the output of the call that started the task.
+    const status = kind === 'notification' && (message as JSONRPCNotification).method === 'notifications/tasks/status' ? (message as JSONRPCNotification).params : undefined;
+    const task = status === undefined ? undefined : this.#tasks.stepOf(status.taskId);
+    if (task) calls.push(task);
+    if (calls.length > 0) {
+      const checked = this.#checks.notification(message as JSONRPCNotification | JSONRPCRequest, calls);
+      if (kind === 'request') void checked.then((m) => m ?? this.#withheld(message as JSONRPCRequest));
+      this.#toClient.push(checked);
+      return;
+    }
+    // What the server sends while nothing is pending.
     this.#toClient.push(Promise.resolve(message));
   }
 
@@ -200,7 +216,7 @@ export class McpRelay {
       return;
     }
     if (isCheckedMethodMisspelt(request.method)) {
-      const exact = [...CHECKED_METHODS].find((m) => m === folded(request.method))!;
+      const exact = [...EXACT_METHODS].find((m) => m === folded(request.method))!;
       this.o.report(`refused a request of method ${shown(request.method)}: it is relayed only as "${exact}", exactly`);
       this.#answerError(request.id, ErrorCode.MethodNotFound, `method ${shown(request.method)} is not relayed: write "${exact}", exactly`);
       return;
@@ -215,7 +231,7 @@ export class McpRelay {
     this.#overLimit = false;
     const pending = newPending(request.id, request.method, (request.params?._meta as { progressToken?: unknown } | undefined)?.progressToken);
     this.#pending.add(pending);
-    if (request.method === 'tasks/result') this.#taskResult(request, pending);
+    if (TASK_METHODS.has(request.method)) this.#taskRequest(request, pending);
     else if (CHECKED_METHODS.has(request.method)) void this.#checked(request, pending);
     else this.#upstream.forward(request, pending);
   }
@@ -259,7 +275,7 @@ export class McpRelay {
     if (step.type === 'tool') {
       let refused: { report: string; text: string } | null;
       try {
-        refused = await this.#tools.refusalOf(step.name); // not declared, or (pinned server) changed, unpinned or hidden
+        refused = await this.#tools.refusalOf(step.name, step.input); // not declared, an argument misnamed, or (pinned server) changed, unpinned or hidden
       } catch (error) {
         if (pending.settled) return;
         this.o.report(`could not read the MCP server's tools (tools/list), so ${what} was refused: ${messageOf(error)}`);
@@ -294,20 +310,36 @@ export class McpRelay {
   }
 
   /**
-   * tasks/result answers with what a task-augmented tools/call produced, so it is relayed
-   * only for a task this relay started (and knows the step of), and checked as its output.
+   * tasks/result answers with what a task-augmented tools/call produced, tasks/get and
+   * tasks/cancel with the task's status: each is relayed only for a task this relay started
+   * (and knows the step of), and its answer checked as that call's output.
    */
-  #taskResult(request: JSONRPCRequest, pending: Pending): void {
+  #taskRequest(request: JSONRPCRequest, pending: Pending): void {
     const taskId = request.params?.taskId;
     const step = this.#tasks.stepOf(taskId);
     if (!step) {
-      this.o.report(`refused tasks/result for task ${JSON.stringify(taskId)}: not a task started through this gateway, so its result could not be checked`);
+      this.o.report(`refused ${request.method} for task ${JSON.stringify(taskId)}: not a task started through this gateway, so what it answers could not be checked`);
       this.#pending.settle(pending);
-      this.#answerError(request.id, ErrorCode.InvalidParams, 'tasks/result is relayed only for a task started through this gateway (its result is checked like the call\'s)');
+      this.#answerError(request.id, ErrorCode.InvalidParams, `${request.method} is relayed only for a task started through this gateway (its answer is checked like the call's)`);
       return;
     }
     pending.step = step;
     this.#upstream.forward(request, pending);
+  }
+
+  /**
+   * A tasks/list answer holds only the tasks this relay started (a server may keep one list
+   * for all its clients), and each task's status is checked as the output of its call.
+   */
+  async #taskList(id: RequestId, result: Record<string, unknown>): Promise<JSONRPCMessage> {
+    const listed = Array.isArray(result.tasks) ? (result.tasks as unknown[]) : [];
+    const mine = listed.flatMap((task) => {
+      const step = this.#tasks.stepOf((task as { taskId?: unknown } | null)?.taskId);
+      return step ? [{ task, step }] : [];
+    });
+    const answer: JSONRPCMessage = { jsonrpc: '2.0', id, result: { ...result, tasks: mine.map((m) => m.task) } };
+    const checked = await Promise.all(mine.map(({ task, step }) => this.#checks.output(id, step, answer, task)));
+    return checked.find((m) => m !== answer) ?? answer;
   }
 
   /** The steps the server is working on (tool calls, reads, prompts). */
@@ -322,6 +354,11 @@ export class McpRelay {
     this.#initialized = true;
   }
 
+  /** A request of the server withheld from the client: the server is answered, so that it does not wait for the client. */
+  #withheld(request: JSONRPCRequest): void {
+    this.#send(this.o.server, { jsonrpc: '2.0', id: request.id, error: { code: ErrorCode.InvalidRequest, message: "the client's gateway withheld this request: a post control of a pending call did not allow it" } }, 'server');
+  }
+
   #answerError(id: RequestId, code: number, message: string): void {
     this.#send(this.o.client, { jsonrpc: '2.0', id, error: { code, message } }, 'client');
   }
@@ -331,4 +368,3 @@ export class McpRelay {
     to.send(message).catch((error: unknown) => this.o.report(`could not send to the ${side}: ${messageOf(error)}`));
   }
 }
-

@@ -21,12 +21,29 @@ import { folded, shown } from './mcp-text.js';
 /** The methods whose requests are steps (or, for tasks/result, the output of one). */
 export const CHECKED_METHODS: ReadonlySet<string> = new Set(['tools/call', 'resources/read', 'prompts/get', 'tasks/result']);
 
-/** A method a lenient server might read as a checked one, spelt otherwise (`Tools/Call`, `resources/read\u200b`). */
+/**
+ * Requests about one task: relayed only for a task a checked call of the relay started, and
+ * answered with what the task produced (tasks/result) or its status, whose message the
+ * server writes as it likes: each answer is checked as the output of that call.
+ */
+export const TASK_METHODS: ReadonlySet<string> = new Set(['tasks/result', 'tasks/get', 'tasks/cancel']);
+
+/**
+ * The methods relayed under their exact spelling only: the checked ones and those about a
+ * task, tools/list, whose answer the pins filter (mcp-pins.ts), and tasks/list, whose
+ * answer the relay filters and checks.
+ */
+export const EXACT_METHODS: ReadonlySet<string> = new Set([...CHECKED_METHODS, ...TASK_METHODS, 'tools/list', 'tasks/list']);
+
+/** A method a lenient server might read as one of EXACT_METHODS, spelt otherwise (`Tools/Call`, `resources/read\u200b`). */
 export function isCheckedMethodMisspelt(method: string): boolean {
-  if (CHECKED_METHODS.has(method)) return false;
+  if (EXACT_METHODS.has(method)) return false;
   const loose = folded(method);
-  return [...CHECKED_METHODS].some((checked) => checked === loose);
+  return [...EXACT_METHODS].some((exact) => exact === loose);
 }
+
+/** A percent-encoded character that needs no encoding (RFC 3986 unreserved: letters, digits, `-`, `.`, `_`, `~`). */
+const ENCODED_UNRESERVED = /%(?:3[0-9]|4[1-9a-f]|5[0-9a]|6[1-9a-f]|7[0-9a]|2[de]|5f|7e)/gi;
 
 export type StepOf =
   | { ok: true; step: StepInput; /** tools/call with params.task: its result comes through tasks/result. */ task: boolean }
@@ -54,6 +71,14 @@ export function stepOf(method: string, params: Record<string, unknown> | undefin
     case 'resources/read': {
       const uri = params?.uri;
       if (typeof uri !== 'string' || uri === '') return invalid('resources/read needs params.uri, the resource to read');
+      // Servers look a resource up by its URI as a URL parser writes it (the MCP SDK's server:
+      // new URL(uri).href), which folds the scheme's case, drops tabs, newlines and outer spaces
+      // and resolves dot segments, or decode its path (fileURLToPath, unquote), where `%73` is
+      // `s`: a control scoped to `db://secrets` must not miss `DB://secrets` or `db://%73ecrets`.
+      const normal = (URL.canParse(uri) ? new URL(uri).href : uri).replace(ENCODED_UNRESERVED, (e) => String.fromCharCode(parseInt(e.slice(1), 16)));
+      if (normal !== uri) {
+        return invalid(`resources/read params.uri must be written in its normal form: ${JSON.stringify(normal)}`, `its uri ${shown(uri)} is not written in its normal form ${shown(normal)}`);
+      }
       return { ok: true, step: step('resource', uri, { uri }), task: false };
     }
     case 'prompts/get': {

@@ -16,9 +16,13 @@ export function looseKeyOf(id: RequestId): string {
   return trimmed !== '' && Number.isFinite(Number(trimmed)) ? String(Number(trimmed)) : plain;
 }
 
-/** A method as a lenient server might read it: case, width, whitespace and invisible characters folded. */
+/**
+ * A method as a lenient server might read it: case, width, whitespace, control characters
+ * (a NUL ends the string for a C server) and invisible ones (format characters, variation
+ * selectors, combining joiners, fillers: every default-ignorable code point) folded.
+ */
 export function folded(method: string): string {
-  return method.normalize('NFKC').toLowerCase().replace(/[\s\p{Cf}]/gu, '');
+  return method.normalize('NFKC').toLowerCase().replace(/[\s\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}]/gu, '');
 }
 
 /** A name for logs and errors, its invisible and non-ASCII characters written as escapes. */

@@ -11,7 +11,7 @@
 
 import { ErrorCode, isJSONRPCResultResponse, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { McpPins } from './mcp-pins.js';
-import { shown } from './mcp-text.js';
+import { folded, shown } from './mcp-text.js';
 
 /** Reads one page of tools/list; rejects when the server answers with an error or not at all. */
 export type ListPage = (cursor: string | undefined) => Promise<{ tools?: unknown; nextCursor?: unknown }>;
@@ -37,10 +37,18 @@ export class UpstreamTools {
    * pins) one changed, unpinned or hidden. The refusal is a tool error the model reads, as
    * MCP servers answer an unknown tool, so the gateway changes no answer's kind.
    */
-  async refusalOf(name: string): Promise<{ report: string; text: string } | null> {
+  async refusalOf(name: string, args?: unknown): Promise<{ report: string; text: string } | null> {
     const declared = await this.names();
     if (!declared.has(name)) {
       return { report: 'not a tool the MCP server declared', text: `MCP error ${ErrorCode.InvalidParams}: ${shown(name)} is not a tool the MCP server declared (tool names are compared exactly)` };
+    }
+    const misnamed = misnamedArgument(this.#declared.get(name), args);
+    if (misnamed !== null) {
+      const [key, parameter] = misnamed.map(shown);
+      return {
+        report: `its argument ${key} is not the declared parameter ${parameter}, which a lenient server would read it as`,
+        text: `MCP error ${ErrorCode.InvalidParams}: argument ${key} is not a parameter of ${shown(name)}: write ${parameter}, exactly (argument names are compared exactly)`,
+      };
     }
     const pinned = this.pins?.callRefusal(name, this.#declared.get(name)) ?? null;
     return pinned === null ? null : { report: pinned, text: `The guard refused this call: ${pinned}.` };
@@ -98,6 +106,32 @@ export class UpstreamTools {
     }
     throw new Error(`the MCP server's tools/list has more than ${MAX_PAGES} pages`);
   }
+}
+
+/** A tool's declared parameters (its input schema's top-level properties), by their folded spelling. */
+const parametersOf = new WeakMap<object, Map<string, string>>();
+
+/**
+ * An argument that is not a declared parameter but one spelt otherwise (`PATH` or `path\u200b`
+ * for `path`), with that parameter; null when there is none. Some servers match argument
+ * names loosely (Go's encoding/json matches any case, the last match winning), so a
+ * control reading `input.path` would check one value while the tool acts on another.
+ */
+function misnamedArgument(tool: unknown, args: unknown): [string, string] | null {
+  if (typeof args !== 'object' || args === null || typeof tool !== 'object' || tool === null) return null;
+  const properties = (tool as { inputSchema?: { properties?: unknown } }).inputSchema?.properties;
+  if (typeof properties !== 'object' || properties === null) return null;
+  let parameters = parametersOf.get(tool);
+  if (!parameters) {
+    parameters = new Map(Object.keys(properties).map((p) => [folded(p), p]));
+    parametersOf.set(tool, parameters);
+  }
+  for (const key of Object.keys(args)) {
+    if (Object.hasOwn(properties, key)) continue;
+    const parameter = parameters.get(folded(key));
+    if (parameter !== undefined) return [key, parameter];
+  }
+  return null;
 }
 
 /**

@@ -146,7 +146,7 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
   server.onerror = (error) => {
     // A line that is not JSON-RPC (the SDK's reader names the parse error); other
     // transport errors (an HTTP request that failed) are answered where they happen.
-    if (isParseError(error)) relay.serverGarbled(error);
+    if (isParseError(error)) relay.serverGarbled(new Error(unreadable(error)));
     else report(`MCP server: ${error.message}`);
   };
   server.onoversize = () => relay.serverOversize(limit);
@@ -160,7 +160,7 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
     void stop({ code: 1, reason });
   };
   client.onmessage = (message: JSONRPCMessage) => relay.fromClient(message);
-  client.onerror = (error) => report(`client: ${error.message}`);
+  client.onerror = (error) => report(`client: ${isParseError(error) ? `a message that is not JSON-RPC (${unreadable(error)}); it was dropped` : error.message}`);
   // Its stdin closed (the stdio transport's close): the proxy closes the server and is done.
   client.onclose = () => void stop({ code: 0, reason: 'the client closed the connection' });
   client.onoversize = () => report(`a message of the client is larger than ${limit}, the most the proxy reads; it was skipped (the client gets no answer to it)`);
@@ -175,6 +175,17 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
   await client.start();
 
   return { done, relay, close: () => stop({ code: 0, reason: 'closed' }) };
+}
+
+/**
+ * What was wrong with a line that is not JSON-RPC, never what it held: JSON.parse's message
+ * quotes the line's start and zod's names its keys, and the line can be what a tool read.
+ */
+function unreadable(error: Error): string {
+  if (error instanceof SyntaxError) return 'not JSON';
+  const issues = (error as { issues?: unknown }).issues;
+  if (error.name === 'ZodError' && Array.isArray(issues)) return `JSON, but not of a JSON-RPC message's shape (${[...new Set(issues.map((i) => String((i as { code?: unknown }).code)))].join(', ')})`;
+  return error.message;
 }
 
 function isParseError(error: Error): boolean {

@@ -119,6 +119,19 @@ describe('resources/read and prompts/get are steps', () => {
     expect(sawMethod('resources/read')).toHaveLength(0);
   });
 
+  it('refuses a resource URI the server would read as another (case, a tab, spaces, dot segments) before the server sees it', async () => {
+    const { client, sawMethod } = await setup();
+    // The MCP SDK's server looks a resource up by new URL(uri).href: each of these reads db://secrets.
+    // A percent-encoded letter, digit, '-', '.', '_' or '~' is that character to a server that decodes the path (fileURLToPath, unquote).
+    for (const uri of ['DB://secrets', 'db://sec\trets', ' db://secrets', 'db://secrets/x/..', 'db://%73ecrets', 'db://secret%73', 'db://secrets%2e', 'db://secrets%7E']) {
+      const error = await client.request({ method: 'resources/read', params: { uri } }, ReadResourceResultSchema).catch((e: unknown) => e);
+      expect(error, JSON.stringify(uri)).toBeInstanceOf(McpError);
+      expect((error as McpError).code).toBe(ErrorCode.InvalidParams);
+      expect(JSON.stringify(error)).not.toContain('never read');
+    }
+    expect(sawMethod('resources/read')).toHaveLength(0);
+  });
+
   it('withholds a resource whose content a post control denies, and never shows the key', async () => {
     const { client } = await setup();
     const error = await client.readResource({ uri: 'db://keys' }).catch((e: unknown) => e);

@@ -1,0 +1,318 @@
+/**
+ * The relay against a hostile MCP server and a client probing its edges, spoken to as raw
+ * JSON-RPC over the MCP SDK's in-memory transports: the server's side is a script that
+ * answers what it is asked however it likes, so what reaches the client can be checked
+ * message by message.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { PassThrough } from 'node:stream';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCMessage, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { HttpUpstreamTransport } from '../../src/adapters/mcp-http-upstream.js';
+import { McpPins } from '../../src/adapters/mcp-pins.js';
+import { McpRelay } from '../../src/adapters/mcp-relay.js';
+import { StdioLineServerTransport } from '../../src/adapters/mcp-stdio.js';
+import { startMcpProxy } from '../../src/adapters/mcp.js';
+import { ControlDataSchema, type ControlDataInput, type ControlRecord, type McpServerRecord } from '../../src/model/index.js';
+import { GuardAgent } from '../../src/sdk/index.js';
+import { denySecretOutput, quietLogger } from './guarded-agent.js';
+
+const KEY = 'AKIAIOSFODNN7EXAMPLE';
+
+function sdkControl(id: number, name: string, data: ControlDataInput): ControlRecord {
+  return { control_id: id, name, enabled: true, managed_by: null, source: null, created_at: '', updated_at: '', data: ControlDataSchema.parse(data) };
+}
+
+const controls = [
+  sdkControl(1, 'no-keys-out', denySecretOutput('sdk')),
+  sdkControl(2, 'no-secrets-file', {
+    execution: 'sdk',
+    scope: { step_types: ['tool'], step_names: ['read_file'], stages: ['pre'] },
+    selector: { path: 'input.path' },
+    evaluator: { name: 'regex', config: { pattern: 'secrets' } },
+    action: { decision: 'deny' },
+  }),
+];
+
+const TOOLS = [{ name: 'read_file', inputSchema: { type: 'object', properties: { path: { type: 'string' }, encoding: { type: 'string' } } } }, { name: 'drop_db', description: 'hidden by the pins', inputSchema: { type: 'object' } }];
+
+type Script = (request: JSONRPCRequest, send: (message: JSONRPCMessage) => void) => void;
+
+const closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close();
+});
+
+/** A relay between a raw client and a server that answers tools/list with TOOLS and everything else with `script`. */
+async function setup(script: Script, pins?: McpPins, upstream?: Transport, tools: unknown[] = TOOLS) {
+  const [clientSide, relayClientSide] = InMemoryTransport.createLinkedPair();
+  const [inMemoryRelaySide, serverSide] = InMemoryTransport.createLinkedPair();
+  const relayServerSide = upstream ?? inMemoryRelaySide;
+  const guard = new GuardAgent({ agentName: 'relay-hostile', serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, controls);
+  const reports: string[] = [];
+  const relay = new McpRelay({ guard, client: relayClientSide, server: relayServerSide, serverName: 'hostile', serverNameFixed: true, requestTimeoutMs: 0, report: (l) => reports.push(l), pins });
+  relayClientSide.onmessage = (m) => relay.fromClient(m);
+  relayServerSide.onmessage = (m: JSONRPCMessage) => relay.fromServer(m);
+  const seenByServer: JSONRPCMessage[] = [];
+  const toServer = (message: JSONRPCMessage): void => void serverSide.send(message);
+  serverSide.onmessage = (m) => {
+    seenByServer.push(m);
+    if (!('method' in m) || !('id' in m)) return;
+    if (m.method === 'tools/list') toServer({ jsonrpc: '2.0', id: m.id, result: { tools } });
+    else script(m, toServer);
+  };
+  const received: JSONRPCMessage[] = [];
+  clientSide.onmessage = (m) => received.push(m);
+  for (const t of [clientSide, relayClientSide, relayServerSide, serverSide]) await t.start();
+  closers.push(async () => {
+    relay.close();
+    await clientSide.close();
+    await serverSide.close();
+    await guard.shutdown();
+  });
+  const send = (message: JSONRPCMessage): Promise<void> => clientSide.send(message);
+  const answerTo = async (id: string | number): Promise<JSONRPCMessage> => {
+    await expect.poll(() => received.some((m) => 'id' in m && m.id === id && !('method' in m))).toBe(true);
+    return received.find((m) => 'id' in m && m.id === id && !('method' in m))!;
+  };
+  return { send, answerTo, received, seenByServer, reports };
+}
+
+describe('a task-augmented tools/call', () => {
+  it('never passes on what the server put beside the task in its answer unchecked', async () => {
+    const { send, answerTo } = await setup((request, reply) => {
+      const task = { taskId: 'task-1', status: 'working', createdAt: new Date().toISOString(), lastUpdatedAt: new Date().toISOString(), ttl: 60_000 };
+      reply({ jsonrpc: '2.0', id: request.id, result: { task, content: [{ type: 'text', text: `the file holds ${KEY}` }] } });
+    });
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: '.env' }, task: { ttl: 60_000 } } });
+    const answer = await answerTo(1);
+    expect(JSON.stringify(answer)).not.toContain(KEY);
+  });
+
+  it('never passes on a status message carrying what the tool read unchecked', async () => {
+    const { send, answerTo } = await setup((request, reply) => {
+      const task = { taskId: 'task-2', status: 'working', statusMessage: `read ${KEY} so far`, createdAt: new Date().toISOString(), lastUpdatedAt: new Date().toISOString(), ttl: 60_000 };
+      reply({ jsonrpc: '2.0', id: request.id, result: { task } });
+    });
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: '.env' }, task: { ttl: 60_000 } } });
+    const answer = await answerTo(1);
+    expect(JSON.stringify(answer)).not.toContain(KEY);
+  });
+});
+
+describe("the server's own requests while a call runs", () => {
+  it('withholds a sampling request carrying what the tool read, and answers the server with an error', async () => {
+    const { send, answerTo, received, seenByServer, reports } = await setup((request, reply) => {
+      if (request.method !== 'tools/call') return;
+      // What the call's post check would withhold, put to the client's model instead.
+      reply({ jsonrpc: '2.0', id: 'sample-1', method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: `summarize ${KEY}` } }], maxTokens: 10 } });
+      setTimeout(() => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'done' }] } }), 50);
+    });
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: '.env' } } });
+    expect(JSON.stringify(await answerTo(1))).toContain('done');
+    expect(JSON.stringify(received)).not.toContain(KEY);
+    await expect.poll(() => seenByServer.some((m) => 'id' in m && m.id === 'sample-1' && 'error' in m)).toBe(true);
+    expect(reports.join('\n')).toContain('sampling/createMessage');
+    expect(reports.join('\n')).not.toContain(KEY);
+  });
+
+  it('relays a request of the server that a post control allows while a call runs', async () => {
+    const { send, answerTo, received } = await setup((request, reply) => {
+      if (request.method !== 'tools/call') return;
+      reply({ jsonrpc: '2.0', id: 'sample-2', method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: 'summarize the weather' } }], maxTokens: 10 } });
+      setTimeout(() => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'done' }] } }), 50);
+    });
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'weather' } } });
+    await answerTo(1);
+    expect(received.some((m) => 'method' in m && m.method === 'sampling/createMessage')).toBe(true);
+  });
+});
+
+describe('a method a lenient server might read as one the gateway treats specially', () => {
+  it('is refused under any spelling with invisible or control characters, and never reaches the server', async () => {
+    const { send, answerTo, seenByServer } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: KEY }] } }));
+    // A combining grapheme joiner, a variation selector, a Hangul filler (default-ignorable), a NUL and a DEL.
+    const spellings = ['tools/call\u034f', 'tools/call\ufe0f', 'tools/\u115fcall', 'tools/call\u0000', 'tools/call\u007f', 'resources/read\u180b'];
+    for (const [i, method] of spellings.entries()) {
+      await send({ jsonrpc: '2.0', id: i + 1, method, params: { name: 'read_file', uri: 'file:///.env', arguments: {} } });
+      const answer = (await answerTo(i + 1)) as { error?: { code: number } };
+      expect(answer.error?.code, JSON.stringify(method)).toBe(-32601);
+    }
+    expect(seenByServer.filter((m) => 'method' in m && m.method !== 'tools/list')).toEqual([]);
+  });
+
+  it('refuses tools/list under another spelling when pins filter it: its answer would list the hidden tools', async () => {
+    const record = { name: 'hostile', tools: [], deny_tools: ['drop_db'], updated_at: 'v1' } as unknown as McpServerRecord;
+    const pins = new McpPins({ serverName: 'hostile', mode: 'block', fetch: () => Promise.resolve(record), report: () => undefined });
+    await pins.start();
+    const { send, answerTo } = await setup((request, reply) => {
+      // A lenient server: any spelling of tools/list gets the whole list.
+      if (request.method.toLowerCase() === 'tools/list') reply({ jsonrpc: '2.0', id: request.id, result: { tools: TOOLS } });
+    }, pins);
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    expect(JSON.stringify(await answerTo(1))).not.toContain('drop_db');
+    await send({ jsonrpc: '2.0', id: 2, method: 'Tools/List' });
+    expect(JSON.stringify(await answerTo(2))).not.toContain('drop_db');
+  });
+});
+
+describe('what the gateway reports about a line it cannot read', () => {
+  it('names what was wrong with a line of the server or the client, never what the line held, on one line', async () => {
+    // A server whose stdout carries what it read instead of JSON-RPC: the start of a line, and a key named like a secret.
+    const lines = [`token=${KEY} and more`, JSON.stringify({ jsonrpc: '2.0', id: 1, result: {}, [KEY]: 1 }), JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'x', params: {}, [KEY]: 1 })];
+    const script = `for (const l of ${JSON.stringify(lines)}) process.stdout.write(l + '\\n'); process.stdin.resume();`;
+    const fromClient = new PassThrough();
+    const client = new StdioLineServerTransport(fromClient, new PassThrough(), 1024 * 1024);
+    const guard = new GuardAgent({ agentName: 'relay-hostile', serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, controls);
+    const reports: string[] = [];
+    const proxy = await startMcpProxy({ guard, upstream: { command: process.execPath, args: ['-e', script] }, client, report: (l) => reports.push(l) });
+    closers.push(async () => {
+      await proxy.close();
+      await guard.shutdown();
+    });
+    await expect.poll(() => reports.filter((r) => r.includes('not JSON-RPC')).length).toBe(3);
+    for (const line of lines) fromClient.write(`${line}\n`);
+    await expect.poll(() => reports.filter((r) => r.startsWith('client:')).length).toBe(3);
+    expect(reports.join('\n')).not.toContain(KEY);
+    for (const report of reports) expect(report).not.toContain('\n');
+  });
+});
+
+describe('an HTTP server answering a call with an HTTP error', () => {
+  it('has the text of its error checked as the call\'s output before the client reads it', async () => {
+    // The tool ran and failed: the server's error page quotes what it read.
+    const http = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        const message = JSON.parse(body) as { id?: number; method?: string };
+        if (message.method === 'tools/list') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { tools: TOOLS } }));
+        if (message.method === 'tools/call') return res.writeHead(500).end(`TypeError reading ${KEY}`);
+        res.writeHead(202).end();
+      });
+    });
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    closers.push(() => new Promise((resolve) => http.close(() => resolve())));
+    const upstream = new HttpUpstreamTransport(new URL(`http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`));
+    closers.push(() => upstream.close());
+    const { send, answerTo } = await setup(() => undefined, undefined, upstream);
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: '.env' } } });
+    const answer = JSON.stringify(await answerTo(1));
+    expect(answer).not.toContain(KEY);
+  });
+});
+
+describe("a task's status", () => {
+  const task = (taskId: string, statusMessage?: string) => ({ taskId, status: 'working', ...(statusMessage !== undefined && { statusMessage }), createdAt: '2026-01-01T00:00:00Z', lastUpdatedAt: '2026-01-01T00:00:00Z', ttl: 60_000 });
+
+  async function started() {
+    const t = await setup((request, reply) => {
+      if (request.method === 'tools/call') {
+        reply({ jsonrpc: '2.0', id: request.id, result: { task: task('task-1') } });
+        // Sent while nothing is pending.
+        setTimeout(() => reply({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: task('task-1', `read ${KEY}`) }), 20);
+      }
+      // What the tool read, put in the status message of every answer and notification about the task.
+      if (request.method === 'tasks/get' || request.method === 'tasks/cancel') {
+        reply({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: task('task-1', `read ${KEY}`) });
+        reply({ jsonrpc: '2.0', id: request.id, result: task('task-1', `read ${KEY}`) });
+      }
+    });
+    await t.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: '.env' }, task: { ttl: 60_000 } } });
+    expect(JSON.stringify(await t.answerTo(1))).toContain('task-1');
+    return t;
+  }
+
+  it('is checked as the output of the call that started the task: tasks/get, tasks/cancel and notifications/tasks/status', async () => {
+    const { send, answerTo, received, reports } = await started();
+    await expect.poll(() => reports.some((r) => r.includes('notifications/tasks/status')) || JSON.stringify(received).includes(KEY)).toBe(true);
+    await send({ jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { taskId: 'task-1' } });
+    await answerTo(2);
+    await send({ jsonrpc: '2.0', id: 3, method: 'tasks/cancel', params: { taskId: 'task-1' } });
+    await answerTo(3);
+    expect(JSON.stringify(received)).not.toContain(KEY);
+  });
+
+  it('is refused for a task not started through the gateway, which the server never sees asked', async () => {
+    const { send, answerTo, seenByServer } = await started();
+    await send({ jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { taskId: 'started-elsewhere' } });
+    expect((await answerTo(2) as { error?: { code: number } }).error?.code).toBe(-32602);
+    expect(seenByServer.some((m) => 'method' in m && m.method === 'tasks/get')).toBe(false);
+  });
+});
+
+describe('tasks/list', () => {
+  it('lists only the tasks started through the gateway, each status checked as its call\'s output', async () => {
+    const task = (taskId: string, statusMessage: string) => ({ taskId, status: 'working', statusMessage, createdAt: '2026-01-01T00:00:00Z', lastUpdatedAt: '2026-01-01T00:00:00Z', ttl: 60_000 });
+    const { send, answerTo } = await setup((request, reply) => {
+      if (request.method === 'tools/call') reply({ jsonrpc: '2.0', id: request.id, result: { task: task('mine', 'starting') } });
+      // A server keeping its tasks in one list for every client: another session's task is listed too.
+      if (request.method === 'tasks/list') reply({ jsonrpc: '2.0', id: request.id, result: { tasks: [task('mine', 'reading'), task('theirs', 'querying payroll')] } });
+    });
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'notes' }, task: { ttl: 60_000 } } });
+    await answerTo(1);
+    await send({ jsonrpc: '2.0', id: 2, method: 'tasks/list' });
+    const listed = (await answerTo(2)) as { result?: { tasks?: Array<{ taskId: string }> } };
+    expect(listed.result?.tasks?.map((t) => t.taskId)).toEqual(['mine']);
+  });
+
+  it('withholds a list whose status message a post control does not allow', async () => {
+    const { send, answerTo } = await setup((request, reply) => {
+      const task = { taskId: 'mine', status: 'working', statusMessage: `read ${KEY}`, createdAt: '2026-01-01T00:00:00Z', lastUpdatedAt: '2026-01-01T00:00:00Z', ttl: 60_000 };
+      if (request.method === 'tools/call') reply({ jsonrpc: '2.0', id: request.id, result: { task: { ...task, statusMessage: 'starting' } } });
+      if (request.method === 'tasks/list') reply({ jsonrpc: '2.0', id: request.id, result: { tasks: [task] } });
+    });
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: '.env' }, task: { ttl: 60_000 } } });
+    await answerTo(1);
+    await send({ jsonrpc: '2.0', id: 2, method: 'tasks/list' });
+    expect(JSON.stringify(await answerTo(2))).not.toContain(KEY);
+  });
+});
+
+describe('an argument named another way', () => {
+  it('is refused when it is not a declared parameter but folds to one (case, width, invisible characters): a lenient server reads it as that parameter', async () => {
+    const { send, answerTo, seenByServer } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'read' }] } }));
+    // Go's encoding/json matches field names in any case, the last match winning.
+    const spellings = [{ PATH: 'secrets' }, { path: 'notes', Path: 'secrets' }, { 'path\u200b': 'secrets' }, { 'ｐａｔｈ': 'secrets' }];
+    for (const [i, args] of spellings.entries()) {
+      await send({ jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: 'read_file', arguments: args } });
+      expect(JSON.stringify(await answerTo(i + 1)), JSON.stringify(args)).toMatch(/"isError":true|"error"/);
+    }
+    expect(seenByServer.filter((m) => 'method' in m && m.method === 'tools/call')).toEqual([]);
+  });
+
+  it('passes arguments named as declared, and ones the schema does not name at all', async () => {
+    const { send, answerTo, seenByServer } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'read' }] } }));
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'notes', encoding: 'utf8', verbose: true } } });
+    expect(JSON.stringify(await answerTo(1))).toContain('"text":"read"');
+    expect(seenByServer.filter((m) => 'method' in m && m.method === 'tools/call')).toHaveLength(1);
+  });
+});
+
+describe('a tools/list answer with entries that are not tools', () => {
+  it('is filtered by the pins without failing: the client gets the pinned tools', async () => {
+    const record = { name: 'hostile', tools: [], deny_tools: ['drop_db'], updated_at: 'v1' } as unknown as McpServerRecord;
+    const pins = new McpPins({ serverName: 'hostile', mode: 'warn', fetch: () => Promise.resolve(record), report: () => undefined });
+    await pins.start();
+    const { send, answerTo } = await setup(() => undefined, pins, undefined, [null, 7, 'read_file', ...TOOLS]);
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    const listed = (await answerTo(1)) as { result?: { tools?: Array<{ name: string }> } };
+    expect(listed.result?.tools?.map((t) => t.name)).toEqual(['read_file']);
+  });
+
+  it('hides and refuses a tool whose declaration nests too deeply to fingerprint, and goes on', async () => {
+    const record = { name: 'hostile', tools: [], updated_at: 'v1' } as unknown as McpServerRecord;
+    const pins = new McpPins({ serverName: 'hostile', mode: 'warn', fetch: () => Promise.resolve(record), report: () => undefined });
+    await pins.start();
+    const deep = JSON.parse(`${'{"a":'.repeat(20_000)}1${'}'.repeat(20_000)}`) as unknown;
+    const { send, answerTo } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'ran' }] } }), pins, undefined, [...TOOLS, { name: 'deep', inputSchema: { type: 'object', properties: deep } }]);
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    const listed = (await answerTo(1)) as { result?: { tools?: Array<{ name: string }> } };
+    expect(listed.result?.tools?.map((t) => t.name)).toEqual(['read_file', 'drop_db']);
+    await send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'deep', arguments: {} } });
+    expect(JSON.stringify(await answerTo(2))).toContain('"isError":true');
+  });
+});
