@@ -39,8 +39,13 @@ export interface HttpUpstreamOptions {
   acceptTimeoutMs?: number | undefined;
 }
 
-/** How a stream of the server's is resumed: after this, growing by half each time, at most 2 tries in a row. */
-const RECONNECT = { initialMs: 1000, maxMs: 30_000, grow: 1.5, maxTries: 2 };
+/**
+ * How a stream of the server's is resumed: after this, growing by half each time, at most 2
+ * tries in a row. A delay the server sets (`retry:`) is kept between minMs and maxMs: a
+ * server answering `retry: 0` and closing each stream at once had the gateway reconnect in
+ * a tight loop (tries start again once a stream opens), and one past 2^31 ms fired at once.
+ */
+const RECONNECT = { initialMs: 1000, minMs: 100, maxMs: 30_000, grow: 1.5, maxTries: 2 };
 /** DELETE on close waits at most this long. */
 const CLOSE_TIMEOUT_MS = 2000;
 
@@ -212,7 +217,7 @@ export class HttpUpstreamTransport implements Transport, LineEvents {
       this.onerror?.(new Error(`Maximum reconnection attempts (${RECONNECT.maxTries}) exceeded.`));
       return;
     }
-    const delay = this.#retryMs ?? Math.min(RECONNECT.initialMs * RECONNECT.grow ** tries, RECONNECT.maxMs);
+    const delay = Math.max(RECONNECT.minMs, Math.min(this.#retryMs ?? RECONNECT.initialMs * RECONNECT.grow ** tries, RECONNECT.maxMs));
     this.#reconnectTimer = setTimeout(() => {
       this.#reconnectTimer = undefined;
       if (this.#closed) return;

@@ -220,6 +220,34 @@ describe('HttpUpstreamTransport against a plain HTTP server', () => {
     expect(gets).toEqual(['stream-1']);
   });
 
+  it('resumes the stream of a server that closes each at once with retry: 0 no more than ten times a second, and waits at most 30 s when asked for longer', async () => {
+    let gets = 0;
+    const retry = { ms: 0 };
+    const { url } = await listen((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        if (req.method === 'GET') gets++;
+        res.end(`retry: ${retry.ms}\nid: e${gets}\ndata:\n\n`);
+      });
+    });
+    const transport = transportTo(url);
+    await transport.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    await expect.poll(() => gets).toBeGreaterThan(0);
+    const from = gets;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // 100 ms apart at least: 10 in a second (a tight loop made hundreds).
+    expect(gets - from).toBeLessThanOrEqual(11);
+    expect(gets - from).toBeGreaterThanOrEqual(3);
+    retry.ms = 2 ** 31 + 1000;
+    const asked = gets;
+    await expect.poll(() => gets).toBeGreaterThan(asked);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    // A delay past what a timer holds (it fired after 1 ms) waits the longest allowed instead.
+    expect(gets).toBe(asked + 1);
+    await transport.close();
+  });
+
   it('fails a notification the server does not accept in time, and sends what came after it', async () => {
     const methods: string[] = [];
     const { url } = await listen((req, res) => {
