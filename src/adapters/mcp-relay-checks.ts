@@ -40,23 +40,26 @@ export class RelayChecks {
   }
 
   /**
-   * A notification the server sends while a tool runs (a log line, a progress message), or a
-   * request of its own (sampling, elicitation), can carry what the tool read: it is checked as
-   * output of every pending call, and withheld unless each allows it.
+   * A notification the server sends (a log line, a progress message), or a request of its
+   * own (sampling, elicitation), can carry what a tool read: it is checked as output of every
+   * pending call (`during`) and of the calls answered before (`after`, RecentSteps), and
+   * withheld unless each allows it. Checked only while calls were pending, a server could
+   * wait for the call's answer, then send what the tool read to the client's model.
    */
-  async notification(notification: JSONRPCNotification | JSONRPCRequest, calls: StepInput[]): Promise<JSONRPCMessage | null> {
+  async notification(notification: JSONRPCNotification | JSONRPCRequest, during: StepInput[], after: StepInput[] = []): Promise<JSONRPCMessage | null> {
     const output = notification.params ?? null;
-    for (const step of calls) {
+    const what = `a ${shown(notification.method)} ${'id' in notification ? 'request' : 'notification'} of the MCP server`;
+    for (const [step, when] of [...during.map((s) => [s, 'during'] as const), ...after.map((s) => [s, 'after'] as const)]) {
       let verdict: Verdict;
       try {
         verdict = await this.decide({ ...step, output }, 'post');
       } catch (error) {
-        this.o.report(`withheld a ${shown(notification.method)} ${'id' in notification ? 'request' : 'notification'} of the MCP server sent during ${stepText(step)}: checking it failed: ${messageOf(error)}`);
+        this.o.report(`withheld ${what} sent ${when} ${stepText(step)}: checking it failed: ${messageOf(error)}`);
         return null;
       }
       this.reportUnavailable(verdict, step, 'post');
       if (verdict.decision !== 'allow') {
-        this.o.report(`withheld a ${shown(notification.method)} ${'id' in notification ? 'request' : 'notification'} of the MCP server sent during ${stepText(step)}: a post control did not allow it`);
+        this.o.report(`withheld ${what} sent ${when} ${stepText(step)}: a post control did not allow it`);
         return null;
       }
     }
@@ -67,5 +70,29 @@ export class RelayChecks {
   reportUnavailable(verdict: Verdict, step: StepInput, stage: 'pre' | 'post'): void {
     if (!verdict.unavailable) return;
     this.o.report(`could not check ${stepText(step)} (${stage}), so it was refused: ${messageOf(verdict.error?.cause ?? verdict.error)}`);
+  }
+}
+
+/** Steps kept by RecentSteps: the latest distinct ones (by type and name). */
+const MAX_RECENT_STEPS = 32;
+
+/**
+ * The steps (type and name, with their latest input) whose answers the server sent in this
+ * session, the newest MAX_RECENT_STEPS of them: what the server may still hold of what they
+ * read, and so what its later messages are checked as the output of.
+ */
+export class RecentSteps {
+  readonly #steps = new Map<string, StepInput>();
+
+  note(step: StepInput): void {
+    const key = `${step.type}\u0000${step.name}`;
+    this.#steps.delete(key);
+    this.#steps.set(key, { type: step.type, name: step.name, input: step.input });
+    if (this.#steps.size > MAX_RECENT_STEPS) this.#steps.delete(this.#steps.keys().next().value!);
+  }
+
+  /** Those not among `pending` (by type and name). */
+  besides(pending: readonly StepInput[]): StepInput[] {
+    return [...this.#steps.values()].filter((s) => !pending.some((p) => p.type === s.type && p.name === s.name));
   }
 }

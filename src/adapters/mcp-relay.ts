@@ -30,7 +30,7 @@ import type { Verdict } from '../sdk/verdict.js';
 import type { GatewayApprovalOptions } from './mcp-approval.js';
 import { kindOf } from './mcp-message.js';
 import { newPending, PendingTable, type Pending } from './mcp-pending.js';
-import { RelayChecks } from './mcp-relay-checks.js';
+import { RecentSteps, RelayChecks } from './mcp-relay-checks.js';
 import { InOrder } from './mcp-relay-order.js';
 import { RelayTasks } from './mcp-relay-tasks.js';
 import { UpstreamRequests } from './mcp-relay-upstream.js';
@@ -64,6 +64,8 @@ export class McpRelay {
   readonly #pending = new PendingTable();
   readonly #tools: UpstreamTools;
   readonly #tasks = new RelayTasks();
+  /** Steps answered in this session: the server's later messages are checked as their output too. */
+  readonly #recent = new RecentSteps();
   readonly #checks: RelayChecks;
   readonly #upstream: UpstreamRequests;
   readonly #toClient: InOrder;
@@ -154,6 +156,7 @@ export class McpRelay {
       // A started task's output comes later, checked when tasks/result fetches it. The answer
       // that starts it is checked too: the server can put what the tool read beside the task or in its status message.
       if (taskId !== null && pending.step) this.#tasks.remember(taskId, pending.step);
+      if (pending.step) this.#recent.note(pending.step);
       this.#toClient.push(pending.step ? this.#checks.output(clientId, pending.step, answer, output) : Promise.resolve(answer));
       return;
     }
@@ -173,13 +176,14 @@ export class McpRelay {
     const status = kind === 'notification' && (message as JSONRPCNotification).method === 'notifications/tasks/status' ? (message as JSONRPCNotification).params : undefined;
     const task = status === undefined ? undefined : this.#tasks.stepOf(status.taskId);
     if (task) calls.push(task);
-    if (calls.length > 0) {
-      const checked = this.#checks.notification(message as JSONRPCNotification | JSONRPCRequest, calls);
+    const answered = this.#recent.besides(calls);
+    if (calls.length > 0 || answered.length > 0) {
+      const checked = this.#checks.notification(message as JSONRPCNotification | JSONRPCRequest, calls, answered);
       if (kind === 'request') void checked.then((m) => m ?? this.#withheld(message as JSONRPCRequest));
       this.#toClient.push(checked);
       return;
     }
-    // What the server sends while nothing is pending.
+    // What the server sends before any step was checked.
     this.#toClient.push(Promise.resolve(message));
   }
 
@@ -356,7 +360,7 @@ export class McpRelay {
 
   /** A request of the server withheld from the client: the server is answered, so that it does not wait for the client. */
   #withheld(request: JSONRPCRequest): void {
-    this.#send(this.o.server, { jsonrpc: '2.0', id: request.id, error: { code: ErrorCode.InvalidRequest, message: "the client's gateway withheld this request: a post control of a pending call did not allow it" } }, 'server');
+    this.#send(this.o.server, { jsonrpc: '2.0', id: request.id, error: { code: ErrorCode.InvalidRequest, message: "the client's gateway withheld this request: a post control of a call did not allow it" } }, 'server');
   }
 
   #answerError(id: RequestId, code: number, message: string): void {
