@@ -1,7 +1,11 @@
 /**
  * Attacks on sessions shared by replicas on PostgreSQL (issue #37, eighth pass).
  */
+import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { SharedSessions } from '../../src/sessions/shared-sessions.js';
+import { PostgresDatabase } from '../../src/store/postgres/database.js';
+import { PostgresSessions } from '../../src/store/postgres/sessions.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { connectedClients, lockWaits, pgRequired, pgUrl, pgSuiteTitle, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
 
@@ -42,6 +46,42 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('eighth-pass s
     } finally {
       await store.close();
       await Promise.all([holder.end(), watcher.end()]);
+    }
+  });
+
+  it('a replica whose clock reading waited behind a busy event loop does not run behind the database and have its live session pruned by another replica', async () => {
+    const other = await opener.open();
+    const schema = opener.lastSchema();
+    const database = await PostgresDatabase.open(pgUrl, { schema });
+    const [watcher] = await connectedClients(schemaUrl(schema), 1);
+    const dbNow = async () => Number((await watcher.query<{ ms: string }>('SELECT extract(epoch FROM clock_timestamp()) * 1000 AS ms')).rows[0]!.ms);
+    // The replica's first clock reading is answered while its event loop is busy for 3 s
+    // (a long synchronous evaluation, a pause): the answer waits in the socket meanwhile.
+    let stalled = false;
+    database.pool.on('acquire', (client: pg.PoolClient) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+        const sent = query(...args);
+        if (!stalled && String(args[0]).includes('clock_timestamp')) {
+          stalled = true;
+          const until = performance.now() + 3000;
+          while (performance.now() < until);
+        }
+        return sent;
+      };
+    });
+    const sessions = new SharedSessions(new PostgresSessions(database), { sessionTtlMs: 60_000, sessionMax: 10 });
+    try {
+      const step = (await sessions.begin('bot', 's'))!;
+      expect(stalled).toBe(true);
+      await sessions.add('bot', 's', step, [{ label: 'untrusted', control_id: 1, control_name: 'mark' }], 'post', 'fetch_url');
+      // Another replica prunes sessions idle more than a second: 's' took its step just now.
+      await other.sharedSessions.pruneSessions((await dbNow()) - 1000);
+      expect([...(await other.sharedSessions.beginSessionStep('bot', 's', await dbNow(), 0, 10))!.labels]).toEqual(['untrusted']);
+    } finally {
+      await sessions.close();
+      await watcher.end();
+      await database.close();
     }
   });
 });
