@@ -40,6 +40,9 @@ export interface PostgresStoreOptions {
   counterTimeoutMs?: number;
 }
 
+/** Readings of the database's clock per databaseTime(), of which the shortest round trip's is kept. */
+const CLOCK_READINGS = 3;
+
 /** NOTIFY payloads are limited to 8000 bytes; beyond a safe size we say "any agent". */
 const MAX_NOTIFY_PAYLOAD = 7000;
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -172,6 +175,12 @@ export class PostgresDatabase {
    * the pool. A wait for one (seconds, when the pool is busy) timed with the query would be
    * taken for a long round trip, half of it for the way back, and set the replica's clock
    * ahead by half the wait, so that its prune deleted sessions that long before their TTL.
+   * The clock is read CLOCK_READINGS times and the reading of the shortest round trip kept:
+   * an answer that waited in the socket while the event loop was busy (a long synchronous
+   * evaluation, a pause) looks like a long round trip, half of it on the way back, and
+   * set the replica's clock behind by half the wait, so that its steps wrote last-seen
+   * times that old and another replica pruned their sessions that long before their TTL.
+   * The readings after one that waited are sent once the loop is free again.
    */
   async databaseTime(): Promise<number> {
     let client: pg.PoolClient;
@@ -187,9 +196,15 @@ export class PostgresDatabase {
     };
     client.on('error', onLost);
     try {
-      const sent = performance.now();
-      const { rows } = await client.query<{ ms: number }>('SELECT extract(epoch FROM clock_timestamp()) * 1000 AS ms');
-      return Number(rows[0]!.ms) + (performance.now() - sent) / 2;
+      let best: { at: number; roundTrip: number; arrived: number } | undefined;
+      for (let i = 0; i < CLOCK_READINGS; i++) {
+        const sent = performance.now();
+        const { rows } = await client.query<{ ms: string }>('SELECT extract(epoch FROM clock_timestamp()) * 1000 AS ms');
+        const arrived = performance.now();
+        if (best === undefined || arrived - sent < best.roundTrip) best = { at: Number(rows[0]!.ms), roundTrip: arrived - sent, arrived };
+      }
+      // The best reading, moved on by the time since its answer arrived.
+      return best!.at + best!.roundTrip / 2 + (performance.now() - best!.arrived);
     } catch (error) {
       broken = true;
       throw mapPgError(error);

@@ -32,8 +32,8 @@ export const MAX_BATCH = 256;
  */
 const MAX_IN_FLIGHT = 1;
 
-/** One call of session_begin_steps (session-begin-steps.ts) begins a batch. */
-const BEGIN_STEPS = `SELECT began_agent AS agent_name, began_session AS session_id, began_epoch AS epoch, began_since AS since, began_labels AS labels
+/** One call of session_begin_steps (session-begin-steps.ts) begins a batch; `since` as numeric (sessions.ts ADD_LABELS). */
+const BEGIN_STEPS = `SELECT began_agent AS agent_name, began_session AS session_id, began_epoch AS epoch, began_since::numeric AS since, began_labels AS labels
   FROM session_begin_steps($1, $2, $3, $4, $5, $6)`;
 
 /** A step waiting for its session to be begun. */
@@ -58,7 +58,8 @@ interface BeganRow {
   agent_name: string;
   session_id: string;
   epoch: number;
-  since: number;
+  /** numeric, as text. */
+  since: string;
   labels: string[];
 }
 
@@ -124,7 +125,7 @@ export class SessionStepBatcher {
     for (const group of groups) {
       const row = began.get(keyOf(group.agentName, group.sessionId));
       if (row !== undefined) {
-        const begun = { epoch: row.epoch, since: row.since, labels: new Set(row.labels) };
+        const begun = { epoch: row.epoch, since: Number(row.since), labels: new Set(row.labels) };
         for (const step of group.steps) step.resolve(begun);
         continue;
       }

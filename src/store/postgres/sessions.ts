@@ -25,7 +25,7 @@ import { SessionStepBatcher } from './session-steps.js';
  * idle past its TTL. A step that finds its new session created by another statement
  * meanwhile gives its slot back. Committed without waiting for the WAL flush, as a batch is.
  */
-const BEGIN_STEP = 'SELECT began_epoch AS epoch, began_since AS since, began_labels AS labels FROM session_begin_step($1, $2, $3, $4, $5)';
+const BEGIN_STEP = 'SELECT began_epoch AS epoch, began_since::numeric AS since, began_labels AS labels FROM session_begin_step($1, $2, $3, $4, $5)';
 
 /**
  * Only a step of the session's current epoch adds labels: one that outlived its session
@@ -34,9 +34,12 @@ const BEGIN_STEP = 'SELECT began_epoch AS epoch, began_since AS since, began_lab
  * time it began (first_seen): a session begun again under its id starts at epoch 0 again,
  * and named by its number alone, a step of the deleted session's epoch 0 would add its
  * label to the new session, which never earned it (a `tests_passed` of the run before).
- * The time is compared to the millisecond, not exactly: it comes back as text, which a
- * server set to fewer digits (extra_float_digits) rounds, and two epochs of one id begin a
- * TTL apart. The session's row is held (FOR KEY SHARE, which steps counting it do not wait
+ * The time is compared to the millisecond, not exactly: it comes back as text, and two
+ * epochs of one id begin a TTL apart. It is read as numeric (BEGIN_STEP, BEGIN_STEPS),
+ * which PostgreSQL prints with 15 significant digits (hundredths of a millisecond) however
+ * extra_float_digits is set: a float is printed with as few as one digit (a server or role
+ * set to extra_float_digits = -3 rounds an epoch time to 10 ms), and the label of a time
+ * read back that far off would not be added, silently. The session's row is held (FOR KEY SHARE, which steps counting it do not wait
  * for) until the labels commit: a prune deleting the row meanwhile waits for them and
  * deletes them with it, or deleted it first and the labels are not added; read without the
  * lock, labels inserted after the prune deleted their orphans were left behind, and a
@@ -111,9 +114,9 @@ export class PostgresSessions implements SharedSessionStore {
 
   /** One step alone: takes a slot for a new session when there is room for one. */
   async #beginAlone(agentName: string, sessionId: string, now: number, expiredBefore: number, max: number): Promise<SharedSessionStep | null> {
-    const rows = await this.database.prepared<{ epoch: number; since: number; labels: string[] }>('guard_session_begin_step_fn', BEGIN_STEP, [agentName, sessionId, now, expiredBefore, max]);
+    const rows = await this.database.prepared<{ epoch: number; since: string; labels: string[] }>('guard_session_begin_step_fn', BEGIN_STEP, [agentName, sessionId, now, expiredBefore, max]);
     const row = rows[0];
-    return row === undefined ? null : { epoch: row.epoch, since: row.since, labels: new Set(row.labels) };
+    return row === undefined ? null : { epoch: row.epoch, since: Number(row.since), labels: new Set(row.labels) };
   }
 
   async addSessionLabels(agentName: string, sessionId: string, step: SharedSessionStep, labels: readonly StoredSessionLabel[]): Promise<void> {
