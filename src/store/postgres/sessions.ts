@@ -9,10 +9,8 @@
  * begun by one statement (session-steps.ts); labels are committed synchronously, step
  * counts without waiting for the WAL flush.
  */
-import type pg from 'pg';
 import type { SharedSessionStep, SharedSessionStore, StoredSession, StoredSessionLabel } from '../types.js';
 import type { PostgresDatabase } from './database.js';
-import { mapPgError } from './errors.js';
 import { SessionCache } from './session-cache.js';
 import { SESSION_CACHE_CHANNEL } from './session-ping.js';
 import { SessionStepBatcher } from './session-steps.js';
