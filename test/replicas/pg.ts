@@ -134,11 +134,18 @@ export function storeOpener(prefix: string, unreachable: string | null): {
 
 /**
  * A query counting the backends waiting for a lock in a statement like `query` (a LIKE
- * pattern). Ask it on a connection of its own, outside a transaction: one transaction
- * sees one snapshot of pg_stat_activity.
+ * pattern) on the asking connection's schema: backends that hold a lock on one of its
+ * tables. Counted in the whole database, another test's statement of the same text,
+ * waiting in its own schema at the same time, was counted too and the count never settled.
+ * Ask it on a connection of its own, on the test's schema (schemaUrl), outside a
+ * transaction: one transaction sees one snapshot of pg_stat_activity.
  */
 export function lockWaits(query: string): { text: string; values: string[] } {
-  return { text: "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1", values: [query] };
+  return {
+    text: `SELECT count(*)::int AS n FROM pg_stat_activity a WHERE a.wait_event_type = 'Lock' AND a.query LIKE $1
+      AND EXISTS (SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE l.pid = a.pid AND c.relnamespace = current_schema()::regnamespace)`,
+    values: [query],
+  };
 }
 
 type Clients<N extends number, T extends pg.Client[] = []> = T['length'] extends N ? T : Clients<N, [...T, pg.Client]>;
