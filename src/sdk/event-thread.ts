@@ -34,13 +34,7 @@ interface Reply {
  */
 const POSTER = `
 const { parentPort, workerData } = require('node:worker_threads');
-const { url, apiKey, timeoutMs, niceness } = workerData;
-// Below the thread that checks steps (Linux keeps a nice value per thread; elsewhere this
-// does nothing): nobody waits on a post, but on a busy host it took the cores calls wait on.
-try {
-  const thread = Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop());
-  require('node:os').setPriority(thread, niceness);
-} catch {}
+const { url, apiKey, timeoutMs } = workerData;
 const headers = { accept: 'application/json', 'content-type': 'application/json' };
 if (apiKey) headers['x-api-key'] = apiKey;
 // A send's events come in slices (EVENTS_PER_MESSAGE); the request goes once the last is here.
@@ -65,12 +59,6 @@ parentPort.on('message', async ({ id, events: slice, last }) => {
   parentPort.postMessage({ id, error, body: text });
 });
 `;
-
-/**
- * The event thread's nice value on Linux: below the checking thread's, yet not so low that
- * a host saturated by calls starves it (the batcher would drop events past maxBuffered).
- */
-export const EVENT_THREAD_NICENESS = 10;
 
 /** Events copied to the thread per message: a tenth of a full batch. */
 const EVENTS_PER_MESSAGE = 100;
@@ -119,7 +107,7 @@ export class EventThreadSink implements EventSink {
   }
 
   #start(): Worker {
-    const worker = new Worker(POSTER, { eval: true, workerData: { ...this.target, niceness: EVENT_THREAD_NICENESS } });
+    const worker = new Worker(POSTER, { eval: true, workerData: { ...this.target } });
     worker.unref();
     worker.on('message', (reply: Reply) => {
       const waiting = this.#waiting.get(reply.id);

@@ -3,12 +3,11 @@
  * is the one the in-thread client makes, failures reach the batcher as rejections (so its
  * retry and order hold), and an agent using it delivers the same events as one without.
  */
-import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { GuardClient } from '../../src/client/index.js';
-import { EVENT_THREAD_NICENESS, EventThreadSink } from '../../src/sdk/event-thread.js';
+import { EventThreadSink } from '../../src/sdk/event-thread.js';
 import { EventBatcher } from '../../src/sdk/events.js';
 import { init, type GuardAgent, type GuardLogger } from '../../src/sdk/index.js';
 import { seedSupportBot, startRealServer, type RunningServer } from './real-server.js';
@@ -75,19 +74,6 @@ describe('EventThreadSink', () => {
     const batch = Array.from({ length: 1000 }, (_, i) => `{"n":${i}}`);
     await Promise.all([sink.ingestEventsJson(batch), sink.ingestEventsJson(EVENTS)]);
     expect(seen.map((s) => s.body).sort((a, b) => a.length - b.length)).toEqual([`{"events":[${EVENTS.join(',')}]}`, `{"events":[${batch.join(',')}]}`]);
-  });
-
-  // Linux keeps a nice value per thread; elsewhere the thread runs at the process's priority.
-  it.runIf(process.platform === 'linux')('runs its thread below the priority of the thread that checks steps', async () => {
-    const niceOf = (task: string): number => Number(readFileSync(`/proc/self/task/${task}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]);
-    const before = readdirSync('/proc/self/task');
-    const checking = niceOf(String(process.pid));
-    const { url } = await recorder();
-    await sinkFor(url).ingestEventsJson(EVENTS);
-    const started = readdirSync('/proc/self/task').filter((task) => !before.includes(task));
-    // A process started niced already (say, `nice npm test`) keeps its own, higher value.
-    expect(started.map(niceOf)).toContain(Math.max(checking, EVENT_THREAD_NICENESS));
-    expect(niceOf(String(process.pid))).toBe(checking);
   });
 
   it('rejects with the status when the server refuses, and when nothing listens', async () => {
