@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 
-/** The same text rules as names: 1-128 characters, printable, no NUL or control character. */
+/** The same text rules as names: 1-128 characters, printable, no NUL or control character, not a dot segment. */
 export const SESSION_ID_MAX = 128;
 
 export const SessionIdSchema = z
@@ -15,12 +15,19 @@ export const SessionIdSchema = z
   // eslint-disable-next-line no-control-regex -- control characters are what it refuses
   .regex(/^[^\u0000-\u001f\u007f]+$/, 'session_id must not hold NUL or other control characters')
   // PostgreSQL's text would turn a lone surrogate into U+FFFD, merging distinct ids.
-  .refine((id) => id.isWellFormed(), 'session_id must be well-formed Unicode (no lone surrogate)');
+  .refine((id) => id.isWellFormed(), 'session_id must be well-formed Unicode (no lone surrogate)')
+  // A URL resolves the path segments "." and ".." away (even percent-encoded), so
+  // GET /sessions/{id} could never read such a session back.
+  .refine((id) => !isDotSegment(id), 'session_id must not be "." or "..", which a URL path cannot carry');
+
+function isDotSegment(id: string): boolean {
+  return id === '.' || id === '..';
+}
 
 /** The rule of SessionIdSchema without zod (the evaluation fast path). */
 export function isValidSessionId(id: unknown): id is string {
   // eslint-disable-next-line no-control-regex -- control characters are what it refuses
-  return typeof id === 'string' && id.length >= 1 && id.length <= SESSION_ID_MAX && !/[\u0000-\u001f\u007f]/.test(id) && id.isWellFormed();
+  return typeof id === 'string' && id.length >= 1 && id.length <= SESSION_ID_MAX && !/[\u0000-\u001f\u007f]/.test(id) && id.isWellFormed() && !isDotSegment(id);
 }
 
 export const SessionLabelSchema = z

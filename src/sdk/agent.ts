@@ -367,7 +367,7 @@ export class GuardAgent {
 /** A session id as the server takes it (docs/sessions.md); a plain-JavaScript caller's mistake is a TypeError, never a step sent without its session. */
 function sessionIdOf(id: unknown): string | undefined {
   if (id === undefined) return undefined;
-  if (!isValidSessionId(id)) throw new TypeError('sessionId must be 1-128 characters of printable, well-formed text (no NUL or control character)');
+  if (!isValidSessionId(id)) throw new TypeError('sessionId must be 1-128 characters of printable, well-formed text (no NUL or control character), and not "." or ".."');
   return id;
 }
 
