@@ -64,7 +64,10 @@ function canonical(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) => {
     if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
     const sorted: Record<string, unknown> = {};
-    for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
+    // defineProperty, not assignment: a `__proto__` key of the step is data, and assigning it
+    // would set the copy's prototype instead, which JSON.stringify leaves out, so calls that
+    // differ only there would count as the same call.
+    for (const k of Object.keys(v).sort()) Object.defineProperty(sorted, k, { value: (v as Record<string, unknown>)[k], enumerable: true, writable: true, configurable: true });
     return sorted;
   }) ?? 'null';
 }
