@@ -3,6 +3,7 @@
  *   agent=NAME  control=NAME  decision=deny  step=NAME  stage=pre   exact value
  *   agent=~RE   control=~RE   ...                                   regular expression
  *   session:ID  (the same as session=ID)                            follow one session
+ *   session:"run 1"   a value in double quotes is a JSON string: it may hold spaces
  *   RE                                                              regex on any field
  * A leading `!` inverts a term. Regexes are RE2 (linear time), so a pattern typed into
  * the filter can never stall the screen under a flood.
@@ -32,12 +33,52 @@ export function parseFilter(text: string): FilterParse {
   const trimmed = text.trim();
   if (trimmed === '') return { ok: true, filter: null };
   const terms: FilterTerm[] = [];
-  for (const raw of trimmed.split(/\s+/)) {
+  const words = wordsOf(trimmed);
+  if (typeof words === 'string') return { ok: false, error: words };
+  for (const raw of words) {
     const term = parseTerm(raw);
     if (typeof term === 'string') return { ok: false, error: term };
     terms.push(term);
   }
   return { ok: true, filter: { text: trimmed, terms } };
+}
+
+/**
+ * The terms, split at spaces outside double quotes: a session id may hold spaces, and
+ * cut at one its first part would follow another session.
+ */
+function wordsOf(text: string): string[] | string {
+  const words: string[] = [];
+  let word = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (quoted && c === '\\' && i + 1 < text.length) {
+      word += c + text[++i]!;
+      continue;
+    }
+    if (c === '"') quoted = !quoted;
+    if (!quoted && /\s/.test(c)) {
+      if (word !== '') words.push(word);
+      word = '';
+      continue;
+    }
+    word += c;
+  }
+  if (quoted) return `${word}: no closing quote`;
+  if (word !== '') words.push(word);
+  return words;
+}
+
+/** A value as typed: a JSON string when quoted (`"run 1"`, `"say \\"hi\\""`), else the text itself. */
+function valueOf(text: string): string | null {
+  if (!text.startsWith('"')) return text;
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'string' ? value : null;
+  } catch {
+    return null;
+  }
 }
 
 function parseTerm(raw: string): FilterTerm | string {
@@ -47,7 +88,8 @@ function parseTerm(raw: string): FilterTerm | string {
   // `session:ID` reads like the id a person copies from a detail view; exact, never a regex.
   const session = /^session:(.*)$/.exec(body);
   if (session) {
-    const id = session[1]!;
+    const id = valueOf(session[1]!);
+    if (id === null) return `${raw}: a quoted session id is a JSON string ("run 1")`;
     if (id === '') return 'session: a session id is needed (session:ID)';
     return { field: 'session', negate, test: (s) => s === id };
   }
@@ -59,8 +101,10 @@ function parseTerm(raw: string): FilterTerm | string {
       const re = compile(value);
       return typeof re === 'string' ? `${name}=~${value}: ${re}` : { field: name, negate, test: (s) => re.test(s) };
     }
-    if (value === '') return `${name}=: a value is needed (or ${name}=~REGEX)`;
-    return { field: name, negate, test: (s) => s === value };
+    const exact = valueOf(value);
+    if (exact === null) return `${raw}: a quoted value is a JSON string ("run 1")`;
+    if (exact === '') return `${name}=: a value is needed (or ${name}=~REGEX)`;
+    return { field: name, negate, test: (s) => s === exact };
   }
   const re = compile(body);
   return typeof re === 'string' ? `${body}: ${re}` : { field: 'any', negate, test: (s) => re.test(s) };

@@ -60,7 +60,8 @@ export async function runInteractive(options: InteractiveOptions): Promise<Strea
   const serverFilter = [
     options.agentName ? `agent=${options.agentName}` : '',
     options.decision ? `decision=${options.decision}` : '',
-    options.sessionId ? `session:${options.sessionId}` : '',
+    // Quoted (a JSON string) when the id holds a space or a quote, as the filter reads it.
+    options.sessionId ? `session:${/[\s"]/.test(options.sessionId) ? JSON.stringify(options.sessionId) : options.sessionId}` : '',
   ].filter(Boolean).join(' ');
   const client = new GuardClient({ serverUrl: options.server, ...(options.apiKey ? { apiKey: options.apiKey } : {}), timeoutMs: 5000 });
   const decide: ApprovalDecider = async (verb, id) => {
