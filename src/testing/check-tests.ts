@@ -12,10 +12,12 @@ import { TestCaseSchema, TestDocumentSchema, fieldIssuesOf, type FieldIssue, typ
 /** One step to evaluate: a single-step case, or one step of a case with `steps`. */
 export interface RunnableCase {
   test: string;
+  /** The test document's place among all of them: documents may share a name, even in one file. */
+  document: number;
   agent: string;
   index: number;
   testCase: { name: string } & TestStep;
-  /** The case's session, for the steps of a case with `steps` (one fresh session per case). */
+  /** The case's session, for the steps of a case with `steps` (one fresh session per case, named by document and case place). */
   session: string | undefined;
   file: string;
   line: number;
@@ -43,7 +45,7 @@ const TestHeaderSchema = TestDocumentSchema.extend({ cases: z.array(z.unknown())
 export function checkTests(tests: readonly LoadedTest[], known: KnownNames): CheckedTests {
   const cases: RunnableCase[] = [];
   const diagnostics: Diagnostic[] = [];
-  for (const doc of tests) {
+  for (const [document, doc] of tests.entries()) {
     const at = (field: string, atKey = false): Span =>
       doc.locate ? doc.locate(field, atKey) : { line: doc.source.line, column: doc.source.column, endLine: doc.source.line, endColumn: doc.source.column };
     const report = (field: string, code: string, message: string, hint: string, severity: Diagnostic['severity'] = 'error') => {
@@ -115,11 +117,11 @@ export function checkTests(tests: readonly LoadedTest[], known: KnownNames): Che
         });
       }
       if (!ok) return;
-      const session = testCase.steps === undefined ? undefined : `test:${doc.source.file}:${name}:${index}`;
+      const session = testCase.steps === undefined ? undefined : `test:${document}:${index}`;
       steps.forEach(({ at: where, step }, j) => {
         const span = at(where);
         const caseName = session === undefined ? testCase.name : `${testCase.name} (step ${j + 1})`;
-        cases.push({ test: name, agent, index, testCase: { name: caseName, ...step }, session, file: doc.source.file, line: span.line, column: span.column });
+        cases.push({ test: name, document, agent, index, testCase: { name: caseName, ...step }, session, file: doc.source.file, line: span.line, column: span.column });
       });
     });
   }

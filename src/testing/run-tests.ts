@@ -47,16 +47,15 @@ export async function runTests(input: TestRunInput): Promise<TestRunReport> {
   const exercised = new Set<string>();
   // Rate and budget controls count in counters of their own per test document, all its
   // cases at one instant: a document's cases are successive steps within every window.
-  const counters = new Map<string, MemoryCounters>();
+  const counters = new Map<number, MemoryCounters>();
   const instant = Date.now();
   // The labels of each multi-step case's session, which starts empty (check-tests.ts).
   const sessions = new Map<string, ReadonlySet<string>>();
   for (const runnable of checked.cases) {
     const set = sets.get(runnable.agent) as CompiledControlSet;
     const { testCase } = runnable;
-    const documentKey = `${runnable.file}\u0000${runnable.test}`;
-    let documentCounters = counters.get(documentKey);
-    if (documentCounters === undefined) counters.set(documentKey, (documentCounters = new MemoryCounters({ now: () => instant })));
+    let documentCounters = counters.get(runnable.document);
+    if (documentCounters === undefined) counters.set(runnable.document, (documentCounters = new MemoryCounters({ now: () => instant })));
     // Every control takes part (server and sdk execution): a test asks what the agent ends up with.
     const session = runnable.session === undefined ? undefined : { id: runnable.session, labels: sessions.get(runnable.session) ?? new Set<string>() };
     const pending = evaluateStep(set, testCase.step, testCase.stage, { agentName: runnable.agent, counters: documentCounters, ...(session ? { session } : {}) });
