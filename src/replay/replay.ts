@@ -3,6 +3,7 @@
  * server's current ones (`before`) and the directory's (`after`), and counts how decisions
  * change. A record that no longer fits the model is counted and skipped, never fatal.
  */
+import { MemoryCounters, type Counters } from '../counting/index.js';
 import { sensitiveExcerpt } from '../evaluators/sensitive.js';
 import { EMPTY_CONTROL_SET, evaluateStep, sessionOutcome, type CompiledControlSet, type EvaluateOptions, type EvaluationOutcome } from '../engine/index.js';
 import { EvaluationRequestSchema, fieldIssuesOf, type EvaluationResult, type Stage, type Step } from '../model/index.js';
@@ -49,6 +50,18 @@ export async function replay(
   const redactor = stepRedactor([]);
   // Recorded sessions replay in order, each side keeping its own labels (docs/sessions.md).
   const labels = { before: new Map<string, Set<string>>(), after: new Map<string, Set<string>>() };
+  // Rate, budget and repeat controls count the replayed steps, each side in counters of its
+  // own (the sides' control ids overlap), at the time each step was recorded; steps without
+  // one (a file's) count at one instant, as a test document's cases do. Without
+  // counters such a control fails to evaluate, and its fail-closed error denied every step.
+  let clock = 0;
+  const now = () => clock;
+  const counters = {
+    commonBefore: new MemoryCounters({ now }),
+    commonAfter: new MemoryCounters({ now }),
+    before: new MemoryCounters({ now }),
+    after: new MemoryCounters({ now }),
+  };
 
   for (const record of records) {
     total++;
@@ -62,24 +75,32 @@ export async function replay(
       continue;
     }
     const { agent_name, stage, step, session_id } = parsed.data;
+    if (record.at !== undefined) clock = record.at;
     let was: Verdict;
     let now: Verdict;
     try {
       if (session_id !== undefined) {
         const key = `${agent_name}\u0000${session_id}`;
-        was = await sessionSide(labels.before, key, session_id, [options.common, before], agent_name, step, stage);
-        now = await sessionSide(labels.after, key, session_id, [options.common, after], agent_name, step, stage);
+        was = await sessionSide(labels.before, key, session_id, [options.common, before], [counters.commonBefore, counters.before], agent_name, step, stage);
+        now = await sessionSide(labels.after, key, session_id, [options.common, after], [counters.commonAfter, counters.after], agent_name, step, stage);
       } else {
         // Awaited only when an evaluator went asynchronous: the common case costs no microtask.
-        let shared: EvaluationResult | null = null;
+        let sharedBefore: EvaluationResult | null = null;
+        let sharedAfter: EvaluationResult | null = null;
         if (options.common) {
-          const c = resultOf(evaluateStep(setOf(options.common, agent_name), step, stage, SERVER));
-          shared = c instanceof Promise ? await c : c;
+          const set = setOf(options.common, agent_name);
+          const c = resultOf(evaluateStep(set, step, stage, serverOptions(agent_name, counters.commonBefore)));
+          sharedBefore = sharedAfter = c instanceof Promise ? await c : c;
+          // Counting controls count on each side: a session's steps may have reached them on one side only.
+          if (set.counting) {
+            const d = resultOf(evaluateStep(set, step, stage, serverOptions(agent_name, counters.commonAfter)));
+            sharedAfter = d instanceof Promise ? await d : d;
+          }
         }
-        const a = resultOf(evaluateStep(setOf(before, agent_name), step, stage, SERVER));
-        was = verdictOf(shared, a instanceof Promise ? await a : a);
-        const b = resultOf(evaluateStep(setOf(after, agent_name), step, stage, SERVER));
-        now = verdictOf(shared, b instanceof Promise ? await b : b);
+        const a = resultOf(evaluateStep(setOf(before, agent_name), step, stage, serverOptions(agent_name, counters.before)));
+        was = verdictOf(sharedBefore, a instanceof Promise ? await a : a);
+        const b = resultOf(evaluateStep(setOf(after, agent_name), step, stage, serverOptions(agent_name, counters.after)));
+        now = verdictOf(sharedAfter, b instanceof Promise ? await b : b);
       }
     } catch (error) {
       skipped++;
@@ -134,18 +155,19 @@ async function sessionSide(
   key: string,
   id: string,
   sides: ReadonlyArray<AgentSets | undefined>,
+  counters: readonly Counters[],
   agent: string,
   step: Step,
   stage: Stage,
 ): Promise<Verdict> {
   const held = sessions.get(key) ?? new Set<string>();
   const session = { id, labels: held };
-  const options: EvaluateOptions = { execution: 'server', session };
   const results: EvaluationResult[] = [];
   const added: string[] = [];
-  for (const sets of sides) {
+  for (const [i, sets] of sides.entries()) {
     if (sets === undefined) continue;
     const set = setOf(sets, agent);
+    const options: EvaluateOptions = { execution: 'server', agentName: agent, counters: counters[i]!, session };
     const pending = resultOf(evaluateStep(set, step, stage, options));
     const result = pending instanceof Promise ? await pending : pending;
     results.push(result);
@@ -153,6 +175,10 @@ async function sessionSide(
   }
   sessions.set(key, new Set([...held, ...added]));
   return results.length === 2 ? verdictOf(results[0]!, results[1]!) : verdictOf(null, results[0]!);
+}
+
+function serverOptions(agentName: string, counters: Counters): EvaluateOptions {
+  return { execution: 'server', agentName, counters };
 }
 
 function setOf(sets: AgentSets, agent: string): CompiledControlSet {

@@ -74,7 +74,8 @@ export async function fetchRecordings(
     if (page.recording !== undefined) out.recording = page.recording;
     for (const r of page.steps) {
       const value = { agent_name: r.agent_name, stage: r.stage, step: r.step, ...(r.session_id ? { session_id: r.session_id } : {}) };
-      out.records.push({ label: `recording ${r.id}`, value });
+      const at = Date.parse(r.timestamp);
+      out.records.push({ label: `recording ${r.id}`, value, ...(Number.isFinite(at) ? { at } : {}) });
     }
     if (page.next_cursor === null || page.next_cursor === cursor || page.steps.length === 0) return out;
     cursor = page.next_cursor;

@@ -8,6 +8,8 @@ export interface RawRecord {
   /** Where it came from, for warnings: `line 7` or `recording 1234`. */
   label: string;
   value: unknown;
+  /** When the step was recorded (epoch ms): rate, budget and repeat controls count it then. */
+  at?: number;
 }
 
 export interface ReplayExample {
