@@ -3,6 +3,7 @@
  * (a post check of its step), and the notifications it sends while steps are pending.
  * Every check belongs to the client's session.
  */
+import { randomUUID } from 'node:crypto';
 import { ErrorCode, type JSONRPCMessage, type JSONRPCNotification, type JSONRPCRequest, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
@@ -19,11 +20,18 @@ export class RelayChecks {
   /** An ask put to the person in the client (elicitation), or waited for. */
   readonly approvals = new McpApprovals();
 
+  /**
+   * The session derived for this relay's client when none is given: a relay serves one
+   * client (the stdio face: the proxy's whole run), so its steps are one session, and the
+   * labels its steps add decide its later ones. init's sessionId, when given, comes first.
+   */
+  readonly #derived = `mcp:${randomUUID()}`;
+
   constructor(private readonly o: RelayChecksOptions) {}
 
   /** Every check of the relay: the step, as part of the client's session; an ask is put to a person (mcp-approval.ts). */
   decide(step: StepInput, stage: 'pre' | 'post'): Promise<Verdict> {
-    return this.approvals.decide(this.o, step, stage, this.o.sessionId?.());
+    return this.approvals.decide(this.o, step, stage, this.o.sessionId?.() ?? this.#derived);
   }
 
   /** The answer to a checked request, or the refusal that replaces it when a post control does not allow its output. */
