@@ -53,10 +53,12 @@ export type BuildResult = { ok: true; control: CompiledControl } | { ok: false; 
 
 /**
  * Deny and steer controls fail closed by default; so do ask controls (a failed check asks
- * the person rather than letting the step through). The others fail open (PRODUCT.md).
+ * the person rather than letting the step through), and controls that add session labels:
+ * a deny may need the label, and a failed check that added none would let through the
+ * step it exists to stop (docs/sessions.md). The others fail open (PRODUCT.md).
  */
-export function defaultOnError(decision: ControlData['action']['decision']): OnError {
-  return decision === 'deny' || decision === 'steer' || decision === 'ask' ? 'deny' : 'allow';
+export function defaultOnError(decision: ControlData['action']['decision'], addsLabels = false): OnError {
+  return decision === 'deny' || decision === 'steer' || decision === 'ask' || addsLabels ? 'deny' : 'allow';
 }
 
 /**
@@ -115,7 +117,7 @@ export function buildControl(
     }
   }
 
-  const fallback = defaultOnError(data.action.decision);
+  const fallback = defaultOnError(data.action.decision, data.action.session_labels !== undefined);
   // A flat control's only leaf decides its on_error; merging it here saves a lookup per step.
   const onError = node.kind === NodeKind.Leaf ? (node.onError ?? fallback) : fallback;
   const first = firstLeaf(node);

@@ -58,8 +58,13 @@ function stepWith(
   return pending instanceof Promise ? pending.then(finish) : finish(pending);
 }
 
+/**
+ * A session-aware control that can stop a step (deny, steer, ask) and fails closed. A
+ * control that only marks (log, warn, allow) fails closed by adding its labels, which the
+ * refused session cannot keep anyway; a deny that needs them is session-aware itself.
+ */
 function failsClosedAtBound(set: CompiledControlSet): boolean {
-  return set.controls.some((c) => c.sessionAware && !c.shadow && c.onError === 'deny');
+  return set.controls.some((c) => c.sessionAware && !c.shadow && c.onError === 'deny' && (c.decision === 'deny' || c.decision === 'steer' || c.decision === 'ask'));
 }
 
 /** The answer for a step that would start a session beyond GUARD_SESSION_MAX (like the depth limit: control_id 0). */
