@@ -22,8 +22,9 @@
  *
  * Sessions (docs/sessions.md): the tool steps of one generateText or streamText call share
  * one session, unless `sessionId` is given (here or to `init`). The call is told by its
- * first prompt message, the object the AI SDK hands every step of the call; a new call
- * builds new message objects. Model steps (guardModel) take the given sessionId only.
+ * messages, the objects the AI SDK hands every step of the call: a step whose messages
+ * hold the newest message of an earlier step's continues its session; a call over new
+ * messages starts another. Model steps (guardModel) take the given sessionId only.
  */
 import type { LanguageModelMiddleware, ModelMessage, ToolExecutionOptions, ToolSet } from 'ai';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
@@ -140,14 +141,29 @@ async function* checkedStream(guard: GuardAgent, step: StepInput, stream: AsyncI
   yield* outputs;
 }
 
-/** Sessions of generateText/streamText calls, by the call's first prompt message (weak: a finished call's goes with it). */
-const callSessions = new WeakMap<object, string>();
+/**
+ * Sessions by message object: the newest message of every step a tool ran in (weak: a
+ * finished conversation's go with it). Not the first message: an application may begin
+ * every call with the same object (a system prompt held in a constant), which made the
+ * calls of every user one session.
+ */
+const messageSessions = new WeakMap<object, string>();
 
+/**
+ * The session of a call's step: that of the newest of its messages a step of it saw (the
+ * call's later steps add the model's and the tools' messages after them), else a new one.
+ */
 function sessionOfCall(callOptions: { messages?: readonly unknown[] } | undefined): string | undefined {
-  const first: unknown = callOptions?.messages?.[0];
-  if (typeof first !== 'object' || first === null) return undefined;
-  let id = callSessions.get(first);
-  if (id === undefined) callSessions.set(first, (id = `ai-sdk:${globalThis.crypto.randomUUID()}`));
+  const messages = callOptions?.messages;
+  const newest: unknown = messages?.at(-1);
+  if (messages === undefined || typeof newest !== 'object' || newest === null) return undefined;
+  let id: string | undefined;
+  for (let i = messages.length - 1; i >= 0 && id === undefined; i--) {
+    const m = messages[i];
+    if (typeof m === 'object' && m !== null) id = messageSessions.get(m);
+  }
+  id ??= `ai-sdk:${globalThis.crypto.randomUUID()}`;
+  messageSessions.set(newest, id);
   return id;
 }
 
