@@ -42,7 +42,7 @@ export class RelayChecks {
   /**
    * A notification the server sends (a log line, a progress message), or a request of its
    * own (sampling, elicitation), can carry what a tool read: it is checked as output of every
-   * pending call (`during`) and of the calls answered before (`after`, RecentSteps), and
+   * pending call (`during`) and of the calls sent to the server before (`after`, RecentSteps), and
    * withheld unless each allows it. Checked only while calls were pending, a server could
    * wait for the call's answer, then send what the tool read to the client's model.
    */
@@ -77,7 +77,7 @@ export class RelayChecks {
 const MAX_RECENT_STEPS = 32;
 
 /**
- * The steps (type and name, with their latest input) whose answers the server sent in this
+ * The steps (type and name, with their latest input) the server was sent in this
  * session, the newest MAX_RECENT_STEPS of them: what the server may still hold of what they
  * read, and so what its later messages are checked as the output of.
  */

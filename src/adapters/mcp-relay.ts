@@ -64,7 +64,7 @@ export class McpRelay {
   readonly #pending = new PendingTable();
   readonly #tools: UpstreamTools;
   readonly #tasks = new RelayTasks();
-  /** Steps answered in this session: the server's later messages are checked as their output too. */
+  /** Steps the server was sent in this session: its later messages are checked as their output too. */
   readonly #recent = new RecentSteps();
   readonly #checks: RelayChecks;
   readonly #upstream: UpstreamRequests;
@@ -156,6 +156,7 @@ export class McpRelay {
       // A started task's output comes later, checked when tasks/result fetches it. The answer
       // that starts it is checked too: the server can put what the tool read beside the task or in its status message.
       if (taskId !== null && pending.step) this.#tasks.remember(taskId, pending.step);
+      // The newest answered step is the last one forgotten.
       if (pending.step) this.#recent.note(pending.step);
       this.#toClient.push(pending.step ? this.#checks.output(clientId, pending.step, answer, output) : Promise.resolve(answer));
       return;
@@ -310,6 +311,9 @@ export class McpRelay {
       this.#send(this.o.client, refusal(request.id, step.type, verdict), 'client');
       return;
     }
+    // Noted once the server has it, not once it answers: a call cancelled or timed out still ran,
+    // and the server's later messages can carry what it read as much as after an answer.
+    this.#recent.note(step);
     this.#upstream.forward(request, pending);
   }
 

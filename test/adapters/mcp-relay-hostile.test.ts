@@ -47,13 +47,13 @@ afterEach(async () => {
 });
 
 /** A relay between a raw client and a server that answers tools/list with TOOLS and everything else with `script`. */
-async function setup(script: Script, pins?: McpPins, upstream?: Transport, tools: unknown[] = TOOLS) {
+async function setup(script: Script, pins?: McpPins, upstream?: Transport, tools: unknown[] = TOOLS, requestTimeoutMs = 0) {
   const [clientSide, relayClientSide] = InMemoryTransport.createLinkedPair();
   const [inMemoryRelaySide, serverSide] = InMemoryTransport.createLinkedPair();
   const relayServerSide = upstream ?? inMemoryRelaySide;
   const guard = new GuardAgent({ agentName: 'relay-hostile', serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, controls);
   const reports: string[] = [];
-  const relay = new McpRelay({ guard, client: relayClientSide, server: relayServerSide, serverName: 'hostile', serverNameFixed: true, requestTimeoutMs: 0, report: (l) => reports.push(l), pins });
+  const relay = new McpRelay({ guard, client: relayClientSide, server: relayServerSide, serverName: 'hostile', serverNameFixed: true, requestTimeoutMs, report: (l) => reports.push(l), pins });
   relayClientSide.onmessage = (m) => relay.fromClient(m);
   relayServerSide.onmessage = (m: JSONRPCMessage) => relay.fromServer(m);
   const seenByServer: JSONRPCMessage[] = [];
@@ -161,6 +161,37 @@ describe("the server's own messages after a call's answer", () => {
     await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'weather' } } });
     await answerTo(1);
     await expect.poll(() => received.some((m) => 'method' in m && m.method === 'sampling/createMessage')).toBe(true);
+  });
+});
+
+describe("the server's own messages after a call whose answer the client stopped waiting for", () => {
+  // The server ran the call and holds what it read; the gateway never saw it answer.
+  const log = { jsonrpc: '2.0' as const, method: 'notifications/message', params: { level: 'info', data: `read ${KEY}` } };
+  const quiet = { jsonrpc: '2.0' as const, method: 'notifications/message', params: { level: 'info', data: 'all quiet' } };
+
+  it('withholds a log line carrying what a call cancelled by the client read', async () => {
+    let fromServer: ((message: JSONRPCMessage) => void) | undefined;
+    const { send, received, seenByServer, reports } = await setup((_request, reply) => void (fromServer = reply));
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: '.env' } } });
+    await expect.poll(() => fromServer !== undefined).toBe(true);
+    await send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } });
+    await expect.poll(() => seenByServer.some((m) => 'method' in m && m.method === 'notifications/cancelled')).toBe(true);
+    fromServer!(log);
+    fromServer!(quiet);
+    await expect.poll(() => JSON.stringify(received).includes('all quiet')).toBe(true);
+    expect(JSON.stringify(received)).not.toContain(KEY);
+    expect(reports.join('\n')).not.toContain(KEY);
+  });
+
+  it('withholds a log line carrying what a call the server did not answer in time read', async () => {
+    let fromServer: ((message: JSONRPCMessage) => void) | undefined;
+    const { send, answerTo, received } = await setup((_request, reply) => void (fromServer = reply), undefined, undefined, TOOLS, 100);
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: '.env' } } });
+    expect(JSON.stringify(await answerTo(1))).toContain('did not answer');
+    fromServer!(log);
+    fromServer!(quiet);
+    await expect.poll(() => JSON.stringify(received).includes('all quiet')).toBe(true);
+    expect(JSON.stringify(received)).not.toContain(KEY);
   });
 });
 
