@@ -45,6 +45,9 @@ export function isCheckedMethodMisspelt(method: string): boolean {
 /** A percent-encoded character that needs no encoding (RFC 3986 unreserved: letters, digits, `-`, `.`, `_`, `~`). */
 const ENCODED_UNRESERVED = /%(?:3[0-9]|4[1-9a-f]|5[0-9a]|6[1-9a-f]|7[0-9a]|2[de]|5f|7e)/gi;
 
+/** A `.` or `..` segment, separated by slashes or backslashes. */
+const HIDDEN_DOT_SEGMENT = /[/\\]\.\.?(?:[/\\?#]|$)/;
+
 export type StepOf =
   | { ok: true; step: StepInput; /** tools/call with params.task: its result comes through tasks/result. */ task: boolean }
   | { ok: false; code: number; message: string; report?: string };
@@ -78,6 +81,11 @@ export function stepOf(method: string, params: Record<string, unknown> | undefin
       const normal = (URL.canParse(uri) ? new URL(uri).href : uri).replace(ENCODED_UNRESERVED, (e) => String.fromCharCode(parseInt(e.slice(1), 16)));
       if (normal !== uri) {
         return invalid(`resources/read params.uri must be written in its normal form: ${JSON.stringify(normal)}`, `its uri ${shown(uri)} is not written in its normal form ${shown(normal)}`);
+      }
+      // A URL parser resolves only the dot segments between plain slashes; a server that decodes
+      // the path (`%2F` is `/`) or reads `\` as a separator (Windows) resolves the others too.
+      if (HIDDEN_DOT_SEGMENT.test(uri.replace(/%2f/gi, '/').replace(/%5c/gi, '\\'))) {
+        return invalid('resources/read params.uri must not hold a "." or ".." segment', `its uri ${shown(uri)} holds a dot segment behind an encoded slash or a backslash`);
       }
       return { ok: true, step: step('resource', uri, { uri }), task: false };
     }
