@@ -47,23 +47,36 @@ export class RelayChecks {
    * wait for the call's answer, then send what the tool read to the client's model.
    */
   async notification(notification: JSONRPCNotification | JSONRPCRequest, during: StepInput[], after: StepInput[] = []): Promise<JSONRPCMessage | null> {
-    const output = notification.params ?? null;
     const what = `a ${shown(notification.method)} ${'id' in notification ? 'request' : 'notification'} of the MCP server`;
+    return (await this.#allowed(what, notification.params ?? null, during, after)) ? notification : null;
+  }
+
+  /**
+   * The server's answer to a request that is not a step (completion/complete, resources/list,
+   * ping, an error of any): as free to carry what a tool read as a notification, so checked
+   * the same way, and replaced by an error when a post control does not allow it.
+   */
+  async answer(id: RequestId, method: string, answer: JSONRPCMessage, output: unknown, during: StepInput[], after: StepInput[]): Promise<JSONRPCMessage> {
+    if (await this.#allowed(`the MCP server's answer to ${shown(method)}`, output, during, after)) return answer;
+    return { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: "the gateway withheld the MCP server's answer: a post control of a call did not allow it" } };
+  }
+
+  async #allowed(what: string, output: unknown, during: StepInput[], after: StepInput[]): Promise<boolean> {
     for (const [step, when] of [...during.map((s) => [s, 'during'] as const), ...after.map((s) => [s, 'after'] as const)]) {
       let verdict: Verdict;
       try {
         verdict = await this.decide({ ...step, output }, 'post');
       } catch (error) {
         this.o.report(`withheld ${what} sent ${when} ${stepText(step)}: checking it failed: ${messageOf(error)}`);
-        return null;
+        return false;
       }
       this.reportUnavailable(verdict, step, 'post');
       if (verdict.decision !== 'allow') {
         this.o.report(`withheld ${what} sent ${when} ${stepText(step)}: a post control did not allow it`);
-        return null;
+        return false;
       }
     }
-    return notification;
+    return true;
   }
 
   /** The model reads only that the call could not be checked; the operator reads why. */

@@ -147,7 +147,8 @@ export class McpRelay {
       }
       const clientId = pending.clientId!;
       if (result && pending.method === 'tasks/list') {
-        this.#toClient.push(this.#taskList(clientId, result));
+        // Each listed task is checked as its call's output; the rest of the list as any answer.
+        this.#toClient.push(this.#taskList(clientId, result).then((listed) => this.#answer(clientId, pending.method, listed)));
         return;
       }
       const answer = this.#tools.answer({ ...message, id: clientId }, pending.method);
@@ -158,7 +159,11 @@ export class McpRelay {
       if (taskId !== null && pending.step) this.#tasks.remember(taskId, pending.step);
       // The newest answered step is the last one forgotten.
       if (pending.step) this.#recent.note(pending.step);
-      this.#toClient.push(pending.step ? this.#checks.output(clientId, pending.step, answer, output) : Promise.resolve(answer));
+      if (pending.step) {
+        this.#toClient.push(this.#checks.output(clientId, pending.step, answer, output));
+        return;
+      }
+      this.#toClient.push(this.#answer(clientId, pending.method, answer));
       return;
     }
     if (kind === 'invalid') {
@@ -348,6 +353,18 @@ export class McpRelay {
     const answer: JSONRPCMessage = { jsonrpc: '2.0', id, result: { ...result, tasks: mine.map((m) => m.task) } };
     const checked = await Promise.all(mine.map(({ task, step }) => this.#checks.output(id, step, answer, task)));
     return checked.find((m) => m !== answer) ?? answer;
+  }
+
+  /**
+   * The answer to a request that is not a step, as the client reads it (a tools/list answer as
+   * the pins filter it): checked as the output of the calls the server was sent.
+   */
+  #answer(id: RequestId, method: string, answer: JSONRPCMessage): Promise<JSONRPCMessage> {
+    const calls = this.#pendingCalls();
+    const answered = this.#recent.besides(calls);
+    if (calls.length === 0 && answered.length === 0) return Promise.resolve(answer);
+    const output = 'result' in answer ? answer.result : 'error' in answer ? answer.error : null;
+    return this.#checks.answer(id, method, answer, output, calls, answered);
   }
 
   /** The steps the server is working on (tool calls, reads, prompts). */
