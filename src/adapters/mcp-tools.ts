@@ -108,30 +108,49 @@ export class UpstreamTools {
   }
 }
 
-/** A tool's declared parameters (its input schema's top-level properties), by their folded spelling. */
+/** An object schema's declared properties, by their folded spelling. */
 const parametersOf = new WeakMap<object, Map<string, string>>();
 
 /**
  * An argument that is not a declared parameter but one spelt otherwise (`PATH` or `path\u200b`
  * for `path`), with that parameter; null when there is none. Some servers match argument
  * names loosely (Go's encoding/json matches any case, the last match winning), so a
- * control reading `input.path` would check one value while the tool acts on another.
+ * control reading `input.path` would check one value while the tool acts on another. The
+ * same holds inside an argument whose schema declares properties of its own (an object, or
+ * the objects of an array's `items`), which a control reads as `input.options.path`.
  */
 function misnamedArgument(tool: unknown, args: unknown): [string, string] | null {
-  if (typeof args !== 'object' || args === null || typeof tool !== 'object' || tool === null) return null;
-  const properties = (tool as { inputSchema?: { properties?: unknown } }).inputSchema?.properties;
-  if (typeof properties !== 'object' || properties === null) return null;
-  let parameters = parametersOf.get(tool);
-  if (!parameters) {
-    parameters = new Map(Object.keys(properties).map((p) => [folded(p), p]));
-    parametersOf.set(tool, parameters);
-  }
-  for (const key of Object.keys(args)) {
-    if (Object.hasOwn(properties, key)) continue;
-    const parameter = parameters.get(folded(key));
-    if (parameter !== undefined) return [key, parameter];
+  if (!isRecord(tool)) return null;
+  // Walked without recursion: a client's arguments may nest deeper than the stack.
+  const todo: Array<[schema: unknown, value: unknown]> = [[tool.inputSchema, args]];
+  while (todo.length > 0) {
+    const [schema, value] = todo.pop()!;
+    if (!isRecord(schema)) continue;
+    if (Array.isArray(value)) {
+      for (const item of value) todo.push([schema.items, item]);
+      continue;
+    }
+    const properties = schema.properties;
+    if (!isRecord(value) || !isRecord(properties)) continue;
+    let parameters = parametersOf.get(properties);
+    if (!parameters) {
+      parameters = new Map(Object.keys(properties).map((p) => [folded(p), p]));
+      parametersOf.set(properties, parameters);
+    }
+    for (const key of Object.keys(value)) {
+      if (Object.hasOwn(properties, key)) {
+        todo.push([properties[key], value[key]]);
+        continue;
+      }
+      const parameter = parameters.get(folded(key));
+      if (parameter !== undefined) return [key, parameter];
+    }
   }
   return null;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**

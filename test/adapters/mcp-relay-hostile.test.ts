@@ -381,6 +381,22 @@ describe('an argument named another way', () => {
     expect(seenByServer.filter((m) => 'method' in m && m.method === 'tools/call')).toEqual([]);
   });
 
+  it('is refused inside a nested object or an array of objects whose schema declares the parameter', async () => {
+    const nested = { name: 'query', inputSchema: { type: 'object', properties: {
+      options: { type: 'object', properties: { path: { type: 'string' } } },
+      files: { type: 'array', items: { type: 'object', properties: { path: { type: 'string' } } } },
+    } } };
+    const { send, answerTo, seenByServer } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'read' }] } }), undefined, undefined, [nested]);
+    const spellings = [{ options: { PATH: 'secrets' } }, { options: { path: 'notes', Path: 'secrets' } }, { files: [{ path: 'notes' }, { PATH: 'secrets' }] }];
+    for (const [i, args] of spellings.entries()) {
+      await send({ jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: 'query', arguments: args } });
+      expect(JSON.stringify(await answerTo(i + 1)), JSON.stringify(args)).toMatch(/"isError":true|"error"/);
+    }
+    expect(seenByServer.filter((m) => 'method' in m && m.method === 'tools/call')).toEqual([]);
+    await send({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'query', arguments: { options: { path: 'notes' }, files: [{ path: 'a' }, 'b', null] } } });
+    expect(JSON.stringify(await answerTo(9))).toContain('"text":"read"');
+  });
+
   it('passes arguments named as declared, and ones the schema does not name at all', async () => {
     const { send, answerTo, seenByServer } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'read' }] } }));
     await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'notes', encoding: 'utf8', verbose: true } } });
