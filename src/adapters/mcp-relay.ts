@@ -34,7 +34,7 @@ import { RecentSteps, RelayChecks } from './mcp-relay-checks.js';
 import { InOrder } from './mcp-relay-order.js';
 import { RelayTasks } from './mcp-relay-tasks.js';
 import { UpstreamRequests } from './mcp-relay-upstream.js';
-import { CHECKED_METHODS, EXACT_METHODS, isCheckedMethodMisspelt, TASK_METHODS, refusal, stepOf, taskIdOf, toolError } from './mcp-steps.js';
+import { CHECKED_METHODS, EXACT_METHODS, isCheckedMethodMisspelt, misnamedParameter, TASK_METHODS, refusal, stepOf, taskIdOf, toolError } from './mcp-steps.js';
 import { folded, messageOf, shown } from './mcp-text.js';
 import { UpstreamTools } from './mcp-tools.js';
 
@@ -229,6 +229,13 @@ export class McpRelay {
       const exact = [...EXACT_METHODS].find((m) => m === folded(request.method))!;
       this.o.report(`refused a request of method ${shown(request.method)}: it is relayed only as "${exact}", exactly`);
       this.#answerError(request.id, ErrorCode.MethodNotFound, `method ${shown(request.method)} is not relayed: write "${exact}", exactly`);
+      return;
+    }
+    const misnamed = CHECKED_METHODS.has(request.method) || TASK_METHODS.has(request.method) ? misnamedParameter(request.params) : null;
+    if (misnamed !== null) {
+      const [key, parameter] = misnamed.map(shown);
+      this.o.report(`refused ${request.method}: its parameter ${key} is not ${parameter}, which a lenient server would read it as`);
+      this.#answerError(request.id, ErrorCode.InvalidParams, `${request.method} parameter ${key} is not relayed: write ${parameter}, exactly, once`);
       return;
     }
     const max = this.o.maxPending ?? DEFAULT_MAX_PENDING;

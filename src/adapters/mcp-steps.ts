@@ -42,6 +42,24 @@ export function isCheckedMethodMisspelt(method: string): boolean {
   return [...EXACT_METHODS].some((exact) => exact === loose);
 }
 
+/** The parameters of a checked request or a task's that the gateway reads, by their folded spelling. */
+const READ_PARAMETERS: ReadonlyMap<string, string> = new Map(['name', 'arguments', 'uri', 'task', 'taskId', '_meta'].map((p) => [folded(p), p]));
+
+/**
+ * A parameter of a checked request spelt as one the gateway reads without being it (`NAME`
+ * beside `name`), with that one; null when there is none. A lenient server (Go's
+ * encoding/json matches any case, the last match winning) would call the tool, read the
+ * resource or fetch the task it names, while the controls checked the other.
+ */
+export function misnamedParameter(params: Record<string, unknown> | undefined): [string, string] | null {
+  if (params === undefined) return null;
+  for (const key of Object.keys(params)) {
+    const parameter = READ_PARAMETERS.get(folded(key));
+    if (parameter !== undefined && parameter !== key) return [key, parameter];
+  }
+  return null;
+}
+
 /** A percent-encoded character that needs no encoding (RFC 3986 unreserved: letters, digits, `-`, `.`, `_`, `~`). */
 const ENCODED_UNRESERVED = /%(?:3[0-9]|4[1-9a-f]|5[0-9a]|6[1-9a-f]|7[0-9a]|2[de]|5f|7e)/gi;
 

@@ -405,6 +405,25 @@ describe('an argument named another way', () => {
   });
 });
 
+describe('a parameter of a checked request named another way', () => {
+  it('is refused when it folds to one the gateway reads (name, arguments, uri, taskId): a lenient server reads the last spelling', async () => {
+    const { send, answerTo, seenByServer } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'ran' }] } }));
+    const requests = [
+      // Go's encoding/json: NAME is name, the last match winning, so the server runs drop_db.
+      { method: 'tools/call', params: { name: 'read_file', NAME: 'drop_db', arguments: {} } },
+      { method: 'tools/call', params: { name: 'read_file', arguments: { path: 'notes' }, Arguments: { path: 'secrets' } } },
+      { method: 'resources/read', params: { uri: 'db://public', URI: 'db://secrets' } },
+      { method: 'prompts/get', params: { name: 'brief', 'name\u200b': 'admin' } },
+      { method: 'tools/call', params: { name: 'read_file', arguments: {}, _META: { progressToken: 1 } } },
+    ];
+    for (const [i, request] of requests.entries()) {
+      await send({ jsonrpc: '2.0', id: i + 1, ...request });
+      expect((await answerTo(i + 1)) as object, JSON.stringify(request)).toHaveProperty('error.code', -32602);
+    }
+    expect(seenByServer.filter((m) => 'method' in m && m.method !== 'tools/list')).toEqual([]);
+  });
+});
+
 describe('a tools/list answer with entries that are not tools', () => {
   it('is filtered by the pins without failing: the client gets the pinned tools', async () => {
     const record = { name: 'hostile', tools: [], deny_tools: ['drop_db'], updated_at: 'v1' } as unknown as McpServerRecord;
