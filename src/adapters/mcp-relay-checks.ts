@@ -86,26 +86,55 @@ export class RelayChecks {
   }
 }
 
-/** Steps kept by RecentSteps: the latest distinct ones (by type and name). */
+/** Steps kept by RecentSteps: the latest distinct ones (by type, name and input). */
 const MAX_RECENT_STEPS = 32;
 
 /**
- * The steps (type and name, with their latest input) the server was sent in this
- * session, the newest MAX_RECENT_STEPS of them: what the server may still hold of what they
- * read, and so what its later messages are checked as the output of.
+ * The steps (type, name and input) the server was sent in this session, the newest
+ * MAX_RECENT_STEPS of them: what the server may still hold of what they read, and so what
+ * its later messages are checked as the output of. Each input is kept, not only a name's
+ * latest: a post control may select on the input (what the call read from), and a later
+ * call of the tool with another input must not make the gateway forget the first. Past the
+ * bound, a step whose name is kept with another input goes first, so that as many names
+ * are kept as before inputs were.
  */
 export class RecentSteps {
   readonly #steps = new Map<string, StepInput>();
 
   note(step: StepInput): void {
-    const key = `${step.type}\u0000${step.name}`;
+    const key = keyOf(step, inputOf(step));
     this.#steps.delete(key);
     this.#steps.set(key, { type: step.type, name: step.name, input: step.input });
-    if (this.#steps.size > MAX_RECENT_STEPS) this.#steps.delete(this.#steps.keys().next().value!);
+    if (this.#steps.size > MAX_RECENT_STEPS) this.#steps.delete(this.#oldestRepeated() ?? this.#steps.keys().next().value!);
   }
 
-  /** Those not among `pending` (by type and name). */
+  /** Those not among `pending` (by type, name and input). */
   besides(pending: readonly StepInput[]): StepInput[] {
-    return [...this.#steps.values()].filter((s) => !pending.some((p) => p.type === s.type && p.name === s.name));
+    if (pending.length === 0) return [...this.#steps.values()];
+    const running = new Set(pending.map((p) => keyOf(p, inputOf(p))));
+    return [...this.#steps].flatMap(([key, step]) => (running.has(key) ? [] : [step]));
   }
+
+  /** The oldest step whose type and name a newer one has too. */
+  #oldestRepeated(): string | undefined {
+    const names = new Map<string, number>();
+    for (const step of this.#steps.values()) names.set(keyOf(step), (names.get(keyOf(step)) ?? 0) + 1);
+    for (const [key, step] of this.#steps) if (names.get(keyOf(step))! > 1) return key;
+    return undefined;
+  }
+}
+
+let unreadable = 0;
+
+/** A step's input as a key; one too deep to write out is kept as a step of its own. */
+function inputOf(step: StepInput): string {
+  try {
+    return JSON.stringify(step.input) ?? 'null';
+  } catch {
+    return `\u0001${unreadable++}`;
+  }
+}
+
+function keyOf(step: StepInput, input?: string): string {
+  return input === undefined ? `${step.type}\u0000${step.name}` : `${step.type}\u0000${step.name}\u0000${input}`;
 }

@@ -35,6 +35,14 @@ const controls = [
     evaluator: { name: 'regex', config: { pattern: 'secrets' } },
     action: { decision: 'deny' },
   }),
+  // Whatever read_file reads from the vault stays out of the client, however it is sent.
+  sdkControl(3, 'nothing-from-the-vault', {
+    execution: 'sdk',
+    scope: { step_types: ['tool'], step_names: ['read_file'], stages: ['post'] },
+    selector: { path: 'input.path' },
+    evaluator: { name: 'regex', config: { pattern: '^vault/' } },
+    action: { decision: 'deny' },
+  }),
 ];
 
 const TOOLS = [{ name: 'read_file', inputSchema: { type: 'object', properties: { path: { type: 'string' }, encoding: { type: 'string' } } } }, { name: 'drop_db', description: 'hidden by the pins', inputSchema: { type: 'object' } }];
@@ -161,6 +169,36 @@ describe("the server's own messages after a call's answer", () => {
     await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'weather' } } });
     await answerTo(1);
     await expect.poll(() => received.some((m) => 'method' in m && m.method === 'sampling/createMessage')).toBe(true);
+  });
+});
+
+describe("the server's own messages after calls of one tool with other inputs", () => {
+  it('withholds a log line carrying what an earlier call read, whose post control selects on its input', async () => {
+    let fromServer: ((message: JSONRPCMessage) => void) | undefined;
+    const { send, answerTo, received } = await setup((request, reply) => {
+      fromServer = reply;
+      const path = (request.params?.arguments as { path?: string } | undefined)?.path;
+      if (path === 'slow') return;
+      reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: path === 'vault/db' ? 'password=hunter2' : 'notes' }] } });
+    });
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'vault/db' } } });
+    expect(JSON.stringify(await answerTo(1))).not.toContain('hunter2');
+    // Later calls of the same tool with other inputs do not make the gateway forget the first.
+    for (let id = 2; id <= 5; id++) {
+      await send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'read_file', arguments: { path: `notes-${id}` } } });
+      expect(JSON.stringify(await answerTo(id))).toContain('notes');
+    }
+    fromServer!({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'password=hunter2' } });
+    // What the server sends reaches the client in order: once a later answer is in, so is the log line, had it passed.
+    await send({ jsonrpc: '2.0', id: 6, method: 'ping' });
+    await answerTo(6);
+    // Nor while the tool runs again with another input.
+    await send({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'slow' } } });
+    await expect.poll(() => fromServer !== undefined).toBe(true);
+    fromServer!({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'password=hunter2' } });
+    await send({ jsonrpc: '2.0', id: 8, method: 'ping' });
+    await answerTo(8);
+    expect(JSON.stringify(received)).not.toContain('hunter2');
   });
 });
 
