@@ -221,7 +221,7 @@ export class McpRelay {
 
   #request(request: JSONRPCRequest): void {
     if (this.#pending.ofClient(request.id)) {
-      this.o.report(`refused ${request.method} (id ${JSON.stringify(request.id)}): a request with that id is already pending`);
+      this.o.report(`refused ${shown(request.method)} (id ${JSON.stringify(request.id)}): a request with that id is already pending`);
       this.#answerError(request.id, ErrorCode.InvalidRequest, `request id ${JSON.stringify(request.id)} is already pending: give each request an id of its own`);
       return;
     }

@@ -317,7 +317,7 @@ describe('what the gateway reports about a line it cannot read', () => {
 });
 
 describe('an HTTP server answering a call with an HTTP error', () => {
-  it('has the text of its error checked as the call\'s output before the client reads it', async () => {
+  it('has the text of its error checked as the call\'s output before the client reads it, and never quoted in a report', async () => {
     // The tool ran and failed: the server's error page quotes what it read.
     const http = createServer((req, res) => {
       let body = '';
@@ -333,10 +333,13 @@ describe('an HTTP server answering a call with an HTTP error', () => {
     closers.push(() => new Promise((resolve) => http.close(() => resolve())));
     const upstream = new HttpUpstreamTransport(new URL(`http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`));
     closers.push(() => upstream.close());
-    const { send, answerTo } = await setup(() => undefined, undefined, upstream);
+    const { send, answerTo, reports } = await setup(() => undefined, undefined, upstream);
     await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: '.env' } } });
     const answer = JSON.stringify(await answerTo(1));
     expect(answer).not.toContain(KEY);
+    // Nor does the operator's stderr quote it: the report names the status only.
+    expect(reports.join('\n')).toContain('HTTP 500');
+    expect(reports.join('\n')).not.toContain(KEY);
   });
 });
 
