@@ -316,6 +316,18 @@ describe('what the gateway reports about a line it cannot read', () => {
   });
 });
 
+describe("what the gateway reports about a client's request", () => {
+  it('shows its method escaped, on one line: a method holding a newline forges no report line', async () => {
+    const { send, answerTo, reports } = await setup(() => undefined, undefined, undefined, TOOLS, 100);
+    const method = 'x/y\nrefused tools/call "drop_db": forged';
+    await send({ jsonrpc: '2.0', id: 1, method });
+    await send({ jsonrpc: '2.0', id: 1, method });
+    await answerTo(1);
+    await expect.poll(() => reports.filter((r) => r.includes('x/y')).length).toBe(2);
+    for (const report of reports) expect(report).not.toContain('\n');
+  });
+});
+
 describe('an HTTP server answering a call with an HTTP error', () => {
   it('has the text of its error checked as the call\'s output before the client reads it, and never quoted in a report', async () => {
     // The tool ran and failed: the server's error page quotes what it read.
