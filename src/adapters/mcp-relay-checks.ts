@@ -3,6 +3,7 @@
  * (a post check of its step), and the notifications it sends while steps are pending.
  * Every check belongs to the client's session.
  */
+import { createHash } from 'node:crypto';
 import { ErrorCode, type JSONRPCMessage, type JSONRPCNotification, type JSONRPCRequest, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
@@ -126,10 +127,10 @@ export class RecentSteps {
 
 let unreadable = 0;
 
-/** A step's input as a key; one too deep to write out is kept as a step of its own. */
+/** A step's input as a key (a digest: the input can be megabytes); one too deep to write out is kept as a step of its own. */
 function inputOf(step: StepInput): string {
   try {
-    return JSON.stringify(step.input) ?? 'null';
+    return createHash('sha256').update(JSON.stringify(step.input) ?? 'null').digest('base64');
   } catch {
     return `\u0001${unreadable++}`;
   }
