@@ -121,25 +121,35 @@ const parametersOf = new WeakMap<object, Map<string, string>>();
  */
 function misnamedArgument(tool: unknown, args: unknown): [string, string] | null {
   if (!isRecord(tool)) return null;
+  const root = tool.inputSchema;
+  // Each schema is walked once per value: a $ref or an anyOf may name a schema it is part of.
+  const walked = new WeakMap<object, WeakSet<object>>();
   // Walked without recursion: a client's arguments may nest deeper than the stack.
-  const todo: Array<[schema: unknown, value: unknown]> = [[tool.inputSchema, args]];
+  const todo: Array<[schema: unknown, value: unknown]> = [[root, args]];
   while (todo.length > 0) {
     const [schema, value] = todo.pop()!;
-    if (!isRecord(schema)) continue;
+    if (!isRecord(schema) || typeof value !== 'object' || value === null) continue;
+    const values = walked.get(schema) ?? new WeakSet<object>();
+    if (values.has(value)) continue;
+    values.add(value);
+    walked.set(schema, values);
+    // The schemas a value must or may match, or that a reference names (Pydantic's $defs, a nullable object's anyOf): a lenient server reads it by any of them.
+    for (const combined of [schema.allOf, schema.anyOf, schema.oneOf]) if (Array.isArray(combined)) for (const s of combined) todo.push([s, value]);
+    if (typeof schema.$ref === 'string') todo.push([referenced(root, schema.$ref), value]);
     if (Array.isArray(value)) {
       for (const item of value) todo.push([schema.items, item]);
       continue;
     }
     const properties = schema.properties;
-    if (!isRecord(value) || !isRecord(properties)) continue;
+    if (!isRecord(properties)) continue;
     let parameters = parametersOf.get(properties);
     if (!parameters) {
       parameters = new Map(Object.keys(properties).map((p) => [folded(p), p]));
       parametersOf.set(properties, parameters);
     }
-    for (const key of Object.keys(value)) {
+    for (const [key, item] of Object.entries(value)) {
       if (Object.hasOwn(properties, key)) {
-        todo.push([properties[key], value[key]]);
+        todo.push([properties[key], item]);
         continue;
       }
       const parameter = parameters.get(folded(key));
@@ -147,6 +157,18 @@ function misnamedArgument(tool: unknown, args: unknown): [string, string] | null
     }
   }
   return null;
+}
+
+/** The schema a local reference (`#/$defs/Options`) names in the input schema; undefined for any other. */
+function referenced(root: unknown, ref: string): unknown {
+  if (!ref.startsWith('#')) return undefined;
+  let at: unknown = root;
+  for (const part of ref.slice(1).split('/').slice(1)) {
+    if (!isRecord(at)) return undefined;
+    const name = part.replace(/~1/g, '/').replace(/~0/g, '~');
+    at = Object.hasOwn(at, name) ? at[name] : undefined;
+  }
+  return at;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

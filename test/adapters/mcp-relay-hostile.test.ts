@@ -450,6 +450,24 @@ describe('an argument named another way', () => {
     expect(JSON.stringify(await answerTo(9))).toContain('"text":"read"');
   });
 
+  it('is refused inside an object its schema declares by reference ($ref, $defs) or through anyOf / allOf', async () => {
+    const options = { type: 'object', properties: { path: { type: 'string' } } };
+    const referencing = { name: 'query', inputSchema: { type: 'object', $defs: { Options: options }, properties: {
+      options: { $ref: '#/$defs/Options' },
+      maybe: { anyOf: [{ $ref: '#/$defs/Options' }, { type: 'null' }] },
+      both: { allOf: [options] },
+    } } };
+    const { send, answerTo, seenByServer } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'read' }] } }), undefined, undefined, [referencing]);
+    const spellings = [{ options: { PATH: 'secrets' } }, { maybe: { Path: 'secrets' } }, { both: { path: 'notes', PATH: 'secrets' } }];
+    for (const [i, args] of spellings.entries()) {
+      await send({ jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: 'query', arguments: args } });
+      expect(JSON.stringify(await answerTo(i + 1)), JSON.stringify(args)).toMatch(/"isError":true|"error"/);
+    }
+    expect(seenByServer.filter((m) => 'method' in m && m.method === 'tools/call')).toEqual([]);
+    await send({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'query', arguments: { options: { path: 'notes' }, maybe: null, both: { path: 'a' } } } });
+    expect(JSON.stringify(await answerTo(9))).toContain('"text":"read"');
+  });
+
   it('passes arguments named as declared, and ones the schema does not name at all', async () => {
     const { send, answerTo, seenByServer } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'read' }] } }));
     await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'notes', encoding: 'utf8', verbose: true } } });
