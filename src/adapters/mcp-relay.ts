@@ -35,7 +35,7 @@ import { InOrder } from './mcp-relay-order.js';
 import { RelayTasks } from './mcp-relay-tasks.js';
 import { UpstreamRequests } from './mcp-relay-upstream.js';
 import { CHECKED_METHODS, EXACT_METHODS, isCheckedMethodMisspelt, misnamedParameter, TASK_METHODS, refusal, stepOf, taskIdOf, toolError } from './mcp-steps.js';
-import { folded, messageOf, shown } from './mcp-text.js';
+import { folded, messageOf, methodText, shown } from './mcp-text.js';
 import { UpstreamTools } from './mcp-tools.js';
 
 export interface RelayOptions extends GatewayApprovalOptions {
@@ -221,7 +221,7 @@ export class McpRelay {
 
   #request(request: JSONRPCRequest): void {
     if (this.#pending.ofClient(request.id)) {
-      this.o.report(`refused ${shown(request.method)} (id ${JSON.stringify(request.id)}): a request with that id is already pending`);
+      this.o.report(`refused ${methodText(request.method)} (id ${JSON.stringify(request.id)}): a request with that id is already pending`);
       this.#answerError(request.id, ErrorCode.InvalidRequest, `request id ${JSON.stringify(request.id)} is already pending: give each request an id of its own`);
       return;
     }
