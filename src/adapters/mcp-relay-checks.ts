@@ -91,7 +91,7 @@ export class RelayChecks {
 const MAX_RECENT_STEPS = 32;
 
 /**
- * The steps (type, name and input) the server was sent in this session, the newest
+ * The steps (type, name, input and context) the server was sent in this session, the newest
  * MAX_RECENT_STEPS of them: what the server may still hold of what they read, and so what
  * its later messages are checked as the output of. Each input is kept, not only a name's
  * latest: a post control may select on the input (what the call read from), and a later
@@ -105,7 +105,8 @@ export class RecentSteps {
   note(step: StepInput): void {
     const key = keyOf(step, inputOf(step));
     this.#steps.delete(key);
-    this.#steps.set(key, { type: step.type, name: step.name, input: step.input });
+    // The whole step, context included: a post control may select on `context.mcp_server`.
+    this.#steps.set(key, { type: step.type, name: step.name, input: step.input, ...(step.context !== undefined && { context: step.context }) });
     if (this.#steps.size > MAX_RECENT_STEPS) this.#steps.delete(this.#oldestRepeated() ?? this.#steps.keys().next().value!);
   }
 
@@ -130,7 +131,7 @@ let unreadable = 0;
 /** A step's input as a key (a digest: the input can be megabytes); one too deep to write out is kept as a step of its own. */
 function inputOf(step: StepInput): string {
   try {
-    return createHash('sha256').update(JSON.stringify(step.input) ?? 'null').digest('base64');
+    return createHash('sha256').update(JSON.stringify([step.input ?? null, step.context ?? null])).digest('base64');
   } catch {
     return `\u0001${unreadable++}`;
   }

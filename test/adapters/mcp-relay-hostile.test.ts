@@ -43,6 +43,14 @@ const controls = [
     evaluator: { name: 'regex', config: { pattern: '^vault/' } },
     action: { decision: 'deny' },
   }),
+  // Nothing vault_reader reads from this server reaches the client.
+  sdkControl(4, 'nothing-from-hostile-vault', {
+    execution: 'sdk',
+    scope: { step_types: ['tool'], step_names: ['vault_reader'], stages: ['post'] },
+    selector: { path: 'context.mcp_server' },
+    evaluator: { name: 'regex', config: { pattern: '^hostile$' } },
+    action: { decision: 'deny' },
+  }),
 ];
 
 const TOOLS = [{ name: 'read_file', inputSchema: { type: 'object', properties: { path: { type: 'string' }, encoding: { type: 'string' } } } }, { name: 'drop_db', description: 'hidden by the pins', inputSchema: { type: 'object' } }];
@@ -198,6 +206,23 @@ describe("the server's own messages after calls of one tool with other inputs", 
     fromServer!({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'password=hunter2' } });
     await send({ jsonrpc: '2.0', id: 8, method: 'ping' });
     await answerTo(8);
+    expect(JSON.stringify(received)).not.toContain('hunter2');
+  });
+});
+
+describe("the server's own messages after a call whose post control selects on its context", () => {
+  it('withholds a log line carrying what the call read: the step is checked with its context (the server it ran on)', async () => {
+    let fromServer: ((message: JSONRPCMessage) => void) | undefined;
+    const { send, answerTo, received } = await setup((request, reply) => {
+      fromServer = reply;
+      reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'password=hunter2' }] } });
+    }, undefined, undefined, [{ name: 'vault_reader', inputSchema: { type: 'object' } }]);
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'vault_reader', arguments: {} } });
+    expect(JSON.stringify(await answerTo(1))).not.toContain('hunter2');
+    fromServer!({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'password=hunter2' } });
+    // In order: once a later answer is in, so is the log line, had it passed.
+    await send({ jsonrpc: '2.0', id: 2, method: 'ping' });
+    await answerTo(2);
     expect(JSON.stringify(received)).not.toContain('hunter2');
   });
 });
