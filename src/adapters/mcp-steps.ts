@@ -105,6 +105,11 @@ export function stepOf(method: string, params: Record<string, unknown> | undefin
       if (HIDDEN_DOT_SEGMENT.test(uri.replace(/%2f/gi, '/').replace(/%5c/gi, '\\'))) {
         return invalid('resources/read params.uri must not hold a "." or ".." segment', `its uri ${shown(uri)} holds a dot segment behind an encoded slash or a backslash`);
       }
+      // A fragment names part of what was read, never another resource, and a file is read by its
+      // path alone (fileURLToPath drops the query): either would hide the resource read from a control scoped to it.
+      if (uri.includes('#') || (uri.startsWith('file:') && uri.includes('?'))) {
+        return invalid('resources/read params.uri must not hold a fragment (#), nor a file: URI a query (?)', `its uri ${shown(uri)} holds a fragment or a file: query`);
+      }
       return { ok: true, step: step('resource', uri, { uri }), task: false };
     }
     case 'prompts/get': {

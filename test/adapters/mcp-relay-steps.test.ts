@@ -143,6 +143,17 @@ describe('resources/read and prompts/get are steps', () => {
     expect(sawMethod('resources/read')).toHaveLength(0);
   });
 
+  it('refuses a file: URI with a query or a fragment, and any URI with a fragment, which a server reading the path drops', async () => {
+    const { client, sawMethod } = await setup();
+    // fileURLToPath('file:///srv/secrets?x') is /srv/secrets: a control scoped to file:///srv/secrets would not see the read.
+    for (const uri of ['file:///srv/secrets?x', 'file:///srv/secrets#x', 'db://secrets#x', 'file:///srv/secrets?']) {
+      const error = await client.request({ method: 'resources/read', params: { uri } }, ReadResourceResultSchema).catch((e: unknown) => e);
+      expect(error, JSON.stringify(uri)).toBeInstanceOf(McpError);
+      expect((error as McpError).code, JSON.stringify(uri)).toBe(ErrorCode.InvalidParams);
+    }
+    expect(sawMethod('resources/read')).toHaveLength(0);
+  });
+
   it('withholds a resource whose content a post control denies, and never shows the key', async () => {
     const { client } = await setup();
     const error = await client.readResource({ uri: 'db://keys' }).catch((e: unknown) => e);
