@@ -110,6 +110,10 @@ export function stepOf(method: string, params: Record<string, unknown> | undefin
       if (uri.includes('#') || (uri.startsWith('file:') && uri.includes('?'))) {
         return invalid('resources/read params.uri must not hold a fragment (#), nor a file: URI a query (?)', `its uri ${shown(uri)} holds a fragment or a file: query`);
       }
+      // A server that drops the user part reads https://any@host/x as https://host/x.
+      if (URL.canParse(uri) && (new URL(uri).username !== '' || new URL(uri).password !== '')) {
+        return invalid('resources/read params.uri must not hold a user name or password (user@)', `its uri ${shown(uri)} holds a user name or password`);
+      }
       return { ok: true, step: step('resource', uri, { uri }), task: false };
     }
     case 'prompts/get': {

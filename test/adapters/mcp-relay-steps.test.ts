@@ -143,10 +143,10 @@ describe('resources/read and prompts/get are steps', () => {
     expect(sawMethod('resources/read')).toHaveLength(0);
   });
 
-  it('refuses a file: URI with a query or a fragment, and any URI with a fragment, which a server reading the path drops', async () => {
+  it('refuses a file: URI with a query, and any URI with a fragment or a user part, which a server reading the resource drops', async () => {
     const { client, sawMethod } = await setup();
     // fileURLToPath('file:///srv/secrets?x') is /srv/secrets: a control scoped to file:///srv/secrets would not see the read.
-    for (const uri of ['file:///srv/secrets?x', 'file:///srv/secrets#x', 'db://secrets#x', 'file:///srv/secrets?']) {
+    for (const uri of ['file:///srv/secrets?x', 'file:///srv/secrets#x', 'db://secrets#x', 'file:///srv/secrets?', 'db://any@secrets', 'https://a:b@host/secrets']) {
       const error = await client.request({ method: 'resources/read', params: { uri } }, ReadResourceResultSchema).catch((e: unknown) => e);
       expect(error, JSON.stringify(uri)).toBeInstanceOf(McpError);
       expect((error as McpError).code, JSON.stringify(uri)).toBe(ErrorCode.InvalidParams);
