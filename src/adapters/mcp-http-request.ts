@@ -18,10 +18,17 @@ export class HttpStatusError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** The message without the server's text (its body or reason phrase), which can quote what a tool read: what a report shows. */
+    readonly summary: string = message,
   ) {
     super(message);
     this.name = 'HttpStatusError';
   }
+}
+
+/** An error as the operator's report shows it: an HTTP server's text left out. */
+export function reportedError(error: unknown): string {
+  return error instanceof HttpStatusError ? error.summary : error instanceof Error ? error.message : String(error);
 }
 
 export interface Exchange {

@@ -272,9 +272,9 @@ export class HttpUpstreamTransport implements Transport, LineEvents {
     if (status === 404 && this.#sessionId !== undefined) {
       // MCP: the server ended the session; every later request would get the same.
       queueMicrotask(() => this.#end());
-      return new HttpStatusError(status, `Streamable HTTP error: the MCP server ended the session (HTTP 404 ${what}): ${text}`);
+      return new HttpStatusError(status, `Streamable HTTP error: the MCP server ended the session (HTTP 404 ${what}): ${text}`, `Streamable HTTP error: the MCP server ended the session (HTTP 404 ${what})`);
     }
-    return new HttpStatusError(status, `Streamable HTTP error: Error ${what}: HTTP ${status} ${text}`);
+    return new HttpStatusError(status, `Streamable HTTP error: Error ${what}: HTTP ${status} ${text}`, `Streamable HTTP error: Error ${what}: HTTP ${status}`);
   }
 
   #common(): Record<string, string> {

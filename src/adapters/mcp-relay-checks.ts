@@ -3,7 +3,7 @@
  * (a post check of its step), and the notifications it sends while steps are pending.
  * Every check belongs to the client's session.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { ErrorCode, type JSONRPCMessage, type JSONRPCNotification, type JSONRPCRequest, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
@@ -50,28 +50,41 @@ export class RelayChecks {
   /**
    * A notification the server sends (a log line, a progress message), or a request of its
    * own (sampling, elicitation), can carry what a tool read: it is checked as output of every
-   * pending call (`during`) and of the calls answered before (`after`, RecentSteps), and
+   * pending call (`during`) and of the calls sent to the server before (`after`, RecentSteps), and
    * withheld unless each allows it. Checked only while calls were pending, a server could
    * wait for the call's answer, then send what the tool read to the client's model.
    */
   async notification(notification: JSONRPCNotification | JSONRPCRequest, during: StepInput[], after: StepInput[] = []): Promise<JSONRPCMessage | null> {
-    const output = notification.params ?? null;
     const what = `a ${shown(notification.method)} ${'id' in notification ? 'request' : 'notification'} of the MCP server`;
+    return (await this.#allowed(what, notification.params ?? null, during, after)) ? notification : null;
+  }
+
+  /**
+   * The server's answer to a request that is not a step (completion/complete, resources/list,
+   * ping, an error of any): as free to carry what a tool read as a notification, so checked
+   * the same way, and replaced by an error when a post control does not allow it.
+   */
+  async answer(id: RequestId, method: string, answer: JSONRPCMessage, output: unknown, during: StepInput[], after: StepInput[]): Promise<JSONRPCMessage> {
+    if (await this.#allowed(`the MCP server's answer to ${shown(method)}`, output, during, after)) return answer;
+    return { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: "the gateway withheld the MCP server's answer: a post control of a call did not allow it" } };
+  }
+
+  async #allowed(what: string, output: unknown, during: StepInput[], after: StepInput[]): Promise<boolean> {
     for (const [step, when] of [...during.map((s) => [s, 'during'] as const), ...after.map((s) => [s, 'after'] as const)]) {
       let verdict: Verdict;
       try {
         verdict = await this.decide({ ...step, output }, 'post');
       } catch (error) {
         this.o.report(`withheld ${what} sent ${when} ${stepText(step)}: checking it failed: ${messageOf(error)}`);
-        return null;
+        return false;
       }
       this.reportUnavailable(verdict, step, 'post');
       if (verdict.decision !== 'allow') {
         this.o.report(`withheld ${what} sent ${when} ${stepText(step)}: a post control did not allow it`);
-        return null;
+        return false;
       }
     }
-    return notification;
+    return true;
   }
 
   /** The model reads only that the call could not be checked; the operator reads why. */
@@ -81,26 +94,56 @@ export class RelayChecks {
   }
 }
 
-/** Steps kept by RecentSteps: the latest distinct ones (by type and name). */
+/** Steps kept by RecentSteps: the latest distinct ones (by type, name and input). */
 const MAX_RECENT_STEPS = 32;
 
 /**
- * The steps (type and name, with their latest input) whose answers the server sent in this
- * session, the newest MAX_RECENT_STEPS of them: what the server may still hold of what they
- * read, and so what its later messages are checked as the output of.
+ * The steps (type, name, input and context) the server was sent in this session, the newest
+ * MAX_RECENT_STEPS of them: what the server may still hold of what they read, and so what
+ * its later messages are checked as the output of. Each input is kept, not only a name's
+ * latest: a post control may select on the input (what the call read from), and a later
+ * call of the tool with another input must not make the gateway forget the first. Past the
+ * bound, a step whose name is kept with another input goes first, so that as many names
+ * are kept as before inputs were.
  */
 export class RecentSteps {
   readonly #steps = new Map<string, StepInput>();
 
   note(step: StepInput): void {
-    const key = `${step.type}\u0000${step.name}`;
+    const key = keyOf(step, inputOf(step));
     this.#steps.delete(key);
-    this.#steps.set(key, { type: step.type, name: step.name, input: step.input });
-    if (this.#steps.size > MAX_RECENT_STEPS) this.#steps.delete(this.#steps.keys().next().value!);
+    // The whole step, context included: a post control may select on `context.mcp_server`.
+    this.#steps.set(key, { type: step.type, name: step.name, input: step.input, ...(step.context !== undefined && { context: step.context }) });
+    if (this.#steps.size > MAX_RECENT_STEPS) this.#steps.delete(this.#oldestRepeated() ?? this.#steps.keys().next().value!);
   }
 
-  /** Those not among `pending` (by type and name). */
+  /** Those not among `pending` (by type, name and input). */
   besides(pending: readonly StepInput[]): StepInput[] {
-    return [...this.#steps.values()].filter((s) => !pending.some((p) => p.type === s.type && p.name === s.name));
+    if (pending.length === 0) return [...this.#steps.values()];
+    const running = new Set(pending.map((p) => keyOf(p, inputOf(p))));
+    return [...this.#steps].flatMap(([key, step]) => (running.has(key) ? [] : [step]));
   }
+
+  /** The oldest step whose type and name a newer one has too. */
+  #oldestRepeated(): string | undefined {
+    const names = new Map<string, number>();
+    for (const step of this.#steps.values()) names.set(keyOf(step), (names.get(keyOf(step)) ?? 0) + 1);
+    for (const [key, step] of this.#steps) if (names.get(keyOf(step))! > 1) return key;
+    return undefined;
+  }
+}
+
+let unreadable = 0;
+
+/** A step's input as a key (a digest: the input can be megabytes); one too deep to write out is kept as a step of its own. */
+function inputOf(step: StepInput): string {
+  try {
+    return createHash('sha256').update(JSON.stringify([step.input ?? null, step.context ?? null])).digest('base64');
+  } catch {
+    return `\u0001${unreadable++}`;
+  }
+}
+
+function keyOf(step: StepInput, input?: string): string {
+  return input === undefined ? `${step.type}\u0000${step.name}` : `${step.type}\u0000${step.name}\u0000${input}`;
 }

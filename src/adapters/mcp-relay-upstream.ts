@@ -8,7 +8,8 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, type JSONRPCMessage, type JSONRPCRequest, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { newPending, type Outcome, type Pending, type PendingTable } from './mcp-pending.js';
 import type { StepInput } from '../sdk/agent.js';
-import { messageOf } from './mcp-text.js';
+import { reportedError } from './mcp-http-request.js';
+import { messageOf, methodText } from './mcp-text.js';
 
 export interface UpstreamRequestsOptions {
   pending: PendingTable;
@@ -34,7 +35,7 @@ export class UpstreamRequests {
       pending.timer = setTimeout(() => {
         if (pending.settled) return;
         this.o.pending.settle(pending);
-        const what = pending.clientId === null ? `${request.method} (asked by the proxy)` : `${request.method} (id ${JSON.stringify(pending.clientId)})`;
+        const what = pending.clientId === null ? `${request.method} (asked by the proxy)` : `${methodText(request.method)} (id ${JSON.stringify(pending.clientId)})`;
         this.o.report(`the MCP server did not answer ${what} within ${timeout / 1000}s; cancelled it on the server`);
         // Otherwise the tool runs on, and may still act, after the client was told it failed.
         const reason = `the client's gateway stopped waiting after ${timeout / 1000}s`;
@@ -46,7 +47,7 @@ export class UpstreamRequests {
     this.o.server.send({ ...request, id: upstreamId }).catch((error: unknown) => {
       if (pending.settled) return;
       this.o.pending.settle(pending);
-      this.o.report(`could not send ${request.method} to the MCP server: ${messageOf(error)}`);
+      this.o.report(`could not send ${methodText(request.method)} to the MCP server: ${reportedError(error)}`);
       // The error can quote the server (an HTTP error page written after the tool ran): it is checked as the step's output.
       this.fail(pending, ErrorCode.ConnectionClosed, `the MCP server could not be reached: ${messageOf(error)}`, pending.step);
     });

@@ -34,8 +34,8 @@ import { RecentSteps, RelayChecks } from './mcp-relay-checks.js';
 import { InOrder } from './mcp-relay-order.js';
 import { RelayTasks } from './mcp-relay-tasks.js';
 import { UpstreamRequests } from './mcp-relay-upstream.js';
-import { CHECKED_METHODS, EXACT_METHODS, isCheckedMethodMisspelt, TASK_METHODS, refusal, stepOf, taskIdOf, toolError } from './mcp-steps.js';
-import { folded, messageOf, shown } from './mcp-text.js';
+import { CHECKED_METHODS, EXACT_METHODS, isCheckedMethodMisspelt, misnamedParameter, TASK_METHODS, refusal, stepOf, taskIdOf, toolError } from './mcp-steps.js';
+import { folded, messageOf, methodText, shown } from './mcp-text.js';
 import { UpstreamTools } from './mcp-tools.js';
 
 export interface RelayOptions extends GatewayApprovalOptions {
@@ -64,7 +64,7 @@ export class McpRelay {
   readonly #pending = new PendingTable();
   readonly #tools: UpstreamTools;
   readonly #tasks = new RelayTasks();
-  /** Steps answered in this session: the server's later messages are checked as their output too. */
+  /** Steps the server was sent in this session: its later messages are checked as their output too. */
   readonly #recent = new RecentSteps();
   readonly #checks: RelayChecks;
   readonly #upstream: UpstreamRequests;
@@ -147,7 +147,8 @@ export class McpRelay {
       }
       const clientId = pending.clientId!;
       if (result && pending.method === 'tasks/list') {
-        this.#toClient.push(this.#taskList(clientId, result));
+        // Each listed task is checked as its call's output; the rest of the list as any answer.
+        this.#toClient.push(this.#taskList(clientId, result).then((listed) => this.#answer(clientId, pending.method, listed)));
         return;
       }
       const answer = this.#tools.answer({ ...message, id: clientId }, pending.method);
@@ -156,8 +157,13 @@ export class McpRelay {
       // A started task's output comes later, checked when tasks/result fetches it. The answer
       // that starts it is checked too: the server can put what the tool read beside the task or in its status message.
       if (taskId !== null && pending.step) this.#tasks.remember(taskId, pending.step);
+      // The newest answered step is the last one forgotten.
       if (pending.step) this.#recent.note(pending.step);
-      this.#toClient.push(pending.step ? this.#checks.output(clientId, pending.step, answer, output) : Promise.resolve(answer));
+      if (pending.step) {
+        this.#toClient.push(this.#checks.output(clientId, pending.step, answer, output));
+        return;
+      }
+      this.#toClient.push(this.#answer(clientId, pending.method, answer));
       return;
     }
     if (kind === 'invalid') {
@@ -215,7 +221,7 @@ export class McpRelay {
 
   #request(request: JSONRPCRequest): void {
     if (this.#pending.ofClient(request.id)) {
-      this.o.report(`refused ${request.method} (id ${JSON.stringify(request.id)}): a request with that id is already pending`);
+      this.o.report(`refused ${methodText(request.method)} (id ${JSON.stringify(request.id)}): a request with that id is already pending`);
       this.#answerError(request.id, ErrorCode.InvalidRequest, `request id ${JSON.stringify(request.id)} is already pending: give each request an id of its own`);
       return;
     }
@@ -223,6 +229,13 @@ export class McpRelay {
       const exact = [...EXACT_METHODS].find((m) => m === folded(request.method))!;
       this.o.report(`refused a request of method ${shown(request.method)}: it is relayed only as "${exact}", exactly`);
       this.#answerError(request.id, ErrorCode.MethodNotFound, `method ${shown(request.method)} is not relayed: write "${exact}", exactly`);
+      return;
+    }
+    const misnamed = CHECKED_METHODS.has(request.method) || TASK_METHODS.has(request.method) ? misnamedParameter(request.params) : null;
+    if (misnamed !== null) {
+      const [key, parameter] = misnamed.map(shown);
+      this.o.report(`refused ${request.method}: its parameter ${key} is not ${parameter}, which a lenient server would read it as`);
+      this.#answerError(request.id, ErrorCode.InvalidParams, `${request.method} parameter ${key} is not relayed: write ${parameter}, exactly, once`);
       return;
     }
     const max = this.o.maxPending ?? DEFAULT_MAX_PENDING;
@@ -310,6 +323,9 @@ export class McpRelay {
       this.#send(this.o.client, refusal(request.id, step.type, verdict), 'client');
       return;
     }
+    // Noted once the server has it, not once it answers: a call cancelled or timed out still ran,
+    // and the server's later messages can carry what it read as much as after an answer.
+    this.#recent.note(step);
     this.#upstream.forward(request, pending);
   }
 
@@ -344,6 +360,18 @@ export class McpRelay {
     const answer: JSONRPCMessage = { jsonrpc: '2.0', id, result: { ...result, tasks: mine.map((m) => m.task) } };
     const checked = await Promise.all(mine.map(({ task, step }) => this.#checks.output(id, step, answer, task)));
     return checked.find((m) => m !== answer) ?? answer;
+  }
+
+  /**
+   * The answer to a request that is not a step, as the client reads it (a tools/list answer as
+   * the pins filter it): checked as the output of the calls the server was sent.
+   */
+  #answer(id: RequestId, method: string, answer: JSONRPCMessage): Promise<JSONRPCMessage> {
+    const calls = this.#pendingCalls();
+    const answered = this.#recent.besides(calls);
+    if (calls.length === 0 && answered.length === 0) return Promise.resolve(answer);
+    const output = 'result' in answer ? answer.result : 'error' in answer ? answer.error : null;
+    return this.#checks.answer(id, method, answer, output, calls, answered);
   }
 
   /** The steps the server is working on (tool calls, reads, prompts). */

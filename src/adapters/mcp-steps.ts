@@ -42,8 +42,29 @@ export function isCheckedMethodMisspelt(method: string): boolean {
   return [...EXACT_METHODS].some((exact) => exact === loose);
 }
 
+/** The parameters of a checked request or a task's that the gateway reads, by their folded spelling. */
+const READ_PARAMETERS: ReadonlyMap<string, string> = new Map(['name', 'arguments', 'uri', 'task', 'taskId', '_meta'].map((p) => [folded(p), p]));
+
+/**
+ * A parameter of a checked request spelt as one the gateway reads without being it (`NAME`
+ * beside `name`), with that one; null when there is none. A lenient server (Go's
+ * encoding/json matches any case, the last match winning) would call the tool, read the
+ * resource or fetch the task it names, while the controls checked the other.
+ */
+export function misnamedParameter(params: Record<string, unknown> | undefined): [string, string] | null {
+  if (params === undefined) return null;
+  for (const key of Object.keys(params)) {
+    const parameter = READ_PARAMETERS.get(folded(key));
+    if (parameter !== undefined && parameter !== key) return [key, parameter];
+  }
+  return null;
+}
+
 /** A percent-encoded character that needs no encoding (RFC 3986 unreserved: letters, digits, `-`, `.`, `_`, `~`). */
 const ENCODED_UNRESERVED = /%(?:3[0-9]|4[1-9a-f]|5[0-9a]|6[1-9a-f]|7[0-9a]|2[de]|5f|7e)/gi;
+
+/** A `.` or `..` segment, separated by slashes or backslashes. */
+const HIDDEN_DOT_SEGMENT = /[/\\]\.\.?(?:[/\\?#]|$)/;
 
 export type StepOf =
   | { ok: true; step: StepInput; /** tools/call with params.task: its result comes through tasks/result. */ task: boolean }
@@ -78,6 +99,20 @@ export function stepOf(method: string, params: Record<string, unknown> | undefin
       const normal = (URL.canParse(uri) ? new URL(uri).href : uri).replace(ENCODED_UNRESERVED, (e) => String.fromCharCode(parseInt(e.slice(1), 16)));
       if (normal !== uri) {
         return invalid(`resources/read params.uri must be written in its normal form: ${JSON.stringify(normal)}`, `its uri ${shown(uri)} is not written in its normal form ${shown(normal)}`);
+      }
+      // A URL parser resolves only the dot segments between plain slashes; a server that decodes
+      // the path (`%2F` is `/`) or reads `\` as a separator (Windows) resolves the others too.
+      if (HIDDEN_DOT_SEGMENT.test(uri.replace(/%2f/gi, '/').replace(/%5c/gi, '\\'))) {
+        return invalid('resources/read params.uri must not hold a "." or ".." segment', `its uri ${shown(uri)} holds a dot segment behind an encoded slash or a backslash`);
+      }
+      // A fragment names part of what was read, never another resource, and a file is read by its
+      // path alone (fileURLToPath drops the query): either would hide the resource read from a control scoped to it.
+      if (uri.includes('#') || (uri.startsWith('file:') && uri.includes('?'))) {
+        return invalid('resources/read params.uri must not hold a fragment (#), nor a file: URI a query (?)', `its uri ${shown(uri)} holds a fragment or a file: query`);
+      }
+      // A server that drops the user part reads https://any@host/x as https://host/x.
+      if (URL.canParse(uri) && (new URL(uri).username !== '' || new URL(uri).password !== '')) {
+        return invalid('resources/read params.uri must not hold a user name or password (user@)', `its uri ${shown(uri)} holds a user name or password`);
       }
       return { ok: true, step: step('resource', uri, { uri }), task: false };
     }

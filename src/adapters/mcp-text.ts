@@ -30,6 +30,11 @@ export function shown(name: string): string {
   return JSON.stringify(name).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
+/** A method for logs: as it is when plain printable ASCII, else as `shown` writes it. */
+export function methodText(method: string): string {
+  return /^[\x20-\x7e]*$/.test(method) ? method : shown(method);
+}
+
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }

@@ -108,30 +108,71 @@ export class UpstreamTools {
   }
 }
 
-/** A tool's declared parameters (its input schema's top-level properties), by their folded spelling. */
+/** An object schema's declared properties, by their folded spelling. */
 const parametersOf = new WeakMap<object, Map<string, string>>();
 
 /**
  * An argument that is not a declared parameter but one spelt otherwise (`PATH` or `path\u200b`
  * for `path`), with that parameter; null when there is none. Some servers match argument
  * names loosely (Go's encoding/json matches any case, the last match winning), so a
- * control reading `input.path` would check one value while the tool acts on another.
+ * control reading `input.path` would check one value while the tool acts on another. The
+ * same holds inside an argument whose schema declares properties of its own (an object, or
+ * the objects of an array's `items`), which a control reads as `input.options.path`.
  */
 function misnamedArgument(tool: unknown, args: unknown): [string, string] | null {
-  if (typeof args !== 'object' || args === null || typeof tool !== 'object' || tool === null) return null;
-  const properties = (tool as { inputSchema?: { properties?: unknown } }).inputSchema?.properties;
-  if (typeof properties !== 'object' || properties === null) return null;
-  let parameters = parametersOf.get(tool);
-  if (!parameters) {
-    parameters = new Map(Object.keys(properties).map((p) => [folded(p), p]));
-    parametersOf.set(tool, parameters);
-  }
-  for (const key of Object.keys(args)) {
-    if (Object.hasOwn(properties, key)) continue;
-    const parameter = parameters.get(folded(key));
-    if (parameter !== undefined) return [key, parameter];
+  if (!isRecord(tool)) return null;
+  const root = tool.inputSchema;
+  // Each schema is walked once per value: a $ref or an anyOf may name a schema it is part of.
+  const walked = new WeakMap<object, WeakSet<object>>();
+  // Walked without recursion: a client's arguments may nest deeper than the stack.
+  const todo: Array<[schema: unknown, value: unknown]> = [[root, args]];
+  while (todo.length > 0) {
+    const [schema, value] = todo.pop()!;
+    if (!isRecord(schema) || typeof value !== 'object' || value === null) continue;
+    const values = walked.get(schema) ?? new WeakSet<object>();
+    if (values.has(value)) continue;
+    values.add(value);
+    walked.set(schema, values);
+    // The schemas a value must or may match, or that a reference names (Pydantic's $defs, a nullable object's anyOf): a lenient server reads it by any of them.
+    for (const combined of [schema.allOf, schema.anyOf, schema.oneOf]) if (Array.isArray(combined)) for (const s of combined) todo.push([s, value]);
+    if (typeof schema.$ref === 'string') todo.push([referenced(root, schema.$ref), value]);
+    if (Array.isArray(value)) {
+      for (const item of value) todo.push([schema.items, item]);
+      continue;
+    }
+    const properties = schema.properties;
+    if (!isRecord(properties)) continue;
+    let parameters = parametersOf.get(properties);
+    if (!parameters) {
+      parameters = new Map(Object.keys(properties).map((p) => [folded(p), p]));
+      parametersOf.set(properties, parameters);
+    }
+    for (const [key, item] of Object.entries(value)) {
+      if (Object.hasOwn(properties, key)) {
+        todo.push([properties[key], item]);
+        continue;
+      }
+      const parameter = parameters.get(folded(key));
+      if (parameter !== undefined) return [key, parameter];
+    }
   }
   return null;
+}
+
+/** The schema a local reference (`#/$defs/Options`) names in the input schema; undefined for any other. */
+function referenced(root: unknown, ref: string): unknown {
+  if (!ref.startsWith('#')) return undefined;
+  let at: unknown = root;
+  for (const part of ref.slice(1).split('/').slice(1)) {
+    if (!isRecord(at)) return undefined;
+    const name = part.replace(/~1/g, '/').replace(/~0/g, '~');
+    at = Object.hasOwn(at, name) ? at[name] : undefined;
+  }
+  return at;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**

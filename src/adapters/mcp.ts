@@ -18,6 +18,7 @@ import type { GuardAgent } from '../sdk/agent.js';
 import type { AdapterOptions } from './decisions.js';
 import { upstreamEnv } from './mcp-env.js';
 import { HttpUpstreamTransport } from './mcp-http-upstream.js';
+import { reportedError } from './mcp-http-request.js';
 import { McpRelay } from './mcp-relay.js';
 import { ChildProcessTransport, StdioLineServerTransport, type LineEvents } from './mcp-stdio.js';
 
@@ -147,7 +148,7 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
     // A line that is not JSON-RPC (the SDK's reader names the parse error); other
     // transport errors (an HTTP request that failed) are answered where they happen.
     if (isParseError(error)) relay.serverGarbled(new Error(unreadable(error)));
-    else report(`MCP server: ${error.message}`);
+    else report(`MCP server: ${reportedError(error)}`);
   };
   server.onoversize = () => relay.serverOversize(limit);
   // MCP has no batches since 2025-06-18: a server that sends one is not speaking it.

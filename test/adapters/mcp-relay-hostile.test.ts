@@ -35,6 +35,22 @@ const controls = [
     evaluator: { name: 'regex', config: { pattern: 'secrets' } },
     action: { decision: 'deny' },
   }),
+  // Whatever read_file reads from the vault stays out of the client, however it is sent.
+  sdkControl(3, 'nothing-from-the-vault', {
+    execution: 'sdk',
+    scope: { step_types: ['tool'], step_names: ['read_file'], stages: ['post'] },
+    selector: { path: 'input.path' },
+    evaluator: { name: 'regex', config: { pattern: '^vault/' } },
+    action: { decision: 'deny' },
+  }),
+  // Nothing vault_reader reads from this server reaches the client.
+  sdkControl(4, 'nothing-from-hostile-vault', {
+    execution: 'sdk',
+    scope: { step_types: ['tool'], step_names: ['vault_reader'], stages: ['post'] },
+    selector: { path: 'context.mcp_server' },
+    evaluator: { name: 'regex', config: { pattern: '^hostile$' } },
+    action: { decision: 'deny' },
+  }),
 ];
 
 const TOOLS = [{ name: 'read_file', inputSchema: { type: 'object', properties: { path: { type: 'string' }, encoding: { type: 'string' } } } }, { name: 'drop_db', description: 'hidden by the pins', inputSchema: { type: 'object' } }];
@@ -47,13 +63,13 @@ afterEach(async () => {
 });
 
 /** A relay between a raw client and a server that answers tools/list with TOOLS and everything else with `script`. */
-async function setup(script: Script, pins?: McpPins, upstream?: Transport, tools: unknown[] = TOOLS) {
+async function setup(script: Script, pins?: McpPins, upstream?: Transport, tools: unknown[] = TOOLS, requestTimeoutMs = 0) {
   const [clientSide, relayClientSide] = InMemoryTransport.createLinkedPair();
   const [inMemoryRelaySide, serverSide] = InMemoryTransport.createLinkedPair();
   const relayServerSide = upstream ?? inMemoryRelaySide;
   const guard = new GuardAgent({ agentName: 'relay-hostile', serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, controls);
   const reports: string[] = [];
-  const relay = new McpRelay({ guard, client: relayClientSide, server: relayServerSide, serverName: 'hostile', serverNameFixed: true, requestTimeoutMs: 0, report: (l) => reports.push(l), pins });
+  const relay = new McpRelay({ guard, client: relayClientSide, server: relayServerSide, serverName: 'hostile', serverNameFixed: true, requestTimeoutMs, report: (l) => reports.push(l), pins });
   relayClientSide.onmessage = (m) => relay.fromClient(m);
   relayServerSide.onmessage = (m: JSONRPCMessage) => relay.fromServer(m);
   const seenByServer: JSONRPCMessage[] = [];
@@ -164,6 +180,117 @@ describe("the server's own messages after a call's answer", () => {
   });
 });
 
+describe("the server's own messages after calls of one tool with other inputs", () => {
+  it('withholds a log line carrying what an earlier call read, whose post control selects on its input', async () => {
+    let fromServer: ((message: JSONRPCMessage) => void) | undefined;
+    const { send, answerTo, received } = await setup((request, reply) => {
+      fromServer = reply;
+      const path = (request.params?.arguments as { path?: string } | undefined)?.path;
+      if (path === 'slow') return;
+      reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: path === 'vault/db' ? 'password=hunter2' : 'notes' }] } });
+    });
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'vault/db' } } });
+    expect(JSON.stringify(await answerTo(1))).not.toContain('hunter2');
+    // Later calls of the same tool with other inputs do not make the gateway forget the first.
+    for (let id = 2; id <= 5; id++) {
+      await send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'read_file', arguments: { path: `notes-${id}` } } });
+      expect(JSON.stringify(await answerTo(id))).toContain('notes');
+    }
+    fromServer!({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'password=hunter2' } });
+    // What the server sends reaches the client in order: once a later answer is in, so is the log line, had it passed.
+    await send({ jsonrpc: '2.0', id: 6, method: 'ping' });
+    await answerTo(6);
+    // Nor while the tool runs again with another input.
+    await send({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'slow' } } });
+    await expect.poll(() => fromServer !== undefined).toBe(true);
+    fromServer!({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'password=hunter2' } });
+    await send({ jsonrpc: '2.0', id: 8, method: 'ping' });
+    await answerTo(8);
+    expect(JSON.stringify(received)).not.toContain('hunter2');
+  });
+});
+
+describe("the server's own messages after a call whose post control selects on its context", () => {
+  it('withholds a log line carrying what the call read: the step is checked with its context (the server it ran on)', async () => {
+    let fromServer: ((message: JSONRPCMessage) => void) | undefined;
+    const { send, answerTo, received } = await setup((request, reply) => {
+      fromServer = reply;
+      reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'password=hunter2' }] } });
+    }, undefined, undefined, [{ name: 'vault_reader', inputSchema: { type: 'object' } }]);
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'vault_reader', arguments: {} } });
+    expect(JSON.stringify(await answerTo(1))).not.toContain('hunter2');
+    fromServer!({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'password=hunter2' } });
+    // In order: once a later answer is in, so is the log line, had it passed.
+    await send({ jsonrpc: '2.0', id: 2, method: 'ping' });
+    await answerTo(2);
+    expect(JSON.stringify(received)).not.toContain('hunter2');
+  });
+});
+
+describe("the server's answers to requests that are not steps, after a call", () => {
+  it('withholds an answer (completion/complete, resources/list, ping, tasks/list) carrying what an answered call read', async () => {
+    const { send, answerTo, received } = await setup((request, reply) => {
+      if (request.method === 'tools/call') return reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'done' }] } });
+      if (request.method === 'completion/complete') return reply({ jsonrpc: '2.0', id: request.id, result: { completion: { values: [KEY] } } });
+      if (request.method === 'resources/list') return reply({ jsonrpc: '2.0', id: request.id, result: { resources: [{ uri: 'db://x', name: 'x', description: `read ${KEY}` }] } });
+      if (request.method === 'ping') return reply({ jsonrpc: '2.0', id: request.id, error: { code: -32603, message: `read ${KEY}` } });
+      if (request.method === 'tasks/list') return reply({ jsonrpc: '2.0', id: request.id, result: { tasks: [], nextCursor: KEY } });
+    });
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: '.env' } } });
+    expect(JSON.stringify(await answerTo(1))).toContain('done');
+    await send({ jsonrpc: '2.0', id: 2, method: 'completion/complete', params: { ref: { type: 'ref/resource', uri: 'db://{x}' }, argument: { name: 'x', value: '' } } });
+    await send({ jsonrpc: '2.0', id: 3, method: 'resources/list' });
+    await send({ jsonrpc: '2.0', id: 4, method: 'ping' });
+    await send({ jsonrpc: '2.0', id: 5, method: 'tasks/list' });
+    for (const id of [2, 3, 4, 5]) expect((await answerTo(id)) as object, String(id)).toHaveProperty('error');
+    expect(JSON.stringify(received)).not.toContain(KEY);
+  });
+
+  it('relays an answer that post controls allow after a call, and any answer before one', async () => {
+    const { send, answerTo } = await setup((request, reply) => {
+      if (request.method === 'tools/call') return reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'done' }] } });
+      reply({ jsonrpc: '2.0', id: request.id, result: { resources: [{ uri: 'db://x', name: 'x' }] } });
+    });
+    await send({ jsonrpc: '2.0', id: 1, method: 'resources/list' });
+    expect(JSON.stringify(await answerTo(1))).toContain('db://x');
+    await send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'notes' } } });
+    await answerTo(2);
+    await send({ jsonrpc: '2.0', id: 3, method: 'resources/list' });
+    expect(JSON.stringify(await answerTo(3))).toContain('db://x');
+  });
+});
+
+describe("the server's own messages after a call whose answer the client stopped waiting for", () => {
+  // The server ran the call and holds what it read; the gateway never saw it answer.
+  const log = { jsonrpc: '2.0' as const, method: 'notifications/message', params: { level: 'info', data: `read ${KEY}` } };
+  const quiet = { jsonrpc: '2.0' as const, method: 'notifications/message', params: { level: 'info', data: 'all quiet' } };
+
+  it('withholds a log line carrying what a call cancelled by the client read', async () => {
+    let fromServer: ((message: JSONRPCMessage) => void) | undefined;
+    const { send, received, seenByServer, reports } = await setup((_request, reply) => void (fromServer = reply));
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: '.env' } } });
+    await expect.poll(() => fromServer !== undefined).toBe(true);
+    await send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } });
+    await expect.poll(() => seenByServer.some((m) => 'method' in m && m.method === 'notifications/cancelled')).toBe(true);
+    fromServer!(log);
+    fromServer!(quiet);
+    await expect.poll(() => JSON.stringify(received).includes('all quiet')).toBe(true);
+    expect(JSON.stringify(received)).not.toContain(KEY);
+    expect(reports.join('\n')).not.toContain(KEY);
+  });
+
+  it('withholds a log line carrying what a call the server did not answer in time read', async () => {
+    let fromServer: ((message: JSONRPCMessage) => void) | undefined;
+    const { send, answerTo, received } = await setup((_request, reply) => void (fromServer = reply), undefined, undefined, TOOLS, 100);
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: '.env' } } });
+    expect(JSON.stringify(await answerTo(1))).toContain('did not answer');
+    fromServer!(log);
+    fromServer!(quiet);
+    await expect.poll(() => JSON.stringify(received).includes('all quiet')).toBe(true);
+    expect(JSON.stringify(received)).not.toContain(KEY);
+  });
+});
+
 describe('a method a lenient server might read as one the gateway treats specially', () => {
   it('is refused under any spelling with invisible or control characters, and never reaches the server', async () => {
     const { send, answerTo, seenByServer } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: KEY }] } }));
@@ -214,8 +341,20 @@ describe('what the gateway reports about a line it cannot read', () => {
   });
 });
 
+describe("what the gateway reports about a client's request", () => {
+  it('shows its method escaped, on one line: a method holding a newline forges no report line', async () => {
+    const { send, answerTo, reports } = await setup(() => undefined, undefined, undefined, TOOLS, 100);
+    const method = 'x/y\nrefused tools/call "drop_db": forged';
+    await send({ jsonrpc: '2.0', id: 1, method });
+    await send({ jsonrpc: '2.0', id: 1, method });
+    await answerTo(1);
+    await expect.poll(() => reports.filter((r) => r.includes('x/y')).length).toBe(2);
+    for (const report of reports) expect(report).not.toContain('\n');
+  });
+});
+
 describe('an HTTP server answering a call with an HTTP error', () => {
-  it('has the text of its error checked as the call\'s output before the client reads it', async () => {
+  it('has the text of its error checked as the call\'s output before the client reads it, and never quoted in a report', async () => {
     // The tool ran and failed: the server's error page quotes what it read.
     const http = createServer((req, res) => {
       let body = '';
@@ -231,10 +370,13 @@ describe('an HTTP server answering a call with an HTTP error', () => {
     closers.push(() => new Promise((resolve) => http.close(() => resolve())));
     const upstream = new HttpUpstreamTransport(new URL(`http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`));
     closers.push(() => upstream.close());
-    const { send, answerTo } = await setup(() => undefined, undefined, upstream);
+    const { send, answerTo, reports } = await setup(() => undefined, undefined, upstream);
     await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: '.env' } } });
     const answer = JSON.stringify(await answerTo(1));
     expect(answer).not.toContain(KEY);
+    // Nor does the operator's stderr quote it: the report names the status only.
+    expect(reports.join('\n')).toContain('HTTP 500');
+    expect(reports.join('\n')).not.toContain(KEY);
   });
 });
 
@@ -317,11 +459,64 @@ describe('an argument named another way', () => {
     expect(seenByServer.filter((m) => 'method' in m && m.method === 'tools/call')).toEqual([]);
   });
 
+  it('is refused inside a nested object or an array of objects whose schema declares the parameter', async () => {
+    const nested = { name: 'query', inputSchema: { type: 'object', properties: {
+      options: { type: 'object', properties: { path: { type: 'string' } } },
+      files: { type: 'array', items: { type: 'object', properties: { path: { type: 'string' } } } },
+    } } };
+    const { send, answerTo, seenByServer } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'read' }] } }), undefined, undefined, [nested]);
+    const spellings = [{ options: { PATH: 'secrets' } }, { options: { path: 'notes', Path: 'secrets' } }, { files: [{ path: 'notes' }, { PATH: 'secrets' }] }];
+    for (const [i, args] of spellings.entries()) {
+      await send({ jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: 'query', arguments: args } });
+      expect(JSON.stringify(await answerTo(i + 1)), JSON.stringify(args)).toMatch(/"isError":true|"error"/);
+    }
+    expect(seenByServer.filter((m) => 'method' in m && m.method === 'tools/call')).toEqual([]);
+    await send({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'query', arguments: { options: { path: 'notes' }, files: [{ path: 'a' }, 'b', null] } } });
+    expect(JSON.stringify(await answerTo(9))).toContain('"text":"read"');
+  });
+
+  it('is refused inside an object its schema declares by reference ($ref, $defs) or through anyOf / allOf', async () => {
+    const options = { type: 'object', properties: { path: { type: 'string' } } };
+    const referencing = { name: 'query', inputSchema: { type: 'object', $defs: { Options: options }, properties: {
+      options: { $ref: '#/$defs/Options' },
+      maybe: { anyOf: [{ $ref: '#/$defs/Options' }, { type: 'null' }] },
+      both: { allOf: [options] },
+    } } };
+    const { send, answerTo, seenByServer } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'read' }] } }), undefined, undefined, [referencing]);
+    const spellings = [{ options: { PATH: 'secrets' } }, { maybe: { Path: 'secrets' } }, { both: { path: 'notes', PATH: 'secrets' } }];
+    for (const [i, args] of spellings.entries()) {
+      await send({ jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: 'query', arguments: args } });
+      expect(JSON.stringify(await answerTo(i + 1)), JSON.stringify(args)).toMatch(/"isError":true|"error"/);
+    }
+    expect(seenByServer.filter((m) => 'method' in m && m.method === 'tools/call')).toEqual([]);
+    await send({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'query', arguments: { options: { path: 'notes' }, maybe: null, both: { path: 'a' } } } });
+    expect(JSON.stringify(await answerTo(9))).toContain('"text":"read"');
+  });
+
   it('passes arguments named as declared, and ones the schema does not name at all', async () => {
     const { send, answerTo, seenByServer } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'read' }] } }));
     await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'notes', encoding: 'utf8', verbose: true } } });
     expect(JSON.stringify(await answerTo(1))).toContain('"text":"read"');
     expect(seenByServer.filter((m) => 'method' in m && m.method === 'tools/call')).toHaveLength(1);
+  });
+});
+
+describe('a parameter of a checked request named another way', () => {
+  it('is refused when it folds to one the gateway reads (name, arguments, uri, taskId): a lenient server reads the last spelling', async () => {
+    const { send, answerTo, seenByServer } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'ran' }] } }));
+    const requests = [
+      // Go's encoding/json: NAME is name, the last match winning, so the server runs drop_db.
+      { method: 'tools/call', params: { name: 'read_file', NAME: 'drop_db', arguments: {} } },
+      { method: 'tools/call', params: { name: 'read_file', arguments: { path: 'notes' }, Arguments: { path: 'secrets' } } },
+      { method: 'resources/read', params: { uri: 'db://public', URI: 'db://secrets' } },
+      { method: 'prompts/get', params: { name: 'brief', 'name\u200b': 'admin' } },
+      { method: 'tools/call', params: { name: 'read_file', arguments: {}, _META: { progressToken: 1 } } },
+    ];
+    for (const [i, request] of requests.entries()) {
+      await send({ jsonrpc: '2.0', id: i + 1, ...request });
+      expect((await answerTo(i + 1)) as object, JSON.stringify(request)).toHaveProperty('error.code', -32602);
+    }
+    expect(seenByServer.filter((m) => 'method' in m && m.method !== 'tools/list')).toEqual([]);
   });
 });
 

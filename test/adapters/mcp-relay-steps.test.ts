@@ -132,6 +132,28 @@ describe('resources/read and prompts/get are steps', () => {
     expect(sawMethod('resources/read')).toHaveLength(0);
   });
 
+  it('refuses a resource URI with a dot segment behind an encoded slash or a backslash, which a server decoding the path resolves', async () => {
+    const { client, sawMethod } = await setup();
+    // A server that decodes the path (unquote, decodeURIComponent) and opens it reads db://secrets/x%2F.. as db://secrets.
+    for (const uri of ['db://secrets/x%2F..', 'db://secrets/x%2f..%2f', 'db://public/..%2F..%2Fsecrets', 'db://secrets/x\\..', 'db://secrets/x%5C.', 'file:///data/x%2F..%2Fsecrets']) {
+      const error = await client.request({ method: 'resources/read', params: { uri } }, ReadResourceResultSchema).catch((e: unknown) => e);
+      expect(error, JSON.stringify(uri)).toBeInstanceOf(McpError);
+      expect((error as McpError).code, JSON.stringify(uri)).toBe(ErrorCode.InvalidParams);
+    }
+    expect(sawMethod('resources/read')).toHaveLength(0);
+  });
+
+  it('refuses a file: URI with a query, and any URI with a fragment or a user part, which a server reading the resource drops', async () => {
+    const { client, sawMethod } = await setup();
+    // fileURLToPath('file:///srv/secrets?x') is /srv/secrets: a control scoped to file:///srv/secrets would not see the read.
+    for (const uri of ['file:///srv/secrets?x', 'file:///srv/secrets#x', 'db://secrets#x', 'file:///srv/secrets?', 'db://any@secrets', 'https://a:b@host/secrets']) {
+      const error = await client.request({ method: 'resources/read', params: { uri } }, ReadResourceResultSchema).catch((e: unknown) => e);
+      expect(error, JSON.stringify(uri)).toBeInstanceOf(McpError);
+      expect((error as McpError).code, JSON.stringify(uri)).toBe(ErrorCode.InvalidParams);
+    }
+    expect(sawMethod('resources/read')).toHaveLength(0);
+  });
+
   it('withholds a resource whose content a post control denies, and never shows the key', async () => {
     const { client } = await setup();
     const error = await client.readResource({ uri: 'db://keys' }).catch((e: unknown) => e);
