@@ -142,16 +142,31 @@ async function* checkedStream(guard: GuardAgent, step: StepInput, stream: AsyncI
 }
 
 /**
- * Sessions by message object: the newest message of every step a tool ran in (weak: a
- * finished conversation's go with it). Not the first message: an application may begin
- * every call with the same object (a system prompt held in a constant), which made the
- * calls of every user one session.
+ * Sessions by message object: the newest message of every step a tool ran in, with the
+ * session and the messages of that step (weak: a finished conversation's go with it). Not
+ * the first message: an application may begin every call with the same object (a system
+ * prompt held in a constant), which made the calls of every user one session. Nor the
+ * newest alone: a call may end with a shared object too (a reminder in a constant).
  */
-const messageSessions = new WeakMap<object, string>();
+const messageSessions = new WeakMap<object, StepMessages[]>();
+
+/** The session of one step, and the messages it was handed. */
+interface StepMessages {
+  id: string;
+  messages: readonly unknown[];
+}
 
 /**
- * The session of a call's step: that of the newest of its messages a step of it saw (the
- * call's later steps add the model's and the tools' messages after them), else a new one.
+ * How many steps a message object keeps: one, unless the object is shared by many calls;
+ * a shared object's oldest steps are let go, so a constant holds no conversation forever.
+ */
+const STEPS_PER_MESSAGE = 32;
+
+/**
+ * The session of a call's step: that of an earlier step whose messages this step's begin
+ * with, object for object (the call's later steps, and a call that goes on with its
+ * conversation, add messages after them), else a new one. Two calls that share a message
+ * object but not the messages before it are two sessions.
  */
 function sessionOfCall(callOptions: { messages?: readonly unknown[] } | undefined): string | undefined {
   const messages = callOptions?.messages;
@@ -160,11 +175,21 @@ function sessionOfCall(callOptions: { messages?: readonly unknown[] } | undefine
   let id: string | undefined;
   for (let i = messages.length - 1; i >= 0 && id === undefined; i--) {
     const m = messages[i];
-    if (typeof m === 'object' && m !== null) id = messageSessions.get(m);
+    if (typeof m === 'object' && m !== null) id = messageSessions.get(m)?.findLast((step) => beginsWith(messages, step.messages))?.id;
   }
   id ??= `ai-sdk:${globalThis.crypto.randomUUID()}`;
-  messageSessions.set(newest, id);
+  const steps = messageSessions.get(newest) ?? [];
+  if (!steps.some((step) => step.messages === messages)) {
+    steps.push({ id, messages });
+    if (steps.length > STEPS_PER_MESSAGE) steps.shift();
+  }
+  messageSessions.set(newest, steps);
   return id;
+}
+
+/** Whether `messages` begins with the very objects of `earlier`, in order. */
+function beginsWith(messages: readonly unknown[], earlier: readonly unknown[]): boolean {
+  return earlier.length <= messages.length && earlier.every((m, i) => messages[i] === m);
 }
 
 async function collect(stream: AsyncIterable<unknown>): Promise<unknown[]> {
