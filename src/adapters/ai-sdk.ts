@@ -166,7 +166,7 @@ const STEPS_PER_MESSAGE = 32;
  * The session of a call's step: that of an earlier step whose messages this step's begin
  * with, object for object (the call's later steps, and a call that goes on with its
  * conversation, add messages after them), else a new one. Two calls that share a message
- * object but not the messages before it are two sessions.
+ * object but not the messages before it, or share all of them, are two sessions.
  */
 function sessionOfCall(callOptions: { messages?: readonly unknown[] } | undefined): string | undefined {
   const messages = callOptions?.messages;
@@ -175,7 +175,7 @@ function sessionOfCall(callOptions: { messages?: readonly unknown[] } | undefine
   let id: string | undefined;
   for (let i = messages.length - 1; i >= 0 && id === undefined; i--) {
     const m = messages[i];
-    if (typeof m === 'object' && m !== null) id = messageSessions.get(m)?.findLast((step) => beginsWith(messages, step.messages))?.id;
+    if (typeof m === 'object' && m !== null) id = messageSessions.get(m)?.findLast((step) => continues(messages, step.messages))?.id;
   }
   id ??= `ai-sdk:${globalThis.crypto.randomUUID()}`;
   const steps = messageSessions.get(newest) ?? [];
@@ -187,9 +187,14 @@ function sessionOfCall(callOptions: { messages?: readonly unknown[] } | undefine
   return id;
 }
 
-/** Whether `messages` begins with the very objects of `earlier`, in order. */
-function beginsWith(messages: readonly unknown[], earlier: readonly unknown[]): boolean {
-  return earlier.length <= messages.length && earlier.every((m, i) => messages[i] === m);
+/**
+ * Whether `messages` are those of the step `earlier` was handed (the AI SDK hands every
+ * tool of one step the same list), or begin with its very objects, in order, and go on.
+ * Another list of the same objects is another call over the same messages (a scheduled
+ * job's prompt held in a constant), not a later step: every step adds the model's answer.
+ */
+function continues(messages: readonly unknown[], earlier: readonly unknown[]): boolean {
+  return earlier === messages || (earlier.length < messages.length && earlier.every((m, i) => messages[i] === m));
 }
 
 async function collect(stream: AsyncIterable<unknown>): Promise<unknown[]> {

@@ -68,6 +68,15 @@ describe('AI SDK: the session of a generateText call', () => {
     expect(second.sessions[0]).not.toBe(first.sessions[0]);
   });
 
+  it('gives two calls over the very same messages (a scheduled job\'s prompt held in a constant) two sessions', async () => {
+    const { sessionsOf } = await chatBot();
+    const JOB: ModelMessage[] = [{ role: 'system', content: 'You deploy.' }, { role: 'user', content: 'Ship the release.' }];
+    const first = await sessionsOf(JOB);
+    const second = await sessionsOf(JOB);
+    expect([first.sessions.length, second.sessions.length]).toEqual([1, 1]);
+    expect(second.sessions[0]).not.toBe(first.sessions[0]);
+  });
+
   it('a call that goes on with the messages of an earlier call stays in its session', async () => {
     const { sessionsOf } = await chatBot();
     const REMINDER = { role: 'user' as const, content: 'Answer briefly.' };
