@@ -2,6 +2,7 @@
  * Attacks on sessions through the evaluation route (issue #37, tenth pass): approvals and
  * session labels.
  */
+import type { ControlDataInput } from '../../src/model/index.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { call, json, seedAgentWithControl, startTestServer, type TestServer } from './helpers.js';
 
@@ -13,7 +14,7 @@ afterEach(async () => {
   await server.close();
 });
 
-const mark = (name: string, label: string) => ({
+const mark = (name: string, label: string): ControlDataInput => ({
   scope: { step_types: ['tool'], step_names: [name], stages: ['post'] },
   selector: { path: 'name' },
   evaluator: { name: 'regex', config: { pattern: '.' } },
