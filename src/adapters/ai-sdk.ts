@@ -23,8 +23,9 @@
  * Sessions (docs/sessions.md): the tool steps of one generateText or streamText call share
  * one session, unless `sessionId` is given (here or to `init`). The call is told by its
  * messages, the objects the AI SDK hands every step of the call: a step whose messages
- * hold the newest message of an earlier step's continues its session; a call over new
- * messages starts another. Model steps (guardModel) take the given sessionId only.
+ * begin with the very objects of an earlier step's, in order, and go on, continues its
+ * session; a call over other messages, or over the very same ones again, starts another.
+ * Model steps (guardModel) take the given sessionId only.
  */
 import type { LanguageModelMiddleware, ModelMessage, ToolExecutionOptions, ToolSet } from 'ai';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
@@ -142,8 +143,8 @@ async function* checkedStream(guard: GuardAgent, step: StepInput, stream: AsyncI
 }
 
 /**
- * Sessions by message object: the newest message of every step a tool ran in, with the
- * session and the messages of that step (weak: a finished conversation's go with it). Not
+ * Sessions by message object: every message of a step a tool ran in, with the session and
+ * the messages of that step (weak: a finished conversation's go with it). Not
  * the first message: an application may begin every call with the same object (a system
  * prompt held in a constant), which made the calls of every user one session. Nor the
  * newest alone: a call may end with a shared object too (a reminder in a constant).
@@ -157,10 +158,11 @@ interface StepMessages {
 }
 
 /**
- * How many steps a message object keeps: one, unless the object is shared by many calls;
- * a shared object's oldest steps are let go, so a constant holds no conversation forever.
+ * How many sessions a message object keeps (the first step of each that it was handed):
+ * one, unless the object is shared by many calls; a shared object's oldest are let go, so
+ * a constant holds no conversation forever.
  */
-const STEPS_PER_MESSAGE = 32;
+const SESSIONS_PER_MESSAGE = 32;
 
 /**
  * The session of a call's step: that of an earlier step whose messages this step's begin
@@ -178,13 +180,22 @@ function sessionOfCall(callOptions: { messages?: readonly unknown[] } | undefine
     if (typeof m === 'object' && m !== null) id = messageSessions.get(m)?.findLast((step) => continues(messages, step.messages))?.id;
   }
   id ??= `ai-sdk:${globalThis.crypto.randomUUID()}`;
-  const steps = messageSessions.get(newest) ?? [];
-  if (!steps.some((step) => step.messages === messages)) {
-    steps.push({ id, messages });
-    if (steps.length > STEPS_PER_MESSAGE) steps.shift();
-  }
-  messageSessions.set(newest, steps);
+  // Kept under each of the step's messages: a shared object lets its oldest sessions go,
+  // and the call's next step must still find this one under the objects it does not share.
+  for (const m of messages) if (typeof m === 'object' && m !== null) remember(m, id, messages);
   return id;
+}
+
+/** Keeps the step under the message, unless the message holds an earlier step of the session. */
+function remember(message: object, id: string, messages: readonly unknown[]): void {
+  const steps = messageSessions.get(message);
+  if (steps === undefined) {
+    messageSessions.set(message, [{ id, messages }]);
+    return;
+  }
+  if (steps.some((step) => step.id === id)) return;
+  steps.push({ id, messages });
+  if (steps.length > SESSIONS_PER_MESSAGE) steps.shift();
 }
 
 /**

@@ -37,14 +37,20 @@ async function chatBot() {
   };
   const guard = await init({ agentName: 'chat-bot', serverUrl: real.url, refreshIntervalSeconds: 0, logger: quietLogger, fetch: recording, events: false, tracer: false });
   closers.push(() => guard.shutdown());
-  const tools = guardTools(guard, { lookup: tool({ description: 'look up', inputSchema: z.object({ q: z.number() }), execute: async ({ q }) => `found ${q}` }) });
+  // A lookup of q 0 first lets other calls run (other users' calls, between this call's steps).
+  let meanwhile: () => Promise<void> = async () => undefined;
+  const lookup = async ({ q }: { q: number }) => {
+    if (q === 0) await meanwhile();
+    return `found ${q}`;
+  };
+  const tools = guardTools(guard, { lookup: tool({ description: 'look up', inputSchema: z.object({ q: z.number() }), execute: lookup }) });
   /** One generateText call over `messages`: two tool steps, then an answer. */
-  const call = (messages: ModelMessage[]) => {
+  const call = (messages: ModelMessage[], first = 1) => {
     let turn = 0;
     const model = new MockLanguageModelV3({
       doGenerate: async () => {
         turn++;
-        if (turn <= 2) return { content: [{ type: 'tool-call', toolCallId: `c${turn}`, toolName: 'lookup', input: JSON.stringify({ q: turn }) }], finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage, warnings: [] };
+        if (turn <= 2) return { content: [{ type: 'tool-call', toolCallId: `c${turn}`, toolName: 'lookup', input: JSON.stringify({ q: turn === 1 ? first : turn }) }], finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage, warnings: [] };
         return { content: [{ type: 'text', text: 'done' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] };
       },
     });
@@ -55,7 +61,20 @@ async function chatBot() {
     const result = await call(messages);
     return { sessions: [...new Set(sent)], result };
   };
-  return { sessionsOf };
+  /** A call whose first step lets `others` run before it answers. */
+  const callPausing = async (messages: ModelMessage[], others: () => Promise<void>) => {
+    meanwhile = async () => {
+      meanwhile = async () => undefined;
+      const own = [...sent];
+      await others();
+      sent.length = 0;
+      sent.push(...own);
+    };
+    sent.length = 0;
+    await call(messages, 0);
+    return [...new Set(sent)];
+  };
+  return { sessionsOf, callPausing };
 }
 
 describe('AI SDK: the session of a generateText call', () => {
@@ -75,6 +94,15 @@ describe('AI SDK: the session of a generateText call', () => {
     const second = await sessionsOf(JOB);
     expect([first.sessions.length, second.sessions.length]).toEqual([1, 1]);
     expect(second.sessions[0]).not.toBe(first.sessions[0]);
+  });
+
+  it('keeps one call in one session while many other calls end with the same message object between its steps', async () => {
+    const { sessionsOf, callPausing } = await chatBot();
+    const REMINDER = { role: 'user' as const, content: 'Answer briefly.' };
+    const sessions = await callPausing([{ role: 'user', content: 'first customer' }, REMINDER], async () => {
+      for (let i = 0; i < 40; i++) await sessionsOf([{ role: 'user', content: `customer ${i}` }, REMINDER]);
+    });
+    expect(sessions).toHaveLength(1);
   });
 
   it('a call that goes on with the messages of an earlier call stays in its session', async () => {
