@@ -170,16 +170,23 @@ const SESSIONS_PER_MESSAGE = 32;
  * conversation, add messages after them), else a new one. Two calls that share a message
  * object but not the messages before it, or share all of them, are two sessions.
  */
-function sessionOfCall(callOptions: { messages?: readonly unknown[] } | undefined): string | undefined {
+function sessionOfCall(callOptions: { messages?: readonly unknown[]; toolCallId?: string } | undefined): string | undefined {
   const messages = callOptions?.messages;
   const newest: unknown = messages?.at(-1);
   if (messages === undefined || typeof newest !== 'object' || newest === null) return undefined;
   let id: string | undefined;
   for (let i = messages.length - 1; i >= 0 && id === undefined; i--) {
     const m = messages[i];
-    if (typeof m === 'object' && m !== null) id = messageSessions.get(m)?.findLast((step) => continues(messages, step.messages))?.id;
+    if (typeof m !== 'object' || m === null) continue;
+    const found = messageSessions.get(m)?.filter((step) => continues(messages, step.messages));
+    if (found !== undefined && found.length > 0) id = found.length === 1 ? found[0]!.id : ownOf(messages, found);
   }
   id ??= `ai-sdk:${globalThis.crypto.randomUUID()}`;
+  const toolCallId = callOptions?.toolCallId;
+  if (typeof toolCallId === 'string') {
+    toolCallSessions.set(toolCallId, id);
+    if (toolCallSessions.size > TOOL_CALLS_KEPT) toolCallSessions.delete(toolCallSessions.keys().next().value!);
+  }
   // Kept under each of the step's messages: a shared object lets its oldest sessions go,
   // and the call's next step must still find this one under the objects it does not share.
   for (const m of messages) if (typeof m === 'object' && m !== null) remember(m, id, messages);
@@ -196,6 +203,28 @@ function remember(message: object, id: string, messages: readonly unknown[]): vo
   if (steps.some((step) => step.id === id)) return;
   steps.push({ id, messages });
   if (steps.length > SESSIONS_PER_MESSAGE) steps.shift();
+}
+
+/**
+ * The session of the tool calls the model asked for in an earlier step (its answers are in
+ * the messages), by the call ids the provider gave them: what tells apart two calls over
+ * the very same messages (two runs of a scheduled job) once both are under way.
+ */
+const toolCallSessions = new Map<string, string>();
+const TOOL_CALLS_KEPT = 10_000;
+
+/** Of several sessions whose steps the messages go on from, the one that ran their tool calls; else the newest. */
+function ownOf(messages: readonly unknown[], found: readonly StepMessages[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const content = (messages[i] as { role?: unknown; content?: unknown } | null)?.content;
+    if (!Array.isArray(content)) continue;
+    for (const part of content as Array<{ type?: unknown; toolCallId?: unknown }>) {
+      if (part?.type !== 'tool-call' || typeof part.toolCallId !== 'string') continue;
+      const id = toolCallSessions.get(part.toolCallId);
+      if (id !== undefined && found.some((step) => step.id === id)) return id;
+    }
+  }
+  return found.at(-1)!.id;
 }
 
 /**

@@ -50,7 +50,7 @@ async function chatBot() {
     const model = new MockLanguageModelV3({
       doGenerate: async () => {
         turn++;
-        if (turn <= 2) return { content: [{ type: 'tool-call', toolCallId: `c${turn}`, toolName: 'lookup', input: JSON.stringify({ q: turn === 1 ? first : turn }) }], finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage, warnings: [] };
+        if (turn <= 2) return { content: [{ type: 'tool-call', toolCallId: `c${turn}-${crypto.randomUUID()}`, toolName: 'lookup', input: JSON.stringify({ q: turn === 1 ? first : turn }) }], finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage, warnings: [] };
         return { content: [{ type: 'text', text: 'done' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] };
       },
     });
@@ -103,6 +103,17 @@ describe('AI SDK: the session of a generateText call', () => {
       for (let i = 0; i < 40; i++) await sessionsOf([{ role: 'user', content: `customer ${i}` }, REMINDER]);
     });
     expect(sessions).toHaveLength(1);
+  });
+
+  it('keeps two runs of a scheduled job (the very same messages) apart while both are under way', async () => {
+    const { sessionsOf, callPausing } = await chatBot();
+    const JOB: ModelMessage[] = [{ role: 'system', content: 'You deploy.' }, { role: 'user', content: 'Ship the release.' }];
+    let other: string[] = [];
+    const sessions = await callPausing(JOB, async () => {
+      other = (await sessionsOf(JOB)).sessions as string[];
+    });
+    expect([sessions.length, other.length]).toEqual([1, 1]);
+    expect(other[0]).not.toBe(sessions[0]);
   });
 
   it('a call that goes on with the messages of an earlier call stays in its session', async () => {
