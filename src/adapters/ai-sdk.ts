@@ -23,8 +23,9 @@
  * Sessions (docs/sessions.md): the tool steps of one generateText or streamText call share
  * one session, unless `sessionId` is given (here or to `init`). The call is told by its
  * messages, the objects the AI SDK hands every step of the call: a step whose messages
- * hold the newest message of an earlier step's continues its session; a call over new
- * messages starts another. Model steps (guardModel) take the given sessionId only.
+ * begin with the very objects of an earlier step's, in order, and go on, continues its
+ * session; a call over other messages, or over the very same ones again, starts another.
+ * Model steps (guardModel) take the given sessionId only.
  */
 import type { LanguageModelMiddleware, ModelMessage, ToolExecutionOptions, ToolSet } from 'ai';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
@@ -142,29 +143,98 @@ async function* checkedStream(guard: GuardAgent, step: StepInput, stream: AsyncI
 }
 
 /**
- * Sessions by message object: the newest message of every step a tool ran in (weak: a
- * finished conversation's go with it). Not the first message: an application may begin
- * every call with the same object (a system prompt held in a constant), which made the
- * calls of every user one session.
+ * Sessions by message object: every message of a step a tool ran in, with the session and
+ * the messages of that step (weak: a finished conversation's go with it). Not
+ * the first message: an application may begin every call with the same object (a system
+ * prompt held in a constant), which made the calls of every user one session. Nor the
+ * newest alone: a call may end with a shared object too (a reminder in a constant).
  */
-const messageSessions = new WeakMap<object, string>();
+const messageSessions = new WeakMap<object, StepMessages[]>();
+
+/** The session of one step, and the messages it was handed. */
+interface StepMessages {
+  id: string;
+  messages: readonly unknown[];
+}
 
 /**
- * The session of a call's step: that of the newest of its messages a step of it saw (the
- * call's later steps add the model's and the tools' messages after them), else a new one.
+ * How many sessions a message object keeps (the first step of each that it was handed):
+ * one, unless the object is shared by many calls; a shared object's oldest are let go, so
+ * a constant holds no conversation forever.
  */
-function sessionOfCall(callOptions: { messages?: readonly unknown[] } | undefined): string | undefined {
+const SESSIONS_PER_MESSAGE = 32;
+
+/**
+ * The session of a call's step: that of an earlier step whose messages this step's begin
+ * with, object for object (the call's later steps, and a call that goes on with its
+ * conversation, add messages after them), else a new one. Two calls that share a message
+ * object but not the messages before it, or share all of them, are two sessions.
+ */
+function sessionOfCall(callOptions: { messages?: readonly unknown[]; toolCallId?: string } | undefined): string | undefined {
   const messages = callOptions?.messages;
   const newest: unknown = messages?.at(-1);
   if (messages === undefined || typeof newest !== 'object' || newest === null) return undefined;
   let id: string | undefined;
   for (let i = messages.length - 1; i >= 0 && id === undefined; i--) {
     const m = messages[i];
-    if (typeof m === 'object' && m !== null) id = messageSessions.get(m);
+    if (typeof m !== 'object' || m === null) continue;
+    const found = messageSessions.get(m)?.filter((step) => continues(messages, step.messages));
+    if (found !== undefined && found.length > 0) id = found.length === 1 ? found[0]!.id : ownOf(messages, found);
   }
   id ??= `ai-sdk:${globalThis.crypto.randomUUID()}`;
-  messageSessions.set(newest, id);
+  const toolCallId = callOptions?.toolCallId;
+  if (typeof toolCallId === 'string') {
+    toolCallSessions.set(toolCallId, id);
+    if (toolCallSessions.size > TOOL_CALLS_KEPT) toolCallSessions.delete(toolCallSessions.keys().next().value!);
+  }
+  // Kept under each of the step's messages: a shared object lets its oldest sessions go,
+  // and the call's next step must still find this one under the objects it does not share.
+  for (const m of messages) if (typeof m === 'object' && m !== null) remember(m, id, messages);
   return id;
+}
+
+/** Keeps the step under the message, unless the message holds an earlier step of the session. */
+function remember(message: object, id: string, messages: readonly unknown[]): void {
+  const steps = messageSessions.get(message);
+  if (steps === undefined) {
+    messageSessions.set(message, [{ id, messages }]);
+    return;
+  }
+  if (steps.some((step) => step.id === id)) return;
+  steps.push({ id, messages });
+  if (steps.length > SESSIONS_PER_MESSAGE) steps.shift();
+}
+
+/**
+ * The session of the tool calls the model asked for in an earlier step (its answers are in
+ * the messages), by the call ids the provider gave them: what tells apart two calls over
+ * the very same messages (two runs of a scheduled job) once both are under way.
+ */
+const toolCallSessions = new Map<string, string>();
+const TOOL_CALLS_KEPT = 10_000;
+
+/** Of several sessions whose steps the messages go on from, the one that ran their tool calls; else the newest. */
+function ownOf(messages: readonly unknown[], found: readonly StepMessages[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const content = (messages[i] as { role?: unknown; content?: unknown } | null)?.content;
+    if (!Array.isArray(content)) continue;
+    for (const part of content as Array<{ type?: unknown; toolCallId?: unknown }>) {
+      if (part?.type !== 'tool-call' || typeof part.toolCallId !== 'string') continue;
+      const id = toolCallSessions.get(part.toolCallId);
+      if (id !== undefined && found.some((step) => step.id === id)) return id;
+    }
+  }
+  return found.at(-1)!.id;
+}
+
+/**
+ * Whether `messages` are those of the step `earlier` was handed (the AI SDK hands every
+ * tool of one step the same list), or begin with its very objects, in order, and go on.
+ * Another list of the same objects is another call over the same messages (a scheduled
+ * job's prompt held in a constant), not a later step: every step adds the model's answer.
+ */
+function continues(messages: readonly unknown[], earlier: readonly unknown[]): boolean {
+  return earlier === messages || (earlier.length < messages.length && earlier.every((m, i) => messages[i] === m));
 }
 
 async function collect(stream: AsyncIterable<unknown>): Promise<unknown[]> {
