@@ -3,6 +3,26 @@ import { controlValidator } from '../../src/gitops/control-validator.js';
 import { loadDocuments, type SourceFile } from '../../src/gitops/load.js';
 import { runTests, type TestRunReport } from '../../src/testing/index.js';
 
+/** A marker of `tainted` after read_web, and a deny of send in a tainted session: for multi-step cases. */
+export const SESSION_CONTROLS = `kind: Control
+name: mark
+scope: { step_names: [read_web], stages: [post] }
+selector: { path: name }
+evaluator: { name: regex, config: { pattern: . } }
+action: { decision: log, session_labels: [tainted] }
+---
+kind: Control
+name: block
+scope: { step_names: [send], stages: [pre], session_labels: [tainted] }
+selector: { path: name }
+evaluator: { name: regex, config: { pattern: . } }
+action: { decision: deny }
+---
+kind: Agent
+agent_name: bot
+controls: [mark, block]
+`;
+
 export const CONTROLS = `kind: Control
 name: no-drop
 scope: { step_types: [tool], step_names: [run_sql], stages: [pre] }

@@ -1,25 +1,7 @@
 // kind: Test multi-step cases (issue #37, ninth pass): every case starts its own fresh session.
 import { describe, expect, it } from 'vitest';
-import { runOn } from './helpers.js';
+import { runOn, SESSION_CONTROLS as CONTROLS } from './helpers.js';
 
-const CONTROLS = `kind: Control
-name: mark
-scope: { step_names: [read_web], stages: [post] }
-selector: { path: name }
-evaluator: { name: regex, config: { pattern: . } }
-action: { decision: log, session_labels: [tainted] }
----
-kind: Control
-name: block
-scope: { step_names: [send], stages: [pre], session_labels: [tainted] }
-selector: { path: name }
-evaluator: { name: regex, config: { pattern: . } }
-action: { decision: deny }
----
-kind: Agent
-agent_name: bot
-controls: [mark, block]
-`;
 
 const READ = `      - { stage: post, step: { type: tool, name: read_web, input: {} }, expect: { decision: allow, matched: [mark] } }\n`;
 const SEND = `      - { stage: pre, step: { type: tool, name: send, input: {} }, expect: { decision: allow } }\n`;

@@ -1,25 +1,7 @@
 // kind: Test cases with `steps`: evaluated in order in one fresh session per case.
 import { describe, expect, it } from 'vitest';
-import { runOn } from './helpers.js';
+import { runOn, SESSION_CONTROLS as CONTROLS } from './helpers.js';
 
-const CONTROLS = `kind: Control
-name: mark
-scope: { step_names: [read_web], stages: [post] }
-selector: { path: name }
-evaluator: { name: regex, config: { pattern: . } }
-action: { decision: log, session_labels: [tainted] }
----
-kind: Control
-name: block
-scope: { step_names: [send], stages: [pre], session_labels: [tainted] }
-selector: { path: name }
-evaluator: { name: regex, config: { pattern: . } }
-action: { decision: deny }
----
-kind: Agent
-agent_name: bot
-controls: [mark, block]
-`;
 
 const doc = (cases: string) => `kind: Test
 name: t
