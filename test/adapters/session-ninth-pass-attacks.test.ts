@@ -8,14 +8,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { generateText, stepCountIs, tool } from 'ai';
-import { MockLanguageModelV3 } from 'ai/test';
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { guardTools } from '../../src/adapters/ai-sdk.js';
 import { McpRelay } from '../../src/adapters/mcp-relay.js';
 import { init } from '../../src/sdk/index.js';
 import { addControl, startRealServer } from '../sdk/real-server.js';
+import { chatBotOn } from './chat-bot.js';
 import { quietLogger } from './guarded-agent.js';
 
 const closers: Array<() => Promise<void>> = [];
@@ -89,42 +86,10 @@ describe('MCP gateway, stdio face', () => {
 
 describe('AI SDK: the session of a generateText call', () => {
   it('gives two calls that begin with the same message object (a system prompt in a constant) two sessions', async () => {
-    const real = await startRealServer();
-    closers.push(real.close);
-    await real.client.initAgent({ agent_name: 'chat-bot' });
-    await addControl(real.client, 'chat-bot', 'mark-looked-up', {
-      scope: { step_types: ['tool'], step_names: ['lookup'], stages: ['pre', 'post'] },
-      selector: { path: 'name' },
-      evaluator: { name: 'regex', config: { pattern: '.' } },
-      action: { decision: 'log', session_labels: ['looked_up'] },
-    });
-    const sent: Array<string | undefined> = [];
-    const recording: typeof fetch = async (input, initArgs) => {
-      const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-      if (url.endsWith('/api/v1/evaluation') && typeof initArgs?.body === 'string') sent.push((JSON.parse(initArgs.body) as { session_id?: string }).session_id);
-      return fetch(input, initArgs);
-    };
-    const guard = await init({ agentName: 'chat-bot', serverUrl: real.url, refreshIntervalSeconds: 0, logger: quietLogger, fetch: recording, events: false, tracer: false });
-    closers.push(() => guard.shutdown());
-    const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
+    const { sessionsOf } = await chatBotOn(closers);
     const SYSTEM = { role: 'system' as const, content: 'You help customers.' };
-    const call = (question: string) => {
-      let turn = 0;
-      const model = new MockLanguageModelV3({
-        doGenerate: async () => {
-          turn++;
-          if (turn <= 2) return { content: [{ type: 'tool-call', toolCallId: `c${turn}`, toolName: 'lookup', input: JSON.stringify({ q: turn }) }], finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage, warnings: [] };
-          return { content: [{ type: 'text', text: 'done' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] };
-        },
-      });
-      const tools = guardTools(guard, { lookup: tool({ description: 'look up', inputSchema: z.object({ q: z.number() }), execute: async ({ q }) => `found ${q}` }) });
-      return generateText({ model, tools, messages: [SYSTEM, { role: 'user', content: question }], stopWhen: stepCountIs(4) });
-    };
-    await call('first customer');
-    const first = [...new Set(sent)];
-    sent.length = 0;
-    await call('second customer');
-    const second = [...new Set(sent)];
+    const first = (await sessionsOf([SYSTEM, { role: 'user', content: 'first customer' }])).sessions;
+    const second = (await sessionsOf([SYSTEM, { role: 'user', content: 'second customer' }])).sessions;
     // Each call's four checks (two tool calls, pre and post) in one session, its own.
     expect([first.length, second.length]).toEqual([1, 1]);
     expect(second[0]).not.toBe(first[0]);
