@@ -56,7 +56,7 @@ async function chatBot() {
 }
 
 describe('AI SDK: the session of a generateText call (eleventh pass)', () => {
-  it('gives a call that begins with the very messages of another call (constants) and goes on with its own its own session', async () => {
+  it('gives a call that begins with the very messages of another call (constants) and goes on with its own request its own session', async () => {
     const { sessionsOf } = await chatBot();
     const SYSTEM = { role: 'system' as const, content: 'You help with orders.' };
     const TASK = { role: 'user' as const, content: 'Check the open orders.' };
