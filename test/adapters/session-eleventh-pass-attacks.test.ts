@@ -1,12 +1,15 @@
 /**
  * Sessions the adapters derive (issue #37, eleventh pass). The AI SDK: a step continues a
  * session only when its messages go on from an earlier step's with that step's answer.
+ * The OpenAI Agents SDK with tracing off: a run resumed from its stored state stays in its session.
  */
+import { Agent, RunState, Runner, setTracingDisabled, tool as agentTool, Usage, type Model, type ModelResponse } from '@openai/agents';
 import { generateText, stepCountIs, tool, type ModelMessage } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { guardTools } from '../../src/adapters/ai-sdk.js';
+import { guardrailsFor } from '../../src/adapters/openai-agents.js';
 import { init } from '../../src/sdk/index.js';
 import { addControl, startRealServer } from '../sdk/real-server.js';
 import { quietLogger } from './guarded-agent.js';
@@ -20,23 +23,7 @@ const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0
 
 /** A chat-bot agent against a real server, recording the session id of every evaluation. */
 async function chatBot() {
-  const real = await startRealServer();
-  closers.push(real.close);
-  await real.client.initAgent({ agent_name: 'chat-bot' });
-  await addControl(real.client, 'chat-bot', 'mark-looked-up', {
-    scope: { step_types: ['tool'], step_names: ['lookup'], stages: ['pre', 'post'] },
-    selector: { path: 'name' },
-    evaluator: { name: 'regex', config: { pattern: '.' } },
-    action: { decision: 'log', session_labels: ['looked_up'] },
-  });
-  const sent: Array<string | undefined> = [];
-  const recording: typeof fetch = async (input, initArgs) => {
-    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-    if (url.endsWith('/api/v1/evaluation') && typeof initArgs?.body === 'string') sent.push((JSON.parse(initArgs.body) as { session_id?: string }).session_id);
-    return fetch(input, initArgs);
-  };
-  const guard = await init({ agentName: 'chat-bot', serverUrl: real.url, refreshIntervalSeconds: 0, logger: quietLogger, fetch: recording, events: false, tracer: false });
-  closers.push(() => guard.shutdown());
+  const { guard, sent } = await recordingGuard();
   const tools = guardTools(guard, { lookup: tool({ description: 'look up', inputSchema: z.object({ q: z.number() }), execute: async ({ q }) => `found ${q}` }) });
   /** One generateText call over `messages`: two tool steps, then an answer. */
   const sessionsOf = async (messages: ModelMessage[]) => {
@@ -55,6 +42,28 @@ async function chatBot() {
   return { sessionsOf };
 }
 
+/** A real server marking every tool step, and a guard recording the session id of each evaluation. */
+async function recordingGuard() {
+  const real = await startRealServer();
+  closers.push(real.close);
+  await real.client.initAgent({ agent_name: 'chat-bot' });
+  await addControl(real.client, 'chat-bot', 'mark-looked-up', {
+    scope: { step_types: ['tool'], stages: ['pre', 'post'] },
+    selector: { path: 'name' },
+    evaluator: { name: 'regex', config: { pattern: '.' } },
+    action: { decision: 'log', session_labels: ['looked_up'] },
+  });
+  const sent: Array<string | undefined> = [];
+  const recording: typeof fetch = async (input, initArgs) => {
+    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+    if (url.endsWith('/api/v1/evaluation') && typeof initArgs?.body === 'string') sent.push((JSON.parse(initArgs.body) as { session_id?: string }).session_id);
+    return fetch(input, initArgs);
+  };
+  const guard = await init({ agentName: 'chat-bot', serverUrl: real.url, refreshIntervalSeconds: 0, logger: quietLogger, fetch: recording, events: false, tracer: false });
+  closers.push(() => guard.shutdown());
+  return { guard, sent };
+}
+
 describe('AI SDK: the session of a generateText call (eleventh pass)', () => {
   it('gives a call that begins with the very messages of another call (constants) and goes on with its own request its own session', async () => {
     const { sessionsOf } = await chatBot();
@@ -68,5 +77,47 @@ describe('AI SDK: the session of a generateText call (eleventh pass)', () => {
     // The job's conversation going on (its answers, then a new request) stays the job's.
     const next = await sessionsOf([SYSTEM, TASK, ...job.result.response.messages, { role: 'user', content: 'and then?' }]);
     expect(next.sessions).toEqual(job.sessions);
+  });
+});
+
+/** A model that asks for lookup, then pay, then answers. */
+class LookThenPay implements Model {
+  #turn = 0;
+  async getResponse(): Promise<ModelResponse> {
+    this.#turn++;
+    const output: ModelResponse['output'] =
+      this.#turn === 1 ? [{ type: 'function_call', callId: 'call-look', name: 'lookup', arguments: '{"q":1}', status: 'completed' }]
+      : this.#turn === 2 ? [{ type: 'function_call', callId: 'call-pay', name: 'pay', arguments: '{"q":2}', status: 'completed' }]
+      : [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'done' }] }];
+    return { usage: new Usage(), output };
+  }
+  // eslint-disable-next-line require-yield
+  async *getStreamedResponse(): AsyncIterable<never> {
+    throw new Error('not scripted for streaming');
+  }
+}
+
+describe('OpenAI Agents: the session of a run (eleventh pass)', () => {
+  it('with tracing off, a run resumed from its stored state after an approval goes on in its session', async () => {
+    setTracingDisabled(true);
+    const { guard, sent } = await recordingGuard();
+    const agent = new Agent({
+      name: 'payer',
+      model: new LookThenPay(),
+      tools: [
+        agentTool({ name: 'lookup', description: 'look up', parameters: z.object({ q: z.number() }), execute: async ({ q }) => `found ${q}`, ...guardrailsFor(guard) }),
+        agentTool({ name: 'pay', description: 'pay', parameters: z.object({ q: z.number() }), execute: async ({ q }) => `paid ${q}`, ...guardrailsFor(guard, { toolName: 'pay', needsApproval: true }) }),
+      ],
+    });
+    const runner = new Runner({ tracingDisabled: true });
+    const first = await runner.run(agent, 'look, then pay');
+    expect(first.interruptions).toHaveLength(1);
+    // The application stores the run while a person decides, and resumes it from the store.
+    const state = await RunState.fromString(agent, first.state.toString());
+    state.approve(state.getInterruptions()[0]!);
+    const resumed = await runner.run(agent, state);
+    expect(resumed.finalOutput).toBe('done');
+    expect(sent).toHaveLength(4);
+    expect(new Set(sent).size).toBe(1);
   });
 });
