@@ -24,7 +24,7 @@
  * one session, unless `sessionId` is given (here or to `init`). The call is told by its
  * messages, the objects the AI SDK hands every step of the call: a step whose messages
  * begin with the very objects of an earlier step's, in order, and go on with that step's
- * answer (the model's message asking for its tool calls), continues its session; a call
+ * answer (the model's message, asking for its tool calls if for any), continues its session; a call
  * over other messages, over the very same ones again, or over them and then a request of
  * its own, starts another.
  * Model steps (guardModel) take the given sessionId only.
@@ -243,7 +243,8 @@ function ownOf(messages: readonly unknown[], found: readonly StepMessages[]): st
 /**
  * Whether `messages` are those of the step `earlier` was handed (the AI SDK hands every
  * tool of one step the same list), or begin with its very objects, in order, and go on
- * with that step's answer (the model's message asking for a tool call the step ran).
+ * with that step's answer (the model's message, asking for a tool call the step ran if it
+ * asks for any).
  * Another list of the same objects is another call over the same messages (a scheduled
  * job's prompt held in a constant), not a later step: every step adds the model's answer.
  * So is a list that goes on with anything else: a user's call may begin with the very
@@ -255,12 +256,15 @@ function continues(messages: readonly unknown[], earlier: readonly unknown[]): b
   return earlier.length < messages.length && earlier.every((m, i) => messages[i] === m) && answers(messages[earlier.length], stepCalls.get(earlier));
 }
 
-/** Whether the message is the model's, asking for one of the tool calls. */
+/**
+ * Whether the message is the model's answer to the step: asking for one of the tool calls
+ * the step ran, or (a conversation that keeps only the text of the answers) for none.
+ */
 function answers(message: unknown, calls: ReadonlySet<string> | undefined): boolean {
-  if (calls === undefined) return false;
   const { role, content } = (message ?? {}) as { role?: unknown; content?: unknown };
-  if (role !== 'assistant' || !Array.isArray(content)) return false;
-  return content.some((part: { type?: unknown; toolCallId?: unknown } | null) => part?.type === 'tool-call' && typeof part.toolCallId === 'string' && calls.has(part.toolCallId));
+  if (role !== 'assistant') return false;
+  const asked = Array.isArray(content) ? (content as Array<{ type?: unknown; toolCallId?: unknown } | null>).filter((part) => part?.type === 'tool-call') : [];
+  return asked.length === 0 || asked.some((part) => typeof part!.toolCallId === 'string' && calls?.has(part!.toolCallId) === true);
 }
 
 async function collect(stream: AsyncIterable<unknown>): Promise<unknown[]> {

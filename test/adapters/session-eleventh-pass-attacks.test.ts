@@ -77,6 +77,9 @@ describe('AI SDK: the session of a generateText call (eleventh pass)', () => {
     // The job's conversation going on (its answers, then a new request) stays the job's.
     const next = await sessionsOf([SYSTEM, TASK, ...job.result.response.messages, { role: 'user', content: 'and then?' }]);
     expect(next.sessions).toEqual(job.sessions);
+    // So does a conversation that keeps only the text of the answers.
+    const text = await sessionsOf([SYSTEM, TASK, { role: 'assistant', content: job.result.text }, { role: 'user', content: 'and then?' }]);
+    expect(text.sessions).toEqual(job.sessions);
   });
 });
 
