@@ -24,9 +24,9 @@
  * one session, unless `sessionId` is given (here or to `init`). The call is told by its
  * messages, the objects the AI SDK hands every step of the call: a step whose messages
  * begin with the very objects of an earlier step's, in order, and go on with that step's
- * answer (the model's message, asking for its tool calls if for any), continues its session; a call
- * over other messages, over the very same ones again, or over them and then a request of
- * its own, starts another.
+ * answer (the model's message, asking for its tool calls if for any), continues its
+ * session; a call over other messages, over the very same ones again, or over them and
+ * then a request of its own, starts another.
  * Model steps (guardModel) take the given sessionId only.
  */
 import type { LanguageModelMiddleware, ModelMessage, ToolExecutionOptions, ToolSet } from 'ai';
