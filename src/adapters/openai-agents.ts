@@ -172,7 +172,7 @@ async function sessionOfRun(context: object, callId?: string): Promise<string> {
     if (trace.traceId) return derivedSessionId('openai-agents:trace', trace.traceId);
   }
   let id = runSessions.get(context);
-  if (id === undefined) runSessions.set(context, (id = resumedSession(context) ?? `openai-agents:run:${globalThis.crypto.randomUUID()}`));
+  if (id === undefined) runSessions.set(context, (id = resumedSession(context, callId) ?? `openai-agents:run:${globalThis.crypto.randomUUID()}`));
   if (typeof callId === 'string' && callId !== '') {
     callSessions.delete(callId);
     callSessions.set(callId, id);
@@ -182,23 +182,26 @@ async function sessionOfRun(context: object, callId?: string): Promise<string> {
 }
 
 /**
- * The session of a call the context's approvals name (approved or rejected), checked in an
- * earlier run. Only the approvals: a new run has none, so a call id another run's model
- * also gave joins no session.
+ * The session of a resumed run (its context holds approvals): that of a call the approvals
+ * name (approved or rejected), else of the call being checked, checked in an earlier run
+ * (an approval for every call of a tool names none). Only a resumed run: a new one has no
+ * approvals, so a call id another run's model also gave joins no session.
  */
-function resumedSession(context: object): string | undefined {
+function resumedSession(context: object, callId: string | undefined): string | undefined {
   const approvals = (context as { toJSON?: () => { approvals?: unknown } }).toJSON?.().approvals;
   if (typeof approvals !== 'object' || approvals === null) return undefined;
-  for (const record of Object.values(approvals as Record<string, { approved?: unknown; rejected?: unknown }>)) {
+  const records = Object.values(approvals as Record<string, { approved?: unknown; rejected?: unknown } | null>);
+  if (records.length === 0) return undefined;
+  for (const record of records) {
     for (const ids of [record?.approved, record?.rejected]) {
       if (!Array.isArray(ids)) continue;
-      for (const callId of ids) {
-        const id = typeof callId === 'string' ? callSessions.get(callId) : undefined;
+      for (const named of ids) {
+        const id = typeof named === 'string' ? callSessions.get(named) : undefined;
         if (id !== undefined) return id;
       }
     }
   }
-  return undefined;
+  return typeof callId === 'string' ? callSessions.get(callId) : undefined;
 }
 
 /** The trace id the SDK gives every run while tracing is off. */

@@ -101,7 +101,7 @@ class LookThenPay implements Model {
 }
 
 describe('OpenAI Agents: the session of a run (eleventh pass)', () => {
-  it('with tracing off, a run resumed from its stored state after an approval goes on in its session', async () => {
+  it.each([false, true])('with tracing off, a run resumed from its stored state after an approval goes on in its session (approve every call: %s)', async (alwaysApprove) => {
     setTracingDisabled(true);
     const { guard, sent } = await recordingGuard();
     const agent = new Agent({
@@ -117,7 +117,7 @@ describe('OpenAI Agents: the session of a run (eleventh pass)', () => {
     expect(first.interruptions).toHaveLength(1);
     // The application stores the run while a person decides, and resumes it from the store.
     const state = await RunState.fromString(agent, first.state.toString());
-    state.approve(state.getInterruptions()[0]!);
+    state.approve(state.getInterruptions()[0]!, { alwaysApprove });
     const resumed = await runner.run(agent, state);
     expect(resumed.finalOutput).toBe('done');
     expect(sent).toHaveLength(4);
