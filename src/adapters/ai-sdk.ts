@@ -23,8 +23,10 @@
  * Sessions (docs/sessions.md): the tool steps of one generateText or streamText call share
  * one session, unless `sessionId` is given (here or to `init`). The call is told by its
  * messages, the objects the AI SDK hands every step of the call: a step whose messages
- * begin with the very objects of an earlier step's, in order, and go on, continues its
- * session; a call over other messages, or over the very same ones again, starts another.
+ * begin with the very objects of an earlier step's, in order, and go on with that step's
+ * answer (the model's message, asking for its tool calls if for any), continues its
+ * session; a call over other messages, over the very same ones again, or over them and
+ * then a request of its own, starts another.
  * Model steps (guardModel) take the given sessionId only.
  */
 import type { LanguageModelMiddleware, ModelMessage, ToolExecutionOptions, ToolSet } from 'ai';
@@ -184,6 +186,9 @@ function sessionOfCall(callOptions: { messages?: readonly unknown[]; toolCallId?
   id ??= `ai-sdk:${globalThis.crypto.randomUUID()}`;
   const toolCallId = callOptions?.toolCallId;
   if (typeof toolCallId === 'string') {
+    const calls = stepCalls.get(messages);
+    if (calls === undefined) stepCalls.set(messages, new Set([toolCallId]));
+    else calls.add(toolCallId);
     toolCallSessions.set(toolCallId, id);
     if (toolCallSessions.size > TOOL_CALLS_KEPT) toolCallSessions.delete(toolCallSessions.keys().next().value!);
   }
@@ -211,6 +216,14 @@ function remember(message: object, id: string, messages: readonly unknown[]): vo
  * the very same messages (two runs of a scheduled job) once both are under way.
  */
 const toolCallSessions = new Map<string, string>();
+
+/**
+ * The ids of the tool calls each step ran, by the list of messages the step was handed
+ * (weak: they go with the step's messages). A later step of the call, and a call that
+ * goes on with its conversation, follow the step's messages with its answer: the model's
+ * message asking for these calls.
+ */
+const stepCalls = new WeakMap<readonly unknown[], Set<string>>();
 const TOOL_CALLS_KEPT = 10_000;
 
 /** Of several sessions whose steps the messages go on from, the one that ran their tool calls; else the newest. */
@@ -229,12 +242,29 @@ function ownOf(messages: readonly unknown[], found: readonly StepMessages[]): st
 
 /**
  * Whether `messages` are those of the step `earlier` was handed (the AI SDK hands every
- * tool of one step the same list), or begin with its very objects, in order, and go on.
+ * tool of one step the same list), or begin with its very objects, in order, and go on
+ * with that step's answer (the model's message, asking for a tool call the step ran if it
+ * asks for any).
  * Another list of the same objects is another call over the same messages (a scheduled
  * job's prompt held in a constant), not a later step: every step adds the model's answer.
+ * So is a list that goes on with anything else: a user's call may begin with the very
+ * objects another call was made of (a system prompt and a task held in constants) and add
+ * its own request.
  */
 function continues(messages: readonly unknown[], earlier: readonly unknown[]): boolean {
-  return earlier === messages || (earlier.length < messages.length && earlier.every((m, i) => messages[i] === m));
+  if (earlier === messages) return true;
+  return earlier.length < messages.length && earlier.every((m, i) => messages[i] === m) && answers(messages[earlier.length], stepCalls.get(earlier));
+}
+
+/**
+ * Whether the message is the model's answer to the step: asking for one of the tool calls
+ * the step ran, or (a conversation that keeps only the text of the answers) for none.
+ */
+function answers(message: unknown, calls: ReadonlySet<string> | undefined): boolean {
+  const { role, content } = (message ?? {}) as { role?: unknown; content?: unknown };
+  if (role !== 'assistant') return false;
+  const asked = Array.isArray(content) ? (content as Array<{ type?: unknown; toolCallId?: unknown } | null>).filter((part) => part?.type === 'tool-call') : [];
+  return asked.length === 0 || asked.some((part) => typeof part!.toolCallId === 'string' && calls?.has(part!.toolCallId) === true);
 }
 
 async function collect(stream: AsyncIterable<unknown>): Promise<unknown[]> {

@@ -23,7 +23,8 @@
  * Sessions (docs/sessions.md): unless `sessionId` is given (here or to `init`), a run's
  * steps belong to the session of its trace's group id (a conversation spanning runs, set
  * with the run's `groupId`), else of its trace id (one per run), else (tracing off) of
- * the run itself.
+ * the run itself; a run resumed from its stored state goes on in the session of the calls
+ * it approves (known to this process only).
  */
 import type {
   getCurrentTrace,
@@ -90,7 +91,7 @@ export function guardrailsFor(guard: GuardAgent, options: GuardrailsOptions = {}
           const step = stepOf(toolCall);
           // The verdict needsApproval kept for this call: the call is checked (and counted) once.
           const kept = takeVerdict(guard, toolCall.callId, step);
-          return behaviour(kept ?? (await decide(guard, step, 'pre', options, await sessionOfRun(context))));
+          return behaviour(kept ?? (await decide(guard, step, 'pre', options, await sessionOfRun(context, toolCall.callId))));
         },
       },
     ],
@@ -98,7 +99,7 @@ export function guardrailsFor(guard: GuardAgent, options: GuardrailsOptions = {}
       {
         type: 'tool_output',
         name: 'guardctl',
-        run: async ({ context, toolCall, output }) => behaviour(await decide(guard, { ...stepOf(toolCall), output }, 'post', options, await sessionOfRun(context))),
+        run: async ({ context, toolCall, output }) => behaviour(await decide(guard, { ...stepOf(toolCall), output }, 'post', options, await sessionOfRun(context, toolCall.callId))),
       },
     ],
   };
@@ -115,11 +116,14 @@ export function guardrailsFor(guard: GuardAgent, options: GuardrailsOptions = {}
 function approvalCheck(guard: GuardAgent, name: string, options: GuardrailsOptions): ApprovalFunction {
   const own = options.needsApproval;
   return async (runContext, input, callId) => {
+    // The call is known to its run's session before the run can be interrupted for it: a
+    // run resumed from its stored state (a new context) goes on in that session.
+    const derived = await sessionOfRun(runContext, callId);
     if (own === true || (typeof own === 'function' && (await own(runContext, input, callId)))) return true;
     if (callId === undefined) return false; // nothing to tie a verdict to: the input guardrail checks the call
     // The SDK passes the parsed arguments, the guardrail reads the call's JSON text: as JSON they are the same step.
     const step: StepInput = { type: 'tool', name, input: JSON.parse(JSON.stringify(input ?? null)) as unknown };
-    const sessionId = sessionOf(guard, options, await sessionOfRun(runContext));
+    const sessionId = sessionOf(guard, options, derived);
     const verdict = await guard.verdict(step, 'pre', sessionId === undefined ? {} : { sessionId });
     report(options, step, 'pre', verdict, sessionId);
     if (isPendingAsk(verdict)) {
@@ -146,10 +150,19 @@ let readTrace: typeof getCurrentTrace | undefined;
 const runSessions = new WeakMap<object, string>();
 
 /**
- * The run's trace group id (a conversation), else its trace id, else (tracing off: every
- * run has the same no-op trace) one id per run context.
+ * Sessions of runs whose trace says nothing, by the ids of the tool calls checked in them:
+ * a run resumed from its stored state (`RunState.fromString`, after a person answered its
+ * interruption) has a new context, and goes on in the session of the calls it approves.
  */
-async function sessionOfRun(context: object): Promise<string> {
+const callSessions = new Map<string, string>();
+const CALLS_KEPT = 10_000;
+
+/**
+ * The run's trace group id (a conversation), else its trace id, else (tracing off: every
+ * run has the same no-op trace) one id per run context: that of the calls the context's
+ * approvals name when the run was resumed, else a new one.
+ */
+async function sessionOfRun(context: object, callId?: string): Promise<string> {
   // Loaded on first use: importing this adapter needs no @openai/agents (it is an optional
   // peer of @guardctl/sdk), and a run that reaches here has it loaded already.
   readTrace ??= (await import('@openai/agents')).getCurrentTrace;
@@ -159,8 +172,36 @@ async function sessionOfRun(context: object): Promise<string> {
     if (trace.traceId) return derivedSessionId('openai-agents:trace', trace.traceId);
   }
   let id = runSessions.get(context);
-  if (id === undefined) runSessions.set(context, (id = `openai-agents:run:${globalThis.crypto.randomUUID()}`));
+  if (id === undefined) runSessions.set(context, (id = resumedSession(context, callId) ?? `openai-agents:run:${globalThis.crypto.randomUUID()}`));
+  if (typeof callId === 'string' && callId !== '') {
+    callSessions.delete(callId);
+    callSessions.set(callId, id);
+    if (callSessions.size > CALLS_KEPT) callSessions.delete(callSessions.keys().next().value!);
+  }
   return id;
+}
+
+/**
+ * The session of a resumed run (its context holds approvals): that of a call the approvals
+ * name (approved or rejected), else of the call being checked, checked in an earlier run
+ * (an approval for every call of a tool names none). Only a resumed run: a new one has no
+ * approvals, so a call id another run's model also gave joins no session.
+ */
+function resumedSession(context: object, callId: string | undefined): string | undefined {
+  const approvals = (context as { toJSON?: () => { approvals?: unknown } }).toJSON?.().approvals;
+  if (typeof approvals !== 'object' || approvals === null) return undefined;
+  const records = Object.values(approvals as Record<string, { approved?: unknown; rejected?: unknown } | null>);
+  if (records.length === 0) return undefined;
+  for (const record of records) {
+    for (const ids of [record?.approved, record?.rejected]) {
+      if (!Array.isArray(ids)) continue;
+      for (const named of ids) {
+        const id = typeof named === 'string' ? callSessions.get(named) : undefined;
+        if (id !== undefined) return id;
+      }
+    }
+  }
+  return typeof callId === 'string' ? callSessions.get(callId) : undefined;
 }
 
 /** The trace id the SDK gives every run while tracing is off. */
