@@ -19,10 +19,12 @@ export function looseKeyOf(id: RequestId): string {
 /**
  * A method as a lenient server might read it: case, width, whitespace, control characters
  * (a NUL ends the string for a C server) and invisible ones (format characters, variation
- * selectors, combining joiners, fillers: every default-ignorable code point) folded.
+ * selectors, combining joiners, fillers: every default-ignorable code point) folded. Case is
+ * folded through the upper case first: a server comparing upper cases (.NET's
+ * OrdinalIgnoreCase) reads the dotless `ı` as `i` and `ß` as `ss`, which lower case keeps apart.
  */
 export function folded(method: string): string {
-  return method.normalize('NFKC').toLowerCase().replace(/[\s\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}]/gu, '');
+  return method.normalize('NFKC').toUpperCase().toLowerCase().replace(/[\s\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}]/gu, '');
 }
 
 /** A name for logs and errors, its invisible and non-ASCII characters written as escapes. */

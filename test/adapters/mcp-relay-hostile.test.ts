@@ -544,3 +544,20 @@ describe('a tools/list answer with entries that are not tools', () => {
     expect(JSON.stringify(await answerTo(2))).toContain('"isError":true');
   });
 });
+
+describe('a name spelt with a letter whose upper case is an ASCII one', () => {
+  it("is refused as an argument or a parameter: a server comparing names by their upper case (.NET's OrdinalIgnoreCase) reads 'ı' as 'i' and 'ß' as 'ss'", async () => {
+    const tool = { name: 'query', inputSchema: { type: 'object', properties: { file: { type: 'string' }, class: { type: 'string' } } } };
+    const { send, answerTo, seenByServer } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'read' }] } }), undefined, undefined, [tool]);
+    const requests = [
+      { method: 'tools/call', params: { name: 'query', arguments: { file: 'notes', 'f\u0131le': 'secrets' } } },
+      { method: 'tools/call', params: { name: 'query', arguments: { 'cla\u00df': 'secrets' } } },
+      { method: 'resources/read', params: { uri: 'db://public', 'ur\u0131': 'db://secrets' } },
+    ];
+    for (const [i, request] of requests.entries()) {
+      await send({ jsonrpc: '2.0', id: i + 1, ...request });
+      expect(JSON.stringify(await answerTo(i + 1)), JSON.stringify(request)).toMatch(/"isError":true|"error"/);
+    }
+    expect(seenByServer.filter((m) => 'method' in m && m.method !== 'tools/list')).toEqual([]);
+  });
+});
