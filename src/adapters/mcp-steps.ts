@@ -110,6 +110,11 @@ export function stepOf(method: string, params: Record<string, unknown> | undefin
       if (uri.includes('#') || (uri.startsWith('file:') && uri.includes('?'))) {
         return invalid('resources/read params.uri must not hold a fragment (#), nor a file: URI a query (?)', `its uri ${shown(uri)} holds a fragment or a file: query`);
       }
+      // A file is opened by its path, where an empty segment is no segment (/srv//secrets is
+      // /srv/secrets) and a server that decodes the path (unquote) reads `%2F` as a separator.
+      if (uri.startsWith('file:') && URL.canParse(uri) && /\/\/|%2f|%5c/i.test(new URL(uri).pathname)) {
+        return invalid('resources/read params.uri must not hold an empty segment (//) or an encoded separator (%2F, %5C) in a file: path', `its uri ${shown(uri)} holds an empty segment or an encoded separator in a file: path`);
+      }
       // A server that drops the user part reads https://any@host/x as https://host/x.
       if (URL.canParse(uri) && (new URL(uri).username !== '' || new URL(uri).password !== '')) {
         return invalid('resources/read params.uri must not hold a user name or password (user@)', `its uri ${shown(uri)} holds a user name or password`);

@@ -154,6 +154,17 @@ describe('resources/read and prompts/get are steps', () => {
     expect(sawMethod('resources/read')).toHaveLength(0);
   });
 
+  it('refuses a file: URI whose path holds an empty segment or an encoded separator, which the file system or a server decoding the path reads as another path', async () => {
+    const { client, sawMethod } = await setup();
+    // open('/srv//secrets') opens /srv/secrets; unquote('/srv%2Fsecrets') is /srv/secrets: a control scoped to file:///srv/secrets would not see either read.
+    for (const uri of ['file:///srv//secrets', 'file:////srv/secrets', 'file:///srv/secrets//x', 'file:///srv%2Fsecrets', 'file:///srv%2fsecrets/x', 'file:///srv%5Csecrets']) {
+      const error = await client.request({ method: 'resources/read', params: { uri } }, ReadResourceResultSchema).catch((e: unknown) => e);
+      expect(error, JSON.stringify(uri)).toBeInstanceOf(McpError);
+      expect((error as McpError).code, JSON.stringify(uri)).toBe(ErrorCode.InvalidParams);
+    }
+    expect(sawMethod('resources/read')).toHaveLength(0);
+  });
+
   it('withholds a resource whose content a post control denies, and never shows the key', async () => {
     const { client } = await setup();
     const error = await client.readResource({ uri: 'db://keys' }).catch((e: unknown) => e);
