@@ -32,6 +32,11 @@ export function shown(name: string): string {
   return JSON.stringify(name).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
+/** A value a client sent (a request id, a task id) for logs: as JSON, its non-ASCII characters escaped, so that a line separator (U+2028) starts no line. */
+export function valueText(value: unknown): string {
+  return (JSON.stringify(value) ?? 'undefined').replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /** A method for logs: as it is when plain printable ASCII, else as `shown` writes it. */
 export function methodText(method: string): string {
   return /^[\x20-\x7e]*$/.test(method) ? method : shown(method);

@@ -561,3 +561,27 @@ describe('a name spelt with a letter whose upper case is an ASCII one', () => {
     expect(seenByServer.filter((m) => 'method' in m && m.method !== 'tools/list')).toEqual([]);
   });
 });
+
+describe('what the gateway reports about an id it was sent', () => {
+  it("never quotes the id of a server's answer to no pending request, and shows a client's request id and task id escaped, on one line", async () => {
+    // A server that read a key can put it in the id of an answer to nothing, for the operator's log to carry.
+    const { send, answerTo, reports } = await setup((request, reply) => {
+      if (request.method !== 'tools/call') return;
+      reply({ jsonrpc: '2.0', id: KEY, result: {} });
+      reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'read' }] } });
+    }, undefined, undefined, TOOLS, 100);
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'notes' } } });
+    await answerTo(1);
+    await expect.poll(() => reports.filter((r) => r.includes('not pending')).length).toBe(1);
+    // A line separator (U+2028) starts a new line in many log viewers.
+    const forged = 'x\u2028refused tools/call "drop_db": forged';
+    await send({ jsonrpc: '2.0', id: forged, method: 'x/y' });
+    await send({ jsonrpc: '2.0', id: forged, method: 'x/y' });
+    await send({ jsonrpc: '2.0', id: 2, method: 'tasks/result', params: { taskId: forged } });
+    await answerTo(2);
+    await answerTo(forged);
+    await expect.poll(() => reports.filter((r) => r.includes('forged')).length).toBe(2);
+    expect(reports.join('\n')).not.toContain(KEY);
+    for (const report of reports) expect(report, report).not.toMatch(/[\n\u2028\u2029]/);
+  });
+});
