@@ -493,6 +493,22 @@ describe('an argument named another way', () => {
     expect(JSON.stringify(await answerTo(9))).toContain('"text":"read"');
   });
 
+  it("is refused inside the values of a map whose schema declares the parameter (additionalProperties, as Pydantic writes dict[str, Model])", async () => {
+    const options = { type: 'object', properties: { path: { type: 'string' } } };
+    const mapping = { name: 'query', inputSchema: { type: 'object', $defs: { Options: options }, properties: {
+      files: { type: 'object', additionalProperties: { $ref: '#/$defs/Options' } },
+    } } };
+    const { send, answerTo, seenByServer } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'read' }] } }), undefined, undefined, [mapping]);
+    const spellings = [{ files: { main: { PATH: 'secrets' } } }, { files: { main: { path: 'notes', Path: 'secrets' } } }];
+    for (const [i, args] of spellings.entries()) {
+      await send({ jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: 'query', arguments: args } });
+      expect(JSON.stringify(await answerTo(i + 1)), JSON.stringify(args)).toMatch(/"isError":true|"error"/);
+    }
+    expect(seenByServer.filter((m) => 'method' in m && m.method === 'tools/call')).toEqual([]);
+    await send({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'query', arguments: { files: { main: { path: 'notes' }, other: null, PATH: { path: 'x' } } } } });
+    expect(JSON.stringify(await answerTo(9))).toContain('"text":"read"');
+  });
+
   it('passes arguments named as declared, and ones the schema does not name at all', async () => {
     const { send, answerTo, seenByServer } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'read' }] } }));
     await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'notes', encoding: 'utf8', verbose: true } } });
