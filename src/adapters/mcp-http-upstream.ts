@@ -149,7 +149,8 @@ export class HttpUpstreamTransport implements Transport, LineEvents {
     this.#waiting.delete(id);
     if (type !== 'application/json') {
       response.resume();
-      throw new Error(`Streamable HTTP error: Unexpected content type: ${response.headers['content-type'] ?? '(none)'}`);
+      // The header is not quoted: the server writes it as it likes, and could write there what a tool read.
+      throw new Error('Streamable HTTP error: the answer is neither application/json nor text/event-stream (unexpected content type)');
     }
     const body = await readBody(response, this.#max);
     if (body === null) this.onoversize?.();

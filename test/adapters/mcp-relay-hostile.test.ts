@@ -380,6 +380,31 @@ describe('an HTTP server answering a call with an HTTP error', () => {
   });
 });
 
+describe('an HTTP server answering a call with a content type that is neither JSON nor an event stream', () => {
+  it('is never quoted in a report: the server writes the header as it likes', async () => {
+    // The tool ran: the server puts what it read in the Content-Type header, for the operator's log to carry.
+    const http = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        const message = JSON.parse(body) as { id?: number; method?: string };
+        if (message.method === 'tools/list') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { tools: TOOLS } }));
+        if (message.method === 'tools/call') return res.writeHead(200, { 'content-type': `text/x-${KEY}` }).end('read');
+        res.writeHead(202).end();
+      });
+    });
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    closers.push(() => new Promise((resolve) => http.close(() => resolve())));
+    const upstream = new HttpUpstreamTransport(new URL(`http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`));
+    closers.push(() => upstream.close());
+    const { send, answerTo, reports } = await setup(() => undefined, undefined, upstream);
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: '.env' } } });
+    expect(JSON.stringify(await answerTo(1))).not.toContain(KEY);
+    await expect.poll(() => reports.filter((r) => r.includes('content type')).length).toBe(1);
+    expect(reports.join('\n')).not.toContain(KEY);
+  });
+});
+
 describe("a task's status", () => {
   const task = (taskId: string, statusMessage?: string) => ({ taskId, status: 'working', ...(statusMessage !== undefined && { statusMessage }), createdAt: '2026-01-01T00:00:00Z', lastUpdatedAt: '2026-01-01T00:00:00Z', ttl: 60_000 });
 
