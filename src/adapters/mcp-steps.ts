@@ -115,6 +115,10 @@ export function stepOf(method: string, params: Record<string, unknown> | undefin
       if (uri.startsWith('file:') && URL.canParse(uri) && /\/\/|%2f|%5c/i.test(new URL(uri).pathname)) {
         return invalid('resources/read params.uri must not hold an empty segment (//) or an encoded separator (%2F, %5C) in a file: path', `its uri ${shown(uri)} holds an empty segment or an encoded separator in a file: path`);
       }
+      // A host name ending in a dot is the same host to DNS: https://example.com./x is https://example.com/x.
+      if (/^(?:https?|wss?|ftp):/.test(uri) && URL.canParse(uri) && new URL(uri).hostname.endsWith('.')) {
+        return invalid('resources/read params.uri must not end its host name with a dot', `its uri ${shown(uri)} ends its host name with a dot`);
+      }
       // A server that drops the user part reads https://any@host/x as https://host/x.
       if (URL.canParse(uri) && (new URL(uri).username !== '' || new URL(uri).password !== '')) {
         return invalid('resources/read params.uri must not hold a user name or password (user@)', `its uri ${shown(uri)} holds a user name or password`);

@@ -165,6 +165,16 @@ describe('resources/read and prompts/get are steps', () => {
     expect(sawMethod('resources/read')).toHaveLength(0);
   });
 
+  it('refuses a web URI whose host name ends in a dot, which DNS resolves as the host without it', async () => {
+    const { client, sawMethod } = await setup();
+    for (const uri of ['https://example.com./secrets', 'http://example.com../secrets', 'https://example.com%2E/secrets']) {
+      const error = await client.request({ method: 'resources/read', params: { uri } }, ReadResourceResultSchema).catch((e: unknown) => e);
+      expect(error, JSON.stringify(uri)).toBeInstanceOf(McpError);
+      expect((error as McpError).code, JSON.stringify(uri)).toBe(ErrorCode.InvalidParams);
+    }
+    expect(sawMethod('resources/read')).toHaveLength(0);
+  });
+
   it('withholds a resource whose content a post control denies, and never shows the key', async () => {
     const { client } = await setup();
     const error = await client.readResource({ uri: 'db://keys' }).catch((e: unknown) => e);
