@@ -86,6 +86,9 @@ export function stepOf(method: string, params: Record<string, unknown> | undefin
           `its arguments are ${args === null ? 'null' : Array.isArray(args) ? 'an array' : `a ${typeof args}`}, not an object`,
         );
       }
+      if (holdsProto(args)) {
+        return invalid('tools/call params.arguments must not hold a key named __proto__', 'its arguments hold a key named __proto__, which a JavaScript server copying them (Object.assign) reads as inherited parameters');
+      }
       // A call that carries no arguments is a step with no input: null, as everywhere else.
       return { ok: true, step: step('tool', name, args ?? null), task: params?.task !== undefined };
     }
@@ -162,6 +165,24 @@ export function toolError(id: RequestId, text: string): JSONRPCMessage {
 export function stepText(step: StepInput): string {
   const method = step.type === 'resource' ? 'resources/read' : step.type === 'prompt' ? 'prompts/get' : 'tools/call';
   return `${method} ${shown(step.name)}`;
+}
+
+/**
+ * Whether a value holds a key named `__proto__` at any depth. JSON gives it as a key like any
+ * other, which a control reading `input.path` does not look into; a JavaScript server copying
+ * the arguments with Object.assign sets it as the copy's prototype, and reads `path` from it.
+ */
+function holdsProto(value: unknown): boolean {
+  // Walked without recursion: a client's arguments may nest deeper than the stack.
+  const todo: unknown[] = [value];
+  while (todo.length > 0) {
+    const at = todo.pop();
+    if (typeof at !== 'object' || at === null) continue;
+    if (!Array.isArray(at) && Object.hasOwn(at, '__proto__')) return true;
+    // One at a time: spreading an array of a million items would overflow the call's arguments.
+    for (const item of Array.isArray(at) ? at : Object.values(at)) todo.push(item);
+  }
+  return false;
 }
 
 function invalid(message: string, report?: string): StepOf {

@@ -542,6 +542,19 @@ describe('an argument named another way', () => {
   });
 });
 
+describe('an argument named __proto__', () => {
+  it("is refused at any depth: a JavaScript server copying the arguments with Object.assign reads what it holds as inherited parameters", async () => {
+    const { send, answerTo, seenByServer } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'read' }] } }));
+    // Object.assign({ encoding: 'utf8' }, args).path is 'secrets', while a control reading input.path finds nothing.
+    const spellings = ['{"__proto__": {"path": "secrets"}}', '{"path": "notes", "encoding": {"__proto__": {"path": "secrets"}}}', '{"path": "notes", "encoding": [{"__proto__": {}}]}'];
+    for (const [i, args] of spellings.entries()) {
+      await send({ jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: 'read_file', arguments: JSON.parse(args) as Record<string, unknown> } });
+      expect(JSON.stringify(await answerTo(i + 1)), args).toMatch(/"isError":true|"error"/);
+    }
+    expect(seenByServer.filter((m) => 'method' in m && m.method === 'tools/call')).toEqual([]);
+  });
+});
+
 describe('a parameter of a checked request named another way', () => {
   it('is refused when it folds to one the gateway reads (name, arguments, uri, taskId): a lenient server reads the last spelling', async () => {
     const { send, answerTo, seenByServer } = await setup((request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'ran' }] } }));
