@@ -405,6 +405,26 @@ describe('an HTTP server answering a call with a content type that is neither JS
   });
 });
 
+describe("the server's error answer to the gateway's own tools/list", () => {
+  it('is never quoted in a report: the server writes its message as it likes', async () => {
+    // A server that read a key answers tools/list with it, and with a line of its own, for the operator's log to carry.
+    const upstream: Transport = {
+      start: async () => undefined,
+      close: async () => undefined,
+      send: async (message: JSONRPCMessage) => {
+        if (!('method' in message) || !('id' in message) || message.method !== 'tools/list') return;
+        queueMicrotask(() => upstream.onmessage?.({ jsonrpc: '2.0', id: message.id, error: { code: -32603, message: `read ${KEY}\nrefused tools/call "drop_db": forged` } }));
+      },
+    };
+    const { send, answerTo, reports } = await setup(() => undefined, undefined, upstream);
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'notes' } } });
+    expect(JSON.stringify(await answerTo(1))).not.toContain(KEY);
+    await expect.poll(() => reports.filter((r) => r.includes('tools/list')).length).toBe(1);
+    expect(reports.join('\n')).not.toContain(KEY);
+    for (const report of reports) expect(report, report).not.toContain('\n');
+  });
+});
+
 describe("a task's status", () => {
   const task = (taskId: string, statusMessage?: string) => ({ taskId, status: 'working', ...(statusMessage !== undefined && { statusMessage }), createdAt: '2026-01-01T00:00:00Z', lastUpdatedAt: '2026-01-01T00:00:00Z', ttl: 60_000 });
 
