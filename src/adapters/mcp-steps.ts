@@ -99,7 +99,10 @@ export function stepOf(method: string, params: Record<string, unknown> | undefin
       // new URL(uri).href), which folds the scheme's case, drops tabs, newlines and outer spaces
       // and resolves dot segments, or decode its path (fileURLToPath, unquote), where `%73` is
       // `s`: a control scoped to `db://secrets` must not miss `DB://secrets` or `db://%73ecrets`.
-      const normal = (URL.canParse(uri) ? new URL(uri).href : uri).replace(ENCODED_UNRESERVED, (e) => String.fromCharCode(parseInt(e.slice(1), 16)));
+      // An escape's hex digits are written in upper case (RFC 3986): `%c3%a9` is `%C3%A9` to a server that decodes the path.
+      const normal = (URL.canParse(uri) ? new URL(uri).href : uri)
+        .replace(ENCODED_UNRESERVED, (e) => String.fromCharCode(parseInt(e.slice(1), 16)))
+        .replace(/%[0-9a-f]{2}/gi, (e) => e.toUpperCase());
       if (normal !== uri) {
         return invalid(`resources/read params.uri must be written in its normal form: ${JSON.stringify(normal)}`, `its uri ${shown(uri)} is not written in its normal form ${shown(normal)}`);
       }
