@@ -149,7 +149,8 @@ export class HttpUpstreamTransport implements Transport, LineEvents {
     this.#waiting.delete(id);
     if (type !== 'application/json') {
       response.resume();
-      throw new Error(`Streamable HTTP error: Unexpected content type: ${response.headers['content-type'] ?? '(none)'}`);
+      // The header is not quoted: the server writes it as it likes, and could write there what a tool read.
+      throw new Error('Streamable HTTP error: the answer is neither application/json nor text/event-stream (unexpected content type)');
     }
     const body = await readBody(response, this.#max);
     if (body === null) this.onoversize?.();
@@ -223,7 +224,9 @@ export class HttpUpstreamTransport implements Transport, LineEvents {
       if (this.#closed) return;
       this.#openStream(lastEventId, id).catch((error: unknown) => {
         if (this.#closed) return;
-        this.onerror?.(new Error(`Failed to reconnect SSE stream: ${error instanceof Error ? error.message : String(error)}`));
+        // An HTTP error stays one, so that a report shows its summary and never the server's text (its reason phrase).
+        const failed = 'Failed to reconnect SSE stream: ';
+        this.onerror?.(error instanceof HttpStatusError ? new HttpStatusError(error.status, failed + error.message, failed + error.summary) : new Error(failed + (error instanceof Error ? error.message : String(error))));
         this.#reconnect(lastEventId, tries + 1, id);
       });
     }, delay);

@@ -58,7 +58,9 @@ export class UpstreamRequests {
     return new Promise((resolve, reject) => {
       const own = (outcome: Outcome): void => {
         if ('result' in outcome) resolve(outcome.result);
-        else reject(new Error(`${method}: ${outcome.error.message}`));
+        // Its message is not quoted: the server writes it as it likes, and could write there what a tool read
+        // (a timeout or a lost server, the gateway's own words, is reported where it happens).
+        else reject(new Error(`${method} was answered with error ${Number(outcome.error.code)}`));
       };
       const pending: Pending = { ...newPending(null, method), own };
       // The id is replaced by forward.

@@ -35,7 +35,7 @@ import { InOrder } from './mcp-relay-order.js';
 import { RelayTasks } from './mcp-relay-tasks.js';
 import { UpstreamRequests } from './mcp-relay-upstream.js';
 import { CHECKED_METHODS, EXACT_METHODS, isCheckedMethodMisspelt, misnamedParameter, TASK_METHODS, refusal, stepOf, taskIdOf, toolError } from './mcp-steps.js';
-import { folded, messageOf, methodText, shown } from './mcp-text.js';
+import { folded, messageOf, methodText, shown, valueText } from './mcp-text.js';
 import { UpstreamTools } from './mcp-tools.js';
 
 export interface RelayOptions extends GatewayApprovalOptions {
@@ -134,7 +134,8 @@ export class McpRelay {
       const id = (message as { id?: RequestId }).id;
       const pending = this.#pending.ofUpstream(id);
       if (!pending) {
-        this.o.report(`dropped an answer of the MCP server to request ${JSON.stringify(id)}, which is not pending (answered already, timed out or cancelled)`);
+        // The id is not quoted: the server chooses it, and could write there what a tool read for the operator's log to carry.
+        this.o.report('dropped an answer of the MCP server to a request that is not pending (answered already, timed out or cancelled)');
         return;
       }
       this.#pending.settle(pending);
@@ -221,7 +222,7 @@ export class McpRelay {
 
   #request(request: JSONRPCRequest): void {
     if (this.#pending.ofClient(request.id)) {
-      this.o.report(`refused ${methodText(request.method)} (id ${JSON.stringify(request.id)}): a request with that id is already pending`);
+      this.o.report(`refused ${methodText(request.method)} (id ${valueText(request.id)}): a request with that id is already pending`);
       this.#answerError(request.id, ErrorCode.InvalidRequest, `request id ${JSON.stringify(request.id)} is already pending: give each request an id of its own`);
       return;
     }
@@ -338,7 +339,7 @@ export class McpRelay {
     const taskId = request.params?.taskId;
     const step = this.#tasks.stepOf(taskId);
     if (!step) {
-      this.o.report(`refused ${request.method} for task ${JSON.stringify(taskId)}: not a task started through this gateway, so what it answers could not be checked`);
+      this.o.report(`refused ${request.method} for task ${valueText(taskId)}: not a task started through this gateway, so what it answers could not be checked`);
       this.#pending.settle(pending);
       this.#answerError(request.id, ErrorCode.InvalidParams, `${request.method} is relayed only for a task started through this gateway (its answer is checked like the call's)`);
       return;

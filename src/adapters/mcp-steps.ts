@@ -86,6 +86,9 @@ export function stepOf(method: string, params: Record<string, unknown> | undefin
           `its arguments are ${args === null ? 'null' : Array.isArray(args) ? 'an array' : `a ${typeof args}`}, not an object`,
         );
       }
+      if (holdsProto(args)) {
+        return invalid('tools/call params.arguments must not hold a key named __proto__', 'its arguments hold a key named __proto__, which a JavaScript server copying them (Object.assign) reads as inherited parameters');
+      }
       // A call that carries no arguments is a step with no input: null, as everywhere else.
       return { ok: true, step: step('tool', name, args ?? null), task: params?.task !== undefined };
     }
@@ -96,7 +99,10 @@ export function stepOf(method: string, params: Record<string, unknown> | undefin
       // new URL(uri).href), which folds the scheme's case, drops tabs, newlines and outer spaces
       // and resolves dot segments, or decode its path (fileURLToPath, unquote), where `%73` is
       // `s`: a control scoped to `db://secrets` must not miss `DB://secrets` or `db://%73ecrets`.
-      const normal = (URL.canParse(uri) ? new URL(uri).href : uri).replace(ENCODED_UNRESERVED, (e) => String.fromCharCode(parseInt(e.slice(1), 16)));
+      // An escape's hex digits are written in upper case (RFC 3986): `%c3%a9` is `%C3%A9` to a server that decodes the path.
+      const normal = (URL.canParse(uri) ? new URL(uri).href : uri)
+        .replace(ENCODED_UNRESERVED, (e) => String.fromCharCode(parseInt(e.slice(1), 16)))
+        .replace(/%[0-9a-f]{2}/gi, (e) => e.toUpperCase());
       if (normal !== uri) {
         return invalid(`resources/read params.uri must be written in its normal form: ${JSON.stringify(normal)}`, `its uri ${shown(uri)} is not written in its normal form ${shown(normal)}`);
       }
@@ -109,6 +115,15 @@ export function stepOf(method: string, params: Record<string, unknown> | undefin
       // path alone (fileURLToPath drops the query): either would hide the resource read from a control scoped to it.
       if (uri.includes('#') || (uri.startsWith('file:') && uri.includes('?'))) {
         return invalid('resources/read params.uri must not hold a fragment (#), nor a file: URI a query (?)', `its uri ${shown(uri)} holds a fragment or a file: query`);
+      }
+      // A file is opened by its path, where an empty segment is no segment (/srv//secrets is
+      // /srv/secrets) and a server that decodes the path (unquote) reads `%2F` as a separator.
+      if (uri.startsWith('file:') && URL.canParse(uri) && /\/\/|%2f|%5c/i.test(new URL(uri).pathname)) {
+        return invalid('resources/read params.uri must not hold an empty segment (//) or an encoded separator (%2F, %5C) in a file: path', `its uri ${shown(uri)} holds an empty segment or an encoded separator in a file: path`);
+      }
+      // A host name ending in a dot is the same host to DNS: https://example.com./x is https://example.com/x.
+      if (/^(?:https?|wss?|ftp):/.test(uri) && URL.canParse(uri) && new URL(uri).hostname.endsWith('.')) {
+        return invalid('resources/read params.uri must not end its host name with a dot', `its uri ${shown(uri)} ends its host name with a dot`);
       }
       // A server that drops the user part reads https://any@host/x as https://host/x.
       if (URL.canParse(uri) && (new URL(uri).username !== '' || new URL(uri).password !== '')) {
@@ -153,6 +168,24 @@ export function toolError(id: RequestId, text: string): JSONRPCMessage {
 export function stepText(step: StepInput): string {
   const method = step.type === 'resource' ? 'resources/read' : step.type === 'prompt' ? 'prompts/get' : 'tools/call';
   return `${method} ${shown(step.name)}`;
+}
+
+/**
+ * Whether a value holds a key named `__proto__` at any depth. JSON gives it as a key like any
+ * other, which a control reading `input.path` does not look into; a JavaScript server copying
+ * the arguments with Object.assign sets it as the copy's prototype, and reads `path` from it.
+ */
+function holdsProto(value: unknown): boolean {
+  // Walked without recursion: a client's arguments may nest deeper than the stack.
+  const todo: unknown[] = [value];
+  while (todo.length > 0) {
+    const at = todo.pop();
+    if (typeof at !== 'object' || at === null) continue;
+    if (!Array.isArray(at) && Object.hasOwn(at, '__proto__')) return true;
+    // One at a time: spreading an array of a million items would overflow the call's arguments.
+    for (const item of Array.isArray(at) ? at : Object.values(at)) todo.push(item);
+  }
+  return false;
 }
 
 function invalid(message: string, report?: string): StepOf {

@@ -19,15 +19,22 @@ export function looseKeyOf(id: RequestId): string {
 /**
  * A method as a lenient server might read it: case, width, whitespace, control characters
  * (a NUL ends the string for a C server) and invisible ones (format characters, variation
- * selectors, combining joiners, fillers: every default-ignorable code point) folded.
+ * selectors, combining joiners, fillers: every default-ignorable code point) folded. Case is
+ * folded through the upper case first: a server comparing upper cases (.NET's
+ * OrdinalIgnoreCase) reads the dotless `ı` as `i` and `ß` as `ss`, which lower case keeps apart.
  */
 export function folded(method: string): string {
-  return method.normalize('NFKC').toLowerCase().replace(/[\s\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}]/gu, '');
+  return method.normalize('NFKC').toUpperCase().toLowerCase().replace(/[\s\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}]/gu, '');
 }
 
 /** A name for logs and errors, its invisible and non-ASCII characters written as escapes. */
 export function shown(name: string): string {
   return JSON.stringify(name).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** A value a client sent (a request id, a task id) for logs: as JSON, its non-ASCII characters escaped, so that a line separator (U+2028) starts no line. */
+export function valueText(value: unknown): string {
+  return (JSON.stringify(value) ?? 'undefined').replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /** A method for logs: as it is when plain printable ASCII, else as `shown` writes it. */

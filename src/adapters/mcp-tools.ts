@@ -109,6 +109,7 @@ export class UpstreamTools {
 }
 
 /** An object schema's declared properties, by their folded spelling. */
+const NO_PROPERTIES: Record<string, unknown> = Object.freeze({});
 const parametersOf = new WeakMap<object, Map<string, string>>();
 
 /**
@@ -116,8 +117,9 @@ const parametersOf = new WeakMap<object, Map<string, string>>();
  * for `path`), with that parameter; null when there is none. Some servers match argument
  * names loosely (Go's encoding/json matches any case, the last match winning), so a
  * control reading `input.path` would check one value while the tool acts on another. The
- * same holds inside an argument whose schema declares properties of its own (an object, or
- * the objects of an array's `items`), which a control reads as `input.options.path`.
+ * same holds inside an argument whose schema declares properties of its own (an object, the
+ * objects of an array's `items` or the values of a map's `additionalProperties`), which a
+ * control reads as `input.options.path`.
  */
 function misnamedArgument(tool: unknown, args: unknown): [string, string] | null {
   if (!isRecord(tool)) return null;
@@ -140,8 +142,7 @@ function misnamedArgument(tool: unknown, args: unknown): [string, string] | null
       for (const item of value) todo.push([schema.items, item]);
       continue;
     }
-    const properties = schema.properties;
-    if (!isRecord(properties)) continue;
+    const properties = isRecord(schema.properties) ? schema.properties : NO_PROPERTIES;
     let parameters = parametersOf.get(properties);
     if (!parameters) {
       parameters = new Map(Object.keys(properties).map((p) => [folded(p), p]));
@@ -154,6 +155,8 @@ function misnamedArgument(tool: unknown, args: unknown): [string, string] | null
       }
       const parameter = parameters.get(folded(key));
       if (parameter !== undefined) return [key, parameter];
+      // A map's values (Pydantic's dict[str, Model]) are declared by additionalProperties: a control reads input.files.main.path.
+      todo.push([schema.additionalProperties, item]);
     }
   }
   return null;

@@ -15,6 +15,7 @@ import { CallToolResultSchema, LATEST_PROTOCOL_VERSION, type CallToolResult, typ
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { HttpUpstreamTransport, type HttpUpstreamOptions } from '../../src/adapters/mcp-http-upstream.js';
+import { reportedError } from '../../src/adapters/mcp-http-request.js';
 
 const cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -218,6 +219,23 @@ describe('HttpUpstreamTransport against a plain HTTP server', () => {
     // Answered: the resumed stream's end resumes nothing more.
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(gets).toEqual(['stream-1']);
+  });
+
+  it("reports a failed resumption of a request's stream without the server's reason phrase, which can quote what a tool read", async () => {
+    const key = 'AKIAIOSFODNN7EXAMPLE';
+    const { url } = await listen((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        if (req.method === 'POST') return void res.writeHead(200, { 'content-type': 'text/event-stream' }).end('retry: 10\nid: stream-1\ndata:\n\n');
+        res.writeHead(500, `read ${key}`).end();
+      });
+    });
+    const transport = transportTo(url);
+    const got = recorded(transport);
+    await transport.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'slow' } });
+    await expect.poll(() => got.errors.length).toBeGreaterThan(0);
+    expect(reportedError(got.errors[0])).toContain('HTTP 500');
+    expect(got.errors.map(reportedError).join('\n')).not.toContain(key);
   });
 
   it('resumes the stream of a server that closes each at once with retry: 0 no more than ten times a second, and waits at most 30 s when asked for longer', async () => {

@@ -154,6 +154,39 @@ describe('resources/read and prompts/get are steps', () => {
     expect(sawMethod('resources/read')).toHaveLength(0);
   });
 
+  it('refuses a file: URI whose path holds an empty segment or an encoded separator, which the file system or a server decoding the path reads as another path', async () => {
+    const { client, sawMethod } = await setup();
+    // open('/srv//secrets') opens /srv/secrets; unquote('/srv%2Fsecrets') is /srv/secrets: a control scoped to file:///srv/secrets would not see either read.
+    for (const uri of ['file:///srv//secrets', 'file:////srv/secrets', 'file:///srv/secrets//x', 'file:///srv%2Fsecrets', 'file:///srv%2fsecrets/x', 'file:///srv%5Csecrets']) {
+      const error = await client.request({ method: 'resources/read', params: { uri } }, ReadResourceResultSchema).catch((e: unknown) => e);
+      expect(error, JSON.stringify(uri)).toBeInstanceOf(McpError);
+      expect((error as McpError).code, JSON.stringify(uri)).toBe(ErrorCode.InvalidParams);
+    }
+    expect(sawMethod('resources/read')).toHaveLength(0);
+  });
+
+  it('refuses a resource URI whose escapes are written in lower case, which a server decoding the path reads as the upper-case one', async () => {
+    const { client, sawMethod } = await setup();
+    // new URL keeps an escape's case: db://s%c3%a9crets is not db://s%C3%A9crets to a control, but is to a server that decodes it.
+    for (const uri of ['db://s%c3%a9crets', 'db://secrets/%e2%80%8b', 'file:///srv/s%c3%a9crets']) {
+      const error = await client.request({ method: 'resources/read', params: { uri } }, ReadResourceResultSchema).catch((e: unknown) => e);
+      expect(error, JSON.stringify(uri)).toBeInstanceOf(McpError);
+      expect((error as McpError).code, JSON.stringify(uri)).toBe(ErrorCode.InvalidParams);
+      expect((error as McpError).message, JSON.stringify(uri)).toContain(uri.replace(/%[0-9a-f]{2}/g, (e) => e.toUpperCase()));
+    }
+    expect(sawMethod('resources/read')).toHaveLength(0);
+  });
+
+  it('refuses a web URI whose host name ends in a dot, which DNS resolves as the host without it', async () => {
+    const { client, sawMethod } = await setup();
+    for (const uri of ['https://example.com./secrets', 'http://example.com../secrets', 'https://example.com%2E/secrets']) {
+      const error = await client.request({ method: 'resources/read', params: { uri } }, ReadResourceResultSchema).catch((e: unknown) => e);
+      expect(error, JSON.stringify(uri)).toBeInstanceOf(McpError);
+      expect((error as McpError).code, JSON.stringify(uri)).toBe(ErrorCode.InvalidParams);
+    }
+    expect(sawMethod('resources/read')).toHaveLength(0);
+  });
+
   it('withholds a resource whose content a post control denies, and never shows the key', async () => {
     const { client } = await setup();
     const error = await client.readResource({ uri: 'db://keys' }).catch((e: unknown) => e);
