@@ -191,9 +191,10 @@ describe("the server's own messages after calls of one tool with other inputs", 
     });
     await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'vault/db' } } });
     expect(JSON.stringify(await answerTo(1))).not.toContain('hunter2');
-    // Later calls of the same tool with other inputs do not make the gateway forget the first.
+    // Later calls of the same tool with other inputs do not make the gateway forget the first,
+    // short ones (kept by their text) or long ones (kept by a digest of it).
     for (let id = 2; id <= 5; id++) {
-      await send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'read_file', arguments: { path: `notes-${id}` } } });
+      await send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'read_file', arguments: { path: `notes-${id}${id > 3 ? '/x'.repeat(1000) : ''}` } } });
       expect(JSON.stringify(await answerTo(id))).toContain('notes');
     }
     fromServer!({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'password=hunter2' } });
