@@ -11,10 +11,10 @@ export default defineConfig({
     hookTimeout: 60_000,
     // expect.poll waits for something to happen; its bound is a hang guard too.
     expect: { poll: { timeout: 30_000 } },
-    // Three workers on two cores: the third fills the time tests wait on what they start (a
-    // whole `npm test` 236 s against 258 s with two). PostgreSQL's tests hold at most 41 of
-    // the server's 100 connections at once with three (sampled every 0.5 s over a whole run).
-    maxWorkers: 3,
+    // Two cores: two workers. A third filled the time tests wait on what they start (a whole
+    // `npm test` 234-246 s against 263 s with two), but PostgreSQL's tests then held more than
+    // the server's 100 connections at once in one run of four.
+    maxWorkers: 2,
     // Child processes, not threads: tests that run the CLI in-process change the working
     // directory (test/support/cli-in-process.ts), which a worker thread cannot.
     pool: 'forks',
