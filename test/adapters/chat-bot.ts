@@ -15,23 +15,7 @@ const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0
  * by `closers`.
  */
 export async function chatBotOn(closers: Array<() => Promise<void>>) {
-  const real = await startRealServer();
-  closers.push(real.close);
-  await real.client.initAgent({ agent_name: 'chat-bot' });
-  await addControl(real.client, 'chat-bot', 'mark-looked-up', {
-    scope: { step_types: ['tool'], step_names: ['lookup'], stages: ['pre', 'post'] },
-    selector: { path: 'name' },
-    evaluator: { name: 'regex', config: { pattern: '.' } },
-    action: { decision: 'log', session_labels: ['looked_up'] },
-  });
-  const sent: Array<string | undefined> = [];
-  const recording: typeof fetch = async (input, initArgs) => {
-    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-    if (url.endsWith('/api/v1/evaluation') && typeof initArgs?.body === 'string') sent.push((JSON.parse(initArgs.body) as { session_id?: string }).session_id);
-    return fetch(input, initArgs);
-  };
-  const guard = await init({ agentName: 'chat-bot', serverUrl: real.url, refreshIntervalSeconds: 0, logger: quietLogger, fetch: recording, events: false, tracer: false });
-  closers.push(() => guard.shutdown());
+  const { guard, sent } = await recordingGuardOn(closers, ['lookup']);
   // A lookup of q 0 first lets other calls run (other users' calls, between this call's steps).
   let meanwhile: () => Promise<void> = async () => undefined;
   const lookup = async ({ q }: { q: number }) => {
@@ -70,4 +54,29 @@ export async function chatBotOn(closers: Array<() => Promise<void>>) {
     return [...new Set(sent)];
   };
   return { sessionsOf, callPausing };
+}
+
+/**
+ * A real server whose agent `chat-bot` marks each tool step (those named `stepNames`, or
+ * all) with `looked_up`, and a guard recording the session id of each evaluation it sends.
+ */
+export async function recordingGuardOn(closers: Array<() => Promise<void>>, stepNames?: string[]) {
+  const real = await startRealServer();
+  closers.push(real.close);
+  await real.client.initAgent({ agent_name: 'chat-bot' });
+  await addControl(real.client, 'chat-bot', 'mark-looked-up', {
+    scope: { step_types: ['tool'], ...(stepNames && { step_names: stepNames }), stages: ['pre', 'post'] },
+    selector: { path: 'name' },
+    evaluator: { name: 'regex', config: { pattern: '.' } },
+    action: { decision: 'log', session_labels: ['looked_up'] },
+  });
+  const sent: Array<string | undefined> = [];
+  const recording: typeof fetch = async (input, initArgs) => {
+    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+    if (url.endsWith('/api/v1/evaluation') && typeof initArgs?.body === 'string') sent.push((JSON.parse(initArgs.body) as { session_id?: string }).session_id);
+    return fetch(input, initArgs);
+  };
+  const guard = await init({ agentName: 'chat-bot', serverUrl: real.url, refreshIntervalSeconds: 0, logger: quietLogger, fetch: recording, events: false, tracer: false });
+  closers.push(() => guard.shutdown());
+  return { guard, sent };
 }

@@ -4,65 +4,20 @@
  * The OpenAI Agents SDK with tracing off: a run resumed from its stored state stays in its session.
  */
 import { Agent, RunState, Runner, setTracingDisabled, tool as agentTool, Usage, type Model, type ModelResponse } from '@openai/agents';
-import { generateText, stepCountIs, tool, type ModelMessage } from 'ai';
-import { MockLanguageModelV3 } from 'ai/test';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { guardTools } from '../../src/adapters/ai-sdk.js';
 import { guardrailsFor } from '../../src/adapters/openai-agents.js';
-import { init } from '../../src/sdk/index.js';
-import { addControl, startRealServer } from '../sdk/real-server.js';
-import { quietLogger } from './guarded-agent.js';
+import { chatBotOn, recordingGuardOn } from './chat-bot.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
 
-const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
-
-/** A chat-bot agent against a real server, recording the session id of every evaluation. */
-async function chatBot() {
-  const { guard, sent } = await recordingGuard();
-  const tools = guardTools(guard, { lookup: tool({ description: 'look up', inputSchema: z.object({ q: z.number() }), execute: async ({ q }) => `found ${q}` }) });
-  /** One generateText call over `messages`: two tool steps, then an answer. */
-  const sessionsOf = async (messages: ModelMessage[]) => {
-    sent.length = 0;
-    let turn = 0;
-    const model = new MockLanguageModelV3({
-      doGenerate: async () => {
-        turn++;
-        if (turn <= 2) return { content: [{ type: 'tool-call', toolCallId: `c${turn}-${crypto.randomUUID()}`, toolName: 'lookup', input: JSON.stringify({ q: turn }) }], finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage, warnings: [] };
-        return { content: [{ type: 'text', text: 'done' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] };
-      },
-    });
-    const result = await generateText({ model, tools, messages, stopWhen: stepCountIs(4) });
-    return { sessions: [...new Set(sent)], result };
-  };
-  return { sessionsOf };
-}
+const chatBot = () => chatBotOn(closers);
 
 /** A real server marking every tool step, and a guard recording the session id of each evaluation. */
-async function recordingGuard() {
-  const real = await startRealServer();
-  closers.push(real.close);
-  await real.client.initAgent({ agent_name: 'chat-bot' });
-  await addControl(real.client, 'chat-bot', 'mark-looked-up', {
-    scope: { step_types: ['tool'], stages: ['pre', 'post'] },
-    selector: { path: 'name' },
-    evaluator: { name: 'regex', config: { pattern: '.' } },
-    action: { decision: 'log', session_labels: ['looked_up'] },
-  });
-  const sent: Array<string | undefined> = [];
-  const recording: typeof fetch = async (input, initArgs) => {
-    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-    if (url.endsWith('/api/v1/evaluation') && typeof initArgs?.body === 'string') sent.push((JSON.parse(initArgs.body) as { session_id?: string }).session_id);
-    return fetch(input, initArgs);
-  };
-  const guard = await init({ agentName: 'chat-bot', serverUrl: real.url, refreshIntervalSeconds: 0, logger: quietLogger, fetch: recording, events: false, tracer: false });
-  closers.push(() => guard.shutdown());
-  return { guard, sent };
-}
+const recordingGuard = () => recordingGuardOn(closers);
 
 describe('AI SDK: the session of a generateText call (eleventh pass)', () => {
   it('gives a call that begins with the very messages of another call (constants) and goes on with its own request its own session', async () => {
