@@ -43,6 +43,11 @@ export interface CompiledControlSet {
    * evaluator): evaluate with `session` (EvaluateOptions) when the step has one.
    */
   readonly sessions: boolean;
+  /**
+   * Some control that is not a shadow asks a person. With `counting`, a step submitted
+   * again on its approval is counted once, not twice (docs/approvals.md).
+   */
+  readonly asking: boolean;
 }
 
 export interface CompileOptions {
@@ -116,6 +121,7 @@ function freezeSet(compiled: CompiledControl[], skipped: SkippedControl[], inact
     revision,
     counting: compiled.some((c) => c.counts),
     sessions: compiled.some((c) => c.sessionAware),
+    asking: compiled.some((c) => c.decision === 'ask' && !c.shadow),
   });
 }
 

@@ -59,7 +59,7 @@ function nonFiniteNumbersIn(value: unknown, path: string, out: string[]): string
 
 export class ApprovalGate {
   constructor(
-    private readonly store: Pick<Store, 'submitApproval'>,
+    private readonly store: Pick<Store, 'submitApproval' | 'useApproved'>,
     /** The recordings' redaction: an approval shows the step as a recorded step is shown. */
     private readonly redactor: Redactor,
     private readonly listener: ApprovalListener,
@@ -92,6 +92,22 @@ export class ApprovalGate {
     const kind = eventOf(outcome);
     if (kind !== null) this.listener(kind, approval);
     return answerOf(result, approval, outcome);
+  }
+
+  /**
+   * The approval this exact step was given and has not used, taken (used) now: the step is
+   * the one that asked, submitted again, so its set's counters must not count it twice
+   * (routes/evaluation.ts). Null when it has none.
+   */
+  async takeApproved(request: GateRequest, actor: string): Promise<ApprovalRecord | null> {
+    const approval = await this.store.useApproved(approvalDigestOf(request), actor, this.now());
+    if (approval !== null) this.listener('used', approval);
+    return approval;
+  }
+
+  /** The answer for a result whose decision is ask, given the approval `takeApproved` took. */
+  approvedAnswer(result: EvaluationResult, approval: ApprovalRecord): EvaluationResult {
+    return answerOf(result, approval, 'approved');
   }
 }
 

@@ -49,6 +49,11 @@ export function approvalStepOf(latest: ApprovalRow | null, now: number): Approva
   }
 }
 
+/** An approval a submission would use now to let its step through (an unused approval, not a denial). */
+export function isApprovedToUse(latest: ApprovalRow | null, now: number): boolean {
+  return latest !== null && latest.status === 'approved' && approvalStepOf(latest, now) === 'use';
+}
+
 /** The status as read at `now`: a pending approval past its expiry reads as expired before anything marks it. */
 export function statusAt(row: Pick<ApprovalRow, 'status' | 'expires_at'>, now: number): ApprovalStatus {
   return row.status === 'pending' && row.expires_at <= now ? 'expired' : row.status;

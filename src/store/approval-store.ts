@@ -54,6 +54,12 @@ export type DecideOutcome = { decided: ApprovalRecord } | { conflict: ApprovalRe
  */
 export interface ApprovalStore {
   submitApproval(request: ApprovalRequest, now: number): Promise<{ approval: ApprovalRecord; outcome: ApprovalOutcome }>;
+  /**
+   * Uses the latest approval of `digest` when it is approved and not yet used, as a
+   * submission would, and returns it; null, changing nothing, otherwise. For a step
+   * submitted again on its approval, taken before the step is counted (docs/approvals.md).
+   */
+  useApproved(digest: string, actor: string, now: number): Promise<ApprovalRecord | null>;
   getApproval(id: string, now: number): Promise<ApprovalRecord | null>;
   /** Newest first; a pending approval past its expiry lists as expired. */
   listApprovals(query: ApprovalQuery, now: number): Promise<ApprovalRecord[]>;

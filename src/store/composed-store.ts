@@ -194,6 +194,9 @@ export abstract class ComposedStore implements Store {
   submitApproval(request: ApprovalRequest, now: number) {
     return this.approvals.submitApproval(request, now);
   }
+  useApproved(digest: string, actor: string, now: number) {
+    return this.approvals.useApproved(digest, actor, now);
+  }
   getApproval(id: string, now: number) {
     return this.approvals.getApproval(id, now);
   }

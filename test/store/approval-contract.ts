@@ -56,6 +56,30 @@ export function defineApprovalContract(label: string, open: () => Promise<Store>
       expect(other.approval.id).not.toBe(first.approval.id);
     });
 
+    it('useApproved takes only an unused approval in time, once; pending, denied and stale ones are left as they are', async () => {
+      const store = await fresh();
+      expect(await store.useApproved('d1', 'regular:1', T0)).toBeNull();
+      const { approval } = await store.submitApproval(approvalRequest(), T0);
+      expect(await store.useApproved('d1', 'regular:1', T0 + MIN)).toBeNull();
+      await store.decideApproval(approval.id, { status: 'approved', ...by, reason: null }, T0 + MIN);
+      const used = await store.useApproved('d1', 'regular:1', T0 + 2 * MIN);
+      expect(used).toMatchObject({ id: approval.id, status: 'approved', used_at: '2026-01-01T12:02:00.000Z' });
+      expect(await store.useApproved('d1', 'regular:1', T0 + 3 * MIN)).toBeNull();
+      // Used: the next submission is a new question.
+      expect((await store.submitApproval(approvalRequest(), T0 + 3 * MIN)).outcome).toBe('created');
+
+      const denied = (await store.submitApproval(approvalRequest({ digest: 'd2' }), T0)).approval;
+      await store.decideApproval(denied.id, { status: 'denied', ...by, reason: 'no' }, T0 + MIN);
+      expect(await store.useApproved('d2', 'regular:1', T0 + 2 * MIN)).toBeNull();
+      expect((await store.submitApproval(approvalRequest({ digest: 'd2' }), T0 + 2 * MIN)).outcome).toBe('denied');
+
+      // Approved longer ago than its timeout: not taken, and the submission asks anew.
+      const stale = (await store.submitApproval(approvalRequest({ digest: 'd3' }), T0)).approval;
+      await store.decideApproval(stale.id, { status: 'approved', ...by, reason: null }, T0 + MIN);
+      expect(await store.useApproved('d3', 'regular:1', T0 + 17 * MIN)).toBeNull();
+      expect((await store.getApproval(stale.id, T0 + 17 * MIN))!.used_at).toBeNull();
+    });
+
     it('approved: exactly one submission is allowed, then it asks again', async () => {
       const store = await fresh();
       const { approval } = await store.submitApproval(approvalRequest(), T0);

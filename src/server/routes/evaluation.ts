@@ -1,11 +1,13 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
+import { countedAlready } from '../../counting/index.js';
 import { evaluateStep, type CompiledControlSet, type EvaluationOutcome } from '../../engine/index.js';
 import {
   AgentNameSchema,
   EvaluationRequestSchema,
   EvaluationResultSchema,
   isValidSessionId,
+  type ApprovalRecord,
   type EvaluationRequest,
   type EvaluationResult,
 } from '../../model/index.js';
@@ -61,6 +63,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
     let body: EvaluationRequest;
     let set: CompiledControlSet;
     let outcome: EvaluationOutcome;
+    let approved: ApprovalRecord | null = null;
     try {
       body = requestOf(request.body, request.validationError === undefined);
       if (request.bodyTooDeep) {
@@ -69,11 +72,14 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
       }
       set = controlSets.peek(body.agent_name) ?? (await controlSets.get(body.agent_name));
       const base = span?.isRecording() || (observability !== undefined && observability.hub.size > 0) ? detailedOptions : options;
+      // A step submitted again on its approval was counted when it asked: it takes its
+      // approval first and is checked against counts that hold it, adding nothing.
+      approved = set.counting && set.asking ? await ctx.approvals.gate.takeApproved(body, ctx.actorOf(request)) : null;
       // Only sets with rate or budget controls need the agent and the counters. Written
       // out field by field: a spread ({ ...base, agentName }) made V8 give each request's
       // options a new hidden class, so every read of them in the engine missed its cache.
       const stepOptions = set.counting
-        ? { execution: base.execution, collectExecutions: base.collectExecutions, excerpts: base.excerpts, agentName: body.agent_name, counters }
+        ? { execution: base.execution, collectExecutions: base.collectExecutions, excerpts: base.excerpts, agentName: body.agent_name, counters: approved === null ? counters : countedAlready(counters) }
         : base;
       // Session-aware controls and a session: its labels are read before the step, and
       // what the step adds is stored before the answer (session-step.ts).
@@ -91,7 +97,12 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
       endEvaluationSpan(span, { agent, stage, step, result: outcome.result, executions: outcome.executions, setRevision: set.revision, includeContent });
     }
     // An ask is bound to this exact step's approval: ask while pending, allow once approved, deny when denied or expired.
-    const result = outcome.result.decision === 'ask' ? await ctx.approvals.gate.settle(outcome.result, body, set, ctx.actorOf(request)) : outcome.result;
+    const result =
+      outcome.result.decision !== 'ask'
+        ? outcome.result
+        : approved !== null
+          ? ctx.approvals.gate.approvedAnswer(outcome.result, approved)
+          : await ctx.approvals.gate.settle(outcome.result, body, set, ctx.actorOf(request));
     if (observability) {
       // Recording must never fail or slow the answer; it is synchronous and buffered.
       try {

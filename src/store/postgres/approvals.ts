@@ -6,7 +6,7 @@
  * it even without the lock.
  */
 import { newApprovalId } from '../approval-ids.js';
-import { approvalAuditOf, approvalRecordOf, approvalStepOf, type ApprovalAudit, type ApprovalRow } from '../approval-rules.js';
+import { approvalAuditOf, approvalRecordOf, approvalStepOf, isApprovedToUse, type ApprovalAudit, type ApprovalRow } from '../approval-rules.js';
 import type { ApprovalDecision, ApprovalQuery, ApprovalRequest, ApprovalStore, DecideOutcome } from '../types.js';
 import type { PostgresDatabase, WriteTx } from './database.js';
 
@@ -73,6 +73,25 @@ export class PostgresApprovals implements ApprovalStore {
       );
       await this.audit(tx, approvalAuditOf('ask', rowOf(row!), request.actor), now);
       return { approval: approvalRecordOf(rowOf(row!), now), outcome: 'created' as const };
+    });
+  }
+
+  async useApproved(digest: string, actor: string, now: number) {
+    const db = this.database;
+    // Read first: most steps have no approval, and need no transaction.
+    const [latest] = await db.query<PgApprovalRow>('SELECT * FROM approvals WHERE digest = $1 ORDER BY seq DESC LIMIT 1', [digest]);
+    if (latest === undefined || !isApprovedToUse(rowOf(latest), now)) return null;
+    // An unused approval is never followed by a newer one of its digest (a submission
+    // uses it instead), so the guard on used_at is all that keeps it to one use.
+    return db.write(async (tx) => {
+      const [row] = await db.rows<PgApprovalRow>(
+        tx,
+        "UPDATE approvals SET used_at = $1 WHERE id = $2 AND status = 'approved' AND used_at IS NULL RETURNING *",
+        [now, latest.id],
+      );
+      if (row === undefined) return null;
+      await this.audit(tx, approvalAuditOf('use', rowOf(row), actor), now);
+      return approvalRecordOf(rowOf(row), now);
     });
   }
 

@@ -1,6 +1,6 @@
 /** Approvals of asked steps in SQLite (rules: approval-rules.ts). Each call is one IMMEDIATE transaction. */
 import { newApprovalId } from '../approval-ids.js';
-import { approvalAuditOf, approvalRecordOf, approvalStepOf, type ApprovalAudit, type ApprovalRow } from '../approval-rules.js';
+import { approvalAuditOf, approvalRecordOf, approvalStepOf, isApprovedToUse, type ApprovalAudit, type ApprovalRow } from '../approval-rules.js';
 import type { ApprovalDecision, ApprovalQuery, ApprovalRequest, ApprovalStore, DecideOutcome } from '../types.js';
 import type { SqliteDatabase } from './database.js';
 
@@ -46,6 +46,22 @@ export class SqliteApprovals implements ApprovalStore {
         ) as SqliteApprovalRow;
       this.audit(approvalAuditOf('ask', rowOf(row), request.actor), now);
       return { approval: approvalRecordOf(rowOf(row), now), outcome: 'created' as const };
+    });
+  }
+
+  async useApproved(digest: string, actor: string, now: number) {
+    const db = this.database;
+    const latestOf = () => (db.cached('SELECT * FROM approvals WHERE digest = ? ORDER BY seq DESC LIMIT 1').get(digest) as SqliteApprovalRow | undefined) ?? null;
+    const usable = (row: SqliteApprovalRow | null) => row !== null && isApprovedToUse(rowOf(row), now);
+    // Read first: most steps have no approval, and a write transaction each would queue them all.
+    if (!usable(db.read(latestOf))) return null;
+    return db.write(() => {
+      const latest = latestOf();
+      if (!usable(latest)) return null;
+      const row = db.cached("UPDATE approvals SET used_at = ? WHERE id = ? AND status = 'approved' AND used_at IS NULL RETURNING *").get(now, latest!.id) as SqliteApprovalRow | undefined;
+      if (row === undefined) return null;
+      this.audit(approvalAuditOf('use', rowOf(row), actor), now);
+      return approvalRecordOf(rowOf(row), now);
     });
   }
 
