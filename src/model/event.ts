@@ -44,6 +44,13 @@ export const ObservabilityEventSchema = z.strictObject({
    * Null when the step had none; absent from events of clients that do not send it.
    */
   session_id: SessionIdSchema.nullable().optional(),
+  /**
+   * How many non-matches this event stands for: a client's rollup of the non-matches of one
+   * agent, stage, step, session and control in the minute of `timestamp`, whose
+   * `execution_duration_ms` is their total. Only on a non-match (not matched, no error, no
+   * selector_missing); absent means 1. Stored events never have it.
+   */
+  count: z.number().int().min(1).max(1_000_000).optional(),
 });
 export type ObservabilityEvent = z.infer<typeof ObservabilityEventSchema>;
 

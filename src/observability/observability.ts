@@ -140,6 +140,8 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
   const sampleRate = Math.min(1, Math.max(0, config.nonMatchSampleRate ?? OBSERVABILITY_DEFAULTS.nonMatchSampleRate));
   // Rate 0 and 1 decide without drawing a random number.
   const sampled = (): boolean => sampleRate > 0 && (sampleRate >= 1 || Math.random() < sampleRate);
+  /** Whether any of `count` non-matches would have been sampled. */
+  const sampledOneOf = (count: number): boolean => sampleRate > 0 && (sampleRate >= 1 || Math.random() < 1 - (1 - sampleRate) ** count);
   const flushAll = async (): Promise<void> => {
     settle();
     await Promise.all([events.flush(), rollups.flush()]);
@@ -155,7 +157,7 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
     for (const e of toRoll) {
       const parsed = Date.parse(e.timestamp);
       const ms = Number.isNaN(parsed) ? Date.now() : parsed;
-      if (rollups.add(ms, e, e.execution_duration_ms)) enqueued++;
+      if (rollups.add(ms, e, e.execution_duration_ms, e.count ?? 1)) enqueued++;
       else dropped++;
     }
     if (rows.length > 0) {
@@ -282,7 +284,13 @@ export function createObservability(opts: CreateObservabilityOptions): Observabi
         if (!isNonMatch(e)) rows.push(e);
         else {
           toRoll.push(e);
-          if (sampled()) samples.push(e);
+          if (e.count === undefined || e.count === 1) {
+            if (sampled()) samples.push(e);
+          } else if (sampledOneOf(e.count)) {
+            // A client's rollup kept as one non-match of its count, with their mean duration.
+            const { count, ...one } = e;
+            samples.push({ ...one, execution_duration_ms: e.execution_duration_ms / count });
+          }
         }
       }
       const { enqueued, dropped } = accept(rows, toRoll);

@@ -12,6 +12,7 @@ import { buildControlSet, type AgentControlSet } from './control-set.js';
 import { ApprovalError, ControlSteerError, ControlViolationError, GuardUnavailableError, stepRefusalOf } from './errors.js';
 import { EventThreadSink } from './event-thread.js';
 import { EventBatcher, eventJsonOf, type EventSink } from './events.js';
+import { NonMatchTally } from './non-match-tally.js';
 import { decidingMatch, emptyResult, mergeResults } from './merge.js';
 import { MissingSelectorWarnings } from './missing-selectors.js';
 import { approvalErrorOf, awaitDecision, type ApprovalMode } from './approval-wait.js';
@@ -37,6 +38,8 @@ export class GuardAgent {
   readonly #logger: GuardLogger;
   readonly #refreshMs: number;
   readonly #events: EventBatcher | null;
+  /** The non-matches of this agent's checks, sent rolled up with each flush. */
+  readonly #tally: NonMatchTally | null;
   readonly #eventThread: EventThreadSink | null;
   readonly #missing: MissingSelectorWarnings;
   readonly #tracing: AgentTracing;
@@ -77,10 +80,13 @@ export class GuardAgent {
         ? new EventThreadSink({ url: `${this.client.serverUrl}/api/v1/observability/events`, apiKey: options.apiKey, timeoutMs: this.client.timeoutMs })
         : null;
     const sink: EventSink = this.#eventThread ?? this.client;
+    this.#tally = options.events === false ? null : new NonMatchTally();
+    const tally = this.#tally;
     this.#events =
       options.events === false
         ? null
         : new EventBatcher(sink, {
+            takeRolledUp: () => tally!.drain(),
             batchSize: options.eventBatchSize ?? 100,
             intervalMs: (options.eventFlushIntervalSeconds ?? 5) * 1000,
             maxBuffered: options.maxBufferedEvents ?? 10_000,
@@ -101,7 +107,8 @@ export class GuardAgent {
 
   /** Events waiting to be sent. */
   get pendingEvents(): number {
-    return this.#events?.pending ?? 0;
+    // A rollup of non-matches waiting is one event to send.
+    return (this.#events?.pending ?? 0) + (this.#tally?.size ?? 0);
   }
 
   /**
@@ -189,12 +196,13 @@ export class GuardAgent {
       const span = tracing.localSpan(startTime);
       if (span) endEvaluationSpan(span, { agent: this.agentName, stage, step, result: local, executions, setRevision: set.setRevision, includeContent: tracing.includeContent });
       if (!this.#closed) {
-        this.#events?.pushJson(
-          eventJsonOf(executions, {
-            agentName: this.agentName, step, stage, ...(ids ??= freshTraceIds()), timestamp: new Date().toISOString(),
-            setRevision: set.setRevision, sessionId: sessionId ?? null,
-          }),
-        );
+        const now = Date.now();
+        const ctx = {
+          agentName: this.agentName, step, stage, ...(ids ??= freshTraceIds()), timestamp: new Date(now).toISOString(),
+          setRevision: set.setRevision, sessionId: sessionId ?? null,
+        };
+        const single = this.#tally === null ? executions : this.#tally.add(executions, ctx, now);
+        if (single.length > 0) this.#events?.pushJson(eventJsonOf(single, ctx));
       }
     }
 

@@ -337,7 +337,8 @@ describe('events', () => {
     const guarded = agent.control(async (_a: { query: string }) => 'ok', { stepName: 'run_sql', type: 'tool' });
     await expect(guarded({ query: 'drop table t' })).rejects.toBeInstanceOf(ControlViolationError);
     await agent.check({ type: 'tool', name: 'run_sql', input: { query: 'select 1' } }, 'pre');
-    expect(agent.pendingEvents).toBe(4);
+    // The match, and one rollup for each control's two non-matches and the other's one.
+    expect(agent.pendingEvents).toBe(3);
     await agent.shutdown();
     expect(agent.pendingEvents).toBe(0);
     // All four are counted in the stats (non-matches as per-minute rollups) ...
@@ -356,11 +357,13 @@ describe('events', () => {
 
   it('sends a batch as soon as it is full', async () => {
     const agent = await start({ eventBatchSize: 2, eventFlushIntervalSeconds: 60 });
-    await agent.check({ type: 'tool', name: 'run_sql', input: { query: 'select 1' } }, 'pre');
+    // Two matches fill the batch (non-matches wait in their rollups for the interval).
+    for (let i = 0; i < 2; i++) await agent.check({ type: 'tool', name: 'run_sql', input: { query: 'drop table t' } }, 'pre').catch(() => undefined);
     await vi.waitFor(async () => {
       const { totals } = await server.client.stats({ agent_name: 'support-bot', time_range: '1h' });
-      expect(totals.executions).toBe(2);
+      expect(totals.matches).toBe(2);
     }, { timeout: 30_000 });
+    expect(agent.pendingEvents).toBe(1);
   });
 
   it('keeps events for retry while the server is down', async () => {

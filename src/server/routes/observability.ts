@@ -10,6 +10,7 @@ import {
   TIME_RANGES,
   timeRangeMs,
 } from '../../observability/schemas.js';
+import { isNonMatch } from '../../observability/record.js';
 import { emptyStatsRow } from '../../store/records.js';
 import type { ControlStatsRow, EventStore, Store } from '../../store/types.js';
 import type { Access } from '../auth.js';
@@ -209,6 +210,12 @@ export const observabilityRoutes: FastifyPluginAsync<ObservabilityRoutesOptions>
         const parsed = IngestBodySchema.safeParse(request.body);
         if (!parsed.success) return sendValidationProblem(reply, 'events batch', fieldIssuesOf(parsed.error));
         events = parsed.data.events;
+      }
+      const miscounted = events.findIndex((e) => e.count !== undefined && !isNonMatch(e));
+      if (miscounted >= 0) {
+        return sendValidationProblem(reply, 'events batch', [
+          { field: `events[${miscounted}].count`, code: 'invalid_value', message: 'count is only for a rollup of non-matches (matched false, no error_message, no selector_missing)' },
+        ]);
       }
       // Events of controls the server runs are the server's to write (server-run-controls.ts).
       const serverRun = await serverRunControls(events.map((e) => e.control_id));
