@@ -7,6 +7,7 @@
  * A check of 20 controls that all pass sent 20 events, each parsed, validated and rolled up
  * by the server; a busy MCP gateway sent a thousand every 50 calls. The server keeps no more
  * of them than the count either way.
+ * 0.49-0.53 of the stdio MCP gateway's CPU per tools/call (263-308 against 533-613 µs) and 0.07-0.11 of the guard server's (18-23 against 210-280 µs); 20 sdk controls, 4,000 calls, CPU times from /proc, two runs each.
  */
 import type { ControlExecution } from '../engine/api.js';
 import { eventJsonOf, type EventContext } from './events.js';
