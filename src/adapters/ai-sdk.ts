@@ -26,7 +26,9 @@
  * begin with the very objects of an earlier step's, in order, and go on with that step's
  * answer (the model's message, asking for its tool calls if for any), continues its
  * session; a call over other messages, over the very same ones again, or over them and
- * then a request of its own, starts another.
+ * then a request of its own, starts another. A call that resumes a run interrupted for a
+ * tool approval or a tool the client runs goes on in the session of the tool calls the
+ * model asked for since the user's last request, also over new message objects.
  * Model steps (guardModel) take the given sessionId only.
  */
 import type { LanguageModelMiddleware, ModelMessage, ToolExecutionOptions, ToolSet } from 'ai';
@@ -95,10 +97,13 @@ export function guardTools<TOOLS extends ToolSet>(guard: GuardAgent, tools: TOOL
  */
 function approvalCheck(guard: GuardAgent, name: string, own: NeedsApproval, options: GuardToolsOptions) {
   return async (input: unknown, approvalOptions: ApprovalOptions): Promise<boolean> => {
+    // The call is known to its session before the run can be interrupted for it: the call
+    // that resumes the run goes on in that session (resumedSession).
+    const derived = sessionOfCall(approvalOptions);
     if (own === true || (typeof own === 'function' && (await own(input, approvalOptions)))) return true;
     if (isAnswered(approvalOptions.messages, approvalOptions.toolCallId)) return true;
     const step: StepInput = { type: 'tool', name, input };
-    const sessionId = sessionOf(guard, options, sessionOfCall(approvalOptions));
+    const sessionId = sessionOf(guard, options, derived);
     const verdict = await guard.verdict(step, 'pre', sessionId === undefined ? {} : { sessionId });
     report(options, step, 'pre', verdict, sessionId);
     if (isPendingAsk(verdict)) {
@@ -183,7 +188,7 @@ function sessionOfCall(callOptions: { messages?: readonly unknown[]; toolCallId?
     const found = messageSessions.get(m)?.filter((step) => continues(messages, step.messages));
     if (found !== undefined && found.length > 0) id = found.length === 1 ? found[0]!.id : ownOf(messages, found);
   }
-  id ??= `ai-sdk:${globalThis.crypto.randomUUID()}`;
+  id ??= resumedSession(messages) ?? `ai-sdk:${globalThis.crypto.randomUUID()}`;
   const toolCallId = callOptions?.toolCallId;
   if (typeof toolCallId === 'string') {
     const calls = stepCalls.get(messages);
@@ -225,6 +230,28 @@ const toolCallSessions = new Map<string, string>();
  */
 const stepCalls = new WeakMap<readonly unknown[], Set<string>>();
 const TOOL_CALLS_KEPT = 10_000;
+
+/**
+ * The session of a call that resumes a run: its messages go on from the user's last
+ * request with the model's answers only, ending with what the application added to them
+ * (its answers to tool approval requests, the results of tools its client ran). The run
+ * was interrupted for those; its session is that of the tool calls the model asked for
+ * since the request, when this process checked one. A chat client sends the whole
+ * conversation back as new objects, which no earlier step was handed.
+ */
+function resumedSession(messages: readonly unknown[]): string | undefined {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const { role, content } = (messages[i] ?? {}) as { role?: unknown; content?: unknown };
+    if (role === 'tool') continue;
+    if (role !== 'assistant') return undefined;
+    if (!Array.isArray(content)) continue;
+    for (const part of content as Array<{ type?: unknown; toolCallId?: unknown } | null>) {
+      const id = part?.type === 'tool-call' && typeof part.toolCallId === 'string' ? toolCallSessions.get(part.toolCallId) : undefined;
+      if (id !== undefined) return id;
+    }
+  }
+  return undefined;
+}
 
 /** Of several sessions whose steps the messages go on from, the one that ran their tool calls; else the newest. */
 function ownOf(messages: readonly unknown[], found: readonly StepMessages[]): string {
