@@ -26,9 +26,10 @@
  * begin with the very objects of an earlier step's, in order, and go on with that step's
  * answer (the model's message, asking for its tool calls if for any), continues its
  * session; a call over other messages, over the very same ones again, or over them and
- * then a request of its own, starts another. A call that resumes a run interrupted for a
- * tool approval or a tool the client runs goes on in the session of the tool calls the
- * model asked for since the user's last request, also over new message objects.
+ * then a request of its own, starts another. A step that continues none of those goes on
+ * in the session of the tool calls the model asked for since the user's last request, when
+ * this process checked one (a call that resumes a run interrupted for a tool approval or a
+ * tool the client runs, over new message objects).
  * Model steps (guardModel) take the given sessionId only.
  */
 import type { LanguageModelMiddleware, ModelMessage, ToolExecutionOptions, ToolSet } from 'ai';
@@ -98,7 +99,7 @@ export function guardTools<TOOLS extends ToolSet>(guard: GuardAgent, tools: TOOL
 function approvalCheck(guard: GuardAgent, name: string, own: NeedsApproval, options: GuardToolsOptions) {
   return async (input: unknown, approvalOptions: ApprovalOptions): Promise<boolean> => {
     // The call is known to its session before the run can be interrupted for it: the call
-    // that resumes the run goes on in that session (resumedSession).
+    // that resumes the run goes on in that session (sessionOfAnswers).
     const derived = sessionOfCall(approvalOptions);
     if (own === true || (typeof own === 'function' && (await own(input, approvalOptions)))) return true;
     if (isAnswered(approvalOptions.messages, approvalOptions.toolCallId)) return true;
@@ -188,7 +189,7 @@ function sessionOfCall(callOptions: { messages?: readonly unknown[]; toolCallId?
     const found = messageSessions.get(m)?.filter((step) => continues(messages, step.messages));
     if (found !== undefined && found.length > 0) id = found.length === 1 ? found[0]!.id : ownOf(messages, found);
   }
-  id ??= resumedSession(messages) ?? `ai-sdk:${globalThis.crypto.randomUUID()}`;
+  id ??= sessionOfAnswers(messages) ?? `ai-sdk:${globalThis.crypto.randomUUID()}`;
   const toolCallId = callOptions?.toolCallId;
   if (typeof toolCallId === 'string') {
     const calls = stepCalls.get(messages);
@@ -232,14 +233,15 @@ const stepCalls = new WeakMap<readonly unknown[], Set<string>>();
 const TOOL_CALLS_KEPT = 10_000;
 
 /**
- * The session of a call that resumes a run: its messages go on from the user's last
- * request with the model's answers only, ending with what the application added to them
- * (its answers to tool approval requests, the results of tools its client ran). The run
- * was interrupted for those; its session is that of the tool calls the model asked for
- * since the request, when this process checked one. A chat client sends the whole
- * conversation back as new objects, which no earlier step was handed.
+ * The session of the tool calls the model asked for since the user's last request (the
+ * messages go on from it with the model's answers, tool results and answers to approval
+ * requests only), when this process checked one; the newest first. It tells a step that
+ * continues no step remembered by its message objects: a call that resumes a run
+ * interrupted for a tool approval or a tool the client runs, whose conversation a chat
+ * client sends back as new objects, and a step of a run whose messages are all shared
+ * objects (constants) that more than SESSIONS_PER_MESSAGE other calls were handed since.
  */
-function resumedSession(messages: readonly unknown[]): string | undefined {
+function sessionOfAnswers(messages: readonly unknown[]): string | undefined {
   for (let i = messages.length - 1; i >= 0; i--) {
     const { role, content } = (messages[i] ?? {}) as { role?: unknown; content?: unknown };
     if (role === 'tool') continue;

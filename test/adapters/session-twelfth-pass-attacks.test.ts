@@ -3,7 +3,8 @@
  * tracing off: an agent run as another agent's tool (`asTool`) is part of the outer run's
  * session, whatever the tool's parameters. The AI SDK: a call approved through the tool
  * approval runs in the session that asked, also when the application sends the
- * conversation back as new objects (a chat client's request).
+ * conversation back as new objects (a chat client's request); a step goes on in the
+ * session of the tool calls its messages hold when its message objects are let go.
  */
 import { Agent, Runner, setTracingDisabled, tool as agentTool, Usage, type Model, type ModelResponse } from '@openai/agents';
 import { generateText, stepCountIs, tool, type ModelMessage } from 'ai';
@@ -17,6 +18,7 @@ import { init, type GuardAgent } from '../../src/sdk/index.js';
 import { ADMIN, APPROVER, KEYS, REGULAR } from '../approvals/helpers.js';
 import { addControl, startRealServer } from '../sdk/real-server.js';
 import { startTestServer } from '../support/server.js';
+import { chatBotOn } from './chat-bot.js';
 import { quietLogger } from './guarded-agent.js';
 
 const closers: Array<() => Promise<void>> = [];
@@ -186,5 +188,16 @@ describe('AI SDK: a call that goes on with the results of a tool the client ran 
     const messages = JSON.parse(JSON.stringify([...prompt, ...first.response.messages, answer])) as ModelMessage[];
     await generateText({ model: scripted(toolCalls(['c-mail', 'send_email', { to: 'x@example.com' }]), done), tools, messages, stopWhen: stepCountIs(3) });
     expect(sent).toEqual([]);
+  });
+});
+
+describe('AI SDK: the session of a generateText call (twelfth pass)', () => {
+  it('keeps a run of a scheduled job (messages held in constants) in one session while more runs of it than a message object keeps start between its steps', async () => {
+    const { sessionsOf, callPausing } = await chatBotOn(closers);
+    const JOB: ModelMessage[] = [{ role: 'system', content: 'You deploy.' }, { role: 'user', content: 'Ship the release.' }];
+    const sessions = await callPausing(JOB, async () => {
+      for (let i = 0; i < 40; i++) await sessionsOf(JOB);
+    });
+    expect(sessions).toHaveLength(1);
   });
 });
