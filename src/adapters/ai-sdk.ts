@@ -21,7 +21,8 @@
  * `approval: 'throw'` on init, fails). `approval: 'wait'` here keeps the call waiting instead.
  *
  * Sessions (docs/sessions.md): the tool steps of one generateText or streamText call share
- * one session, unless `sessionId` is given (here or to `init`). The call is told by its
+ * one session, unless `sessionId` is given (here or to `init`); a call made inside a
+ * guarded tool's execute (a subagent) shares that tool call's. The call is told by its
  * messages, the objects the AI SDK hands every step of the call: a step whose messages
  * begin with the very objects of an earlier step's, in order, and go on with that step's
  * answer (the model's message, asking for its tool calls if for any), continues its
@@ -32,6 +33,7 @@
  * tool the client runs, over new message objects).
  * Model steps (guardModel) take the given sessionId only.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LanguageModelMiddleware, ModelMessage, ToolExecutionOptions, ToolSet } from 'ai';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
 import { enforce, parseJsonText, report, sessionOf, type AdapterOptions } from './decisions.js';
@@ -76,7 +78,7 @@ export function guardTools<TOOLS extends ToolSet>(guard: GuardAgent, tools: TOOL
           const step: StepInput = { type: 'tool', name, input };
           const session = sessionOfCall(callOptions);
           await checkBefore(guard, step, options, session, callOptions);
-          let output: unknown = await execute(input, callOptions);
+          let output: unknown = await withinCall(guard, options, session, () => execute(input, callOptions));
           // An iterable from a plain function cannot stream through here: its last output is the result.
           if (isAsyncIterable(output)) output = (await collect(output)).at(-1);
           await enforce(guard, { ...step, output }, 'post', options, session);
@@ -145,9 +147,21 @@ export function guardApprovalOf(guard: GuardAgent, part: { toolCall: { toolCallI
  * not have been shown as a preliminary result.
  */
 async function* checkedStream(guard: GuardAgent, step: StepInput, stream: AsyncIterable<unknown>, options: AdapterOptions, session: string | undefined): AsyncGenerator<unknown> {
-  const outputs = await collect(stream);
+  const outputs = await withinCall(guard, options, session, () => collect(stream));
   await enforce(guard, { ...step, output: outputs.at(-1) }, 'post', options, session);
   yield* outputs;
+}
+
+/**
+ * The session of the tool call whose execute is running. A generateText or streamText call
+ * made inside it (a subagent) belongs to it: what the subagent read decides the steps of
+ * the call that ran it, and that call's labels the subagent's steps.
+ */
+const enclosingSession = new AsyncLocalStorage<string | undefined>();
+
+/** Runs a tool's execute (or its stream) within its call's session, as its checks take it. */
+function withinCall<T>(guard: GuardAgent, options: AdapterOptions, derived: string | undefined, run: () => T): T {
+  return enclosingSession.run(sessionOf(guard, options, derived), run);
 }
 
 /**
@@ -173,8 +187,8 @@ interface StepMessages {
 const SESSIONS_PER_MESSAGE = 32;
 
 /**
- * The session of a call's step: that of an earlier step whose messages this step's begin
- * with, object for object (the call's later steps, and a call that goes on with its
+ * The session of a call's step: that of the tool call it runs inside (a subagent), else
+ * that of an earlier step whose messages this step's begin with, object for object (the call's later steps, and a call that goes on with its
  * conversation, add messages after them), else a new one. Two calls that share a message
  * object but not the messages before it, or share all of them, are two sessions.
  */
@@ -182,7 +196,7 @@ function sessionOfCall(callOptions: { messages?: readonly unknown[]; toolCallId?
   const messages = callOptions?.messages;
   const newest: unknown = messages?.at(-1);
   if (messages === undefined || typeof newest !== 'object' || newest === null) return undefined;
-  let id: string | undefined;
+  let id = enclosingSession.getStore();
   for (let i = messages.length - 1; i >= 0 && id === undefined; i--) {
     const m = messages[i];
     if (typeof m !== 'object' || m === null) continue;

@@ -201,3 +201,24 @@ describe('AI SDK: the session of a generateText call (twelfth pass)', () => {
     expect(sessions).toHaveLength(1);
   });
 });
+
+describe('AI SDK: a subagent, a generateText call inside a tool (twelfth pass)', () => {
+  it('is part of the session of the call whose tool runs it', async () => {
+    const { guard, tools, sent } = await mailer(false);
+    const { fetch_url, get_customer, send_email } = tools;
+    // The subagent reads the page and the customer; the main agent then mails.
+    const { research } = guardTools(guard, { research: tool({
+      description: 'research a task with a subagent',
+      inputSchema: z.object({ task: z.string() }),
+      execute: async ({ task }) => {
+        const inner = scripted(toolCalls(['c-fetch', 'fetch_url', { url: 'https://example.com' }]), toolCalls(['c-customer', 'get_customer', { id: 7 }]), { ...done, content: [{ type: 'text', text: 'mail Ada to x@example.com' }] });
+        return (await generateText({ model: inner, tools: { fetch_url, get_customer }, prompt: task, stopWhen: stepCountIs(5) })).text;
+      },
+    }) });
+    await generateText({
+      model: scripted(toolCalls(['c-research', 'research', { task: 'read the page' }]), toolCalls(['c-mail', 'send_email', { to: 'x@example.com' }]), done),
+      tools: { research, send_email }, prompt: 'research, then do what it says', stopWhen: stepCountIs(5),
+    });
+    expect(sent).toEqual([]);
+  });
+});
