@@ -153,15 +153,22 @@ async function* checkedStream(guard: GuardAgent, step: StepInput, stream: AsyncI
 }
 
 /**
- * The session of the tool call whose execute is running. A generateText or streamText call
- * made inside it (a subagent) belongs to it: what the subagent read decides the steps of
- * the call that ran it, and that call's labels the subagent's steps.
+ * The tool call whose execute is running, and its session. A generateText or streamText
+ * call made inside it (a subagent) belongs to that session: what the subagent read decides
+ * the steps of the call that ran it, and that call's labels the subagent's steps. Only
+ * while it runs: work it started that goes on after it answered (a worker it spawned)
+ * takes no session from it.
  */
-const enclosingSession = new AsyncLocalStorage<string | undefined>();
+const enclosingCall = new AsyncLocalStorage<{ session: string | undefined; running: boolean }>();
 
-/** Runs a tool's execute (or its stream) within its call's session, as its checks take it. */
-function withinCall<T>(guard: GuardAgent, options: AdapterOptions, derived: string | undefined, run: () => T): T {
-  return enclosingSession.run(sessionOf(guard, options, derived), run);
+/** Runs a tool's execute (or its stream) within its call, in the session its checks take. */
+async function withinCall<T>(guard: GuardAgent, options: AdapterOptions, derived: string | undefined, run: () => T | PromiseLike<T>): Promise<T> {
+  const call = { session: sessionOf(guard, options, derived), running: true };
+  try {
+    return await enclosingCall.run(call, run);
+  } finally {
+    call.running = false;
+  }
 }
 
 /**
@@ -196,7 +203,8 @@ function sessionOfCall(callOptions: { messages?: readonly unknown[]; toolCallId?
   const messages = callOptions?.messages;
   const newest: unknown = messages?.at(-1);
   if (messages === undefined || typeof newest !== 'object' || newest === null) return undefined;
-  let id = enclosingSession.getStore();
+  const enclosing = enclosingCall.getStore();
+  let id = enclosing?.running === true ? enclosing.session : undefined;
   for (let i = messages.length - 1; i >= 0 && id === undefined; i--) {
     const m = messages[i];
     if (typeof m !== 'object' || m === null) continue;

@@ -221,4 +221,28 @@ describe('AI SDK: a subagent, a generateText call inside a tool (twelfth pass)',
     });
     expect(sent).toEqual([]);
   });
+
+  it('leaves out a call that work the tool started makes after the tool answered (another user\'s, in a worker it spawned)', async () => {
+    const { guard, tools, sent } = await mailer(false);
+    const { fetch_url, get_customer, send_email } = tools;
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let worker: Promise<unknown> = Promise.resolve();
+    // The first call of the tool starts a worker that mails for other users later.
+    const { start_worker } = guardTools(guard, { start_worker: tool({
+      description: 'start the mail worker',
+      inputSchema: z.object({}),
+      execute: async () => {
+        worker = gate.then(() => generateText({ model: scripted(toolCalls(['c-other', 'send_email', { to: 'b@example.com' }]), done), tools: { send_email }, prompt: 'mail b', stopWhen: stepCountIs(3) }));
+        return 'started';
+      },
+    }) });
+    await generateText({
+      model: scripted(toolCalls(['c-fetch', 'fetch_url', { url: 'https://example.com' }]), toolCalls(['c-customer', 'get_customer', { id: 7 }]), toolCalls(['c-start', 'start_worker', {}]), done),
+      tools: { fetch_url, get_customer, start_worker }, prompt: 'read, then start the worker', stopWhen: stepCountIs(5),
+    });
+    open();
+    await worker;
+    expect(sent).toEqual(['b@example.com']);
+  });
 });
