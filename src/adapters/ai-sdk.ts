@@ -195,9 +195,11 @@ const SESSIONS_PER_MESSAGE = 32;
 
 /**
  * The session of a call's step: that of the tool call it runs inside (a subagent), else
- * that of an earlier step whose messages this step's begin with, object for object (the call's later steps, and a call that goes on with its
- * conversation, add messages after them), else a new one. Two calls that share a message
- * object but not the messages before it, or share all of them, are two sessions.
+ * that of an earlier step whose messages this step's begin with, object for object (the
+ * call's later steps, and a call that goes on with its conversation, add messages after
+ * them), else that of the tool calls its messages answer, else a new one. Two calls that
+ * share a message object but not the messages before it, or share all of them, are two
+ * sessions.
  */
 function sessionOfCall(callOptions: { messages?: readonly unknown[]; toolCallId?: string } | undefined): string | undefined {
   const messages = callOptions?.messages;
