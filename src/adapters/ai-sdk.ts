@@ -21,14 +21,19 @@
  * `approval: 'throw'` on init, fails). `approval: 'wait'` here keeps the call waiting instead.
  *
  * Sessions (docs/sessions.md): the tool steps of one generateText or streamText call share
- * one session, unless `sessionId` is given (here or to `init`). The call is told by its
+ * one session, unless `sessionId` is given (here or to `init`); a call made inside a
+ * guarded tool's execute (a subagent) shares that tool call's. The call is told by its
  * messages, the objects the AI SDK hands every step of the call: a step whose messages
  * begin with the very objects of an earlier step's, in order, and go on with that step's
  * answer (the model's message, asking for its tool calls if for any), continues its
  * session; a call over other messages, over the very same ones again, or over them and
- * then a request of its own, starts another.
+ * then a request of its own, starts another. A step that continues none of those goes on
+ * in the session of the tool calls the model asked for since the user's last request, when
+ * this process checked one (a call that resumes a run interrupted for a tool approval or a
+ * tool the client runs, over new message objects).
  * Model steps (guardModel) take the given sessionId only.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LanguageModelMiddleware, ModelMessage, ToolExecutionOptions, ToolSet } from 'ai';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
 import { enforce, parseJsonText, report, sessionOf, type AdapterOptions } from './decisions.js';
@@ -73,7 +78,7 @@ export function guardTools<TOOLS extends ToolSet>(guard: GuardAgent, tools: TOOL
           const step: StepInput = { type: 'tool', name, input };
           const session = sessionOfCall(callOptions);
           await checkBefore(guard, step, options, session, callOptions);
-          let output: unknown = await execute(input, callOptions);
+          let output: unknown = await withinCall(guard, options, session, () => execute(input, callOptions));
           // An iterable from a plain function cannot stream through here: its last output is the result.
           if (isAsyncIterable(output)) output = (await collect(output)).at(-1);
           await enforce(guard, { ...step, output }, 'post', options, session);
@@ -95,10 +100,13 @@ export function guardTools<TOOLS extends ToolSet>(guard: GuardAgent, tools: TOOL
  */
 function approvalCheck(guard: GuardAgent, name: string, own: NeedsApproval, options: GuardToolsOptions) {
   return async (input: unknown, approvalOptions: ApprovalOptions): Promise<boolean> => {
+    // The call is known to its session before the run can be interrupted for it: the call
+    // that resumes the run goes on in that session (sessionOfAnswers).
+    const derived = sessionOfCall(approvalOptions);
     if (own === true || (typeof own === 'function' && (await own(input, approvalOptions)))) return true;
     if (isAnswered(approvalOptions.messages, approvalOptions.toolCallId)) return true;
     const step: StepInput = { type: 'tool', name, input };
-    const sessionId = sessionOf(guard, options, sessionOfCall(approvalOptions));
+    const sessionId = sessionOf(guard, options, derived);
     const verdict = await guard.verdict(step, 'pre', sessionId === undefined ? {} : { sessionId });
     report(options, step, 'pre', verdict, sessionId);
     if (isPendingAsk(verdict)) {
@@ -139,9 +147,28 @@ export function guardApprovalOf(guard: GuardAgent, part: { toolCall: { toolCallI
  * not have been shown as a preliminary result.
  */
 async function* checkedStream(guard: GuardAgent, step: StepInput, stream: AsyncIterable<unknown>, options: AdapterOptions, session: string | undefined): AsyncGenerator<unknown> {
-  const outputs = await collect(stream);
+  const outputs = await withinCall(guard, options, session, () => collect(stream));
   await enforce(guard, { ...step, output: outputs.at(-1) }, 'post', options, session);
   yield* outputs;
+}
+
+/**
+ * The tool call whose execute is running, and its session. A generateText or streamText
+ * call made inside it (a subagent) belongs to that session: what the subagent read decides
+ * the steps of the call that ran it, and that call's labels the subagent's steps. Only
+ * while it runs: work it started that goes on after it answered (a worker it spawned)
+ * takes no session from it.
+ */
+const enclosingCall = new AsyncLocalStorage<{ session: string | undefined; running: boolean }>();
+
+/** Runs a tool's execute (or its stream) within its call, in the session its checks take. */
+async function withinCall<T>(guard: GuardAgent, options: AdapterOptions, derived: string | undefined, run: () => T | PromiseLike<T>): Promise<T> {
+  const call = { session: sessionOf(guard, options, derived), running: true };
+  try {
+    return await enclosingCall.run(call, run);
+  } finally {
+    call.running = false;
+  }
 }
 
 /**
@@ -167,23 +194,26 @@ interface StepMessages {
 const SESSIONS_PER_MESSAGE = 32;
 
 /**
- * The session of a call's step: that of an earlier step whose messages this step's begin
- * with, object for object (the call's later steps, and a call that goes on with its
- * conversation, add messages after them), else a new one. Two calls that share a message
- * object but not the messages before it, or share all of them, are two sessions.
+ * The session of a call's step: that of the tool call it runs inside (a subagent), else
+ * that of an earlier step whose messages this step's begin with, object for object (the
+ * call's later steps, and a call that goes on with its conversation, add messages after
+ * them), else that of the tool calls its messages answer, else a new one. Two calls that
+ * share a message object but not the messages before it, or share all of them, are two
+ * sessions.
  */
 function sessionOfCall(callOptions: { messages?: readonly unknown[]; toolCallId?: string } | undefined): string | undefined {
   const messages = callOptions?.messages;
   const newest: unknown = messages?.at(-1);
   if (messages === undefined || typeof newest !== 'object' || newest === null) return undefined;
-  let id: string | undefined;
+  const enclosing = enclosingCall.getStore();
+  let id = enclosing?.running === true ? enclosing.session : undefined;
   for (let i = messages.length - 1; i >= 0 && id === undefined; i--) {
     const m = messages[i];
     if (typeof m !== 'object' || m === null) continue;
     const found = messageSessions.get(m)?.filter((step) => continues(messages, step.messages));
     if (found !== undefined && found.length > 0) id = found.length === 1 ? found[0]!.id : ownOf(messages, found);
   }
-  id ??= `ai-sdk:${globalThis.crypto.randomUUID()}`;
+  id ??= sessionOfAnswers(messages) ?? `ai-sdk:${globalThis.crypto.randomUUID()}`;
   const toolCallId = callOptions?.toolCallId;
   if (typeof toolCallId === 'string') {
     const calls = stepCalls.get(messages);
@@ -225,6 +255,29 @@ const toolCallSessions = new Map<string, string>();
  */
 const stepCalls = new WeakMap<readonly unknown[], Set<string>>();
 const TOOL_CALLS_KEPT = 10_000;
+
+/**
+ * The session of the tool calls the model asked for since the user's last request (the
+ * messages go on from it with the model's answers, tool results and answers to approval
+ * requests only), when this process checked one; the newest first. It tells a step that
+ * continues no step remembered by its message objects: a call that resumes a run
+ * interrupted for a tool approval or a tool the client runs, whose conversation a chat
+ * client sends back as new objects, and a step of a run whose messages are all shared
+ * objects (constants) that more than SESSIONS_PER_MESSAGE other calls were handed since.
+ */
+function sessionOfAnswers(messages: readonly unknown[]): string | undefined {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const { role, content } = (messages[i] ?? {}) as { role?: unknown; content?: unknown };
+    if (role === 'tool') continue;
+    if (role !== 'assistant') return undefined;
+    if (!Array.isArray(content)) continue;
+    for (const part of content as Array<{ type?: unknown; toolCallId?: unknown } | null>) {
+      const id = part?.type === 'tool-call' && typeof part.toolCallId === 'string' ? toolCallSessions.get(part.toolCallId) : undefined;
+      if (id !== undefined) return id;
+    }
+  }
+  return undefined;
+}
 
 /** Of several sessions whose steps the messages go on from, the one that ran their tool calls; else the newest. */
 function ownOf(messages: readonly unknown[], found: readonly StepMessages[]): string {

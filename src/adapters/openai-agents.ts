@@ -23,8 +23,8 @@
  * Sessions (docs/sessions.md): unless `sessionId` is given (here or to `init`), a run's
  * steps belong to the session of its trace's group id (a conversation spanning runs, set
  * with the run's `groupId`), else of its trace id (one per run), else (tracing off) of
- * the run itself; a run resumed from its stored state goes on in the session of the calls
- * it approves (known to this process only).
+ * the run itself, with the agents it runs as tools; a run resumed from its stored state
+ * goes on in the session of the calls it approves (known to this process only).
  */
 import type {
   getCurrentTrace,
@@ -146,8 +146,19 @@ export function guardApprovalOf(guard: GuardAgent, item: { rawItem: unknown }): 
 
 let readTrace: typeof getCurrentTrace | undefined;
 
-/** Sessions of runs whose trace says nothing (tracing off), by the run's context object. */
+/**
+ * Sessions of runs whose trace says nothing (tracing off), by the run's usage: the object
+ * the SDK shares between a run's context and the contexts it forks for an agent run as a
+ * tool with parameters or an input builder (`asTool`). By the context object, such a
+ * nested agent would be a session of its own: the labels of what it read would not reach
+ * the run that called it, nor the run's labels its steps.
+ */
 const runSessions = new WeakMap<object, string>();
+
+function runOf(context: object): object {
+  const usage = (context as { usage?: unknown }).usage;
+  return typeof usage === 'object' && usage !== null ? usage : context;
+}
 
 /**
  * Sessions of runs whose trace says nothing, by the ids of the tool calls checked in them:
@@ -159,8 +170,9 @@ const CALLS_KEPT = 10_000;
 
 /**
  * The run's trace group id (a conversation), else its trace id, else (tracing off: every
- * run has the same no-op trace) one id per run context: that of the calls the context's
- * approvals name when the run was resumed, else a new one.
+ * run has the same no-op trace) one id per run (its context and the contexts forked from
+ * it): that of the calls the context's approvals name when the run was resumed, else a
+ * new one.
  */
 async function sessionOfRun(context: object, callId?: string): Promise<string> {
   // Loaded on first use: importing this adapter needs no @openai/agents (it is an optional
@@ -171,8 +183,9 @@ async function sessionOfRun(context: object, callId?: string): Promise<string> {
     if (typeof trace.groupId === 'string' && trace.groupId !== '') return derivedSessionId('openai-agents:group', trace.groupId);
     if (trace.traceId) return derivedSessionId('openai-agents:trace', trace.traceId);
   }
-  let id = runSessions.get(context);
-  if (id === undefined) runSessions.set(context, (id = resumedSession(context, callId) ?? `openai-agents:run:${globalThis.crypto.randomUUID()}`));
+  const run = runOf(context);
+  let id = runSessions.get(run);
+  if (id === undefined) runSessions.set(run, (id = resumedSession(context, callId) ?? `openai-agents:run:${globalThis.crypto.randomUUID()}`));
   if (typeof callId === 'string' && callId !== '') {
     callSessions.delete(callId);
     callSessions.set(callId, id);

@@ -16,10 +16,15 @@ const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0
  */
 export async function chatBotOn(closers: Array<() => Promise<void>>) {
   const { guard, sent } = await recordingGuardOn(closers, ['lookup']);
-  // A lookup of q 0 first lets other calls run (other users' calls, between this call's steps).
-  let meanwhile: () => Promise<void> = async () => undefined;
+  // A lookup of q 0 waits at the gate: other users' calls run meanwhile, between this
+  // call's steps (beside it, not inside its tool, where they would be its subagents).
+  let paused: () => void = () => undefined;
+  let gate: Promise<void> = Promise.resolve();
   const lookup = async ({ q }: { q: number }) => {
-    if (q === 0) await meanwhile();
+    if (q === 0) {
+      paused();
+      await gate;
+    }
     return `found ${q}`;
   };
   const tools = guardTools(guard, { lookup: tool({ description: 'look up', inputSchema: z.object({ q: z.number() }), execute: lookup }) });
@@ -42,15 +47,21 @@ export async function chatBotOn(closers: Array<() => Promise<void>>) {
   };
   /** A call whose first step lets `others` run before it answers. */
   const callPausing = async (messages: ModelMessage[], others: () => Promise<void>) => {
-    meanwhile = async () => {
-      meanwhile = async () => undefined;
-      const own = [...sent];
-      await others();
-      sent.length = 0;
-      sent.push(...own);
-    };
+    let open: () => void = () => undefined;
+    gate = new Promise((resolve) => (open = resolve));
+    const reached = new Promise<void>((resolve) => (paused = resolve));
     sent.length = 0;
-    await call(messages, 0);
+    const running = call(messages, 0);
+    await Promise.race([reached, running]);
+    const own = [...sent];
+    try {
+      await others();
+    } finally {
+      open();
+    }
+    sent.length = 0;
+    sent.push(...own);
+    await running;
     return [...new Set(sent)];
   };
   return { sessionsOf, callPausing };
