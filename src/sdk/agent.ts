@@ -197,12 +197,13 @@ export class GuardAgent {
       if (span) endEvaluationSpan(span, { agent: this.agentName, stage, step, result: local, executions, setRevision: set.setRevision, includeContent: tracing.includeContent });
       if (!this.#closed) {
         const now = Date.now();
-        const ctx = {
-          agentName: this.agentName, step, stage, ...(ids ??= freshTraceIds()), timestamp: new Date(now).toISOString(),
-          setRevision: set.setRevision, sessionId: sessionId ?? null,
-        };
-        const single = this.#tally === null ? executions : this.#tally.add(executions, ctx, now);
-        if (single.length > 0) this.#events?.pushJson(eventJsonOf(single, ctx));
+        const check = { agentName: this.agentName, stage, stepType: step.type, stepName: step.name, sessionId: sessionId ?? null, setRevision: set.setRevision };
+        const single = this.#tally === null ? executions : this.#tally.add(executions, check, now);
+        if (single.length > 0) {
+          this.#events?.pushJson(
+            eventJsonOf(single, { agentName: this.agentName, step, stage, ...(ids ??= freshTraceIds()), timestamp: new Date(now).toISOString(), setRevision: set.setRevision, sessionId: sessionId ?? null }),
+          );
+        }
       }
     }
 

@@ -6,8 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ControlExecution } from '../../src/engine/api.js';
 import { ObservabilityEventSchema } from '../../src/model/index.js';
 import { init, type GuardAgent } from '../../src/sdk/index.js';
-import type { EventContext } from '../../src/sdk/events.js';
-import { MAX_TALLY_KEYS, NonMatchTally } from '../../src/sdk/non-match-tally.js';
+import { MAX_TALLY_KEYS, NonMatchTally, type TalliedCheck } from '../../src/sdk/non-match-tally.js';
 import { addControl, startRealServer, type RunningServer } from './real-server.js';
 
 const T = Date.parse('2026-12-07T10:00:10.000Z');
@@ -16,8 +15,8 @@ function execution(control_id: number, over: Partial<ControlExecution> = {}): Co
   return { control_id, control_name: `c${control_id}`, action: 'deny', matched: false, confidence: 1, error_message: null, evaluator_name: 'regex', selector_path: 'input.q', duration_ms: 0.25, mode: 'enforce', ...over };
 }
 
-function context(over: Partial<EventContext> = {}, at = T): EventContext {
-  return { agentName: 'bot', step: { type: 'tool', name: 'run_sql' }, stage: 'pre', traceId: `t${at}`, spanId: 's', timestamp: new Date(at).toISOString(), setRevision: 7, sessionId: 'run-1', ...over };
+function context(over: Partial<TalliedCheck> = {}): TalliedCheck {
+  return { agentName: 'bot', stepType: 'tool', stepName: 'run_sql', stage: 'pre', setRevision: 7, sessionId: 'run-1', ...over };
 }
 
 const parsed = (texts: string[]) => texts.map((t) => ObservabilityEventSchema.parse(JSON.parse(t)));
@@ -27,11 +26,11 @@ describe('NonMatchTally', () => {
     const tally = new NonMatchTally();
     const single = [execution(2, { matched: true }), execution(3, { error_message: 'timeout', matched: true }), execution(4, { selector_missing: true })];
     for (let i = 0; i < 5; i++) {
-      expect(tally.add([execution(1), ...single], context({}, T + i), T + i)).toEqual(single);
+      expect(tally.add([execution(1), ...single], context(), T + i)).toEqual(single);
     }
     const events = parsed(tally.drain());
     expect(events).toEqual([
-      expect.objectContaining({ control_id: 1, control_name: 'c1', matched: false, count: 5, execution_duration_ms: 1.25, trace_id: `t${T + 4}`, session_id: 'run-1', set_revision: 7, metadata: { source: 'sdk', step_name: 'run_sql' } }),
+      expect.objectContaining({ control_id: 1, control_name: 'c1', matched: false, count: 5, execution_duration_ms: 1.25, timestamp: new Date(T + 4).toISOString(), session_id: 'run-1', set_revision: 7, metadata: { source: 'sdk', step_name: 'run_sql' } }),
     ]);
     expect(tally.size).toBe(0);
     expect(tally.drain()).toEqual([]);
@@ -39,11 +38,11 @@ describe('NonMatchTally', () => {
 
   it('keeps apart what an event tells apart: minute, step, session, stage, agent, set revision and the control as it ran', () => {
     const tally = new NonMatchTally();
-    const contexts: [EventContext, number][] = [
+    const contexts: [TalliedCheck, number][] = [
       [context(), T],
       [context(), T + 60_000],
-      [context({ step: { type: 'tool', name: 'send_email' } }), T],
-      [context({ step: { type: 'llm', name: 'run_sql' } }), T],
+      [context({ stepName: 'send_email' }), T],
+      [context({ stepType: 'llm' }), T],
       [context({ sessionId: 'run-2' }), T],
       [context({ sessionId: null }), T],
       [context({ stage: 'post' }), T],
