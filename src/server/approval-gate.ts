@@ -59,7 +59,7 @@ function nonFiniteNumbersIn(value: unknown, path: string, out: string[]): string
 
 export class ApprovalGate {
   constructor(
-    private readonly store: Pick<Store, 'submitApproval' | 'useApproved'>,
+    private readonly store: Pick<Store, 'submitApproval' | 'hasApproved' | 'useApproved'>,
     /** The recordings' redaction: an approval shows the step as a recorded step is shown. */
     private readonly redactor: Redactor,
     private readonly listener: ApprovalListener,
@@ -95,12 +95,18 @@ export class ApprovalGate {
   }
 
   /**
-   * The approval this exact step was given and has not used, taken (used) now: the step is
-   * the one that asked, submitted again, so its set's counters must not count it twice
-   * (routes/evaluation.ts). Null when it has none.
+   * The digest of this exact step when it has an approval it has not used: the step is the
+   * one that asked, submitted again, so its set's counters must not count it twice
+   * (routes/evaluation.ts). Null when it has none. Reads only: `takeApproved` uses it.
    */
-  async takeApproved(request: GateRequest, actor: string): Promise<ApprovalRecord | null> {
-    const approval = await this.store.useApproved(approvalDigestOf(request), actor, this.now());
+  async approvedDigestOf(request: GateRequest): Promise<string | null> {
+    const digest = approvalDigestOf(request);
+    return (await this.store.hasApproved(digest, this.now())) ? digest : null;
+  }
+
+  /** The unused approval of `digest`, used now; null when another submission took it first, or its time ran out. */
+  async takeApproved(digest: string, actor: string): Promise<ApprovalRecord | null> {
+    const approval = await this.store.useApproved(digest, actor, this.now());
     if (approval !== null) this.listener('used', approval);
     return approval;
   }

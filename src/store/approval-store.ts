@@ -55,9 +55,14 @@ export type DecideOutcome = { decided: ApprovalRecord } | { conflict: ApprovalRe
 export interface ApprovalStore {
   submitApproval(request: ApprovalRequest, now: number): Promise<{ approval: ApprovalRecord; outcome: ApprovalOutcome }>;
   /**
+   * Whether the latest approval of `digest` is approved and not yet used, so that a
+   * submission would use it. Reads only. For a step submitted again on its approval, which
+   * its counters must not count twice (docs/approvals.md).
+   */
+  hasApproved(digest: string, now: number): Promise<boolean>;
+  /**
    * Uses the latest approval of `digest` when it is approved and not yet used, as a
-   * submission would, and returns it; null, changing nothing, otherwise. For a step
-   * submitted again on its approval, taken before the step is counted (docs/approvals.md).
+   * submission would, and returns it; null, changing nothing, otherwise.
    */
   useApproved(digest: string, actor: string, now: number): Promise<ApprovalRecord | null>;
   getApproval(id: string, now: number): Promise<ApprovalRecord | null>;

@@ -194,6 +194,9 @@ export abstract class ComposedStore implements Store {
   submitApproval(request: ApprovalRequest, now: number) {
     return this.approvals.submitApproval(request, now);
   }
+  hasApproved(digest: string, now: number) {
+    return this.approvals.hasApproved(digest, now);
+  }
   useApproved(digest: string, actor: string, now: number) {
     return this.approvals.useApproved(digest, actor, now);
   }

@@ -6,6 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { storeKinds } from '../server/both-stores.js';
 import { call, json } from '../server/helpers.js';
+import { startTestServer } from '../support/server.js';
+import type { Store } from '../../src/store/types.js';
 import { ADMIN, APPROVER, evaluate, KEYS, payment, REGULAR, seedPayments } from './helpers.js';
 
 const admin = { 'x-api-key': ADMIN };
@@ -144,3 +146,46 @@ for (const kind of storeKinds()) {
     });
   });
 }
+
+describe('an approved step whose submission fails', () => {
+  it('keeps its approval: the step submitted again once the failure is gone runs on it', async () => {
+    // The session's row cannot be written for a while (a full disk): a step starting a session fails (5xx).
+    let failing = false;
+    const server = await startTestServer({
+      env: KEYS,
+      wrapStore: (real: Store) => {
+        const { sharing } = real;
+        if (sharing.mode !== 'local') throw new Error('a SQLite store was expected');
+        const rows = sharing.sessionRows;
+        const failingRows = new Proxy(rows, {
+          get(target, prop) {
+            if (prop === 'saveSession' && failing) return () => { throw new Error('SQLITE_FULL: database or disk is full'); };
+            const value = Reflect.get(target, prop, target) as unknown;
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        });
+        return new Proxy(real, {
+          get(target, prop, receiver) {
+            if (prop === 'sharing') return { ...sharing, sessionRows: failingRows };
+            return Reflect.get(target, prop, receiver);
+          },
+        });
+      },
+    });
+    try {
+      await seedPayments(server.app, admin);
+      await link(server.app, 'no-double-pay', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'repeat', config: { max: 1, window: '1h' } }, action: { decision: 'deny' } });
+      const asked = await evaluate(server.app, inSession(82_000), regular);
+      expect(asked.decision).toBe('ask');
+      await approve(server.app, asked.approval.id);
+      failing = true;
+      const failed = await call(server.app, 'POST', '/api/v1/evaluation', inSession(82_000, 'run-2'), regular);
+      expect(failed.statusCode).toBeGreaterThanOrEqual(500);
+      failing = false;
+      expect(json(await call(server.app, 'GET', `/api/v1/approvals/${asked.approval.id}`, undefined, regular)).used_at).toBeNull();
+      expect(await evaluate(server.app, inSession(82_000, 'run-2'), regular)).toMatchObject({ decision: 'allow', approval: { id: asked.approval.id, status: 'approved' } });
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -56,26 +56,34 @@ export function defineApprovalContract(label: string, open: () => Promise<Store>
       expect(other.approval.id).not.toBe(first.approval.id);
     });
 
-    it('useApproved takes only an unused approval in time, once; pending, denied and stale ones are left as they are', async () => {
+    it('hasApproved and useApproved see only an unused approval in time, taken once; pending, denied and stale ones are left as they are', async () => {
       const store = await fresh();
+      expect(await store.hasApproved('d1', T0)).toBe(false);
       expect(await store.useApproved('d1', 'regular:1', T0)).toBeNull();
       const { approval } = await store.submitApproval(approvalRequest(), T0);
+      expect(await store.hasApproved('d1', T0 + MIN)).toBe(false);
       expect(await store.useApproved('d1', 'regular:1', T0 + MIN)).toBeNull();
       await store.decideApproval(approval.id, { status: 'approved', ...by, reason: null }, T0 + MIN);
+      expect(await store.hasApproved('d1', T0 + 2 * MIN)).toBe(true);
+      // Reading takes nothing.
+      expect(await store.hasApproved('d1', T0 + 2 * MIN)).toBe(true);
       const used = await store.useApproved('d1', 'regular:1', T0 + 2 * MIN);
       expect(used).toMatchObject({ id: approval.id, status: 'approved', used_at: '2026-01-01T12:02:00.000Z' });
       expect(await store.useApproved('d1', 'regular:1', T0 + 3 * MIN)).toBeNull();
+      expect(await store.hasApproved('d1', T0 + 3 * MIN)).toBe(false);
       // Used: the next submission is a new question.
       expect((await store.submitApproval(approvalRequest(), T0 + 3 * MIN)).outcome).toBe('created');
 
       const denied = (await store.submitApproval(approvalRequest({ digest: 'd2' }), T0)).approval;
       await store.decideApproval(denied.id, { status: 'denied', ...by, reason: 'no' }, T0 + MIN);
+      expect(await store.hasApproved('d2', T0 + 2 * MIN)).toBe(false);
       expect(await store.useApproved('d2', 'regular:1', T0 + 2 * MIN)).toBeNull();
       expect((await store.submitApproval(approvalRequest({ digest: 'd2' }), T0 + 2 * MIN)).outcome).toBe('denied');
 
       // Approved longer ago than its timeout: not taken, and the submission asks anew.
       const stale = (await store.submitApproval(approvalRequest({ digest: 'd3' }), T0)).approval;
       await store.decideApproval(stale.id, { status: 'approved', ...by, reason: null }, T0 + MIN);
+      expect(await store.hasApproved('d3', T0 + 17 * MIN)).toBe(false);
       expect(await store.useApproved('d3', 'regular:1', T0 + 17 * MIN)).toBeNull();
       expect((await store.getApproval(stale.id, T0 + 17 * MIN))!.used_at).toBeNull();
     });

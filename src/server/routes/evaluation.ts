@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { countedAlready } from '../../counting/index.js';
-import { evaluateStep, type CompiledControlSet, type EvaluationOutcome } from '../../engine/index.js';
+import { countedAlready, type Counters } from '../../counting/index.js';
+import { evaluateStep, type CompiledControlSet, type EvaluateOptions, type EvaluationOutcome } from '../../engine/index.js';
 import {
   AgentNameSchema,
   EvaluationRequestSchema,
@@ -20,6 +20,7 @@ import type { OperationDoc } from '../openapi.js';
 import { MAX_JSON_DEPTH } from '../json-body.js';
 import { serverDenyResult } from '../refusal-result.js';
 import { AnswerWriter } from '../result-json.js';
+import type { SessionState } from '../../sessions/index.js';
 import { evaluateInSession } from '../session-step.js';
 
 const DOC = {
@@ -72,22 +73,17 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
       }
       set = controlSets.peek(body.agent_name) ?? (await controlSets.get(body.agent_name));
       const base = span?.isRecording() || (observability !== undefined && observability.hub.size > 0) ? detailedOptions : options;
-      // A step submitted again on its approval was counted when it asked: it takes its
-      // approval first and is checked against counts that hold it, adding nothing.
-      approved = set.counting && set.asking ? await ctx.approvals.gate.takeApproved(body, ctx.actorOf(request)) : null;
-      // Only sets with rate or budget controls need the agent and the counters. Written
-      // out field by field: a spread ({ ...base, agentName }) made V8 give each request's
-      // options a new hidden class, so every read of them in the engine missed its cache.
-      const stepOptions = set.counting
-        ? { execution: base.execution, collectExecutions: base.collectExecutions, excerpts: base.excerpts, agentName: body.agent_name, counters: approved === null ? counters : countedAlready(counters) }
-        : base;
-      // Session-aware controls and a session: its labels are read before the step, and
-      // what the step adds is stored before the answer (session-step.ts).
-      const pending =
-        set.sessions && body.session_id !== undefined
-          ? evaluateInSession(set, body, body.session_id, stepOptions, sessions)
-          : evaluateStep(set, body.step, body.stage, stepOptions);
+      // A step submitted again on its approval was counted when it asked: it is checked
+      // against counts that hold it, adding nothing, and then takes its approval. A failure
+      // before the take leaves the approval to the next submission; a take lost to another
+      // submission (or to the timeout) makes this one a step as any other, counted.
+      const resubmitted = set.counting && set.asking ? await ctx.approvals.gate.approvedDigestOf(body) : null;
+      const pending = evaluateWith(set, body, base, resubmitted === null ? counters : countedAlready(counters), sessions);
       outcome = pending instanceof Promise ? await pending : pending;
+      if (resubmitted !== null) {
+        approved = await ctx.approvals.gate.takeApproved(resubmitted, ctx.actorOf(request));
+        if (approved === null) outcome = await evaluateWith(set, body, base, counters, sessions);
+      }
     } catch (error) {
       if (span) endFailedSpan(span, error);
       throw error;
@@ -126,6 +122,29 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
     return reply.type('application/json; charset=utf-8').send(answers.answer(result));
   });
 };
+
+/**
+ * The step evaluated, counted in `counters` (only sets with rate, budget or repeat controls
+ * need the agent and the counters). The options are written out field by field: a spread
+ * ({ ...base, agentName }) made V8 give each request's options a new hidden class, so every
+ * read of them in the engine missed its cache. Session-aware controls and a session: its
+ * labels are read before the step, and what the step adds is stored before the answer
+ * (session-step.ts).
+ */
+function evaluateWith(
+  set: CompiledControlSet,
+  body: EvaluationRequest,
+  base: EvaluateOptions,
+  counters: Counters,
+  sessions: SessionState,
+): Promise<EvaluationOutcome> | EvaluationOutcome {
+  const stepOptions = set.counting
+    ? { execution: base.execution, collectExecutions: base.collectExecutions, excerpts: base.excerpts, agentName: body.agent_name, counters }
+    : base;
+  return set.sessions && body.session_id !== undefined
+    ? evaluateInSession(set, body, body.session_id, stepOptions, sessions)
+    : evaluateStep(set, body.step, body.stage, stepOptions);
+}
 
 /**
  * The answer for a step nesting past MAX_JSON_DEPTH. Walking it (selectors, evaluators,

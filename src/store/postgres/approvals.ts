@@ -76,11 +76,15 @@ export class PostgresApprovals implements ApprovalStore {
     });
   }
 
+  async hasApproved(digest: string, now: number) {
+    const latest = await this.#latestOf(digest);
+    return latest !== null && isApprovedToUse(latest, now);
+  }
+
   async useApproved(digest: string, actor: string, now: number) {
     const db = this.database;
-    // Read first: most steps have no approval, and need no transaction.
-    const [latest] = await db.query<PgApprovalRow>('SELECT * FROM approvals WHERE digest = $1 ORDER BY seq DESC LIMIT 1', [digest]);
-    if (latest === undefined || !isApprovedToUse(rowOf(latest), now)) return null;
+    const latest = await this.#latestOf(digest);
+    if (latest === null || !isApprovedToUse(latest, now)) return null;
     // An unused approval is never followed by a newer one of its digest (a submission
     // uses it instead), so the guard on used_at is all that keeps it to one use.
     return db.write(async (tx) => {
@@ -93,6 +97,11 @@ export class PostgresApprovals implements ApprovalStore {
       await this.audit(tx, approvalAuditOf('use', rowOf(row), actor), now);
       return approvalRecordOf(rowOf(row), now);
     });
+  }
+
+  async #latestOf(digest: string): Promise<ApprovalRow | null> {
+    const [row] = await this.database.query<PgApprovalRow>('SELECT * FROM approvals WHERE digest = $1 ORDER BY seq DESC LIMIT 1', [digest]);
+    return row === undefined ? null : rowOf(row);
   }
 
   async getApproval(id: string, now: number) {

@@ -49,20 +49,25 @@ export class SqliteApprovals implements ApprovalStore {
     });
   }
 
+  async hasApproved(digest: string, now: number) {
+    const latest = this.database.read(() => this.#latestOf(digest));
+    return latest !== null && isApprovedToUse(rowOf(latest), now);
+  }
+
   async useApproved(digest: string, actor: string, now: number) {
     const db = this.database;
-    const latestOf = () => (db.cached('SELECT * FROM approvals WHERE digest = ? ORDER BY seq DESC LIMIT 1').get(digest) as SqliteApprovalRow | undefined) ?? null;
-    const usable = (row: SqliteApprovalRow | null) => row !== null && isApprovedToUse(rowOf(row), now);
-    // Read first: most steps have no approval, and a write transaction each would queue them all.
-    if (!usable(db.read(latestOf))) return null;
     return db.write(() => {
-      const latest = latestOf();
-      if (!usable(latest)) return null;
-      const row = db.cached("UPDATE approvals SET used_at = ? WHERE id = ? AND status = 'approved' AND used_at IS NULL RETURNING *").get(now, latest!.id) as SqliteApprovalRow | undefined;
+      const latest = this.#latestOf(digest);
+      if (latest === null || !isApprovedToUse(rowOf(latest), now)) return null;
+      const row = db.cached("UPDATE approvals SET used_at = ? WHERE id = ? AND status = 'approved' AND used_at IS NULL RETURNING *").get(now, latest.id) as SqliteApprovalRow | undefined;
       if (row === undefined) return null;
       this.audit(approvalAuditOf('use', rowOf(row), actor), now);
       return approvalRecordOf(rowOf(row), now);
     });
+  }
+
+  #latestOf(digest: string): SqliteApprovalRow | null {
+    return (this.database.cached('SELECT * FROM approvals WHERE digest = ? ORDER BY seq DESC LIMIT 1').get(digest) as SqliteApprovalRow | undefined) ?? null;
   }
 
   async getApproval(id: string, now: number) {
