@@ -30,7 +30,8 @@ import type { Verdict } from '../sdk/verdict.js';
 import type { GatewayApprovalOptions } from './mcp-approval.js';
 import { kindOf } from './mcp-message.js';
 import { newPending, PendingTable, type Pending } from './mcp-pending.js';
-import { RecentSteps, RelayChecks } from './mcp-relay-checks.js';
+import { RecentSteps } from './mcp-recent-steps.js';
+import { RelayChecks } from './mcp-relay-checks.js';
 import { InOrder } from './mcp-relay-order.js';
 import { RelayTasks } from './mcp-relay-tasks.js';
 import { UpstreamRequests } from './mcp-relay-upstream.js';
@@ -65,7 +66,7 @@ export class McpRelay {
   readonly #tools: UpstreamTools;
   readonly #tasks = new RelayTasks();
   /** Steps the server was sent in this session: its later messages are checked as their output too. */
-  readonly #recent = new RecentSteps();
+  readonly #recent: RecentSteps;
   readonly #checks: RelayChecks;
   readonly #upstream: UpstreamRequests;
   readonly #toClient: InOrder;
@@ -79,6 +80,7 @@ export class McpRelay {
   constructor(private readonly o: RelayOptions) {
     this.#serverName = o.serverName;
     this.#checks = new RelayChecks(o);
+    this.#recent = new RecentSteps(() => o.guard.controls);
     this.#upstream = new UpstreamRequests({
       pending: this.#pending,
       server: o.server,
@@ -184,7 +186,7 @@ export class McpRelay {
     const task = status === undefined ? undefined : this.#tasks.stepOf(status.taskId);
     if (task) calls.push(task);
     const answered = this.#recent.besides(calls);
-    if (calls.length > 0 || answered.length > 0) {
+    if (calls.length > 0 || answered === null || answered.length > 0) {
       const checked = this.#checks.notification(message as JSONRPCNotification | JSONRPCRequest, calls, answered);
       if (kind === 'request') void checked.then((m) => m ?? this.#withheld(message as JSONRPCRequest));
       this.#toClient.push(checked);
@@ -370,7 +372,7 @@ export class McpRelay {
   #answer(id: RequestId, method: string, answer: JSONRPCMessage): Promise<JSONRPCMessage> {
     const calls = this.#pendingCalls();
     const answered = this.#recent.besides(calls);
-    if (calls.length === 0 && answered.length === 0) return Promise.resolve(answer);
+    if (calls.length === 0 && answered !== null && answered.length === 0) return Promise.resolve(answer);
     const output = 'result' in answer ? answer.result : 'error' in answer ? answer.error : null;
     return this.#checks.answer(id, method, answer, output, calls, answered);
   }

@@ -1,0 +1,161 @@
+/**
+ * The fourth attack pass on the MCP gateway (issue #39): the relay between a raw JSON-RPC
+ * client and a scripted, hostile server over the MCP SDK's in-memory transports, so that
+ * what reaches the client can be read message by message.
+ */
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { JSONRPCMessage, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { McpRelay } from '../../src/adapters/mcp-relay.js';
+import { ControlDataSchema, type ControlDataInput, type ControlRecord } from '../../src/model/index.js';
+import { GuardAgent } from '../../src/sdk/index.js';
+import { denySecretOutput, quietLogger } from './guarded-agent.js';
+
+const KEY = 'AKIAIOSFODNN7EXAMPLE';
+
+function sdkControl(id: number, name: string, data: ControlDataInput): ControlRecord {
+  return { control_id: id, name, enabled: true, managed_by: null, source: null, created_at: '', updated_at: '', data: ControlDataSchema.parse(data) };
+}
+
+/** No AWS key leaves any tool; nothing read_file reads from the vault leaves it (a post control selecting on the input). */
+const controls = [
+  sdkControl(1, 'no-keys-out', denySecretOutput('sdk')),
+  sdkControl(2, 'nothing-from-the-vault', {
+    execution: 'sdk',
+    scope: { step_types: ['tool'], step_names: ['read_file'], stages: ['post'] },
+    selector: { path: 'input.path' },
+    evaluator: { name: 'regex', config: { pattern: '^vault/' } },
+    action: { decision: 'deny' },
+  }),
+];
+
+const TOOLS = [
+  { name: 'read_file', inputSchema: { type: 'object', properties: { path: { type: 'string' } } } },
+  ...Array.from({ length: 40 }, (_, i) => ({ name: `tool_${i}`, inputSchema: { type: 'object' } })),
+];
+
+type Script = (request: JSONRPCRequest, send: (message: JSONRPCMessage) => void) => void;
+
+const closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close();
+});
+
+/** A relay between a raw client and a server that answers tools/list with TOOLS and everything else with `script`. */
+async function setup(script: Script, records: ControlRecord[] = controls) {
+  const [clientSide, relayClientSide] = InMemoryTransport.createLinkedPair();
+  const [relayServerSide, serverSide] = InMemoryTransport.createLinkedPair();
+  const guard = new GuardAgent({ agentName: 'fourth-pass', serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, records);
+  const reports: string[] = [];
+  const relay = new McpRelay({ guard, client: relayClientSide, server: relayServerSide, serverName: 'hostile', serverNameFixed: true, requestTimeoutMs: 0, report: (l) => reports.push(l) });
+  relayClientSide.onmessage = (m) => relay.fromClient(m);
+  relayServerSide.onmessage = (m: JSONRPCMessage) => relay.fromServer(m);
+  const seenByServer: JSONRPCMessage[] = [];
+  const toServer = (message: JSONRPCMessage): void => void serverSide.send(message);
+  serverSide.onmessage = (m) => {
+    seenByServer.push(m);
+    if (!('method' in m) || !('id' in m)) return;
+    if (m.method === 'tools/list') toServer({ jsonrpc: '2.0', id: m.id, result: { tools: TOOLS } });
+    else script(m, toServer);
+  };
+  const received: JSONRPCMessage[] = [];
+  clientSide.onmessage = (m) => received.push(m);
+  for (const t of [clientSide, relayClientSide, relayServerSide, serverSide]) await t.start();
+  closers.push(async () => {
+    relay.close();
+    await clientSide.close();
+    await serverSide.close();
+    await guard.shutdown();
+  });
+  const send = (message: JSONRPCMessage): Promise<void> => clientSide.send(message);
+  const answerTo = async (id: string | number): Promise<JSONRPCMessage> => {
+    await expect.poll(() => received.some((m) => 'id' in m && m.id === id && !('method' in m))).toBe(true);
+    return received.find((m) => 'id' in m && m.id === id && !('method' in m))!;
+  };
+  /** A tools/call answered; its answer. */
+  const call = async (id: number, name: string, args: Record<string, unknown> = {}): Promise<string> => {
+    await send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+    return JSON.stringify(await answerTo(id));
+  };
+  /** Whatever the server sent before reaches the client before the answer to this ping, had it passed (InOrder). */
+  const settle = async (id: number): Promise<JSONRPCMessage> => {
+    await send({ jsonrpc: '2.0', id, method: 'ping' });
+    return answerTo(id);
+  };
+  return { send, answerTo, call, settle, received, seenByServer, reports };
+}
+
+const clean = (request: JSONRPCRequest, reply: (message: JSONRPCMessage) => void): void => {
+  const path = (request.params?.arguments as { path?: string } | undefined)?.path;
+  if (request.method === 'tools/call') reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: path === 'vault/db' ? 'password=hunter2' : 'notes' }] } });
+  else reply({ jsonrpc: '2.0', id: request.id, result: {} });
+};
+
+describe('the steps a later message of the server is checked against', () => {
+  const log = (data: string): JSONRPCMessage => ({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data } });
+
+  it('are not forgotten after 32 calls of the same tool with other inputs: past the bound, what the server sends outside a call is withheld', async () => {
+    let fromServer!: (message: JSONRPCMessage) => void;
+    const { call, settle, received, reports } = await setup((request, reply) => {
+      fromServer = reply;
+      clean(request, reply);
+    });
+    expect(await call(1, 'read_file', { path: 'vault/db' })).not.toContain('hunter2');
+    for (let id = 2; id <= 40; id++) expect(await call(id, 'read_file', { path: `notes-${id}` })).toContain('notes');
+    fromServer(log('password=hunter2'));
+    fromServer(log('all quiet'));
+    // Fail closed: the ping's answer (not a step) is withheld too, and a call's own answer still checked and relayed.
+    expect(await settle(41)).toHaveProperty('error');
+    expect(await call(42, 'read_file', { path: 'notes-42' })).toContain('notes');
+    expect(JSON.stringify(received)).not.toContain('hunter2');
+    expect(JSON.stringify(received)).not.toContain('all quiet');
+    expect(reports.some((r) => r.includes('more than 32 steps whose post controls read more than their output'))).toBe(true);
+  });
+
+  it('keep one step for a post control that reads only the output: after 40 other tools, a clean message passes and a key is withheld', async () => {
+    let fromServer!: (message: JSONRPCMessage) => void;
+    const { call, send, answerTo, settle, received } = await setup((request, reply) => {
+      fromServer = reply;
+      clean(request, reply);
+    }, [controls[0]!]);
+    expect(await call(1, 'tool_0')).toContain('notes');
+    for (let i = 1; i < 40; i++) expect(await call(1 + i, `tool_${i}`)).toContain('notes');
+    fromServer(log(`read ${KEY}`));
+    fromServer(log('all quiet'));
+    await settle(100);
+    await send({ jsonrpc: '2.0', id: 101, method: 'tools/list' });
+    expect(JSON.stringify(await answerTo(101))).toContain('tool_39');
+    expect(JSON.stringify(received)).toContain('all quiet');
+    expect(JSON.stringify(received)).not.toContain(KEY);
+  });
+
+  it('are not forgotten after calls of 40 other tools', async () => {
+    let fromServer!: (message: JSONRPCMessage) => void;
+    const { call, settle, received } = await setup((request, reply) => {
+      fromServer = reply;
+      clean(request, reply);
+    });
+    expect(await call(1, 'read_file', { path: 'vault/db' })).not.toContain('hunter2');
+    for (let i = 0; i < 40; i++) expect(await call(2 + i, `tool_${i}`)).toContain('notes');
+    fromServer(log('password=hunter2'));
+    await settle(100);
+    expect(JSON.stringify(received)).not.toContain('hunter2');
+  });
+
+  it('are not forgotten after 40 reads of other resources', async () => {
+    let fromServer!: (message: JSONRPCMessage) => void;
+    const { call, send, answerTo, settle, received } = await setup((request, reply) => {
+      fromServer = reply;
+      if (request.method === 'resources/read') reply({ jsonrpc: '2.0', id: request.id, result: { contents: [{ uri: (request.params as { uri: string }).uri, text: 'public' }] } });
+      else clean(request, reply);
+    });
+    expect(await call(1, 'read_file', { path: 'vault/db' })).not.toContain('hunter2');
+    for (let i = 0; i < 40; i++) {
+      await send({ jsonrpc: '2.0', id: 2 + i, method: 'resources/read', params: { uri: `db://table-${i}` } });
+      expect(JSON.stringify(await answerTo(2 + i))).toContain('public');
+    }
+    fromServer(log('password=hunter2'));
+    await settle(100);
+    expect(JSON.stringify(received)).not.toContain('hunter2');
+  });
+});
