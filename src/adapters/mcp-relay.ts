@@ -87,8 +87,10 @@ export class McpRelay {
       requestTimeoutMs: o.requestTimeoutMs,
       report: (line) => o.report(line),
       toServer: (message) => this.#send(o.server, message, 'server'),
-      answerError: (id, code, message, step) => {
-        if (step) this.#toClient.push(this.#checks.output(id, step, { jsonrpc: '2.0', id, error: { code, message } }, { code, message }));
+      answerError: (id, code, message, quoting) => {
+        const answer: JSONRPCMessage = { jsonrpc: '2.0', id, error: { code, message } };
+        if (quoting?.step) this.#toClient.push(this.#checks.output(id, quoting.step, answer, { code, message }));
+        else if (quoting) this.#toClient.push(this.#answer(id, quoting.method, answer));
         else this.#answerError(id, code, message);
       },
     });

@@ -3,9 +3,13 @@
  * client and a scripted, hostile server over the MCP SDK's in-memory transports, so that
  * what reaches the client can be read message by message.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { HttpUpstreamTransport } from '../../src/adapters/mcp-http-upstream.js';
 import { McpRelay } from '../../src/adapters/mcp-relay.js';
 import { ControlDataSchema, type ControlDataInput, type ControlRecord } from '../../src/model/index.js';
 import { GuardAgent } from '../../src/sdk/index.js';
@@ -42,9 +46,10 @@ afterEach(async () => {
 });
 
 /** A relay between a raw client and a server that answers tools/list with TOOLS and everything else with `script`. */
-async function setup(script: Script, records: ControlRecord[] = controls) {
+async function setup(script: Script, records: ControlRecord[] = controls, upstream?: Transport) {
   const [clientSide, relayClientSide] = InMemoryTransport.createLinkedPair();
-  const [relayServerSide, serverSide] = InMemoryTransport.createLinkedPair();
+  const [inMemoryRelaySide, serverSide] = InMemoryTransport.createLinkedPair();
+  const relayServerSide = upstream ?? inMemoryRelaySide;
   const guard = new GuardAgent({ agentName: 'fourth-pass', serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, records);
   const reports: string[] = [];
   const relay = new McpRelay({ guard, client: relayClientSide, server: relayServerSide, serverName: 'hostile', serverNameFixed: true, requestTimeoutMs: 0, report: (l) => reports.push(l) });
@@ -157,5 +162,33 @@ describe('the steps a later message of the server is checked against', () => {
     fromServer(log('password=hunter2'));
     await settle(100);
     expect(JSON.stringify(received)).not.toContain('hunter2');
+  });
+});
+
+describe("an HTTP server's error page answering a request that is not a step, after a call", () => {
+  it('is checked as the output of the calls sent before it reaches the client', async () => {
+    // The call's answer is clean; what the tool read comes in the error page of the next request (a ping).
+    const http = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        const message = JSON.parse(body) as { id?: number; method?: string };
+        const json = (result: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+        if (message.method === 'tools/list') return json({ tools: TOOLS });
+        if (message.method === 'tools/call') return json({ content: [{ type: 'text', text: 'done' }] });
+        if (message.method === 'ping') return res.writeHead(500).end(`TypeError reading ${KEY}`);
+        res.writeHead(202).end();
+      });
+    });
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    closers.push(() => new Promise((resolve) => http.close(() => resolve())));
+    const upstream = new HttpUpstreamTransport(new URL(`http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`));
+    closers.push(() => upstream.close());
+    const { call, settle, reports } = await setup(() => undefined, controls, upstream);
+    expect(await call(1, 'read_file', { path: '.env' })).toContain('done');
+    const answer = await settle(2);
+    expect(answer).toHaveProperty('error');
+    expect(JSON.stringify(answer)).not.toContain(KEY);
+    expect(reports.join('\n')).not.toContain(KEY);
   });
 });
