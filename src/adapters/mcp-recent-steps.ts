@@ -14,6 +14,12 @@
  *   the newest MAX_RECENT_STEPS of them. Past that bound the oldest is forgotten, and the
  *   session's later messages can no longer be checked as its output: `besides` answers
  *   null, and they are withheld (fail closed) rather than passed unchecked.
+ * The answer to a step is checked as the output of the others too (`others`), but only
+ * where that can tell anything: a control the answered step is in scope of checks it
+ * already, and a step in scope of a control that does not read the output is not checked
+ * as: that control gives the verdict it gave before whatever the answer holds (checking
+ * it would refuse every call after one it refused). So the step kept for a control that
+ * reads only the output is the latest whose post controls all read it, when there is one.
  * Scope is read from the controls in force when the step is sent (session labels aside:
  * a control scoped to labels counts as in scope).
  */
@@ -31,6 +37,8 @@ const STATELESS_EVALUATORS: ReadonlySet<string> = new Set(['regex', 'list', 'jso
 interface Kept {
   key: string;
   step: StepInput;
+  /** Every post control in its scope reads the output: what they allow depends on what the server sends. */
+  readsOutput: boolean;
 }
 
 export class RecentSteps {
@@ -39,6 +47,8 @@ export class RecentSteps {
   /** Steps in scope of a post control that reads more, by type, name and input; the newest last. */
   readonly #steps = new Map<string, Kept>();
   #forgot = false;
+  /** A step forgotten was one whose post controls read the output. */
+  #forgotReading = false;
 
   /** `controls`: the agent's controls in force (GuardAgent.controls). */
   constructor(private readonly controls: () => readonly ControlRecord[]) {}
@@ -47,15 +57,34 @@ export class RecentSteps {
     const scoped = postControlsOf(this.controls(), step);
     if (scoped.outputOnly.length === 0 && !scoped.more) return;
     // The whole step, context included: a post control may select on `context.mcp_server`.
-    const kept = { key: keyOf(step), step: { type: step.type, name: step.name, input: step.input, ...(step.context !== undefined && { context: step.context }) } };
-    for (const id of scoped.outputOnly) this.#byControl.set(id, kept);
+    const copy = { type: step.type, name: step.name, input: step.input, ...(step.context !== undefined && { context: step.context }) };
+    const kept = { key: keyOf(step), step: copy, readsOutput: scoped.allReadOutput };
+    for (const id of scoped.outputOnly) {
+      if (kept.readsOutput || !this.#byControl.get(id)?.readsOutput) this.#byControl.set(id, kept);
+    }
     if (!scoped.more) return;
     this.#steps.delete(kept.key);
     this.#steps.set(kept.key, kept);
     if (this.#steps.size > MAX_RECENT_STEPS) {
-      this.#steps.delete(this.#steps.keys().next().value!);
+      const oldest = this.#steps.values().next().value!;
+      this.#steps.delete(oldest.key);
       this.#forgot = true;
+      if (oldest.readsOutput) this.#forgotReading = true;
     }
+  }
+
+  /**
+   * The steps kept that the answer to `step` is checked as the output of, besides its own
+   * (noted before: it is never among them); null once a step whose controls read the output was forgotten.
+   */
+  others(step: StepInput): StepInput[] | null {
+    if (this.#forgotReading) return null;
+    const own = keyOf(step);
+    const covered = new Set(postControlsOf(this.controls(), step).outputOnly);
+    const steps = new Map<string, StepInput>();
+    for (const [id, kept] of this.#byControl) if (!covered.has(id) && kept.readsOutput && kept.key !== own) steps.set(kept.key, kept.step);
+    for (const kept of this.#steps.values()) if (kept.readsOutput && kept.key !== own) steps.set(kept.key, kept.step);
+    return [...steps.values()];
   }
 
   /** The steps kept, but those among `pending` (by type, name and input); null once one was forgotten. */
@@ -73,25 +102,33 @@ interface PostControl {
   id: number;
   /** Reads only the step's output, with an evaluator that reads nothing else. */
   outputOnly: boolean;
+  /** Reads the output (or the whole step), among other things or not. */
+  readsOutput: boolean;
 }
 
 /** The post controls of a control set, compiled once per set (GuardAgent replaces the array on refresh). */
 const compiled = new WeakMap<readonly ControlRecord[], PostControl[]>();
 
-function postControlsOf(records: readonly ControlRecord[], step: StepInput): { outputOnly: number[]; more: boolean } {
+function postControlsOf(records: readonly ControlRecord[], step: StepInput): { outputOnly: number[]; more: boolean; allReadOutput: boolean } {
   let controls = compiled.get(records);
   if (controls === undefined) {
-    controls = records.flatMap((r) => (r.enabled && r.data !== null && r.data.enabled ? [{ id: r.control_id, matches: compileScope(r.data.scope), outputOnly: leavesOf(r.data).every(readsOutputOnly) }] : []));
+    controls = records.flatMap((r) => {
+      if (!r.enabled || r.data === null || !r.data.enabled) return [];
+      const leaves = leavesOf(r.data);
+      return [{ id: r.control_id, matches: compileScope(r.data.scope), outputOnly: leaves.every(readsOutputOnly), readsOutput: leaves.some(readsOutput) }];
+    });
     compiled.set(records, controls);
   }
   const outputOnly: number[] = [];
   let more = false;
+  let allReadOutput = true;
   for (const c of controls) {
     if (!c.matches(step.type, step.name, 'post')) continue;
     if (c.outputOnly) outputOnly.push(c.id);
     else more = true;
+    allReadOutput &&= c.readsOutput;
   }
-  return { outputOnly, more };
+  return { outputOnly, more, allReadOutput };
 }
 
 type Leaf = { selector?: Selector | undefined; evaluator?: EvaluatorSpec | undefined };
@@ -113,6 +150,12 @@ function leavesOf(data: Leaf & { condition?: Condition | undefined }): Leaf[] {
 function readsOutputOnly(leaf: Leaf): boolean {
   const path = leaf.selector?.path;
   return path !== undefined && /^output(?:$|[.[])/.test(path) && STATELESS_EVALUATORS.has(leaf.evaluator?.name ?? '');
+}
+
+/** The output or the whole step (`*`); a leaf without a selector counts as reading it. */
+function readsOutput(leaf: Leaf): boolean {
+  const path = leaf.selector?.path;
+  return path === undefined || path === '*' || /^output(?:$|[.[])/.test(path);
 }
 
 let unreadable = 0;

@@ -9,7 +9,7 @@ import type { StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
 import { McpApprovals, type GatewayApprovalOptions } from './mcp-approval.js';
 import { MAX_RECENT_STEPS } from './mcp-recent-steps.js';
-import { refusal, stepText } from './mcp-steps.js';
+import { refusal, stepText, toolError } from './mcp-steps.js';
 import { messageOf, shown } from './mcp-text.js';
 
 export interface RelayChecksOptions extends GatewayApprovalOptions {
@@ -35,8 +35,12 @@ export class RelayChecks {
     return this.approvals.decide(this.o, step, stage, this.o.sessionId?.() ?? this.#derived);
   }
 
-  /** The answer to a checked request, or the refusal that replaces it when a post control does not allow its output. */
-  async output(id: RequestId, step: StepInput, answer: JSONRPCMessage, output: unknown): Promise<JSONRPCMessage> {
+  /**
+   * The answer to a checked request, or the refusal that replaces it when a post control
+   * does not allow its output: of its own step, or of the `others` the server was sent
+   * (RecentSteps.others; null when it forgot one), as the server could put there what they read.
+   */
+  async output(id: RequestId, step: StepInput, answer: JSONRPCMessage, output: unknown, others: StepInput[] | null = []): Promise<JSONRPCMessage> {
     let verdict: Verdict;
     try {
       verdict = await this.decide({ ...step, output }, 'post');
@@ -45,7 +49,10 @@ export class RelayChecks {
       return { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'the guard could not check the answer to this request' } };
     }
     this.reportUnavailable(verdict, step, 'post');
-    return verdict.decision === 'allow' ? answer : refusal(id, step.type, verdict);
+    if (verdict.decision !== 'allow') return refusal(id, step.type, verdict);
+    if (others?.length === 0 || (await this.#allowed(`the answer to ${stepText(step)}`, output, [], others))) return answer;
+    const message = "the gateway withheld the MCP server's answer: a post control of another call did not allow it";
+    return step.type === 'tool' ? toolError(id, message) : { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message } };
   }
 
   /**

@@ -89,7 +89,7 @@ export class McpRelay {
       toServer: (message) => this.#send(o.server, message, 'server'),
       answerError: (id, code, message, quoting) => {
         const answer: JSONRPCMessage = { jsonrpc: '2.0', id, error: { code, message } };
-        if (quoting?.step) this.#toClient.push(this.#checks.output(id, quoting.step, answer, { code, message }));
+        if (quoting?.step) this.#toClient.push(this.#checks.output(id, quoting.step, answer, { code, message }, this.#recent.others(quoting.step)));
         else if (quoting) this.#toClient.push(this.#answer(id, quoting.method, answer));
         else this.#answerError(id, code, message);
       },
@@ -165,7 +165,7 @@ export class McpRelay {
       // The newest answered step is the last one forgotten.
       if (pending.step) this.#recent.note(pending.step);
       if (pending.step) {
-        this.#toClient.push(this.#checks.output(clientId, pending.step, answer, output));
+        this.#toClient.push(this.#checks.output(clientId, pending.step, answer, output, this.#recent.others(pending.step)));
         return;
       }
       this.#toClient.push(this.#answer(clientId, pending.method, answer));

@@ -31,10 +31,19 @@ const controls = [
     evaluator: { name: 'regex', config: { pattern: '^vault/' } },
     action: { decision: 'deny' },
   }),
+  // What read_secret reads (a password) never reaches the client.
+  sdkControl(3, 'no-password-from-read-secret', {
+    execution: 'sdk',
+    scope: { step_types: ['tool'], step_names: ['read_secret'], stages: ['post'] },
+    selector: { path: 'output' },
+    evaluator: { name: 'regex', config: { pattern: 'password=' } },
+    action: { decision: 'deny' },
+  }),
 ];
 
 const TOOLS = [
   { name: 'read_file', inputSchema: { type: 'object', properties: { path: { type: 'string' } } } },
+  { name: 'read_secret', inputSchema: { type: 'object' } },
   ...Array.from({ length: 40 }, (_, i) => ({ name: `tool_${i}`, inputSchema: { type: 'object' } })),
 ];
 
@@ -92,7 +101,9 @@ async function setup(script: Script, records: ControlRecord[] = controls, upstre
 
 const clean = (request: JSONRPCRequest, reply: (message: JSONRPCMessage) => void): void => {
   const path = (request.params?.arguments as { path?: string } | undefined)?.path;
-  if (request.method === 'tools/call') reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: path === 'vault/db' ? 'password=hunter2' : 'notes' }] } });
+  const name = (request.params as { name?: string } | undefined)?.name;
+  const secret = path === 'vault/db' || name === 'read_secret';
+  if (request.method === 'tools/call') reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: secret ? 'password=hunter2' : 'notes' }] } });
   else reply({ jsonrpc: '2.0', id: request.id, result: {} });
 };
 
@@ -190,5 +201,31 @@ describe("an HTTP server's error page answering a request that is not a step, af
     expect(answer).toHaveProperty('error');
     expect(JSON.stringify(answer)).not.toContain(KEY);
     expect(reports.join('\n')).not.toContain(KEY);
+  });
+});
+
+describe("the answer to a call, carrying what another call read", () => {
+  it('is checked as the output of the calls sent before it too: a server cannot wait for the next call to send what a tool read', async () => {
+    let leak = false;
+    const { call, send, answerTo, received } = await setup((request, reply) => {
+      const name = (request.params as { name?: string } | undefined)?.name;
+      const text = name === 'read_secret' || leak ? 'password=hunter2' : 'notes';
+      if (request.method === 'resources/read') return reply({ jsonrpc: '2.0', id: request.id, result: { contents: [{ uri: 'db://x', text }] } });
+      if (name === 'tool_2') return reply({ jsonrpc: '2.0', id: request.id, error: { code: -32603, message: text } });
+      if (name === 'tool_3') return reply({ jsonrpc: '2.0', id: request.id, result: { content: [], structuredContent: { text } } });
+      reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text }] } });
+    });
+    expect(await call(1, 'read_secret')).not.toContain('hunter2');
+    // Clean answers of other tools pass, and so does one of read_file after a vault read (its control reads no output).
+    expect(await call(2, 'tool_0')).toContain('notes');
+    expect(await call(3, 'read_file', { path: 'vault/db' })).not.toContain('notes');
+    expect(await call(4, 'read_file', { path: 'notes' })).toContain('notes');
+    leak = true;
+    expect(await call(5, 'tool_0')).toContain('isError');
+    expect(await call(6, 'tool_2')).not.toContain('hunter2');
+    expect(await call(7, 'tool_3')).not.toContain('hunter2');
+    await send({ jsonrpc: '2.0', id: 8, method: 'resources/read', params: { uri: 'db://x' } });
+    expect(await answerTo(8)).toHaveProperty('error');
+    expect(JSON.stringify(received)).not.toContain('hunter2');
   });
 });
