@@ -7,8 +7,9 @@
  * what it must without forgetting:
  * - a step no post control is scoped to is not kept: its output is allowed whatever it is;
  * - a post control that reads only the output with a stateless evaluator gives one verdict
- *   on a message whichever step of its scope it is checked as: the latest such step is kept
- *   for it, one step per control;
+ *   on a message whichever step of its scope it is checked as: one step is kept for it, the
+ *   type and name of the latest in its scope without input or context (which it does not
+ *   read, and another control of that step might: the step itself is kept for that one);
  * - a step in scope of a post control that reads more (the input, the name, the context,
  *   the whole step, or a counting evaluator) is kept as it is, by type, name and input:
  *   the newest MAX_RECENT_STEPS of them. Past that bound the oldest is forgotten, and the
@@ -18,8 +19,7 @@
  * where that can tell anything: a control the answered step is in scope of checks it
  * already, and a step in scope of a control that does not read the output is not checked
  * as: that control gives the verdict it gave before whatever the answer holds (checking
- * it would refuse every call after one it refused). So the step kept for a control that
- * reads only the output is the latest whose post controls all read it, when there is one.
+ * it would refuse every call after one it refused).
  * Scope is read from the controls in force when the step is sent (session labels aside:
  * a control scoped to labels counts as in scope).
  */
@@ -37,12 +37,12 @@ const STATELESS_EVALUATORS: ReadonlySet<string> = new Set(['regex', 'list', 'jso
 interface Kept {
   key: string;
   step: StepInput;
-  /** Every post control in its scope reads the output: what they allow depends on what the server sends. */
+  /** Every post control in its scope reads the output: what they allow depends on what the server sends (`others`). */
   readsOutput: boolean;
 }
 
 export class RecentSteps {
-  /** By control id: the latest step in scope of a post control that reads only the output. */
+  /** By control id: the type and name of the latest step in scope of a post control that reads only the output. */
   readonly #byControl = new Map<number, Kept>();
   /** Steps in scope of a post control that reads more, by type, name and input; the newest last. */
   readonly #steps = new Map<string, Kept>();
@@ -56,13 +56,15 @@ export class RecentSteps {
   note(step: StepInput): void {
     const scoped = postControlsOf(this.controls(), step);
     if (scoped.outputOnly.length === 0 && !scoped.more) return;
+    if (scoped.outputOnly.length > 0) {
+      const named = { type: step.type, name: step.name, input: null };
+      const kept = { key: keyOf(named), step: named, readsOutput: true };
+      for (const id of scoped.outputOnly) this.#byControl.set(id, kept);
+    }
+    if (!scoped.more) return;
     // The whole step, context included: a post control may select on `context.mcp_server`.
     const copy = { type: step.type, name: step.name, input: step.input, ...(step.context !== undefined && { context: step.context }) };
     const kept = { key: keyOf(step), step: copy, readsOutput: scoped.allReadOutput };
-    for (const id of scoped.outputOnly) {
-      if (kept.readsOutput || !this.#byControl.get(id)?.readsOutput) this.#byControl.set(id, kept);
-    }
-    if (!scoped.more) return;
     this.#steps.delete(kept.key);
     this.#steps.set(kept.key, kept);
     if (this.#steps.size > MAX_RECENT_STEPS) {
@@ -82,7 +84,7 @@ export class RecentSteps {
     const own = keyOf(step);
     const covered = new Set(postControlsOf(this.controls(), step).outputOnly);
     const steps = new Map<string, StepInput>();
-    for (const [id, kept] of this.#byControl) if (!covered.has(id) && kept.readsOutput && kept.key !== own) steps.set(kept.key, kept.step);
+    for (const [id, kept] of this.#byControl) if (!covered.has(id)) steps.set(kept.key, kept.step);
     for (const kept of this.#steps.values()) if (kept.readsOutput && kept.key !== own) steps.set(kept.key, kept.step);
     return [...steps.values()];
   }

@@ -229,3 +229,21 @@ describe("the answer to a call, carrying what another call read", () => {
     expect(JSON.stringify(received)).not.toContain('hunter2');
   });
 });
+
+describe("the answer to a read, after calls of one tool whose post controls read its input too", () => {
+  it('is withheld when it carries what a post control of those calls finds, and relayed when clean, whatever their inputs were', async () => {
+    let text = 'public';
+    const { call, send, answerTo } = await setup((request, reply) => {
+      if (request.method === 'resources/read') return reply({ jsonrpc: '2.0', id: request.id, result: { contents: [{ uri: 'db://x', text }] } });
+      clean(request, reply);
+    });
+    // Only read_file was called: each in scope of no-keys-out (reads the output) and nothing-from-the-vault (reads the input).
+    expect(await call(1, 'read_file', { path: 'notes' })).toContain('notes');
+    expect(await call(2, 'read_file', { path: 'vault/db' })).not.toContain('hunter2');
+    await send({ jsonrpc: '2.0', id: 3, method: 'resources/read', params: { uri: 'db://x' } });
+    expect(JSON.stringify(await answerTo(3))).toContain('public');
+    text = `aws ${KEY}`;
+    await send({ jsonrpc: '2.0', id: 4, method: 'resources/read', params: { uri: 'db://x' } });
+    expect(JSON.stringify(await answerTo(4))).not.toContain(KEY);
+  });
+});
