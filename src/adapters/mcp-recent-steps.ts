@@ -108,19 +108,48 @@ interface PostControl {
   readsOutput: boolean;
 }
 
-/** The post controls of a control set, compiled once per set (GuardAgent replaces the array on refresh). */
-const compiled = new WeakMap<readonly ControlRecord[], PostControl[]>();
+interface Scoped {
+  /** The controls reading only the output. */
+  outputOnly: number[];
+  /** Others are in scope. */
+  more: boolean;
+  /** Every control in scope reads the output. */
+  allReadOutput: boolean;
+}
 
-function postControlsOf(records: readonly ControlRecord[], step: StepInput): { outputOnly: number[]; more: boolean; allReadOutput: boolean } {
-  let controls = compiled.get(records);
-  if (controls === undefined) {
-    controls = records.flatMap((r) => {
+interface CompiledSet {
+  controls: PostControl[];
+  /** What is in scope, by type and name (a step is noted and answered: each asks), up to MAX_MEMO_NAMES. */
+  memo: Map<string, Scoped>;
+}
+
+/** Names whose scope is kept; past it (names made up per call), scope is resolved each time. */
+const MAX_MEMO_NAMES = 4096;
+
+/** The post controls of a control set, compiled once per set (GuardAgent replaces the array on refresh). */
+const compiled = new WeakMap<readonly ControlRecord[], CompiledSet>();
+
+function postControlsOf(records: readonly ControlRecord[], step: StepInput): Scoped {
+  let set = compiled.get(records);
+  if (set === undefined) {
+    const controls = records.flatMap((r) => {
       if (!r.enabled || r.data === null || !r.data.enabled) return [];
       const leaves = leavesOf(r.data);
       return [{ id: r.control_id, matches: compileScope(r.data.scope), outputOnly: leaves.every(readsOutputOnly), readsOutput: leaves.some(readsOutput) }];
     });
-    compiled.set(records, controls);
+    set = { controls, memo: new Map() };
+    compiled.set(records, set);
   }
+  const name = `${step.type}\u0000${step.name}`;
+  let scoped = set.memo.get(name);
+  if (scoped === undefined) {
+    scoped = scopedOf(set.controls, step);
+    if (set.memo.size < MAX_MEMO_NAMES) set.memo.set(name, scoped);
+  }
+  return scoped;
+}
+
+function scopedOf(controls: readonly PostControl[], step: StepInput): Scoped {
   const outputOnly: number[] = [];
   let more = false;
   let allReadOutput = true;
