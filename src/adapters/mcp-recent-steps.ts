@@ -14,7 +14,12 @@
  *   the whole step, or a counting evaluator) is kept as it is, by type, name and input:
  *   the newest MAX_RECENT_STEPS of them. Past that bound the oldest is forgotten, and the
  *   session's later messages can no longer be checked as its output: `besides` answers
- *   null, and they are withheld (fail closed) rather than passed unchecked.
+ *   null, and they are withheld (fail closed) rather than passed unchecked;
+ * - but a post control that reads no output with a stateless evaluator (`input.path`, say)
+ *   gives every output of a step the verdict it gave its answer: once that was allowed
+ *   (`allowed`), a step only such controls keep is kept no longer. Only steps whose answer
+ *   was refused, or never came (cancelled, timed out), or that a control reading the output
+ *   and more keeps, count towards the bound.
  * The answer to a step is checked as the output of the others too (`others`), but only
  * where that can tell anything: a control the answered step is in scope of checks it
  * already, and a step in scope of a control that does not read the output is not checked
@@ -39,6 +44,8 @@ interface Kept {
   step: StepInput;
   /** Every post control in its scope reads the output: what they allow depends on what the server sends (`others`). */
   readsOutput: boolean;
+  /** Kept only for controls that read no output: an allowed answer lets it go. */
+  blind: boolean;
 }
 
 export class RecentSteps {
@@ -58,13 +65,13 @@ export class RecentSteps {
     if (scoped.outputOnly.length === 0 && !scoped.more) return;
     if (scoped.outputOnly.length > 0) {
       const named = { type: step.type, name: step.name, input: null };
-      const kept = { key: keyOf(named), step: named, readsOutput: true };
+      const kept = { key: keyOf(named), step: named, readsOutput: true, blind: false };
       for (const id of scoped.outputOnly) this.#byControl.set(id, kept);
     }
     if (!scoped.more) return;
     // The whole step, context included: a post control may select on `context.mcp_server`.
     const copy = { type: step.type, name: step.name, input: step.input, ...(step.context !== undefined && { context: step.context }) };
-    const kept = { key: keyOf(step), step: copy, readsOutput: scoped.allReadOutput };
+    const kept = { key: keyOf(step), step: copy, readsOutput: scoped.allReadOutput, blind: !scoped.reading };
     this.#steps.delete(kept.key);
     this.#steps.set(kept.key, kept);
     if (this.#steps.size > MAX_RECENT_STEPS) {
@@ -73,6 +80,12 @@ export class RecentSteps {
       this.#forgot = true;
       if (oldest.readsOutput) this.#forgotReading = true;
     }
+  }
+
+  /** The post controls of `step` allowed its answer: those that read no output allow whatever else it sends. */
+  allowed(step: StepInput): void {
+    const key = keyOf(step);
+    if (this.#steps.get(key)?.blind) this.#steps.delete(key);
   }
 
   /**
@@ -106,6 +119,8 @@ interface PostControl {
   outputOnly: boolean;
   /** Reads the output (or the whole step), among other things or not. */
   readsOutput: boolean;
+  /** Reads no output, with stateless evaluators: one verdict for any output of a step. */
+  blind: boolean;
 }
 
 interface Scoped {
@@ -115,6 +130,8 @@ interface Scoped {
   more: boolean;
   /** Every control in scope reads the output. */
   allReadOutput: boolean;
+  /** A control in scope other than those reading only the output reads it too, or counts. */
+  reading: boolean;
 }
 
 interface CompiledSet {
@@ -135,7 +152,10 @@ function postControlsOf(records: readonly ControlRecord[], step: StepInput): Sco
     const controls = records.flatMap((r) => {
       if (!r.enabled || r.data === null || !r.data.enabled) return [];
       const leaves = leavesOf(r.data);
-      return [{ id: r.control_id, matches: compileScope(r.data.scope), outputOnly: leaves.every(readsOutputOnly), readsOutput: leaves.some(readsOutput) }];
+      return [{
+        id: r.control_id, matches: compileScope(r.data.scope), outputOnly: leaves.every(readsOutputOnly), readsOutput: leaves.some(readsOutput),
+        blind: leaves.every((l) => !readsOutput(l) && STATELESS_EVALUATORS.has(l.evaluator?.name ?? '')),
+      }];
     });
     set = { controls, memo: new Map() };
     compiled.set(records, set);
@@ -153,13 +173,17 @@ function scopedOf(controls: readonly PostControl[], step: StepInput): Scoped {
   const outputOnly: number[] = [];
   let more = false;
   let allReadOutput = true;
+  let reading = false;
   for (const c of controls) {
     if (!c.matches(step.type, step.name, 'post')) continue;
     if (c.outputOnly) outputOnly.push(c.id);
-    else more = true;
+    else {
+      more = true;
+      reading ||= !c.blind;
+    }
     allReadOutput &&= c.readsOutput;
   }
-  return { outputOnly, more, allReadOutput };
+  return { outputOnly, more, allReadOutput, reading };
 }
 
 type Leaf = { selector?: Selector | undefined; evaluator?: EvaluatorSpec | undefined };

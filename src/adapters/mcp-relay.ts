@@ -164,8 +164,12 @@ export class McpRelay {
       if (taskId !== null && pending.step) this.#tasks.remember(taskId, pending.step);
       // The newest answered step is the last one forgotten.
       if (pending.step) this.#recent.note(pending.step);
-      if (pending.step) {
-        this.#toClient.push(this.#checks.output(clientId, pending.step, answer, output, this.#recent.others(pending.step)));
+      const step = pending.step;
+      if (step) {
+        this.#toClient.push(this.#checks.output(clientId, step, answer, output, this.#recent.others(step)).then((checked) => {
+          if (checked === answer) this.#recent.allowed(step);
+          return checked;
+        }));
         return;
       }
       this.#toClient.push(this.#answer(clientId, pending.method, answer));

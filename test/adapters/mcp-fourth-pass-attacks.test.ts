@@ -110,20 +110,43 @@ const clean = (request: JSONRPCRequest, reply: (message: JSONRPCMessage) => void
 describe('the steps a later message of the server is checked against', () => {
   const log = (data: string): JSONRPCMessage => ({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data } });
 
-  it('are not forgotten after 32 calls of the same tool with other inputs: past the bound, what the server sends outside a call is withheld', async () => {
+  it('are not forgotten after 32 calls of the same tool with other inputs: what the first read stays withheld', async () => {
     let fromServer!: (message: JSONRPCMessage) => void;
-    const { call, settle, received, reports } = await setup((request, reply) => {
+    const { call, settle, received } = await setup((request, reply) => {
       fromServer = reply;
       clean(request, reply);
     });
     expect(await call(1, 'read_file', { path: 'vault/db' })).not.toContain('hunter2');
     for (let id = 2; id <= 40; id++) expect(await call(id, 'read_file', { path: `notes-${id}` })).toContain('notes');
     fromServer(log('password=hunter2'));
-    fromServer(log('all quiet'));
-    // Fail closed: the ping's answer (not a step) is withheld too, and a call's own answer still checked and relayed.
-    expect(await settle(41)).toHaveProperty('error');
+    await settle(41);
     expect(await call(42, 'read_file', { path: 'notes-42' })).toContain('notes');
     expect(JSON.stringify(received)).not.toContain('hunter2');
+  });
+
+  it('do not fill up with calls whose answers their post controls allowed: after 40 of them, what the server sends passes', async () => {
+    let fromServer!: (message: JSONRPCMessage) => void;
+    const { call, settle, received } = await setup((request, reply) => {
+      fromServer = reply;
+      clean(request, reply);
+    });
+    for (let id = 1; id <= 40; id++) expect(await call(id, 'read_file', { path: `notes-${id}` })).toContain('notes');
+    fromServer(log('all quiet'));
+    expect(await settle(41)).toHaveProperty('result');
+    expect(JSON.stringify(received)).toContain('all quiet');
+  });
+
+  it('past 32 refused calls that a post control reading their input keeps, withhold what the server sends outside a call (fail closed)', async () => {
+    let fromServer!: (message: JSONRPCMessage) => void;
+    const { call, settle, received, reports } = await setup((request, reply) => {
+      fromServer = reply;
+      clean(request, reply);
+    });
+    for (let id = 1; id <= 40; id++) expect(await call(id, 'read_file', { path: `vault/${id}` })).toContain('isError');
+    fromServer(log('all quiet'));
+    // The ping's answer (not a step) is withheld too; a call's own answer is still checked and relayed.
+    expect(await settle(41)).toHaveProperty('error');
+    expect(await call(42, 'read_file', { path: 'notes-42' })).toContain('notes');
     expect(JSON.stringify(received)).not.toContain('all quiet');
     expect(reports.some((r) => r.includes('more than 32 steps whose post controls read more than their output'))).toBe(true);
   });
