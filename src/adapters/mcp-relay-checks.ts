@@ -28,6 +28,9 @@ export class RelayChecks {
    */
   readonly #derived = `mcp:${randomUUID()}`;
 
+  /** Whether the report that later messages are withheld past RecentSteps' bound was made. */
+  #overflowSaid = false;
+
   constructor(private readonly o: RelayChecksOptions) {}
 
   /** Every check of the relay: the step, as part of the client's session; an ask is put to a person (mcp-approval.ts). */
@@ -80,7 +83,9 @@ export class RelayChecks {
 
   async #allowed(what: string, output: unknown, during: StepInput[], after: StepInput[] | null): Promise<boolean> {
     if (after === null) {
-      this.o.report(`withheld ${what}: the session sent the server more than ${MAX_RECENT_STEPS} steps whose post controls read more than their output, so it cannot be checked as the output of each`);
+      // Said once: from now on every such message is withheld, and a server's progress would flood the log.
+      if (!this.#overflowSaid) this.o.report(`withheld ${what}, and will withhold every later message of the MCP server that is not the answer to a call: the session sent the server more than ${MAX_RECENT_STEPS} steps whose post controls read more than their output, so these cannot be checked as the output of each`);
+      this.#overflowSaid = true;
       return false;
     }
     for (const [step, when] of [...during.map((s) => [s, 'during'] as const), ...after.map((s) => [s, 'after'] as const)]) {

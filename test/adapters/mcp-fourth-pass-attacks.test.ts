@@ -144,11 +144,13 @@ describe('the steps a later message of the server is checked against', () => {
     });
     for (let id = 1; id <= 40; id++) expect(await call(id, 'read_file', { path: `vault/${id}` })).toContain('isError');
     fromServer(log('all quiet'));
+    fromServer(log('still quiet'));
     // The ping's answer (not a step) is withheld too; a call's own answer is still checked and relayed.
     expect(await settle(41)).toHaveProperty('error');
     expect(await call(42, 'read_file', { path: 'notes-42' })).toContain('notes');
-    expect(JSON.stringify(received)).not.toContain('all quiet');
-    expect(reports.some((r) => r.includes('more than 32 steps whose post controls read more than their output'))).toBe(true);
+    expect(JSON.stringify(received)).not.toContain('quiet');
+    // Said once, not once per message withheld.
+    expect(reports.filter((r) => r.includes('more than 32 steps whose post controls read more than their output'))).toHaveLength(1);
   });
 
   it('keep one step for a post control that reads only the output: after 40 other tools, a clean message passes and a key is withheld', async () => {
