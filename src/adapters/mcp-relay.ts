@@ -28,6 +28,7 @@ import { ErrorCode, type JSONRPCMessage, type JSONRPCNotification, type JSONRPCR
 import type { StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
 import type { GatewayApprovalOptions } from './mcp-approval.js';
+import { reportedError } from './mcp-http-request.js';
 import { kindOf } from './mcp-message.js';
 import { newPending, PendingTable, type Pending } from './mcp-pending.js';
 import { RecentSteps } from './mcp-recent-steps.js';
@@ -406,6 +407,7 @@ export class McpRelay {
 
   #send(to: Transport, message: JSONRPCMessage, side: 'client' | 'server'): void {
     if (this.#closed && side === 'server') return;
-    to.send(message).catch((error: unknown) => this.o.report(`could not send to the ${side}: ${messageOf(error)}`));
+    // reportedError: an HTTP server's error page is not quoted (it could quote what a tool read).
+    to.send(message).catch((error: unknown) => this.o.report(`could not send to the ${side}: ${reportedError(error)}`));
   }
 }

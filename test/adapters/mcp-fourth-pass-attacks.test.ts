@@ -3,7 +3,7 @@
  * client and a scripted, hostile server over the MCP SDK's in-memory transports, so that
  * what reaches the client can be read message by message.
  */
-import { createServer } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
@@ -201,25 +201,42 @@ describe('the steps a later message of the server is checked against', () => {
   });
 });
 
+/** An HTTP MCP server that answers tools/list with TOOLS, a call with 'done', and everything else as `other` says. */
+async function httpUpstream(other: (method: string | undefined, res: ServerResponse) => void): Promise<HttpUpstreamTransport> {
+  const http = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      const message = JSON.parse(body) as { id?: number; method?: string };
+      const json = (result: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+      if (message.method === 'tools/list') return json({ tools: TOOLS });
+      if (message.method === 'tools/call') return json({ content: [{ type: 'text', text: 'done' }] });
+      other(message.method, res);
+    });
+  });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  closers.push(() => new Promise((resolve) => http.close(() => resolve())));
+  const upstream = new HttpUpstreamTransport(new URL(`http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`));
+  closers.push(() => upstream.close());
+  return upstream;
+}
+
+describe("an HTTP server's error page answering a client's notification", () => {
+  it('is never quoted in a report: the server writes it as it likes, and could write there what a tool read', async () => {
+    const upstream = await httpUpstream((method, res) => (method === 'notifications/roots/list_changed' ? res.writeHead(500).end(`TypeError reading ${KEY}`) : res.writeHead(202).end()));
+    const { call, send, reports } = await setup(() => undefined, controls, upstream);
+    expect(await call(1, 'read_file', { path: '.env' })).toContain('done');
+    await send({ jsonrpc: '2.0', method: 'notifications/roots/list_changed' });
+    await expect.poll(() => reports.some((r) => r.includes('could not send to the server'))).toBe(true);
+    expect(reports.join('\n')).toContain('HTTP 500');
+    expect(reports.join('\n')).not.toContain(KEY);
+  });
+});
+
 describe("an HTTP server's error page answering a request that is not a step, after a call", () => {
   it('is checked as the output of the calls sent before it reaches the client', async () => {
     // The call's answer is clean; what the tool read comes in the error page of the next request (a ping).
-    const http = createServer((req, res) => {
-      let body = '';
-      req.on('data', (c: Buffer) => (body += c.toString()));
-      req.on('end', () => {
-        const message = JSON.parse(body) as { id?: number; method?: string };
-        const json = (result: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
-        if (message.method === 'tools/list') return json({ tools: TOOLS });
-        if (message.method === 'tools/call') return json({ content: [{ type: 'text', text: 'done' }] });
-        if (message.method === 'ping') return res.writeHead(500).end(`TypeError reading ${KEY}`);
-        res.writeHead(202).end();
-      });
-    });
-    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-    closers.push(() => new Promise((resolve) => http.close(() => resolve())));
-    const upstream = new HttpUpstreamTransport(new URL(`http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`));
-    closers.push(() => upstream.close());
+    const upstream = await httpUpstream((method, res) => (method === 'ping' ? res.writeHead(500).end(`TypeError reading ${KEY}`) : res.writeHead(202).end()));
     const { call, settle, reports } = await setup(() => undefined, controls, upstream);
     expect(await call(1, 'read_file', { path: '.env' })).toContain('done');
     const answer = await settle(2);
