@@ -36,8 +36,14 @@ import { compileScope, type ScopeMatcher } from '../sdk/scope.js';
 /** Steps kept as they are (those of post controls reading more than the output). */
 export const MAX_RECENT_STEPS = 32;
 
-/** Built-in evaluators whose verdict depends on the selected value alone (rate, budget and repeat count steps). */
-const STATELESS_EVALUATORS: ReadonlySet<string> = new Set(['regex', 'list', 'json', 'sql', 'pii', 'secrets', 'prompt_injection']);
+/**
+ * The evaluators that count steps (`stateful` or `perSession` in their definition): their
+ * verdict depends on the steps checked before. Every other one is a function of the value
+ * selected (evaluators/types.ts: stateless evaluators ignore the step), plugins included.
+ */
+const COUNTING_EVALUATORS: ReadonlySet<string> = new Set(['rate', 'budget', 'repeat']);
+
+const isStateless = (leaf: Leaf): boolean => leaf.evaluator !== undefined && !COUNTING_EVALUATORS.has(leaf.evaluator.name);
 
 interface Kept {
   key: string;
@@ -154,7 +160,7 @@ function postControlsOf(records: readonly ControlRecord[], step: StepInput): Sco
       const leaves = leavesOf(r.data);
       return [{
         id: r.control_id, matches: compileScope(r.data.scope), outputOnly: leaves.every(readsOutputOnly), readsOutput: leaves.some(readsOutput),
-        blind: leaves.every((l) => !readsOutput(l) && STATELESS_EVALUATORS.has(l.evaluator?.name ?? '')),
+        blind: leaves.every((l) => !readsOutput(l) && isStateless(l)),
       }];
     });
     set = { controls, memo: new Map() };
@@ -204,7 +210,7 @@ function leavesOf(data: Leaf & { condition?: Condition | undefined }): Leaf[] {
 
 function readsOutputOnly(leaf: Leaf): boolean {
   const path = leaf.selector?.path;
-  return path !== undefined && /^output(?:$|[.[])/.test(path) && STATELESS_EVALUATORS.has(leaf.evaluator?.name ?? '');
+  return path !== undefined && /^output(?:$|[.[])/.test(path) && isStateless(leaf);
 }
 
 /** The output or the whole step (`*`); a leaf without a selector counts as reading it. */
