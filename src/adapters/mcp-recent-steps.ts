@@ -17,9 +17,10 @@
  *   null, and they are withheld (fail closed) rather than passed unchecked;
  * - but a post control that reads no output with a stateless evaluator (`input.path`, say)
  *   gives every output of a step the verdict it gave its answer: once that was allowed
- *   (`allowed`), a step only such controls keep is kept no longer. Only steps whose answer
- *   was refused, or never came (cancelled, timed out), or that a control reading the output
- *   and more keeps, count towards the bound.
+ *   (`allowed`), a step only such controls keep is kept no longer; nor is one only
+ *   counting controls keep (a budget of output tokens), which tell nothing of what an
+ *   output holds. Only steps whose answer was refused, or never came (cancelled, timed
+ *   out), or that a control reading the output and more keeps, count towards the bound.
  * The answer to a step is checked as the output of the others too (`others`), but only
  * where that can tell anything: a control the answered step is in scope of checks it
  * already, and a step in scope of a control that does not read the output is not checked
@@ -123,10 +124,8 @@ interface PostControl {
   id: number;
   /** Reads only the step's output, with an evaluator that reads nothing else. */
   outputOnly: boolean;
-  /** Reads the output (or the whole step), among other things or not. */
+  /** Reads what the output (or the whole step) holds, not only to count it, among other things or not. */
   readsOutput: boolean;
-  /** Reads no output, with stateless evaluators: one verdict for any output of a step. */
-  blind: boolean;
 }
 
 interface Scoped {
@@ -159,8 +158,9 @@ function postControlsOf(records: readonly ControlRecord[], step: StepInput): Sco
       if (!r.enabled || r.data === null || !r.data.enabled) return [];
       const leaves = leavesOf(r.data);
       return [{
-        id: r.control_id, matches: compileScope(r.data.scope), outputOnly: leaves.every(readsOutputOnly), readsOutput: leaves.some(readsOutput),
-        blind: leaves.every((l) => !readsOutput(l) && isStateless(l)),
+        id: r.control_id, matches: compileScope(r.data.scope), outputOnly: leaves.every(readsOutputOnly),
+        // A counting leaf (a budget of output tokens) tells nothing of what the output holds.
+        readsOutput: leaves.some((l) => readsOutput(l) && isStateless(l)),
       }];
     });
     set = { controls, memo: new Map() };
@@ -185,7 +185,7 @@ function scopedOf(controls: readonly PostControl[], step: StepInput): Scoped {
     if (c.outputOnly) outputOnly.push(c.id);
     else {
       more = true;
-      reading ||= !c.blind;
+      reading ||= c.readsOutput;
     }
     allReadOutput &&= c.readsOutput;
   }
