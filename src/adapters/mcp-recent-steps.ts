@@ -11,7 +11,7 @@
  *   type and name of the latest in its scope without input or context (which it does not
  *   read, and another control of that step might: the step itself is kept for that one);
  * - a step in scope of a post control that reads more (the input, the name, the context,
- *   the whole step, or a counting evaluator) is kept as it is, by type, name and input:
+ *   the whole step, or counts) is kept as it is, by type, name and input:
  *   the newest MAX_RECENT_STEPS of them. Past that bound the oldest is forgotten, and the
  *   session's later messages can no longer be checked as its output: `besides` answers
  *   null, and they are withheld (fail closed) rather than passed unchecked;
@@ -49,9 +49,9 @@ const isStateless = (leaf: Leaf): boolean => leaf.evaluator !== undefined && !CO
 interface Kept {
   key: string;
   step: StepInput;
-  /** Every post control in its scope reads the output: what they allow depends on what the server sends (`others`). */
+  /** Every post control in its scope reads what the output holds: what they allow depends on what the server sends (`others`). */
   readsOutput: boolean;
-  /** Kept only for controls that read no output: an allowed answer lets it go. */
+  /** Kept only for controls that read nothing of what the output holds: an allowed answer lets it go. */
   blind: boolean;
 }
 
