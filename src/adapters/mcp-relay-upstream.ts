@@ -2,7 +2,7 @@
  * Requests the MCP gateway sends on to the server: under an id of the relay's own
  * (mcp-pending.ts), each tracked until answered, timed out (and then cancelled on the
  * server) or failed, so that none is left unanswered. Also the relay's own requests
- * (tools/list), whose answer goes to the relay instead of the client.
+ * (tools/list, prompts/list), whose answer goes to the relay instead of the client.
  */
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, type JSONRPCMessage, type JSONRPCRequest, type RequestId } from '@modelcontextprotocol/sdk/types.js';
@@ -57,7 +57,7 @@ export class UpstreamRequests {
   }
 
   /** A request of the relay itself (tools/list); rejects on an error answer, a timeout or a lost server. */
-  own(method: string, params: Record<string, unknown>): Promise<{ tools?: unknown; nextCursor?: unknown }> {
+  own(method: string, params: Record<string, unknown>): Promise<Record<string, unknown>> {
     return new Promise((resolve, reject) => {
       const own = (outcome: Outcome): void => {
         if ('result' in outcome) resolve(outcome.result);

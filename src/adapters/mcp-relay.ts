@@ -38,6 +38,7 @@ import { RelayTasks } from './mcp-relay-tasks.js';
 import { UpstreamRequests } from './mcp-relay-upstream.js';
 import { CHECKED_METHODS, EXACT_METHODS, isCheckedMethodMisspelt, misnamedParameter, TASK_METHODS, refusal, stepOf, taskIdOf, toolError } from './mcp-steps.js';
 import { folded, messageOf, methodText, shown, valueText } from './mcp-text.js';
+import { UpstreamPrompts } from './mcp-prompts.js';
 import { UpstreamTools } from './mcp-tools.js';
 
 export interface RelayOptions extends GatewayApprovalOptions {
@@ -65,6 +66,7 @@ export const DEFAULT_MAX_PENDING = 1000;
 export class McpRelay {
   readonly #pending = new PendingTable();
   readonly #tools: UpstreamTools;
+  readonly #prompts: UpstreamPrompts;
   readonly #tasks = new RelayTasks();
   /** Steps the server was sent in this session: its later messages are checked as their output too. */
   readonly #recent: RecentSteps;
@@ -97,6 +99,7 @@ export class McpRelay {
     });
     this.#toClient = new InOrder((message) => this.#send(o.client, message, 'client'));
     this.#tools = new UpstreamTools((cursor) => this.#upstream.own('tools/list', cursor === undefined ? {} : { cursor }), o.pins);
+    this.#prompts = new UpstreamPrompts((cursor) => this.#upstream.own('prompts/list', cursor === undefined ? {} : { cursor }));
     // A changed pinned document changes what tools/list answers: the client is told, once it is initialized.
     this.#unsubscribePins = o.pins?.onChange(() => {
       if (this.#initialized && !this.#closed) this.#toClient.push(Promise.resolve({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }));
@@ -183,6 +186,7 @@ export class McpRelay {
     if (kind === 'notification') {
       const notification = message as JSONRPCNotification;
       if (notification.method === 'notifications/tools/list_changed') this.#tools.invalidate();
+      if (notification.method === 'notifications/prompts/list_changed') this.#prompts.invalidate();
       if (notification.method === 'notifications/progress') this.#upstream.progressed(notification.params?.progressToken);
     }
     // The server's own requests (sampling, elicitation, roots) carry what it chooses to the
@@ -314,6 +318,22 @@ export class McpRelay {
         // As MCP servers answer an unknown tool: a tool error the model reads, so the gateway changes no answer.
         this.#pending.settle(pending);
         return this.#send(this.o.client, toolError(request.id, refused.text), 'client');
+      }
+    }
+    if (step.type === 'prompt') {
+      let refused: { report: string; text: string } | null;
+      try {
+        refused = await this.#prompts.refusalOf(step.name, step.input); // not declared, or an argument misnamed
+      } catch (error) {
+        if (pending.settled) return;
+        this.o.report(`could not read the MCP server's prompts (prompts/list), so ${what} was refused: ${messageOf(error)}`);
+        return refuse(ErrorCode.InternalError, "the gateway could not read the MCP server's prompts, so the prompt was not got");
+      }
+      if (pending.settled) return;
+      if (refused !== null) {
+        this.o.report(`refused ${what}: ${refused.report}`);
+        // As MCP servers answer an unknown prompt: an invalid-params error.
+        return refuse(ErrorCode.InvalidParams, refused.text);
       }
     }
     pending.step = step;

@@ -289,3 +289,44 @@ describe("the answer to a read, after calls of one tool whose post controls read
     expect(JSON.stringify(await answerTo(4))).not.toContain(KEY);
   });
 });
+
+describe('a prompt named, or given an argument named, another way', () => {
+  // A lenient server: prompts and their arguments looked up by their folded spelling, as some match tool names.
+  const fold = (name: string) => name.normalize('NFKC').toLowerCase().replace(/[\s\p{Cf}]/gu, '');
+  const PROMPTS = [{ name: 'admin_brief', arguments: [] }, { name: 'brief', arguments: [{ name: 'role', required: true }] }];
+  const lenient: Script = (request, reply) => {
+    if (request.method === 'prompts/list') return reply({ jsonrpc: '2.0', id: request.id, result: { prompts: PROMPTS } });
+    if (request.method !== 'prompts/get') return reply({ jsonrpc: '2.0', id: request.id, result: {} });
+    const params = request.params as { name: string; arguments?: Record<string, string> };
+    const prompt = PROMPTS.find((p) => p.name === fold(params.name));
+    if (!prompt) return reply({ jsonrpc: '2.0', id: request.id, error: { code: -32602, message: `no prompt ${params.name}` } });
+    const role = Object.entries(params.arguments ?? {}).find(([k]) => fold(k) === 'role')?.[1];
+    reply({ jsonrpc: '2.0', id: request.id, result: { messages: [{ role: 'user', content: { type: 'text', text: `${prompt.name} for ${role}` } }] } });
+  };
+  const promptControls = [
+    sdkControl(10, 'no-admin-brief', { execution: 'sdk', scope: { step_types: ['prompt'], step_names: ['admin_brief'], stages: ['pre'] }, selector: { path: 'name' }, evaluator: { name: 'regex', config: { pattern: '.*' } }, action: { decision: 'deny', message: 'No admin briefs.' } }),
+    sdkControl(11, 'no-admin-role', { execution: 'sdk', scope: { step_types: ['prompt'], step_names: ['brief'], stages: ['pre'] }, selector: { path: 'input.role' }, evaluator: { name: 'list', config: { values: ['admin'] } }, action: { decision: 'deny', message: 'No admin role.' } }),
+  ];
+
+  it('is refused before the server sees it: a lenient server would get the prompt, or read the argument, a control was scoped to', async () => {
+    const { send, answerTo, seenByServer } = await setup(lenient, promptControls);
+    const names = ['ADMIN_BRIEF', 'admin_brief\u200b', 'ａｄｍｉｎ_brief', ' admin_brief'];
+    for (const [i, name] of names.entries()) {
+      await send({ jsonrpc: '2.0', id: i + 1, method: 'prompts/get', params: { name, arguments: {} } });
+      expect(JSON.stringify(await answerTo(i + 1)), name).toContain('is not one the MCP server declared');
+    }
+    await send({ jsonrpc: '2.0', id: 10, method: 'prompts/get', params: { name: 'brief', arguments: { ROLE: 'admin' } } });
+    expect(await answerTo(10)).toHaveProperty('error');
+    expect(seenByServer.filter((m) => 'method' in m && m.method === 'prompts/get')).toHaveLength(0);
+  });
+
+  it('passes as declared: a declared prompt with declared arguments, and the controls decide', async () => {
+    const { send, answerTo } = await setup(lenient, promptControls);
+    await send({ jsonrpc: '2.0', id: 1, method: 'prompts/get', params: { name: 'brief', arguments: { role: 'reader' } } });
+    expect(JSON.stringify(await answerTo(1))).toContain('brief for reader');
+    await send({ jsonrpc: '2.0', id: 2, method: 'prompts/get', params: { name: 'brief', arguments: { role: 'admin' } } });
+    expect(JSON.stringify(await answerTo(2))).toContain('Blocked');
+    await send({ jsonrpc: '2.0', id: 3, method: 'prompts/get', params: { name: 'admin_brief' } });
+    expect(JSON.stringify(await answerTo(3))).toContain('Blocked');
+  });
+});
