@@ -7,7 +7,7 @@
  * steer answers it with the verdict's text.
  *
  * What a client cannot do through it (docs/security.md, "The MCP gateway"):
- * - call a tool under a name the server did not declare exactly (mcp-tools.ts);
+ * - call a tool, or get a prompt, under a name the server did not declare exactly (mcp-tools.ts, mcp-prompts.ts);
  * - send a checked request the gateway cannot answer after checking: as a notification (no
  *   id) or under another spelling of the method;
  * - fetch a task's result (`tasks/result`) unchecked: only tasks started by a checked
@@ -19,7 +19,8 @@
  *
  * Every forwarded request is tracked until answered: a server that exits, hangs or garbles its output leaves none unanswered.
  *
- * Parts: mcp-relay-checks.ts (checks of answers and notifications), mcp-relay-upstream.ts
+ * Parts: mcp-relay-checks.ts (checks of answers and notifications), mcp-recent-steps.ts
+ * (the steps the server's later messages are checked as the output of), mcp-relay-upstream.ts
  * (forwarding, timeouts, the relay's own requests), mcp-relay-tasks.ts (MCP tasks),
  * mcp-relay-order.ts (the server's messages in order).
  */
@@ -31,6 +32,7 @@ import type { GatewayApprovalOptions } from './mcp-approval.js';
 import { reportedError } from './mcp-http-request.js';
 import { kindOf } from './mcp-message.js';
 import { newPending, PendingTable, type Pending } from './mcp-pending.js';
+import { UpstreamPrompts } from './mcp-prompts.js';
 import { RecentSteps } from './mcp-recent-steps.js';
 import { RelayChecks } from './mcp-relay-checks.js';
 import { InOrder } from './mcp-relay-order.js';
@@ -38,7 +40,6 @@ import { RelayTasks } from './mcp-relay-tasks.js';
 import { UpstreamRequests } from './mcp-relay-upstream.js';
 import { CHECKED_METHODS, EXACT_METHODS, isCheckedMethodMisspelt, misnamedParameter, TASK_METHODS, refusal, stepOf, taskIdOf, toolError } from './mcp-steps.js';
 import { folded, messageOf, methodText, shown, valueText } from './mcp-text.js';
-import { UpstreamPrompts } from './mcp-prompts.js';
 import { UpstreamTools } from './mcp-tools.js';
 
 export interface RelayOptions extends GatewayApprovalOptions {
@@ -166,11 +167,12 @@ export class McpRelay {
       // A started task's output comes later, checked when tasks/result fetches it. The answer
       // that starts it is checked too: the server can put what the tool read beside the task or in its status message.
       if (taskId !== null && pending.step) this.#tasks.remember(taskId, pending.step);
-      // The newest answered step is the last one forgotten.
+      // Noted again once answered: the newest kept is the last one a session past the bound would forget.
       if (pending.step) this.#recent.note(pending.step);
       const step = pending.step;
       if (step) {
         this.#toClient.push(this.#checks.output(clientId, step, answer, output, this.#recent.others(step)).then((checked) => {
+          // Its post controls allowed what it answered: those that read no output would allow anything it sends later.
           if (checked === answer) this.#recent.allowed(step);
           return checked;
         }));
