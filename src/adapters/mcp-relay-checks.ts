@@ -3,12 +3,13 @@
  * (a post check of its step), and the notifications it sends while steps are pending.
  * Every check belongs to the client's session.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { ErrorCode, type JSONRPCMessage, type JSONRPCNotification, type JSONRPCRequest, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
 import { McpApprovals, type GatewayApprovalOptions } from './mcp-approval.js';
-import { refusal, stepText } from './mcp-steps.js';
+import { MAX_RECENT_STEPS } from './mcp-recent-steps.js';
+import { refusal, stepText, toolError } from './mcp-steps.js';
 import { messageOf, shown } from './mcp-text.js';
 
 export interface RelayChecksOptions extends GatewayApprovalOptions {
@@ -27,6 +28,9 @@ export class RelayChecks {
    */
   readonly #derived = `mcp:${randomUUID()}`;
 
+  /** Whether the report that later messages are withheld past RecentSteps' bound was made. */
+  #overflowSaid = false;
+
   constructor(private readonly o: RelayChecksOptions) {}
 
   /** Every check of the relay: the step, as part of the client's session; an ask is put to a person (mcp-approval.ts). */
@@ -34,8 +38,12 @@ export class RelayChecks {
     return this.approvals.decide(this.o, step, stage, this.o.sessionId?.() ?? this.#derived);
   }
 
-  /** The answer to a checked request, or the refusal that replaces it when a post control does not allow its output. */
-  async output(id: RequestId, step: StepInput, answer: JSONRPCMessage, output: unknown): Promise<JSONRPCMessage> {
+  /**
+   * The answer to a checked request, or the refusal that replaces it when a post control
+   * does not allow its output: of its own step, or of the `others` the server was sent
+   * (RecentSteps.others; null when it forgot one), as the server could put there what they read.
+   */
+  async output(id: RequestId, step: StepInput, answer: JSONRPCMessage, output: unknown, others: StepInput[] | null = []): Promise<JSONRPCMessage> {
     let verdict: Verdict;
     try {
       verdict = await this.decide({ ...step, output }, 'post');
@@ -44,17 +52,21 @@ export class RelayChecks {
       return { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'the guard could not check the answer to this request' } };
     }
     this.reportUnavailable(verdict, step, 'post');
-    return verdict.decision === 'allow' ? answer : refusal(id, step.type, verdict);
+    if (verdict.decision !== 'allow') return refusal(id, step.type, verdict);
+    if (others?.length === 0 || (await this.#allowed(`the answer to ${stepText(step)}`, output, [], others))) return answer;
+    const message = "the gateway withheld the MCP server's answer: a post control of another call did not allow it";
+    return step.type === 'tool' ? toolError(id, message) : { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message } };
   }
 
   /**
    * A notification the server sends (a log line, a progress message), or a request of its
    * own (sampling, elicitation), can carry what a tool read: it is checked as output of every
-   * pending call (`during`) and of the calls sent to the server before (`after`, RecentSteps), and
+   * pending call (`during`) and of the calls sent to the server before (`after`, RecentSteps;
+   * null when it forgot one, and the message is withheld), and
    * withheld unless each allows it. Checked only while calls were pending, a server could
    * wait for the call's answer, then send what the tool read to the client's model.
    */
-  async notification(notification: JSONRPCNotification | JSONRPCRequest, during: StepInput[], after: StepInput[] = []): Promise<JSONRPCMessage | null> {
+  async notification(notification: JSONRPCNotification | JSONRPCRequest, during: StepInput[], after: StepInput[] | null = []): Promise<JSONRPCMessage | null> {
     const what = `a ${shown(notification.method)} ${'id' in notification ? 'request' : 'notification'} of the MCP server`;
     return (await this.#allowed(what, notification.params ?? null, during, after)) ? notification : null;
   }
@@ -64,12 +76,18 @@ export class RelayChecks {
    * ping, an error of any): as free to carry what a tool read as a notification, so checked
    * the same way, and replaced by an error when a post control does not allow it.
    */
-  async answer(id: RequestId, method: string, answer: JSONRPCMessage, output: unknown, during: StepInput[], after: StepInput[]): Promise<JSONRPCMessage> {
+  async answer(id: RequestId, method: string, answer: JSONRPCMessage, output: unknown, during: StepInput[], after: StepInput[] | null): Promise<JSONRPCMessage> {
     if (await this.#allowed(`the MCP server's answer to ${shown(method)}`, output, during, after)) return answer;
     return { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: "the gateway withheld the MCP server's answer: a post control of a call did not allow it" } };
   }
 
-  async #allowed(what: string, output: unknown, during: StepInput[], after: StepInput[]): Promise<boolean> {
+  async #allowed(what: string, output: unknown, during: StepInput[], after: StepInput[] | null): Promise<boolean> {
+    if (after === null) {
+      // Said once: from now on every such message is withheld, and a server's progress would flood the log.
+      if (!this.#overflowSaid) this.o.report(`withheld ${what}, and will withhold every later message of the MCP server that is not the answer to a call: the session sent the server more than ${MAX_RECENT_STEPS} steps whose post controls read more than their output, so these cannot be checked as the output of each`);
+      this.#overflowSaid = true;
+      return false;
+    }
     for (const [step, when] of [...during.map((s) => [s, 'during'] as const), ...after.map((s) => [s, 'after'] as const)]) {
       let verdict: Verdict;
       try {
@@ -92,67 +110,4 @@ export class RelayChecks {
     if (!verdict.unavailable) return;
     this.o.report(`could not check ${stepText(step)} (${stage}), so it was refused: ${messageOf(verdict.error?.cause ?? verdict.error)}`);
   }
-}
-
-/** Steps kept by RecentSteps: the latest distinct ones (by type, name and input). */
-const MAX_RECENT_STEPS = 32;
-
-/**
- * The steps (type, name, input and context) the server was sent in this session, the newest
- * MAX_RECENT_STEPS of them: what the server may still hold of what they read, and so what
- * its later messages are checked as the output of. Each input is kept, not only a name's
- * latest: a post control may select on the input (what the call read from), and a later
- * call of the tool with another input must not make the gateway forget the first. Past the
- * bound, a step whose name is kept with another input goes first, so that as many names
- * are kept as before inputs were.
- */
-export class RecentSteps {
-  readonly #steps = new Map<string, StepInput>();
-
-  note(step: StepInput): void {
-    const key = keyOf(step, inputOf(step));
-    this.#steps.delete(key);
-    // The whole step, context included: a post control may select on `context.mcp_server`.
-    this.#steps.set(key, { type: step.type, name: step.name, input: step.input, ...(step.context !== undefined && { context: step.context }) });
-    if (this.#steps.size > MAX_RECENT_STEPS) this.#steps.delete(this.#oldestRepeated() ?? this.#steps.keys().next().value!);
-  }
-
-  /** Those not among `pending` (by type, name and input). */
-  besides(pending: readonly StepInput[]): StepInput[] {
-    if (pending.length === 0) return [...this.#steps.values()];
-    const running = new Set(pending.map((p) => keyOf(p, inputOf(p))));
-    return [...this.#steps].flatMap(([key, step]) => (running.has(key) ? [] : [step]));
-  }
-
-  /** The oldest step whose type and name a newer one has too. */
-  #oldestRepeated(): string | undefined {
-    const names = new Map<string, number>();
-    for (const step of this.#steps.values()) names.set(keyOf(step), (names.get(keyOf(step)) ?? 0) + 1);
-    for (const [key, step] of this.#steps) if (names.get(keyOf(step))! > 1) return key;
-    return undefined;
-  }
-}
-
-let unreadable = 0;
-
-/** Inputs written out longer than this are keyed by their digest. */
-const MAX_KEYED_TEXT = 1024;
-
-/**
- * A step's input as a key: its JSON text, or past MAX_KEYED_TEXT a digest of it (the input
- * can be megabytes), which cannot be taken for a text (base64 never starts with `[`). One
- * too deep to write out is kept as a step of its own.
- * Short texts kept, not digested: 0.95 of the gateway's main-thread CPU per tools/call (2,140 against 2,251 ms for 5,000 stdio calls, 20 sdk controls, CPU profile; the key 2-3 against 20 µs).
- */
-function inputOf(step: StepInput): string {
-  try {
-    const text = JSON.stringify([step.input ?? null, step.context ?? null]);
-    return text.length <= MAX_KEYED_TEXT ? text : createHash('sha256').update(text).digest('base64');
-  } catch {
-    return `\u0001${unreadable++}`;
-  }
-}
-
-function keyOf(step: StepInput, input?: string): string {
-  return input === undefined ? `${step.type}\u0000${step.name}` : `${step.type}\u0000${step.name}\u0000${input}`;
 }

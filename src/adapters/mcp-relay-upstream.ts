@@ -2,12 +2,11 @@
  * Requests the MCP gateway sends on to the server: under an id of the relay's own
  * (mcp-pending.ts), each tracked until answered, timed out (and then cancelled on the
  * server) or failed, so that none is left unanswered. Also the relay's own requests
- * (tools/list), whose answer goes to the relay instead of the client.
+ * (tools/list, prompts/list), whose answer goes to the relay instead of the client.
  */
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, type JSONRPCMessage, type JSONRPCRequest, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { newPending, type Outcome, type Pending, type PendingTable } from './mcp-pending.js';
-import type { StepInput } from '../sdk/agent.js';
 import { reportedError } from './mcp-http-request.js';
 import { messageOf, methodText } from './mcp-text.js';
 
@@ -19,8 +18,12 @@ export interface UpstreamRequestsOptions {
   report(line: string): void;
   /** Sends to the server (nothing once the relay is closed). */
   toServer(message: JSONRPCMessage): void;
-  /** Answers a client's request with an error; `step`: the error's text quotes the server, and is checked as that step's output. */
-  answerError(id: RequestId, code: number, message: string, step: StepInput | null): void;
+  /**
+   * Answers a client's request with an error. `quoting`: the error's text quotes the server,
+   * and is checked as the output of its step (`step`), or as the server's answer to a request
+   * that is not one (checked as the output of the steps it was sent).
+   */
+  answerError(id: RequestId, code: number, message: string, quoting: Pick<Pending, 'step' | 'method'> | null): void;
 }
 
 export class UpstreamRequests {
@@ -48,13 +51,13 @@ export class UpstreamRequests {
       if (pending.settled) return;
       this.o.pending.settle(pending);
       this.o.report(`could not send ${methodText(request.method)} to the MCP server: ${reportedError(error)}`);
-      // The error can quote the server (an HTTP error page written after the tool ran): it is checked as the step's output.
-      this.fail(pending, ErrorCode.ConnectionClosed, `the MCP server could not be reached: ${messageOf(error)}`, pending.step);
+      // The error can quote the server (an HTTP error page written after a tool ran): it is checked as what the server sends.
+      this.fail(pending, ErrorCode.ConnectionClosed, `the MCP server could not be reached: ${messageOf(error)}`, true);
     });
   }
 
   /** A request of the relay itself (tools/list); rejects on an error answer, a timeout or a lost server. */
-  own(method: string, params: Record<string, unknown>): Promise<{ tools?: unknown; nextCursor?: unknown }> {
+  own(method: string, params: Record<string, unknown>): Promise<Record<string, unknown>> {
     return new Promise((resolve, reject) => {
       const own = (outcome: Outcome): void => {
         if ('result' in outcome) resolve(outcome.result);
@@ -78,10 +81,10 @@ export class UpstreamRequests {
 
   /**
    * Answers a request that will get no answer from the server (a cancelled one gets none at
-   * all). `step`: the message quotes the server, and is checked as that step's output.
+   * all). `quotesServer`: the message quotes the server, and is checked as its answers are.
    */
-  fail(pending: Pending, code: number, message: string, step: StepInput | null = null): void {
+  fail(pending: Pending, code: number, message: string, quotesServer = false): void {
     if (pending.own) pending.own({ error: { code, message } });
-    else if (!pending.cancelled && pending.clientId !== null) this.o.answerError(pending.clientId, code, message, step);
+    else if (!pending.cancelled && pending.clientId !== null) this.o.answerError(pending.clientId, code, message, quotesServer ? pending : null);
   }
 }

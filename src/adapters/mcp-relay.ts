@@ -7,7 +7,7 @@
  * steer answers it with the verdict's text.
  *
  * What a client cannot do through it (docs/security.md, "The MCP gateway"):
- * - call a tool under a name the server did not declare exactly (mcp-tools.ts);
+ * - call a tool, or get a prompt, under a name the server did not declare exactly (mcp-tools.ts, mcp-prompts.ts);
  * - send a checked request the gateway cannot answer after checking: as a notification (no
  *   id) or under another spelling of the method;
  * - fetch a task's result (`tasks/result`) unchecked: only tasks started by a checked
@@ -19,7 +19,8 @@
  *
  * Every forwarded request is tracked until answered: a server that exits, hangs or garbles its output leaves none unanswered.
  *
- * Parts: mcp-relay-checks.ts (checks of answers and notifications), mcp-relay-upstream.ts
+ * Parts: mcp-relay-checks.ts (checks of answers and notifications), mcp-recent-steps.ts
+ * (the steps the server's later messages are checked as the output of), mcp-relay-upstream.ts
  * (forwarding, timeouts, the relay's own requests), mcp-relay-tasks.ts (MCP tasks),
  * mcp-relay-order.ts (the server's messages in order).
  */
@@ -28,9 +29,12 @@ import { ErrorCode, type JSONRPCMessage, type JSONRPCNotification, type JSONRPCR
 import type { StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
 import type { GatewayApprovalOptions } from './mcp-approval.js';
+import { reportedError } from './mcp-http-request.js';
 import { kindOf } from './mcp-message.js';
 import { newPending, PendingTable, type Pending } from './mcp-pending.js';
-import { RecentSteps, RelayChecks } from './mcp-relay-checks.js';
+import { UpstreamPrompts } from './mcp-prompts.js';
+import { RecentSteps } from './mcp-recent-steps.js';
+import { RelayChecks } from './mcp-relay-checks.js';
 import { InOrder } from './mcp-relay-order.js';
 import { RelayTasks } from './mcp-relay-tasks.js';
 import { UpstreamRequests } from './mcp-relay-upstream.js';
@@ -63,9 +67,10 @@ export const DEFAULT_MAX_PENDING = 1000;
 export class McpRelay {
   readonly #pending = new PendingTable();
   readonly #tools: UpstreamTools;
+  readonly #prompts: UpstreamPrompts;
   readonly #tasks = new RelayTasks();
   /** Steps the server was sent in this session: its later messages are checked as their output too. */
-  readonly #recent = new RecentSteps();
+  readonly #recent: RecentSteps;
   readonly #checks: RelayChecks;
   readonly #upstream: UpstreamRequests;
   readonly #toClient: InOrder;
@@ -79,19 +84,23 @@ export class McpRelay {
   constructor(private readonly o: RelayOptions) {
     this.#serverName = o.serverName;
     this.#checks = new RelayChecks(o);
+    this.#recent = new RecentSteps(() => o.guard.controls);
     this.#upstream = new UpstreamRequests({
       pending: this.#pending,
       server: o.server,
       requestTimeoutMs: o.requestTimeoutMs,
       report: (line) => o.report(line),
       toServer: (message) => this.#send(o.server, message, 'server'),
-      answerError: (id, code, message, step) => {
-        if (step) this.#toClient.push(this.#checks.output(id, step, { jsonrpc: '2.0', id, error: { code, message } }, { code, message }));
+      answerError: (id, code, message, quoting) => {
+        const answer: JSONRPCMessage = { jsonrpc: '2.0', id, error: { code, message } };
+        if (quoting?.step) this.#toClient.push(this.#checks.output(id, quoting.step, answer, { code, message }, this.#recent.others(quoting.step)));
+        else if (quoting) this.#toClient.push(this.#answer(id, quoting.method, answer));
         else this.#answerError(id, code, message);
       },
     });
     this.#toClient = new InOrder((message) => this.#send(o.client, message, 'client'));
     this.#tools = new UpstreamTools((cursor) => this.#upstream.own('tools/list', cursor === undefined ? {} : { cursor }), o.pins);
+    this.#prompts = new UpstreamPrompts((cursor) => this.#upstream.own('prompts/list', cursor === undefined ? {} : { cursor }));
     // A changed pinned document changes what tools/list answers: the client is told, once it is initialized.
     this.#unsubscribePins = o.pins?.onChange(() => {
       if (this.#initialized && !this.#closed) this.#toClient.push(Promise.resolve({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }));
@@ -158,10 +167,15 @@ export class McpRelay {
       // A started task's output comes later, checked when tasks/result fetches it. The answer
       // that starts it is checked too: the server can put what the tool read beside the task or in its status message.
       if (taskId !== null && pending.step) this.#tasks.remember(taskId, pending.step);
-      // The newest answered step is the last one forgotten.
+      // Noted again once answered: the newest kept is the last one a session past the bound would forget.
       if (pending.step) this.#recent.note(pending.step);
-      if (pending.step) {
-        this.#toClient.push(this.#checks.output(clientId, pending.step, answer, output));
+      const step = pending.step;
+      if (step) {
+        this.#toClient.push(this.#checks.output(clientId, step, answer, output, this.#recent.others(step)).then((checked) => {
+          // Its post controls allowed what it answered: those that read no output would allow anything it sends later.
+          if (checked === answer) this.#recent.allowed(step);
+          return checked;
+        }));
         return;
       }
       this.#toClient.push(this.#answer(clientId, pending.method, answer));
@@ -174,6 +188,7 @@ export class McpRelay {
     if (kind === 'notification') {
       const notification = message as JSONRPCNotification;
       if (notification.method === 'notifications/tools/list_changed') this.#tools.invalidate();
+      if (notification.method === 'notifications/prompts/list_changed') this.#prompts.invalidate();
       if (notification.method === 'notifications/progress') this.#upstream.progressed(notification.params?.progressToken);
     }
     // The server's own requests (sampling, elicitation, roots) carry what it chooses to the
@@ -184,7 +199,7 @@ export class McpRelay {
     const task = status === undefined ? undefined : this.#tasks.stepOf(status.taskId);
     if (task) calls.push(task);
     const answered = this.#recent.besides(calls);
-    if (calls.length > 0 || answered.length > 0) {
+    if (calls.length > 0 || answered === null || answered.length > 0) {
       const checked = this.#checks.notification(message as JSONRPCNotification | JSONRPCRequest, calls, answered);
       if (kind === 'request') void checked.then((m) => m ?? this.#withheld(message as JSONRPCRequest));
       this.#toClient.push(checked);
@@ -307,6 +322,22 @@ export class McpRelay {
         return this.#send(this.o.client, toolError(request.id, refused.text), 'client');
       }
     }
+    if (step.type === 'prompt') {
+      let refused: { report: string; text: string } | null;
+      try {
+        refused = await this.#prompts.refusalOf(step.name, step.input); // not declared, or an argument misnamed
+      } catch (error) {
+        if (pending.settled) return;
+        this.o.report(`could not read the MCP server's prompts (prompts/list), so ${what} was refused: ${messageOf(error)}`);
+        return refuse(ErrorCode.InternalError, "the gateway could not read the MCP server's prompts, so the prompt was not got");
+      }
+      if (pending.settled) return;
+      if (refused !== null) {
+        this.o.report(`refused ${what}: ${refused.report}`);
+        // As MCP servers answer an unknown prompt: an invalid-params error.
+        return refuse(ErrorCode.InvalidParams, refused.text);
+      }
+    }
     pending.step = step;
     pending.task = made.task;
     let verdict: Verdict;
@@ -370,7 +401,7 @@ export class McpRelay {
   #answer(id: RequestId, method: string, answer: JSONRPCMessage): Promise<JSONRPCMessage> {
     const calls = this.#pendingCalls();
     const answered = this.#recent.besides(calls);
-    if (calls.length === 0 && answered.length === 0) return Promise.resolve(answer);
+    if (calls.length === 0 && answered !== null && answered.length === 0) return Promise.resolve(answer);
     const output = 'result' in answer ? answer.result : 'error' in answer ? answer.error : null;
     return this.#checks.answer(id, method, answer, output, calls, answered);
   }
@@ -398,6 +429,7 @@ export class McpRelay {
 
   #send(to: Transport, message: JSONRPCMessage, side: 'client' | 'server'): void {
     if (this.#closed && side === 'server') return;
-    to.send(message).catch((error: unknown) => this.o.report(`could not send to the ${side}: ${messageOf(error)}`));
+    // reportedError: an HTTP server's error page is not quoted (it could quote what a tool read).
+    to.send(message).catch((error: unknown) => this.o.report(`could not send to the ${side}: ${reportedError(error)}`));
   }
 }

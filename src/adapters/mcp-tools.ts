@@ -4,33 +4,24 @@
  * name loosely (case, width, whitespace, invisible characters), and a control scoped to
  * `run_sql` must not be escaped by calling `RUN_SQL` or `run_sql\u200b`.
  *
- * The list is read by the gateway itself (every page), when the first call needs it and
- * again after the server says it changed (`notifications/tools/list_changed`). The
- * client's own tools/list plays no part: a client may skip it or ask for one page.
+ * The list is read by the gateway itself (mcp-declared.ts).
  */
 
 import { ErrorCode, isJSONRPCResultResponse, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { DeclaredList, type ListPage } from './mcp-declared.js';
 import type { McpPins } from './mcp-pins.js';
 import { folded, shown } from './mcp-text.js';
 
-/** Reads one page of tools/list; rejects when the server answers with an error or not at all. */
-export type ListPage = (cursor: string | undefined) => Promise<{ tools?: unknown; nextCursor?: unknown }>;
-
-/** Enough for any real server; a server that pages forever is not waited for. */
-const MAX_PAGES = 1000;
-
 export class UpstreamTools {
-  #names: ReadonlySet<string> | null = null;
-  #loading: Promise<ReadonlySet<string>> | null = null;
-  #generation = 0;
-  /** The declarations of the last full read, by name (the pins compare their fingerprints). */
-  #declared = new Map<string, unknown>();
+  readonly #list: DeclaredList;
 
   constructor(
-    private readonly listPage: ListPage,
+    listPage: ListPage,
     /** A pinned server's rules, when the gateway has a pinned document (mcp-pins.ts). */
     private readonly pins?: McpPins,
-  ) {}
+  ) {
+    this.#list = new DeclaredList(listPage, 'tools');
+  }
 
   /**
    * Why a tools/call of `name` is refused, or null: not a tool the server declared, or (with
@@ -39,10 +30,11 @@ export class UpstreamTools {
    */
   async refusalOf(name: string, args?: unknown): Promise<{ report: string; text: string } | null> {
     const declared = await this.names();
+    const declaration = this.#list.declaration(name);
     if (!declared.has(name)) {
       return { report: 'not a tool the MCP server declared', text: `MCP error ${ErrorCode.InvalidParams}: ${shown(name)} is not a tool the MCP server declared (tool names are compared exactly)` };
     }
-    const misnamed = misnamedArgument(this.#declared.get(name), args);
+    const misnamed = misnamedArgument(declaration, args);
     if (misnamed !== null) {
       const [key, parameter] = misnamed.map(shown);
       return {
@@ -50,7 +42,7 @@ export class UpstreamTools {
         text: `MCP error ${ErrorCode.InvalidParams}: argument ${key} is not a parameter of ${shown(name)}: write ${parameter}, exactly (argument names are compared exactly)`,
       };
     }
-    const pinned = this.pins?.callRefusal(name, this.#declared.get(name)) ?? null;
+    const pinned = this.pins?.callRefusal(name, declaration) ?? null;
     return pinned === null ? null : { report: pinned, text: `The guard refused this call: ${pinned}.` };
   }
 
@@ -64,47 +56,12 @@ export class UpstreamTools {
 
   /** The declared names, read from the server when not known. */
   names(): Promise<ReadonlySet<string>> {
-    if (this.#names) return Promise.resolve(this.#names);
-    if (this.#loading) return this.#loading;
-    const generation = this.#generation;
-    const loading = this.#load().then((names) => {
-      // A list that changed while it was read is read again by the next call.
-      if (this.#generation === generation) this.#names = names;
-      return names;
-    }).finally(() => {
-      if (this.#loading === loading) this.#loading = null;
-    });
-    this.#loading = loading;
-    return loading;
+    return this.#list.names();
   }
 
   /** The server's list changed: read it again before the next call. */
   invalidate(): void {
-    this.#generation++;
-    this.#names = null;
-    this.#loading = null;
-  }
-
-  async #load(): Promise<ReadonlySet<string>> {
-    const names = new Set<string>();
-    const declared = new Map<string, unknown>();
-    let cursor: string | undefined;
-    for (let page = 0; page < MAX_PAGES; page++) {
-      const result = await this.listPage(cursor);
-      if (!Array.isArray(result.tools)) throw new Error('the MCP server answered tools/list without a list of tools');
-      for (const tool of result.tools as unknown[]) {
-        const name = (tool as { name?: unknown } | null)?.name;
-        if (typeof name !== 'string') continue;
-        names.add(name);
-        declared.set(name, tool);
-      }
-      if (typeof result.nextCursor !== 'string' || result.nextCursor === '') {
-        this.#declared = declared;
-        return names;
-      }
-      cursor = result.nextCursor;
-    }
-    throw new Error(`the MCP server's tools/list has more than ${MAX_PAGES} pages`);
+    this.#list.invalidate();
   }
 }
 
@@ -121,7 +78,7 @@ const parametersOf = new WeakMap<object, Map<string, string>>();
  * objects of an array's `items` or the values of a map's `additionalProperties`), which a
  * control reads as `input.options.path`.
  */
-function misnamedArgument(tool: unknown, args: unknown): [string, string] | null {
+export function misnamedArgument(tool: unknown, args: unknown): [string, string] | null {
   if (!isRecord(tool)) return null;
   const root = tool.inputSchema;
   // Each schema is walked once per value: a $ref or an anyOf may name a schema it is part of.
