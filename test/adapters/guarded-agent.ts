@@ -3,7 +3,7 @@
  * the SDK, a steer and a post-stage deny that run on the server, and a steer on model
  * calls. Tests drive a framework's own mock model into calling tools that hit each.
  */
-import type { ControlDataInput } from '../../src/model/index.js';
+import { ControlDataSchema, type ControlDataInput, type ControlRecord } from '../../src/model/index.js';
 import { init, type GuardAgent, type GuardLogger } from '../../src/sdk/index.js';
 import { addControl, startRealServer, type RunningServer } from '../sdk/real-server.js';
 
@@ -16,6 +16,11 @@ export interface GuardedSetup {
 }
 
 export const quietLogger: GuardLogger = { info: () => undefined, warn: () => undefined };
+
+/** A control as the server lists it, for a GuardAgent built without a server (the MCP relay's tests). */
+export function sdkControl(id: number, name: string, data: ControlDataInput): ControlRecord {
+  return { control_id: id, name, enabled: true, managed_by: null, source: null, created_at: '', updated_at: '', data: ControlDataSchema.parse(data) };
+}
 
 /** Denies DROP TABLE in run_sql's query, in the agent's process. */
 export const blockDrop: ControlDataInput = {

@@ -11,15 +11,11 @@ import type { JSONRPCMessage, JSONRPCRequest } from '@modelcontextprotocol/sdk/t
 import { afterEach, describe, expect, it } from 'vitest';
 import { HttpUpstreamTransport } from '../../src/adapters/mcp-http-upstream.js';
 import { McpRelay } from '../../src/adapters/mcp-relay.js';
-import { ControlDataSchema, type ControlDataInput, type ControlRecord } from '../../src/model/index.js';
+import type { ControlRecord } from '../../src/model/index.js';
 import { GuardAgent } from '../../src/sdk/index.js';
-import { denySecretOutput, quietLogger } from './guarded-agent.js';
+import { denySecretOutput, quietLogger, sdkControl } from './guarded-agent.js';
 
 const KEY = 'AKIAIOSFODNN7EXAMPLE';
-
-function sdkControl(id: number, name: string, data: ControlDataInput): ControlRecord {
-  return { control_id: id, name, enabled: true, managed_by: null, source: null, created_at: '', updated_at: '', data: ControlDataSchema.parse(data) };
-}
 
 /** No AWS key leaves any tool; nothing read_file reads from the vault leaves it (a post control selecting on the input). */
 const controls = [

@@ -16,15 +16,11 @@ import { McpPins } from '../../src/adapters/mcp-pins.js';
 import { McpRelay } from '../../src/adapters/mcp-relay.js';
 import { StdioLineServerTransport } from '../../src/adapters/mcp-stdio.js';
 import { startMcpProxy } from '../../src/adapters/mcp.js';
-import { ControlDataSchema, type ControlDataInput, type ControlRecord, type McpServerRecord } from '../../src/model/index.js';
+import type { McpServerRecord } from '../../src/model/index.js';
 import { GuardAgent } from '../../src/sdk/index.js';
-import { denySecretOutput, quietLogger } from './guarded-agent.js';
+import { denySecretOutput, quietLogger, sdkControl } from './guarded-agent.js';
 
 const KEY = 'AKIAIOSFODNN7EXAMPLE';
-
-function sdkControl(id: number, name: string, data: ControlDataInput): ControlRecord {
-  return { control_id: id, name, enabled: true, managed_by: null, source: null, created_at: '', updated_at: '', data: ControlDataSchema.parse(data) };
-}
 
 const controls = [
   sdkControl(1, 'no-keys-out', denySecretOutput('sdk')),
