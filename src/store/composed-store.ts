@@ -197,6 +197,9 @@ export abstract class ComposedStore implements Store {
   useApproved(digest: string, actor: string, now: number) {
     return this.approvals.useApproved(digest, actor, now);
   }
+  giveBackApproval(id: string, usedAt: number, actor: string, now: number) {
+    return this.approvals.giveBackApproval(id, usedAt, actor, now);
+  }
   getApproval(id: string, now: number) {
     return this.approvals.getApproval(id, now);
   }

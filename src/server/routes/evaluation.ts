@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { countedAlready } from '../../counting/index.js';
+import { countedAlready, noteCounts, type CountedStep, type Counters } from '../../counting/index.js';
 import { evaluateStep, type CompiledControlSet, type EvaluationOutcome } from '../../engine/index.js';
 import {
   AgentNameSchema,
@@ -57,6 +57,15 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
   // No response schema: the answer is written by the AnswerWriter (result-json.ts).
   const schema = { body: requestSchema };
 
+  /** An approval taken by a request that then failed, given back; a failure to is logged (the request's own error is the answer). */
+  const giveBack = async (approval: ApprovalRecord, actor: string): Promise<void> => {
+    try {
+      await ctx.approvals.gate.giveBack(approval, actor);
+    } catch (error) {
+      app.log.warn({ err: error, approval_id: approval.id }, 'giving back the approval of a failed request failed');
+    }
+  };
+
   app.post('/evaluation', { config: { access: 'read', bodyText: 'unchecked', deepJson: 'flag', openapi: DOC }, schema, attachValidation: true }, async (request, reply) => {
     // With tracing off this is the whole cost of it: one test.
     const span = tracing ? tracing.startSpan(EVALUATE_SPAN, SPAN_KIND.server, parentOfHeaders(request.headers)) : null;
@@ -64,6 +73,8 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
     let set: CompiledControlSet;
     let outcome: EvaluationOutcome;
     let approved: ApprovalRecord | null = null;
+    // What the step's counts added, noted when it may ask: a question keeps them (approval-gate.ts).
+    let noted: CountedStep[] | null = null;
     try {
       body = requestOf(request.body, request.validationError === undefined);
       if (request.bodyTooDeep) {
@@ -73,13 +84,24 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
       set = controlSets.peek(body.agent_name) ?? (await controlSets.get(body.agent_name));
       const base = span?.isRecording() || (observability !== undefined && observability.hub.size > 0) ? detailedOptions : options;
       // A step submitted again on its approval was counted when it asked: it takes its
-      // approval first and is checked against counts that hold it, adding nothing.
-      approved = set.counting && set.asking ? await ctx.approvals.gate.takeApproved(body, ctx.actorOf(request)) : null;
+      // approval first and adds only what it counts beyond its question's counts.
+      let stepCounters: Counters = counters;
+      if (set.counting && set.asking) {
+        const taken = await ctx.approvals.gate.takeApproved(body, ctx.actorOf(request));
+        if (taken === null) {
+          const noting = noteCounts(counters);
+          stepCounters = noting.counters;
+          noted = noting.counted;
+        } else {
+          approved = taken.approval;
+          stepCounters = countedAlready(counters, taken.counted);
+        }
+      }
       // Only sets with rate or budget controls need the agent and the counters. Written
       // out field by field: a spread ({ ...base, agentName }) made V8 give each request's
       // options a new hidden class, so every read of them in the engine missed its cache.
       const stepOptions = set.counting
-        ? { execution: base.execution, collectExecutions: base.collectExecutions, excerpts: base.excerpts, agentName: body.agent_name, counters: approved === null ? counters : countedAlready(counters) }
+        ? { execution: base.execution, collectExecutions: base.collectExecutions, excerpts: base.excerpts, agentName: body.agent_name, counters: stepCounters }
         : base;
       // Session-aware controls and a session: its labels are read before the step, and
       // what the step adds is stored before the answer (session-step.ts).
@@ -90,8 +112,10 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
       outcome = pending instanceof Promise ? await pending : pending;
     } catch (error) {
       if (span) endFailedSpan(span, error);
+      if (approved !== null) await giveBack(approved, ctx.actorOf(request));
       throw error;
     }
+    if (approved !== null) ctx.approvals.gate.announceUsed(approved);
     if (span) {
       const { agent_name: agent, stage, step } = body;
       endEvaluationSpan(span, { agent, stage, step, result: outcome.result, executions: outcome.executions, setRevision: set.revision, includeContent });
@@ -102,7 +126,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
         ? outcome.result
         : approved !== null
           ? ctx.approvals.gate.approvedAnswer(outcome.result, approved)
-          : await ctx.approvals.gate.settle(outcome.result, body, set, ctx.actorOf(request));
+          : await ctx.approvals.gate.settle(outcome.result, body, set, ctx.actorOf(request), noted ?? undefined);
     if (observability) {
       // Recording must never fail or slow the answer; it is synchronous and buffered.
       try {

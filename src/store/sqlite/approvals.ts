@@ -37,12 +37,12 @@ export class SqliteApprovals implements ApprovalStore {
       }
       const row = db
         .cached(
-          `INSERT INTO approvals (id, digest, status, agent_name, stage, step_type, step_name, control_id, control_name, step, timeout_ms, created_at, expires_at)
-           VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+          `INSERT INTO approvals (id, digest, status, agent_name, stage, step_type, step_name, control_id, control_name, step, timeout_ms, created_at, expires_at, counted)
+           VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
         )
         .get(
           newApprovalId(), request.digest, request.agent_name, request.stage, request.step_type, request.step_name,
-          request.control_id, request.control_name, request.step_json, request.timeout_ms, now, now + request.timeout_ms,
+          request.control_id, request.control_name, request.step_json, request.timeout_ms, now, now + request.timeout_ms, request.counted ?? null,
         ) as SqliteApprovalRow;
       this.audit(approvalAuditOf('ask', rowOf(row), request.actor), now);
       return { approval: approvalRecordOf(rowOf(row), now), outcome: 'created' as const };
@@ -61,7 +61,17 @@ export class SqliteApprovals implements ApprovalStore {
       const row = db.cached("UPDATE approvals SET used_at = ? WHERE id = ? AND status = 'approved' AND used_at IS NULL RETURNING *").get(now, latest!.id) as SqliteApprovalRow | undefined;
       if (row === undefined) return null;
       this.audit(approvalAuditOf('use', rowOf(row), actor), now);
-      return approvalRecordOf(rowOf(row), now);
+      return { approval: approvalRecordOf(rowOf(row), now), counted: row.counted };
+    });
+  }
+
+  async giveBackApproval(id: string, usedAt: number, actor: string, now: number) {
+    const db = this.database;
+    return db.write(() => {
+      const row = db.cached("UPDATE approvals SET used_at = NULL WHERE id = ? AND status = 'approved' AND used_at = ? RETURNING *").get(id, usedAt) as SqliteApprovalRow | undefined;
+      if (row === undefined) return false;
+      this.audit(approvalAuditOf('restore', rowOf(row), actor), now);
+      return true;
     });
   }
 
