@@ -3,6 +3,9 @@ import { AGENT_NAME_MAX, DecisionSchema, JsonObjectSchema, StageSchema, StepType
 import { ControlModeSchema } from './control.js';
 import { SessionIdSchema } from './session.js';
 
+/** The most non-matches one event may stand for (`count`); a client's rollup past it is sent as more events. */
+export const MAX_EVENT_COUNT = 1_000_000;
+
 /** One control evaluated against one step: the unit of observability. */
 export const ObservabilityEventSchema = z.strictObject({
   control_execution_id: z.string().min(1).max(128),
@@ -50,7 +53,7 @@ export const ObservabilityEventSchema = z.strictObject({
    * `execution_duration_ms` is their total. Only on a non-match (not matched, no error, no
    * selector_missing); absent means 1. Stored events never have it.
    */
-  count: z.number().int().min(1).max(1_000_000).optional(),
+  count: z.number().int().min(1).max(MAX_EVENT_COUNT).optional(),
 });
 export type ObservabilityEvent = z.infer<typeof ObservabilityEventSchema>;
 

@@ -10,6 +10,7 @@
  * 0.49-0.53 of the stdio MCP gateway's CPU per tools/call (263-308 against 533-613 µs) and 0.07-0.11 of the guard server's (18-23 against 210-280 µs); 20 sdk controls, 4,000 calls, CPU times from /proc, two runs each.
  */
 import type { ControlExecution } from '../engine/api.js';
+import { MAX_EVENT_COUNT } from '../model/index.js';
 import { eventJsonOf, type EventContext } from './events.js';
 
 const MINUTE_MS = 60_000;
@@ -26,9 +27,16 @@ interface Entry {
 
 export class NonMatchTally {
   #entries = new Map<string, Entry>();
+  /**
+   * Rollups at MAX_EVENT_COUNT, which the server takes no more of in one event: their key
+   * starts a new rollup. A batch job checking rows in memory never yields to the flush
+   * timer, and its rollup of a million and more non-matches was refused (422) with its
+   * whole batch, then retried, and refused, for ever.
+   */
+  #full: Entry[] = [];
 
   get size(): number {
-    return this.#entries.size;
+    return this.#entries.size + this.#full.length;
   }
 
   /**
@@ -48,6 +56,10 @@ export class NonMatchTally {
         entry.count++;
         entry.durationMs += Math.max(0, e.duration_ms);
         entry.ctx = light ??= lightContext(ctx);
+        if (entry.count === MAX_EVENT_COUNT) {
+          this.#full.push(entry);
+          this.#entries.delete(key!);
+        }
         continue;
       }
       if (key !== null && this.#entries.size < MAX_TALLY_KEYS) {
@@ -62,10 +74,11 @@ export class NonMatchTally {
   /** Every rollup as the JSON text of its event, and the tally emptied. */
   drain(): string[] {
     const out: string[] = [];
-    for (const { execution, ctx, count, durationMs } of this.#entries.values()) {
+    for (const { execution, ctx, count, durationMs } of [...this.#full, ...this.#entries.values()]) {
       out.push(...eventJsonOf([{ ...execution, duration_ms: durationMs }], ctx, count));
     }
     this.#entries.clear();
+    this.#full = [];
     return out;
   }
 }
