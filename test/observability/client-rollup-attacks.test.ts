@@ -1,9 +1,12 @@
 // Attacks on clients' rollups of non-matches (an event with `count`, docs/observability.md):
 // what the SDK sends in a realistic run must be taken by the server, every non-match counted
 // once. Through the real SDK against the real server.
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { ControlDataSchema } from '../../src/model/index.js';
 import { init, type GuardAgent } from '../../src/sdk/index.js';
 import { addControl, startRealServer, type RunningServer } from '../sdk/real-server.js';
+import { storeKinds } from '../server/both-stores.js';
+import { makeEvent } from './fixtures.js';
 
 let server: RunningServer | undefined;
 let guard: GuardAgent | undefined;
@@ -41,3 +44,40 @@ describe('an SDK rolling up non-matches, attacked', () => {
     });
   }, 180_000);
 });
+
+for (const kind of storeKinds()) {
+  describe.skipIf(kind.skip !== null)(`a client's rollups beside other agents' (${kind.kind})`, () => {
+    afterAll(() => kind.cleanup());
+
+    it('a rollup claiming an absurd total duration, sent in two flushes, costs no other agent its non-matches and leaves the stats readable', async () => {
+      const s = await kind.open();
+      try {
+        const sdkControl = async (agent: string, name: string) => {
+          const data = ControlDataSchema.parse({ execution: 'sdk', scope: { step_types: ['tool'] }, selector: { path: 'input' }, evaluator: { name: 'regex', config: { pattern: 'x' } }, action: { decision: 'deny' } });
+          const control = await s.store.createControl({ name, data });
+          await s.store.upsertAgent({ agent_name: agent });
+          await s.store.linkControl(agent, control.control_id);
+          return control.control_id;
+        };
+        const mine = await sdkControl('mallory-bot', 'mallory-check');
+        const theirs = await sdkControl('support-bot', 'support-check');
+        const ingest = (events: unknown[]) =>
+          s.app.inject({ method: 'POST', url: '/api/v1/observability/events', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ events }) });
+        const absurd = (i: number) => makeEvent(i, { agent_name: 'mallory-bot', control_id: mine, control_name: 'mallory-check', matched: false, count: 5, execution_duration_ms: 1e308 });
+        await ingest([absurd(1)]);
+        await s.observability.flush();
+        // The next flush adds to the same minute's rollup: 1e308 + 1e308 is past a double.
+        await ingest([absurd(3)]);
+        expect((await ingest([makeEvent(5, { agent_name: 'support-bot', control_id: theirs, control_name: 'support-check', matched: false, count: 3, execution_duration_ms: 1.5 })])).statusCode).toBe(202);
+        await s.observability.flush();
+        const stats = await s.app.inject({ method: 'GET', url: '/api/v1/observability/stats?time_range=1h' });
+        expect(stats.statusCode).toBe(200);
+        const controls = stats.json().controls as { control_id: number; non_matches: number; avg_duration_ms: number | null }[];
+        expect(controls.find((c) => c.control_id === theirs)).toMatchObject({ non_matches: 3, avg_duration_ms: 0.5 });
+        for (const c of controls) expect(c.avg_duration_ms === null || Number.isFinite(c.avg_duration_ms)).toBe(true);
+      } finally {
+        await s.close();
+      }
+    });
+  });
+}
