@@ -92,5 +92,5 @@ function rolledUp(e: ControlExecution): boolean {
 
 /** What a rollup keeps of the check: not the step's input, which can be large. */
 function lightContext(ctx: EventContext): EventContext {
-  return { ...ctx, step: { type: ctx.step.type, name: ctx.step.name } as EventContext['step'] };
+  return { ...ctx, step: { type: ctx.step.type, name: ctx.step.name } };
 }
