@@ -74,6 +74,22 @@ for (const kind of storeKinds()) {
       }
     });
 
+    it('a rate control linked after the question counts the approved step', async () => {
+      const s = await kind.open(KEYS);
+      try {
+        await seedPayments(s.app, admin);
+        const asked = await evaluate(s.app, payment(82_000), regular);
+        expect(asked.decision).toBe('ask');
+        await approve(s.app, asked.approval.id);
+        await link(s.app, 'one-payment-an-hour', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'rate', config: { limit: 1, window: '1h' } }, action: { decision: 'deny' } });
+        expect((await evaluate(s.app, payment(82_000), regular)).decision).toBe('allow');
+        // The hour's one payment was the approved one.
+        expect((await evaluate(s.app, payment(5), regular)).decision).toBe('deny');
+      } finally {
+        await s.close();
+      }
+    });
+
     it('rate per context.user_id: the approved step sent for another user counts for that user', async () => {
       const s = await kind.open(KEYS);
       try {
