@@ -5,7 +5,9 @@
  * {max: 1}` does not take the approved step for its own repeat, nor a budget spend its
  * amount twice. What the question did not count (another session's repeat, another key or
  * a larger amount read from the step's context, which the approval is not bound to, a
- * control linked since) is counted as any step's count is.
+ * control linked since) is counted as any step's count is. A budget that asked a person
+ * because the step was over it is spent by the approved step all the same: the person let
+ * it go over, so the next step is over too and asks again.
  */
 import type { Counters, CountRequest } from './types.js';
 
@@ -36,15 +38,19 @@ export function noteCounts(counters: Counters): { counters: Counters; counted: C
   };
 }
 
-/** Counters for the approved step: each of its question's counts is taken off the same counter and key once. */
-export function countedAlready(counters: Counters, counted: readonly CountedStep[]): Counters {
+/**
+ * Counters for the approved step: each of its question's counts is taken off the same
+ * counter and key once; the budgets of `asking` controls (ids) add the amount even over their max.
+ */
+export function countedAlready(counters: Counters, counted: readonly CountedStep[], asking: ReadonlySet<number>): Counters {
   const left = [...counted];
   return {
     count(request) {
+      const always = request.always || asking.has(request.control_id);
       const i = left.findIndex(([counter, key]) => counter === request.counter && key === request.key);
-      if (i < 0) return counters.count(request);
+      if (i < 0) return counters.count(always === request.always ? request : { ...request, always });
       const [[, , before]] = left.splice(i, 1) as [CountedStep];
-      return counters.count({ ...request, amount: Math.max(0, request.amount - before) });
+      return counters.count({ ...request, always, amount: Math.max(0, request.amount - before) });
     },
   };
 }

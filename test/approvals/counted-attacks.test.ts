@@ -90,6 +90,25 @@ for (const kind of storeKinds()) {
       }
     });
 
+    it('a budget that asks when it is over: the approved payment over it is spent, so the next one asks too', async () => {
+      const s = await kind.open(KEYS);
+      try {
+        await call(s.app, 'POST', '/api/v1/agents/initAgent', { agent_name: 'payer' }, admin);
+        await link(s.app, 'daily-budget', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'budget', config: { max: 100, window: '24h', amount: 'input.amount' } }, action: { decision: 'ask' } });
+        expect((await evaluate(s.app, payment(90), regular)).decision).toBe('allow');
+        const asked = await evaluate(s.app, payment(50), regular);
+        expect(asked.decision).toBe('ask');
+        await approve(s.app, asked.approval.id);
+        expect((await evaluate(s.app, payment(50), regular)).decision).toBe('allow');
+        // 140 of 100 spent: 10 more is over the budget, and a person is asked again.
+        const next = await evaluate(s.app, payment(10), regular);
+        expect(next.decision).toBe('ask');
+        expect(next.matches[0].result.metadata).toMatchObject({ used: 140, limit: 100 });
+      } finally {
+        await s.close();
+      }
+    });
+
     it('rate per context.user_id: the approved step sent for another user counts for that user', async () => {
       const s = await kind.open(KEYS);
       try {

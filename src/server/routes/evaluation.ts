@@ -94,7 +94,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
           noted = noting.counted;
         } else {
           approved = taken.approval;
-          stepCounters = countedAlready(counters, taken.counted);
+          stepCounters = countedAlready(counters, taken.counted, askingIdsOf(set));
         }
       }
       // Only sets with rate or budget controls need the agent and the counters. Written
@@ -160,6 +160,11 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
 export function tooDeepResult(): EvaluationResult {
   const message = `the step nests deeper than ${MAX_JSON_DEPTH} levels, so it cannot be checked; it is denied`;
   return serverDenyResult('step-depth-limit', message, { max_depth: MAX_JSON_DEPTH });
+}
+
+/** The controls that ask a person (not shadows): a budget of theirs is spent by the step a person approved over it. */
+function askingIdsOf(set: CompiledControlSet): ReadonlySet<number> {
+  return new Set(set.controls.filter((c) => c.decision === 'ask' && !c.shadow).map((c) => c.control_id));
 }
 
 /** No control that could change a decision: none enabled, none failed to compile, only shadow ones. */
