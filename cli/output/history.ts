@@ -40,6 +40,8 @@ export function entryLines(entry: ChangeEntry, c: Colors = plain): string[] {
       return [c.red(`- unlink agent "${entry.agent_name ?? '?'}"`)];
     case 'update':
     case 'restore': {
+      // An approval given back by a request that failed after taking it (docs/approvals.md).
+      if (entry.kind === 'approval') return approvalLines(entry, after);
       const head = entry.op === 'restore' ? c.yellow(`~ restore${entry.note ? ` (${entry.note})` : ''}`) : c.yellow('~ update');
       const changes = entry.kind === 'control' ? controlChanges(before, after) : diffValues('', before, after);
       return [head, ...(changes.length === 0 ? ['    (no field changed)'] : changeLines(changes))];
@@ -49,9 +51,13 @@ export function entryLines(entry: ChangeEntry, c: Colors = plain): string[] {
     case 'deny':
     case 'use':
     case 'expire':
-      // Approvals are in the audit log only; their entry says what happened to which one.
-      return [`  ${entry.op} approval ${typeof after.id === 'string' ? after.id : '?'}${entry.note ? ` (${entry.note})` : ''}`];
+      return approvalLines(entry, after);
   }
+}
+
+/** Approvals are in the audit log only; their entry says what happened to which one. */
+function approvalLines(entry: ChangeEntry, after: Record<string, unknown>): string[] {
+  return [`  ${entry.op} approval ${typeof after.id === 'string' ? after.id : '?'}${entry.note ? ` (${entry.note})` : ''}`];
 }
 
 function countOf(list: unknown, noun: string): string {

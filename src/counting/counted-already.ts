@@ -1,11 +1,75 @@
 /**
- * Counters for a step that was counted when it was first submitted: a step submitted
- * again on the approval it asked for (docs/approvals.md). Each check reads its key's
- * window, with the step's first count in it, and adds nothing, so `repeat {max: 1}` does
- * not take the approved step for its own repeat, nor a budget spend its amount twice.
+ * Counts of a step that asked a person, and counters for that step submitted again on its
+ * approval (docs/approvals.md). The question's counts are noted (`noteCounts`) and kept with
+ * its approval; the approved submission adds only what it counts beyond them, so `repeat
+ * {max: 1}` does not take the approved step for its own repeat, nor a budget spend its
+ * amount twice. What the question did not count (another session's repeat, another key or
+ * a larger amount read from the step's context, which the approval is not bound to, a
+ * control linked since) is counted as any step's count is. A budget that asked a person
+ * because the step was over it is spent by the approved step all the same: the person let
+ * it go over, so the next step is over too and asks again.
  */
-import type { Counters } from './types.js';
+import type { Counters, CountRequest } from './types.js';
 
-export function countedAlready(counters: Counters): Counters {
-  return { count: (request) => counters.count({ ...request, amount: 0 }) };
+/** What one count added: its counter, its key and the amount. */
+export type CountedStep = readonly [counter: string, key: string, amount: number];
+
+/** Counters that note what each count added (a refused budget adds nothing). */
+export function noteCounts(counters: Counters): { counters: Counters; counted: CountedStep[] } {
+  const counted: CountedStep[] = [];
+  const note = (request: CountRequest, over: boolean): void => {
+    if (request.always || !over) counted.push([request.counter, request.key, request.amount]);
+  };
+  return {
+    counted,
+    counters: {
+      count(request) {
+        const answer = counters.count(request);
+        if (answer instanceof Promise) {
+          return answer.then((a) => {
+            note(request, a.over);
+            return a;
+          });
+        }
+        note(request, answer.over);
+        return answer;
+      },
+    },
+  };
+}
+
+/**
+ * Counters for the approved step: each of its question's counts is taken off the same
+ * counter and key once; the budgets of `asking` controls (ids) add the amount even over their max.
+ */
+export function countedAlready(counters: Counters, counted: readonly CountedStep[], asking: ReadonlySet<number>): Counters {
+  const left = [...counted];
+  return {
+    count(request) {
+      const always = request.always || asking.has(request.control_id);
+      const i = left.findIndex(([counter, key]) => counter === request.counter && key === request.key);
+      if (i < 0) return counters.count(always === request.always ? request : { ...request, always });
+      const [[, , before]] = left.splice(i, 1) as [CountedStep];
+      return counters.count({ ...request, always, amount: Math.max(0, request.amount - before) });
+    },
+  };
+}
+
+/** The noted counts as stored with an approval (JSON text), and back; anything else reads as none. */
+export function countedText(counted: readonly CountedStep[]): string {
+  return JSON.stringify(counted);
+}
+
+export function countedOf(text: string | null | undefined): CountedStep[] {
+  if (typeof text !== 'string') return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(parsed)) return [];
+  return parsed.filter(
+    (c): c is CountedStep => Array.isArray(c) && c.length === 3 && typeof c[0] === 'string' && typeof c[1] === 'string' && typeof c[2] === 'number',
+  );
 }

@@ -3,6 +3,17 @@ import { AGENT_NAME_MAX, DecisionSchema, JsonObjectSchema, StageSchema, StepType
 import { ControlModeSchema } from './control.js';
 import { SessionIdSchema } from './session.js';
 
+/** The most non-matches one event may stand for (`count`); a client's rollup past it is sent as more events. */
+export const MAX_EVENT_COUNT = 1_000_000;
+
+/**
+ * The longest duration an event may claim (ms; over 30,000 years): a rollup of a million
+ * non-matches of an hour each is well within it. Sums of such events stay far from a
+ * double's range; a client's 1e308 made PostgreSQL's rollup upsert overflow, and each flush
+ * holding it failed, losing every agent's non-matches in it.
+ */
+export const MAX_EVENT_DURATION_MS = 1e15;
+
 /** One control evaluated against one step: the unit of observability. */
 export const ObservabilityEventSchema = z.strictObject({
   control_execution_id: z.string().min(1).max(128),
@@ -18,7 +29,7 @@ export const ObservabilityEventSchema = z.strictObject({
   confidence: z.number().min(0).max(1),
   /** ISO 8601 time. */
   timestamp: z.iso.datetime({ offset: true }),
-  execution_duration_ms: z.number().min(0),
+  execution_duration_ms: z.number().min(0).max(MAX_EVENT_DURATION_MS),
   evaluator_name: z.string().max(128).nullable(),
   selector_path: z.string().max(512).nullable(),
   error_message: z.string().max(8192).nullable(),
@@ -50,7 +61,7 @@ export const ObservabilityEventSchema = z.strictObject({
    * `execution_duration_ms` is their total. Only on a non-match (not matched, no error, no
    * selector_missing); absent means 1. Stored events never have it.
    */
-  count: z.number().int().min(1).max(1_000_000).optional(),
+  count: z.number().int().min(1).max(MAX_EVENT_COUNT).optional(),
 });
 export type ObservabilityEvent = z.infer<typeof ObservabilityEventSchema>;
 

@@ -10,7 +10,7 @@
  * 0.49-0.53 of the stdio MCP gateway's CPU per tools/call (263-308 against 533-613 µs) and 0.07-0.11 of the guard server's (18-23 against 210-280 µs); 20 sdk controls, 4,000 calls, CPU times from /proc, two runs each.
  */
 import type { ControlExecution } from '../engine/api.js';
-import type { Stage, StepType } from '../model/index.js';
+import { MAX_EVENT_COUNT, type Stage, type StepType } from '../model/index.js';
 import { eventJsonOf } from './events.js';
 import { freshTraceIds } from './tracing.js';
 
@@ -51,9 +51,16 @@ export class NonMatchTally {
    */
   readonly #latest: Record<Stage, Group | null> = { pre: null, post: null };
   #size = 0;
+  /**
+   * Rollups at MAX_EVENT_COUNT, which the server takes no more of in one event: their key
+   * starts a new rollup. A batch job checking rows in memory never yields to the flush
+   * timer, and its rollup of a million and more non-matches was refused (422) with its
+   * whole batch, then retried, and refused, for ever.
+   */
+  #full: Array<{ group: Group; entry: Entry }> = [];
 
   get size(): number {
-    return this.#size;
+    return this.#size + this.#full.length;
   }
 
   /** Counts the check's plain non-matches (no error, selector found) and returns the executions sent one event each. */
@@ -69,20 +76,12 @@ export class NonMatchTally {
 
   /** Every rollup as the JSON text of its event, and the tally emptied. */
   drain(): string[] {
-    const out: string[] = [];
+    const out = this.#full.map(({ group, entry }) => eventTextOf(group, entry));
     for (const group of this.#groups.values()) {
-      for (const list of group.entries.values()) {
-        for (const { execution, count, durationMs, lastMs } of list) {
-          // A rollup stands for many checks, so for no one check's trace: it has ids of its own.
-          const ctx = {
-            agentName: group.agentName, step: { type: group.stepType, name: group.stepName }, stage: group.stage, ...freshTraceIds(),
-            timestamp: new Date(lastMs).toISOString(), setRevision: group.setRevision, sessionId: group.sessionId,
-          };
-          out.push(...eventJsonOf([{ ...execution, duration_ms: durationMs }], ctx, count));
-        }
-      }
+      for (const list of group.entries.values()) for (const entry of list) out.push(eventTextOf(group, entry));
     }
     this.#groups.clear();
+    this.#full = [];
     this.#latest.pre = this.#latest.post = null;
     this.#size = 0;
     return out;
@@ -107,12 +106,18 @@ export class NonMatchTally {
     const duration = Math.max(0, e.duration_ms);
     let list = group.entries.get(e.control_id);
     if (list !== undefined) {
-      for (const entry of list) {
+      for (let i = 0; i < list.length; i++) {
+        const entry = list[i]!;
         const x = entry.execution;
         if (x.control_name === e.control_name && x.action === e.action && x.evaluator_name === e.evaluator_name && x.selector_path === e.selector_path && x.mode === e.mode) {
           entry.count++;
           entry.durationMs += duration;
           entry.lastMs = nowMs;
+          if (entry.count === MAX_EVENT_COUNT) {
+            list.splice(i, 1);
+            this.#size--;
+            this.#full.push({ group, entry });
+          }
           return true;
         }
       }
@@ -126,6 +131,15 @@ export class NonMatchTally {
 }
 
 const NONE: readonly ControlExecution[] = Object.freeze([]);
+
+/** A rollup's event; it stands for many checks, so for no one check's trace: it has ids of its own. */
+function eventTextOf(group: Group, { execution, count, durationMs, lastMs }: Entry): string {
+  const ctx = {
+    agentName: group.agentName, step: { type: group.stepType, name: group.stepName }, stage: group.stage, ...freshTraceIds(),
+    timestamp: new Date(lastMs).toISOString(), setRevision: group.setRevision, sessionId: group.sessionId,
+  };
+  return eventJsonOf([{ ...execution, duration_ms: durationMs }], ctx, count)[0]!;
+}
 
 /** A non-match the server would roll up (its isNonMatch): not matched, no error, the selector found something. */
 function rolledUp(e: ControlExecution): boolean {

@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { CompiledControlSet } from '../engine/index.js';
+import { countedOf, countedText, type CountedStep } from '../counting/index.js';
 import { canonicalJson } from '../gitops/canonical.js';
 import {
   approvalTimeoutMs,
@@ -59,15 +60,18 @@ function nonFiniteNumbersIn(value: unknown, path: string, out: string[]): string
 
 export class ApprovalGate {
   constructor(
-    private readonly store: Pick<Store, 'submitApproval' | 'hasApproved' | 'useApproved'>,
+    private readonly store: Pick<Store, 'submitApproval' | 'useApproved' | 'giveBackApproval'>,
     /** The recordings' redaction: an approval shows the step as a recorded step is shown. */
     private readonly redactor: Redactor,
     private readonly listener: ApprovalListener,
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** The answer for a result whose decision is ask; any other result is returned as it is. */
-  async settle(result: EvaluationResult, request: GateRequest, set: CompiledControlSet, actor: string): Promise<EvaluationResult> {
+  /**
+   * The answer for a result whose decision is ask; any other result is returned as it is.
+   * `counted`: what the step's counting controls added (noteCounts), kept with a new question.
+   */
+  async settle(result: EvaluationResult, request: GateRequest, set: CompiledControlSet, actor: string, counted: readonly CountedStep[] = []): Promise<EvaluationResult> {
     if (result.decision !== 'ask') return result;
     const asking = result.matches.find((m) => m.action === 'ask');
     if (asking === undefined) return result;
@@ -84,6 +88,7 @@ export class ApprovalGate {
         control_id: asking.control_id,
         control_name: asking.control_name,
         step_json: JSON.stringify(shown),
+        counted: countedText(counted),
         timeout_ms: control?.approvalTimeoutMs ?? approvalTimeoutMs(undefined),
         actor,
       },
@@ -95,20 +100,28 @@ export class ApprovalGate {
   }
 
   /**
-   * The digest of this exact step when it has an approval it has not used: the step is the
-   * one that asked, submitted again, so its set's counters must not count it twice
-   * (routes/evaluation.ts). Null when it has none. Reads only: `takeApproved` uses it.
+   * The approval this exact step was given and has not used, taken (used) now, with what
+   * its question counted: the step is the one that asked, submitted again, so its set's
+   * counters must not count that twice (routes/evaluation.ts). Null when it has none.
+   * Then either `announceUsed` once the step is answered, or `giveBack` if its request failed.
    */
-  async approvedDigestOf(request: GateRequest): Promise<string | null> {
-    const digest = approvalDigestOf(request);
-    return (await this.store.hasApproved(digest, this.now())) ? digest : null;
+  async takeApproved(request: GateRequest, actor: string): Promise<{ approval: ApprovalRecord; counted: CountedStep[] } | null> {
+    const used = await this.store.useApproved(approvalDigestOf(request), actor, this.now());
+    return used === null ? null : { approval: used.approval, counted: countedOf(used.counted) };
   }
 
-  /** The unused approval of `digest`, used now; null when another submission took it first, or its time ran out. */
-  async takeApproved(digest: string, actor: string): Promise<ApprovalRecord | null> {
-    const approval = await this.store.useApproved(digest, actor, this.now());
-    if (approval !== null) this.listener('used', approval);
-    return approval;
+  /** The step that took `approval` was answered: the live stream, the webhook and waiting requests hear of its use. */
+  announceUsed(approval: ApprovalRecord): void {
+    this.listener('used', approval);
+  }
+
+  /**
+   * The request that took `approval` failed before its step was answered (the session or
+   * the database away): the step did not run, so the person's approval waits for the next
+   * submission instead of being spent on nothing.
+   */
+  async giveBack(approval: ApprovalRecord, actor: string): Promise<boolean> {
+    return approval.used_at === null ? false : this.store.giveBackApproval(approval.id, Date.parse(approval.used_at), actor, this.now());
   }
 
   /** The answer for a result whose decision is ask, given the approval `takeApproved` took. */

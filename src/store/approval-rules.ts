@@ -30,6 +30,8 @@ export interface ApprovalRow {
   decided_by: string | null;
   reason: string | null;
   used_at: number | null;
+  /** What the question's counting controls added (ApprovalRequest.counted); null on rows older than it. */
+  counted: string | null;
 }
 
 export type ApprovalStep = 'reuse' | 'expire' | 'use' | 'create';
@@ -61,7 +63,7 @@ export function statusAt(row: Pick<ApprovalRow, 'status' | 'expires_at'>, now: n
 
 /** The audit entry of something that happened to an approval (kind `approval`, no control id: it changes no control). */
 export interface ApprovalAudit {
-  op: 'ask' | 'approve' | 'deny' | 'use' | 'expire';
+  op: 'ask' | 'approve' | 'deny' | 'use' | 'expire' | 'restore';
   actor: string;
   control_name: string;
   agent_name: string;
@@ -76,7 +78,7 @@ export function approvalAuditOf(op: ApprovalAudit['op'], row: ApprovalRow, actor
     control_name: row.control_name,
     agent_name: row.agent_name,
     after: { id: row.id, status: row.status, stage: row.stage, step_name: row.step_name },
-    note: op === 'approve' || op === 'deny' ? row.reason : null,
+    note: op === 'approve' || op === 'deny' ? row.reason : op === 'restore' ? 'unused again: the request that used it failed' : null,
   };
 }
 

@@ -13,6 +13,11 @@ export interface ApprovalRequest {
   control_name: string;
   /** The step as JSON text, already masked as recorded steps are. */
   step_json: string;
+  /**
+   * What this submission's counting controls added (JSON text, counting/counted-already.ts),
+   * kept with a new question: its approved submission adds only what it counts beyond it.
+   */
+  counted?: string | undefined;
   timeout_ms: number;
   /** Who submitted the step (the evaluation request's key), for the audit log. */
   actor: string;
@@ -24,6 +29,12 @@ export interface ApprovalRequest {
  * `expired` (the step is denied).
  */
 export type ApprovalOutcome = 'created' | 'pending' | 'approved' | 'denied' | 'expired';
+
+/** An approval `useApproved` took, with what its question counted (ApprovalRequest.counted; null before that was kept). */
+export interface UsedApproval {
+  approval: ApprovalRecord;
+  counted: string | null;
+}
 
 export interface ApprovalQuery {
   status?: ApprovalStatus | undefined;
@@ -55,16 +66,16 @@ export type DecideOutcome = { decided: ApprovalRecord } | { conflict: ApprovalRe
 export interface ApprovalStore {
   submitApproval(request: ApprovalRequest, now: number): Promise<{ approval: ApprovalRecord; outcome: ApprovalOutcome }>;
   /**
-   * Whether the latest approval of `digest` is approved and not yet used, so that a
-   * submission would use it. Reads only. For a step submitted again on its approval, which
-   * its counters must not count twice (docs/approvals.md).
-   */
-  hasApproved(digest: string, now: number): Promise<boolean>;
-  /**
    * Uses the latest approval of `digest` when it is approved and not yet used, as a
-   * submission would, and returns it; null, changing nothing, otherwise.
+   * submission would, and returns it; null, changing nothing, otherwise. For a step
+   * submitted again on its approval, taken before the step is counted (docs/approvals.md).
    */
-  useApproved(digest: string, actor: string, now: number): Promise<ApprovalRecord | null>;
+  useApproved(digest: string, actor: string, now: number): Promise<UsedApproval | null>;
+  /**
+   * Makes an approval `useApproved` took at `usedAt` unused again: the request that took it
+   * failed before its step was answered. False, changing nothing, when it is not that use.
+   */
+  giveBackApproval(id: string, usedAt: number, actor: string, now: number): Promise<boolean>;
   getApproval(id: string, now: number): Promise<ApprovalRecord | null>;
   /** Newest first; a pending approval past its expiry lists as expired. */
   listApprovals(query: ApprovalQuery, now: number): Promise<ApprovalRecord[]>;

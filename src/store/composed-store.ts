@@ -194,11 +194,11 @@ export abstract class ComposedStore implements Store {
   submitApproval(request: ApprovalRequest, now: number) {
     return this.approvals.submitApproval(request, now);
   }
-  hasApproved(digest: string, now: number) {
-    return this.approvals.hasApproved(digest, now);
-  }
   useApproved(digest: string, actor: string, now: number) {
     return this.approvals.useApproved(digest, actor, now);
+  }
+  giveBackApproval(id: string, usedAt: number, actor: string, now: number) {
+    return this.approvals.giveBackApproval(id, usedAt, actor, now);
   }
   getApproval(id: string, now: number) {
     return this.approvals.getApproval(id, now);

@@ -23,7 +23,7 @@ export type { CounterRowStore, LeaseTerms, SharedCountAnswer, SharedCountRequest
 export type { ControlPatch, NewAgent, NewControl, StoreChange } from '../model/index.js';
 export type { ChangeInfo, ChangeSource, LocalParts, SharedParts, StoreSharing } from './store-sharing.js';
 export type { SessionRowStore, SharedSessionStep, SharedSessionStore, StoredSession, StoredSessionLabel } from './session-store.js';
-export type { ApprovalDecision, ApprovalOutcome, ApprovalQuery, ApprovalRequest, ApprovalStore, DecideOutcome } from './approval-store.js';
+export type { ApprovalDecision, ApprovalOutcome, ApprovalQuery, ApprovalRequest, ApprovalStore, DecideOutcome, UsedApproval } from './approval-store.js';
 
 export interface ControlPage {
   controls: ControlRecord[];

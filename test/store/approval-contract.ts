@@ -56,36 +56,45 @@ export function defineApprovalContract(label: string, open: () => Promise<Store>
       expect(other.approval.id).not.toBe(first.approval.id);
     });
 
-    it('hasApproved and useApproved see only an unused approval in time, taken once; pending, denied and stale ones are left as they are', async () => {
+    it('useApproved takes only an unused approval in time, once; pending, denied and stale ones are left as they are', async () => {
       const store = await fresh();
-      expect(await store.hasApproved('d1', T0)).toBe(false);
       expect(await store.useApproved('d1', 'regular:1', T0)).toBeNull();
-      const { approval } = await store.submitApproval(approvalRequest(), T0);
-      expect(await store.hasApproved('d1', T0 + MIN)).toBe(false);
+      const { approval } = await store.submitApproval(approvalRequest({ counted: '[["7","bot",1]]' }), T0);
       expect(await store.useApproved('d1', 'regular:1', T0 + MIN)).toBeNull();
       await store.decideApproval(approval.id, { status: 'approved', ...by, reason: null }, T0 + MIN);
-      expect(await store.hasApproved('d1', T0 + 2 * MIN)).toBe(true);
-      // Reading takes nothing.
-      expect(await store.hasApproved('d1', T0 + 2 * MIN)).toBe(true);
       const used = await store.useApproved('d1', 'regular:1', T0 + 2 * MIN);
-      expect(used).toMatchObject({ id: approval.id, status: 'approved', used_at: '2026-01-01T12:02:00.000Z' });
+      // With what its question counted, as it was submitted.
+      expect(used).toMatchObject({ approval: { id: approval.id, status: 'approved', used_at: '2026-01-01T12:02:00.000Z' }, counted: '[["7","bot",1]]' });
+      expect(used!.approval).not.toHaveProperty('counted');
       expect(await store.useApproved('d1', 'regular:1', T0 + 3 * MIN)).toBeNull();
-      expect(await store.hasApproved('d1', T0 + 3 * MIN)).toBe(false);
       // Used: the next submission is a new question.
       expect((await store.submitApproval(approvalRequest(), T0 + 3 * MIN)).outcome).toBe('created');
 
       const denied = (await store.submitApproval(approvalRequest({ digest: 'd2' }), T0)).approval;
       await store.decideApproval(denied.id, { status: 'denied', ...by, reason: 'no' }, T0 + MIN);
-      expect(await store.hasApproved('d2', T0 + 2 * MIN)).toBe(false);
       expect(await store.useApproved('d2', 'regular:1', T0 + 2 * MIN)).toBeNull();
       expect((await store.submitApproval(approvalRequest({ digest: 'd2' }), T0 + 2 * MIN)).outcome).toBe('denied');
 
       // Approved longer ago than its timeout: not taken, and the submission asks anew.
       const stale = (await store.submitApproval(approvalRequest({ digest: 'd3' }), T0)).approval;
       await store.decideApproval(stale.id, { status: 'approved', ...by, reason: null }, T0 + MIN);
-      expect(await store.hasApproved('d3', T0 + 17 * MIN)).toBe(false);
       expect(await store.useApproved('d3', 'regular:1', T0 + 17 * MIN)).toBeNull();
       expect((await store.getApproval(stale.id, T0 + 17 * MIN))!.used_at).toBeNull();
+    });
+
+    it('giveBackApproval makes only the use it names unused again, once, and audits it', async () => {
+      const store = await fresh();
+      const { approval } = await store.submitApproval(approvalRequest(), T0);
+      await store.decideApproval(approval.id, { status: 'approved', ...by, reason: null }, T0 + MIN);
+      await store.useApproved('d1', 'regular:1', T0 + 2 * MIN);
+      expect(await store.giveBackApproval(approval.id, T0 + 3 * MIN, 'regular:1', T0 + 3 * MIN)).toBe(false);
+      expect(await store.giveBackApproval(approval.id, T0 + 2 * MIN, 'regular:1', T0 + 3 * MIN)).toBe(true);
+      expect(await store.giveBackApproval(approval.id, T0 + 2 * MIN, 'regular:1', T0 + 3 * MIN)).toBe(false);
+      expect((await store.getApproval(approval.id, T0 + 3 * MIN))!.used_at).toBeNull();
+      const { entries } = await store.auditLog({ limit: 1 });
+      expect(entries.map((e) => [e.kind, e.op, e.actor, e.after?.id, e.note])).toEqual([['approval', 'restore', 'regular:1', approval.id, 'unused again: the request that used it failed']]);
+      // Unused again: the next submission uses it.
+      expect((await store.submitApproval(approvalRequest(), T0 + 4 * MIN)).outcome).toBe('approved');
     });
 
     it('approved: exactly one submission is allowed, then it asks again', async () => {

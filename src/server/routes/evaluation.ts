@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { countedAlready, type Counters } from '../../counting/index.js';
-import { evaluateStep, type CompiledControlSet, type EvaluateOptions, type EvaluationOutcome } from '../../engine/index.js';
+import { countedAlready, noteCounts, type CountedStep, type Counters } from '../../counting/index.js';
+import { evaluateStep, type CompiledControlSet, type EvaluationOutcome } from '../../engine/index.js';
 import {
   AgentNameSchema,
   EvaluationRequestSchema,
@@ -20,7 +20,6 @@ import type { OperationDoc } from '../openapi.js';
 import { MAX_JSON_DEPTH } from '../json-body.js';
 import { serverDenyResult } from '../refusal-result.js';
 import { AnswerWriter } from '../result-json.js';
-import type { SessionState } from '../../sessions/index.js';
 import { evaluateInSession } from '../session-step.js';
 
 const DOC = {
@@ -58,6 +57,15 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
   // No response schema: the answer is written by the AnswerWriter (result-json.ts).
   const schema = { body: requestSchema };
 
+  /** An approval taken by a request that then failed, given back; a failure to is logged (the request's own error is the answer). */
+  const giveBack = async (approval: ApprovalRecord, actor: string): Promise<void> => {
+    try {
+      await ctx.approvals.gate.giveBack(approval, actor);
+    } catch (error) {
+      app.log.warn({ err: error, approval_id: approval.id }, 'giving back the approval of a failed request failed');
+    }
+  };
+
   app.post('/evaluation', { config: { access: 'read', bodyText: 'unchecked', deepJson: 'flag', openapi: DOC }, schema, attachValidation: true }, async (request, reply) => {
     // With tracing off this is the whole cost of it: one test.
     const span = tracing ? tracing.startSpan(EVALUATE_SPAN, SPAN_KIND.server, parentOfHeaders(request.headers)) : null;
@@ -65,6 +73,8 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
     let set: CompiledControlSet;
     let outcome: EvaluationOutcome;
     let approved: ApprovalRecord | null = null;
+    // What the step's counts added, noted when it may ask: a question keeps them (approval-gate.ts).
+    let noted: CountedStep[] | null = null;
     try {
       body = requestOf(request.body, request.validationError === undefined);
       if (request.bodyTooDeep) {
@@ -73,21 +83,39 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
       }
       set = controlSets.peek(body.agent_name) ?? (await controlSets.get(body.agent_name));
       const base = span?.isRecording() || (observability !== undefined && observability.hub.size > 0) ? detailedOptions : options;
-      // A step submitted again on its approval was counted when it asked: it is checked
-      // against counts that hold it, adding nothing, and then takes its approval. A failure
-      // before the take leaves the approval to the next submission; a take lost to another
-      // submission (or to the timeout) makes this one a step as any other, counted.
-      const resubmitted = set.counting && set.asking ? await ctx.approvals.gate.approvedDigestOf(body) : null;
-      const pending = evaluateWith(set, body, base, resubmitted === null ? counters : countedAlready(counters), sessions);
-      outcome = pending instanceof Promise ? await pending : pending;
-      if (resubmitted !== null) {
-        approved = await ctx.approvals.gate.takeApproved(resubmitted, ctx.actorOf(request));
-        if (approved === null) outcome = await evaluateWith(set, body, base, counters, sessions);
+      // A step submitted again on its approval was counted when it asked: it takes its
+      // approval first and adds only what it counts beyond its question's counts.
+      let stepCounters: Counters = counters;
+      if (set.counting && set.asking) {
+        const taken = await ctx.approvals.gate.takeApproved(body, ctx.actorOf(request));
+        if (taken === null) {
+          const noting = noteCounts(counters);
+          stepCounters = noting.counters;
+          noted = noting.counted;
+        } else {
+          approved = taken.approval;
+          stepCounters = countedAlready(counters, taken.counted, askingIdsOf(set));
+        }
       }
+      // Only sets with rate or budget controls need the agent and the counters. Written
+      // out field by field: a spread ({ ...base, agentName }) made V8 give each request's
+      // options a new hidden class, so every read of them in the engine missed its cache.
+      const stepOptions = set.counting
+        ? { execution: base.execution, collectExecutions: base.collectExecutions, excerpts: base.excerpts, agentName: body.agent_name, counters: stepCounters }
+        : base;
+      // Session-aware controls and a session: its labels are read before the step, and
+      // what the step adds is stored before the answer (session-step.ts).
+      const pending =
+        set.sessions && body.session_id !== undefined
+          ? evaluateInSession(set, body, body.session_id, stepOptions, sessions)
+          : evaluateStep(set, body.step, body.stage, stepOptions);
+      outcome = pending instanceof Promise ? await pending : pending;
     } catch (error) {
       if (span) endFailedSpan(span, error);
+      if (approved !== null) await giveBack(approved, ctx.actorOf(request));
       throw error;
     }
+    if (approved !== null) ctx.approvals.gate.announceUsed(approved);
     if (span) {
       const { agent_name: agent, stage, step } = body;
       endEvaluationSpan(span, { agent, stage, step, result: outcome.result, executions: outcome.executions, setRevision: set.revision, includeContent });
@@ -98,7 +126,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
         ? outcome.result
         : approved !== null
           ? ctx.approvals.gate.approvedAnswer(outcome.result, approved)
-          : await ctx.approvals.gate.settle(outcome.result, body, set, ctx.actorOf(request));
+          : await ctx.approvals.gate.settle(outcome.result, body, set, ctx.actorOf(request), noted ?? undefined);
     if (observability) {
       // Recording must never fail or slow the answer; it is synchronous and buffered.
       try {
@@ -124,29 +152,6 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
 };
 
 /**
- * The step evaluated, counted in `counters` (only sets with rate, budget or repeat controls
- * need the agent and the counters). The options are written out field by field: a spread
- * ({ ...base, agentName }) made V8 give each request's options a new hidden class, so every
- * read of them in the engine missed its cache. Session-aware controls and a session: its
- * labels are read before the step, and what the step adds is stored before the answer
- * (session-step.ts).
- */
-function evaluateWith(
-  set: CompiledControlSet,
-  body: EvaluationRequest,
-  base: EvaluateOptions,
-  counters: Counters,
-  sessions: SessionState,
-): Promise<EvaluationOutcome> | EvaluationOutcome {
-  const stepOptions = set.counting
-    ? { execution: base.execution, collectExecutions: base.collectExecutions, excerpts: base.excerpts, agentName: body.agent_name, counters }
-    : base;
-  return set.sessions && body.session_id !== undefined
-    ? evaluateInSession(set, body, body.session_id, stepOptions, sessions)
-    : evaluateStep(set, body.step, body.stage, stepOptions);
-}
-
-/**
  * The answer for a step nesting past MAX_JSON_DEPTH. Walking it (selectors, evaluators,
  * serialisation) could overflow the stack, and leaving the deep part out would hide what
  * is in it from every control, so the step is denied: an uncheckable step must never be
@@ -155,6 +160,11 @@ function evaluateWith(
 export function tooDeepResult(): EvaluationResult {
   const message = `the step nests deeper than ${MAX_JSON_DEPTH} levels, so it cannot be checked; it is denied`;
   return serverDenyResult('step-depth-limit', message, { max_depth: MAX_JSON_DEPTH });
+}
+
+/** The controls that ask a person (not shadows): a budget of theirs is spent by the step a person approved over it. */
+function askingIdsOf(set: CompiledControlSet): ReadonlySet<number> {
+  return new Set(set.controls.filter((c) => c.decision === 'ask' && !c.shadow).map((c) => c.control_id));
 }
 
 /** No control that could change a decision: none enabled, none failed to compile, only shadow ones. */

@@ -64,11 +64,11 @@ export class PostgresApprovals implements ApprovalStore {
       }
       const [row] = await db.rows<PgApprovalRow>(
         tx,
-        `INSERT INTO approvals (id, digest, status, agent_name, stage, step_type, step_name, control_id, control_name, step, timeout_ms, created_at, expires_at)
-         VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12) RETURNING *`,
+        `INSERT INTO approvals (id, digest, status, agent_name, stage, step_type, step_name, control_id, control_name, step, timeout_ms, created_at, expires_at, counted)
+         VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13) RETURNING *`,
         [
           newApprovalId(), request.digest, request.agent_name, request.stage, request.step_type, request.step_name,
-          request.control_id, request.control_name, request.step_json, request.timeout_ms, now, now + request.timeout_ms,
+          request.control_id, request.control_name, request.step_json, request.timeout_ms, now, now + request.timeout_ms, request.counted ?? null,
         ],
       );
       await this.audit(tx, approvalAuditOf('ask', rowOf(row!), request.actor), now);
@@ -76,15 +76,11 @@ export class PostgresApprovals implements ApprovalStore {
     });
   }
 
-  async hasApproved(digest: string, now: number) {
-    const latest = await this.#latestOf(digest);
-    return latest !== null && isApprovedToUse(latest, now);
-  }
-
   async useApproved(digest: string, actor: string, now: number) {
     const db = this.database;
-    const latest = await this.#latestOf(digest);
-    if (latest === null || !isApprovedToUse(latest, now)) return null;
+    // Read first: most steps have no approval, and need no transaction.
+    const [latest] = await db.query<PgApprovalRow>('SELECT * FROM approvals WHERE digest = $1 ORDER BY seq DESC LIMIT 1', [digest]);
+    if (latest === undefined || !isApprovedToUse(rowOf(latest), now)) return null;
     // An unused approval is never followed by a newer one of its digest (a submission
     // uses it instead), so the guard on used_at is all that keeps it to one use.
     return db.write(async (tx) => {
@@ -95,13 +91,18 @@ export class PostgresApprovals implements ApprovalStore {
       );
       if (row === undefined) return null;
       await this.audit(tx, approvalAuditOf('use', rowOf(row), actor), now);
-      return approvalRecordOf(rowOf(row), now);
+      return { approval: approvalRecordOf(rowOf(row), now), counted: row.counted };
     });
   }
 
-  async #latestOf(digest: string): Promise<ApprovalRow | null> {
-    const [row] = await this.database.query<PgApprovalRow>('SELECT * FROM approvals WHERE digest = $1 ORDER BY seq DESC LIMIT 1', [digest]);
-    return row === undefined ? null : rowOf(row);
+  async giveBackApproval(id: string, usedAt: number, actor: string, now: number) {
+    const db = this.database;
+    return db.write(async (tx) => {
+      const [row] = await db.rows<PgApprovalRow>(tx, "UPDATE approvals SET used_at = NULL WHERE id = $1 AND status = 'approved' AND used_at = $2 RETURNING *", [id, usedAt]);
+      if (row === undefined) return false;
+      await this.audit(tx, approvalAuditOf('restore', rowOf(row), actor), now);
+      return true;
+    });
   }
 
   async getApproval(id: string, now: number) {

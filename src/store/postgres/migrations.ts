@@ -213,4 +213,10 @@ export const postgresMigrations: readonly Migration[] = [
       ${SESSION_BEGIN_STEPS}${SESSION_BEGIN_STEP}
     `,
   },
+  {
+    version: 22,
+    name: 'what the question of an approval counted',
+    // See the SQLite migration 12.
+    sql: `ALTER TABLE approvals ADD COLUMN counted TEXT;`,
+  },
 ];

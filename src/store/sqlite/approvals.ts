@@ -37,37 +37,42 @@ export class SqliteApprovals implements ApprovalStore {
       }
       const row = db
         .cached(
-          `INSERT INTO approvals (id, digest, status, agent_name, stage, step_type, step_name, control_id, control_name, step, timeout_ms, created_at, expires_at)
-           VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+          `INSERT INTO approvals (id, digest, status, agent_name, stage, step_type, step_name, control_id, control_name, step, timeout_ms, created_at, expires_at, counted)
+           VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
         )
         .get(
           newApprovalId(), request.digest, request.agent_name, request.stage, request.step_type, request.step_name,
-          request.control_id, request.control_name, request.step_json, request.timeout_ms, now, now + request.timeout_ms,
+          request.control_id, request.control_name, request.step_json, request.timeout_ms, now, now + request.timeout_ms, request.counted ?? null,
         ) as SqliteApprovalRow;
       this.audit(approvalAuditOf('ask', rowOf(row), request.actor), now);
       return { approval: approvalRecordOf(rowOf(row), now), outcome: 'created' as const };
     });
   }
 
-  async hasApproved(digest: string, now: number) {
-    const latest = this.database.read(() => this.#latestOf(digest));
-    return latest !== null && isApprovedToUse(rowOf(latest), now);
-  }
-
   async useApproved(digest: string, actor: string, now: number) {
     const db = this.database;
+    const latestOf = () => (db.cached('SELECT * FROM approvals WHERE digest = ? ORDER BY seq DESC LIMIT 1').get(digest) as SqliteApprovalRow | undefined) ?? null;
+    const usable = (row: SqliteApprovalRow | null) => row !== null && isApprovedToUse(rowOf(row), now);
+    // Read first: most steps have no approval, and a write transaction each would queue them all.
+    if (!usable(db.read(latestOf))) return null;
     return db.write(() => {
-      const latest = this.#latestOf(digest);
-      if (latest === null || !isApprovedToUse(rowOf(latest), now)) return null;
-      const row = db.cached("UPDATE approvals SET used_at = ? WHERE id = ? AND status = 'approved' AND used_at IS NULL RETURNING *").get(now, latest.id) as SqliteApprovalRow | undefined;
+      const latest = latestOf();
+      if (!usable(latest)) return null;
+      const row = db.cached("UPDATE approvals SET used_at = ? WHERE id = ? AND status = 'approved' AND used_at IS NULL RETURNING *").get(now, latest!.id) as SqliteApprovalRow | undefined;
       if (row === undefined) return null;
       this.audit(approvalAuditOf('use', rowOf(row), actor), now);
-      return approvalRecordOf(rowOf(row), now);
+      return { approval: approvalRecordOf(rowOf(row), now), counted: row.counted };
     });
   }
 
-  #latestOf(digest: string): SqliteApprovalRow | null {
-    return (this.database.cached('SELECT * FROM approvals WHERE digest = ? ORDER BY seq DESC LIMIT 1').get(digest) as SqliteApprovalRow | undefined) ?? null;
+  async giveBackApproval(id: string, usedAt: number, actor: string, now: number) {
+    const db = this.database;
+    return db.write(() => {
+      const row = db.cached("UPDATE approvals SET used_at = NULL WHERE id = ? AND status = 'approved' AND used_at = ? RETURNING *").get(id, usedAt) as SqliteApprovalRow | undefined;
+      if (row === undefined) return false;
+      this.audit(approvalAuditOf('restore', rowOf(row), actor), now);
+      return true;
+    });
   }
 
   async getApproval(id: string, now: number) {

@@ -343,4 +343,11 @@ export const sqliteMigrations: readonly Migration[] = [
       CREATE INDEX policy_controls_control ON policy_controls (control_id);
     `,
   },
+  {
+    version: 12,
+    name: 'what the question of an approval counted',
+    // An approved step submitted again adds only what it counts beyond its question's
+    // counts (counting/counted-already.ts); older questions have none (NULL).
+    sql: `ALTER TABLE approvals ADD COLUMN counted TEXT;`,
+  },
 ];

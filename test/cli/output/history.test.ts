@@ -27,6 +27,13 @@ describe('history output', () => {
     expect(lines).toEqual(['~ update', '    enabled: true -> false', '    name: "c" -> "c2"', '    mode: (unset) -> "shadow"']);
   });
 
+  it('shows an approval given back (restore) as the other approval entries: which one, and why', () => {
+    const approval = { id: 'apr_3f9a1c2b8e4d5f60718293a4', status: 'approved', stage: 'pre', step_name: 'pay' };
+    const note = 'unused again: the request that used it failed';
+    expect(entryLines(entry({ kind: 'approval', op: 'restore', control_id: null, before: null, after: approval, note }))).toEqual([`  restore approval apr_3f9a1c2b8e4d5f60718293a4 (${note})`]);
+    expect(entryLines(entry({ kind: 'approval', op: 'use', control_id: null, before: null, after: approval }))).toEqual(['  use approval apr_3f9a1c2b8e4d5f60718293a4']);
+  });
+
   it('names restores with their revision, deletes with what they unlinked, links and agent changes', () => {
     expect(entryLines(entry({ op: 'restore', note: 'restored revision 2', after: record({ data: data({ description: 'old' }) }) }))).toEqual([
       '~ restore (restored revision 2)',
