@@ -99,7 +99,8 @@ describe('an agent sends its non-matches rolled up, and the server counts each',
     const received: number[] = [];
     const warnings: string[] = [];
     const fetchCounting: typeof fetch = async (input, init) => {
-      if (String(input).endsWith('/observability/events')) received.push((JSON.parse(String(init!.body)) as { events: unknown[] }).events.length);
+      const url = input instanceof Request ? input.url : input.toString();
+      if (url.endsWith('/observability/events')) received.push((JSON.parse(init!.body as string) as { events: unknown[] }).events.length);
       return fetch(input, init);
     };
     agent = await init({ agentName: 'tally-bot', serverUrl: server.url, refreshIntervalSeconds: 0, eventFlushIntervalSeconds: 60, logger: { info: () => undefined, warn: (m: string) => warnings.push(m) }, fetch: fetchCounting });
