@@ -3,7 +3,7 @@
  * up the non-matches it records (docs/observability.md, "Non-matches are rolled up"): one
  * event per minute, agent, stage, step, session and control, with `count` and their total
  * `execution_duration_ms`, sent with the batcher's next flush. Matches, errors and
- * non-matches whose selector found nothing are sent one event each, as before.
+ * non-matches whose selector found nothing are sent one event each (eventJsonOf).
  * A check of 20 controls that all pass sent 20 events, each parsed, validated and rolled up
  * by the server; a busy MCP gateway sent a thousand every 50 calls. The server keeps no more
  * of them than the count either way.
