@@ -110,3 +110,42 @@ describe('the steps kept for later messages, with controls that never refuse', (
     expect(await call(42, 'read_file', { path: 'notes-42' })).toContain('"notes"');
   });
 });
+
+describe('a prompt list that changes while the gateway reads it', () => {
+  const fold = (name: string) => name.normalize('NFKC').toLowerCase().replace(/[\s\p{Cf}]/gu, '');
+  const OLD = [{ name: 'brief', arguments: [] }];
+  const NEW = [{ name: 'brief', arguments: [{ name: 'role', required: true }] }];
+  const noAdminRole = sdkControl(11, 'no-admin-role', { execution: 'sdk', scope: { step_types: ['prompt'], step_names: ['brief'], stages: ['pre'] }, selector: { path: 'input.role' }, evaluator: { name: 'list', config: { values: ['admin'] } }, action: { decision: 'deny', message: 'No admin role.' } });
+
+  it('checks arguments against the list read after the change, not one an older read finished with later', async () => {
+    let held: (() => void) | null = null;
+    let lists = 0;
+    let fromServer!: (message: JSONRPCMessage) => void;
+    const { send, answerTo, seenByServer } = await setup((request, reply) => {
+      fromServer = reply;
+      if (request.method === 'prompts/list') {
+        const prompts = ++lists === 1 ? OLD : NEW;
+        const answer = (): void => reply({ jsonrpc: '2.0', id: request.id, result: { prompts } });
+        // The first read of the list is answered last, with the list as it was.
+        if (lists === 1) held = answer;
+        else answer();
+        return;
+      }
+      if (request.method !== 'prompts/get') return reply({ jsonrpc: '2.0', id: request.id, result: {} });
+      const params = request.params as { arguments?: Record<string, string> };
+      const role = Object.entries(params.arguments ?? {}).find(([k]) => fold(k) === 'role')?.[1];
+      reply({ jsonrpc: '2.0', id: request.id, result: { messages: [{ role: 'user', content: { type: 'text', text: `brief for ${role}` } }] } });
+    }, [noAdminRole]);
+    await send({ jsonrpc: '2.0', id: 1, method: 'prompts/get', params: { name: 'brief', arguments: {} } });
+    await expect.poll(() => held !== null).toBe(true);
+    // The server changes its list (it declares `role` now) while the gateway's first read is pending.
+    fromServer({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' });
+    await send({ jsonrpc: '2.0', id: 2, method: 'prompts/get', params: { name: 'brief', arguments: { role: 'reader' } } });
+    expect(JSON.stringify(await answerTo(2))).toContain('brief for reader');
+    held!();
+    await answerTo(1);
+    await send({ jsonrpc: '2.0', id: 3, method: 'prompts/get', params: { name: 'brief', arguments: { ROLE: 'admin' } } });
+    expect(await answerTo(3)).toHaveProperty('error');
+    expect(JSON.stringify(seenByServer)).not.toContain('ROLE');
+  });
+});
