@@ -2,19 +2,14 @@
  * The fifth attack pass on the MCP gateway (issue #39): the relay between a raw JSON-RPC
  * client and a scripted server over the MCP SDK's in-memory transports, as in the fourth.
  */
-import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HttpUpstreamTransport } from '../../src/adapters/mcp-http-upstream.js';
 import { McpRelay } from '../../src/adapters/mcp-relay.js';
 import { ControlDataSchema, type ControlDataInput, type ControlRecord } from '../../src/model/index.js';
 import { GuardAgent } from '../../src/sdk/index.js';
-import { denySecretOutput, quietLogger } from './guarded-agent.js';
-
-const KEY = 'AKIAIOSFODNN7EXAMPLE';
+import { quietLogger } from './guarded-agent.js';
 
 function sdkControl(id: number, name: string, data: ControlDataInput): ControlRecord {
   return { control_id: id, name, enabled: true, managed_by: null, source: null, created_at: '', updated_at: '', data: ControlDataSchema.parse(data) };
