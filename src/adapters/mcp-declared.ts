@@ -11,12 +11,16 @@ export type ListPage = (cursor: string | undefined) => Promise<Record<string, un
 /** Enough for any real server; a server that pages forever is not waited for. */
 const MAX_PAGES = 1000;
 
+/** One full read of the list: its names, and each name's declaration (the last of that name). */
+export interface DeclaredRead {
+  names: ReadonlySet<string>;
+  declared: ReadonlyMap<string, unknown>;
+}
+
 export class DeclaredList {
-  #names: ReadonlySet<string> | null = null;
-  #loading: Promise<ReadonlySet<string>> | null = null;
+  #read: DeclaredRead | null = null;
+  #loading: Promise<DeclaredRead> | null = null;
   #generation = 0;
-  /** The declarations of the last full read, by name. */
-  #declared = new Map<string, unknown>();
 
   /** `key`: the list's field in each page (`tools`, `prompts`). */
   constructor(
@@ -25,14 +29,22 @@ export class DeclaredList {
   ) {}
 
   /** The declared names, read from the server when not known. */
-  names(): Promise<ReadonlySet<string>> {
-    if (this.#names) return Promise.resolve(this.#names);
+  async names(): Promise<ReadonlySet<string>> {
+    return (await this.read()).names;
+  }
+
+  /**
+   * The names and declarations of one read, read from the server when not known. Both come
+   * from the same read: a read the list changed during may end after the read that followed it.
+   */
+  read(): Promise<DeclaredRead> {
+    if (this.#read) return Promise.resolve(this.#read);
     if (this.#loading) return this.#loading;
     const generation = this.#generation;
-    const loading = this.#load().then((names) => {
+    const loading = this.#load().then((read) => {
       // A list that changed while it was read is read again by the next request.
-      if (this.#generation === generation) this.#names = names;
-      return names;
+      if (this.#generation === generation) this.#read = read;
+      return read;
     }).finally(() => {
       if (this.#loading === loading) this.#loading = null;
     });
@@ -40,19 +52,14 @@ export class DeclaredList {
     return loading;
   }
 
-  /** The declaration of `name` in the last full read. */
-  declaration(name: string): unknown {
-    return this.#declared.get(name);
-  }
-
   /** The server's list changed: read it again before the next request. */
   invalidate(): void {
     this.#generation++;
-    this.#names = null;
+    this.#read = null;
     this.#loading = null;
   }
 
-  async #load(): Promise<ReadonlySet<string>> {
+  async #load(): Promise<DeclaredRead> {
     const names = new Set<string>();
     const declared = new Map<string, unknown>();
     let cursor: string | undefined;
@@ -66,10 +73,7 @@ export class DeclaredList {
         names.add(name);
         declared.set(name, entry);
       }
-      if (typeof result.nextCursor !== 'string' || result.nextCursor === '') {
-        this.#declared = declared;
-        return names;
-      }
+      if (typeof result.nextCursor !== 'string' || result.nextCursor === '') return { names, declared };
       cursor = result.nextCursor;
     }
     throw new Error(`the MCP server's ${this.key}/list has more than ${MAX_PAGES} pages`);

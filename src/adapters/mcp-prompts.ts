@@ -19,12 +19,12 @@ export class UpstreamPrompts {
 
   /** Why a prompts/get of `name` with `args` is refused, or null. */
   async refusalOf(name: string, args: unknown): Promise<{ report: string; text: string } | null> {
-    const declared = await this.#list.names();
+    const { names: declared, declared: declarations } = await this.#list.read();
     if (!declared.has(name)) {
       return { report: 'not a prompt the MCP server declared', text: `prompt ${shown(name)} is not one the MCP server declared (prompt names are compared exactly)` };
     }
     // A prompt declares its arguments by name: as an object schema's properties, they are what misnamedArgument compares with.
-    const declaredArguments = (this.#list.declaration(name) as { arguments?: unknown } | null)?.arguments;
+    const declaredArguments = (declarations.get(name) as { arguments?: unknown } | null)?.arguments;
     const names = Array.isArray(declaredArguments) ? declaredArguments.flatMap((a) => (typeof (a as { name?: unknown } | null)?.name === 'string' ? [(a as { name: string }).name] : [])) : [];
     const misnamed = misnamedArgument({ inputSchema: { properties: Object.fromEntries(names.map((n) => [n, {}])) } }, args);
     if (misnamed === null) return null;

@@ -27,10 +27,11 @@
  * as: that control gives the verdict it gave before whatever the answer holds (checking
  * it would refuse every call after one it refused).
  * Scope is read from the controls in force when the step is sent (session labels aside:
- * a control scoped to labels counts as in scope).
+ * a control scoped to labels counts as in scope). Shadow controls are not among them: they
+ * never change a decision, so what they would match is no reason to withhold a message.
  */
 import { createHash } from 'node:crypto';
-import type { Condition, ControlRecord, Selector, EvaluatorSpec } from '../model/index.js';
+import { modeOf, type Condition, type ControlRecord, type Selector, type EvaluatorSpec } from '../model/index.js';
 import type { StepInput } from '../sdk/agent.js';
 import { compileScope, type ScopeMatcher } from '../sdk/scope.js';
 
@@ -155,7 +156,8 @@ function postControlsOf(records: readonly ControlRecord[], step: StepInput): Sco
   let set = compiled.get(records);
   if (set === undefined) {
     const controls = records.flatMap((r) => {
-      if (!r.enabled || r.data === null || !r.data.enabled) return [];
+      // A shadow control never changes a decision: keeping steps for it would withhold messages it would let pass.
+      if (!r.enabled || r.data === null || !r.data.enabled || modeOf(r.data) === 'shadow') return [];
       const leaves = leavesOf(r.data);
       return [{
         id: r.control_id, matches: compileScope(r.data.scope), outputOnly: leaves.every(readsOutputOnly),

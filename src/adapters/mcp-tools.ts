@@ -29,8 +29,8 @@ export class UpstreamTools {
    * MCP servers answer an unknown tool, so the gateway changes no answer's kind.
    */
   async refusalOf(name: string, args?: unknown): Promise<{ report: string; text: string } | null> {
-    const declared = await this.names();
-    const declaration = this.#list.declaration(name);
+    const { names: declared, declared: declarations } = await this.#list.read();
+    const declaration = declarations.get(name);
     if (!declared.has(name)) {
       return { report: 'not a tool the MCP server declared', text: `MCP error ${ErrorCode.InvalidParams}: ${shown(name)} is not a tool the MCP server declared (tool names are compared exactly)` };
     }
