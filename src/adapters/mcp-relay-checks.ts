@@ -84,7 +84,7 @@ export class RelayChecks {
   async #allowed(what: string, output: unknown, during: StepInput[], after: StepInput[] | null): Promise<boolean> {
     if (after === null) {
       // Said once: from now on every such message is withheld, and a server's progress would flood the log.
-      if (!this.#overflowSaid) this.o.report(`withheld ${what}, and will withhold every later message of the MCP server that is not the answer to a call: the session sent the server more than ${MAX_RECENT_STEPS} steps whose post controls read more than their output, so these cannot be checked as the output of each`);
+      if (!this.#overflowSaid) this.o.report(`withheld ${what}, and will withhold every later message of the MCP server that is not the answer to a call (and the answers too, when a step let go was kept for a control reading its output and more, selector *): the session sent the server more than ${MAX_RECENT_STEPS} steps whose post controls read more than their output, so these cannot be checked as the output of each; a new session starts afresh`);
       this.#overflowSaid = true;
       return false;
     }

@@ -106,6 +106,19 @@ describe('the steps kept for later messages, with controls that never refuse', (
   });
 });
 
+describe('an enforced post control reading the whole step, past the calls the gateway keeps', () => {
+  it('withholds the answers of later calls too, and says so once: the session fails closed, as the docs say', async () => {
+    const { call, reports } = await setup(answerNotes, [sdkControl(1, 'watch-passwords', wholeStep('enforce'))]);
+    const answers: string[] = [];
+    for (let id = 1; id <= 40; id++) answers.push(await call(id, 'read_file', { path: `notes-${id}` }));
+    // Each call is kept by its input for a control reading the whole step: 32 are kept, the 33rd lets the first go.
+    expect(answers.slice(0, 32).every((a) => a.includes('"notes"'))).toBe(true);
+    expect(answers.slice(33).every((a) => a.includes('withheld') && !a.includes('"notes"'))).toBe(true);
+    expect(reports.filter((r) => r.includes('will withhold every later message'))).toHaveLength(1);
+    expect(reports.find((r) => r.includes('will withhold every later message'))).toContain('a new session starts afresh');
+  });
+});
+
 describe('a prompt list that changes while the gateway reads it', () => {
   const fold = (name: string) => name.normalize('NFKC').toLowerCase().replace(/[\s\p{Cf}]/gu, '');
   const OLD = [{ name: 'brief', arguments: [] }];
