@@ -44,10 +44,11 @@ export interface CompiledControlSet {
    */
   readonly sessions: boolean;
   /**
-   * Some control that is not a shadow asks a person. With `counting`, a step submitted
-   * again on its approval is counted once, not twice (docs/approvals.md).
+   * The ids of the controls that ask a person (shadows aside); null when none does. With
+   * `counting`, a step submitted again on its approval is counted once, and an asking
+   * budget is spent by the step a person approved over it (docs/approvals.md).
    */
-  readonly asking: boolean;
+  readonly askingIds: ReadonlySet<number> | null;
 }
 
 export interface CompileOptions {
@@ -117,15 +118,19 @@ function freezeSet(compiled: CompiledControl[], skipped: SkippedControl[], inact
     byName: Object.freeze({ pre: perStepType(() => new Map()), post: perStepType(() => new Map()) }),
     skipped: skipped.length === 0 ? NO_SKIPPED : exact(skipped),
     inactive,
-    shadowIds: shadow.length === 0 ? null : new Set(shadow.map((c) => c.control_id)),
+    shadowIds: idsOrNull(shadow),
     revision,
     counting: compiled.some((c) => c.counts),
     sessions: compiled.some((c) => c.sessionAware),
-    asking: compiled.some((c) => c.decision === 'ask' && !c.shadow),
+    askingIds: idsOrNull(compiled.filter((c) => c.decision === 'ask' && !c.shadow)),
   });
 }
 
 const NO_SKIPPED: readonly SkippedControl[] = Object.freeze([]);
+
+function idsOrNull(controls: readonly CompiledControl[]): ReadonlySet<number> | null {
+  return controls.length === 0 ? null : new Set(controls.map((c) => c.control_id));
+}
 
 /** An empty set, for agents without controls. */
 export const EMPTY_CONTROL_SET: CompiledControlSet = freezeSet([], [], 0, null);

@@ -5,6 +5,7 @@
  */
 import { ControlDataSchema, type ControlDataInput, type ControlRecord } from '../../src/model/index.js';
 import { init, type GuardAgent, type GuardLogger } from '../../src/sdk/index.js';
+import type { GuardClient } from '../../src/client/index.js';
 import { addControl, startRealServer, type RunningServer } from '../sdk/real-server.js';
 
 export const AGENT = 'framework-bot';
@@ -72,4 +73,36 @@ export async function startGuarded(): Promise<GuardedSetup> {
       await server.close();
     },
   };
+}
+
+/**
+ * The exfiltration recipe on `agent` (docs/sessions.md): fetch_url marks the session
+ * untrusted_content, get_customer private_data, and send_email with both is denied; with
+ * `askEveryEmail`, every send_email also asks a person first.
+ */
+export async function addExfiltrationRecipe(client: GuardClient, agent: string, options: { askEveryEmail?: boolean } = {}): Promise<void> {
+  const mark = (name: string, step: string, label: string) =>
+    addControl(client, agent, name, {
+      scope: { step_types: ['tool'], step_names: [step], stages: ['post'] },
+      selector: { path: 'name' },
+      evaluator: { name: 'regex', config: { pattern: '.' } },
+      action: { decision: 'log', session_labels: [label] },
+    });
+  await mark('mark-untrusted-content', 'fetch_url', 'untrusted_content');
+  await mark('mark-private-data', 'get_customer', 'private_data');
+  const onSendEmail = { step_types: ['tool' as const], step_names: ['send_email'], stages: ['pre' as const] };
+  if (options.askEveryEmail) {
+    await addControl(client, agent, 'ask-every-email', {
+      scope: onSendEmail,
+      selector: { path: 'name' },
+      evaluator: { name: 'regex', config: { pattern: '.' } },
+      action: { decision: 'ask', approval: { timeout: '15m' } },
+    });
+  }
+  await addControl(client, agent, 'deny-exfiltration', {
+    scope: { ...onSendEmail, session_labels: ['untrusted_content', 'private_data'] },
+    selector: { path: 'name' },
+    evaluator: { name: 'regex', config: { pattern: '.' } },
+    action: { decision: 'deny', message: 'The run read untrusted content and private data; nothing may leave it.' },
+  });
 }

@@ -5,15 +5,13 @@
  */
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HttpUpstreamTransport } from '../../src/adapters/mcp-http-upstream.js';
-import { McpRelay } from '../../src/adapters/mcp-relay.js';
 import type { ControlRecord } from '../../src/model/index.js';
-import { GuardAgent } from '../../src/sdk/index.js';
-import { denySecretOutput, quietLogger, sdkControl } from './guarded-agent.js';
+import { denySecretOutput, sdkControl } from './guarded-agent.js';
+import { scriptedRelay, TOOLS, type Script } from './scripted-relay.js';
 
 const KEY = 'AKIAIOSFODNN7EXAMPLE';
 
@@ -37,62 +35,15 @@ const controls = [
   }),
 ];
 
-const TOOLS = [
-  { name: 'read_file', inputSchema: { type: 'object', properties: { path: { type: 'string' } } } },
-  { name: 'read_secret', inputSchema: { type: 'object' } },
-  ...Array.from({ length: 40 }, (_, i) => ({ name: `tool_${i}`, inputSchema: { type: 'object' } })),
-];
-
-type Script = (request: JSONRPCRequest, send: (message: JSONRPCMessage) => void) => void;
-
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const close of closers.splice(0)) await close();
 });
 
-/** A relay between a raw client and a server that answers tools/list with TOOLS and everything else with `script`. */
 async function setup(script: Script, records: ControlRecord[] = controls, upstream?: Transport) {
-  const [clientSide, relayClientSide] = InMemoryTransport.createLinkedPair();
-  const [inMemoryRelaySide, serverSide] = InMemoryTransport.createLinkedPair();
-  const relayServerSide = upstream ?? inMemoryRelaySide;
-  const guard = new GuardAgent({ agentName: 'fourth-pass', serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, records);
-  const reports: string[] = [];
-  const relay = new McpRelay({ guard, client: relayClientSide, server: relayServerSide, serverName: 'hostile', serverNameFixed: true, requestTimeoutMs: 0, report: (l) => reports.push(l) });
-  relayClientSide.onmessage = (m) => relay.fromClient(m);
-  relayServerSide.onmessage = (m: JSONRPCMessage) => relay.fromServer(m);
-  const seenByServer: JSONRPCMessage[] = [];
-  const toServer = (message: JSONRPCMessage): void => void serverSide.send(message);
-  serverSide.onmessage = (m) => {
-    seenByServer.push(m);
-    if (!('method' in m) || !('id' in m)) return;
-    if (m.method === 'tools/list') toServer({ jsonrpc: '2.0', id: m.id, result: { tools: TOOLS } });
-    else script(m, toServer);
-  };
-  const received: JSONRPCMessage[] = [];
-  clientSide.onmessage = (m) => received.push(m);
-  for (const t of [clientSide, relayClientSide, relayServerSide, serverSide]) await t.start();
-  closers.push(async () => {
-    relay.close();
-    await clientSide.close();
-    await serverSide.close();
-    await guard.shutdown();
-  });
-  const send = (message: JSONRPCMessage): Promise<void> => clientSide.send(message);
-  const answerTo = async (id: string | number): Promise<JSONRPCMessage> => {
-    await expect.poll(() => received.some((m) => 'id' in m && m.id === id && !('method' in m))).toBe(true);
-    return received.find((m) => 'id' in m && m.id === id && !('method' in m))!;
-  };
-  /** A tools/call answered; its answer. */
-  const call = async (id: number, name: string, args: Record<string, unknown> = {}): Promise<string> => {
-    await send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
-    return JSON.stringify(await answerTo(id));
-  };
-  /** Whatever the server sent before reaches the client before the answer to this ping, had it passed (InOrder). */
-  const settle = async (id: number): Promise<JSONRPCMessage> => {
-    await send({ jsonrpc: '2.0', id, method: 'ping' });
-    return answerTo(id);
-  };
-  return { send, answerTo, call, settle, received, seenByServer, reports };
+  const relay = await scriptedRelay('fourth-pass', script, records, upstream);
+  closers.push(relay.close);
+  return relay;
 }
 
 const clean = (request: JSONRPCRequest, reply: (message: JSONRPCMessage) => void): void => {

@@ -14,8 +14,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { guardTools } from '../../src/adapters/ai-sdk.js';
 import { init } from '../../src/sdk/index.js';
-import { addControl, startRealServer } from '../sdk/real-server.js';
-import { quietLogger } from './guarded-agent.js';
+import { startRealServer } from '../sdk/real-server.js';
+import { addExfiltrationRecipe, quietLogger } from './guarded-agent.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -39,21 +39,7 @@ async function exfiltrationRecipe() {
   const real = await startRealServer();
   closers.push(real.close);
   await real.client.initAgent({ agent_name: 'mailer' });
-  const mark = (name: string, step: string, label: string) =>
-    addControl(real.client, 'mailer', name, {
-      scope: { step_types: ['tool'], step_names: [step], stages: ['post'] },
-      selector: { path: 'name' },
-      evaluator: { name: 'regex', config: { pattern: '.' } },
-      action: { decision: 'log', session_labels: [label] },
-    });
-  await mark('mark-untrusted-content', 'fetch_url', 'untrusted_content');
-  await mark('mark-private-data', 'get_customer', 'private_data');
-  await addControl(real.client, 'mailer', 'deny-exfiltration', {
-    scope: { step_types: ['tool'], step_names: ['send_email'], stages: ['pre'], session_labels: ['untrusted_content', 'private_data'] },
-    selector: { path: 'name' },
-    evaluator: { name: 'regex', config: { pattern: '.' } },
-    action: { decision: 'deny', message: 'The run read untrusted content and private data; nothing may leave it.' },
-  });
+  await addExfiltrationRecipe(real.client, 'mailer');
   const guard = await init({ agentName: 'mailer', serverUrl: real.url, refreshIntervalSeconds: 0, logger: quietLogger, events: false, tracer: false });
   closers.push(() => guard.shutdown());
   return guard;

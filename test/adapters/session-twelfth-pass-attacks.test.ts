@@ -19,7 +19,7 @@ import { ADMIN, APPROVER, KEYS, REGULAR } from '../approvals/helpers.js';
 import { addControl, startRealServer } from '../sdk/real-server.js';
 import { startTestServer } from '../support/server.js';
 import { chatBotOn } from './chat-bot.js';
-import { quietLogger } from './guarded-agent.js';
+import { addExfiltrationRecipe, quietLogger } from './guarded-agent.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -116,28 +116,7 @@ async function mailer(ask = true) {
   closers.push(server.close);
   const admin = new GuardClient({ serverUrl: server.url, apiKey: ADMIN });
   await admin.initAgent({ agent_name: 'mailer' });
-  const mark = (name: string, step: string, label: string) =>
-    addControl(admin, 'mailer', name, {
-      scope: { step_types: ['tool'], step_names: [step], stages: ['post'] },
-      selector: { path: 'name' },
-      evaluator: { name: 'regex', config: { pattern: '.' } },
-      action: { decision: 'log', session_labels: [label] },
-    });
-  await mark('mark-untrusted-content', 'fetch_url', 'untrusted_content');
-  await mark('mark-private-data', 'get_customer', 'private_data');
-  const onSendEmail = { step_types: ['tool' as const], step_names: ['send_email'], stages: ['pre' as const] };
-  if (ask) await addControl(admin, 'mailer', 'ask-every-email', {
-    scope: onSendEmail,
-    selector: { path: 'name' },
-    evaluator: { name: 'regex', config: { pattern: '.' } },
-    action: { decision: 'ask', approval: { timeout: '15m' } },
-  });
-  await addControl(admin, 'mailer', 'deny-exfiltration', {
-    scope: { ...onSendEmail, session_labels: ['untrusted_content', 'private_data'] },
-    selector: { path: 'name' },
-    evaluator: { name: 'regex', config: { pattern: '.' } },
-    action: { decision: 'deny', message: 'The run read untrusted content and private data; nothing may leave it.' },
-  });
+  await addExfiltrationRecipe(admin, 'mailer', { askEveryEmail: ask });
   const guard = await init({ agentName: 'mailer', serverUrl: server.url, apiKey: REGULAR, approval: 'throw', events: false, refreshIntervalSeconds: 0, logger: quietLogger });
   closers.push(() => guard.shutdown());
   const sent: string[] = [];

@@ -4,52 +4,38 @@
 // (another session, another key or amount read from the step's context, which the
 // approval is not bound to), or lose a person's approval when the request fails.
 import { afterAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { createSchema, dropSchemas, pgRequired, pgUnreachable, schemaUrl, skipReasonOf } from '../replicas/pg.js';
 import { startPgApp } from '../replicas/pg-app.js';
 import { storeKinds } from '../server/both-stores.js';
 import { call, json } from '../server/helpers.js';
-import { ADMIN, APPROVER, evaluate, KEYS, payment, REGULAR, seedPayments } from './helpers.js';
+import { ADMIN, approve, evaluate, KEYS, linkToPayer, payment, paymentInSession, payScope, REGULAR, seedPayments } from './helpers.js';
 
 const admin = { 'x-api-key': ADMIN };
 const regular = { 'x-api-key': REGULAR };
-const approver = { 'x-api-key': APPROVER };
 
-const payScope = { step_types: ['tool'], step_names: ['pay'], stages: ['pre'] };
 
-async function link(app: FastifyInstance, name: string, data: unknown): Promise<void> {
-  const created = await call(app, 'PUT', '/api/v1/controls', { name, data }, admin);
-  expect(created.statusCode, created.body).toBe(201);
-  const linked = await call(app, 'POST', `/api/v1/agents/payer/controls/${json(created).control_id}`, undefined, admin);
-  expect(linked.statusCode, linked.body).toBe(200);
-}
 
-async function approve(app: FastifyInstance, id: string): Promise<void> {
-  expect((await call(app, 'POST', `/api/v1/approvals/${id}/approve`, undefined, approver)).statusCode).toBe(200);
-}
-
-const inSession = (amount: number, session_id: string) => ({ ...payment(amount), session_id });
 const withContext = (amount: number, context: Record<string, unknown>) => {
   const p = payment(amount);
   return { ...p, step: { ...p.step, context } };
 };
 
 for (const kind of storeKinds()) {
-  describe.skipIf(kind.skip !== null)(`approved steps beside counting controls, attacked (${kind.kind})`, () => {
+  describe.skipIf(kind.skip !== null)(kind.skip ?? `approved steps beside counting controls, attacked (${kind.kind})`, () => {
     afterAll(() => kind.cleanup());
 
     it('repeat {max: 1}: a step approved in one session runs at most once in another', async () => {
       const s = await kind.open(KEYS);
       try {
         await seedPayments(s.app, admin);
-        await link(s.app, 'no-double-pay', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'repeat', config: { max: 1, window: '1h' } }, action: { decision: 'deny' } });
-        const asked = await evaluate(s.app, inSession(82_000, 'run-a'), regular);
+        await linkToPayer(s.app, 'no-double-pay', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'repeat', config: { max: 1, window: '1h' } }, action: { decision: 'deny' } });
+        const asked = await evaluate(s.app, paymentInSession(82_000, 'run-a'), regular);
         expect(asked.decision).toBe('ask');
         await approve(s.app, asked.approval.id);
         // The approval is not bound to a session: run-b may use it. Its question was counted in run-a, not here.
-        expect((await evaluate(s.app, inSession(82_000, 'run-b'), regular)).decision).toBe('allow');
-        const again = await evaluate(s.app, inSession(82_000, 'run-b'), regular);
+        expect((await evaluate(s.app, paymentInSession(82_000, 'run-b'), regular)).decision).toBe('allow');
+        const again = await evaluate(s.app, paymentInSession(82_000, 'run-b'), regular);
         expect(again.decision).toBe('deny');
         expect(again.matches.map((m: { control_name: string }) => m.control_name)).toContain('no-double-pay');
       } finally {
@@ -61,7 +47,7 @@ for (const kind of storeKinds()) {
       const s = await kind.open(KEYS);
       try {
         await seedPayments(s.app, admin);
-        await link(s.app, 'fee-budget', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'budget', config: { max: 100, window: '24h', amount: 'context.cost' } }, action: { decision: 'deny' } });
+        await linkToPayer(s.app, 'fee-budget', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'budget', config: { max: 100, window: '24h', amount: 'context.cost' } }, action: { decision: 'deny' } });
         const asked = await evaluate(s.app, withContext(82_000, { cost: 10 }), regular);
         expect(asked.decision).toBe('ask');
         await approve(s.app, asked.approval.id);
@@ -81,7 +67,7 @@ for (const kind of storeKinds()) {
         const asked = await evaluate(s.app, payment(82_000), regular);
         expect(asked.decision).toBe('ask');
         await approve(s.app, asked.approval.id);
-        await link(s.app, 'one-payment-an-hour', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'rate', config: { limit: 1, window: '1h' } }, action: { decision: 'deny' } });
+        await linkToPayer(s.app, 'one-payment-an-hour', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'rate', config: { limit: 1, window: '1h' } }, action: { decision: 'deny' } });
         expect((await evaluate(s.app, payment(82_000), regular)).decision).toBe('allow');
         // The hour's one payment was the approved one.
         expect((await evaluate(s.app, payment(5), regular)).decision).toBe('deny');
@@ -94,7 +80,7 @@ for (const kind of storeKinds()) {
       const s = await kind.open(KEYS);
       try {
         await call(s.app, 'POST', '/api/v1/agents/initAgent', { agent_name: 'payer' }, admin);
-        await link(s.app, 'daily-budget', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'budget', config: { max: 100, window: '24h', amount: 'input.amount' } }, action: { decision: 'ask' } });
+        await linkToPayer(s.app, 'daily-budget', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'budget', config: { max: 100, window: '24h', amount: 'input.amount' } }, action: { decision: 'ask' } });
         expect((await evaluate(s.app, payment(90), regular)).decision).toBe('allow');
         const asked = await evaluate(s.app, payment(50), regular);
         expect(asked.decision).toBe('ask');
@@ -113,7 +99,7 @@ for (const kind of storeKinds()) {
       const s = await kind.open(KEYS);
       try {
         await seedPayments(s.app, admin);
-        await link(s.app, 'one-payment-per-user', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'rate', config: { limit: 1, window: '1h', key: 'context.user_id' } }, action: { decision: 'deny' } });
+        await linkToPayer(s.app, 'one-payment-per-user', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'rate', config: { limit: 1, window: '1h', key: 'context.user_id' } }, action: { decision: 'deny' } });
         const asked = await evaluate(s.app, withContext(82_000, { user_id: 'ann' }), regular);
         expect(asked.decision).toBe('ask');
         await approve(s.app, asked.approval.id);
@@ -143,18 +129,18 @@ describe.skipIf(unreachable !== null && !pgRequired)(unreachable !== null && !pg
     try {
       await seedPayments(s.app, admin);
       // A session-aware control, so the step's session is read before it is evaluated.
-      await link(s.app, 'no-double-pay', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'repeat', config: { max: 2, window: '1h' } }, action: { decision: 'deny' } });
-      const asked = await evaluate(s.app, inSession(82_000, 'run-1'), regular);
+      await linkToPayer(s.app, 'no-double-pay', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'repeat', config: { max: 2, window: '1h' } }, action: { decision: 'deny' } });
+      const asked = await evaluate(s.app, paymentInSession(82_000, 'run-1'), regular);
       expect(asked.decision).toBe('ask');
       await approve(s.app, asked.approval.id);
       // Part of the database fails for one request: the sessions cannot be read, the approvals can.
       await db.query('ALTER TABLE sessions RENAME TO sessions_away');
-      const failed = await call(s.app, 'POST', '/api/v1/evaluation', inSession(82_000, 'run-1'), regular);
+      const failed = await call(s.app, 'POST', '/api/v1/evaluation', paymentInSession(82_000, 'run-1'), regular);
       await db.query('ALTER TABLE sessions_away RENAME TO sessions');
       expect(failed.statusCode).toBeGreaterThanOrEqual(500);
       // The step did not run: the person's approval is still there for it.
       expect(json(await call(s.app, 'GET', `/api/v1/approvals/${asked.approval.id}`, undefined, regular)).used_at).toBeNull();
-      expect(await evaluate(s.app, inSession(82_000, 'run-1'), regular)).toMatchObject({ decision: 'allow', approval: { id: asked.approval.id, status: 'approved' } });
+      expect(await evaluate(s.app, paymentInSession(82_000, 'run-1'), regular)).toMatchObject({ decision: 'allow', approval: { id: asked.approval.id, status: 'approved' } });
     } finally {
       await db.end();
       await s.close();

@@ -3,47 +3,34 @@
 // counted once. The bypasses: resubmissions in parallel, and a resubmission that no ask
 // control matches any more, must each count as any other step does.
 import { afterAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
 import { storeKinds } from '../server/both-stores.js';
 import { call, json } from '../server/helpers.js';
 import { startTestServer } from '../support/server.js';
 import type { Store } from '../../src/store/types.js';
-import { ADMIN, APPROVER, evaluate, KEYS, payment, REGULAR, seedPayments } from './helpers.js';
+import { ADMIN, APPROVER, approve, evaluate, KEYS, linkToPayer, payment, paymentInSession, payScope, REGULAR, seedPayments } from './helpers.js';
 
 const admin = { 'x-api-key': ADMIN };
 const regular = { 'x-api-key': REGULAR };
 const approver = { 'x-api-key': APPROVER };
 
-const payScope = { step_types: ['tool'], step_names: ['pay'], stages: ['pre'] };
 
-async function link(app: FastifyInstance, name: string, data: unknown): Promise<void> {
-  const created = await call(app, 'PUT', '/api/v1/controls', { name, data }, admin);
-  expect(created.statusCode, created.body).toBe(201);
-  const linked = await call(app, 'POST', `/api/v1/agents/payer/controls/${json(created).control_id}`, undefined, admin);
-  expect(linked.statusCode, linked.body).toBe(200);
-}
 
-const inSession = (amount: number, session_id = 'run-1') => ({ ...payment(amount), session_id });
-
-async function approve(app: FastifyInstance, id: string): Promise<void> {
-  expect((await call(app, 'POST', `/api/v1/approvals/${id}/approve`, undefined, approver)).statusCode).toBe(200);
-}
 
 for (const kind of storeKinds()) {
-  describe.skipIf(kind.skip !== null)(`approved steps beside counting controls (${kind.kind})`, () => {
+  describe.skipIf(kind.skip !== null)(kind.skip ?? `approved steps beside counting controls (${kind.kind})`, () => {
     afterAll(() => kind.cleanup());
 
     it('repeat {max: 1}: the approved step runs once, and the same step once more is the repeat', async () => {
       const s = await kind.open(KEYS);
       try {
         await seedPayments(s.app, admin);
-        await link(s.app, 'no-double-pay', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'repeat', config: { max: 1, window: '1h' } }, action: { decision: 'deny' } });
-        const asked = await evaluate(s.app, inSession(82_000), regular);
+        await linkToPayer(s.app, 'no-double-pay', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'repeat', config: { max: 1, window: '1h' } }, action: { decision: 'deny' } });
+        const asked = await evaluate(s.app, paymentInSession(82_000), regular);
         expect(asked).toMatchObject({ decision: 'ask', approval: { status: 'pending' } });
         await approve(s.app, asked.approval.id);
-        const runs = await evaluate(s.app, inSession(82_000), regular);
+        const runs = await evaluate(s.app, paymentInSession(82_000), regular);
         expect(runs).toMatchObject({ decision: 'allow', is_safe: true, approval: { id: asked.approval.id, status: 'approved' } });
-        const again = await evaluate(s.app, inSession(82_000), regular);
+        const again = await evaluate(s.app, paymentInSession(82_000), regular);
         expect(again.decision).toBe('deny');
         expect(again.matches.map((m: { control_name: string }) => m.control_name)).toContain('no-double-pay');
       } finally {
@@ -55,7 +42,7 @@ for (const kind of storeKinds()) {
       const s = await kind.open(KEYS);
       try {
         await seedPayments(s.app, admin);
-        await link(s.app, 'daily-budget', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'budget', config: { max: 100_000, window: '24h', amount: 'input.amount' } }, action: { decision: 'deny' } });
+        await linkToPayer(s.app, 'daily-budget', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'budget', config: { max: 100_000, window: '24h', amount: 'input.amount' } }, action: { decision: 'deny' } });
         const asked = await evaluate(s.app, payment(82_000), regular);
         expect(asked.decision).toBe('ask');
         await approve(s.app, asked.approval.id);
@@ -73,7 +60,7 @@ for (const kind of storeKinds()) {
       const s = await kind.open(KEYS);
       try {
         await seedPayments(s.app, admin);
-        await link(s.app, 'three-payments', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'rate', config: { limit: 3, window: '1h' } }, action: { decision: 'deny' } });
+        await linkToPayer(s.app, 'three-payments', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'rate', config: { limit: 3, window: '1h' } }, action: { decision: 'deny' } });
         const asked = await evaluate(s.app, payment(50_000), regular);
         await approve(s.app, asked.approval.id);
         expect((await evaluate(s.app, payment(50_000), regular)).decision).toBe('allow');
@@ -89,10 +76,10 @@ for (const kind of storeKinds()) {
       const s = await kind.open(KEYS);
       try {
         await seedPayments(s.app, admin);
-        await link(s.app, 'no-double-pay', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'repeat', config: { max: 1, window: '1h' } }, action: { decision: 'deny' } });
-        const asked = await evaluate(s.app, inSession(75_000), regular);
+        await linkToPayer(s.app, 'no-double-pay', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'repeat', config: { max: 1, window: '1h' } }, action: { decision: 'deny' } });
+        const asked = await evaluate(s.app, paymentInSession(75_000), regular);
         await approve(s.app, asked.approval.id);
-        const answers = await Promise.all(Array.from({ length: 12 }, () => evaluate(s.app, inSession(75_000), regular)));
+        const answers = await Promise.all(Array.from({ length: 12 }, () => evaluate(s.app, paymentInSession(75_000), regular)));
         // One runs on the approval, or none: a parallel submission's count can land before the
         // approved one is checked, which then meets a repeat and is denied (closed, never open).
         const allowed = answers.filter((a) => a.decision === 'allow');
@@ -115,19 +102,19 @@ for (const kind of storeKinds()) {
         expect(created.statusCode, created.body).toBe(201);
         await call(s.app, 'POST', '/api/v1/agents/initAgent', { agent_name: 'payer' }, admin);
         await call(s.app, 'POST', `/api/v1/agents/payer/controls/${json(created).control_id}`, undefined, admin);
-        await link(s.app, 'trust-on-login', { scope: { step_names: ['login'], stages: ['pre'] }, selector: { path: '*' }, evaluator: { name: 'regex', config: { pattern: '.' } }, action: { decision: 'log', session_labels: ['trusted'] } });
-        await link(s.app, 'no-double-pay', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'repeat', config: { max: 1, window: '1h' } }, action: { decision: 'deny' } });
-        const asked = await evaluate(s.app, inSession(90_000), regular);
+        await linkToPayer(s.app, 'trust-on-login', { scope: { step_names: ['login'], stages: ['pre'] }, selector: { path: '*' }, evaluator: { name: 'regex', config: { pattern: '.' } }, action: { decision: 'log', session_labels: ['trusted'] } });
+        await linkToPayer(s.app, 'no-double-pay', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'repeat', config: { max: 1, window: '1h' } }, action: { decision: 'deny' } });
+        const asked = await evaluate(s.app, paymentInSession(90_000), regular);
         expect(asked.decision).toBe('ask');
         await approve(s.app, asked.approval.id);
         expect((await evaluate(s.app, { agent_name: 'payer', stage: 'pre', step: { type: 'tool', name: 'login', input: {} }, session_id: 'run-1' }, regular)).decision).toBe('allow');
         // No ask matches now: the step runs on the count it had, and its approval is used.
-        expect((await evaluate(s.app, inSession(90_000), regular)).decision).toBe('allow');
+        expect((await evaluate(s.app, paymentInSession(90_000), regular)).decision).toBe('allow');
         const approval = json(await call(s.app, 'GET', `/api/v1/approvals/${asked.approval.id}`, undefined, regular));
         expect(approval.used_at).toEqual(expect.any(String));
         // So the same step again is counted, and is the repeat: never a free run each time.
-        expect((await evaluate(s.app, inSession(90_000), regular)).decision).toBe('deny');
-        expect((await evaluate(s.app, inSession(90_000), regular)).decision).toBe('deny');
+        expect((await evaluate(s.app, paymentInSession(90_000), regular)).decision).toBe('deny');
+        expect((await evaluate(s.app, paymentInSession(90_000), regular)).decision).toBe('deny');
       } finally {
         await s.close();
       }
@@ -137,7 +124,7 @@ for (const kind of storeKinds()) {
       const s = await kind.open(KEYS);
       try {
         await seedPayments(s.app, admin);
-        await link(s.app, 'three-payments', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'rate', config: { limit: 3, window: '1h' } }, action: { decision: 'deny' } });
+        await linkToPayer(s.app, 'three-payments', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'rate', config: { limit: 3, window: '1h' } }, action: { decision: 'deny' } });
         const asked = await evaluate(s.app, payment(50_000), regular);
         expect((await call(s.app, 'POST', `/api/v1/approvals/${asked.approval.id}/deny`, { reason: 'no' }, approver)).statusCode).toBe(200);
         expect(await evaluate(s.app, payment(50_000), regular)).toMatchObject({ decision: 'deny', approval: { status: 'denied', reason: 'no' } });
@@ -178,16 +165,16 @@ describe('an approved step whose submission fails', () => {
     });
     try {
       await seedPayments(server.app, admin);
-      await link(server.app, 'no-double-pay', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'repeat', config: { max: 1, window: '1h' } }, action: { decision: 'deny' } });
-      const asked = await evaluate(server.app, inSession(82_000), regular);
+      await linkToPayer(server.app, 'no-double-pay', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'repeat', config: { max: 1, window: '1h' } }, action: { decision: 'deny' } });
+      const asked = await evaluate(server.app, paymentInSession(82_000), regular);
       expect(asked.decision).toBe('ask');
       await approve(server.app, asked.approval.id);
       failing = true;
-      const failed = await call(server.app, 'POST', '/api/v1/evaluation', inSession(82_000, 'run-2'), regular);
+      const failed = await call(server.app, 'POST', '/api/v1/evaluation', paymentInSession(82_000, 'run-2'), regular);
       expect(failed.statusCode).toBeGreaterThanOrEqual(500);
       failing = false;
       expect(json(await call(server.app, 'GET', `/api/v1/approvals/${asked.approval.id}`, undefined, regular)).used_at).toBeNull();
-      expect(await evaluate(server.app, inSession(82_000, 'run-2'), regular)).toMatchObject({ decision: 'allow', approval: { id: asked.approval.id, status: 'approved' } });
+      expect(await evaluate(server.app, paymentInSession(82_000, 'run-2'), regular)).toMatchObject({ decision: 'allow', approval: { id: asked.approval.id, status: 'approved' } });
     } finally {
       await server.close();
     }

@@ -12,7 +12,7 @@ const regular = { 'x-api-key': REGULAR };
 type Summary = { decision: string; approval?: { id: string; status: string } };
 
 for (const kind of storeKinds()) {
-  describe.skipIf(kind.skip !== null)(`the live stream on asked steps (${kind.kind})`, () => {
+  describe.skipIf(kind.skip !== null)(kind.skip ?? `the live stream on asked steps (${kind.kind})`, () => {
     afterAll(() => kind.cleanup());
 
     it('streams the decision as answered once a person decided, with the approval', async () => {

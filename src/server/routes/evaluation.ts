@@ -86,7 +86,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
       // A step submitted again on its approval was counted when it asked: it takes its
       // approval first and adds only what it counts beyond its question's counts.
       let stepCounters: Counters = counters;
-      if (set.counting && set.asking) {
+      if (set.counting && set.askingIds !== null) {
         const taken = await ctx.approvals.gate.takeApproved(body, ctx.actorOf(request));
         if (taken === null) {
           const noting = noteCounts(counters);
@@ -94,7 +94,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
           noted = noting.counted;
         } else {
           approved = taken.approval;
-          stepCounters = countedAlready(counters, taken.counted, askingIdsOf(set));
+          stepCounters = countedAlready(counters, taken.counted, set.askingIds);
         }
       }
       // Only sets with rate or budget controls need the agent and the counters. Written
@@ -126,7 +126,7 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
         ? outcome.result
         : approved !== null
           ? ctx.approvals.gate.approvedAnswer(outcome.result, approved)
-          : await ctx.approvals.gate.settle(outcome.result, body, set, ctx.actorOf(request), noted ?? undefined);
+          : await ctx.approvals.gate.settle(outcome.result, body, set, ctx.actorOf(request), noted ?? []);
     if (observability) {
       // Recording must never fail or slow the answer; it is synchronous and buffered.
       try {
@@ -160,11 +160,6 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
 export function tooDeepResult(): EvaluationResult {
   const message = `the step nests deeper than ${MAX_JSON_DEPTH} levels, so it cannot be checked; it is denied`;
   return serverDenyResult('step-depth-limit', message, { max_depth: MAX_JSON_DEPTH });
-}
-
-/** The controls that ask a person (not shadows): a budget of theirs is spent by the step a person approved over it. */
-function askingIdsOf(set: CompiledControlSet): ReadonlySet<number> {
-  return new Set(set.controls.filter((c) => c.decision === 'ask' && !c.shadow).map((c) => c.control_id));
 }
 
 /** No control that could change a decision: none enabled, none failed to compile, only shadow ones. */
