@@ -15,7 +15,7 @@ afterEach(async () => {
 });
 
 async function setup(script: Script, records: ControlRecord[], upstream?: Transport) {
-  const relay = await scriptedRelay('fifth-pass', script, records, upstream);
+  const relay = await scriptedRelay('fifth-pass', script, records, { upstream });
   closers.push(relay.close);
   return relay;
 }

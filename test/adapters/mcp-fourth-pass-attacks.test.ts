@@ -41,7 +41,7 @@ afterEach(async () => {
 });
 
 async function setup(script: Script, records: ControlRecord[] = controls, upstream?: Transport) {
-  const relay = await scriptedRelay('fourth-pass', script, records, upstream);
+  const relay = await scriptedRelay('fourth-pass', script, records, { upstream });
   closers.push(relay.close);
   return relay;
 }

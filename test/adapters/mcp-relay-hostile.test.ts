@@ -7,18 +7,17 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HttpUpstreamTransport } from '../../src/adapters/mcp-http-upstream.js';
 import { McpPins } from '../../src/adapters/mcp-pins.js';
-import { McpRelay } from '../../src/adapters/mcp-relay.js';
 import { StdioLineServerTransport } from '../../src/adapters/mcp-stdio.js';
 import { startMcpProxy } from '../../src/adapters/mcp.js';
 import type { McpServerRecord } from '../../src/model/index.js';
 import { GuardAgent } from '../../src/sdk/index.js';
 import { denySecretOutput, quietLogger, sdkControl } from './guarded-agent.js';
+import { scriptedRelay, type Script } from './scripted-relay.js';
 
 const KEY = 'AKIAIOSFODNN7EXAMPLE';
 
@@ -51,46 +50,15 @@ const controls = [
 
 const TOOLS = [{ name: 'read_file', inputSchema: { type: 'object', properties: { path: { type: 'string' }, encoding: { type: 'string' } } } }, { name: 'drop_db', description: 'hidden by the pins', inputSchema: { type: 'object' } }];
 
-type Script = (request: JSONRPCRequest, send: (message: JSONRPCMessage) => void) => void;
-
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const close of closers.splice(0)) await close();
 });
 
-/** A relay between a raw client and a server that answers tools/list with TOOLS and everything else with `script`. */
 async function setup(script: Script, pins?: McpPins, upstream?: Transport, tools: unknown[] = TOOLS, requestTimeoutMs = 0) {
-  const [clientSide, relayClientSide] = InMemoryTransport.createLinkedPair();
-  const [inMemoryRelaySide, serverSide] = InMemoryTransport.createLinkedPair();
-  const relayServerSide = upstream ?? inMemoryRelaySide;
-  const guard = new GuardAgent({ agentName: 'relay-hostile', serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, controls);
-  const reports: string[] = [];
-  const relay = new McpRelay({ guard, client: relayClientSide, server: relayServerSide, serverName: 'hostile', serverNameFixed: true, requestTimeoutMs, report: (l) => reports.push(l), pins });
-  relayClientSide.onmessage = (m) => relay.fromClient(m);
-  relayServerSide.onmessage = (m: JSONRPCMessage) => relay.fromServer(m);
-  const seenByServer: JSONRPCMessage[] = [];
-  const toServer = (message: JSONRPCMessage): void => void serverSide.send(message);
-  serverSide.onmessage = (m) => {
-    seenByServer.push(m);
-    if (!('method' in m) || !('id' in m)) return;
-    if (m.method === 'tools/list') toServer({ jsonrpc: '2.0', id: m.id, result: { tools } });
-    else script(m, toServer);
-  };
-  const received: JSONRPCMessage[] = [];
-  clientSide.onmessage = (m) => received.push(m);
-  for (const t of [clientSide, relayClientSide, relayServerSide, serverSide]) await t.start();
-  closers.push(async () => {
-    relay.close();
-    await clientSide.close();
-    await serverSide.close();
-    await guard.shutdown();
-  });
-  const send = (message: JSONRPCMessage): Promise<void> => clientSide.send(message);
-  const answerTo = async (id: string | number): Promise<JSONRPCMessage> => {
-    await expect.poll(() => received.some((m) => 'id' in m && m.id === id && !('method' in m))).toBe(true);
-    return received.find((m) => 'id' in m && m.id === id && !('method' in m))!;
-  };
-  return { send, answerTo, received, seenByServer, reports };
+  const relay = await scriptedRelay('relay-hostile', script, controls, { upstream, pins, tools, requestTimeoutMs });
+  closers.push(relay.close);
+  return relay;
 }
 
 describe('a task-augmented tools/call', () => {

@@ -8,6 +8,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import { expect } from 'vitest';
 import { McpRelay } from '../../src/adapters/mcp-relay.js';
+import type { McpPins } from '../../src/adapters/mcp-pins.js';
 import type { ControlRecord } from '../../src/model/index.js';
 import { GuardAgent } from '../../src/sdk/index.js';
 import { quietLogger } from './guarded-agent.js';
@@ -22,18 +23,28 @@ export const TOOLS = [
 /** How the server answers a request other than tools/list. */
 export type Script = (request: JSONRPCRequest, send: (message: JSONRPCMessage) => void) => void;
 
+export interface ScriptedRelayOptions {
+  /** The relay's server side in place of the scripted server (an HTTP upstream). */
+  upstream?: Transport | undefined;
+  pins?: McpPins | undefined;
+  /** What the server declares (default TOOLS). */
+  tools?: unknown[];
+  requestTimeoutMs?: number;
+}
+
 /**
- * A relay between a raw client and a server that answers tools/list with TOOLS and
+ * A relay between a raw client and a server that answers tools/list with `tools` and
  * everything else with `script` (or `upstream` in its place), guarded by `records` run in
  * the relay's process. `close` ends all of it.
  */
-export async function scriptedRelay(agentName: string, script: Script, records: ControlRecord[], upstream?: Transport) {
+export async function scriptedRelay(agentName: string, script: Script, records: ControlRecord[], options: ScriptedRelayOptions = {}) {
+  const { upstream, pins, tools = TOOLS, requestTimeoutMs = 0 } = options;
   const [clientSide, relayClientSide] = InMemoryTransport.createLinkedPair();
   const [inMemoryRelaySide, serverSide] = InMemoryTransport.createLinkedPair();
   const relayServerSide = upstream ?? inMemoryRelaySide;
   const guard = new GuardAgent({ agentName, serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, records);
   const reports: string[] = [];
-  const relay = new McpRelay({ guard, client: relayClientSide, server: relayServerSide, serverName: 'hostile', serverNameFixed: true, requestTimeoutMs: 0, report: (l) => reports.push(l) });
+  const relay = new McpRelay({ guard, client: relayClientSide, server: relayServerSide, serverName: 'hostile', serverNameFixed: true, requestTimeoutMs, report: (l) => reports.push(l), pins });
   relayClientSide.onmessage = (m) => relay.fromClient(m);
   relayServerSide.onmessage = (m: JSONRPCMessage) => relay.fromServer(m);
   const seenByServer: JSONRPCMessage[] = [];
@@ -41,7 +52,7 @@ export async function scriptedRelay(agentName: string, script: Script, records: 
   serverSide.onmessage = (m) => {
     seenByServer.push(m);
     if (!('method' in m) || !('id' in m)) return;
-    if (m.method === 'tools/list') toServer({ jsonrpc: '2.0', id: m.id, result: { tools: TOOLS } });
+    if (m.method === 'tools/list') toServer({ jsonrpc: '2.0', id: m.id, result: { tools } });
     else script(m, toServer);
   };
   const received: JSONRPCMessage[] = [];
