@@ -160,7 +160,7 @@ export async function assembleServer(config: ServerConfig, options: AssembleOpti
   }
 }
 
-/** The config's PostgreSQL timeouts, under what the caller set explicitly. */
+/** The config's PostgreSQL timeouts and pool size, under what the caller set explicitly. */
 function storeOptionsOf(config: ServerConfig, given: OpenStoreOptions = {}): OpenStoreOptions {
   return {
     ...given,
@@ -168,6 +168,7 @@ function storeOptionsOf(config: ServerConfig, given: OpenStoreOptions = {}): Ope
       statementTimeoutMs: config.pgStatementTimeoutMs,
       queryTimeoutMs: config.pgQueryTimeoutMs,
       connectionTimeoutMs: config.pgConnectTimeoutMs,
+      maxConnections: config.pgPoolSize,
       counterTimeoutMs: config.counterTimeoutMs,
       ...given.postgres,
     },

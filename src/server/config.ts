@@ -61,6 +61,8 @@ export interface ServerConfig {
   readonly pgQueryTimeoutMs: number;
   /** PostgreSQL: connecting, or waiting for a free pool connection, fails after this long (GUARD_PG_CONNECT_TIMEOUT_MS). */
   readonly pgConnectTimeoutMs: number;
+  /** PostgreSQL: connections the query pool opens at most (GUARD_PG_POOL_SIZE); two listening connections come on top. */
+  readonly pgPoolSize: number;
   /** Keys rate and budget controls count at most (GUARD_COUNTER_MAX_KEYS): memory and table size stay bounded. */
   readonly counterMaxKeys: number;
   /** Longest wait for PostgreSQL to count a step before it is an evaluator error (GUARD_COUNTER_TIMEOUT_MS). */
@@ -159,6 +161,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<ServerConf
     pgStatementTimeoutMs: int(env, 'GUARD_PG_STATEMENT_TIMEOUT_MS', PG_TIMEOUT_DEFAULTS.statementMs, 1, 3_600_000),
     pgQueryTimeoutMs: int(env, 'GUARD_PG_QUERY_TIMEOUT_MS', PG_TIMEOUT_DEFAULTS.queryMs, 1, 3_600_000),
     pgConnectTimeoutMs: int(env, 'GUARD_PG_CONNECT_TIMEOUT_MS', PG_TIMEOUT_DEFAULTS.connectMs, 1, 3_600_000),
+    pgPoolSize: int(env, 'GUARD_PG_POOL_SIZE', 10, 1, 1000),
     counterMaxKeys: int(env, 'GUARD_COUNTER_MAX_KEYS', 100_000, 1, 100_000_000),
     counterTimeoutMs: int(env, 'GUARD_COUNTER_TIMEOUT_MS', 2000, 10, 60_000),
     sessionTtlMs: duration(env, 'GUARD_SESSION_TTL', 86_400_000),

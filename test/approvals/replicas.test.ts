@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import { assembleServer } from '../../src/server/assemble.js';
 import { loadConfig } from '../../src/server/config.js';
-import { createSchema, dropSchemas, pgRequired, pgUnreachable, schemaUrl, skipReasonOf } from '../replicas/pg.js';
+import { createSchema, dropSchemas, pgRequired, pgUnreachable, schemaUrl, skipReasonOf, TEST_POOL_SIZE } from '../replicas/pg.js';
 import { ADMIN, KEYS, payment, REGULAR, seedPayments } from './helpers.js';
 
 const unreachable = await pgUnreachable();
@@ -27,7 +27,7 @@ interface Replica {
 }
 
 async function replica(databaseUrl: string): Promise<Replica> {
-  const config = loadConfig({ ...KEYS, DATABASE_URL: databaseUrl, OBSERVABILITY_ENABLED: 'false', GUARD_APPROVAL_POLL_MS: '50' });
+  const config = loadConfig({ ...KEYS, DATABASE_URL: databaseUrl, GUARD_PG_POOL_SIZE: String(TEST_POOL_SIZE), OBSERVABILITY_ENABLED: 'false', GUARD_APPROVAL_POLL_MS: '50' });
   const server = await assembleServer(config, { registry: createDefaultRegistry(), observability: false });
   const address = await server.app.listen({ host: '127.0.0.1', port: 0 });
   return { app: server.app, url: address, close: server.close };

@@ -7,6 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { TEST_POOL_SIZE } from '../replicas/pg.js';
 
 export const MAIN = process.env.GUARDCTL_MAIN ?? join(import.meta.dirname, '../../dist/cli/main.js');
 
@@ -52,7 +53,9 @@ export interface ServeProcess {
 
 /** Starts `guardctl serve` and resolves once it listens; rejects with its output if it exits first. */
 export async function startServeProcess(options: ServeOptions = {}): Promise<ServeProcess> {
-  const env = cleanEnv({ ...(options.databaseUrl === undefined ? {} : { DATABASE_URL: options.databaseUrl }), ...options.env });
+  // A server on PostgreSQL gets the pool size of the other tests' stores (test/replicas/pg.ts).
+  const database: Record<string, string> = options.databaseUrl === undefined ? {} : { DATABASE_URL: options.databaseUrl, GUARD_PG_POOL_SIZE: String(TEST_POOL_SIZE) };
+  const env = cleanEnv({ ...database, ...options.env });
   const child = spawn(process.execPath, [MAIN, 'serve', ...(options.host === null ? [] : ['--host', options.host ?? '127.0.0.1']), '--port', '0', ...(options.args ?? [])], {
     cwd: options.cwd,
     env,

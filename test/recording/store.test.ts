@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { NewRecordedStep, Store } from '../../src/store/types.js';
-import { dropSchemas, pgRequired, pgSuiteTitle, pgUnreachable, pgUrl, skipReasonOf } from '../replicas/pg.js';
+import { TEST_POOL, dropSchemas, pgRequired, pgSuiteTitle, pgUnreachable, pgUrl, skipReasonOf } from '../replicas/pg.js';
 
 const schemas: string[] = [];
 // Unreachable and not required: the PostgreSQL contract is skipped, with the reason shown.
@@ -65,6 +65,6 @@ describe.skipIf(!hasPg)(pgSuiteTitle('PostgreSQL', unreachable), () => {
   contract('postgres', async () => {
     const schema = `guard_rec_${randomBytes(6).toString('hex')}`;
     schemas.push(schema);
-    return PostgresStore.open(pgUrl, { schema });
+    return PostgresStore.open(pgUrl, { ...TEST_POOL, schema });
   });
 });

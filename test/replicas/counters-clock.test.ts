@@ -11,7 +11,7 @@ import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../../src/store/types.js';
 import { startTestServer } from '../support/server.js';
-import { pgRequired, pgSuiteTitle, pgTarget, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
+import { TEST_POOL, pgRequired, pgSuiteTitle, pgTarget, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
 import { startTcpProxy } from './tcp-proxy.js';
 
 const unreachable = await pgUnreachable();
@@ -140,7 +140,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('counters on t
     const schema = opener.lastSchema();
     const proxy = await startTcpProxy(pgTarget());
     closers.push(() => proxy.close());
-    const ahead = await PostgresStore.open(schemaUrl(schema, proxy.port), { schema, connectionTimeoutMs: 1000 });
+    const ahead = await PostgresStore.open(schemaUrl(schema, proxy.port), { ...TEST_POOL, schema, connectionTimeoutMs: 1000 });
     closers.push(() => ahead.close());
     const real = 1_800_000_000_000;
     const a = countersOf(right, () => real);

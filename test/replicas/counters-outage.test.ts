@@ -7,7 +7,7 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { CountRequest } from '../../src/evaluators/types.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import { createSchema, dropSchemas, pgRequired, pgSuiteTitle, pgTarget, pgUnreachable, schemaUrl } from './pg.js';
+import { TEST_POOL, createSchema, dropSchemas, pgRequired, pgSuiteTitle, pgTarget, pgUnreachable, schemaUrl } from './pg.js';
 import { startPgApp, type PgApp } from './pg-app.js';
 import { startTcpProxy } from './tcp-proxy.js';
 
@@ -90,7 +90,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('counters duri
     const schema = await createSchema(schemas);
     const proxy = await startTcpProxy(pgTarget());
     cleanups.push(() => proxy.close());
-    const store = await PostgresStore.open(schemaUrl(schema, proxy.port), { counterTimeoutMs: 400, connectionTimeoutMs: 1000 });
+    const store = await PostgresStore.open(schemaUrl(schema, proxy.port), { ...TEST_POOL, counterTimeoutMs: 400, connectionTimeoutMs: 1000 });
     cleanups.push(() => store.close());
     const shared = store.sharedCounters;
     const step: CountRequest = {

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Observability } from '../../src/observability/index.js';
 import type { Store } from '../../src/store/types.js';
 import { startTestServer } from '../support/server.js';
+import { TEST_POOL_SIZE } from './pg.js';
 
 export interface PgApp {
   app: FastifyInstance;
@@ -13,7 +14,7 @@ export interface PgApp {
 /** A real app on a real PostgreSQL store (test/support/server.ts), built the way start.ts builds it. */
 export async function startPgApp(databaseUrl: string, env: Record<string, string> = {}): Promise<PgApp> {
   const server = await startTestServer({
-    env: { DATABASE_URL: databaseUrl, OBSERVABILITY_FLUSH_INTERVAL_SECONDS: '3600', ...env },
+    env: { DATABASE_URL: databaseUrl, OBSERVABILITY_FLUSH_INTERVAL_SECONDS: '3600', GUARD_PG_POOL_SIZE: String(TEST_POOL_SIZE), ...env },
     // Short timeouts and retries, so a cut connection is noticed quickly.
     storeOptions: { postgres: { connectionTimeoutMs: 1000, listenerRetryMs: 100 } },
     observability: {},

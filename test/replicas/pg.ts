@@ -31,6 +31,14 @@ function withoutCommitWait(url: string): string {
 }
 export const pgRequired = process.env.GUARD_REQUIRE_PG === '1';
 
+/**
+ * The query pool of a store a test opens (GUARD_PG_POOL_SIZE for an app): the workers'
+ * tests, each with its replicas, share the database's 100 connections, and a file's stores
+ * stay open until its last test. Three connections still let concurrent steps race.
+ */
+export const TEST_POOL_SIZE = 3;
+export const TEST_POOL = { maxConnections: TEST_POOL_SIZE } as const;
+
 /** null when reachable, else why not. */
 export async function pgUnreachable(): Promise<string | null> {
   const client = new pg.Client({ connectionString: pgUrl, connectionTimeoutMillis: 3000 });
@@ -124,7 +132,7 @@ export function storeOpener(prefix: string, unreachable: string | null): {
     async open(schema) {
       const name = schema ?? `${prefix}_${randomBytes(6).toString('hex')}`;
       if (schema === undefined) schemas.push(name);
-      const store = await PostgresStore.open(pgUrl, { schema: name });
+      const store = await PostgresStore.open(pgUrl, { ...TEST_POOL, schema: name });
       stores.push(store);
       return store;
     },

@@ -12,7 +12,7 @@ import { SharedSessions } from '../../src/sessions/index.js';
 import type { SharedSessionStep } from '../../src/store/types.js';
 import { withSearchPath } from '../../src/store/postgres/database.js';
 import { PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/postgres-store.js';
-import { pgRequired, pgSuiteTitle, pgUnreachable, pgUrl, storeOpener } from './pg.js';
+import { TEST_POOL, pgRequired, pgSuiteTitle, pgUnreachable, pgUrl, storeOpener } from './pg.js';
 
 const unreachable = await pgUnreachable();
 const opener = storeOpener('guard_attack', unreachable);
@@ -56,7 +56,7 @@ async function replicas(
   const schema = opener.lastSchema();
   const urlB = new URL(pgUrl);
   if (roleB !== undefined) urlB.username = roleB;
-  const storeB = optionsB === undefined ? await opener.open(schema) : await PostgresStore.open(urlB.toString(), { schema, ...optionsB });
+  const storeB = optionsB === undefined ? await opener.open(schema) : await PostgresStore.open(urlB.toString(), { ...TEST_POOL, schema, ...optionsB });
   if (optionsB !== undefined) closers.push(() => storeB.close());
   const sql = new pg.Client(withSearchPath(pgUrl, schema));
   await sql.connect();

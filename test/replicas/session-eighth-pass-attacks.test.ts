@@ -7,7 +7,7 @@ import { SharedSessions } from '../../src/sessions/shared-sessions.js';
 import { PostgresDatabase } from '../../src/store/postgres/database.js';
 import { PostgresSessions } from '../../src/store/postgres/sessions.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import { connectedClients, lockWaits, pgRequired, pgUrl, pgSuiteTitle, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
+import { TEST_POOL, connectedClients, lockWaits, pgRequired, pgUrl, pgSuiteTitle, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
 
 const unreachable = await pgUnreachable();
 const opener = storeOpener('guard_eighth', unreachable);
@@ -19,7 +19,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('eighth-pass s
     const schema = opener.lastSchema();
     const url = new URL(pgUrl);
     url.searchParams.set('options', `${url.searchParams.get('options') ?? ''} -c extra_float_digits=${digits}`.trim());
-    const store = await PostgresStore.open(url.href, { schema });
+    const store = await PostgresStore.open(url.href, { ...TEST_POOL, schema });
     const other = await opener.open(schema);
     const [holder, watcher] = await connectedClients(schemaUrl(schema), 2);
     try {

@@ -7,7 +7,7 @@ import pg from 'pg';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createSessionState, SharedSessions } from '../../src/sessions/index.js';
 import { PostgresStore } from '../../src/store/postgres/index.js';
-import { backendPid, connectedClients, lockWaits, pgRequired, pgSuiteTitle, pgTarget, pgUnreachable, schemaUrl, stepBatches, storeOpener } from './pg.js';
+import { TEST_POOL, backendPid, connectedClients, lockWaits, pgRequired, pgSuiteTitle, pgTarget, pgUnreachable, schemaUrl, stepBatches, storeOpener } from './pg.js';
 import { startTcpProxy } from './tcp-proxy.js';
 
 const unreachable = await pgUnreachable();
@@ -43,7 +43,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('fourth-pass s
     const right = await opener.open();
     const schema = opener.lastSchema();
     const proxy = await startTcpProxy(pgTarget());
-    const ahead = await PostgresStore.open(schemaUrl(schema, proxy.port), { schema });
+    const ahead = await PostgresStore.open(schemaUrl(schema, proxy.port), { ...TEST_POOL, schema });
     const settings = { sessionTtlMs: DAY, sessionMax: 100 };
     let real = 1_800_000_000_000;
     const a = new SharedSessions(right.sharedSessions, settings, () => real);

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { SharedSessions } from '../../src/sessions/shared-sessions.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import { backendPid, connectedClients, isBlockedBy, lockWaits, pgRequired, pgUrl, pgSuiteTitle, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
+import { TEST_POOL, backendPid, connectedClients, isBlockedBy, lockWaits, pgRequired, pgUrl, pgSuiteTitle, pgUnreachable, schemaUrl, storeOpener } from './pg.js';
 
 const unreachable = await pgUnreachable();
 const opener = storeOpener('guard_seventh', unreachable);
@@ -68,7 +68,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('seventh-pass 
     await opener.open();
     const schema = opener.lastSchema();
     // A replica with one pool connection, taken by a step waiting on a session row held here.
-    const store = await PostgresStore.open(pgUrl, { schema, maxConnections: 1 });
+    const store = await PostgresStore.open(pgUrl, { ...TEST_POOL, schema, maxConnections: 1 });
     const [holder, watcher] = await connectedClients(schemaUrl(schema), 2);
     const dbNow = async () => (await watcher.query<{ ms: number }>('SELECT extract(epoch FROM clock_timestamp()) * 1000 AS ms')).rows[0]!.ms;
     let sessions: SharedSessions | undefined;
@@ -102,7 +102,7 @@ describe.skipIf(unreachable !== null && !pgRequired)(pgSuiteTitle('seventh-pass 
     const schema = opener.lastSchema();
     const url = new URL(pgUrl);
     url.searchParams.set('options', `${url.searchParams.get('options') ?? ''} -c extra_float_digits=0`.trim());
-    const store = await PostgresStore.open(url.href, { schema });
+    const store = await PostgresStore.open(url.href, { ...TEST_POOL, schema });
     const other = await opener.open(schema);
     try {
       // A step's time has a fraction of a millisecond (the monotonic clock): 16 digits, printed as 15.

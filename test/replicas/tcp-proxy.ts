@@ -13,6 +13,8 @@ export interface TcpProxy {
   thaw(): void;
   restore(): Promise<void>;
   close(): Promise<void>;
+  /** The most client connections open at once so far. */
+  readonly peakConnections: number;
 }
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
@@ -23,10 +25,14 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     socket.on('error', () => socket.destroy());
   };
   let frozen = false;
+  let open = 0;
+  let peak = 0;
   const waiting: net.Socket[] = [];
   const held: Array<() => void> = [];
   const onConnection = (client: net.Socket) => {
     track(client);
+    peak = Math.max(peak, ++open);
+    client.on('close', () => open--);
     if (frozen) {
       client.pause();
       waiting.push(client);
@@ -84,5 +90,8 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       await listen(port);
     },
     close: stop,
+    get peakConnections() {
+      return peak;
+    },
   };
 }

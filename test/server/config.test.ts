@@ -44,6 +44,12 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ GUARD_PG_QUERY_TIMEOUT_MS: '0' })).toThrow(/GUARD_PG_QUERY_TIMEOUT_MS must be a whole number from 1/);
   });
 
+  it('reads the PostgreSQL pool size: 10 unless GUARD_PG_POOL_SIZE says, at least 1', () => {
+    expect(loadConfig({}).pgPoolSize).toBe(10);
+    expect(loadConfig({ GUARD_PG_POOL_SIZE: '3' }).pgPoolSize).toBe(3);
+    expect(() => loadConfig({ GUARD_PG_POOL_SIZE: '0' })).toThrow(/GUARD_PG_POOL_SIZE must be a whole number from 1/);
+  });
+
   it.each([
     ['PORT', 'abc'], ['PORT', '70000'], ['DEBUG', 'sometimes'], ['GUARD_BODY_LIMIT_BYTES', '-1'],
     ['OBSERVABILITY_FLUSH_INTERVAL_SECONDS', 'x'], ['PROMETHEUS_METRICS_PREFIX', 'has space'],

@@ -11,7 +11,7 @@ import { loadConfig } from '../../src/server/config.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../../src/store/types.js';
-import { createSchema, dropSchemas, pgRequired, pgUnreachable, pgUrl, skipReasonOf } from '../replicas/pg.js';
+import { TEST_POOL, createSchema, dropSchemas, pgRequired, pgUnreachable, pgUrl, skipReasonOf } from '../replicas/pg.js';
 import { call, json, sqlControl, step } from './helpers.js';
 
 const ADMIN = 'admin-key-for-history';
@@ -27,7 +27,7 @@ if (unreachable && !pgRequired) console.warn(skipReasonOf(unreachable));
 
 const stores: Array<[string, () => Promise<Store>, boolean]> = [
   ['sqlite', async () => new SqliteStore(':memory:'), true],
-  ['postgres', async () => PostgresStore.open(pgUrl, { schema: await createSchema(schemas) }), unreachable === null || pgRequired],
+  ['postgres', async () => PostgresStore.open(pgUrl, { ...TEST_POOL, schema: await createSchema(schemas) }), unreachable === null || pgRequired],
 ];
 
 describe.each(stores)('history, restore and audit over the API (%s)', (_name, open, enabled) => {

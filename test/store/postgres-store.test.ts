@@ -11,7 +11,7 @@ import { postgresMigrations } from '../../src/store/postgres/migrations.js';
 import { PostgresDatabase, withSearchPath } from '../../src/store/postgres/database.js';
 import type { ChangeInfo } from '../../src/store/types.js';
 import { StoreError } from '../../src/store/types.js';
-import { dropSchemas, pgRequired as required, pgUnreachable, pgUrl as url, skipReasonOf } from '../replicas/pg.js';
+import { TEST_POOL, dropSchemas, pgRequired as required, pgUnreachable, pgUrl as url, skipReasonOf } from '../replicas/pg.js';
 import { controlData, defineStoreContract } from './store-contract.js';
 import { defineHistoryContract } from './history-contract.js';
 import { defineApprovalContract } from './approval-contract.js';
@@ -34,7 +34,7 @@ afterAll(async () => {
 
 describe('PostgreSQL availability', () => {
   it('maps an unreachable server to StoreError unavailable', async () => {
-    const error = await PostgresStore.open('postgres://postgres@127.0.0.1:1/none', { connectionTimeoutMs: 1000 }).then(
+    const error = await PostgresStore.open('postgres://postgres@127.0.0.1:1/none', { ...TEST_POOL, connectionTimeoutMs: 1000 }).then(
       () => null,
       (e: unknown) => e,
     );
@@ -48,23 +48,23 @@ describe('PostgreSQL availability', () => {
 });
 
 describe.skipIf(unreachable !== null)(unreachable ? skipReason : 'PostgreSQL store', () => {
-  defineStoreContract('postgres', () => PostgresStore.open(url, { schema: freshSchema() }));
-  defineHistoryContract('postgres', () => PostgresStore.open(url, { schema: freshSchema() }));
+  defineStoreContract('postgres', () => PostgresStore.open(url, { ...TEST_POOL, schema: freshSchema() }));
+  defineHistoryContract('postgres', () => PostgresStore.open(url, { ...TEST_POOL, schema: freshSchema() }));
   {
     const schemaOf = new WeakMap<object, string>();
     defineApprovalContract(
       'postgres',
       async () => {
         const schema = freshSchema();
-        const store = await PostgresStore.open(url, { schema });
+        const store = await PostgresStore.open(url, { ...TEST_POOL, schema });
         schemaOf.set(store, schema);
         return store;
       },
       // A second pool on the same schema: another replica.
-      async (store) => PostgresStore.open(url, { schema: schemaOf.get(store)! }),
+      async (store) => PostgresStore.open(url, { ...TEST_POOL, schema: schemaOf.get(store)! }),
     );
   }
-  definePolicyContract('postgres', () => PostgresStore.open(url, { schema: freshSchema() }));
+  definePolicyContract('postgres', () => PostgresStore.open(url, { ...TEST_POOL, schema: freshSchema() }));
 
   function collect(store: PostgresStore): ChangeInfo[] {
     const seen: ChangeInfo[] = [];
@@ -75,9 +75,9 @@ describe.skipIf(unreachable !== null)(unreachable ? skipReason : 'PostgreSQL sto
   it('migrates once when two stores open one schema at the same time', async () => {
     const schema = freshSchema();
     const [a, b, c] = await Promise.all([
-      PostgresStore.open(url, { schema }),
-      PostgresStore.open(url, { schema }),
-      PostgresStore.open(url, { schema }),
+      PostgresStore.open(url, { ...TEST_POOL, schema }),
+      PostgresStore.open(url, { ...TEST_POOL, schema }),
+      PostgresStore.open(url, { ...TEST_POOL, schema }),
     ]);
     await a.createControl({ name: 'shared' });
     expect((await b.getControlByName('shared'))?.name).toBe('shared');
@@ -105,7 +105,7 @@ describe.skipIf(unreachable !== null)(unreachable ? skipReason : 'PostgreSQL sto
 
   it('the database itself refuses deleting a control a policy binds (migration 13); a policy delete still cascades', async () => {
     const schema = freshSchema();
-    const store = await PostgresStore.open(url, { schema });
+    const store = await PostgresStore.open(url, { ...TEST_POOL, schema });
     await store.createControl({ name: 'bound' });
     await store.createPolicy({ name: 'p', controls: ['bound'], agents: { match_labels: {} } });
     await store.close();
@@ -123,8 +123,8 @@ describe.skipIf(unreachable !== null)(unreachable ? skipReason : 'PostgreSQL sto
 
   it('delivers NOTIFY of a committed write to a second store, with the touched agents', async () => {
     const schema = freshSchema();
-    const writer = await PostgresStore.open(url, { schema });
-    const reader = await PostgresStore.open(url, { schema });
+    const writer = await PostgresStore.open(url, { ...TEST_POOL, schema });
+    const reader = await PostgresStore.open(url, { ...TEST_POOL, schema });
     try {
       const seen = collect(reader);
       await reader.listening();
@@ -158,8 +158,8 @@ describe.skipIf(unreachable !== null)(unreachable ? skipReason : 'PostgreSQL sto
 
   it('reconnects the listener after its connection drops and says "anything changed"', async () => {
     const schema = freshSchema();
-    const writer = await PostgresStore.open(url, { schema });
-    const reader = await PostgresStore.open(url, { schema, listenerRetryMs: 50 });
+    const writer = await PostgresStore.open(url, { ...TEST_POOL, schema });
+    const reader = await PostgresStore.open(url, { ...TEST_POOL, schema, listenerRetryMs: 50 });
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     try {
@@ -183,7 +183,7 @@ describe.skipIf(unreachable !== null)(unreachable ? skipReason : 'PostgreSQL sto
 
   it('answers the stats query from the covering indexes', async () => {
     const schema = freshSchema();
-    const store = await PostgresStore.open(url, { schema });
+    const store = await PostgresStore.open(url, { ...TEST_POOL, schema });
     const client = new pg.Client(withSearchPath(url, schema));
     await client.connect();
     try {

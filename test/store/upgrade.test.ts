@@ -15,7 +15,7 @@ import { postgresMigrations } from '../../src/store/postgres/migrations.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../../src/store/types.js';
-import { createSchema, dropSchemas, pgRequired, pgUnreachable, pgUrl, skipReasonOf } from '../replicas/pg.js';
+import { TEST_POOL, createSchema, dropSchemas, pgRequired, pgUnreachable, pgUrl, skipReasonOf } from '../replicas/pg.js';
 
 const fixtures = fileURLToPath(new URL('../fixtures/upgrade/', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'guardctl-upgrade-'));
@@ -112,7 +112,7 @@ describe.skipIf(unreachable !== null && !pgRequired)('upgrading a PostgreSQL sch
     } finally {
       await client.end();
     }
-    const store = await PostgresStore.open(pgUrl, { schema });
+    const store = await PostgresStore.open(pgUrl, { ...TEST_POOL, schema });
     try {
       await expectNothingLost(store);
     } finally {
@@ -140,7 +140,7 @@ describe.skipIf(unreachable !== null && !pgRequired)('upgrading a PostgreSQL sch
     } finally {
       await client.end();
     }
-    const store = await PostgresStore.open(pgUrl, { schema });
+    const store = await PostgresStore.open(pgUrl, { ...TEST_POOL, schema });
     try {
       const rate = { control_id: 1, counter: '1', key: 'ann', window_ms: 60_000, amount: 1, max: 10, always: true, kind: 'rate', consistency: 'exact' } as const;
       // 60 buckets later, just before the bucket's end: a lease that ends in the next bucket.
