@@ -1,46 +1,34 @@
 /**
  * An agent process that inits the SDK and finishes its work must exit by itself: the
  * refresh and event timers may never keep it alive. This runs a real child process
- * against the SDK compiled to JavaScript (a small tsc build of src/sdk and what it imports).
+ * against the SDK package as built (packages/sdk/dist), the JavaScript users install.
  */
-import { execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seedSupportBot, startRealServer, type RunningServer } from './real-server.js';
+import { seedSupportBot, startRealServer, type RunningServer } from '../sdk/real-server.js';
 
 const root = resolve(import.meta.dirname, '../..');
-let buildDir = '';
+const SDK = pathToFileURL(join(root, 'packages/sdk/dist/sdk/index.js')).href;
+let childDir = '';
 let server: RunningServer;
 
 beforeAll(async () => {
-  // Inside the repository so that the child resolves node_modules (zod, re2).
-  const cache = join(root, 'node_modules', '.cache');
-  mkdirSync(cache, { recursive: true });
-  buildDir = mkdtempSync(join(cache, 'guardctl-sdk-child-'));
-  await promisify(execFile)(
-    process.execPath,
-    [
-      join(root, 'node_modules/typescript/bin/tsc'), '--outDir', buildDir, '--rootDir', root, '--strict',
-      '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--skipLibCheck',
-      '--types', 'node', '--esModuleInterop', join(root, 'src/sdk/index.ts'),
-    ],
-    { cwd: root },
-    // Type errors in code being written elsewhere still emit JavaScript; a missing output fails the tests below.
-  ).catch(() => undefined);
-  writeFileSync(join(buildDir, 'package.json'), '{"type":"module"}');
+  childDir = mkdtempSync(join(tmpdir(), 'guardctl-sdk-child-'));
   server = await startRealServer();
   await seedSupportBot(server.client);
-}, 120_000);
+});
 
 afterAll(async () => {
   await server?.close();
-  if (buildDir) rmSync(buildDir, { recursive: true, force: true });
+  if (childDir) rmSync(childDir, { recursive: true, force: true });
 });
 
 function runChild(script: string): Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string }> {
-  const file = join(buildDir, 'child.mjs');
+  const file = join(childDir, 'child.mjs');
   writeFileSync(file, script);
   return new Promise((resolveRun) => {
     const child = spawn(process.execPath, [file], { env: { ...process.env, GUARD_URL: server.url }, cwd: root });
@@ -59,7 +47,7 @@ function runChild(script: string): Promise<{ code: number | null; signal: NodeJS
 describe('process lifetime', () => {
   it('exits after init and a check without shutdown (refresh and event timers are unref\'d)', async () => {
     const result = await runChild(`
-      import { init } from './src/sdk/index.js';
+      import { init } from '${SDK}';
       const agent = await init({ agentName: 'support-bot', serverUrl: process.env.GUARD_URL, refreshIntervalSeconds: 60 });
       const r = await agent.check({ type: 'tool', name: 'run_sql', input: { query: 'select 1' } }, 'pre');
       console.log('decision', r.decision, 'pending', agent.pendingEvents);
@@ -71,10 +59,10 @@ describe('process lifetime', () => {
 
   it('exits after init and a check without shutdown with events posted from a thread (eventThread)', async () => {
     const result = await runChild(`
-      import { init } from './src/sdk/index.js';
-      const agent = await init({ agentName: 'support-bot', serverUrl: process.env.GUARD_URL, eventThread: true, eventBatchSize: 2 });
+      import { init } from '${SDK}';
+      const agent = await init({ agentName: 'support-bot', serverUrl: process.env.GUARD_URL, eventThread: true, eventBatchSize: 2, eventFlushIntervalSeconds: 0.2 });
       await agent.check({ type: 'tool', name: 'run_sql', input: { query: 'select 1' } }, 'pre');
-      // The full batch goes out from the thread; then nothing is left to keep the process.
+      // Its non-matches, rolled up, go out from the thread at the next flush; then nothing is left to keep the process.
       while (agent.pendingEvents > 0) await new Promise((r) => setTimeout(r, 10));
       console.log('pending', agent.pendingEvents);
     `);
@@ -86,7 +74,7 @@ describe('process lifetime', () => {
   // pending 0 after shutdown: the server acknowledged every event (a failed send keeps them pending).
   it('exits after shutdown with eventThread, having delivered its events', async () => {
     const result = await runChild(`
-      import { init } from './src/sdk/index.js';
+      import { init } from '${SDK}';
       const agent = await init({ agentName: 'support-bot', serverUrl: process.env.GUARD_URL, eventThread: true });
       await agent.check({ type: 'tool', name: 'run_sql', input: { query: 'select 1' } }, 'pre');
       await agent.shutdown();
@@ -98,7 +86,7 @@ describe('process lifetime', () => {
 
   it('exits after shutdown, having delivered its events', async () => {
     const result = await runChild(`
-      import { init } from './src/sdk/index.js';
+      import { init } from '${SDK}';
       const agent = await init({ agentName: 'support-bot', serverUrl: process.env.GUARD_URL });
       await agent.check({ type: 'tool', name: 'run_sql', input: { query: 'select 1' } }, 'pre');
       await agent.shutdown();
