@@ -43,7 +43,7 @@ describe('DriftReporter', () => {
       send: async (server, body) => {
         most = Math.max(most, ++inFlight);
         await new Promise((r) => setTimeout(r, 2));
-        sent.push(`${server} ${body.tool} ${body.kind} ${body.on_drift} ${body.agent_name}`);
+        sent.push(`${server} ${'tool' in body ? body.tool : '-'} ${body.kind} ${body.on_drift} ${body.agent_name}`);
         inFlight--;
       },
     });
