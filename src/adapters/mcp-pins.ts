@@ -12,9 +12,10 @@
  * own fingerprint covers (`sha256:` or `sha256-v2:`).
  *
  * Drift (a live tool whose fingerprint differs from its pin, a live tool not pinned, or
- * changed instructions) is reported once per tool and kind per document version (`report`, and `onDrift`: the
- * gateway sends it to the guard server, which counts guard_mcp_tool_drift_total and records
- * an event), and counted here (`driftCounts`). With `warn`, drifted tools are listed and
+ * changed instructions) is reported once per tool and kind per document version (`report`,
+ * and `onDrift`: the gateway sends it to the guard server, which counts
+ * guard_mcp_tool_drift_total or guard_mcp_instructions_drift_total and records an event),
+ * and counted here (`driftCounts`). With `warn`, drifted tools are listed and
  * forwarded anyway; hidden tools stay hidden in both modes. Tool names come from the
  * upstream: they are shown in printable form only, and at most MAX_REPORTED_DRIFTS distinct
  * drifts are reported per document version, so a server declaring endless tools cannot
@@ -25,7 +26,15 @@
  * deleted on the guard server lifts them (tools pass through unpinned, said loudly), except
  * with `requirePin`: then tools/list is empty and every call refused until one exists again.
  */
-import { FINGERPRINTED_FIELDS, fingerprintVersionOf, mcpInstructionsFingerprint, mcpToolFingerprint, type FingerprintVersion } from '../gitops/canonical.js';
+import {
+  CURRENT_FINGERPRINT_VERSION,
+  FINGERPRINTED_FIELDS,
+  fingerprintVersionOf,
+  mcpInstructionsFingerprint,
+  mcpToolFingerprint,
+  type FingerprintVersion,
+  type FingerprintedTool,
+} from '../gitops/canonical.js';
 import { printableToolName, toolPermitted, type McpServerRecord } from '../model/index.js';
 
 export type DriftKind = 'changed' | 'unpinned';
@@ -187,11 +196,11 @@ export class McpPins {
     if (!toolPermitted(doc, name)) return `tool "${shown}" is hidden by the pinned McpServer "${doc.name}" (allow_tools/deny_tools)`;
     const pin = this.#pinned.get(name);
     // Compared in the version of the pin: a pin of an earlier guardctl covers fewer fields.
-    const version: FingerprintVersion = pin === undefined ? 2 : fingerprintVersionOf(pin);
+    const version: FingerprintVersion = pin === undefined ? CURRENT_FINGERPRINT_VERSION : fingerprintVersionOf(pin);
     let live: string;
     try {
       const declared = { title: tool.title, description: tool.description, input_schema: tool.inputSchema, output_schema: tool.outputSchema, annotations: tool.annotations };
-      live = mcpToolFingerprint(declared as Parameters<typeof mcpToolFingerprint>[0], version);
+      live = mcpToolFingerprint(declared as FingerprintedTool, version);
     } catch {
       // Nested deeper than the stack goes: nothing can vouch for it, in either mode (and a throw here would end the gateway).
       return `tool "${shown}" cannot be fingerprinted (its declaration nests too deeply), so it is hidden and refused`;
