@@ -24,7 +24,7 @@ interface McpPinFlags {
 export function registerMcpPin(program: Command): void {
   const command = program
     .command('mcp-pin')
-    .description('Pin an MCP server\'s tools: write a kind: McpServer document (description, schema, annotations and fingerprint per tool)')
+    .description('Pin an MCP server\'s tools: write a kind: McpServer document (its instructions; per tool title, description, schemas, annotations and fingerprint)')
     .usage('[--name <name>] [--out <file>] (-- <command> [args...] | --upstream-url <url>)')
     .argument('[command...]', 'the MCP server to start (after --), spoken to over stdio')
     .option('--name <name>', 'the McpServer name, as the gateway\'s --mcp-server-name (default: the name the server reports)')
@@ -55,13 +55,14 @@ export async function runMcpPin(command: string[], flags: McpPinFlags): Promise<
     transport = { command };
   }
   const previous = flags.out !== undefined && existsSync(flags.out) ? readPrevious(flags.out) : undefined;
-  const { serverName, tools } = await listServerTools(source).catch((error: unknown) => {
+  const { serverName, instructions, tools } = await listServerTools(source).catch((error: unknown) => {
     throw new UserError(`could not list the MCP server's tools: ${error instanceof Error ? error.message : String(error)}`);
   });
   const name = flags.name ?? previous?.name ?? serverName ?? '';
   const checked = McpServerNameSchema.safeParse(name);
   if (!checked.success) throw new UserError(`"${name}" is not a valid McpServer name: ${checked.error.issues[0]?.message ?? ''}`, 'give one with --name');
-  const text = pinYaml(pinDocument(name, transport, tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema, annotations: t.annotations })), previous));
+  const listed = tools.map((t) => ({ name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema, outputSchema: t.outputSchema, annotations: t.annotations }));
+  const text = pinYaml(pinDocument(name, transport, listed, previous, instructions));
   if (flags.out === undefined) process.stdout.write(text);
   else {
     writeFileSync(flags.out, text);

@@ -10,6 +10,7 @@ import { addConnectionOptions, clientOf, connectionOf, formatOption, withServer,
 import { withExamples } from '../help.js';
 import { colors, shouldColor } from '../output/color.js';
 import { loadValidDirectory } from '../output/directory.js';
+import { renderDiagnosticsText } from '../output/diagnostics.js';
 import { renderPlanJson, renderPlanMarkdown, renderPlanText } from '../output/plan.js';
 import { renderReplayMarkdown, renderReplayText, replayHeadline } from '../output/replay.js';
 import { DEFAULT_REPLAY_LIMIT, replayPlan } from '../../src/replay/index.js';
@@ -78,6 +79,9 @@ export function registerPlan(program: Command): void {
 
 export async function runPlan(dir: string, options: PlanCommandOptions): Promise<number> {
   const loaded = await loadValidDirectory(dir);
+  // A pin that leaves fields unchecked is said where pins are reviewed, as validate says it (stderr: the plan's formats stay as they are).
+  const outdated = loaded.diagnostics.filter((d) => d.code === 'pin_outdated');
+  if (outdated.length > 0) process.stderr.write(renderDiagnosticsText(outdated, new Map(loaded.files.map((f) => [f.path, f.text])), colors(shouldColor(process.stderr))));
   const connection = connectionOf(options);
   const client = clientOf(connection);
   const result = await withServer(connection, () => planAgainstServer(client, loaded, planOptionsOf(options, dir)));

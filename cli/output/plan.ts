@@ -59,11 +59,17 @@ export function operationLine(o: Operation, c: Colors = plain): string {
 }
 
 /**
- * What changed in a pinned server: its fields, then each tool added, removed or changed,
- * a changed description as a line diff and schema and annotations as field diffs.
+ * What changed in a pinned server: its fields, its instructions as a line diff, then each
+ * tool added, removed or changed, a changed description as a line diff and title, schemas
+ * and annotations as field diffs.
  */
 function mcpServerLines(o: Extract<Operation, { op: 'update_mcp_server' }>, indent: string): string[] {
-  const out = changeLines(o.changes.filter((ch) => ch.path !== 'tools'), indent);
+  const out = changeLines(o.changes.filter((ch) => ch.path !== 'tools' && ch.path !== 'instructions'), indent);
+  const instructions = o.changes.find((ch) => ch.path === 'instructions');
+  if (instructions) {
+    const label = (value: unknown) => (value === undefined ? 'not pinned' : value === null ? 'none' : 'text');
+    out.push(`${indent}instructions: ${label(instructions.before)} -> ${label(instructions.after)}`, ...(o.instructions ?? []).map((line) => `${indent}  ${line}`));
+  }
   for (const tool of o.tools) {
     const mark = tool.status === 'added' ? '+' : tool.status === 'removed' ? '-' : '~';
     out.push(`${indent}${mark} tool "${tool.name}" ${tool.status}`);

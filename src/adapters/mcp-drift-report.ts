@@ -47,13 +47,16 @@ export class DriftReporter {
 
   async #drain(): Promise<void> {
     for (let drift = this.#queue.shift(); drift; drift = this.#queue.shift()) {
-      const report: McpDriftReportInput = { agent_name: this.o.agentName, tool: drift.tool, kind: drift.kind, fingerprint: drift.fingerprint, on_drift: this.o.mode };
+      const report: McpDriftReportInput =
+        drift.kind === 'instructions'
+          ? { agent_name: this.o.agentName, kind: drift.kind, fingerprint: drift.fingerprint, on_drift: this.o.mode }
+          : { agent_name: this.o.agentName, tool: drift.tool, kind: drift.kind, fingerprint: drift.fingerprint, on_drift: this.o.mode };
       try {
         await this.o.send(drift.server, report);
         this.#failing = false;
       } catch (error) {
         if (!this.#failing) {
-          this.o.say(`could not report drift of tool "${drift.tool}" to the guard server (the pins still decide here; further failures are not said): ${error instanceof Error ? error.message : String(error)}`);
+          this.o.say(`could not report drift of ${drift.kind === 'instructions' ? 'the instructions' : `tool "${drift.tool}"`} to the guard server (the pins still decide here; further failures are not said): ${error instanceof Error ? error.message : String(error)}`);
         }
         this.#failing = true;
       }

@@ -1,5 +1,5 @@
 /**
- * Lists a live MCP server's tools with the MCP SDK's own client (every page), for
+ * Lists a live MCP server's tools and reads its initialize instructions with the MCP SDK's own client (every page), for
  * `guardctl mcp-pin`. The started server gets the same minimal environment the gateway
  * gives it (mcp-env.ts): never GUARD_API_KEY.
  */
@@ -15,7 +15,7 @@ export type ToolSource = { command: string[]; passEnv?: string[]; env?: Record<s
 /** At most this many pages: a server whose cursor never ends must not hang the pin. */
 const MAX_PAGES = 1000;
 
-export async function listServerTools(source: ToolSource): Promise<{ serverName: string | undefined; tools: Tool[] }> {
+export async function listServerTools(source: ToolSource): Promise<{ serverName: string | undefined; instructions: string | undefined; tools: Tool[] }> {
   const transport =
     'url' in source
       ? new StreamableHTTPClientTransport(new URL(source.url), { requestInit: { headers: source.headers ?? {} } })
@@ -29,7 +29,7 @@ export async function listServerTools(source: ToolSource): Promise<{ serverName:
       const answer = await client.listTools(cursor === undefined ? {} : { cursor });
       tools.push(...answer.tools);
       cursor = answer.nextCursor;
-      if (!cursor) return { serverName: client.getServerVersion()?.name, tools };
+      if (!cursor) return { serverName: client.getServerVersion()?.name, instructions: client.getInstructions(), tools };
     }
     throw new Error(`the server listed more than ${MAX_PAGES} pages of tools`);
   } finally {

@@ -46,10 +46,14 @@ export class UpstreamTools {
     return pinned === null ? null : { report: pinned, text: `The guard refused this call: ${pinned}.` };
   }
 
-  /** A server's answer on its way to the client: a tools/list result keeps only the tools the pins let the model see (none with --require-pin and no document). */
+  /**
+   * A server's answer on its way to the client: a tools/list result keeps only the tools the
+   * pins let the model see (none with --require-pin and no document); an initialize result
+   * loses instructions that differ from the pinned ones.
+   */
   answer<M extends JSONRPCMessage>(message: M, method: string): M {
     if (!this.pins || !isJSONRPCResultResponse(message)) return message;
-    if (method === 'initialize') return { ...message, result: withToolListChanges(message.result) };
+    if (method === 'initialize') return { ...message, result: this.pins.filterInitialize(withToolListChanges(message.result)) };
     if (!this.pins.filtering || method !== 'tools/list') return message;
     return { ...message, result: this.pins.filterList(message.result) };
   }

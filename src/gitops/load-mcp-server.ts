@@ -6,11 +6,13 @@
  * gateways the directory does not describe, so any two servers may end up in front of one
  * agent; a name both expose would be ambiguous to the model and to controls that scope
  * `tool_names`. Hiding it in one of them (deny_tools / allow_tools) resolves it.
- * allow/deny naming a tool that is not pinned is a warning (it hides nothing today).
+ * allow/deny naming a tool that is not pinned is a warning (it hides nothing today), and so
+ * is a pin of an earlier guardctl (`sha256:` fingerprints, no `instructions`): it keeps
+ * working, but titles, output schemas and instructions change unchecked until a re-pin.
  */
 import type { z } from 'zod';
 import { McpServerDocumentSchema, fieldIssuesOf, textIssuesOf, toolPermitted, type FieldIssue, type McpServerDocument } from '../model/index.js';
-import { fingerprintMismatches } from './canonical.js';
+import { FINGERPRINTED_FIELDS, fingerprintMismatches, fingerprintVersionOf } from './canonical.js';
 import type { Diagnostic } from './diagnostics.js';
 import { diag, startOf, where, type DocContext, type SourceLocation } from './load-context.js';
 
@@ -49,11 +51,15 @@ export function loadMcpServer(ctx: DocContext, value: Record<string, unknown>, o
     } else firstIndex.set(tool.name, index);
   });
   for (const { index, actual } of fingerprintMismatches(document.tools)) {
+    const tool = document.tools[index]!;
+    const fields = FINGERPRINTED_FIELDS[fingerprintVersionOf(actual)].join(', ');
     out.push({
-      ...diag(ctx, 'error', ['tools', index, 'fingerprint'], false, 'fingerprint_mismatch', `tool "${document.tools[index]!.name}": the pinned fingerprint does not match its description, input_schema and annotations (they hash to ${actual})`),
+      ...diag(ctx, 'error', ['tools', index, 'fingerprint'], false, 'fingerprint_mismatch', `tool "${tool.name}": the pinned fingerprint does not match its ${fields} (they hash to ${actual})`),
       hint: 'the pinned fields were edited by hand; re-pin with guardctl mcp-pin so the review covers what the server really declares',
     });
   }
+  const outdated = outdatedPin(ctx, document);
+  if (outdated) out.push(outdated);
   for (const list of ['allow_tools', 'deny_tools'] as const) {
     document[list]?.forEach((name, index) => {
       if (firstIndex.has(name)) return;
@@ -65,6 +71,23 @@ export function loadMcpServer(ctx: DocContext, value: Record<string, unknown>, o
   }
   if (out.slice(before).some((d) => d.severity === 'error')) return null;
   return { ctx, server: { name: document.name, document, source: startOf(ctx) } };
+}
+
+/**
+ * One warning per document pinned by an earlier guardctl: what its pins leave unchecked, at
+ * the first `sha256:` fingerprint (or the name, when only the instructions are missing).
+ */
+function outdatedPin(ctx: DocContext, document: McpServerDocument): Diagnostic | null {
+  const old = document.tools.flatMap((tool, index) => (fingerprintVersionOf(tool.fingerprint) === 1 ? [index] : []));
+  const unchecked: string[] = [];
+  if (old.length > 0) unchecked.push(`the titles and output schemas of ${old.length} tool${old.length === 1 ? '' : 's'} (their fingerprints are "sha256:", which covers ${FINGERPRINTED_FIELDS[1].join(', ')})`);
+  if (document.instructions === undefined) unchecked.push('the server\'s initialize instructions (the document has no instructions field)');
+  if (unchecked.length === 0) return null;
+  const path = old.length > 0 ? ['tools', old[0]!, 'fingerprint'] : ['name'];
+  return {
+    ...diag(ctx, 'warning', path, false, 'pin_outdated', `McpServer "${document.name}" does not pin ${unchecked.join(', nor ')}: they can change without drift`),
+    hint: `re-pin and review the plan: guardctl mcp-pin --name ${document.name} --out ${ctx.file} ${'url' in document.transport ? `--upstream-url ${document.transport.url}` : `-- ${document.transport.command.join(' ')}`} (until then the gateway checks what this pin covers)`,
+  };
 }
 
 export function checkMcpServers(servers: readonly McpServerSeen[], out: Diagnostic[]): void {

@@ -1,12 +1,12 @@
 /**
- * PURE: the McpServer part of a plan. A changed server lists its tools added, removed and
- * changed; a changed tool shows its description as a line diff and its input schema and
- * annotations as field diffs, which is what a reviewer reads for a rug pull (a description
- * that grew an instruction). With prune, the owner's servers the directory no longer
- * defines are deleted.
+ * PURE: the McpServer part of a plan. A changed server shows its instructions as a line
+ * diff and lists its tools added, removed and changed; a changed tool shows its description
+ * as a line diff and its title, schemas and annotations as field diffs, which is what a
+ * reviewer reads for a rug pull (a description or instructions that grew an instruction).
+ * With prune, the owner's servers the directory no longer defines are deleted.
  */
 import type { McpServerBody, PinnedTool } from '../model/index.js';
-import { deepEqual } from './canonical.js';
+import { FINGERPRINTED_FIELDS, deepEqual, fingerprintVersionOf } from './canonical.js';
 import type { ActualState, DesiredState } from './desired-state.js';
 import { lineDiff } from './line-diff.js';
 import { diffValues, type Change, type Conflict } from './plan-types.js';
@@ -17,13 +17,32 @@ export interface McpToolDiff {
   status: 'added' | 'removed' | 'changed';
   /** Changed tools whose description changed: the line diff. */
   description?: string[];
-  /** Changed tools: field diffs of input_schema and annotations (paths start with them). */
+  /**
+   * Changed tools: field diffs of title, input_schema, output_schema and annotations (paths
+   * start with them), and `fingerprint` when the pin's fingerprint version changed (what it covers).
+   */
   schema?: Change[];
+}
+
+/** What a fingerprint covers, as a plan says it: `sha256-v2: title, description, ...`. */
+function coverage(fingerprint: string): string {
+  const version = fingerprintVersionOf(fingerprint);
+  return `${version === 1 ? 'sha256:' : 'sha256-v2:'} covers ${FINGERPRINTED_FIELDS[version].join(', ')}`;
 }
 
 export type McpServerOperation =
   | { op: 'create_mcp_server'; name: string; server: McpServerBody; source: string | null; managed_by: string; tools: McpToolDiff[] }
-  | { op: 'update_mcp_server'; name: string; server: McpServerBody; source: string | null; managed_by: string; changes: Change[]; tools: McpToolDiff[] }
+  | {
+      op: 'update_mcp_server';
+      name: string;
+      server: McpServerBody;
+      source: string | null;
+      managed_by: string;
+      changes: Change[];
+      tools: McpToolDiff[];
+      /** Changed instructions that are text on either side: the line diff (the change itself is in `changes`). */
+      instructions?: string[];
+    }
   | { op: 'delete_mcp_server'; name: string; managed_by: string | null; source: string | null };
 
 export function diffTools(have: readonly PinnedTool[], want: readonly PinnedTool[]): McpToolDiff[] {
@@ -39,7 +58,13 @@ export function diffTools(have: readonly PinnedTool[], want: readonly PinnedTool
     if (old.fingerprint === tool.fingerprint) continue;
     const diff: McpToolDiff = { name: tool.name, status: 'changed' };
     if ((old.description ?? '') !== (tool.description ?? '')) diff.description = lineDiff(old.description ?? '', tool.description ?? '');
-    const schema = [...diffValues('input_schema', old.input_schema, tool.input_schema), ...diffValues('annotations', old.annotations ?? {}, tool.annotations ?? {})];
+    const schema = [
+      ...diffValues('title', old.title, tool.title),
+      ...diffValues('input_schema', old.input_schema, tool.input_schema),
+      ...diffValues('output_schema', old.output_schema ?? {}, tool.output_schema ?? {}),
+      ...diffValues('annotations', old.annotations ?? {}, tool.annotations ?? {}),
+    ];
+    if (fingerprintVersionOf(old.fingerprint) !== fingerprintVersionOf(tool.fingerprint)) schema.push({ path: 'fingerprint', before: coverage(old.fingerprint), after: coverage(tool.fingerprint) });
     if (schema.length > 0) diff.schema = schema;
     out.push(diff);
   }
@@ -52,7 +77,19 @@ function diffServer(have: McpServerBody, want: McpServerBody): Change[] {
   for (const key of ['description', 'transport', 'allow_tools', 'deny_tools'] as const) {
     if (!deepEqual(have[key] ?? null, want[key] ?? null)) changes.push({ path: key, before: have[key], after: want[key] });
   }
+  // Unpinned (absent) and none (null) differ: the first checks nothing, the second refuses any.
+  if (have.instructions !== want.instructions) changes.push({ path: 'instructions', before: have.instructions, after: want.instructions });
   return changes;
+}
+
+function instructionsDiff(have: McpServerBody, want: McpServerBody): string[] | undefined {
+  if (have.instructions === want.instructions) return undefined;
+  const before = have.instructions;
+  const after = want.instructions;
+  if (typeof before === 'string' && typeof after === 'string') return lineDiff(before, after);
+  if (typeof after === 'string') return after.split('\n').map((line) => `+ ${line}`);
+  if (typeof before === 'string') return before.split('\n').map((line) => `- ${line}`);
+  return undefined;
 }
 
 export function planMcpServers(
@@ -85,7 +122,9 @@ export function planMcpServers(
       changes.push({ path: 'managed_by', before: have.managed_by, after: managedBy });
     }
     if (changes.length === 0 && options.followSources && have.source !== want.source) changes.push({ path: 'source', before: have.source, after: want.source });
-    if (changes.length > 0) operations.push({ op: 'update_mcp_server', name, server: want.server, source: want.source, managed_by: managedBy, changes, tools });
+    if (changes.length === 0) continue;
+    const instructions = instructionsDiff(have.server, want.server);
+    operations.push({ op: 'update_mcp_server', name, server: want.server, source: want.source, managed_by: managedBy, changes, tools, ...(instructions ? { instructions } : {}) });
   }
   if (options.prune) {
     const wanted = new Set(desired.mcp_servers.map((s) => s.server.name));

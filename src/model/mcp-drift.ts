@@ -35,8 +35,8 @@ export const McpDriftToolNameSchema = McpToolNameSchema.refine((name) => !UNPRIN
   message: 'a reported tool name must hold printable characters only (the gateway spells the others \\u{...})',
 });
 
-/** The body of `POST /mcp-servers/{name}/drift`. Strict: a description (or anything else) is refused. */
-export const McpDriftReportSchema = z.strictObject({
+/** A drifted tool. */
+export const McpToolDriftReportSchema = z.strictObject({
   /** The gateway's --agent: the event is recorded under it. */
   agent_name: AgentNameSchema,
   tool: McpDriftToolNameSchema,
@@ -46,5 +46,18 @@ export const McpDriftReportSchema = z.strictObject({
   /** The gateway's --on-drift: block (hidden and refused) or warn (listed and forwarded). */
   on_drift: z.enum(['block', 'warn']),
 });
+
+/** Instructions in the server's initialize answer that differ from the pinned ones (their text is never sent). */
+export const McpInstructionsDriftReportSchema = z.strictObject({
+  agent_name: AgentNameSchema,
+  kind: z.literal('instructions'),
+  /** The fingerprint of the instructions the upstream answers now. */
+  fingerprint: McpFingerprintSchema,
+  /** The gateway's --on-drift: block (withheld from the client) or warn (passed). */
+  on_drift: z.enum(['block', 'warn']),
+});
+
+/** The body of `POST /mcp-servers/{name}/drift`. Strict: a description (or anything else) is refused. */
+export const McpDriftReportSchema = z.union([McpToolDriftReportSchema, McpInstructionsDriftReportSchema]);
 export type McpDriftReport = z.infer<typeof McpDriftReportSchema>;
 export type McpDriftReportInput = z.input<typeof McpDriftReportSchema>;

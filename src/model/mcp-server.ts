@@ -1,8 +1,10 @@
 /**
- * PURE: `kind: McpServer` documents. A pinned MCP server: how to reach it, the tools it
- * declared when someone reviewed it (description, input schema, annotations and their
- * fingerprint), and which of them the model may see. The gateway answers tools/list with
- * pinned tools whose live fingerprint matches and refuses calls to anything else.
+ * PURE: `kind: McpServer` documents. A pinned MCP server: how to reach it, what it told the
+ * model when someone reviewed it (its initialize `instructions`; per tool its title,
+ * description, input and output schemas, annotations and their fingerprint), and which
+ * tools the model may see. The gateway answers tools/list with pinned tools whose live
+ * fingerprint matches, refuses calls to anything else, and withholds instructions that
+ * differ from the pinned ones.
  */
 import { z } from 'zod';
 import { ControlNameSchema, JsonObjectSchema } from './common.js';
@@ -16,7 +18,14 @@ export const McpServerNameSchema = ControlNameSchema;
  */
 export const McpToolNameSchema = z.string().min(1, 'a tool name must not be empty').max(256);
 
-export const McpFingerprintSchema = z.string().regex(/^sha256:[0-9a-f]{64}$/, 'a fingerprint is "sha256:" and 64 lowercase hex digits');
+/**
+ * `sha256-v2:` covers a tool's title, description, input schema, output schema and
+ * annotations; `sha256:` (pins written by guardctl before v2) only its description, input
+ * schema and annotations. Each pin is checked by the fields its own fingerprint covers.
+ */
+export const McpFingerprintSchema = z
+  .string()
+  .regex(/^sha256(-v2)?:[0-9a-f]{64}$/, 'a fingerprint is "sha256-v2:" (or, in pins of an earlier guardctl, "sha256:") and 64 lowercase hex digits');
 
 /** How mcp-pin reached the server: a command it started, or a streamable HTTP URL. */
 export const McpTransportSchema = z.union([
@@ -27,8 +36,10 @@ export type McpTransport = z.infer<typeof McpTransportSchema>;
 
 export const PinnedToolSchema = z.strictObject({
   name: McpToolNameSchema,
+  title: z.string().max(65_536).optional(),
   description: z.string().max(65_536).optional(),
   input_schema: JsonObjectSchema,
+  output_schema: JsonObjectSchema.optional(),
   annotations: JsonObjectSchema.optional(),
   fingerprint: McpFingerprintSchema,
 });
@@ -38,6 +49,11 @@ const mcpServerFields = {
   name: McpServerNameSchema,
   description: z.string().max(4096).optional(),
   transport: McpTransportSchema,
+  /**
+   * The server's initialize `instructions` (clients put them in the model's context): null
+   * when it gives none. Absent (a pin of an earlier guardctl): not checked.
+   */
+  instructions: z.string().max(262_144).nullable().optional(),
   /** When given, only these tools are listed and callable. */
   allow_tools: z.array(McpToolNameSchema).max(1000).optional(),
   /** Never listed nor callable, whatever allow_tools says. */

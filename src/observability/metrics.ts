@@ -21,6 +21,8 @@ export interface GuardMetrics {
   readonly unguardedEvaluations: CounterFamily;
   /** Tools of pinned MCP servers that gateways reported drifted, by server, tool and kind (changed, unpinned). */
   readonly mcpToolDrift: CounterFamily;
+  /** Pinned MCP servers whose initialize instructions gateways reported changed, by server. */
+  readonly mcpInstructionsDrift: CounterFamily;
   readonly controls: Gauge;
   readonly eventsBuffered: Gauge;
   readonly eventsWritten: Counter;
@@ -149,6 +151,12 @@ export function createMetrics(opts: MetricsOptions): GuardMetrics {
       name: name('mcp_tool_drift_total'),
       help: 'Tools of pinned MCP servers a gateway found drifted (changed since pinned, or not pinned), by server, tool and kind; reported once per tool and kind per pinned document version and gateway',
       labelNames: ['server', 'tool', 'kind'],
+      registry,
+    }),
+    mcpInstructionsDrift: new CounterFamily({
+      name: name('mcp_instructions_drift_total'),
+      help: 'Pinned MCP servers whose initialize instructions a gateway found changed since pinned, by server; reported once per pinned document version and gateway',
+      labelNames: ['server'],
       registry,
     }),
     controls: new Gauge({

@@ -194,6 +194,26 @@ describe('guardctl gitops commands', () => {
     }
   });
 
+  it('plan says a pin of an earlier guardctl leaves fields unchecked, and how to re-pin; the re-pin shows what it adds', { timeout: 60_000 }, async () => {
+    const { mcpToolFingerprint } = await import('../../src/gitops/canonical.js');
+    const dir = join(work, 'old-pin');
+    mkdirSync(dir, { recursive: true });
+    const input_schema = { type: 'object' };
+    const pin = (fingerprint: string, more = '') =>
+      `kind: McpServer\nname: old-fs\ntransport: { command: [fs-server] }\n${more}tools:\n  - name: read\n    description: reads\n    input_schema: { type: object }\n    fingerprint: ${fingerprint}\n`;
+    writeFileSync(join(dir, 'fs.yaml'), pin(mcpToolFingerprint({ description: 'reads', input_schema }, 1)));
+    const planned = await cli(['plan', 'old-pin', '--owner', 'test:old-pin'], at());
+    expect(planned.code, planned.stderr).toBe(0);
+    expect(planned.stderr).toContain('McpServer "old-fs" does not pin the titles and output schemas of 1 tool');
+    expect(planned.stderr).toContain('guardctl mcp-pin --name old-fs --out old-pin/fs.yaml -- fs-server');
+    expect((await cli(['apply', 'old-pin', '--auto-approve', '--owner', 'test:old-pin'], at())).code).toBe(0);
+    writeFileSync(join(dir, 'fs.yaml'), pin(mcpToolFingerprint({ description: 'reads', input_schema }), 'instructions: null\n'));
+    const repinned = await cli(['plan', 'old-pin', '--owner', 'test:old-pin'], at());
+    expect(repinned.stderr).not.toContain('pin_outdated');
+    expect(repinned.stdout).toContain('instructions: not pinned -> none');
+    expect(repinned.stdout).toContain('fingerprint: "sha256: covers description, input_schema, annotations" -> "sha256-v2: covers title, description, input_schema, output_schema, annotations"');
+  });
+
   it('rejects a broken directory with diagnostics and sends nothing to the server', async () => {
     const before = await (await fetch(`${server.url}/api/v1/controls?limit=100`)).text();
     const broken = join(repo, 'test/fixtures/invalid/dangling-link');

@@ -6,7 +6,8 @@
  * by the MCP SDK's client. Then the pinned document changes under the gateway (a reviewer's
  * pin of `echo` that no longer matches what the server declares): tools/list hides `echo`,
  * a call is refused, the guard server counts the drift on /metrics and the event is
- * queryable. Deleting the document then closes everything (--require-pin).
+ * queryable. Deleting the document then closes everything (--require-pin). The server's
+ * instructions are pinned too and reach the client while they match.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -85,12 +86,12 @@ afterAll(async () => {
 function repin(tool: string, description: string): void {
   const file = join(controls, 'mcp/everything.yaml');
   const doc = parseDocument(readFileSync(file, 'utf8'));
-  const tools = doc.toJS().tools as Array<{ name: string; input_schema: Record<string, unknown>; annotations?: Record<string, unknown> }>;
+  const tools = doc.toJS().tools as Array<{ name: string; title?: string; input_schema: Record<string, unknown>; output_schema?: Record<string, unknown>; annotations?: Record<string, unknown> }>;
   const index = tools.findIndex((t) => t.name === tool);
   expect(index).toBeGreaterThanOrEqual(0);
-  const { input_schema, annotations } = tools[index]!;
+  const { title, input_schema, output_schema, annotations } = tools[index]!;
   doc.setIn(['tools', index, 'description'], description);
-  doc.setIn(['tools', index, 'fingerprint'], mcpToolFingerprint({ description, input_schema, ...(annotations ? { annotations } : {}) }));
+  doc.setIn(['tools', index, 'fingerprint'], mcpToolFingerprint({ title, description, input_schema, output_schema, annotations }));
   writeFileSync(file, doc.toString());
 }
 
@@ -102,6 +103,11 @@ describe('guardctl mcp-pin, apply and mcp-proxy in front of the reference server
     const denied = await call('echo', { message: 'my password is hunter2' });
     expect(denied.isError).toBe(true);
     expect(gatewayErr).not.toContain('drift');
+    // The server's instructions are pinned and, unchanged, reach the client.
+    const pinned = parseDocument(readFileSync(join(controls, 'mcp/everything.yaml'), 'utf8')).toJS() as { instructions: unknown; tools: Array<{ fingerprint: string }> };
+    expect(pinned.instructions).toEqual(expect.any(String));
+    expect(client.getInstructions()).toBe(pinned.instructions);
+    expect(pinned.tools.every((t) => t.fingerprint.startsWith('sha256-v2:'))).toBe(true);
   });
 
   it('a changed pin hides the tool, refuses its calls, and the guard server counts and records the drift', async () => {

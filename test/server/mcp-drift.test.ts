@@ -7,7 +7,7 @@
  * supply of tool names cannot grow the metric past its label bound; a key is required.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { mcpToolFingerprint } from '../../src/gitops/canonical.js';
+import { mcpInstructionsFingerprint, mcpToolFingerprint } from '../../src/gitops/canonical.js';
 import { call, json, startTestServer, type TestServer } from './helpers.js';
 
 const REGULAR = { 'x-api-key': 'drift-regular-key-0001' };
@@ -142,6 +142,47 @@ describe('POST /api/v1/mcp-servers/{name}/drift', () => {
     expect(driftLines(await metricsOf(s))).toEqual([]);
     await s.observability!.flush();
     expect(json(await call(s.app, 'POST', '/api/v1/observability/events/query', { control_ids: [0] }, REGULAR)).total).toBe(0);
+  });
+
+  it('instructions drift: counted per server, recorded and streamed without the text; a report the document contradicts is a 409', async () => {
+    const s = await start();
+    const put = await call(s.app, 'PUT', '/api/v1/mcp-servers/db', { name: 'db', transport: { command: ['db-server'] }, instructions: 'Use run_sql for reads.', tools: [tool('run_sql')] }, ADMIN);
+    expect(put.statusCode, put.body).toBe(201);
+    let streamed = '';
+    const sink = { write: (chunk: string) => ((streamed += chunk), true), once: () => undefined, end: () => undefined, destroy: () => undefined };
+    expect(s.observability!.hub.subscribe(sink, { agent_name: 'desk-bot' })).not.toBeNull();
+    const instructions = { agent_name: 'Desk-Bot', kind: 'instructions', fingerprint: mcpInstructionsFingerprint(INJECTED), on_drift: 'block' };
+    const res = await call(s.app, 'POST', '/api/v1/mcp-servers/db/drift', instructions, REGULAR);
+    expect(res.statusCode, res.body).toBe(202);
+    // fs pins no instructions (an earlier guardctl's pin); db's pinned ones are not a change; the text or a tool is not a report.
+    const refused: Array<[string, number, unknown]> = [
+      ['a server that does not pin instructions', 409, { ...instructions }],
+      ['the pinned instructions', 409, { ...instructions, fingerprint: mcpInstructionsFingerprint('Use run_sql for reads.') }],
+      ['the text itself', 422, { ...instructions, instructions: INJECTED }],
+      ['a tool beside it', 422, { ...instructions, tool: 'run_sql' }],
+    ];
+    for (const [what, status, body] of refused) {
+      const answer = await call(s.app, 'POST', `/api/v1/mcp-servers/${what.startsWith('a server') ? 'fs' : 'db'}/drift`, body, REGULAR);
+      expect(answer.statusCode, what).toBe(status);
+      expect(answer.body, what).not.toContain('Ignore previous instructions');
+    }
+    const text = await metricsOf(s);
+    expect(text.split('\n').filter((l) => l.startsWith('acme_mcp_instructions_drift_total{'))).toEqual(['acme_mcp_instructions_drift_total{server="db"} 1']);
+    expect(driftLines(text)).toEqual([]);
+    await s.observability!.flush();
+    const events = json(await call(s.app, 'POST', '/api/v1/observability/events/query', { control_ids: [0] }, REGULAR)).events as Array<Record<string, unknown>>;
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({
+      agent_name: 'desk-bot',
+      control_name: 'mcp-instructions-drift',
+      applies_to: 'llm',
+      action: 'deny',
+      metadata: { mcp_server: 'db', tool: null, kind: 'instructions', live_fingerprint: instructions.fingerprint, pinned_fingerprint: mcpInstructionsFingerprint('Use run_sql for reads.') },
+    });
+    expect(JSON.stringify(events)).not.toContain('Ignore previous instructions');
+    await expect.poll(() => streamed).toContain('event: evaluation');
+    const summary = JSON.parse(streamed.split('\n').find((l) => l.startsWith('data: '))!.slice(6));
+    expect(summary).toMatchObject({ step_name: 'instructions', step_type: 'llm', decision: 'deny', matches: [{ control_name: 'mcp-instructions-drift' }] });
   });
 
   it('bounds the tool label: past GUARD_METRICS_MAX_LABEL_VALUES distinct names, reports count as "other"', async () => {

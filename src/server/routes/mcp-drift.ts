@@ -1,13 +1,16 @@
 /**
  * `POST /mcp-servers/{name}/drift`: a gateway (`guardctl mcp-proxy --mcp-server-name`)
- * reports a tool of its pinned server that drifted, once per tool and kind per document
- * version. The server counts it in `<prefix>_mcp_tool_drift_total{server,tool,kind}`,
- * records an observability event (`POST /observability/events/query`) and publishes it on
- * the live stream (`guardctl tui`), next to the agent's decisions.
+ * reports a tool of its pinned server that drifted, or its initialize instructions, once
+ * per tool and kind per document version. The server counts it in
+ * `<prefix>_mcp_tool_drift_total{server,tool,kind}` (instructions:
+ * `<prefix>_mcp_instructions_drift_total{server}`), records an observability event
+ * (`POST /observability/events/query`) and publishes it on the live stream (`guardctl
+ * tui`), next to the agent's decisions.
  *
  * The event is one the server writes itself, naming no stored control (control_id 0,
- * control_name `mcp-tool-drift`, as the step-depth and session limits do): action `deny`
- * when the gateway hides and refuses drifted tools, `warn` when it forwards them.
+ * control_name `mcp-tool-drift` or `mcp-instructions-drift`, as the step-depth and session
+ * limits do): action `deny` when the gateway hides and refuses drifted tools (withholds the
+ * instructions), `warn` when it forwards them.
  *
  * A regular key may report. The report is checked against the pinned document, so a key
  * cannot count a pinned, unchanged tool as changed; tool names of unpinned tools come from
@@ -16,6 +19,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
+import { mcpInstructionsFingerprint } from '../../gitops/canonical.js';
 import { McpDriftReportSchema, type EvaluationSummary, type McpDriftReport, type McpServerRecord, type ObservabilityEvent } from '../../model/index.js';
 import type { Observability } from '../../observability/index.js';
 import { traceIdsFromHeaders } from '../../observability/trace.js';
@@ -26,9 +30,11 @@ import { HttpProblem, notFound } from '../problem.js';
 
 /** The control name drift events carry (they name no stored control: control_id 0). */
 export const DRIFT_CONTROL_NAME = 'mcp-tool-drift';
+/** The control name of instructions drift events. */
+export const INSTRUCTIONS_DRIFT_CONTROL_NAME = 'mcp-instructions-drift';
 
 export const McpDriftAnswerSchema = z.strictObject({
-  counted: z.literal(true).describe('Added to mcp_tool_drift_total'),
+  counted: z.literal(true).describe('Added to mcp_tool_drift_total (instructions: mcp_instructions_drift_total)'),
   recorded: z.boolean().describe('The event was queued to be stored (false with OBSERVABILITY_ENABLED=false or a full buffer)'),
 });
 
@@ -36,9 +42,10 @@ const DOC = {
   operationId: 'reportMcpToolDrift',
   summary: 'Report a tool of a pinned MCP server that drifted (what a gateway sends)',
   description:
-    'Counts mcp_tool_drift_total{server,tool,kind} and records an event (control_id 0, control_name mcp-tool-drift). ' +
-    'The tool is named, never described. 404 when nothing is pinned under the name; 409 when the report contradicts the pinned document ' +
-    '(changed: the tool is pinned with another fingerprint; unpinned: the tool is not pinned).',
+    'Counts mcp_tool_drift_total{server,tool,kind} and records an event (control_id 0, control_name mcp-tool-drift); ' +
+    'kind instructions (no tool) counts mcp_instructions_drift_total{server} (control_name mcp-instructions-drift). ' +
+    'The tool is named, never described; instructions are never sent. 404 when nothing is pinned under the name; 409 when the report contradicts the pinned document ' +
+    '(changed: the tool is pinned with another fingerprint; unpinned: the tool is not pinned; instructions: the document pins none, or pins these).',
   tag: 'mcp',
   body: McpDriftReportSchema,
   responses: { 202: McpDriftAnswerSchema },
@@ -52,6 +59,10 @@ export interface McpDriftRoutesOptions {
 
 /** Why a report does not match the pinned document, or null when it does. */
 export function driftContradiction(server: McpServerRecord, report: McpDriftReport): string | null {
+  if (report.kind === 'instructions') {
+    if (server.instructions === undefined) return `McpServer "${server.name}" does not pin instructions (pinned by an earlier guardctl)`;
+    return mcpInstructionsFingerprint(server.instructions) === report.fingerprint ? `the instructions have the fingerprint pinned in McpServer "${server.name}"` : null;
+  }
   const pin = server.tools.find((t) => t.name === report.tool);
   if (report.kind === 'unpinned') return pin ? `tool "${report.tool}" is pinned in McpServer "${server.name}"` : null;
   if (!pin) return `tool "${report.tool}" is not pinned in McpServer "${server.name}", so it cannot have changed`;
@@ -60,21 +71,31 @@ export function driftContradiction(server: McpServerRecord, report: McpDriftRepo
 
 /** What the log, the event and the live stream say of a drift (the tool's name, never its description). */
 export function driftMessage(server: McpServerRecord, report: McpDriftReport): string {
+  if (report.kind === 'instructions') {
+    return `the instructions of MCP server "${server.name}" changed since they were pinned: ${report.on_drift === 'block' ? 'withheld from the client' : 'passed to the client (--on-drift warn)'}`;
+  }
   const what = report.kind === 'changed' ? 'changed since it was pinned' : 'not pinned';
   const outcome = report.on_drift === 'block' ? 'hidden and refused' : 'listed and forwarded (--on-drift warn)';
   return `tool "${report.tool}" of MCP server "${server.name}" is ${what}: ${outcome}`;
 }
 
 export function driftEvent(server: McpServerRecord, report: McpDriftReport, ids: { trace_id: string; span_id: string }, now = new Date()): ObservabilityEvent {
-  const pinned = server.tools.find((t) => t.name === report.tool)?.fingerprint ?? null;
+  const instructions = report.kind === 'instructions';
+  const tool = instructions ? null : report.tool;
+  const pinned = instructions
+    ? server.instructions === undefined
+      ? null
+      : mcpInstructionsFingerprint(server.instructions)
+    : (server.tools.find((t) => t.name === tool)?.fingerprint ?? null);
   return {
     control_execution_id: randomUUID(),
     ...ids,
     agent_name: report.agent_name,
     control_id: 0,
-    control_name: DRIFT_CONTROL_NAME,
+    control_name: instructions ? INSTRUCTIONS_DRIFT_CONTROL_NAME : DRIFT_CONTROL_NAME,
     check_stage: 'pre',
-    applies_to: 'tool',
+    // Instructions are read by the model, before any tool.
+    applies_to: instructions ? 'llm' : 'tool',
     action: report.on_drift === 'block' ? 'deny' : 'warn',
     matched: true,
     confidence: 1,
@@ -85,7 +106,7 @@ export function driftEvent(server: McpServerRecord, report: McpDriftReport, ids:
     error_message: null,
     metadata: {
       mcp_server: server.name,
-      tool: report.tool,
+      tool,
       kind: report.kind,
       on_drift: report.on_drift,
       live_fingerprint: report.fingerprint,
@@ -96,21 +117,24 @@ export function driftEvent(server: McpServerRecord, report: McpDriftReport, ids:
   };
 }
 
-/** The drift as the live stream shows a step: the tool, refused (deny) or forwarded with a warning (allow). */
-export function driftSummary(event: ObservabilityEvent, tool: string, message: string): EvaluationSummary {
+/**
+ * The drift as the live stream shows a step: the tool (or `instructions`), refused or
+ * withheld (deny) or forwarded with a warning (allow).
+ */
+export function driftSummary(event: ObservabilityEvent, stepName: string, message: string): EvaluationSummary {
   return {
     id: event.control_execution_id,
     timestamp: event.timestamp,
     trace_id: event.trace_id,
     agent_name: event.agent_name,
-    step_name: tool,
-    step_type: 'tool',
+    step_name: stepName,
+    step_type: event.applies_to,
     stage: 'pre',
     decision: event.action === 'deny' ? 'deny' : 'allow',
     session_id: null,
     duration_ms: 0,
     evaluated: 1,
-    matches: [{ control_id: 0, control_name: DRIFT_CONTROL_NAME, action: event.action, message, steering_context: null, excerpt: null }],
+    matches: [{ control_id: 0, control_name: event.control_name, action: event.action, message, steering_context: null, excerpt: null }],
     shadow_matches: [],
     errors: [],
   };
@@ -126,12 +150,14 @@ export const mcpDriftRoutes: FastifyPluginAsync<McpDriftRoutesOptions> = async (
     if (contradiction !== null) {
       throw new HttpProblem(409, 'conflict', `the drift report contradicts the pinned document: ${contradiction}; the gateway reads the document again within seconds`);
     }
-    metrics.mcpToolDrift.child(metrics.mcpServerLabels.value(server.name), metrics.mcpToolLabels.value(report.tool), report.kind).inc();
+    const tool = report.kind === 'instructions' ? null : report.tool;
+    if (tool === null) metrics.mcpInstructionsDrift.child(metrics.mcpServerLabels.value(server.name)).inc();
+    else metrics.mcpToolDrift.child(metrics.mcpServerLabels.value(server.name), metrics.mcpToolLabels.value(tool), report.kind).inc();
     const event = driftEvent(server, report, traceIdsFromHeaders(request.headers));
     const message = driftMessage(server, report);
-    request.log.warn({ mcp_server: server.name, tool: report.tool, kind: report.kind, agent_name: report.agent_name, on_drift: report.on_drift }, message);
+    request.log.warn({ mcp_server: server.name, tool, kind: report.kind, agent_name: report.agent_name, on_drift: report.on_drift }, message);
     const { enqueued } = observability.ingest([event]);
-    observability.hub.publishEvaluation(driftSummary(event, report.tool, message));
+    observability.hub.publishEvaluation(driftSummary(event, tool ?? 'instructions', message));
     return reply.code(202).send({ counted: true, recorded: enqueued > 0 });
   });
 };

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { fingerprintMismatches } from '../../gitops/canonical.js';
+import { FINGERPRINTED_FIELDS, fingerprintMismatches, fingerprintVersionOf } from '../../gitops/canonical.js';
 import { McpServerRecordSchema, type FieldIssue, type McpServerRecord, type StoreChange } from '../../model/index.js';
 import { apiOrigin, isWatchManaged, parseOr422, type ServerContext } from '../context.js';
 import type { OperationDoc } from '../openapi.js';
@@ -59,7 +59,7 @@ export function fingerprintIssues(tools: Parameters<typeof fingerprintMismatches
   return fingerprintMismatches(tools).map(({ index, actual }) => ({
     field: `${prefix}tools[${index}].fingerprint`,
     code: 'fingerprint_mismatch',
-    message: `does not match the tool's description, input_schema and annotations (they hash to ${actual}); re-pin with guardctl mcp-pin`,
+    message: `does not match the tool's ${FINGERPRINTED_FIELDS[fingerprintVersionOf(actual)].join(', ')} (they hash to ${actual}); re-pin with guardctl mcp-pin`,
   }));
 }
 
