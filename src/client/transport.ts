@@ -157,7 +157,8 @@ function describeCause(error: unknown): { code: string; reason: string } {
   return { code: 'ENETWORK', reason: message };
 }
 
-function parseProblem(text: string): ProblemBody | null {
+/** An error answer's problem+json body; null when it is not a JSON object. */
+export function parseProblem(text: string): ProblemBody | null {
   try {
     const value: unknown = JSON.parse(text);
     if (value && typeof value === 'object' && !Array.isArray(value)) return value;

@@ -92,6 +92,8 @@ export class GuardAgent {
             maxBuffered: options.maxBufferedEvents ?? 10_000,
             onError: (error, pending) =>
               this.#logger.warn(`could not send events (${pending} kept for retry): ${messageOf(error)}`),
+            onRefused: (error, refused) =>
+              this.#logger.warn(`the server refused ${refused} event${refused === 1 ? '' : 's'} as invalid; they were let go and the rest sent: ${messageOf(error)}`),
           });
   }
 

@@ -11,6 +11,8 @@
  */
 import { Worker } from 'node:worker_threads';
 import { IngestResultSchema } from '../client/schemas.js';
+import { parseProblem } from '../client/transport.js';
+import { ApiError } from '../errors.js';
 import type { EventSink } from './events.js';
 
 export interface EventThreadTarget {
@@ -23,6 +25,8 @@ export interface EventThreadTarget {
 interface Reply {
   id: number;
   error: string | null;
+  /** The HTTP status of an answer that was an error, else null. */
+  status: number | null;
   /** The answer's body, checked here as the in-thread client checks it (IngestResultSchema). */
   body: string;
 }
@@ -47,16 +51,20 @@ parentPort.on('message', async ({ id, events: slice, last }) => {
   }
   held.delete(id);
   let error = null;
+  let status = null;
   let text = '';
   try {
     const response = await fetch(url, { method: 'POST', headers, body: '{"events":[' + events.join(',') + ']}', signal: AbortSignal.timeout(timeoutMs) });
     text = await response.text();
-    if (!response.ok) error = 'POST /observability/events answered ' + response.status + ': ' + text.slice(0, 300);
+    if (!response.ok) {
+      status = response.status;
+      error = 'POST /observability/events answered ' + response.status + ': ' + text.slice(0, 300);
+    }
   } catch (e) {
     const cause = e && e.cause && e.cause.code ? ' (' + e.cause.code + ')' : '';
     error = 'POST /observability/events failed: ' + (e && e.name === 'TimeoutError' ? 'no answer within ' + timeoutMs + ' ms' : String(e && e.message)) + cause;
   }
-  parentPort.postMessage({ id, error, body: text });
+  parentPort.postMessage({ id, error, status, body: text });
 });
 `;
 
@@ -114,7 +122,8 @@ export class EventThreadSink implements EventSink {
       this.#waiting.delete(reply.id);
       if (this.#waiting.size === 0) worker.unref();
       if (!waiting) return;
-      if (reply.error !== null) waiting.reject(new Error(reply.error));
+      if (reply.status !== null) waiting.reject(new ApiError(reply.status, parseProblem(reply.body), 'POST', this.target.url));
+      else if (reply.error !== null) waiting.reject(new Error(reply.error));
       else if (!isIngestResult(reply.body)) waiting.reject(new Error('POST /observability/events answered something that is not what the API promises'));
       else waiting.resolve();
     });

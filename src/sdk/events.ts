@@ -2,9 +2,12 @@
  * Batches the observability events of in-process evaluations and posts them to
  * `POST /observability/events`: when `batchSize` events are waiting, every
  * `intervalMs`, and on shutdown. A failed send keeps the events for the next try, up to
- * `maxBuffered` (the oldest are dropped first), so a long outage cannot grow memory.
+ * `maxBuffered` (the oldest are dropped first), so a long outage cannot grow memory. Events
+ * the server refuses as invalid (422 naming `events[i]`) are let go and the rest sent: no
+ * try can make the server take them, and kept in front they held back every later event.
  */
 import { randomUUID } from 'node:crypto';
+import { ApiError } from '../errors.js';
 import type { ControlExecution } from '../engine/api.js';
 import type { ObservabilityEvent, Stage, Step } from '../model/index.js';
 
@@ -21,6 +24,8 @@ export interface EventBatcherOptions {
   intervalMs: number;
   maxBuffered: number;
   onError: (error: unknown, pending: number) => void;
+  /** Events the server refused as invalid were let go (`refused` of them); the rest were sent or kept. */
+  onRefused?: (error: ApiError, refused: number) => void;
   /** Events rolled up elsewhere (NonMatchTally.drain), taken into the queue by each flush of everything. */
   takeRolledUp?: () => string[];
 }
@@ -137,6 +142,16 @@ export class EventBatcher {
         await this.sink.ingestEventsJson(batch);
         this.#sent += batch.length;
       } catch (error) {
+        const refused = refusedIndices(error, batch.length);
+        if (refused !== null) {
+          this.#dropped += refused.size;
+          this.options.onRefused?.(error as ApiError, refused.size);
+          const rest = batch.filter((_, i) => !refused.has(i));
+          this.#queue = rest.concat(this.#queue.slice(this.#head));
+          this.#head = 0;
+          owed += rest.length;
+          continue;
+        }
         // Put them back in front: order is kept and the next flush retries them.
         this.#queue = batch.concat(this.#queue.slice(this.#head));
         this.#head = 0;
@@ -174,6 +189,25 @@ export class EventBatcher {
       this.#head = 0;
     }
   }
+}
+
+/**
+ * The events of a batch of `size` that the server refused as invalid: a 422 whose every
+ * error names one of them (`events[3].count`). Null for any other failure, which a later
+ * try may get past (an outage, a key not yet deployed), and for a 422 of the batch as a
+ * whole, which names no event to let go.
+ */
+export function refusedIndices(error: unknown, size: number): ReadonlySet<number> | null {
+  if (!(error instanceof ApiError) || error.status !== 422) return null;
+  const fields = error.problem?.errors ?? [];
+  const indices = new Set<number>();
+  for (const { field } of fields) {
+    const named = /^events\[(\d+)\]/.exec(field);
+    const index = named ? Number(named[1]) : NaN;
+    if (!(index < size)) return null;
+    indices.add(index);
+  }
+  return indices.size > 0 ? indices : null;
 }
 
 export interface EventContext {

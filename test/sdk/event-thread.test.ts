@@ -78,7 +78,10 @@ describe('EventThreadSink', () => {
 
   it('rejects with the status when the server refuses, and when nothing listens', async () => {
     const { url } = await recorder((res) => (res.writeHead(503).end('busy'), true));
-    await expect(sinkFor(url).ingestEventsJson(EVENTS)).rejects.toThrow('answered 503: busy');
+    // The error the in-thread client gives (ApiError): the batcher reads a refusal the same way from either.
+    const inThread = await new GuardClient({ serverUrl: url }).ingestEventsJson(EVENTS).catch((e: unknown) => e);
+    expect(inThread).toMatchObject({ name: 'ApiError', status: 503 });
+    await expect(sinkFor(url).ingestEventsJson(EVENTS)).rejects.toMatchObject({ name: 'ApiError', status: 503, message: (inThread as Error).message });
     const gone = await recorder();
     await closers.pop()!();
     await expect(sinkFor(gone.url).ingestEventsJson(EVENTS)).rejects.toThrow(/failed: .*ECONNREFUSED/);
