@@ -25,6 +25,9 @@ import { isValidSessionId } from '../model/index.js';
 export { consoleLogger } from './options.js';
 export type { CheckOptions, ControlOptions, FailMode, GuardAgentOptions, GuardLogger, StepInput } from './options.js';
 
+/** What the agent knows of an evaluator (GuardAgent.evaluatorKind). */
+export type EvaluatorKind = 'stateless' | 'counting' | 'unknown';
+
 export class GuardAgent {
   readonly agentName: string;
   readonly client: GuardClient;
@@ -98,6 +101,18 @@ export class GuardAgent {
   /** The controls currently in force. */
   get controls(): readonly ControlRecord[] {
     return this.#set.records;
+  }
+
+  /**
+   * What this agent's registry says of evaluator `name`: `stateless` (its verdict is a
+   * function of the value selected), `counting` (its definition declares `stateful` or
+   * `perSession`: its verdict depends on the steps checked before), or `unknown` (not in
+   * the registry: a plugin of the server's, which may count and may read the whole step).
+   */
+  evaluatorKind(name: string): EvaluatorKind {
+    const def = this.#registry.get(name);
+    if (def === undefined) return 'unknown';
+    return def.stateful !== undefined || def.perSession === true ? 'counting' : 'stateless';
   }
 
   /** The error of the last failed refresh, null after a successful one. */
