@@ -11,7 +11,7 @@ import type { ControlDataInput, ControlRecord } from '../../src/model/index.js';
 import { init } from '../../src/sdk/index.js';
 import { addControl } from '../sdk/real-server.js';
 import { startTestServer } from '../support/server.js';
-import { quietLogger } from './guarded-agent.js';
+import { quietLogger, sdkControl } from './guarded-agent.js';
 import { scriptedRelay, type Script, type ScriptedRelayOptions } from './scripted-relay.js';
 
 const closers: Array<() => Promise<void>> = [];
@@ -108,5 +108,66 @@ describe('plugin evaluators that count, and the later messages of the server', (
     // The ping's answer is such an output too (withheld as well): it only marks that the log line went before it.
     await settle(2);
     expect(JSON.stringify(received)).not.toContain('the ledger');
+  });
+});
+
+describe('what a server sends base64-encoded', () => {
+  const CARD = '4111 1111 1111 1111';
+  const b64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
+  /** No card number in what a resource read or a tool answers, in the gateway's process. */
+  const denyCards: ControlDataInput = {
+    execution: 'sdk',
+    scope: { step_types: ['resource', 'tool'], stages: ['post'] },
+    selector: { path: 'output' },
+    evaluator: { name: 'pii', config: { kinds: ['credit_card'] } },
+    action: { decision: 'deny', message: 'No card numbers.' },
+  };
+  const records = [sdkControl(1, 'deny-card-numbers', denyCards)];
+  /** Bytes that are not UTF-8 (a PNG's signature), then digits a card number's shape: checked as base64, never decoded. */
+  const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.from(CARD)]).toString('base64');
+
+  it('a text resource sent as a base64 blob is checked as its text: a card number in it is refused, and reaches neither client nor log', async () => {
+    const { send, answerTo, reports } = await setup((request, reply) => {
+      if (request.method !== 'resources/read') return reply({ jsonrpc: '2.0', id: request.id, result: {} });
+      reply({ jsonrpc: '2.0', id: request.id, result: { contents: [{ uri: 'file:///billing.txt', mimeType: 'text/plain; charset=utf-8', blob: b64(`card: ${CARD}\n`) }] } });
+    }, records);
+    await send({ jsonrpc: '2.0', id: 1, method: 'resources/read', params: { uri: 'file:///billing.txt' } });
+    const answer = JSON.stringify(await answerTo(1));
+    expect(answer).toContain('error');
+    expect(answer).not.toContain(b64(`card: ${CARD}\n`));
+    expect(JSON.stringify(reports)).not.toContain('1111 1111');
+  });
+
+  it('so is an embedded resource in a tool answer, and a blob with no mime type; an image stays as it is', async () => {
+    const answers: Record<string, Record<string, unknown>> = {
+      embedded: { content: [{ type: 'resource', resource: { uri: 'file:///a.json', mimeType: 'application/json', blob: b64(`{"card":"${CARD}"}`) } }] },
+      untyped: { content: [{ type: 'resource', resource: { uri: 'file:///b', blob: b64(CARD) } }] },
+      image: { content: [{ type: 'image', mimeType: 'image/png', data: PNG }] },
+    };
+    const { call } = await setup((request, reply) => {
+      const name = (request.params as { name?: string }).name ?? '';
+      reply({ jsonrpc: '2.0', id: request.id, result: answers[name] ?? {} });
+    }, records, { tools: Object.keys(answers).map((name) => ({ name, inputSchema: { type: 'object' } })) });
+    expect(await call(1, 'embedded')).not.toContain(b64(`{"card":"${CARD}"}`));
+    expect(await call(2, 'untyped')).not.toContain(b64(CARD));
+    expect(await call(3, 'image')).toContain(PNG);
+  });
+
+  it("a sampling request of the server's carrying a card number as an image's base64 data, while a call runs, is withheld and answered to the server", async () => {
+    let release!: () => void;
+    let fromServer!: (message: JSONRPCMessage) => void;
+    const { send, settle, received, seenByServer } = await setup((request, reply) => {
+      fromServer = reply;
+      if (request.method === 'tools/call') release = () => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'notes' }] } });
+      else reply({ jsonrpc: '2.0', id: request.id, result: {} });
+    }, records);
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'billing' } } });
+    await expect.poll(() => release !== undefined).toBe(true);
+    const data = b64(`card ${CARD}`);
+    fromServer({ jsonrpc: '2.0', id: 'sample-1', method: 'sampling/createMessage', params: { maxTokens: 10, messages: [{ role: 'user', content: { type: 'image', mimeType: 'image/png', data } }] } });
+    await settle(2);
+    release();
+    expect(JSON.stringify(received)).not.toContain(data);
+    await expect.poll(() => seenByServer.some((m) => 'id' in m && m.id === 'sample-1' && 'error' in m)).toBe(true);
   });
 });

@@ -1,0 +1,54 @@
+/**
+ * MCP carries bytes as base64: a resource's contents as `blob` (beside or in place of
+ * `text`), an image's or audio's as `data`. A server sends a file it cannot type as a blob
+ * (a `.env`, a key, `application/octet-stream`), and base64 hides from an output control
+ * every secret and card number in it. What a post control checks is the output with each
+ * such value that decodes to UTF-8 text also given as that text (`text` of the object),
+ * whatever its mime type claims; bytes that are not UTF-8 (a PNG, a PDF) stay as they are.
+ * Only the check sees the decoded text: the client gets the server's message unchanged.
+ */
+
+/** Deeper than this, a value is checked as it is (MCP's blobs sit a few levels down). */
+const MAX_DEPTH = 32;
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** `value` with the text of every base64 blob (or image and audio data) that is UTF-8; `value` itself when it holds none. */
+export function withBlobText(value: unknown, depth = 0): unknown {
+  if (typeof value !== 'object' || value === null || depth > MAX_DEPTH) return value;
+  if (Array.isArray(value)) {
+    let changed = false;
+    const items = value.map((item) => {
+      const seen = withBlobText(item, depth + 1);
+      changed ||= seen !== item;
+      return seen;
+    });
+    return changed ? items : value;
+  }
+  const object = value as Record<string, unknown>;
+  let copy: Record<string, unknown> | null = null;
+  for (const [key, item] of Object.entries(object)) {
+    const seen = withBlobText(item, depth + 1);
+    if (seen !== item) (copy ??= { ...object })[key] = seen;
+  }
+  const encoded = typeof object.blob === 'string' ? object.blob : isMedia(object) ? object.data : undefined;
+  const decoded = typeof encoded === 'string' ? textOfBase64(encoded) : null;
+  if (decoded === null) return copy ?? value;
+  copy ??= { ...object };
+  // A server that sends `text` too cannot hide the blob behind it: the check reads both.
+  copy.text = typeof object.text === 'string' ? `${object.text}\n${decoded}` : decoded;
+  return copy;
+}
+
+function isMedia(object: Record<string, unknown>): object is { data: string } {
+  return (object.type === 'image' || object.type === 'audio') && typeof object.data === 'string';
+}
+
+function textOfBase64(encoded: string): string | null {
+  if (encoded === '') return null;
+  try {
+    return utf8.decode(Buffer.from(encoded, 'base64'));
+  } catch {
+    return null;
+  }
+}
