@@ -3,8 +3,9 @@
  * client and a scripted server over the MCP SDK's in-memory transports, as in the fifth;
  * the plugin evaluators' cases run their controls on a real server that holds the plugins.
  */
+import { request, type IncomingMessage } from 'node:http';
 import type { JSONRPCMessage, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import type { EvaluatorDefinition, StepContext } from '../../src/evaluators/types.js';
 import type { ControlDataInput, ControlRecord } from '../../src/model/index.js';
@@ -12,6 +13,7 @@ import { init } from '../../src/sdk/index.js';
 import { addControl } from '../sdk/real-server.js';
 import { startTestServer } from '../support/server.js';
 import { quietLogger, sdkControl } from './guarded-agent.js';
+import { startTestGateway } from './mcp-http-gateway.js';
 import { scriptedRelay, type Script, type ScriptedRelayOptions } from './scripted-relay.js';
 
 const closers: Array<() => Promise<void>> = [];
@@ -29,6 +31,23 @@ const answerNotes = (request: JSONRPCRequest, reply: (message: JSONRPCMessage) =
   if (request.method === 'tools/call') reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'notes' }] } });
   else reply({ jsonrpc: '2.0', id: request.id, result: {} });
 };
+
+const VERSION = '2025-11-25';
+
+/** A session of the HTTP face opened over plain HTTP (initialize, then notifications/initialized); `post` sends a message of it. */
+async function httpSession(url: string) {
+  const send = (body: unknown, sid?: string) => fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(sid && { 'mcp-session-id': sid, 'mcp-protocol-version': VERSION }) },
+    body: JSON.stringify(body),
+  });
+  const init = await send({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: 'attacker', version: '1' } } });
+  expect(init.status).toBe(200);
+  const sid = init.headers.get('mcp-session-id')!;
+  await init.text();
+  expect((await send({ jsonrpc: '2.0', method: 'notifications/initialized' }, sid)).status).toBe(202);
+  return { sid, post: (body: unknown) => send(body, sid) };
+}
 
 const log = (data: string): JSONRPCMessage => ({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data } });
 
@@ -169,5 +188,47 @@ describe('what a server sends base64-encoded', () => {
     release();
     expect(JSON.stringify(received)).not.toContain(data);
     await expect.poll(() => seenByServer.some((m) => 'id' in m && m.id === 'sample-1' && 'error' in m)).toBe(true);
+  });
+});
+
+describe('a client that never reads its SSE stream (HTTP face)', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /** A POST to `sid` whose answer, an SSE stream, is never read; the response once its head came. */
+  const stalledPost = (url: string, sid: string, body: unknown) => new Promise<IncomingMessage>((resolve, reject) => {
+    const { hostname, port } = new URL(url);
+    const req = request({
+      host: hostname, port, path: '/mcp', method: 'POST', agent: false,
+      headers: { accept: 'text/event-stream, application/json', 'content-type': 'application/json', 'mcp-session-id': sid, 'mcp-protocol-version': VERSION },
+    }, (res) => {
+      res.pause();
+      resolve(res);
+    });
+    req.once('error', reject);
+    req.end(JSON.stringify(body));
+  });
+
+  it('a stream whose last event its client never read is not written to again, keep-alive or not: nothing is thrown out of the gateway, and it serves on', async () => {
+    // Only the keep-alive's interval is the test's to advance; sockets and the server's process run as they do.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const uncaught: unknown[] = [];
+    const onUncaught = (error: unknown): void => void uncaught.push(error);
+    process.on('uncaughtException', onUncaught);
+    closers.push(async () => void process.off('uncaughtException', onUncaught));
+    const { gw, decisions } = await startTestGateway(closers, { agentName: 'sixth-pass' });
+    const s = await httpSession(gw.url);
+    // 10 MB answered on a stream its client does not read: the sockets take a few MB, the rest waits in the gateway.
+    const stalled = await stalledPost(gw.url, s.sid, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'big', arguments: {} } });
+    expect(stalled.headers['content-type']).toBe('text/event-stream');
+    await expect.poll(() => decisions.some((d) => d.step.name === 'big' && d.stage === 'post')).toBe(true);
+    // The answer was its stream's last event: the stream is over. Then the keep-alive's time comes, twice.
+    vi.advanceTimersByTime(40_000);
+    const ping = await s.post({ jsonrpc: '2.0', id: 2, method: 'ping' });
+    expect(await ping.json()).toMatchObject({ id: 2, result: {} });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(uncaught.map(String)).toEqual([]);
+    stalled.destroy();
   });
 });
