@@ -13,7 +13,7 @@ import { quietLogger } from './guarded-agent.js';
 export const root = fileURLToPath(new URL('../..', import.meta.url));
 export const fixture = join(root, 'test/fixtures/mcp/server.mjs');
 
-export interface TestGatewayOptions extends Partial<Pick<McpHttpGatewayOptions, 'upstream' | 'auth' | 'maxSessions' | 'allowedOrigins' | 'held' | 'maxPending'>> {
+export interface TestGatewayOptions extends Partial<Pick<McpHttpGatewayOptions, 'upstream' | 'auth' | 'maxSessions' | 'allowedOrigins' | 'held' | 'maxPending' | 'sendTimeoutMs'>> {
   agentName: string;
   controls?: ControlRecord[];
 }
@@ -39,6 +39,7 @@ export async function startTestGateway(cleanup: Array<() => Promise<void>>, opti
     ...(options.allowedOrigins !== undefined && { allowedOrigins: options.allowedOrigins }),
     ...(options.held !== undefined && { held: options.held }),
     ...(options.maxPending !== undefined && { maxPending: options.maxPending }),
+    ...(options.sendTimeoutMs !== undefined && { sendTimeoutMs: options.sendTimeoutMs }),
     onDecision: (d) => decisions.push(d),
     report: (l) => reports.push(l),
   });

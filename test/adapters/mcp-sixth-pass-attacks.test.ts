@@ -196,12 +196,12 @@ describe('a client that never reads its SSE stream (HTTP face)', () => {
     vi.useRealTimers();
   });
 
-  /** A POST to `sid` whose answer, an SSE stream, is never read; the response once its head came. */
-  const stalledPost = (url: string, sid: string, body: unknown) => new Promise<IncomingMessage>((resolve, reject) => {
+  /** A POST to `sid` whose answer (an SSE stream, unless `accept` prefers JSON) is not read; the response once its head came. */
+  const stalledPost = (url: string, sid: string, body: unknown, accept = 'text/event-stream, application/json') => new Promise<IncomingMessage>((resolve, reject) => {
     const { hostname, port } = new URL(url);
     const req = request({
       host: hostname, port, path: '/mcp', method: 'POST', agent: false,
-      headers: { accept: 'text/event-stream, application/json', 'content-type': 'application/json', 'mcp-session-id': sid, 'mcp-protocol-version': VERSION },
+      headers: { accept, 'content-type': 'application/json', 'mcp-session-id': sid, 'mcp-protocol-version': VERSION },
     }, (res) => {
       res.pause();
       resolve(res);
@@ -230,5 +230,32 @@ describe('a client that never reads its SSE stream (HTTP face)', () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(uncaught.map(String)).toEqual([]);
     stalled.destroy();
+  });
+
+  it('a client that reads nothing of its answers has its connection closed after the send timeout, and what was buffered for it let go: a JSON answer and an SSE one', { timeout: 60_000 }, async () => {
+    const { gw, reports } = await startTestGateway(closers, { agentName: 'sixth-pass', sendTimeoutMs: 1000 });
+    const s = await httpSession(gw.url);
+    const call = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'big', arguments: {} } });
+    // One answer as JSON, one as an SSE stream: 10 MB each, more than the sockets take.
+    const json = await stalledPost(gw.url, s.sid, call(1), 'application/json, text/event-stream');
+    const sse = await stalledPost(gw.url, s.sid, call(2), 'text/event-stream, application/json');
+    expect(json.headers['content-type']).toBe('application/json');
+    expect(sse.headers['content-type']).toBe('text/event-stream');
+    await expect.poll(() => reports.filter((l) => l.includes('read nothing of its response')).length, { timeout: 30_000 }).toBe(2);
+    // Read now: each ends short of its 10 MB answer, cut, not finished.
+    for (const stalled of [json, sse]) {
+      let bytes = 0;
+      stalled.on('data', (chunk: Buffer) => (bytes += chunk.length));
+      const ended = await new Promise<string>((resolve) => {
+        stalled.once('end', () => resolve(stalled.complete ? 'complete' : 'cut'));
+        stalled.once('error', () => resolve('cut'));
+        stalled.once('aborted', () => resolve('cut'));
+        stalled.resume();
+      });
+      expect(ended).toBe('cut');
+      expect(bytes).toBeLessThan(10_000_000);
+    }
+    // The session serves on.
+    expect(await (await s.post({ jsonrpc: '2.0', id: 3, method: 'ping' })).json()).toMatchObject({ id: 3, result: {} });
   });
 });
