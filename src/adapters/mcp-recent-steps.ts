@@ -42,10 +42,11 @@ export const MAX_RECENT_STEPS = 32;
 /**
  * The counters built into every registry, the server's too (a plugin cannot take their
  * names): their verdict depends on the steps checked before, and tells nothing of what an
- * output holds. Of a plugin the agent's registry holds, its definition says whether it
- * counts (`stateful` or `perSession`); one it does not hold (a plugin of the server's) may
- * count, read the whole step (every check is given it) and read the output as well: it is
- * never taken as reading only the output, and taken as reading the output where its selector does.
+ * output holds. Of any other evaluator the agent says whether it counts (its registry's
+ * definitions, and the server's word on its plugins: GuardAgent.evaluatorKind). One it
+ * knows nothing of may count, read the whole step (every check is given it) and read the
+ * output as well: it is never taken as reading only the output, and taken as reading the
+ * output where its selector does.
  */
 const BUILT_IN_COUNTERS: ReadonlySet<string> = new Set(['rate', 'budget', 'repeat']);
 

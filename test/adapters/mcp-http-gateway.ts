@@ -16,6 +16,8 @@ export const fixture = join(root, 'test/fixtures/mcp/server.mjs');
 export interface TestGatewayOptions extends Partial<Pick<McpHttpGatewayOptions, 'upstream' | 'auth' | 'maxSessions' | 'allowedOrigins' | 'held' | 'maxPending' | 'sendTimeoutMs'>> {
   agentName: string;
   controls?: ControlRecord[];
+  /** A guard of a real server in place of one holding `controls` (`agentName` unused); the caller shuts it down. */
+  guard?: GuardAgent;
 }
 
 export interface TestGateway {
@@ -26,7 +28,7 @@ export interface TestGateway {
 
 /** Starts a gateway (no credential unless `auth` says) whose close is pushed on `cleanup`. */
 export async function startTestGateway(cleanup: Array<() => Promise<void>>, options: TestGatewayOptions): Promise<TestGateway> {
-  const guard = new GuardAgent({ agentName: options.agentName, serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, options.controls ?? []);
+  const guard = options.guard ?? new GuardAgent({ agentName: options.agentName, serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, options.controls ?? []);
   const decisions: GuardDecision[] = [];
   const reports: string[] = [];
   const gw = await startMcpHttpGateway({
@@ -45,7 +47,7 @@ export async function startTestGateway(cleanup: Array<() => Promise<void>>, opti
   });
   cleanup.push(async () => {
     await gw.close();
-    await guard.shutdown();
+    if (options.guard === undefined) await guard.shutdown();
   });
   return { gw, decisions, reports };
 }

@@ -130,6 +130,51 @@ describe('plugin evaluators that count, and the later messages of the server', (
   });
 });
 
+describe('a counting plugin of the guard server, which the gateway learns of (GET /evaluators)', () => {
+  it("counts the outputs of its tool only: other tools' answers pass and do not use up its count", { timeout: 30_000 }, async () => {
+    const plugin = outputCounter('run_sql_outputs', false);
+    const guard = await guardWithPlugins([plugin], [], {
+      execution: 'server',
+      scope: { step_types: ['tool'], step_names: ['run_sql'], stages: ['post'] },
+      selector: { path: 'output' },
+      evaluator: { name: 'run_sql_outputs', config: { max: 2 } },
+      action: { decision: 'deny', message: 'Too many queries answered.' },
+    });
+    const { gw } = await startTestGateway(closers, { agentName: 'sixth-pass', guard });
+    const s = await httpSession(gw.url);
+    const call = async (id: number, name: string, args: Record<string, unknown>) =>
+      JSON.stringify(await (await s.post({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } })).json());
+    expect(await call(1, 'run_sql', { query: 'select 1' })).not.toContain('isError');
+    for (let id = 2; id <= 4; id++) expect(await call(id, 'env', { name: 'PATH' })).not.toContain('isError');
+    // Its second output: within its count of 2; the third is past it.
+    expect(await call(5, 'run_sql', { query: 'select 2' })).not.toContain('isError');
+    expect(await call(6, 'run_sql', { query: 'select 3' })).toContain('count-secret-outputs');
+  });
+
+  it('a plugin of the server that counts nothing and reads the output keeps one call, not each: 40 calls with other inputs pass, and it still refuses', { timeout: 60_000 }, async () => {
+    const mentionsKey: EvaluatorDefinition = {
+      name: 'mentions_key',
+      description: 'matches a text holding an AWS access key id',
+      configSchema: { type: 'object', additionalProperties: false },
+      compile: () => (value: unknown) => ({ matched: JSON.stringify(value ?? null).includes('AKIA'), confidence: 1 }),
+    };
+    const guard = await guardWithPlugins([mentionsKey], [], {
+      execution: 'server',
+      scope: { step_types: ['tool'], stages: ['post'] },
+      selector: { path: 'output' },
+      evaluator: { name: 'mentions_key', config: {} },
+      action: { decision: 'deny' },
+    });
+    const { gw } = await startTestGateway(closers, { agentName: 'sixth-pass', guard });
+    const s = await httpSession(gw.url);
+    const call = async (id: number, name: string, args: Record<string, unknown>) =>
+      JSON.stringify(await (await s.post({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } })).json());
+    for (let id = 1; id <= 40; id++) expect(await call(id, 'run_sql', { query: `select ${id}` })).not.toContain('withheld');
+    // The fixture's `leak` tool answers with its key as an error.
+    expect(await call(41, 'leak', { how: 'error' })).not.toContain('AKIA');
+  });
+});
+
 describe('what a server sends base64-encoded', () => {
   const CARD = '4111 1111 1111 1111';
   const b64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
