@@ -8,8 +8,8 @@
  * Only the check sees the decoded text: the client gets the server's message unchanged.
  */
 
-/** Deeper than this, a value is checked as it is (MCP's blobs sit a few levels down). */
-const MAX_DEPTH = 32;
+/** Deeper than this, a value is checked as it is: the nesting the guard server reads a step to (server/json-body.ts MAX_JSON_DEPTH). */
+const MAX_DEPTH = 128;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
