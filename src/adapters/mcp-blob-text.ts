@@ -3,7 +3,7 @@
  * `text`), an image's or audio's as `data`. A server sends a file it cannot type as a blob
  * (a `.env`, a key, `application/octet-stream`), and base64 hides from an output control
  * every secret and card number in it. What a post control checks is the output with each
- * such value that decodes to UTF-8 text also given as that text (`text` of the object),
+ * such value that decodes to UTF-8 text (or UTF-16, after its byte-order mark) also given as that text (`text` of the object),
  * whatever its mime type claims; bytes that are not UTF-8 (a PNG, a PDF) stay as they are.
  * Only the check sees the decoded text: the client gets the server's message unchanged.
  */
@@ -12,6 +12,8 @@
 const MAX_DEPTH = 128;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+/** Text that starts with a UTF-16 byte-order mark (Windows writes text files so); never UTF-8, as 0xFE and 0xFF are not. */
+const utf16 = { le: new TextDecoder('utf-16le', { fatal: true }), be: new TextDecoder('utf-16be', { fatal: true }) };
 
 /** `value` with the text of every base64 blob (or image and audio data) that is UTF-8; `value` itself when it holds none. */
 export function withBlobText(value: unknown, depth = 0): unknown {
@@ -46,8 +48,11 @@ function isMedia(object: Record<string, unknown>): object is { data: string } {
 
 function textOfBase64(encoded: string): string | null {
   if (encoded === '') return null;
+  const bytes = Buffer.from(encoded, 'base64');
   try {
-    return utf8.decode(Buffer.from(encoded, 'base64'));
+    if (bytes[0] === 0xff && bytes[1] === 0xfe) return utf16.le.decode(bytes);
+    if (bytes[0] === 0xfe && bytes[1] === 0xff) return utf16.be.decode(bytes);
+    return utf8.decode(bytes);
   } catch {
     return null;
   }

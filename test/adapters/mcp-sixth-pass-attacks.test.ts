@@ -188,6 +188,8 @@ describe('what a server sends base64-encoded', () => {
   };
   const records = [sdkControl(1, 'deny-card-numbers', denyCards)];
   /** Bytes that are not UTF-8 (a PNG's signature), then digits a card number's shape: checked as base64, never decoded. */
+  /** A text file as Windows writes it: UTF-16, little-endian, after its byte-order mark. */
+  const UTF16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(`card ${CARD}`, 'utf16le')]).toString('base64');
   const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.from(CARD)]).toString('base64');
 
   it('a text resource sent as a base64 blob is checked as its text: a card number in it is refused, and reaches neither client nor log', async () => {
@@ -202,10 +204,11 @@ describe('what a server sends base64-encoded', () => {
     expect(JSON.stringify(reports)).not.toContain('1111 1111');
   });
 
-  it('so is an embedded resource in a tool answer, and a blob with no mime type; an image stays as it is', async () => {
+  it('so is an embedded resource in a tool answer, a blob with no mime type and a UTF-16 text; an image stays as it is', async () => {
     const answers: Record<string, Record<string, unknown>> = {
       embedded: { content: [{ type: 'resource', resource: { uri: 'file:///a.json', mimeType: 'application/json', blob: b64(`{"card":"${CARD}"}`) } }] },
       untyped: { content: [{ type: 'resource', resource: { uri: 'file:///b', blob: b64(CARD) } }] },
+      utf16: { content: [{ type: 'resource', resource: { uri: 'file:///c.txt', mimeType: 'text/plain', blob: UTF16 } }] },
       image: { content: [{ type: 'image', mimeType: 'image/png', data: PNG }] },
     };
     const { call } = await setup((request, reply) => {
@@ -214,6 +217,7 @@ describe('what a server sends base64-encoded', () => {
     }, records, { tools: Object.keys(answers).map((name) => ({ name, inputSchema: { type: 'object' } })) });
     expect(await call(1, 'embedded')).not.toContain(b64(`{"card":"${CARD}"}`));
     expect(await call(2, 'untyped')).not.toContain(b64(CARD));
+    expect(await call(4, 'utf16')).not.toContain(UTF16);
     expect(await call(3, 'image')).toContain(PNG);
   });
 
