@@ -16,12 +16,29 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 const utf16 = { le: new TextDecoder('utf-16le', { fatal: true }), be: new TextDecoder('utf-16be', { fatal: true }) };
 
 /** `value` with the text of every base64 blob (or image and audio data) that is UTF-8; `value` itself when it holds none. */
-export function withBlobText(value: unknown, depth = 0): unknown {
+export function withBlobText(value: unknown): unknown {
+  // Most outputs hold none: looked for first, without copying (a 10,000-row result: 0.86 against 4.0 ms a walk; its JSON.stringify 2.5 ms).
+  return holdsEncoded(value, 0) ? withText(value, 0) : value;
+}
+
+function holdsEncoded(value: unknown, depth: number): boolean {
+  if (typeof value !== 'object' || value === null || depth > MAX_DEPTH) return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (holdsEncoded(value[i], depth + 1)) return true;
+    return false;
+  }
+  const object = value as Record<string, unknown>;
+  if (typeof object.blob === 'string' || isMedia(object)) return true;
+  for (const key in object) if (Object.hasOwn(object, key) && holdsEncoded(object[key], depth + 1)) return true;
+  return false;
+}
+
+function withText(value: unknown, depth: number): unknown {
   if (typeof value !== 'object' || value === null || depth > MAX_DEPTH) return value;
   if (Array.isArray(value)) {
     let changed = false;
     const items = value.map((item) => {
-      const seen = withBlobText(item, depth + 1);
+      const seen = withText(item, depth + 1);
       changed ||= seen !== item;
       return seen;
     });
@@ -30,7 +47,7 @@ export function withBlobText(value: unknown, depth = 0): unknown {
   const object = value as Record<string, unknown>;
   let copy: Record<string, unknown> | null = null;
   for (const [key, item] of Object.entries(object)) {
-    const seen = withBlobText(item, depth + 1);
+    const seen = withText(item, depth + 1);
     if (seen !== item) (copy ??= { ...object })[key] = seen;
   }
   const encoded = typeof object.blob === 'string' ? object.blob : isMedia(object) ? object.data : undefined;
