@@ -43,6 +43,14 @@ const PRIMING_SINCE = '2025-11-25';
  * client that never reads costs at most this and one message, not every message sent to it.
  */
 export const MAX_UNREAD_BYTES = 1024 * 1024;
+/**
+ * How long a client may read nothing of what was written to it before its connection is
+ * closed (nginx's send_timeout). Node holds what a socket has not taken until its client
+ * reads or goes, with no end: a client that asks for large answers and never reads them
+ * (20 calls of 10 MB held 400 MB of the gateway's heap) would otherwise grow the gateway
+ * without bound. An SSE stream's keep-alive (every 15 s) is progress for a client reading it.
+ */
+export const SEND_TIMEOUT_MS = 60_000;
 
 /** One POST holding requests, and its HTTP response. */
 interface Exchange {
@@ -76,7 +84,11 @@ export class HttpSessionTransport implements Transport {
   #initializeId: RequestId | undefined;
   #closed = false;
 
-  constructor(held: Partial<HeldBounds> = {}, budget?: HeldBudget) {
+  readonly #sendTimeoutMs: number;
+
+  /** `sendTimeoutMs`: SEND_TIMEOUT_MS unless given. */
+  constructor(held: Partial<HeldBounds> = {}, budget?: HeldBudget, sendTimeoutMs = SEND_TIMEOUT_MS) {
+    this.#sendTimeoutMs = sendTimeoutMs;
     this.#events = new SessionEvents(held, (stream) => {
       const where = stream.number === 0 ? "the client's SSE stream (GET), which it has not opened" : 'a request whose client went away';
       this.onerror?.(new Error(`more messages wait for ${where} than a session holds: the oldest were dropped`));
@@ -185,6 +197,7 @@ export class HttpSessionTransport implements Transport {
     if (exchange.stream) return this.#end(exchange.stream);
     const answers = exchange.order.map((id) => exchange.answers.get(id)!);
     const body = JSON.stringify(exchange.batch ? answers : answers[0]);
+    this.#cutIfUnread(exchange.res);
     exchange.res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': this.sessionId }).end(body);
   }
 
@@ -215,6 +228,7 @@ export class HttpSessionTransport implements Transport {
     const stream = this.#events.open();
     exchange.stream = stream;
     stream.res = exchange.res;
+    this.#cutIfUnread(exchange.res);
     exchange.res.writeHead(200, sseHeaders(this.sessionId));
     if (exchange.primes) exchange.res.write(this.#events.priming(stream));
     exchange.res.flushHeaders();
@@ -240,12 +254,25 @@ export class HttpSessionTransport implements Transport {
     const previous = stream.res;
     stream.res = res;
     previous?.end();
+    this.#cutIfUnread(res);
     res.writeHead(200, sseHeaders(this.sessionId));
     res.flushHeaders();
     keepAlive(res);
     res.once('close', () => this.#detach(stream, res));
     for (const frame of frames) res.write(frame);
     if (stream.finished) this.#end(stream);
+  }
+
+  /**
+   * `res`'s connection is closed once its client has taken nothing of it for the send
+   * timeout (a stream's events stay held for a resume): what was buffered for it is let go.
+   * Armed only once something is written: the wait for an answer is not the client's to fill.
+   */
+  #cutIfUnread(res: ServerResponse): void {
+    res.setTimeout(this.#sendTimeoutMs, () => {
+      res.destroy();
+      this.onerror?.(new Error(`a client read nothing of its response for ${this.#sendTimeoutMs} ms: its connection was closed, and what was buffered for it let go`));
+    });
   }
 
   #detach(stream: EventStream, res: ServerResponse): void {

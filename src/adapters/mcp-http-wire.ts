@@ -153,9 +153,17 @@ export function sseHeaders(sessionId: string): Record<string, string> {
 /** How often an idle SSE stream gets a comment line, so intermediaries do not time it out (the MCP SDK's interval). */
 const KEEP_ALIVE_MS = 15_000;
 
-/** Writes a comment to the stream every KEEP_ALIVE_MS until it ends; the timer never holds the process. */
+/**
+ * Writes a comment to the stream every KEEP_ALIVE_MS until it ends; the timer never holds the process.
+ * A response ended is closed only once its client has read what was buffered for it, which
+ * one that stopped reading never does: written again, it would throw out of the process
+ * (ERR_STREAM_WRITE_AFTER_END, an 'error' event nothing listens to) and end every session.
+ */
 export function keepAlive(res: ServerResponse): void {
-  const timer = setInterval(() => res.write(': keepalive\n\n'), KEEP_ALIVE_MS);
+  const timer = setInterval(() => {
+    if (res.writableEnded || res.destroyed) clearInterval(timer);
+    else res.write(': keepalive\n\n');
+  }, KEEP_ALIVE_MS);
   timer.unref();
   res.once('close', () => clearInterval(timer));
 }

@@ -62,6 +62,8 @@ export interface McpHttpGatewayOptions extends AdapterOptions {
   approverApiKey?: string;
   /** Events held for clients resuming a stream (mcp-http-events.ts; defaults 1,000 events and 1 MiB a session, 64 MiB over all sessions). */
   held?: Partial<HeldBounds>;
+  /** How long a client may read nothing of a response before its connection is closed (mcp-http-session.ts SEND_TIMEOUT_MS, 60 s). */
+  sendTimeoutMs?: number;
   /** One pinned document's rules for every session (mcp-pins.ts). */
   pins?: McpProxyOptions['pins'];
   report?: (line: string) => void;
@@ -136,7 +138,7 @@ export async function startMcpHttpGateway(options: McpHttpGatewayOptions): Promi
     const refused = acceptRefusal(req, 'POST');
     if (refused) return problem(res, refused.status, refused.message);
     await makeRoom(holder);
-    const transport = new HttpSessionTransport(options.held, heldBudget);
+    const transport = new HttpSessionTransport(options.held, heldBudget, options.sendTimeoutMs);
     const id = transport.sessionId;
     let proxy: McpProxy;
     try {

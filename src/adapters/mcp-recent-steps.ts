@@ -6,7 +6,8 @@
  * Only what a post control can tell apart is kept, so that a session of any length keeps
  * what it must without forgetting:
  * - a step no post control is scoped to is not kept: its output is allowed whatever it is;
- * - a post control that reads only the output with a stateless evaluator gives one verdict
+ * - a post control that reads only the output with a stateless evaluator (one the agent's
+ *   registry holds and knows not to count: `isStateless`) gives one verdict
  *   on a message whichever step of its scope it is checked as: one step is kept for it, the
  *   type and name of the latest in its scope without input or context (which it does not
  *   read, and another control of that step might: the step itself is kept for that one);
@@ -32,20 +33,34 @@
  */
 import { createHash } from 'node:crypto';
 import { modeOf, type Condition, type ControlRecord, type Selector, type EvaluatorSpec } from '../model/index.js';
-import type { StepInput } from '../sdk/agent.js';
+import type { EvaluatorKind, GuardAgent, StepInput } from '../sdk/agent.js';
 import { compileScope, type ScopeMatcher } from '../sdk/scope.js';
 
 /** Steps kept as they are (those of post controls reading more than the output). */
 export const MAX_RECENT_STEPS = 32;
 
 /**
- * The evaluators that count steps (`stateful` or `perSession` in their definition): their
- * verdict depends on the steps checked before. Every other one is a function of the value
- * selected (evaluators/types.ts: stateless evaluators ignore the step), plugins included.
+ * The counters built into every registry, the server's too (a plugin cannot take their
+ * names): their verdict depends on the steps checked before, and tells nothing of what an
+ * output holds. Of any other evaluator the agent says whether it counts (its registry's
+ * definitions, and the server's word on its plugins: GuardAgent.evaluatorKind). One it
+ * knows nothing of may count, read the whole step (every check is given it) and read the
+ * output as well: it is never taken as reading only the output, and taken as reading the
+ * output where its selector does.
  */
-const COUNTING_EVALUATORS: ReadonlySet<string> = new Set(['rate', 'budget', 'repeat']);
+const BUILT_IN_COUNTERS: ReadonlySet<string> = new Set(['rate', 'budget', 'repeat']);
 
-const isStateless = (leaf: Leaf): boolean => leaf.evaluator !== undefined && !COUNTING_EVALUATORS.has(leaf.evaluator.name);
+/** What of the agent the steps are kept for: its controls in force, and what it knows of an evaluator. */
+export type GuardedBy = Pick<GuardAgent, 'controls' | 'evaluatorKind'>;
+
+type KindOf = (name: string) => EvaluatorKind;
+
+/** A function of the value selected alone: the same verdict on a message whichever step of its scope it is checked as. */
+const isStateless = (leaf: Leaf, kindOf: KindOf): boolean => leaf.evaluator !== undefined && kindOf(leaf.evaluator.name) === 'stateless';
+
+/** Counts, and so tells nothing of what the output holds: a built-in counter, or a plugin the agent knows to count. */
+const isCounter = (leaf: Leaf, kindOf: KindOf): boolean =>
+  leaf.evaluator !== undefined && (BUILT_IN_COUNTERS.has(leaf.evaluator.name) || kindOf(leaf.evaluator.name) === 'counting');
 
 interface Kept {
   key: string;
@@ -65,11 +80,10 @@ export class RecentSteps {
   /** A step forgotten was one whose post controls read the output. */
   #forgotReading = false;
 
-  /** `controls`: the agent's controls in force (GuardAgent.controls). */
-  constructor(private readonly controls: () => readonly ControlRecord[]) {}
+  constructor(private readonly agent: GuardedBy) {}
 
   note(step: StepInput): void {
-    const scoped = postControlsOf(this.controls(), step);
+    const scoped = postControlsOf(this.agent, step);
     if (scoped.outputOnly.length === 0 && !scoped.more) return;
     if (scoped.outputOnly.length > 0) {
       const named = { type: step.type, name: step.name, input: null };
@@ -103,7 +117,7 @@ export class RecentSteps {
   others(step: StepInput): StepInput[] | null {
     if (this.#forgotReading) return null;
     const own = keyOf(step);
-    const covered = new Set(postControlsOf(this.controls(), step).outputOnly);
+    const covered = new Set(postControlsOf(this.agent, step).outputOnly);
     const steps = new Map<string, StepInput>();
     for (const [id, kept] of this.#byControl) if (!covered.has(id)) steps.set(kept.key, kept.step);
     for (const kept of this.#steps.values()) if (kept.readsOutput && kept.key !== own) steps.set(kept.key, kept.step);
@@ -141,6 +155,8 @@ interface Scoped {
 }
 
 interface CompiledSet {
+  /** The agent whose registry classed the evaluators. */
+  agent: GuardedBy;
   controls: PostControl[];
   /** What is in scope, by type and name (a step is noted and answered: each asks), up to MAX_MEMO_NAMES. */
   memo: Map<string, Scoped>;
@@ -152,20 +168,23 @@ const MAX_MEMO_NAMES = 4096;
 /** The post controls of a control set, compiled once per set (GuardAgent replaces the array on refresh). */
 const compiled = new WeakMap<readonly ControlRecord[], CompiledSet>();
 
-function postControlsOf(records: readonly ControlRecord[], step: StepInput): Scoped {
+function postControlsOf(agent: GuardedBy, step: StepInput): Scoped {
+  const records = agent.controls;
+  const kindOf: KindOf = (name) => agent.evaluatorKind(name);
   let set = compiled.get(records);
-  if (set === undefined) {
+  // One set of records given to two agents (setControls) is classed by the registry of each.
+  if (set === undefined || set.agent !== agent) {
     const controls = records.flatMap((r) => {
       // A shadow control never changes a decision: keeping steps for it would withhold messages it would let pass.
       if (!r.enabled || r.data === null || !r.data.enabled || modeOf(r.data) === 'shadow') return [];
       const leaves = leavesOf(r.data);
       return [{
-        id: r.control_id, matches: compileScope(r.data.scope), outputOnly: leaves.every(readsOutputOnly),
+        id: r.control_id, matches: compileScope(r.data.scope), outputOnly: leaves.every((l) => readsOutputOnly(l, kindOf)),
         // A counting leaf (a budget of output tokens) tells nothing of what the output holds.
-        readsOutput: leaves.some((l) => readsOutput(l) && isStateless(l)),
+        readsOutput: leaves.some((l) => readsOutput(l) && !isCounter(l, kindOf)),
       }];
     });
-    set = { controls, memo: new Map() };
+    set = { agent, controls, memo: new Map() };
     compiled.set(records, set);
   }
   const name = `${step.type}\u0000${step.name}`;
@@ -210,9 +229,9 @@ function leavesOf(data: Leaf & { condition?: Condition | undefined }): Leaf[] {
   return leaves;
 }
 
-function readsOutputOnly(leaf: Leaf): boolean {
+function readsOutputOnly(leaf: Leaf, kindOf: KindOf): boolean {
   const path = leaf.selector?.path;
-  return path !== undefined && /^output(?:$|[.[])/.test(path) && isStateless(leaf);
+  return path !== undefined && /^output(?:$|[.[])/.test(path) && isStateless(leaf, kindOf);
 }
 
 /** The output or the whole step (`*`); a leaf without a selector counts as reading it. */

@@ -8,6 +8,7 @@ import { ErrorCode, type JSONRPCMessage, type JSONRPCNotification, type JSONRPCR
 import type { StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
 import { McpApprovals, type GatewayApprovalOptions } from './mcp-approval.js';
+import { withBlobText } from './mcp-blob-text.js';
 import { MAX_RECENT_STEPS } from './mcp-recent-steps.js';
 import { refusal, stepText, toolError } from './mcp-steps.js';
 import { messageOf, shown } from './mcp-text.js';
@@ -45,8 +46,9 @@ export class RelayChecks {
    */
   async output(id: RequestId, step: StepInput, answer: JSONRPCMessage, output: unknown, others: StepInput[] | null = []): Promise<JSONRPCMessage> {
     let verdict: Verdict;
+    const checked = withBlobText(output);
     try {
-      verdict = await this.decide({ ...step, output }, 'post');
+      verdict = await this.decide({ ...step, output: checked }, 'post');
     } catch (error) {
       this.o.report(`checking the answer to ${stepText(step)} failed: ${messageOf(error)}`);
       return { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: 'the guard could not check the answer to this request' } };
@@ -81,13 +83,15 @@ export class RelayChecks {
     return { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: "the gateway withheld the MCP server's answer: a post control of a call did not allow it" } };
   }
 
-  async #allowed(what: string, output: unknown, during: StepInput[], after: StepInput[] | null): Promise<boolean> {
+  /** `given`: what the server sent, checked with the text of its base64 blobs (withBlobText). */
+  async #allowed(what: string, given: unknown, during: StepInput[], after: StepInput[] | null): Promise<boolean> {
     if (after === null) {
       // Said once: from now on every such message is withheld, and a server's progress would flood the log.
       if (!this.#overflowSaid) this.o.report(`withheld ${what}, and will withhold every later message of the MCP server that is not the answer to a call (and the answers too, when a step let go was kept for a control reading its output and more, selector *): the session sent the server more than ${MAX_RECENT_STEPS} steps whose post controls read more than their output, so these cannot be checked as the output of each; a new session starts afresh`);
       this.#overflowSaid = true;
       return false;
     }
+    const output = withBlobText(given);
     for (const [step, when] of [...during.map((s) => [s, 'during'] as const), ...after.map((s) => [s, 'after'] as const)]) {
       let verdict: Verdict;
       try {

@@ -84,7 +84,7 @@ export class McpRelay {
   constructor(private readonly o: RelayOptions) {
     this.#serverName = o.serverName;
     this.#checks = new RelayChecks(o);
-    this.#recent = new RecentSteps(() => o.guard.controls);
+    this.#recent = new RecentSteps(o.guard);
     this.#upstream = new UpstreamRequests({
       pending: this.#pending,
       server: o.server,

@@ -111,6 +111,10 @@ export async function startMcpProxy(options: McpProxyOptions): Promise<McpProxy>
   const done = new Promise<McpProxyExit>((resolve) => (finish = resolve));
   let stopping = false;
 
+  // Which of the guard server's evaluators count decides which calls the relay keeps (mcp-recent-steps.ts).
+  await options.guard.learnServerEvaluators().catch((error: unknown) => {
+    report(`could not read the guard server's evaluators (${reportedError(error)}): its plugins' controls keep every call in their scope by name and input, as if each counted and read the whole step`);
+  });
   const relay = new McpRelay({
     guard: options.guard,
     client,

@@ -24,6 +24,8 @@ export const EvaluatorInfoSchema = z.looseObject({
   name: z.string(),
   description: z.string().optional(),
   config_schema: JsonObjectSchema.optional(),
+  /** Absent from servers that do not say: not known. */
+  counts: z.boolean().optional(),
 });
 export type EvaluatorInfo = z.infer<typeof EvaluatorInfoSchema>;
 export const EvaluatorListSchema = z.looseObject({ evaluators: z.array(EvaluatorInfoSchema) });

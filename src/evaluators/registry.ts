@@ -22,6 +22,8 @@ export interface EvaluatorInfo {
   name: string;
   description: string;
   config_schema: JsonObject;
+  /** Its verdict depends on the steps checked before (`stateful` or `perSession`): a client of the server tells a counter from a check of the value alone. */
+  counts: boolean;
 }
 
 /** A compiled evaluator config: the check plus the control-level key `on_error` if given. */
@@ -65,6 +67,7 @@ export class EvaluatorRegistry {
       name: d.name,
       description: d.description,
       config_schema: d.configSchema,
+      counts: d.stateful !== undefined || d.perSession === true,
     }));
   }
 

@@ -32,7 +32,7 @@ type Json = Record<string, unknown>;
 export function builtInEvaluatorInfos(): EvaluatorInfo[] {
   const infos = createDefaultRegistry().list();
   if (!infos.some((i) => i.name === AI_VENDOR_SCORER_NAME)) {
-    infos.push({ name: AI_VENDOR_SCORER_NAME, description: AI_VENDOR_SCORER_DESCRIPTION, config_schema: AI_VENDOR_SCORER_CONFIG_SCHEMA });
+    infos.push({ name: AI_VENDOR_SCORER_NAME, description: AI_VENDOR_SCORER_DESCRIPTION, config_schema: AI_VENDOR_SCORER_CONFIG_SCHEMA, counts: false });
   }
   return infos;
 }

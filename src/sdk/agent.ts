@@ -25,6 +25,9 @@ import { isValidSessionId } from '../model/index.js';
 export { consoleLogger } from './options.js';
 export type { CheckOptions, ControlOptions, FailMode, GuardAgentOptions, GuardLogger, StepInput } from './options.js';
 
+/** What the agent knows of an evaluator (GuardAgent.evaluatorKind). */
+export type EvaluatorKind = 'stateless' | 'counting' | 'unknown';
+
 export class GuardAgent {
   readonly agentName: string;
   readonly client: GuardClient;
@@ -47,6 +50,9 @@ export class GuardAgent {
   #refreshTimer: NodeJS.Timeout | null = null;
   #closed = false;
   #lastRefreshError: unknown = null;
+  /** What the server said of its evaluators (learnServerEvaluators); null until it did. */
+  #serverKinds: ReadonlyMap<string, EvaluatorKind> | null = null;
+  #learning: Promise<void> | null = null;
 
   /**
    * Builds an agent from options and, optionally, records already in hand (tests and
@@ -100,6 +106,37 @@ export class GuardAgent {
   /** The controls currently in force. */
   get controls(): readonly ControlRecord[] {
     return this.#set.records;
+  }
+
+  /**
+   * What is known of evaluator `name`: `stateless` (its verdict is a function of the value
+   * selected), `counting` (its definition declares `stateful` or `perSession`: its verdict
+   * depends on the steps checked before), or `unknown`. This agent's registry says it of
+   * its evaluators, the server (learnServerEvaluators) of its plugins; of any other, nothing
+   * is known: it may count, and read the whole step its check is given.
+   */
+  evaluatorKind(name: string): EvaluatorKind {
+    const def = this.#registry.get(name);
+    if (def === undefined) return this.#serverKinds?.get(name) ?? 'unknown';
+    return def.stateful !== undefined || def.perSession === true ? 'counting' : 'stateless';
+  }
+
+  /**
+   * Reads which of the server's evaluators count (GET /evaluators), for evaluatorKind, once;
+   * later calls share the first's answer. Rejects when the server cannot tell (then its
+   * plugins stay `unknown`); a later call asks again.
+   */
+  learnServerEvaluators(): Promise<void> {
+    this.#learning ??= this.client.listEvaluators().then(
+      (list) => {
+        this.#serverKinds = new Map(list.flatMap((e) => (e.counts === undefined ? [] : [[e.name, e.counts ? 'counting' : 'stateless'] as const])));
+      },
+      (error: unknown) => {
+        this.#learning = null;
+        throw error;
+      },
+    );
+    return this.#learning;
   }
 
   /** The error of the last failed refresh, null after a successful one. */

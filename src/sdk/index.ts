@@ -12,7 +12,7 @@ import { consoleLogger, GuardAgent, type ControlOptions, type GuardAgentOptions,
 import { controlsBeforeRegistration, selectedByPolicy, enforcingCount, unguardedError } from './unguarded.js';
 
 export { GuardAgent } from './agent.js';
-export type { CheckOptions, ControlOptions, FailMode, GuardAgentOptions, GuardLogger, StepInput } from './agent.js';
+export type { CheckOptions, ControlOptions, EvaluatorKind, FailMode, GuardAgentOptions, GuardLogger, StepInput } from './agent.js';
 export { DISCLOSURES, type Disclosure, type Verdict } from './verdict.js';
 export type { ApprovalMode } from './approval-wait.js';
 // The `tracer` option's type: what of an @opentelemetry/api Tracer the SDK uses.

@@ -13,9 +13,11 @@ import { quietLogger } from './guarded-agent.js';
 export const root = fileURLToPath(new URL('../..', import.meta.url));
 export const fixture = join(root, 'test/fixtures/mcp/server.mjs');
 
-export interface TestGatewayOptions extends Partial<Pick<McpHttpGatewayOptions, 'upstream' | 'auth' | 'maxSessions' | 'allowedOrigins' | 'held' | 'maxPending'>> {
+export interface TestGatewayOptions extends Partial<Pick<McpHttpGatewayOptions, 'upstream' | 'auth' | 'maxSessions' | 'allowedOrigins' | 'held' | 'maxPending' | 'sendTimeoutMs'>> {
   agentName: string;
   controls?: ControlRecord[];
+  /** A guard of a real server in place of one holding `controls` (`agentName` unused); the caller shuts it down. */
+  guard?: GuardAgent;
 }
 
 export interface TestGateway {
@@ -26,7 +28,7 @@ export interface TestGateway {
 
 /** Starts a gateway (no credential unless `auth` says) whose close is pushed on `cleanup`. */
 export async function startTestGateway(cleanup: Array<() => Promise<void>>, options: TestGatewayOptions): Promise<TestGateway> {
-  const guard = new GuardAgent({ agentName: options.agentName, serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, options.controls ?? []);
+  const guard = options.guard ?? new GuardAgent({ agentName: options.agentName, serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, options.controls ?? []);
   const decisions: GuardDecision[] = [];
   const reports: string[] = [];
   const gw = await startMcpHttpGateway({
@@ -39,12 +41,13 @@ export async function startTestGateway(cleanup: Array<() => Promise<void>>, opti
     ...(options.allowedOrigins !== undefined && { allowedOrigins: options.allowedOrigins }),
     ...(options.held !== undefined && { held: options.held }),
     ...(options.maxPending !== undefined && { maxPending: options.maxPending }),
+    ...(options.sendTimeoutMs !== undefined && { sendTimeoutMs: options.sendTimeoutMs }),
     onDecision: (d) => decisions.push(d),
     report: (l) => reports.push(l),
   });
   cleanup.push(async () => {
     await gw.close();
-    await guard.shutdown();
+    if (options.guard === undefined) await guard.shutdown();
   });
   return { gw, decisions, reports };
 }

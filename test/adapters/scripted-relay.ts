@@ -30,6 +30,8 @@ export interface ScriptedRelayOptions {
   /** What the server declares (default TOOLS). */
   tools?: unknown[];
   requestTimeoutMs?: number;
+  /** The guard in place of one holding `records` in the relay's process (a real server's agent); the relay does not shut it down. */
+  guard?: GuardAgent | undefined;
 }
 
 /**
@@ -42,7 +44,7 @@ export async function scriptedRelay(agentName: string, script: Script, records: 
   const [clientSide, relayClientSide] = InMemoryTransport.createLinkedPair();
   const [inMemoryRelaySide, serverSide] = InMemoryTransport.createLinkedPair();
   const relayServerSide = upstream ?? inMemoryRelaySide;
-  const guard = new GuardAgent({ agentName, serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, records);
+  const guard = options.guard ?? new GuardAgent({ agentName, serverUrl: 'http://127.0.0.1:9', events: false, logger: quietLogger, tracer: false }, records);
   const reports: string[] = [];
   const relay = new McpRelay({ guard, client: relayClientSide, server: relayServerSide, serverName: 'hostile', serverNameFixed: true, requestTimeoutMs, report: (l) => reports.push(l), pins });
   relayClientSide.onmessage = (m) => relay.fromClient(m);
@@ -62,7 +64,7 @@ export async function scriptedRelay(agentName: string, script: Script, records: 
     relay.close();
     await clientSide.close();
     await serverSide.close();
-    await guard.shutdown();
+    if (options.guard === undefined) await guard.shutdown();
   };
   const send = (message: JSONRPCMessage): Promise<void> => clientSide.send(message);
   const answerTo = async (id: string | number): Promise<JSONRPCMessage> => {

@@ -21,6 +21,7 @@ export const EvaluatorListSchema = z.strictObject({
       name: z.string(),
       description: z.string(),
       config_schema: JsonObjectSchema.describe('JSON Schema of the evaluator’s config'),
+      counts: z.boolean().describe('Its verdict depends on the steps checked before (rate, budget, repeat, a plugin declaring stateful or perSession)'),
     }),
   ),
 });
