@@ -89,12 +89,12 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
       if (set.counting && set.askingIds !== null) {
         const taken = await ctx.approvals.gate.takeApproved(body, ctx.actorOf(request));
         if (taken === null) {
-          const noting = noteCounts(counters);
+          const noting = noteCounts(counters, () => counters.now());
           stepCounters = noting.counters;
           noted = noting.counted;
         } else {
           approved = taken.approval;
-          stepCounters = countedAlready(counters, taken.counted, set.askingIds);
+          stepCounters = countedAlready(counters, taken.counted, set.askingIds, (count) => counters.holds(count));
         }
       }
       // Only sets with rate or budget controls need the agent and the counters. Written
