@@ -122,3 +122,84 @@ describe('an approved step used after a restart (SQLite file)', () => {
     }
   });
 });
+
+const withContext = (amount: number, context: Record<string, unknown>) => {
+  const p = payment(amount);
+  return { ...p, step: { ...p.step, context } };
+};
+const names = (answer: { matches: Array<{ control_name: string }> }) => answer.matches.map((m) => m.control_name);
+
+for (const kind of storeKinds()) {
+  describe.skipIf(kind.skip !== null)(kind.skip ?? `an approved step that a counting ask control finds over where its question was not (${kind.kind})`, () => {
+    afterAll(() => kind.cleanup());
+
+    it('budget {max: 100, amount: context.cost, ask}: approved at a cost of 10, the step sent at 500 asks again', async () => {
+      const s = await kind.open(KEYS);
+      try {
+        await seedPayments(s.app, admin);
+        await linkToPayer(s.app, 'fee-budget', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'budget', config: { max: 100, window: '24h', amount: 'context.cost' } }, action: { decision: 'ask' } });
+        // Asked by large-payments; the fee is well within its budget.
+        const asked = await evaluate(s.app, withContext(82_000, { cost: 10 }), regular);
+        expect(asked.decision).toBe('ask');
+        await approve(s.app, asked.approval.id);
+        // The same input, so the same approval; the context is the agent's to write, and 500 is over the budget nobody was asked about.
+        const inflated = await evaluate(s.app, withContext(82_000, { cost: 500 }), regular);
+        expect(inflated).toMatchObject({ decision: 'ask', approval: { status: 'pending' } });
+        expect(inflated.approval.id).not.toBe(asked.approval.id);
+        expect(names(inflated)).toContain('fee-budget');
+        // A person says yes to 500 over the budget: it runs once, spent.
+        await approve(s.app, inflated.approval.id);
+        expect((await evaluate(s.app, withContext(82_000, { cost: 500 }), regular)).decision).toBe('allow');
+        const next = await evaluate(s.app, withContext(5, { cost: 1 }), regular);
+        expect(next.decision).toBe('ask');
+        // 500, and the 10 its first question counted (that question's step never ran: counted over, never under).
+        expect(next.matches[0].result.metadata).toMatchObject({ used: 510, limit: 100 });
+      } finally {
+        await s.close();
+      }
+    });
+
+    it('budget {max: 100, ask} over by 50 when it asked: the approval lets 50 over, not 5,000; the next question\'s, 30 of its 5,000', async () => {
+      const s = await kind.open(KEYS);
+      try {
+        await call(s.app, 'POST', '/api/v1/agents/initAgent', { agent_name: 'payer' }, admin);
+        await linkToPayer(s.app, 'fee-budget', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'budget', config: { max: 100, window: '24h', amount: 'context.cost' } }, action: { decision: 'ask' } });
+        expect((await evaluate(s.app, withContext(1, { cost: 90 }), regular)).decision).toBe('allow');
+        const asked = await evaluate(s.app, withContext(2, { cost: 50 }), regular);
+        expect(asked.decision).toBe('ask');
+        await approve(s.app, asked.approval.id);
+        const inflated = await evaluate(s.app, withContext(2, { cost: 5_000 }), regular);
+        expect(inflated.decision).toBe('ask');
+        expect(inflated.approval.id).not.toBe(asked.approval.id);
+        // Nothing of the 5,000 was spent: 90 of 100.
+        expect(inflated.matches[0].result.metadata).toMatchObject({ used: 90, limit: 100 });
+        // The person's yes to 50 over: the step sent at 50 or less runs on it, and is spent over the budget.
+        const question = json(await call(s.app, 'GET', `/api/v1/approvals/${asked.approval.id}`, undefined, regular));
+        expect(question.used_at).toEqual(expect.any(String));
+        await approve(s.app, inflated.approval.id);
+        expect(await evaluate(s.app, withContext(2, { cost: 30 }), regular)).toMatchObject({ decision: 'allow', approval: { id: inflated.approval.id, status: 'approved' } });
+        expect((await evaluate(s.app, withContext(3, { cost: 1 }), regular)).matches[0].result.metadata).toMatchObject({ used: 120 });
+      } finally {
+        await s.close();
+      }
+    });
+
+    it('rate {limit: 1, key: context.user_id, ask}: approved for ann, the step sent for bob, who paid already, asks again', async () => {
+      const s = await kind.open(KEYS);
+      try {
+        await seedPayments(s.app, admin);
+        await linkToPayer(s.app, 'one-payment-per-user', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'rate', config: { limit: 1, window: '1h', key: 'context.user_id' } }, action: { decision: 'ask' } });
+        expect((await evaluate(s.app, withContext(5, { user_id: 'bob' }), regular)).decision).toBe('allow');
+        const asked = await evaluate(s.app, withContext(82_000, { user_id: 'ann' }), regular);
+        expect(names(asked)).toEqual(['large-payments']);
+        await approve(s.app, asked.approval.id);
+        const forBob = await evaluate(s.app, withContext(82_000, { user_id: 'bob' }), regular);
+        expect(forBob.decision).toBe('ask');
+        expect(forBob.approval.id).not.toBe(asked.approval.id);
+        expect(names(forBob)).toContain('one-payment-per-user');
+      } finally {
+        await s.close();
+      }
+    });
+  });
+}
