@@ -22,7 +22,8 @@
  *
  * Sessions (docs/sessions.md): the tool steps of one generateText or streamText call share
  * one session, unless `sessionId` is given (here or to `init`); a call made inside a
- * guarded tool's execute (a subagent) shares that tool call's. The call is told by its
+ * guarded tool's execute, or while the iterable it returns is read (a subagent), shares
+ * that tool call's. The call is told by its
  * messages, the objects the AI SDK hands every step of the call: a step whose messages
  * begin with the very objects of an earlier step's, in order, and go on with that step's
  * answer (the model's message, asking for its tool calls if for any), continues its
@@ -78,9 +79,13 @@ export function guardTools<TOOLS extends ToolSet>(guard: GuardAgent, tools: TOOL
           const step: StepInput = { type: 'tool', name, input };
           const session = sessionOfCall(callOptions);
           await checkBefore(guard, step, options, session, callOptions);
-          let output: unknown = await withinCall(guard, options, session, () => execute(input, callOptions));
-          // An iterable from a plain function cannot stream through here: its last output is the result.
-          if (isAsyncIterable(output)) output = (await collect(output)).at(-1);
+          // An iterable from a plain function cannot stream through here: its last output is
+          // the result. It is read within the call too: its body runs as it is read, and a
+          // subagent it runs belongs to the call's session.
+          const output: unknown = await withinCall(guard, options, session, async () => {
+            const returned: unknown = await execute(input, callOptions);
+            return isAsyncIterable(returned) ? (await collect(returned)).at(-1) : returned;
+          });
           await enforce(guard, { ...step, output }, 'post', options, session);
           return output;
         };
