@@ -11,8 +11,9 @@
  * A counting control that asks (a budget or rate with `decision: ask`) asked the person
  * about the step as it was then: over its max by the question's amount, or not over at
  * all. The approved step is spent all the same up to that amount (the person let it go
- * over, so the next step is over too and asks again); over it by more, or on a key the
- * question was not over on, it is a question the person was never asked (`uncovered`).
+ * over, so the next step is over too and asks again); what it adds beyond the question's
+ * count over the max (a larger amount, a key the question was not over on) is a question
+ * the person was never asked (`uncovered`).
  */
 import type { Counters, CountRequest, HeldCount } from './types.js';
 
@@ -107,8 +108,9 @@ export function countedAlready(
         const counting = { ...request, amount, always: request.always || seenOver };
         amounts.set(counting, request.amount);
         const answer = inner.count(counting);
+        // Over by nothing beyond the question's count (others spent since) is the question's own count, within the max it was.
         const check = (a: { over: boolean }): void => {
-          if (isAsking && a.over && !seenOver) uncovered.add(request.control_id);
+          if (isAsking && a.over && !seenOver && amount > 0) uncovered.add(request.control_id);
         };
         if (answer instanceof Promise) {
           return answer.then((a) => {

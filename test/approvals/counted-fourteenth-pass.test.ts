@@ -203,3 +203,24 @@ for (const kind of storeKinds()) {
     });
   });
 }
+
+describe('an approved step whose question was counted within an ask budget that others spent past since (SQLite)', () => {
+  it('runs on its approval: it adds nothing beyond its question\'s count', async () => {
+    const s = await startTestServer({ env: KEYS });
+    try {
+      await seedPayments(s.app, admin);
+      await linkToPayer(s.app, 'fee-budget', { scope: payScope, selector: { path: '*' }, evaluator: { name: 'budget', config: { max: 100, window: '24h', amount: 'context.cost' } }, action: { decision: 'ask' } });
+      const asked = await evaluate(s.app, withContext(82_000, { cost: 60 }), regular);
+      expect(names(asked)).toEqual(['large-payments']);
+      // Another payment is over the 40 left: a person lets it go over.
+      const other = await evaluate(s.app, withContext(7, { cost: 50 }), regular);
+      expect(names(other)).toEqual(['fee-budget']);
+      await approve(s.app, other.approval.id);
+      expect((await evaluate(s.app, withContext(7, { cost: 50 }), regular)).decision).toBe('allow');
+      await approve(s.app, asked.approval.id);
+      expect(await evaluate(s.app, withContext(82_000, { cost: 60 }), regular)).toMatchObject({ decision: 'allow', approval: { id: asked.approval.id } });
+    } finally {
+      await s.close();
+    }
+  });
+});
