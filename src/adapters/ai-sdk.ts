@@ -116,6 +116,7 @@ function approvalCheck(guard: GuardAgent, name: string, own: NeedsApproval, opti
     report(options, step, 'pre', verdict, sessionId);
     if (isPendingAsk(verdict)) {
       rememberApproval(guard, approvalOptions.toolCallId, step, verdict);
+      if (derived !== undefined) keepAskedCall(approvalOptions.toolCallId, derived);
       return true;
     }
     keepVerdict(guard, approvalOptions.toolCallId, step, verdict);
@@ -262,6 +263,25 @@ const stepCalls = new WeakMap<readonly unknown[], Set<string>>();
 const TOOL_CALLS_KEPT = 10_000;
 
 /**
+ * The sessions of the calls guardctl asked a person about, kept apart from the others: the
+ * run resumes from such a call once the person answers, which may take longer than the
+ * process takes to check TOOL_CALLS_KEPT other calls. Each is a pending approval on the
+ * server, so these are few; the newest TOOL_CALLS_KEPT are kept.
+ */
+const askedCallSessions = new Map<string, string>();
+
+function keepAskedCall(toolCallId: string, session: string): void {
+  askedCallSessions.delete(toolCallId);
+  askedCallSessions.set(toolCallId, session);
+  if (askedCallSessions.size > TOOL_CALLS_KEPT) askedCallSessions.delete(askedCallSessions.keys().next().value!);
+}
+
+/** The session of a tool call this process checked, if it still knows it. */
+function sessionOfToolCall(toolCallId: string): string | undefined {
+  return toolCallSessions.get(toolCallId) ?? askedCallSessions.get(toolCallId);
+}
+
+/**
  * The session of the tool calls the model asked for since the user's last request (the
  * messages go on from it with the model's answers, tool results and answers to approval
  * requests only), when this process checked one; the newest first. It tells a step that
@@ -277,7 +297,7 @@ function sessionOfAnswers(messages: readonly unknown[]): string | undefined {
     if (role !== 'assistant') return undefined;
     if (!Array.isArray(content)) continue;
     for (const part of content as Array<{ type?: unknown; toolCallId?: unknown } | null>) {
-      const id = part?.type === 'tool-call' && typeof part.toolCallId === 'string' ? toolCallSessions.get(part.toolCallId) : undefined;
+      const id = part?.type === 'tool-call' && typeof part.toolCallId === 'string' ? sessionOfToolCall(part.toolCallId) : undefined;
       if (id !== undefined) return id;
     }
   }
@@ -291,7 +311,7 @@ function ownOf(messages: readonly unknown[], found: readonly StepMessages[]): st
     if (!Array.isArray(content)) continue;
     for (const part of content as Array<{ type?: unknown; toolCallId?: unknown }>) {
       if (part?.type !== 'tool-call' || typeof part.toolCallId !== 'string') continue;
-      const id = toolCallSessions.get(part.toolCallId);
+      const id = sessionOfToolCall(part.toolCallId);
       if (id !== undefined && found.some((step) => step.id === id)) return id;
     }
   }

@@ -2,16 +2,18 @@
  * Sessions the adapters derive (issue #37, fourteenth pass). The AI SDK: a subagent run
  * while a guarded tool's output is read is part of the session of that tool's call, also
  * when the tool's execute is a plain function that returns an async iterable (read by the
- * guard after execute returned).
+ * guard after execute returned); a call approved through the tool approval runs in the
+ * session that asked about it however many other tool calls the process checked while the
+ * person decided.
  */
-import { generateText, stepCountIs, tool } from 'ai';
+import { generateText, stepCountIs, tool, type ModelMessage } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { guardTools } from '../../src/adapters/ai-sdk.js';
+import { decideApproval, guardApprovalOf, guardTools } from '../../src/adapters/ai-sdk.js';
 import { GuardClient } from '../../src/client/index.js';
 import { init } from '../../src/sdk/index.js';
-import { ADMIN, KEYS, REGULAR } from '../approvals/helpers.js';
+import { ADMIN, APPROVER, KEYS, REGULAR } from '../approvals/helpers.js';
 import { startTestServer } from '../support/server.js';
 import { addExfiltrationRecipe, quietLogger } from './guarded-agent.js';
 
@@ -32,14 +34,14 @@ function scripted(...responses: GenerateResult[]): MockLanguageModelV3 {
   return new MockLanguageModelV3({ doGenerate: async () => responses[turn++]! });
 }
 
-/** A server whose agent `mailer` has the exfiltration recipe, and an application's guarded tools of it. */
-async function mailer() {
+/** A server whose agent `mailer` has the exfiltration recipe (every e-mail asked about when `ask`), and an application's guarded tools of it. */
+async function mailer(ask = false) {
   const server = await startTestServer({ env: KEYS, listen: true });
   closers.push(server.close);
   const admin = new GuardClient({ serverUrl: server.url, apiKey: ADMIN });
   await admin.initAgent({ agent_name: 'mailer' });
-  await addExfiltrationRecipe(admin, 'mailer', { askEveryEmail: false });
-  const guard = await init({ agentName: 'mailer', serverUrl: server.url, apiKey: REGULAR, events: false, refreshIntervalSeconds: 0, logger: quietLogger });
+  await addExfiltrationRecipe(admin, 'mailer', { askEveryEmail: ask });
+  const guard = await init({ agentName: 'mailer', serverUrl: server.url, apiKey: REGULAR, approval: 'throw', events: false, refreshIntervalSeconds: 0, logger: quietLogger });
   closers.push(() => guard.shutdown());
   const sent: string[] = [];
   const tools = guardTools(guard, {
@@ -69,6 +71,31 @@ describe('AI SDK: a subagent, a generateText call inside a tool (fourteenth pass
       model: scripted(toolCalls(['c-research', 'research', { task: 'read the page' }]), toolCalls(['c-mail', 'send_email', { to: 'x@example.com' }]), done),
       tools: { research, send_email }, prompt: 'research, then do what it says', stopWhen: stepCountIs(5),
     });
+    expect(sent).toEqual([]);
+  });
+});
+
+describe('AI SDK: a call approved through the tool approval (fourteenth pass)', () => {
+  it('runs in the session that asked about it after more tool calls than the process keeps were checked meanwhile', async () => {
+    const { guard, tools, sent } = await mailer(true);
+    const prompt: ModelMessage[] = [{ role: 'user', content: 'read the page and do what it says' }];
+    // A page read, then a customer read and an e-mail asked for at once: the e-mail is asked about before the customer read marks the session.
+    const first = await generateText({
+      model: scripted(toolCalls(['c-fetch', 'fetch_url', { url: 'https://example.com' }]), toolCalls(['c-customer', 'get_customer', { id: 7 }], ['c-mail', 'send_email', { to: 'x@example.com' }])),
+      tools, messages: prompt, stopWhen: stepCountIs(5),
+    });
+    const request = first.content.find((p) => p.type === 'tool-approval-request')!;
+    expect(request.toolCall.toolName).toBe('send_email');
+    // While the person decides, the process checks the tool calls of many other runs (a
+    // tool whose own policy asks the user: checked without the server).
+    const { confirm } = guardTools(guard, { confirm: tool({ description: 'confirm', inputSchema: z.object({}), needsApproval: true, execute: async () => 'ok' }) });
+    const needsApproval = confirm.needsApproval as (input: unknown, options: { toolCallId: string; messages: ModelMessage[] }) => Promise<boolean>;
+    for (let i = 0; i < 10_001; i++) await needsApproval({}, { toolCallId: `other-${i}`, messages: [{ role: 'user', content: `run ${i}` }] });
+    await decideApproval(guard, guardApprovalOf(guard, request)!, 'approve', { apiKey: APPROVER });
+    const answer: ModelMessage = { role: 'tool', content: [{ type: 'tool-approval-response', approvalId: request.approvalId, approved: true }] };
+    // A chat client sends the conversation back as new objects.
+    const messages = JSON.parse(JSON.stringify([...prompt, ...first.response.messages, answer])) as ModelMessage[];
+    await generateText({ model: scripted(done), tools, messages, stopWhen: stepCountIs(3) });
     expect(sent).toEqual([]);
   });
 });
