@@ -4,16 +4,19 @@
  * when the tool's execute is a plain function that returns an async iterable (read by the
  * guard after execute returned); a call approved through the tool approval runs in the
  * session that asked about it however many other tool calls the process checked while the
- * person decided.
+ * person decided; so does an OpenAI Agents run (tracing off) resumed from its stored state.
  */
+import { Agent, RunState, Runner, setTracingDisabled, tool as agentTool, Usage, type Model, type ModelResponse, type RunContext } from '@openai/agents';
 import { generateText, stepCountIs, tool, type ModelMessage } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { decideApproval, guardApprovalOf, guardTools } from '../../src/adapters/ai-sdk.js';
+import { guardApprovalOf as agentsApprovalOf, guardrailsFor } from '../../src/adapters/openai-agents.js';
 import { GuardClient } from '../../src/client/index.js';
 import { init } from '../../src/sdk/index.js';
 import { ADMIN, APPROVER, KEYS, REGULAR } from '../approvals/helpers.js';
+import { addControl, startRealServer } from '../sdk/real-server.js';
 import { startTestServer } from '../support/server.js';
 import { addExfiltrationRecipe, quietLogger } from './guarded-agent.js';
 
@@ -97,5 +100,70 @@ describe('AI SDK: a call approved through the tool approval (fourteenth pass)', 
     const messages = JSON.parse(JSON.stringify([...prompt, ...first.response.messages, answer])) as ModelMessage[];
     await generateText({ model: scripted(done), tools, messages, stopWhen: stepCountIs(3) });
     expect(sent).toEqual([]);
+  });
+});
+
+/** A model that asks for lookup, then pay, then answers. */
+class LookThenPay implements Model {
+  #turn = 0;
+  async getResponse(): Promise<ModelResponse> {
+    this.#turn++;
+    const output: ModelResponse['output'] =
+      this.#turn === 1 ? [{ type: 'function_call', callId: 'call-look', name: 'lookup', arguments: '{"q":1}', status: 'completed' }]
+      : this.#turn === 2 ? [{ type: 'function_call', callId: 'call-pay', name: 'pay', arguments: '{"q":2}', status: 'completed' }]
+      : [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'done' }] }];
+    return { usage: new Usage(), output };
+  }
+  // eslint-disable-next-line require-yield
+  async *getStreamedResponse(): AsyncIterable<never> {
+    throw new Error('not scripted for streaming');
+  }
+}
+
+describe('OpenAI Agents: the session of a run (fourteenth pass)', () => {
+  it('with tracing off, a run resumed from its stored state after guardctl\'s approval goes on in its session after more tool calls than the process keeps were checked meanwhile', async () => {
+    setTracingDisabled(true);
+    const real = await startRealServer();
+    closers.push(real.close);
+    await real.client.initAgent({ agent_name: 'payer' });
+    await addControl(real.client, 'payer', 'mark-looked-up', {
+      scope: { step_types: ['tool'], stages: ['pre', 'post'] }, selector: { path: 'name' }, evaluator: { name: 'regex', config: { pattern: '.' } },
+      action: { decision: 'log', session_labels: ['looked_up'] },
+    });
+    await addControl(real.client, 'payer', 'ask-every-payment', {
+      scope: { step_types: ['tool'], step_names: ['pay'], stages: ['pre'] }, selector: { path: 'name' }, evaluator: { name: 'regex', config: { pattern: '.' } },
+      action: { decision: 'ask', approval: { timeout: '15m' } },
+    });
+    const sent: Array<string | undefined> = [];
+    const recording: typeof fetch = async (input, initArgs) => {
+      const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+      if (url.endsWith('/api/v1/evaluation') && typeof initArgs?.body === 'string') sent.push((JSON.parse(initArgs.body) as { session_id?: string }).session_id);
+      return fetch(input, initArgs);
+    };
+    const guard = await init({ agentName: 'payer', serverUrl: real.url, refreshIntervalSeconds: 0, logger: quietLogger, fetch: recording, events: false, tracer: false, approval: 'throw' });
+    closers.push(() => guard.shutdown());
+    const agent = new Agent({
+      name: 'payer',
+      model: new LookThenPay(),
+      tools: [
+        agentTool({ name: 'lookup', description: 'look up', parameters: z.object({ q: z.number() }), execute: async ({ q }) => `found ${q}`, ...guardrailsFor(guard) }),
+        agentTool({ name: 'pay', description: 'pay', parameters: z.object({ q: z.number() }), execute: async ({ q }) => `paid ${q}`, ...guardrailsFor(guard, { toolName: 'pay' }) }),
+      ],
+    });
+    const runner = new Runner({ tracingDisabled: true });
+    const first = await runner.run(agent, 'look, then pay');
+    expect(first.interruptions).toHaveLength(1);
+    const stored = first.state.toString();
+    // While a person decides, the process checks the tool calls of many other runs (a tool
+    // whose own policy asks the user: checked without the server).
+    const { needsApproval } = guardrailsFor(guard, { toolName: 'confirm', needsApproval: true });
+    for (let i = 0; i < 10_001; i++) await needsApproval!({} as RunContext, {}, `other-${i}`);
+    await decideApproval(guard, agentsApprovalOf(guard, first.interruptions[0]!)!, 'approve', { apiKey: 'any' });
+    const state = await RunState.fromString(agent, stored);
+    state.approve(state.getInterruptions()[0]!);
+    const resumed = await runner.run(agent, state);
+    expect(resumed.finalOutput).toBe('done');
+    expect(sent.length).toBeGreaterThanOrEqual(4);
+    expect(new Set(sent).size).toBe(1);
   });
 });
