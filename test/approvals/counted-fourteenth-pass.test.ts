@@ -2,7 +2,9 @@
 // "Beside rate, budget and repeat"). The approved step adds only what it counts beyond its
 // question's counts; what it may not do is run uncounted once the question's counts have
 // left the window it runs in, or the counters no longer hold them (a restart, a window
-// changed since, which empties each key).
+// changed since, which empties each key); nor run on its approval over a counting ask
+// control that finds it over where its question was not (a larger context.cost, another
+// user's key): that is a question nobody was asked.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
