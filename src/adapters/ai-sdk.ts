@@ -22,7 +22,8 @@
  *
  * Sessions (docs/sessions.md): the tool steps of one generateText or streamText call share
  * one session, unless `sessionId` is given (here or to `init`); a call made inside a
- * guarded tool's execute (a subagent) shares that tool call's. The call is told by its
+ * guarded tool's execute, or while the iterable it returns is read (a subagent), shares
+ * that tool call's. The call is told by its
  * messages, the objects the AI SDK hands every step of the call: a step whose messages
  * begin with the very objects of an earlier step's, in order, and go on with that step's
  * answer (the model's message, asking for its tool calls if for any), continues its
@@ -78,9 +79,13 @@ export function guardTools<TOOLS extends ToolSet>(guard: GuardAgent, tools: TOOL
           const step: StepInput = { type: 'tool', name, input };
           const session = sessionOfCall(callOptions);
           await checkBefore(guard, step, options, session, callOptions);
-          let output: unknown = await withinCall(guard, options, session, () => execute(input, callOptions));
-          // An iterable from a plain function cannot stream through here: its last output is the result.
-          if (isAsyncIterable(output)) output = (await collect(output)).at(-1);
+          // An iterable from a plain function cannot stream through here: its last output is
+          // the result. It is read within the call too: its body runs as it is read, and a
+          // subagent it runs belongs to the call's session.
+          const output: unknown = await withinCall(guard, options, session, async () => {
+            const returned: unknown = await execute(input, callOptions);
+            return isAsyncIterable(returned) ? (await collect(returned)).at(-1) : returned;
+          });
           await enforce(guard, { ...step, output }, 'post', options, session);
           return output;
         };
@@ -111,6 +116,7 @@ function approvalCheck(guard: GuardAgent, name: string, own: NeedsApproval, opti
     report(options, step, 'pre', verdict, sessionId);
     if (isPendingAsk(verdict)) {
       rememberApproval(guard, approvalOptions.toolCallId, step, verdict);
+      if (derived !== undefined) keepAskedCall(approvalOptions.toolCallId, derived);
       return true;
     }
     keepVerdict(guard, approvalOptions.toolCallId, step, verdict);
@@ -257,6 +263,25 @@ const stepCalls = new WeakMap<readonly unknown[], Set<string>>();
 const TOOL_CALLS_KEPT = 10_000;
 
 /**
+ * The sessions of the calls guardctl asked a person about, kept apart from the others: the
+ * run resumes from such a call once the person answers, which may take longer than the
+ * process takes to check TOOL_CALLS_KEPT other calls. Each is a pending approval on the
+ * server, so these are few; the newest TOOL_CALLS_KEPT are kept.
+ */
+const askedCallSessions = new Map<string, string>();
+
+function keepAskedCall(toolCallId: string, session: string): void {
+  askedCallSessions.delete(toolCallId);
+  askedCallSessions.set(toolCallId, session);
+  if (askedCallSessions.size > TOOL_CALLS_KEPT) askedCallSessions.delete(askedCallSessions.keys().next().value!);
+}
+
+/** The session of a tool call this process checked, if it still knows it. */
+function sessionOfToolCall(toolCallId: string): string | undefined {
+  return toolCallSessions.get(toolCallId) ?? askedCallSessions.get(toolCallId);
+}
+
+/**
  * The session of the tool calls the model asked for since the user's last request (the
  * messages go on from it with the model's answers, tool results and answers to approval
  * requests only), when this process checked one; the newest first. It tells a step that
@@ -272,7 +297,7 @@ function sessionOfAnswers(messages: readonly unknown[]): string | undefined {
     if (role !== 'assistant') return undefined;
     if (!Array.isArray(content)) continue;
     for (const part of content as Array<{ type?: unknown; toolCallId?: unknown } | null>) {
-      const id = part?.type === 'tool-call' && typeof part.toolCallId === 'string' ? toolCallSessions.get(part.toolCallId) : undefined;
+      const id = part?.type === 'tool-call' && typeof part.toolCallId === 'string' ? sessionOfToolCall(part.toolCallId) : undefined;
       if (id !== undefined) return id;
     }
   }
@@ -286,7 +311,7 @@ function ownOf(messages: readonly unknown[], found: readonly StepMessages[]): st
     if (!Array.isArray(content)) continue;
     for (const part of content as Array<{ type?: unknown; toolCallId?: unknown }>) {
       if (part?.type !== 'tool-call' || typeof part.toolCallId !== 'string') continue;
-      const id = toolCallSessions.get(part.toolCallId);
+      const id = sessionOfToolCall(part.toolCallId);
       if (id !== undefined && found.some((step) => step.id === id)) return id;
     }
   }

@@ -128,6 +128,7 @@ function approvalCheck(guard: GuardAgent, name: string, options: GuardrailsOptio
     report(options, step, 'pre', verdict, sessionId);
     if (isPendingAsk(verdict)) {
       rememberApproval(guard, callId, step, verdict);
+      keepAskedCall(callId, derived);
       return true;
     }
     keepVerdict(guard, callId, step, verdict);
@@ -167,6 +168,25 @@ function runOf(context: object): object {
  */
 const callSessions = new Map<string, string>();
 const CALLS_KEPT = 10_000;
+
+/**
+ * The sessions of the calls guardctl asked a person about, kept apart from the others: the
+ * run resumes from such a call once the person answers, which may take longer than the
+ * process takes to check CALLS_KEPT other calls. Each is a pending approval on the server,
+ * so these are few; the newest CALLS_KEPT are kept.
+ */
+const askedCallSessions = new Map<string, string>();
+
+function keepAskedCall(callId: string, session: string): void {
+  askedCallSessions.delete(callId);
+  askedCallSessions.set(callId, session);
+  if (askedCallSessions.size > CALLS_KEPT) askedCallSessions.delete(askedCallSessions.keys().next().value!);
+}
+
+/** The session of a call this process checked, if it still knows it. */
+function sessionOfCall(callId: string): string | undefined {
+  return callSessions.get(callId) ?? askedCallSessions.get(callId);
+}
 
 /**
  * The run's trace group id (a conversation), else its trace id, else (tracing off: every
@@ -209,12 +229,12 @@ function resumedSession(context: object, callId: string | undefined): string | u
     for (const ids of [record?.approved, record?.rejected]) {
       if (!Array.isArray(ids)) continue;
       for (const named of ids) {
-        const id = typeof named === 'string' ? callSessions.get(named) : undefined;
+        const id = typeof named === 'string' ? sessionOfCall(named) : undefined;
         if (id !== undefined) return id;
       }
     }
   }
-  return typeof callId === 'string' ? callSessions.get(callId) : undefined;
+  return typeof callId === 'string' ? sessionOfCall(callId) : undefined;
 }
 
 /** The trace id the SDK gives every run while tracing is off. */

@@ -13,6 +13,7 @@ export type {
   CounterRow,
   CounterRowStore,
   CounterUsage,
+  HeldCount,
   CountRequest,
   Counters,
   LeaseTerms,
@@ -21,9 +22,9 @@ export type {
   SharedCounterStore,
   StoredCounter,
 } from './types.js';
-export { BUCKETS, MAX_WINDOW_MS, parseWindow, usedAt } from './window.js';
+export { BUCKETS, COUNT_TIME_MARGIN_MS, MAX_WINDOW_MS, parseWindow, stillInWindow, usedAt } from './window.js';
 export { DEFAULT_MAX_KEYS, keyCapMessage, MemoryCounters, PERSIST_MIN_WINDOW_MS, type CounterPersistence, type MemoryCountersOptions } from './memory-counters.js';
 export { LEASE_MS, LEASE_STEPS, LeasedCounts } from './leased-counts.js';
 export { ApproximateCounts, FLUSH_INTERVAL_MS } from './approximate-counts.js';
-export { countedAlready, countedOf, countedText, noteCounts, type CountedStep } from './counted-already.js';
+export { countedAlready, countedOf, countedText, noteCounts, type CountedStep, type HoldsCount } from './counted-already.js';
 export { createServerCounters, type CounterLimits, type CounterStores, type ServerCounters, type ServerCountersOptions } from './server-counters.js';

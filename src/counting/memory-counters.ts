@@ -7,8 +7,8 @@
  * decides: deny controls fail closed), never a reset. One control flooded with keys
  * leaves every other control counting.
  */
-import type { CountAnswer, CounterRow, CounterRowStore, CounterUsage, CountRequest, Counters } from './types.js';
-import { emptyState, idleAfter, take, usedAt, type WindowState } from './window.js';
+import type { CountAnswer, CounterRow, CounterRowStore, CounterUsage, CountRequest, Counters, HeldCount } from './types.js';
+import { emptyState, idleAfter, stillInWindow, take, usedAt, type WindowState } from './window.js';
 
 /** Windows at least this long are written through to the persistence. */
 export const PERSIST_MIN_WINDOW_MS = 3_600_000;
@@ -28,6 +28,8 @@ export interface MemoryCountersOptions {
 interface Entry {
   row: Omit<CounterRow, 'idx' | 'val' | 'expires_at'>;
   state: WindowState;
+  /** When the state began (made, or emptied by a window change): counts from before are not in it. */
+  since: number;
 }
 
 export class MemoryCounters implements Counters {
@@ -47,7 +49,8 @@ export class MemoryCounters implements Counters {
     if (this.#persistence) {
       for (const row of this.#persistence.loadCounters(this.#now())) {
         const { idx, val, expires_at: _expires, ...rest } = row;
-        this.#add(entryKey(row.counter, row.key), { row: rest, state: { idx, val } });
+        // A row read back holds every count written through before the restart.
+        this.#add(entryKey(row.counter, row.key), { row: rest, state: { idx, val }, since: -Infinity });
       }
     }
   }
@@ -60,6 +63,7 @@ export class MemoryCounters implements Counters {
       // A control's window changed: its buckets no longer mean the same time.
       entry.state = emptyState();
       entry.row.window_ms = request.window_ms;
+      entry.since = now;
     }
     if (entry === undefined) {
       const held = () => this.#perControl.get(request.control_id) ?? 0;
@@ -68,6 +72,7 @@ export class MemoryCounters implements Counters {
       entry = {
         row: { counter: request.counter, control_id: request.control_id, key: request.key, kind: request.kind, window_ms: request.window_ms, max: request.max },
         state: emptyState(),
+        since: now,
       };
       this.#add(id, entry);
     }
@@ -77,6 +82,22 @@ export class MemoryCounters implements Counters {
       this.#persistence.saveCounter({ ...entry.row, idx: entry.state.idx, val: entry.state.val, expires_at: idleAfter(entry.state, request.window_ms) });
     }
     return result;
+  }
+
+  /** The counters' clock. */
+  now(): number {
+    return this.#now();
+  }
+
+  /**
+   * Whether a count made at `at` (this clock) is still held: its key's state began before
+   * it, with the same window, and it has not slid out. A restart keeps only the rows of
+   * long windows, so a short window's key made since holds none of the earlier counts.
+   */
+  holds(count: HeldCount): boolean {
+    const entry = this.#entries.get(entryKey(count.counter, count.key));
+    if (entry === undefined || entry.row.window_ms !== count.window_ms || entry.since > count.at) return false;
+    return stillInWindow(count.at, this.#now(), count.window_ms);
   }
 
   /** Drops idle keys (and expired persisted rows). */

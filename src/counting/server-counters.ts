@@ -15,10 +15,17 @@ import { DatabaseClock, monotonicNow } from '../clock.js';
 import { ApproximateCounts } from './approximate-counts.js';
 import { LeasedCounts } from './leased-counts.js';
 import { keyCapMessage, MemoryCounters } from './memory-counters.js';
-import type { CountAnswer, CounterRowStore, CounterUsage, CountRequest, Counters, SharedCounterStore } from './types.js';
-import { usedAt } from './window.js';
+import type { CountAnswer, CounterRowStore, CounterUsage, CountRequest, Counters, HeldCount, SharedCounterStore } from './types.js';
+import { stillInWindow, usedAt } from './window.js';
 
 export interface ServerCounters extends Counters {
+  /** The clock the counters count by (ms since the epoch). */
+  now(): number;
+  /**
+   * Whether a count made at `at` (that clock) is still held: in its window, and not lost
+   * since (a restart of one server keeps only long windows; a window change empties a key).
+   */
+  holds(count: HeldCount): boolean;
   /** Keys with something in their window, with their use and limit. */
   usage(): Promise<CounterUsage[]>;
   close(): Promise<void>;
@@ -72,6 +79,8 @@ export function createServerCounters(
   const memory = new MemoryCounters({ now: options.now ?? monotonicNow, maxKeys: config.counterMaxKeys, persistence: sharing.counterRows });
   return {
     count: (request) => memory.count(request),
+    now: () => memory.now(),
+    holds: (count) => memory.holds(count),
     usage: async () => memory.usage(),
     close: async () => undefined,
   };
@@ -116,6 +125,19 @@ class SharedCounters implements ServerCounters {
       if (err instanceof Error && err.message.includes('too many distinct keys')) throw new Error(keyCapMessage(this.maxKeys));
       throw err;
     });
+  }
+
+  now(): number {
+    return this.#now();
+  }
+
+  /**
+   * The shared table keeps counts across restarts and replicas; a window changed since
+   * (the noted window differs: countedAlready) emptied the key. A count made at `at` is
+   * held while it is in its window.
+   */
+  holds(count: HeldCount): boolean {
+    return stillInWindow(count.at, this.#now(), count.window_ms);
   }
 
   /** The replica's first reading of the database's clock, waited for at most as long as a count. */

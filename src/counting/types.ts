@@ -56,6 +56,17 @@ export interface Counters {
   count(request: CountRequest): CountAnswer | Promise<CountAnswer>;
 }
 
+/**
+ * A count a step made, as a question's approval keeps it (counted-already.ts): its
+ * counter, key and window, and the counters' clock once it was counted.
+ */
+export interface HeldCount {
+  readonly counter: string;
+  readonly key: string;
+  readonly window_ms: number;
+  readonly at: number;
+}
+
 /** One key's counter as a store keeps it. */
 export type StoredCounter = CounterRow;
 

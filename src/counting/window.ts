@@ -87,6 +87,21 @@ export function take(state: WindowState, now: number, windowMs: number, amount: 
   return { used: before + amount, over: false };
 }
 
+/**
+ * How much earlier than the time read after it a count may have gone into its bucket: the
+ * time is read once the count is answered, a lease's room went into the bucket of its
+ * grant, and replicas' clocks differ by a round trip to the database.
+ */
+export const COUNT_TIME_MARGIN_MS = 1_000;
+
+/**
+ * Whether a step counted at `at` is surely still in the window at `now`: its bucket, taken
+ * COUNT_TIME_MARGIN_MS early, is one the window's sum holds (prune).
+ */
+export function stillInWindow(at: number, now: number, windowMs: number): boolean {
+  return bucketOf(at - COUNT_TIME_MARGIN_MS, windowMs) >= bucketOf(now, windowMs) - BUCKETS;
+}
+
 /** The window's current sum without counting anything. */
 export function usedAt(state: WindowState, now: number, windowMs: number): number {
   return prune(state, bucketOf(now, windowMs));

@@ -15,6 +15,8 @@ export interface SeenControl {
   /** scope.session_labels as written (strings only), and action.session_labels. */
   requiresLabels?: readonly string[];
   addsLabels?: readonly string[];
+  /** mode: shadow: its labels are named, never added. */
+  shadow?: boolean;
 }
 
 export interface SeenAgent {
@@ -42,9 +44,21 @@ export function checkCrossFile(
  */
 function checkSessionLabels(controls: readonly SeenControl[], out: Diagnostic[]): void {
   const added = new Set(controls.flatMap((c) => c.addsLabels ?? []));
+  // Disabled and shadow controls add none: a label only they add is never on a session.
+  const marked = new Set(controls.filter((c) => c.enabled && c.shadow !== true).flatMap((c) => c.addsLabels ?? []));
   for (const c of controls) {
     (c.requiresLabels ?? []).forEach((label, index) => {
-      if (added.has(label)) return;
+      if (marked.has(label)) return;
+      if (added.has(label)) {
+        if (c.enabled) {
+          out.push({
+            ...diag(c.ctx, 'warning', ['scope', 'session_labels', index], false, 'session_label_never_marked',
+              `session label "${label}" is added only by controls that are disabled or in shadow mode, which add no labels: control "${c.name}" would never apply`),
+            hint: 'enable or enforce a control that adds it; a shadow control that requires it reports no match until then',
+          });
+        }
+        return;
+      }
       const guess = closestName(label, [...added]);
       out.push({
         ...diag(c.ctx, 'error', ['scope', 'session_labels', index], false, 'session_label_never_added',

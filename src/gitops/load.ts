@@ -312,10 +312,11 @@ function loadControl(
 }
 
 /** The session labels a control document requires and adds, as written (for the cross-file rule). */
-function sessionLabelsOf(value: Record<string, unknown>): { requiresLabels: string[]; addsLabels: string[] } {
+function sessionLabelsOf(value: Record<string, unknown>): { requiresLabels: string[]; addsLabels: string[]; shadow: boolean } {
   const strings = (list: unknown) => (Array.isArray(list) ? list.filter((l): l is string => typeof l === 'string') : []);
   const field = (holder: unknown, key: string) => (typeof holder === 'object' && holder !== null ? (holder as Record<string, unknown>)[key] : undefined);
-  return { requiresLabels: strings(field(value.scope, 'session_labels')), addsLabels: strings(field(value.action, 'session_labels')) };
+  // A shadow control names the labels it would add and adds none.
+  return { requiresLabels: strings(field(value.scope, 'session_labels')), addsLabels: strings(field(value.action, 'session_labels')), shadow: value.mode === 'shadow' };
 }
 
 function loadAgent(ctx: DocContext, value: Record<string, unknown>, out: Diagnostic[]): LoadedAgent | null {

@@ -50,6 +50,16 @@ describe('session labels in a directory', () => {
     ]);
   });
 
+  it.each([
+    ['in shadow mode', marker.replace('name: mark-untrusted', 'name: mark-untrusted\nmode: shadow')],
+    ['disabled', marker.replace('name: mark-untrusted', 'name: mark-untrusted\nenabled: false')],
+  ])('warns at its file:line:col of a required label only a control %s adds (it adds none)', (_how, text) => {
+    const result = load([{ path: 'mark.yaml', text }, { path: 'block.yaml', text: blocker('[untrusted_content]') }]);
+    expect(result.diagnostics.filter((d) => d.code === 'session_label_never_marked')).toEqual([
+      expect.objectContaining({ severity: 'warning', file: 'block.yaml', line: 6, message: expect.stringContaining('"untrusted_content" is added only by controls that are disabled or in shadow mode') }),
+    ]);
+  });
+
   it('refuses labels on execution: sdk controls with the reason', () => {
     const result = load([{ path: 'mark.yaml', text: marker }, { path: 'block.yaml', text: blocker('[untrusted_content]', 'sdk') }]);
     const errors = result.diagnostics.filter((d) => d.severity === 'error');

@@ -244,6 +244,15 @@ describe('saving session-aware controls', () => {
     expect(json(again).warnings).toBeUndefined();
   });
 
+  it('PUT data answers a warning for a required label only a shadow control adds (a shadow control adds none)', async () => {
+    const s = await start();
+    await seed(s, { 'block-exfiltration': EXFILTRATION['block-exfiltration']!, 'mark-untrusted': { ...EXFILTRATION['mark-untrusted']!, mode: 'shadow' }, 'mark-private': EXFILTRATION['mark-private']! });
+    const id = json(await call(s.app, 'GET', '/api/v1/controls?name=block-exfiltration')).controls[0].control_id;
+    const put = await call(s.app, 'PUT', `/api/v1/controls/${id}/data`, { data: EXFILTRATION['block-exfiltration'] });
+    expect(put.statusCode).toBe(200);
+    expect(json(put).warnings).toEqual([expect.objectContaining({ field: 'data.scope.session_labels[0]', code: 'session_label_never_marked' })]);
+  });
+
   it('refuses execution: sdk controls that add or require labels (422 naming execution)', async () => {
     const s = await start();
     const res = await call(s.app, 'PUT', '/api/v1/controls', { name: 'sdk-marker', data: { ...EXFILTRATION['mark-untrusted']!, execution: 'sdk' } });

@@ -193,12 +193,18 @@ export const controlRoutes: FastifyPluginAsync<ServerContext> = async (app, ctx)
   async function labelsNeverAdded(data: ControlData): Promise<FieldIssue[]> {
     const required = data.scope?.session_labels ?? [];
     if (required.length === 0) return [];
-    const added = new Set((await store.listAllControls()).flatMap((c) => c.data?.action.session_labels ?? []));
-    return required.flatMap((label, index) =>
-      added.has(label)
-        ? []
-        : [{ field: `data.scope.session_labels[${index}]`, code: 'session_label_never_added', message: `no control adds session label "${label}" (action.session_labels): this control never applies until one does` }],
-    );
+    const all = await store.listAllControls();
+    const added = new Set(all.flatMap((c) => c.data?.action.session_labels ?? []));
+    // Disabled and shadow controls add none: a label only they add is never on a session.
+    const marked = new Set(all.filter((c) => c.enabled && c.data?.mode !== 'shadow').flatMap((c) => c.data?.action.session_labels ?? []));
+    return required.flatMap((label, index): FieldIssue[] => {
+      const field = `data.scope.session_labels[${index}]`;
+      if (marked.has(label)) return [];
+      if (added.has(label)) {
+        return [{ field, code: 'session_label_never_marked', message: `session label "${label}" is added only by controls that are disabled or in shadow mode, which add no labels: this control never applies until one adds it` }];
+      }
+      return [{ field, code: 'session_label_never_added', message: `no control adds session label "${label}" (action.session_labels): this control never applies until one does` }];
+    });
   }
 };
 

@@ -73,8 +73,10 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
     let set: CompiledControlSet;
     let outcome: EvaluationOutcome;
     let approved: ApprovalRecord | null = null;
-    // What the step's counts added, noted when it may ask: a question keeps them (approval-gate.ts).
+    // What the step's counts did, noted when it may ask: a question keeps them (approval-gate.ts).
     let noted: CountedStep[] | null = null;
+    // Ask controls the approval taken does not answer: they count the step over where its question was not.
+    let uncovered: ReadonlySet<number> = NO_IDS;
     try {
       body = requestOf(request.body, request.validationError === undefined);
       if (request.bodyTooDeep) {
@@ -89,12 +91,15 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
       if (set.counting && set.askingIds !== null) {
         const taken = await ctx.approvals.gate.takeApproved(body, ctx.actorOf(request));
         if (taken === null) {
-          const noting = noteCounts(counters);
+          const noting = noteCounts(counters, () => counters.now());
           stepCounters = noting.counters;
           noted = noting.counted;
         } else {
           approved = taken.approval;
-          stepCounters = countedAlready(counters, taken.counted, set.askingIds);
+          const counting = countedAlready(counters, taken.counted, set.askingIds, (count) => counters.holds(count), () => counters.now());
+          stepCounters = counting.counters;
+          noted = counting.counted;
+          uncovered = counting.uncovered;
         }
       }
       // Only sets with rate or budget controls need the agent and the counters. Written
@@ -121,10 +126,11 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
       endEvaluationSpan(span, { agent, stage, step, result: outcome.result, executions: outcome.executions, setRevision: set.revision, includeContent });
     }
     // An ask is bound to this exact step's approval: ask while pending, allow once approved, deny when denied or expired.
+    // A counting control asking about what the question was not (a larger amount, another key) is a new question.
     const result =
       outcome.result.decision !== 'ask'
         ? outcome.result
-        : approved !== null
+        : approved !== null && !asksUncovered(outcome.result, uncovered)
           ? ctx.approvals.gate.approvedAnswer(outcome.result, approved)
           : await ctx.approvals.gate.settle(outcome.result, body, set, ctx.actorOf(request), noted ?? []);
     if (observability) {
@@ -160,6 +166,13 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
 export function tooDeepResult(): EvaluationResult {
   const message = `the step nests deeper than ${MAX_JSON_DEPTH} levels, so it cannot be checked; it is denied`;
   return serverDenyResult('step-depth-limit', message, { max_depth: MAX_JSON_DEPTH });
+}
+
+const NO_IDS: ReadonlySet<number> = new Set();
+
+/** Whether an ask match of the result is one of the `uncovered` controls. */
+function asksUncovered(result: EvaluationResult, uncovered: ReadonlySet<number>): boolean {
+  return uncovered.size > 0 && result.matches.some((m) => m.action === 'ask' && uncovered.has(m.control_id));
 }
 
 /** No control that could change a decision: none enabled, none failed to compile, only shadow ones. */
