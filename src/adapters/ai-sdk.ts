@@ -37,6 +37,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LanguageModelMiddleware, ModelMessage, ToolExecutionOptions, ToolSet } from 'ai';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
+import { CallSessions } from './call-sessions.js';
 import { enforce, parseJsonText, report, sessionOf, type AdapterOptions } from './decisions.js';
 import {
   approvalOfCall, isPendingAsk, keepVerdict, rememberApproval, takeVerdict, type FrameworkApprovalMode, type GuardApproval,
@@ -116,7 +117,7 @@ function approvalCheck(guard: GuardAgent, name: string, own: NeedsApproval, opti
     report(options, step, 'pre', verdict, sessionId);
     if (isPendingAsk(verdict)) {
       rememberApproval(guard, approvalOptions.toolCallId, step, verdict);
-      if (derived !== undefined) keepAskedCall(approvalOptions.toolCallId, derived);
+      if (derived !== undefined) toolCallSessions.asked(approvalOptions.toolCallId, derived);
       return true;
     }
     keepVerdict(guard, approvalOptions.toolCallId, step, verdict);
@@ -225,8 +226,7 @@ function sessionOfCall(callOptions: { messages?: readonly unknown[]; toolCallId?
     const calls = stepCalls.get(messages);
     if (calls === undefined) stepCalls.set(messages, new Set([toolCallId]));
     else calls.add(toolCallId);
-    toolCallSessions.set(toolCallId, id);
-    if (toolCallSessions.size > TOOL_CALLS_KEPT) toolCallSessions.delete(toolCallSessions.keys().next().value!);
+    toolCallSessions.checked(toolCallId, id);
   }
   // Kept under each of the step's messages: a shared object lets its oldest sessions go,
   // and the call's next step must still find this one under the objects it does not share.
@@ -249,9 +249,10 @@ function remember(message: object, id: string, messages: readonly unknown[]): vo
 /**
  * The session of the tool calls the model asked for in an earlier step (its answers are in
  * the messages), by the call ids the provider gave them: what tells apart two calls over
- * the very same messages (two runs of a scheduled job) once both are under way.
+ * the very same messages (two runs of a scheduled job) once both are under way; and of the
+ * calls guardctl asked a person about, which a run resumes from once the person answers.
  */
-const toolCallSessions = new Map<string, string>();
+const toolCallSessions = new CallSessions();
 
 /**
  * The ids of the tool calls each step ran, by the list of messages the step was handed
@@ -260,26 +261,6 @@ const toolCallSessions = new Map<string, string>();
  * message asking for these calls.
  */
 const stepCalls = new WeakMap<readonly unknown[], Set<string>>();
-const TOOL_CALLS_KEPT = 10_000;
-
-/**
- * The sessions of the calls guardctl asked a person about, kept apart from the others: the
- * run resumes from such a call once the person answers, which may take longer than the
- * process takes to check TOOL_CALLS_KEPT other calls. Each is a pending approval on the
- * server, so these are few; the newest TOOL_CALLS_KEPT are kept.
- */
-const askedCallSessions = new Map<string, string>();
-
-function keepAskedCall(toolCallId: string, session: string): void {
-  askedCallSessions.delete(toolCallId);
-  askedCallSessions.set(toolCallId, session);
-  if (askedCallSessions.size > TOOL_CALLS_KEPT) askedCallSessions.delete(askedCallSessions.keys().next().value!);
-}
-
-/** The session of a tool call this process checked, if it still knows it. */
-function sessionOfToolCall(toolCallId: string): string | undefined {
-  return toolCallSessions.get(toolCallId) ?? askedCallSessions.get(toolCallId);
-}
 
 /**
  * The session of the tool calls the model asked for since the user's last request (the
@@ -297,7 +278,7 @@ function sessionOfAnswers(messages: readonly unknown[]): string | undefined {
     if (role !== 'assistant') return undefined;
     if (!Array.isArray(content)) continue;
     for (const part of content as Array<{ type?: unknown; toolCallId?: unknown } | null>) {
-      const id = part?.type === 'tool-call' && typeof part.toolCallId === 'string' ? sessionOfToolCall(part.toolCallId) : undefined;
+      const id = part?.type === 'tool-call' && typeof part.toolCallId === 'string' ? toolCallSessions.sessionOf(part.toolCallId) : undefined;
       if (id !== undefined) return id;
     }
   }
@@ -311,7 +292,7 @@ function ownOf(messages: readonly unknown[], found: readonly StepMessages[]): st
     if (!Array.isArray(content)) continue;
     for (const part of content as Array<{ type?: unknown; toolCallId?: unknown }>) {
       if (part?.type !== 'tool-call' || typeof part.toolCallId !== 'string') continue;
-      const id = sessionOfToolCall(part.toolCallId);
+      const id = toolCallSessions.sessionOf(part.toolCallId);
       if (id !== undefined && found.some((step) => step.id === id)) return id;
     }
   }

@@ -35,6 +35,7 @@ import type {
 } from '@openai/agents';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
 import type { Verdict } from '../sdk/verdict.js';
+import { CallSessions } from './call-sessions.js';
 import { decide, derivedSessionId, parseJsonText, report, sessionOf, type AdapterOptions } from './decisions.js';
 import {
   approvalOfCall, isPendingAsk, keepVerdict, rememberApproval, takeVerdict, type FrameworkApprovalMode, type GuardApproval,
@@ -128,7 +129,7 @@ function approvalCheck(guard: GuardAgent, name: string, options: GuardrailsOptio
     report(options, step, 'pre', verdict, sessionId);
     if (isPendingAsk(verdict)) {
       rememberApproval(guard, callId, step, verdict);
-      keepAskedCall(callId, derived);
+      callSessions.asked(callId, derived);
       return true;
     }
     keepVerdict(guard, callId, step, verdict);
@@ -166,27 +167,7 @@ function runOf(context: object): object {
  * a run resumed from its stored state (`RunState.fromString`, after a person answered its
  * interruption) has a new context, and goes on in the session of the calls it approves.
  */
-const callSessions = new Map<string, string>();
-const CALLS_KEPT = 10_000;
-
-/**
- * The sessions of the calls guardctl asked a person about, kept apart from the others: the
- * run resumes from such a call once the person answers, which may take longer than the
- * process takes to check CALLS_KEPT other calls. Each is a pending approval on the server,
- * so these are few; the newest CALLS_KEPT are kept.
- */
-const askedCallSessions = new Map<string, string>();
-
-function keepAskedCall(callId: string, session: string): void {
-  askedCallSessions.delete(callId);
-  askedCallSessions.set(callId, session);
-  if (askedCallSessions.size > CALLS_KEPT) askedCallSessions.delete(askedCallSessions.keys().next().value!);
-}
-
-/** The session of a call this process checked, if it still knows it. */
-function sessionOfCall(callId: string): string | undefined {
-  return callSessions.get(callId) ?? askedCallSessions.get(callId);
-}
+const callSessions = new CallSessions();
 
 /**
  * The run's trace group id (a conversation), else its trace id, else (tracing off: every
@@ -207,9 +188,7 @@ async function sessionOfRun(context: object, callId?: string): Promise<string> {
   let id = runSessions.get(run);
   if (id === undefined) runSessions.set(run, (id = resumedSession(context, callId) ?? `openai-agents:run:${globalThis.crypto.randomUUID()}`));
   if (typeof callId === 'string' && callId !== '') {
-    callSessions.delete(callId);
-    callSessions.set(callId, id);
-    if (callSessions.size > CALLS_KEPT) callSessions.delete(callSessions.keys().next().value!);
+    callSessions.checked(callId, id);
   }
   return id;
 }
@@ -229,12 +208,12 @@ function resumedSession(context: object, callId: string | undefined): string | u
     for (const ids of [record?.approved, record?.rejected]) {
       if (!Array.isArray(ids)) continue;
       for (const named of ids) {
-        const id = typeof named === 'string' ? sessionOfCall(named) : undefined;
+        const id = typeof named === 'string' ? callSessions.sessionOf(named) : undefined;
         if (id !== undefined) return id;
       }
     }
   }
-  return typeof callId === 'string' ? sessionOfCall(callId) : undefined;
+  return typeof callId === 'string' ? callSessions.sessionOf(callId) : undefined;
 }
 
 /** The trace id the SDK gives every run while tracing is off. */

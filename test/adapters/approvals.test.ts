@@ -7,7 +7,6 @@
  */
 import { Agent, Runner, tool as agentTool, Usage, type Model, type ModelRequest, type ModelResponse } from '@openai/agents';
 import { generateText, stepCountIs, tool } from 'ai';
-import { MockLanguageModelV3 } from 'ai/test';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { guardTools } from '../../src/adapters/ai-sdk.js';
@@ -15,9 +14,8 @@ import { guardrailsFor } from '../../src/adapters/openai-agents.js';
 import { init, type GuardAgent } from '../../src/sdk/index.js';
 import { addControl, startRealServer, type RunningServer } from '../sdk/real-server.js';
 import { quietLogger } from './guarded-agent.js';
+import { done, scripted, type GenerateResult, usage } from './mock-models.js';
 
-type GenerateResult = Awaited<ReturnType<MockLanguageModelV3['doGenerate']>>;
-const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
 
 let server: RunningServer;
 let guard: GuardAgent;
@@ -49,15 +47,10 @@ async function decideNext(verb: 'approve' | 'deny', reason?: string): Promise<vo
   }
 }
 
-function scripted(...responses: GenerateResult[]): MockLanguageModelV3 {
-  let turn = 0;
-  return new MockLanguageModelV3({ modelId: 'scripted', doGenerate: async () => responses[turn++]! });
-}
 const payCall = (amount: number): GenerateResult => ({
   content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'pay', input: JSON.stringify({ amount }) }],
   finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage, warnings: [],
 });
-const done: GenerateResult = { content: [{ type: 'text', text: 'done' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] };
 
 describe('AI SDK tools on an ask, approval: wait', () => {
   it('waits for the approval, then runs the tool once', async () => {

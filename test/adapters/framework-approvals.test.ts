@@ -7,7 +7,7 @@
  */
 import { Agent, Runner, tool as agentTool, Usage, type Model, type ModelRequest, type ModelResponse } from '@openai/agents';
 import { generateText, stepCountIs, tool, type ModelMessage } from 'ai';
-import { MockLanguageModelV3 } from 'ai/test';
+import type { MockLanguageModelV3 } from 'ai/test';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { decideApproval, guardApprovalOf, guardTools } from '../../src/adapters/ai-sdk.js';
@@ -18,9 +18,8 @@ import { init, type GuardAgent } from '../../src/sdk/index.js';
 import { ADMIN, APPROVER, KEYS, REGULAR, seedPayments } from '../approvals/helpers.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { quietLogger } from './guarded-agent.js';
+import { scripted, type GenerateResult, usage } from './mock-models.js';
 
-type GenerateResult = Awaited<ReturnType<MockLanguageModelV3['doGenerate']>>;
-const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
 
 let server: TestServer;
 let admin: GuardClient;
@@ -37,10 +36,6 @@ afterEach(async () => {
   await server.close();
 });
 
-function scripted(...responses: GenerateResult[]): MockLanguageModelV3 {
-  let turn = 0;
-  return new MockLanguageModelV3({ modelId: 'scripted', doGenerate: async () => responses[turn++]! });
-}
 const payCall = (amount: number, id = 'c1'): GenerateResult => ({
   content: [{ type: 'tool-call', toolCallId: id, toolName: 'pay', input: JSON.stringify({ amount }) }],
   finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage, warnings: [],

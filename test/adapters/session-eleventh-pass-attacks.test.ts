@@ -3,11 +3,12 @@
  * session only when its messages go on from an earlier step's with that step's answer.
  * The OpenAI Agents SDK with tracing off: a run resumed from its stored state stays in its session.
  */
-import { Agent, RunState, Runner, setTracingDisabled, tool as agentTool, Usage, type Model, type ModelResponse } from '@openai/agents';
+import { Agent, RunState, Runner, setTracingDisabled, tool as agentTool } from '@openai/agents';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { guardrailsFor } from '../../src/adapters/openai-agents.js';
 import { chatBotOn, recordingGuardOn } from './chat-bot.js';
+import { LookThenPay } from './mock-models.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -38,22 +39,6 @@ describe('AI SDK: the session of a generateText call (eleventh pass)', () => {
   });
 });
 
-/** A model that asks for lookup, then pay, then answers. */
-class LookThenPay implements Model {
-  #turn = 0;
-  async getResponse(): Promise<ModelResponse> {
-    this.#turn++;
-    const output: ModelResponse['output'] =
-      this.#turn === 1 ? [{ type: 'function_call', callId: 'call-look', name: 'lookup', arguments: '{"q":1}', status: 'completed' }]
-      : this.#turn === 2 ? [{ type: 'function_call', callId: 'call-pay', name: 'pay', arguments: '{"q":2}', status: 'completed' }]
-      : [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'done' }] }];
-    return { usage: new Usage(), output };
-  }
-  // eslint-disable-next-line require-yield
-  async *getStreamedResponse(): AsyncIterable<never> {
-    throw new Error('not scripted for streaming');
-  }
-}
 
 describe('OpenAI Agents: the session of a run (eleventh pass)', () => {
   it.each([false, true])('with tracing off, a run resumed from its stored state after an approval goes on in its session (approve every call: %s)', async (alwaysApprove) => {

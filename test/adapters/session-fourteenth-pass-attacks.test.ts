@@ -6,9 +6,8 @@
  * session that asked about it however many other tool calls the process checked while the
  * person decided; so does an OpenAI Agents run (tracing off) resumed from its stored state.
  */
-import { Agent, RunState, Runner, setTracingDisabled, tool as agentTool, Usage, type Model, type ModelResponse, type RunContext } from '@openai/agents';
+import { Agent, RunState, Runner, setTracingDisabled, tool as agentTool, type RunContext } from '@openai/agents';
 import { generateText, stepCountIs, tool, type ModelMessage } from 'ai';
-import { MockLanguageModelV3 } from 'ai/test';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { decideApproval, guardApprovalOf, guardTools } from '../../src/adapters/ai-sdk.js';
@@ -19,23 +18,13 @@ import { ADMIN, APPROVER, KEYS, REGULAR } from '../approvals/helpers.js';
 import { addControl, startRealServer } from '../sdk/real-server.js';
 import { startTestServer } from '../support/server.js';
 import { addExfiltrationRecipe, quietLogger } from './guarded-agent.js';
+import { done, LookThenPay, scripted, toolCalls } from './mock-models.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
 
-type GenerateResult = Awaited<ReturnType<MockLanguageModelV3['doGenerate']>>;
-const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
-const toolCalls = (...calls: Array<[string, string, unknown]>): GenerateResult => ({
-  content: calls.map(([toolCallId, toolName, input]) => ({ type: 'tool-call' as const, toolCallId, toolName, input: JSON.stringify(input) })),
-  finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage, warnings: [],
-});
-const done: GenerateResult = { content: [{ type: 'text', text: 'done' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] };
-function scripted(...responses: GenerateResult[]): MockLanguageModelV3 {
-  let turn = 0;
-  return new MockLanguageModelV3({ doGenerate: async () => responses[turn++]! });
-}
 
 /** A server whose agent `mailer` has the exfiltration recipe (every e-mail asked about when `ask`), and an application's guarded tools of it. */
 async function mailer(ask = false) {
@@ -103,22 +92,6 @@ describe('AI SDK: a call approved through the tool approval (fourteenth pass)', 
   });
 });
 
-/** A model that asks for lookup, then pay, then answers. */
-class LookThenPay implements Model {
-  #turn = 0;
-  async getResponse(): Promise<ModelResponse> {
-    this.#turn++;
-    const output: ModelResponse['output'] =
-      this.#turn === 1 ? [{ type: 'function_call', callId: 'call-look', name: 'lookup', arguments: '{"q":1}', status: 'completed' }]
-      : this.#turn === 2 ? [{ type: 'function_call', callId: 'call-pay', name: 'pay', arguments: '{"q":2}', status: 'completed' }]
-      : [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'done' }] }];
-    return { usage: new Usage(), output };
-  }
-  // eslint-disable-next-line require-yield
-  async *getStreamedResponse(): AsyncIterable<never> {
-    throw new Error('not scripted for streaming');
-  }
-}
 
 describe('OpenAI Agents: the session of a run (fourteenth pass)', () => {
   it('with tracing off, a run resumed from its stored state after guardctl\'s approval goes on in its session after more tool calls than the process keeps were checked meanwhile', async () => {

@@ -9,30 +9,20 @@
  */
 import { AsyncResource } from 'node:async_hooks';
 import { generateText, stepCountIs, tool } from 'ai';
-import { MockLanguageModelV3 } from 'ai/test';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { guardTools } from '../../src/adapters/ai-sdk.js';
 import { init } from '../../src/sdk/index.js';
 import { startRealServer } from '../sdk/real-server.js';
 import { addExfiltrationRecipe, quietLogger } from './guarded-agent.js';
+import { scripted, toolCalls, type GenerateResult, usage } from './mock-models.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
 
-type GenerateResult = Awaited<ReturnType<MockLanguageModelV3['doGenerate']>>;
-const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
-const toolCalls = (...calls: Array<[string, string, unknown]>): GenerateResult => ({
-  content: calls.map(([toolCallId, toolName, input]) => ({ type: 'tool-call' as const, toolCallId, toolName, input: JSON.stringify(input) })),
-  finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage, warnings: [],
-});
 const text = (t: string): GenerateResult => ({ content: [{ type: 'text', text: t }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] });
-function scripted(...responses: GenerateResult[]): MockLanguageModelV3 {
-  let turn = 0;
-  return new MockLanguageModelV3({ doGenerate: async () => responses[turn++]! });
-}
 
 /** A real server whose agent `mailer` denies send_email once a session read untrusted content and private data. */
 async function exfiltrationRecipe() {

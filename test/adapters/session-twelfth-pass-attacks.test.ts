@@ -8,7 +8,6 @@
  */
 import { Agent, Runner, setTracingDisabled, tool as agentTool, Usage, type Model, type ModelResponse } from '@openai/agents';
 import { generateText, stepCountIs, tool, type ModelMessage } from 'ai';
-import { MockLanguageModelV3 } from 'ai/test';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { decideApproval, guardApprovalOf, guardTools } from '../../src/adapters/ai-sdk.js';
@@ -20,6 +19,7 @@ import { addControl, startRealServer } from '../sdk/real-server.js';
 import { startTestServer } from '../support/server.js';
 import { chatBotOn } from './chat-bot.js';
 import { addExfiltrationRecipe, quietLogger } from './guarded-agent.js';
+import { done, scripted, toolCalls } from './mock-models.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -94,17 +94,6 @@ describe('OpenAI Agents: an agent run as a tool (twelfth pass)', () => {
   });
 });
 
-type GenerateResult = Awaited<ReturnType<MockLanguageModelV3['doGenerate']>>;
-const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
-const toolCalls = (...calls: Array<[string, string, unknown]>): GenerateResult => ({
-  content: calls.map(([toolCallId, toolName, input]) => ({ type: 'tool-call' as const, toolCallId, toolName, input: JSON.stringify(input) })),
-  finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage, warnings: [],
-});
-const done: GenerateResult = { content: [{ type: 'text', text: 'done' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] };
-function scripted(...responses: GenerateResult[]): MockLanguageModelV3 {
-  let turn = 0;
-  return new MockLanguageModelV3({ doGenerate: async () => responses[turn++]! });
-}
 
 /**
  * A server with keys whose agent `mailer` has the exfiltration recipe, and every e-mail
