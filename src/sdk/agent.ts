@@ -28,6 +28,9 @@ export type { CheckOptions, ControlOptions, FailMode, GuardAgentOptions, GuardLo
 /** What the agent knows of an evaluator (GuardAgent.evaluatorKind). */
 export type EvaluatorKind = 'stateless' | 'counting' | 'unknown';
 
+/** How long a failed read of the server's evaluators is answered from its failure (learnServerEvaluators). */
+export const LEARN_RETRY_MS = 10_000;
+
 export class GuardAgent {
   readonly agentName: string;
   readonly client: GuardClient;
@@ -124,7 +127,9 @@ export class GuardAgent {
   /**
    * Reads which of the server's evaluators count (GET /evaluators), for evaluatorKind, once;
    * later calls share the first's answer. Rejects when the server cannot tell (then its
-   * plugins stay `unknown`); a later call asks again.
+   * plugins stay `unknown`); a call LEARN_RETRY_MS after the failure asks again, one before
+   * it gets the same failure at once: each session of an HTTP gateway asks as it starts,
+   * and a guard server that hangs held every new session for the client's timeout.
    */
   learnServerEvaluators(): Promise<void> {
     this.#learning ??= this.client.listEvaluators().then(
@@ -132,7 +137,11 @@ export class GuardAgent {
         this.#serverKinds = new Map(list.flatMap((e) => (e.counts === undefined ? [] : [[e.name, e.counts ? 'counting' : 'stateless'] as const])));
       },
       (error: unknown) => {
-        this.#learning = null;
+        const failed = this.#learning;
+        const retry = setTimeout(() => {
+          if (this.#learning === failed) this.#learning = null;
+        }, LEARN_RETRY_MS);
+        retry.unref();
         throw error;
       },
     );

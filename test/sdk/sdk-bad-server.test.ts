@@ -3,8 +3,9 @@
  * None of them may let a step pass by accident.
  */
 import type { ServerResponse } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import type { ControlRecord } from '../../src/model/index.js';
+import { LEARN_RETRY_MS } from '../../src/sdk/agent.js';
 import {
   ConnectionError,
   GuardAgent,
@@ -95,6 +96,25 @@ describe('timeouts', () => {
     const cause = (error as GuardUnavailableError).cause as ConnectionError;
     expect(cause).toBeInstanceOf(ConnectionError);
     expect(cause.code).toBe('TIMEOUT');
+  });
+
+  it("a server that never answers GET /evaluators is asked once: the next read gets the failure at once, not another wait", async () => {
+    server = await startFakeServer(() => undefined);
+    const agent = agentFor(server.url, 'closed', 150);
+    // The request's own timeout is an AbortSignal's; only the wait before asking again is faked.
+    vi.useFakeTimers({ toFake: ['setTimeout'] });
+    onTestFinished(() => void vi.useRealTimers());
+    const first = await agent.learnServerEvaluators().catch((e: unknown) => e);
+    expect(first).toBeInstanceOf(ConnectionError);
+    // An HTTP gateway's next session reads them as it starts: it must not wait out the timeout again.
+    const second = await agent.learnServerEvaluators().catch((e: unknown) => e);
+    expect(second).toBe(first);
+    expect(server.seen.filter((r) => r.url === '/api/v1/evaluators')).toHaveLength(1);
+    expect(agent.evaluatorKind('some_server_plugin')).toBe('unknown');
+    // LEARN_RETRY_MS later it asks again.
+    vi.advanceTimersByTime(LEARN_RETRY_MS);
+    await agent.learnServerEvaluators().catch(() => undefined);
+    expect(server.seen.filter((r) => r.url === '/api/v1/evaluators')).toHaveLength(2);
   });
 
   it('init against a silent server rejects instead of hanging', async () => {
