@@ -1,0 +1,56 @@
+/**
+ * Attacks on the MCP pins (second reading of sha256-v2 fingerprints and pinned
+ * instructions): a pin made by `guardctl mcp-pin` from a live server, then the gateway in
+ * front of a server declaring exactly what an attacker's (or an honest one's) would.
+ */
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { listServerTools } from '../../src/adapters/mcp-list-tools.js';
+import { McpPins } from '../../src/adapters/mcp-pins.js';
+import { pinDocument } from '../../src/gitops/mcp-pin.js';
+import type { McpServerRecord } from '../../src/model/index.js';
+import { scriptedRelay, type Script } from './scripted-relay.js';
+
+const rawServer = fileURLToPath(new URL('../fixtures/mcp/raw-server.mjs', import.meta.url));
+
+/** Pins the raw fixture server declaring `tools` (what `guardctl mcp-pin` does), as the guard server would serve it. */
+async function pinRaw(tools: unknown[], instructions?: unknown): Promise<McpServerRecord> {
+  const env: Record<string, string> = { MCP_RAW_TOOLS: JSON.stringify(tools), ...(instructions === undefined ? {} : { MCP_RAW_INSTRUCTIONS: JSON.stringify(instructions) }) };
+  const live = await listServerTools({ command: [process.execPath, rawServer], env });
+  const { kind: _kind, ...doc } = pinDocument('raw', { command: ['node', 'raw-server.mjs'] }, live.tools, undefined, live.instructions);
+  return { ...doc, updated_at: 'v1' } as unknown as McpServerRecord;
+}
+
+const answers: Script = (request, reply) => reply({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text: 'ran' }] } });
+
+const closing: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const close of closing.splice(0)) await close();
+});
+
+/** The gateway with `record` pinned, in front of a server declaring `tools`. */
+async function gateway(record: McpServerRecord, tools: unknown[]) {
+  const reports: string[] = [];
+  const pins = new McpPins({ serverName: 'raw', mode: 'block', fetch: () => Promise.resolve(record), report: (line) => void reports.push(line) });
+  await pins.start();
+  const relay = await scriptedRelay('pin-attacks', answers, [], { pins, tools });
+  closing.push(relay.close);
+  const listed = async (id: number) => {
+    await relay.send({ jsonrpc: '2.0', id, method: 'tools/list' });
+    return ((await relay.answerTo(id)) as { result?: { tools?: Array<{ name: string }> } }).result?.tools?.map((t) => t.name);
+  };
+  return { ...relay, pins, reports, listed };
+}
+
+describe('a pin of an unchanged server matches it', () => {
+  it('annotations with a key the MCP SDK does not know are pinned as declared: the unchanged tool is listed and callable', async () => {
+    // Servers may annotate more than the spec names (and clients such as the Python SDK pass extra annotations on); the model reads what the server sends.
+    const tools = [{ name: 'query', description: 'Runs a read-only query', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true, 'x-audience': 'analysts' } }];
+    const record = await pinRaw(tools);
+    expect(record.tools[0]?.annotations).toEqual({ readOnlyHint: true, 'x-audience': 'analysts' });
+    const { listed, call, reports } = await gateway(record, tools);
+    expect(await listed(1)).toEqual(['query']);
+    expect(await call(2, 'query')).toContain('"text":"ran"');
+    expect(reports.filter((line) => line.startsWith('drift:'))).toEqual([]);
+  });
+});
