@@ -6,6 +6,7 @@ import type { Change, Conflict, KeptControl, Operation, Plan } from '../../src/g
 import { hasChanges } from '../../src/gitops/plan.js';
 import { promotionEffect, promotionLine, type Promotion } from '../../src/gitops/promotions.js';
 import type { Refusal } from '../../src/gitops/refusal.js';
+import { printableText, printableToolName } from '../../src/model/index.js';
 import type { Colors } from './color.js';
 import { colors as makeColors } from './color.js';
 
@@ -72,11 +73,12 @@ function mcpServerLines(o: Extract<Operation, { op: 'update_mcp_server' }>, inde
   }
   for (const tool of o.tools) {
     const mark = tool.status === 'added' ? '+' : tool.status === 'removed' ? '-' : '~';
-    out.push(`${indent}${mark} tool "${tool.name}" ${tool.status}`);
+    out.push(`${indent}${mark} tool "${printableToolName(tool.name)}" ${tool.status}`);
     if (tool.description) out.push(`${indent}    description:`, ...tool.description.map((line) => `${indent}      ${line}`));
     if (tool.schema) out.push(...changeLines(tool.schema, `${indent}    `));
   }
-  return out;
+  // The server wrote these texts, and the model reads them whole: nothing in them may hide from the reviewer.
+  return out.map(printableText);
 }
 
 /** `37 agents (3 new)`: whom a policy guards after the apply, and how many of them it does not guard today. */
@@ -110,7 +112,8 @@ function updateLines(o: Extract<Operation, { op: 'update_control' | 'update_agen
 }
 
 function short(value: unknown, max = 120): string {
-  const text = JSON.stringify(value) ?? 'null';
+  // JSON spells control characters; format characters (bidi, zero-width, tags) it leaves as they are.
+  const text = printableText(JSON.stringify(value) ?? 'null');
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
