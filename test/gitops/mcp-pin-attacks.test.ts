@@ -7,6 +7,9 @@
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { renderPlanMarkdown, renderPlanText } from '../../cli/output/plan.js';
+import { createDefaultRegistry } from '../../src/evaluators/registry.js';
+import { controlValidator } from '../../src/gitops/control-validator.js';
+import { loadDocuments } from '../../src/gitops/load.js';
 import { fingerprintMismatches, mcpToolFingerprint } from '../../src/gitops/canonical.js';
 import { actualMcpServersOf, EMPTY_STATE } from '../../src/gitops/desired-state.js';
 import { pinDocument, pinYaml } from '../../src/gitops/mcp-pin.js';
@@ -35,6 +38,19 @@ describe('the pin file shows what the server declared', () => {
     const loaded = McpServerDocumentSchema.parse(parse(text));
     expect(loaded).toEqual(doc);
     expect(fingerprintMismatches(loaded.tools)).toEqual([]);
+  });
+
+  it('validate warns where a pinned text holds what a reader cannot see (the plan of a new server shows no tool text), once per document', () => {
+    const text = pinYaml(pinDocument('fs', { command: ['fs'] }, [declared], undefined, `Use read.${HIDDEN}`));
+    const { diagnostics, mcpServers } = loadDocuments([{ path: 'mcp/fs.yaml', text }], { validateControl: controlValidator(createDefaultRegistry()) });
+    expect(mcpServers).toHaveLength(1);
+    expect(diagnostics.map((d) => [d.severity, d.code, d.line])).toEqual([['warning', 'hidden_text', text.split('\n').findIndex((l) => l.startsWith('instructions:')) + 1]]);
+    expect(diagnostics[0]!.message).toContain('instructions holds 23 code points a reader cannot see (U+E0041');
+    expect(diagnostics[0]!.message).toContain('and 5 other fields');
+    expect(diagnostics[0]!.message).not.toMatch(UNSEEN);
+    // An honest server's pin: no warning.
+    const plain = pinYaml(pinDocument('fs', { command: ['fs'] }, [{ name: 'read', description: 'Reads a file.\n\tIndented.', inputSchema: { type: 'object' } }], undefined, 'Use read.'));
+    expect(loadDocuments([{ path: 'mcp/fs.yaml', text: plain }], { validateControl: controlValidator(createDefaultRegistry()) }).diagnostics).toEqual([]);
   });
 });
 
