@@ -75,7 +75,8 @@ function mcpServerLines(o: Extract<Operation, { op: 'update_mcp_server' }>, inde
     const mark = tool.status === 'added' ? '+' : tool.status === 'removed' ? '-' : '~';
     out.push(`${indent}${mark} tool "${printableToolName(tool.name)}" ${tool.status}`);
     if (tool.description) out.push(`${indent}    description:`, ...tool.description.map((line) => `${indent}      ${line}`));
-    if (tool.schema) out.push(...changeLines(tool.schema, `${indent}    `));
+    // Whole: a title or a schema's description is read by the model, and an instruction can start past any cut.
+    if (tool.schema) out.push(...changeLines(tool.schema, `${indent}    `, Infinity));
   }
   // The server wrote these texts, and the model reads them whole: nothing in them may hide from the reviewer.
   return out.map(printableText);
@@ -91,11 +92,12 @@ export function describeData(data: Extract<Operation, { op: 'create_control' }>[
   return `${data.action.decision}, ${check}${data.enabled ? '' : ', disabled'}`;
 }
 
-export function changeLines(changes: readonly Change[], indent = '    '): string[] {
+/** `max`: the characters of each value shown (cut with `…`). */
+export function changeLines(changes: readonly Change[], indent = '    ', max = 120): string[] {
   return changes.map((ch) => {
-    if (!('before' in ch) || ch.before === undefined) return `${indent}${ch.path}: (unset) -> ${short(ch.after)}`;
-    if (!('after' in ch) || ch.after === undefined) return `${indent}${ch.path}: ${short(ch.before)} -> (unset)`;
-    return `${indent}${ch.path}: ${short(ch.before)} -> ${short(ch.after)}`;
+    if (!('before' in ch) || ch.before === undefined) return `${indent}${ch.path}: (unset) -> ${short(ch.after, max)}`;
+    if (!('after' in ch) || ch.after === undefined) return `${indent}${ch.path}: ${short(ch.before, max)} -> (unset)`;
+    return `${indent}${ch.path}: ${short(ch.before, max)} -> ${short(ch.after, max)}`;
   });
 }
 
