@@ -9,6 +9,7 @@
  * allow/deny naming a tool that is not pinned is a warning (it hides nothing today), and so
  * is a pin of an earlier guardctl (`sha256:` fingerprints, no `instructions`): it keeps
  * working, but titles, output schemas and instructions change unchecked until a re-pin.
+ * Pinned text holding code points a reader cannot see is a warning too (`hidden_text`).
  */
 import type { z } from 'zod';
 import { McpServerDocumentSchema, fieldIssuesOf, formatPath, printableText, textIssuesOf, toolPermitted, type FieldIssue, type McpServerDocument } from '../model/index.js';
