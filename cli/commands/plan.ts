@@ -79,8 +79,8 @@ export function registerPlan(program: Command): void {
 
 export async function runPlan(dir: string, options: PlanCommandOptions): Promise<number> {
   const loaded = await loadValidDirectory(dir);
-  // A pin that leaves fields unchecked is said where pins are reviewed, as validate says it (stderr: the plan's formats stay as they are).
-  const outdated = loaded.diagnostics.filter((d) => d.code === 'pin_outdated');
+  // A pin that leaves fields unchecked, or holds text a reader cannot see, is said where pins are reviewed, as validate says it (stderr: the plan's formats stay as they are).
+  const outdated = loaded.diagnostics.filter((d) => d.code === 'pin_outdated' || d.code === 'hidden_text');
   if (outdated.length > 0) process.stderr.write(renderDiagnosticsText(outdated, new Map(loaded.files.map((f) => [f.path, f.text])), colors(shouldColor(process.stderr))));
   const connection = connectionOf(options);
   const client = clientOf(connection);

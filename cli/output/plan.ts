@@ -6,6 +6,7 @@ import type { Change, Conflict, KeptControl, Operation, Plan } from '../../src/g
 import { hasChanges } from '../../src/gitops/plan.js';
 import { promotionEffect, promotionLine, type Promotion } from '../../src/gitops/promotions.js';
 import type { Refusal } from '../../src/gitops/refusal.js';
+import { printableText, printableToolName } from '../../src/model/index.js';
 import type { Colors } from './color.js';
 import { colors as makeColors } from './color.js';
 
@@ -72,11 +73,13 @@ function mcpServerLines(o: Extract<Operation, { op: 'update_mcp_server' }>, inde
   }
   for (const tool of o.tools) {
     const mark = tool.status === 'added' ? '+' : tool.status === 'removed' ? '-' : '~';
-    out.push(`${indent}${mark} tool "${tool.name}" ${tool.status}`);
+    out.push(`${indent}${mark} tool "${printableToolName(tool.name)}" ${tool.status}`);
     if (tool.description) out.push(`${indent}    description:`, ...tool.description.map((line) => `${indent}      ${line}`));
-    if (tool.schema) out.push(...changeLines(tool.schema, `${indent}    `));
+    // Whole: a title or a schema's description is read by the model, and an instruction can start past any cut.
+    if (tool.schema) out.push(...changeLines(tool.schema, `${indent}    `, Infinity));
   }
-  return out;
+  // The server wrote these texts, and the model reads them whole: nothing in them may hide from the reviewer.
+  return out.map(printableText);
 }
 
 /** `37 agents (3 new)`: whom a policy guards after the apply, and how many of them it does not guard today. */
@@ -89,11 +92,12 @@ export function describeData(data: Extract<Operation, { op: 'create_control' }>[
   return `${data.action.decision}, ${check}${data.enabled ? '' : ', disabled'}`;
 }
 
-export function changeLines(changes: readonly Change[], indent = '    '): string[] {
+/** `max`: the characters of each value shown (cut with `…`). */
+export function changeLines(changes: readonly Change[], indent = '    ', max = 120): string[] {
   return changes.map((ch) => {
-    if (!('before' in ch) || ch.before === undefined) return `${indent}${ch.path}: (unset) -> ${short(ch.after)}`;
-    if (!('after' in ch) || ch.after === undefined) return `${indent}${ch.path}: ${short(ch.before)} -> (unset)`;
-    return `${indent}${ch.path}: ${short(ch.before)} -> ${short(ch.after)}`;
+    if (!('before' in ch) || ch.before === undefined) return `${indent}${ch.path}: (unset) -> ${short(ch.after, max)}`;
+    if (!('after' in ch) || ch.after === undefined) return `${indent}${ch.path}: ${short(ch.before, max)} -> (unset)`;
+    return `${indent}${ch.path}: ${short(ch.before, max)} -> ${short(ch.after, max)}`;
   });
 }
 
@@ -110,7 +114,8 @@ function updateLines(o: Extract<Operation, { op: 'update_control' | 'update_agen
 }
 
 function short(value: unknown, max = 120): string {
-  const text = JSON.stringify(value) ?? 'null';
+  // JSON spells control characters; format characters (bidi, zero-width, tags) it leaves as they are.
+  const text = printableText(JSON.stringify(value) ?? 'null');
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 

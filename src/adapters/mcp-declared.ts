@@ -52,6 +52,11 @@ export class DeclaredList {
     return loading;
   }
 
+  /** The last full read, when one is held (none is read for asking). */
+  get held(): DeclaredRead | null {
+    return this.#read;
+  }
+
   /** The server's list changed: read it again before the next request. */
   invalidate(): void {
     this.#generation++;

@@ -6,11 +6,20 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { ListToolsResultSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
 import { packageVersion } from '../version.js';
 import { upstreamEnv } from './mcp-env.js';
 
 export type ToolSource = { command: string[]; passEnv?: string[]; env?: Record<string, string> } | { url: string; headers?: Record<string, string> };
+
+/**
+ * A tools/list page as the server sent it. The SDK's own schema drops annotation keys it
+ * does not know, while the gateway fingerprints each tool as the server sends it (and some
+ * clients pass such keys on): a pin of the reshaped tool would never match, and an
+ * unchanged tool would be hidden as changed.
+ */
+const SentListToolsResultSchema = z.looseObject({ tools: z.array(z.unknown()), nextCursor: z.string().optional() });
 
 /** At most this many pages: a server whose cursor never ends must not hang the pin. */
 const MAX_PAGES = 1000;
@@ -26,8 +35,10 @@ export async function listServerTools(source: ToolSource): Promise<{ serverName:
     const tools: Tool[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < MAX_PAGES; page++) {
-      const answer = await client.listTools(cursor === undefined ? {} : { cursor });
-      tools.push(...answer.tools);
+      const answer = await client.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, SentListToolsResultSchema);
+      // The SDK's checks still hold (a name, an object input schema, ...); what is pinned is what was sent.
+      ListToolsResultSchema.parse(answer);
+      tools.push(...(answer.tools as Tool[]));
       cursor = answer.nextCursor;
       if (!cursor) return { serverName: client.getServerVersion()?.name, instructions: client.getInstructions(), tools };
     }

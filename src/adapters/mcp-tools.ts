@@ -8,6 +8,7 @@
  */
 
 import { ErrorCode, isJSONRPCResultResponse, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { canonicalJson } from '../gitops/canonical.js';
 import { DeclaredList, type ListPage } from './mcp-declared.js';
 import type { McpPins } from './mcp-pins.js';
 import { folded, shown } from './mcp-text.js';
@@ -52,10 +53,38 @@ export class UpstreamTools {
    * loses instructions that differ from the pinned ones.
    */
   answer<M extends JSONRPCMessage>(message: M, method: string): M {
+    if (method === 'tools/list' && isJSONRPCResultResponse(message)) this.#forgetIfOutdated(message.result);
     if (!this.pins || !isJSONRPCResultResponse(message)) return message;
     if (method === 'initialize') return { ...message, result: this.pins.filterInitialize(withToolListChanges(message.result)) };
     if (!this.pins.filtering || method !== 'tools/list') return message;
     return { ...message, result: this.pins.filterList(message.result) };
+  }
+
+  /**
+   * Forgets the list the gateway holds when a tools/list answer declares a tool otherwise
+   * (or one it does not hold): a server that changes a tool without
+   * notifications/tools/list_changed would otherwise have its calls checked against the
+   * declaration read before, pins and argument names alike.
+   */
+  #forgetIfOutdated(result: Record<string, unknown>): void {
+    const held = this.#list.held;
+    const tools = result.tools;
+    if (held === null || !Array.isArray(tools)) return;
+    for (const tool of tools as unknown[]) {
+      const name = (tool as { name?: unknown } | null)?.name;
+      if (typeof name !== 'string') continue;
+      let same: boolean;
+      try {
+        same = held.names.has(name) && canonicalJson(held.declared.get(name)) === canonicalJson(tool);
+      } catch {
+        // Nested deeper than the stack goes: it cannot be told the same.
+        same = false;
+      }
+      if (!same) {
+        this.#list.invalidate();
+        return;
+      }
+    }
   }
 
   /** The declared names, read from the server when not known. */

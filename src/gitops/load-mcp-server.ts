@@ -9,9 +9,10 @@
  * allow/deny naming a tool that is not pinned is a warning (it hides nothing today), and so
  * is a pin of an earlier guardctl (`sha256:` fingerprints, no `instructions`): it keeps
  * working, but titles, output schemas and instructions change unchecked until a re-pin.
+ * Pinned text holding code points a reader cannot see is a warning too (`hidden_text`).
  */
 import type { z } from 'zod';
-import { McpServerDocumentSchema, fieldIssuesOf, textIssuesOf, toolPermitted, type FieldIssue, type McpServerDocument } from '../model/index.js';
+import { McpServerDocumentSchema, fieldIssuesOf, formatPath, printableText, textIssuesOf, toolPermitted, type FieldIssue, type McpServerDocument } from '../model/index.js';
 import { FINGERPRINTED_FIELDS, fingerprintMismatches, fingerprintVersionOf } from './canonical.js';
 import type { Diagnostic } from './diagnostics.js';
 import { diag, startOf, where, type DocContext, type SourceLocation } from './load-context.js';
@@ -60,6 +61,8 @@ export function loadMcpServer(ctx: DocContext, value: Record<string, unknown>, o
   }
   const outdated = outdatedPin(ctx, document);
   if (outdated) out.push(outdated);
+  const hidden = hiddenText(ctx, document);
+  if (hidden) out.push(hidden);
   for (const list of ['allow_tools', 'deny_tools'] as const) {
     document[list]?.forEach((name, index) => {
       if (firstIndex.has(name)) return;
@@ -87,6 +90,48 @@ function outdatedPin(ctx: DocContext, document: McpServerDocument): Diagnostic |
   return {
     ...diag(ctx, 'warning', path, false, 'pin_outdated', `McpServer "${document.name}" does not pin ${unchecked.join(', nor ')}: they can change without drift`),
     hint: `re-pin and review the plan: guardctl mcp-pin --name ${document.name} --out ${ctx.file} ${'url' in document.transport ? `--upstream-url ${document.transport.url}` : `-- ${document.transport.command.join(' ')}`} (until then the gateway checks what this pin covers)`,
+  };
+}
+
+/** Code points a reader does not see, or that move a terminal's cursor or colours (a line break and a tab show as themselves). */
+const UNSEEN_ALL = /(?![\n\t])[\p{C}\p{Zl}\p{Zp}]/gu;
+
+/**
+ * One warning per document whose pinned texts (instructions, tool names, titles,
+ * descriptions, any string or key of the schemas and annotations) hold code points a
+ * reader cannot see, at the first: the model reads them (tag characters spell whole
+ * sentences), and the plan of a new server shows no tool text to review them in.
+ */
+function hiddenText(ctx: DocContext, document: McpServerDocument): Diagnostic | null {
+  const found: Array<{ path: Array<string | number>; atKey: boolean; points: string[] }> = [];
+  const look = (text: string, path: Array<string | number>, atKey: boolean) => {
+    const points = text.match(UNSEEN_ALL);
+    if (points) found.push({ path, atKey, points });
+  };
+  // Walked without recursion: schemas nest as deep as the server made them.
+  const todo: Array<[value: unknown, path: Array<string | number>]> = [[document.tools, ['tools']]];
+  if (typeof document.instructions === 'string') look(document.instructions, ['instructions'], false);
+  for (let next = 0; next < todo.length; next++) {
+    const [value, path] = todo[next]!;
+    if (typeof value === 'string') look(value, path, false);
+    else if (Array.isArray(value)) value.forEach((item, index) => todo.push([item, [...path, index]]));
+    else if (value !== null && typeof value === 'object') {
+      for (const [key, item] of Object.entries(value)) {
+        if (key === 'fingerprint' && path.length === 2) continue;
+        look(key, [...path, key], true);
+        todo.push([item, [...path, key]]);
+      }
+    }
+  }
+  const first = found[0];
+  if (!first) return null;
+  const shown = [...new Set(first.points)].slice(0, 3).map((c) => `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`);
+  const others = found.length - 1;
+  const where = `${formatPath(first.path)}${first.atKey ? ' (a key)' : ''}`;
+  const message = `McpServer "${document.name}": ${where} holds ${first.points.length} code point${first.points.length === 1 ? '' : 's'} a reader cannot see (${shown.join(', ')}${new Set(first.points).size > 3 ? ', ...' : ''})${others > 0 ? `, and ${others} other field${others === 1 ? '' : 's'} hold some` : ''}: the model reads them`;
+  return {
+    ...diag(ctx, 'warning', first.path, first.atKey, 'hidden_text', printableText(message)),
+    hint: 'read them spelt out before applying: the pin file writes them as escapes (\\U000E0041) and guardctl plan as \\u{e0041}; hide a tool you cannot vouch for with deny_tools',
   };
 }
 

@@ -4,7 +4,7 @@
  * order so a re-pin diffs only what changed; a re-pin keeps what people wrote (description,
  * allow_tools, deny_tools) and replaces the instructions and the tools.
  */
-import { stringify } from 'yaml';
+import { Document, visit } from 'yaml';
 import type { McpServerDocument, McpTransport, PinnedTool } from '../model/index.js';
 import { mcpToolFingerprint } from './canonical.js';
 
@@ -68,5 +68,29 @@ export function pinYaml(doc: McpServerDocument): string {
       fingerprint: t.fingerprint,
     })),
   };
-  return `# Pinned by guardctl mcp-pin: review tool changes in plan, re-pin rather than edit tools by hand.\n${stringify(ordered, { lineWidth: 0, sortMapEntries: false })}`;
+  return `# Pinned by guardctl mcp-pin: review tool changes in plan, re-pin rather than edit tools by hand.\n${visibleYaml(ordered)}`;
+}
+
+/** Code points a reader does not see, or that move a terminal's cursor or colours (a line break and a tab show as themselves). */
+const UNSEEN = /(?![\n\t])[\p{C}\p{Zl}\p{Zp}]/u;
+const UNSEEN_ALL = new RegExp(UNSEEN.source, 'gu');
+
+/**
+ * YAML in which every code point a reviewer could not see is an escape (`\u200B`,
+ * `\U000E0041`): a server's text reaches the model whole, and tag characters spell words a
+ * model reads where an editor or a pull request shows nothing. Such strings (keys too) are
+ * written double-quoted, the one YAML style with escapes; they read back the same.
+ */
+function visibleYaml(value: object): string {
+  const doc = new Document(value);
+  visit(doc, {
+    Scalar(_key, node) {
+      if (typeof node.value === 'string' && UNSEEN.test(node.value)) node.type = 'QUOTE_DOUBLE';
+    },
+  });
+  // The yaml package escapes control characters in double quotes; format, private-use and unassigned ones are left, inside those quotes.
+  return doc.toString({ lineWidth: 0 }).replace(UNSEEN_ALL, (c) => {
+    const hex = c.codePointAt(0)!.toString(16).toUpperCase();
+    return hex.length <= 4 ? `\\u${hex.padStart(4, '0')}` : `\\U${hex.padStart(8, '0')}`;
+  });
 }

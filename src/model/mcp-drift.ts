@@ -30,6 +30,20 @@ export function printableToolName(name: string): string {
   return escaped.length <= TOOL_NAME_MAX ? escaped : `${escaped.slice(0, TOOL_NAME_MAX - 1)}…`;
 }
 
+/** UNPRINTABLE but for a line break and a tab, which show as themselves in a text. */
+const UNPRINTABLE_IN_TEXT = /(?![\n\t])[\p{C}\p{Zl}\p{Zp}]/gu;
+
+/**
+ * A text fit to be read by a reviewer (a description, instructions, a plan line): the
+ * unprintable code points spelt `\u{...}` as in `printableToolName`, line breaks and tabs
+ * kept. A server's text reaches the model whole: tag characters (U+E0000-U+E007F) spell
+ * words a model reads and a terminal or a browser draws as nothing, and escapes or a
+ * carriage return can paint over a line of a terminal.
+ */
+export function printableText(text: string): string {
+  return text.replace(UNPRINTABLE_IN_TEXT, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
+}
+
 /** A reported tool name: what `printableToolName` makes (1 to 256 printable characters). */
 export const McpDriftToolNameSchema = McpToolNameSchema.refine((name) => !UNPRINTABLE.test(name), {
   message: 'a reported tool name must hold printable characters only (the gateway spells the others \\u{...})',

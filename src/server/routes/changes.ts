@@ -9,7 +9,7 @@ import type { OperationDoc } from '../openapi.js';
 import { HttpProblem } from '../problem.js';
 import { ChangesBodySchema, ChangesEnvelopeSchema, type ChangesEnvelope } from '../schemas.js';
 import { readOnly } from './controls.js';
-import { fingerprintIssues } from './mcp-servers.js';
+import { pinnedToolIssues } from './mcp-servers.js';
 import { PolicyWarningsSchema, policyWarnings } from './policies.js';
 
 type ChangeBody = ChangesEnvelope['changes'][number];
@@ -107,7 +107,7 @@ function storeChangesOf(bodies: ChangeBody[], registry: EvaluatorRegistry): Stor
       case 'upsert_agent':
         return { op: 'upsert_agent', agent: change.agent };
       case 'upsert_mcp_server': {
-        const found = fingerprintIssues(change.mcp_server.tools, `changes[${i}].mcp_server.`);
+        const found = pinnedToolIssues(change.mcp_server.tools, `changes[${i}].mcp_server.`);
         if (found.length > 0) failing.push(i);
         issues.push(...found);
         return change;

@@ -20,7 +20,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { mcpInstructionsFingerprint } from '../../gitops/canonical.js';
-import { McpDriftReportSchema, type EvaluationSummary, type McpDriftReport, type McpServerRecord, type ObservabilityEvent } from '../../model/index.js';
+import { McpDriftReportSchema, printableToolName, type EvaluationSummary, type McpDriftReport, type McpServerRecord, type ObservabilityEvent } from '../../model/index.js';
 import type { Observability } from '../../observability/index.js';
 import { traceIdsFromHeaders } from '../../observability/trace.js';
 import type { Store } from '../../store/types.js';
@@ -57,16 +57,25 @@ export interface McpDriftRoutesOptions {
   observability: Observability;
 }
 
+/**
+ * The pinned tools a report names. A gateway names a tool in printable form (the name
+ * `read\u200b` as `read\\u{200b}`): a pinned tool is named by that form of its name.
+ */
+function pinsNamed(server: McpServerRecord, reported: string): McpServerRecord['tools'] {
+  return server.tools.filter((t) => printableToolName(t.name) === reported);
+}
+
 /** Why a report does not match the pinned document, or null when it does. */
 export function driftContradiction(server: McpServerRecord, report: McpDriftReport): string | null {
   if (report.kind === 'instructions') {
     if (server.instructions === undefined) return `McpServer "${server.name}" does not pin instructions (pinned by an earlier guardctl)`;
     return mcpInstructionsFingerprint(server.instructions) === report.fingerprint ? `the instructions have the fingerprint pinned in McpServer "${server.name}"` : null;
   }
-  const pin = server.tools.find((t) => t.name === report.tool);
-  if (report.kind === 'unpinned') return pin ? `tool "${report.tool}" is pinned in McpServer "${server.name}"` : null;
-  if (!pin) return `tool "${report.tool}" is not pinned in McpServer "${server.name}", so it cannot have changed`;
-  return pin.fingerprint === report.fingerprint ? `tool "${report.tool}" has the fingerprint pinned in McpServer "${server.name}"` : null;
+  // Exactly: a live tool whose printable form is a pinned one's may be another tool (`a\\u{200b}` spelt out), unpinned.
+  if (report.kind === 'unpinned') return server.tools.some((t) => t.name === report.tool) ? `tool "${report.tool}" is pinned in McpServer "${server.name}"` : null;
+  const pins = pinsNamed(server, report.tool);
+  if (pins.length === 0) return `tool "${report.tool}" is not pinned in McpServer "${server.name}", so it cannot have changed`;
+  return pins.every((pin) => pin.fingerprint === report.fingerprint) ? `tool "${report.tool}" has the fingerprint pinned in McpServer "${server.name}"` : null;
 }
 
 /** What the log, the event and the live stream say of a drift (the tool's name, never its description). */
@@ -82,11 +91,14 @@ export function driftMessage(server: McpServerRecord, report: McpDriftReport): s
 export function driftEvent(server: McpServerRecord, report: McpDriftReport, ids: { trace_id: string; span_id: string }, now = new Date()): ObservabilityEvent {
   const instructions = report.kind === 'instructions';
   const tool = instructions ? null : report.tool;
-  const pinned = instructions
-    ? server.instructions === undefined
-      ? null
-      : mcpInstructionsFingerprint(server.instructions)
-    : (server.tools.find((t) => t.name === tool)?.fingerprint ?? null);
+  const pinned =
+    report.kind === 'instructions'
+      ? server.instructions === undefined
+        ? null
+        : mcpInstructionsFingerprint(server.instructions)
+      : report.kind === 'unpinned'
+        ? null
+        : (pinsNamed(server, report.tool).find((t) => t.fingerprint !== report.fingerprint)?.fingerprint ?? null);
   return {
     control_execution_id: randomUUID(),
     ...ids,

@@ -7,8 +7,8 @@
 import { createHash } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { FINGERPRINTED_FIELDS, fingerprintMismatches, fingerprintVersionOf } from '../../gitops/canonical.js';
-import { McpServerRecordSchema, type FieldIssue, type McpServerRecord, type StoreChange } from '../../model/index.js';
+import { FINGERPRINTED_FIELDS, fingerprintMismatches, fingerprintVersionOf, type FingerprintedTool } from '../../gitops/canonical.js';
+import { McpServerRecordSchema, printableToolName, type FieldIssue, type McpServerRecord, type StoreChange } from '../../model/index.js';
 import { apiOrigin, isWatchManaged, parseOr422, type ServerContext } from '../context.js';
 import type { OperationDoc } from '../openapi.js';
 import { HttpProblem, notFound } from '../problem.js';
@@ -37,7 +37,7 @@ const DOCS = {
   put: {
     operationId: 'putMcpServer',
     summary: 'Create (201) or replace (200) a pinned MCP server',
-    description: '422 when a pinned fingerprint disagrees with the tool fields it covers, or the name in the body is not the one in the path.',
+    description: '422 when a pinned fingerprint disagrees with the tool fields it covers, a tool is pinned twice, or the name in the body is not the one in the path.',
     tag: 'mcp',
     body: McpServerWriteBodySchema,
     responses: { 200: McpServerRecordSchema, 201: McpServerRecordSchema },
@@ -54,13 +54,24 @@ const DOCS = {
 
 type NameParams = { Params: { name: string } };
 
-/** A 422 for each pinned tool whose fingerprint is not the one its fields hash to. */
-export function fingerprintIssues(tools: Parameters<typeof fingerprintMismatches>[0], prefix: string): FieldIssue[] {
-  return fingerprintMismatches(tools).map(({ index, actual }) => ({
+/**
+ * A 422 for each pinned tool whose fingerprint is not the one its fields hash to, and for
+ * each tool pinned again under a name pinned before it (the gateway would check the last,
+ * where a reader of the document may have reviewed the first).
+ */
+export function pinnedToolIssues(tools: ReadonlyArray<FingerprintedTool & { name: string; fingerprint: string }>, prefix: string): FieldIssue[] {
+  const seen = new Set<string>();
+  const twice: FieldIssue[] = [];
+  tools.forEach(({ name }, index) => {
+    if (seen.has(name)) twice.push({ field: `${prefix}tools[${index}].name`, code: 'duplicate_tool', message: `tool "${printableToolName(name)}" is pinned twice; an MCP server declares each tool once: re-pin with guardctl mcp-pin` });
+    seen.add(name);
+  });
+  const mismatched = fingerprintMismatches(tools).map(({ index, actual }) => ({
     field: `${prefix}tools[${index}].fingerprint`,
     code: 'fingerprint_mismatch',
     message: `does not match the tool's ${FINGERPRINTED_FIELDS[fingerprintVersionOf(actual)].join(', ')} (they hash to ${actual}); re-pin with guardctl mcp-pin`,
   }));
+  return [...twice, ...mismatched];
 }
 
 export function etagOf(record: McpServerRecord): string {
@@ -106,8 +117,8 @@ export const mcpServerRoutes: FastifyPluginAsync<ServerContext> = async (app, ct
     if (body.name !== request.params.name) {
       throw new HttpProblem(422, 'validation_failed', 'the request body is not valid', [{ field: 'name', code: 'name_mismatch', message: `the body names "${body.name}", the path "${request.params.name}"` }]);
     }
-    const issues = fingerprintIssues(body.tools, '');
-    if (issues.length > 0) throw new HttpProblem(422, 'validation_failed', 'pinned fingerprints do not match their tools', issues);
+    const issues = pinnedToolIssues(body.tools, '');
+    if (issues.length > 0) throw new HttpProblem(422, 'validation_failed', 'the pinned tools are refused', issues);
     const before = await store.getMcpServerByName(body.name);
     refuseWatched(before);
     await write({ op: 'upsert_mcp_server', mcp_server: body }, request);
