@@ -6,6 +6,7 @@
  */
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
+import { colors } from '../../cli/output/color.js';
 import { renderPlanMarkdown, renderPlanText } from '../../cli/output/plan.js';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import { controlValidator } from '../../src/gitops/control-validator.js';
@@ -15,6 +16,8 @@ import { actualMcpServersOf, EMPTY_STATE } from '../../src/gitops/desired-state.
 import { pinDocument, pinYaml } from '../../src/gitops/mcp-pin.js';
 import { plan } from '../../src/gitops/plan.js';
 import { McpServerDocumentSchema, type McpServerBody } from '../../src/model/index.js';
+
+const noColor = colors(false);
 
 /** ASCII smuggling: text spelt in Unicode tag characters, which terminals and browsers draw as nothing and models read. */
 const smuggled = (text: string) => [...text].map((c) => String.fromCodePoint(0xe0000 + c.codePointAt(0)!)).join('');
@@ -68,7 +71,6 @@ describe('the plan shows what changed', () => {
       mcp_servers: actualMcpServersOf([{ mcp_server_id: 1, ...before, managed_by: 'gitops:default', source: 'mcp/fs.yaml:1', created_at: '', updated_at: '' }]),
     });
     const ctx = { directory: 'controls', server: 'http://x', fingerprint: 'sha256:0' } as never;
-    const noColor = { green: String, red: String, yellow: String, dim: String, bold: String, cyan: String } as never;
     for (const shown of [renderPlanText(p, ctx, noColor), renderPlanMarkdown(p, ctx)]) {
       expect(shown).not.toMatch(UNSEEN);
       expect(shown).toContain('~ tool "read\\u{200b}" changed');
@@ -94,7 +96,6 @@ describe('the plan shows all of a changed text', () => {
       mcp_servers: actualMcpServersOf([{ mcp_server_id: 1, ...server(pinned('Read', 'The path')), managed_by: 'gitops:default', source: 'mcp/fs.yaml:1', created_at: '', updated_at: '' }]),
     });
     const ctx = { directory: 'controls', server: 'http://x', fingerprint: 'sha256:0' } as never;
-    const noColor = { green: String, red: String, yellow: String, dim: String, bold: String, cyan: String } as never;
     for (const shown of [renderPlanText(p, ctx, noColor), renderPlanMarkdown(p, ctx)]) {
       expect(shown).toContain(`title: "Read" -> ${JSON.stringify(padded)}`);
       expect(shown).toContain(`input_schema.properties.path.description: "The path" -> ${JSON.stringify(padded)}`);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { colors } from '../../cli/output/color.js';
 import { renderPlanText } from '../../cli/output/plan.js';
 import { mcpToolFingerprint } from '../../src/gitops/canonical.js';
 import { changesOf } from '../../src/gitops/changes.js';
@@ -15,7 +16,7 @@ const record = (server: McpServerBody, managed_by: string | null = 'gitops:defau
   mcp_server_id: 1, ...server, managed_by, source: 'mcp/fs.yaml:1', created_at: '', updated_at: '',
 });
 const desired = (server: McpServerBody): DesiredState => ({ controls: [], agents: [], mcp_servers: [{ server, source: 'mcp/fs.yaml:1' }] });
-const noColor = { green: String, red: String, yellow: String, dim: String, bold: String, cyan: String } as never;
+const noColor = colors(false);
 
 describe('plan of McpServer documents', () => {
   it('creates a server, and applying it is one upsert_mcp_server change owned by the plan', () => {
