@@ -12,7 +12,7 @@
  * Pinned text holding code points a reader cannot see is a warning too (`hidden_text`).
  */
 import type { z } from 'zod';
-import { McpServerDocumentSchema, fieldIssuesOf, formatPath, printableText, textIssuesOf, toolPermitted, type FieldIssue, type McpServerDocument } from '../model/index.js';
+import { McpServerDocumentSchema, fieldIssuesOf, formatPath, looseName, printableText, printableToolName, textIssuesOf, toolPermitted, type FieldIssue, type McpServerDocument } from '../model/index.js';
 import { FINGERPRINTED_FIELDS, fingerprintMismatches, fingerprintVersionOf } from './canonical.js';
 import type { Diagnostic } from './diagnostics.js';
 import { diag, startOf, where, type DocContext, type SourceLocation } from './load-context.js';
@@ -63,12 +63,17 @@ export function loadMcpServer(ctx: DocContext, value: Record<string, unknown>, o
   if (outdated) out.push(outdated);
   const hidden = hiddenText(ctx, document);
   if (hidden) out.push(hidden);
+  const pinnedLoosely = new Set(document.tools.map((t) => looseName(t.name)));
   for (const list of ['allow_tools', 'deny_tools'] as const) {
     document[list]?.forEach((name, index) => {
-      if (firstIndex.has(name)) return;
+      // allow_tools lets through exactly the names it holds; deny_tools also hides names that read the same.
+      if (list === 'allow_tools' ? firstIndex.has(name) : pinnedLoosely.has(looseName(name))) return;
       out.push({
-        ...diag(ctx, 'warning', [list, index], false, 'unpinned_tool', `${list} names "${name}", which McpServer "${document.name}" does not pin`),
-        hint: 'names compare exactly (case and spaces count); check the spelling against tools[].name',
+        ...diag(ctx, 'warning', [list, index], false, 'unpinned_tool', `${list} names "${printableToolName(name)}", which McpServer "${document.name}" does not pin`),
+        hint:
+          list === 'allow_tools'
+            ? 'allow_tools compares names exactly (case and spaces count); check the spelling against tools[].name'
+            : 'deny_tools hides the names that read the same (case, width, spaces and invisible characters aside); no pinned tool does',
       });
     });
   }
@@ -151,13 +156,19 @@ export function checkMcpServers(servers: readonly McpServerSeen[], out: Diagnost
     first.set(server.name, seen);
     server.document.tools.forEach((tool, index) => {
       if (!toolPermitted(server.document, tool.name)) return;
-      const other = exposedBy.get(tool.name);
+      // Names that read the same collide too: a model told of Send_Email and send_email takes them for one tool.
+      const key = looseName(tool.name);
+      const other = exposedBy.get(key);
       if (!other) {
-        exposedBy.set(tool.name, { seen, index });
+        exposedBy.set(key, { seen, index });
         return;
       }
+      if (other.seen === seen) return;
+      const otherName = other.seen.server.document.tools[other.index]!.name;
+      const [name, earlier] = [printableToolName(tool.name), printableToolName(otherName)];
+      const what = otherName === tool.name ? `tool "${name}" is exposed` : `tool "${name}" reads the same as tool "${earlier}": they are exposed`;
       out.push({
-        ...diag(ctx, 'error', ['tools', index, 'name'], false, 'tool_collision', `tool "${tool.name}" is exposed by McpServer "${server.name}" and by McpServer "${other.seen.server.name}" (${where(other.seen.ctx, ['tools', other.index, 'name'])})`),
+        ...diag(ctx, 'error', ['tools', index, 'name'], false, 'tool_collision', `${what} by McpServer "${server.name}" and by McpServer "${other.seen.server.name}" (${where(other.seen.ctx, ['tools', other.index, 'name'])})`),
         hint: `an agent behind both gateways could not tell them apart; hide it in one of them with deny_tools: ["${tool.name}"]`,
       });
     });

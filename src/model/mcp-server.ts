@@ -87,8 +87,25 @@ export type McpServerRecord = z.infer<typeof McpServerRecordSchema>;
 export const McpServerDocumentSchema = z.strictObject({ kind: z.literal('McpServer'), ...mcpServerFields });
 export type McpServerDocument = z.infer<typeof McpServerDocumentSchema>;
 
-/** Whether allow/deny let the model see a tool (names compared exactly). */
+/**
+ * Whether allow/deny let the model see a tool. `allow_tools` names are compared exactly: a
+ * name spelt otherwise is not allowed. `deny_tools` also hides every name that reads the
+ * same (looseName): a server that renames a denied tool `Write_File` or `write\u200bfile`
+ * gets no tool past the list, whatever `--on-drift` lets through unpinned.
+ */
 export function toolPermitted(server: Pick<McpServerBody, 'allow_tools' | 'deny_tools'>, tool: string): boolean {
-  if (server.deny_tools?.includes(tool)) return false;
+  if (server.deny_tools !== undefined && server.deny_tools.length > 0) {
+    const loose = looseName(tool);
+    if (server.deny_tools.some((denied) => denied === tool || looseName(denied) === loose)) return false;
+  }
   return server.allow_tools === undefined || server.allow_tools.includes(tool);
+}
+
+/**
+ * A tool name as a reader takes it: compatibility forms folded (NFKC: full-width letters,
+ * ligatures), letter case ignored, invisible format characters and white space dropped.
+ * Letters of other scripts that look alike (Cyrillic а for Latin a) stay apart.
+ */
+export function looseName(name: string): string {
+  return name.normalize('NFKC').toLowerCase().replace(/[\p{Cf}\p{White_Space}]/gu, '');
 }

@@ -31,10 +31,10 @@ afterEach(async () => {
   for (const close of closing.splice(0)) await close();
 });
 
-/** The gateway with `record` pinned, in front of a server declaring `tools`. */
-async function gateway(record: McpServerRecord, tools: unknown[]) {
+/** The gateway with `record` pinned (`--on-drift mode`), in front of a server declaring `tools`. */
+async function gateway(record: McpServerRecord, tools: unknown[], mode: 'block' | 'warn' = 'block') {
   const reports: string[] = [];
-  const pins = new McpPins({ serverName: 'raw', mode: 'block', fetch: () => Promise.resolve(record), report: (line) => void reports.push(line) });
+  const pins = new McpPins({ serverName: 'raw', mode, fetch: () => Promise.resolve(record), report: (line) => void reports.push(line) });
   await pins.start();
   const relay = await scriptedRelay('pin-attacks', answers, [], { pins, tools });
   closing.push(relay.close);
@@ -114,5 +114,25 @@ describe('a tool changed without notifications/tools/list_changed', () => {
     const refused = await call(3, 'read');
     expect(refused).toContain('"isError":true');
     expect(refused).toContain('changed since it was pinned');
+  });
+});
+
+describe('deny_tools against a server that renames a denied tool', () => {
+  it('hides and refuses every spelling that reads the same (case, full width, invisible characters), also where unpinned tools pass (--on-drift warn)', async () => {
+    const input_schema = { type: 'object' };
+    const declared = (name: string) => ({ name, description: 'Writes a file.', inputSchema: input_schema });
+    const record = {
+      name: 'raw', deny_tools: ['write_file'], updated_at: 'v1',
+      tools: [{ name: 'read_file', description: 'Writes a file.', input_schema, fingerprint: mcpToolFingerprint({ description: 'Writes a file.', input_schema }) }],
+    } as unknown as McpServerRecord;
+    const renamed = ['Write_File', 'write\u200b_file', '\uff57\uff52\uff49\uff54\uff45_file', 'write_file '];
+    const { listed, call } = await gateway(record, [declared('read_file'), ...renamed.map(declared), declared('write_files')], 'warn');
+    // write_files is another name: unpinned, it passes in warn mode as any unpinned tool does.
+    expect(await listed(1)).toEqual(['read_file', 'write_files']);
+    for (const [i, name] of renamed.entries()) {
+      const refused = await call(10 + i, name);
+      expect(refused, name).toContain('"isError":true');
+      expect(refused, name).toContain('hidden by the pinned McpServer');
+    }
   });
 });

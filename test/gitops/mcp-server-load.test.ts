@@ -160,12 +160,24 @@ tools:
     expect(result.diagnostics.filter((d) => d.severity === 'error').map((d) => d.file)).toEqual(['f.yaml']);
   });
 
-  it('allow/deny naming a tool that is not pinned (exactly) is a warning', () => {
-    const result = load([{ path: 'g.yaml', text: server('g', [tool('read')], { allow_tools: ['read', 'Read'], deny_tools: ['read '] }) }]);
+  it('allow_tools naming a tool not pinned exactly, and deny_tools naming none that reads the same, are warnings', () => {
+    const result = load([{ path: 'g.yaml', text: server('g', [tool('read'), tool('write')], { allow_tools: ['read', 'Read'], deny_tools: ['Write ', 'reed'] }) }]);
     expect(result.diagnostics.map((d) => `${d.severity}:${d.code}:${d.field}`)).toEqual([
       'warning:unpinned_tool:allow_tools[1]',
-      'warning:unpinned_tool:deny_tools[0]',
+      'warning:unpinned_tool:deny_tools[1]',
     ]);
     expect(result.mcpServers).toHaveLength(1);
+  });
+
+  it('two servers exposing names that read the same collide: a model takes Send_Email and send_email for one tool', () => {
+    const result = load([
+      { path: 'a.yaml', text: server('a', [tool('send_email')]) },
+      { path: 'b.yaml', text: server('b', [tool('Send_Email')]) },
+      { path: 'c.yaml', text: server('c', [tool('send\u200b_email')]) },
+    ]);
+    const collisions = result.diagnostics.filter((d) => d.code === 'tool_collision');
+    expect(collisions.map((d) => d.file)).toEqual(['b.yaml', 'c.yaml']);
+    expect(collisions[0]!.message).toMatch(/^tool "Send_Email" reads the same as tool "send_email": they are exposed by McpServer "b" and by McpServer "a" \(a\.yaml:\d+:\d+\)$/);
+    expect(collisions[1]!.message).toContain('tool "send\\u{200b}_email" reads the same');
   });
 });
