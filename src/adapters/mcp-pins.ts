@@ -12,7 +12,7 @@
  * own fingerprint covers (`sha256:` or `sha256-v2:`).
  *
  * Drift (a live tool whose fingerprint differs from its pin, a live tool not pinned, or
- * changed instructions) is reported once per tool and kind per document version (`report`,
+ * changed instructions) is reported once per tool, kind and declaration per document version (`report`,
  * and `onDrift`: the gateway sends it to the guard server, which counts
  * guard_mcp_tool_drift_total or guard_mcp_instructions_drift_total and records an event),
  * and counted here (`driftCounts`). With `warn`, drifted tools are listed and
@@ -46,7 +46,7 @@ export interface PinsOptions {
   /** Reads the pinned document; null when nothing is pinned under the name. */
   fetch(): Promise<McpServerRecord | null>;
   report(line: string): void;
-  /** Called once per drifted tool and kind per document version (a report to the guard server). */
+  /** Called once per drifted tool, kind and declaration per document version (a report to the guard server). */
   onDrift?(drift: Drift): void;
   /** --require-pin: without a document (deleted after start), list nothing and refuse every call. */
   requirePin?: boolean;
@@ -69,7 +69,7 @@ export type Drift =
       fingerprint: string;
     };
 
-/** Distinct drifts (tool and kind) reported per document version; past it they are refused or warned about silently. */
+/** Distinct drifts (tool, kind and declaration) reported per document version; past it they are refused or warned about silently. */
 export const MAX_REPORTED_DRIFTS = 1000;
 
 interface LiveTool {
@@ -223,7 +223,9 @@ export class McpPins {
 
   #drift(tool: string, kind: DriftKind | 'instructions', fingerprint: string): void {
     const key = `${this.o.serverName}\u0000${tool}\u0000${kind}`;
-    if (!this.#seen.has(key)) {
+    // Each declaration is reported once: a second, different change to a tool is another rug pull.
+    const reported = `${key}\u0000${fingerprint}`;
+    if (!this.#seen.has(reported)) {
       if (this.#seen.size >= MAX_REPORTED_DRIFTS) {
         if (!this.#floodSaid) {
           this.#floodSaid = true;
@@ -231,7 +233,7 @@ export class McpPins {
         }
         return;
       }
-      this.#seen.add(key);
+      this.#seen.add(reported);
       if (kind === 'instructions') {
         this.o.report(`drift: the instructions of "${this.o.serverName}" changed since they were pinned${this.o.mode === 'warn' ? ' (--on-drift warn: passed to the client)' : ' (withheld from the client)'}`);
         this.o.onDrift?.({ server: this.o.serverName, kind, fingerprint });
