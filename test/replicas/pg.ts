@@ -34,9 +34,11 @@ export const pgRequired = process.env.GUARD_REQUIRE_PG === '1';
 /**
  * The query pool of a store a test opens (GUARD_PG_POOL_SIZE for an app): the workers'
  * tests, each with its replicas, share the database's 100 connections, and a file's stores
- * stay open until its last test. Three connections still let concurrent steps race.
+ * stay open until its last test. Five still let concurrent steps race, and leave a step
+ * a connection while the session cache's pings and clock reads hold others on a loaded
+ * machine (with three, a step waited past a test's 10 s poll).
  */
-export const TEST_POOL_SIZE = 3;
+export const TEST_POOL_SIZE = 5;
 export const TEST_POOL = { maxConnections: TEST_POOL_SIZE } as const;
 
 /** null when reachable, else why not. */
