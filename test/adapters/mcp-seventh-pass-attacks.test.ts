@@ -7,9 +7,11 @@
  * structuredContent, in _meta, in a resource link's annotations, in an embedded resource
  * nested in another, in a sampling request of the server's.
  */
+import { connect, type Socket } from 'node:net';
 import type { ControlDataInput } from '../../src/model/index.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sdkControl } from './guarded-agent.js';
+import { startTestGateway } from './mcp-http-gateway.js';
 import { scriptedRelay } from './scripted-relay.js';
 
 const closers: Array<() => Promise<void>> = [];
@@ -77,5 +79,48 @@ describe('text a server sends base64-encoded in another encoding than UTF-8', ()
     const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x01, 0x00]), Buffer.from(CARD)]).toString('base64');
     const { call } = await answering({ image: { content: [{ type: 'image', mimeType: 'image/png', data: png }] } });
     expect(await call(1, 'image')).toContain(png);
+  });
+});
+
+describe('a client that reads nothing of its answer but keeps sending (HTTP face)', () => {
+  const VERSION = '2025-11-25';
+
+  /** A session opened over plain HTTP; its id. */
+  async function openSession(url: string): Promise<string> {
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const init = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: 'attacker', version: '1' } } }) });
+    const sid = init.headers.get('mcp-session-id')!;
+    await init.text();
+    await (await fetch(url, { method: 'POST', headers: { ...headers, 'mcp-session-id': sid, 'mcp-protocol-version': VERSION }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
+    return sid;
+  }
+
+  /** A raw connection that asks `big` for its 10 MB answer (JSON or SSE, as `accept` prefers) and never reads it. */
+  async function stalledCall(url: string, sid: string, id: number, accept: string): Promise<Socket> {
+    const { hostname, port } = new URL(url);
+    const socket = connect(Number(port), hostname);
+    // Its connection is cut as it writes: that is what is tested, not an error of the test's.
+    socket.on('error', () => {});
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.pause();
+    const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'big', arguments: {} } });
+    socket.write(`POST /mcp HTTP/1.1\r\nHost: ${hostname}:${port}\r\ncontent-type: application/json\r\naccept: ${accept}\r\nmcp-session-id: ${sid}\r\nmcp-protocol-version: ${VERSION}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    return socket;
+  }
+
+  it('a line break sent every few tenths of the send timeout does not keep its connection, nor the unread answer the gateway holds for it: JSON and SSE', { timeout: 60_000 }, async () => {
+    const { gw, reports } = await startTestGateway(closers, { agentName: 'seventh-pass', sendTimeoutMs: 1000 });
+    const sid = await openSession(gw.url);
+    const sockets = await Promise.all(['application/json, text/event-stream', 'text/event-stream, application/json'].map((accept, i) => stalledCall(gw.url, sid, i + 1, accept)));
+    // An empty line before a request is no request (RFC 9112 2.2): it starts no header timeout, and it is bytes the socket reads.
+    const trickle = setInterval(() => {
+      for (const socket of sockets) if (!socket.destroyed) socket.write('\r\n');
+    }, 300);
+    try {
+      await expect.poll(() => reports.filter((l) => l.includes('read nothing of its response')).length, { timeout: 30_000 }).toBe(2);
+    } finally {
+      clearInterval(trickle);
+      for (const socket of sockets) socket.destroy();
+    }
   });
 });
