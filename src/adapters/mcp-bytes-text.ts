@@ -38,18 +38,17 @@ function declaredDecoder(mimeType: unknown): TextDecoder | null {
 }
 
 /**
- * Bytes as an editor sniffs them: UTF-16 after its byte-order mark; else each that fits of
- * UTF-16 without one (every NUL byte on one side of the pairs, as the high byte of ASCII
- * is: odd offsets in little-endian), UTF-8, and Windows-1252 (no control byte but white
- * space): bytes of one can be another's too (`A\0` and ASCII are UTF-8), and a client may
- * read them as either. None for the rest (an image, a PDF, compressed data: control bytes
+ * Bytes as an editor sniffs them, each way that fits: UTF-16 after its byte-order mark, or
+ * without one when every NUL byte sits on one side of the pairs (as the high byte of ASCII
+ * does: odd offsets in little-endian); UTF-8; Windows-1252 (no control byte but white
+ * space). Bytes of one can be another's too (`A\0` and ASCII are UTF-8; a byte-order mark
+ * before ASCII is Windows-1252, and a lenient UTF-8 reader shows the ASCII), and a client
+ * may read them as either. None for the rest (an image, a PDF, compressed data: control bytes
  * and NULs anywhere).
  */
 function textsByShape(bytes: Uint8Array): string[] {
-  if (bytes[0] === 0xff && bytes[1] === 0xfe) return [utf16.le.decode(bytes)];
-  if (bytes[0] === 0xfe && bytes[1] === 0xff) return [utf16.be.decode(bytes)];
   const texts: string[] = [];
-  const order = utf16Order(bytes);
+  const order = bytes[0] === 0xff && bytes[1] === 0xfe ? 'le' : bytes[0] === 0xfe && bytes[1] === 0xff ? 'be' : utf16Order(bytes);
   if (order !== null) texts.push(utf16[order].decode(bytes));
   try {
     texts.push(utf8.decode(bytes));

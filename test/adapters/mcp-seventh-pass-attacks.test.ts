@@ -74,6 +74,12 @@ describe('text a server sends base64-encoded in another encoding than UTF-8', ()
     expect(await call(2, 'accented')).not.toContain(UTF16_ACCENTED);
   });
 
+  it('ASCII text after a UTF-16 byte-order mark is checked as the ASCII a lenient reader shows, not only as the UTF-16 it is not', async () => {
+    const marked = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(`card ${CARD}`)]).toString('base64');
+    const { call } = await answering({ marked: resource(marked, 'application/octet-stream') });
+    expect(await call(1, 'marked')).not.toContain(marked);
+  });
+
   it('binary bytes stay as they are: an image whose pixels hold digits a card number\'s shape passes', async () => {
     // A PNG's signature and header chunk (control bytes, NULs at both parities), then the digits.
     const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x01, 0x00]), Buffer.from(CARD)]).toString('base64');
