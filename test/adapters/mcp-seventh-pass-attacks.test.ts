@@ -4,8 +4,10 @@
  *
  * What held (no change): a blob in the base64url alphabet, with line breaks or spaces
  * inside, or without its padding (Node decodes each as the client's decoders do); a blob in
- * structuredContent, in _meta, in a resource link's annotations, in an embedded resource
- * nested in another, in a sampling request of the server's.
+ * structuredContent, in _meta, in a resource link's annotations; a 30 MB blob (93 ms, one
+ * copy of its text); a client that half-closes its connection after a call (taken as gone,
+ * its answer held within the session's bound, the session serves on). Not decoded, as
+ * docs/security.md says: a blob in the decoded JSON of another (base64 twice), compressed text.
  */
 import { connect, type Socket } from 'node:net';
 import type { ControlDataInput } from '../../src/model/index.js';
@@ -80,12 +82,6 @@ describe('text a server sends base64-encoded in another encoding than UTF-8', ()
     expect(await call(1, 'marked')).not.toContain(marked);
   });
 
-  it('binary bytes stay as they are: an image whose pixels hold digits a card number\'s shape passes', async () => {
-    // A PNG's signature and header chunk (control bytes, NULs at both parities), then the digits.
-    const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x01, 0x00]), Buffer.from(CARD)]).toString('base64');
-    const { call } = await answering({ image: { content: [{ type: 'image', mimeType: 'image/png', data: png }] } });
-    expect(await call(1, 'image')).toContain(png);
-  });
 });
 
 describe('a client that reads nothing of its answer but keeps sending (HTTP face)', () => {
