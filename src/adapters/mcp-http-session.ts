@@ -33,7 +33,7 @@ import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/
 import { ErrorCode, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { kindOf } from './mcp-message.js';
 import { SessionEvents, type EventStream, type HeldBounds, type HeldBudget } from './mcp-http-events.js';
-import { INVALID_REQUEST, keepAlive, problem, sseHeaders } from './mcp-http-wire.js';
+import { INVALID_REQUEST, cutWhenStalled, keepAlive, problem, sseHeaders } from './mcp-http-wire.js';
 
 /** The first protocol revision whose clients take an SSE event without data (the priming event). */
 const PRIMING_SINCE = '2025-11-25';
@@ -269,7 +269,7 @@ export class HttpSessionTransport implements Transport {
    * Armed only once something is written: the wait for an answer is not the client's to fill.
    */
   #cutIfUnread(res: ServerResponse): void {
-    res.setTimeout(this.#sendTimeoutMs, () => {
+    cutWhenStalled(res, this.#sendTimeoutMs, () => {
       res.destroy();
       this.onerror?.(new Error(`a client read nothing of its response for ${this.#sendTimeoutMs} ms: its connection was closed, and what was buffered for it let go`));
     });

@@ -167,3 +167,34 @@ export function keepAlive(res: ServerResponse): void {
   timer.unref();
   res.once('close', () => clearInterval(timer));
 }
+
+/**
+ * Calls `cut` once the client of `res` has taken none of the bytes waiting for it for
+ * `timeoutMs` (nginx's send_timeout): bytes wait in Node until the socket's writes
+ * complete, which is what the client reads. Node's own socket timeout is no measure of it:
+ * any byte the client sends restarts it, so a client that read nothing of a 10 MB answer
+ * and sent a line break every few seconds held it in the gateway for as long as it liked.
+ * Checked four times a timeout; the timer never holds the process and stops with `res`.
+ */
+export function cutWhenStalled(res: ServerResponse, timeoutMs: number, cut: () => void): void {
+  let taken = -1;
+  let stalledSince = Date.now();
+  let timer: NodeJS.Timeout;
+  const check = (): void => {
+    const socket = res.socket;
+    if (res.destroyed || socket === null || socket.destroyed) return;
+    // Bytes handed to the socket less those it has not written yet: what the client took (bytesWritten counts the waiting too).
+    const now = socket.bytesWritten - socket.writableLength;
+    if (now !== taken || socket.writableLength === 0) {
+      taken = now;
+      stalledSince = Date.now();
+    } else if (Date.now() - stalledSince >= timeoutMs) {
+      cut();
+      return;
+    }
+    timer = setTimeout(check, Math.max(1, Math.floor(timeoutMs / 4)));
+    timer.unref();
+  };
+  check();
+  res.once('close', () => clearTimeout(timer));
+}
