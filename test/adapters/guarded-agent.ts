@@ -33,6 +33,18 @@ export const blockDrop: ControlDataInput = {
 };
 
 /** Denies any tool output holding an AWS access key id. */
+/** A card number the pii evaluator finds. */
+export const CARD = '4111 1111 1111 1111';
+
+/** No card number in what a resource read or a tool answers, checked in the gateway's process (the MCP attack passes). */
+export const denyCardOutput: ControlDataInput = {
+  execution: 'sdk',
+  scope: { step_types: ['resource', 'tool'], stages: ['post'] },
+  selector: { path: 'output' },
+  evaluator: { name: 'pii', config: { kinds: ['credit_card'] } },
+  action: { decision: 'deny', message: 'No card numbers.' },
+};
+
 export function denySecretOutput(execution: 'sdk' | 'server'): ControlDataInput {
   return {
     execution,

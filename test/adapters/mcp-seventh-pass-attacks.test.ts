@@ -10,9 +10,8 @@
  * docs/security.md says: a blob in the decoded JSON of another (base64 twice), compressed text.
  */
 import { connect, type Socket } from 'node:net';
-import type { ControlDataInput } from '../../src/model/index.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sdkControl } from './guarded-agent.js';
+import { CARD, denyCardOutput, sdkControl } from './guarded-agent.js';
 import { startTestGateway } from './mcp-http-gateway.js';
 import { scriptedRelay } from './scripted-relay.js';
 
@@ -21,16 +20,7 @@ afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
 
-const CARD = '4111 1111 1111 1111';
-/** No card number in what a resource read or a tool answers, in the gateway's process. */
-const denyCards: ControlDataInput = {
-  execution: 'sdk',
-  scope: { step_types: ['resource', 'tool'], stages: ['post'] },
-  selector: { path: 'output' },
-  evaluator: { name: 'pii', config: { kinds: ['credit_card'] } },
-  action: { decision: 'deny', message: 'No card numbers.' },
-};
-const records = [sdkControl(1, 'deny-card-numbers', denyCards)];
+const records = [sdkControl(1, 'deny-card-numbers', denyCardOutput)];
 
 /** A relay whose server answers each tool named in `answers` with its result. */
 async function answering(answers: Record<string, Record<string, unknown>>) {

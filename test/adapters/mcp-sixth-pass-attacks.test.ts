@@ -12,7 +12,7 @@ import type { ControlDataInput, ControlRecord } from '../../src/model/index.js';
 import { init } from '../../src/sdk/index.js';
 import { addControl } from '../sdk/real-server.js';
 import { startTestServer } from '../support/server.js';
-import { quietLogger, sdkControl } from './guarded-agent.js';
+import { CARD, denyCardOutput, quietLogger, sdkControl } from './guarded-agent.js';
 import { startTestGateway } from './mcp-http-gateway.js';
 import { scriptedRelay, type Script, type ScriptedRelayOptions } from './scripted-relay.js';
 
@@ -176,17 +176,8 @@ describe('a counting plugin of the guard server, which the gateway learns of (GE
 });
 
 describe('what a server sends base64-encoded', () => {
-  const CARD = '4111 1111 1111 1111';
   const b64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
-  /** No card number in what a resource read or a tool answers, in the gateway's process. */
-  const denyCards: ControlDataInput = {
-    execution: 'sdk',
-    scope: { step_types: ['resource', 'tool'], stages: ['post'] },
-    selector: { path: 'output' },
-    evaluator: { name: 'pii', config: { kinds: ['credit_card'] } },
-    action: { decision: 'deny', message: 'No card numbers.' },
-  };
-  const records = [sdkControl(1, 'deny-card-numbers', denyCards)];
+  const records = [sdkControl(1, 'deny-card-numbers', denyCardOutput)];
   /** Bytes that are not UTF-8 (a PNG's signature), then digits a card number's shape: checked as base64, never decoded. */
   /** A text file as Windows writes it: UTF-16, little-endian, after its byte-order mark. */
   const UTF16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(`card ${CARD}`, 'utf16le')]).toString('base64');
