@@ -51,7 +51,7 @@ export const MAX_RECENT_STEPS = 32;
 const BUILT_IN_COUNTERS: ReadonlySet<string> = new Set(['rate', 'budget', 'repeat']);
 
 /** What of the agent the steps are kept for: its controls in force, and what it knows of an evaluator. */
-export type GuardedBy = Pick<GuardAgent, 'controls' | 'evaluatorKind'>;
+export type GuardedBy = Pick<GuardAgent, 'controls' | 'evaluatorKind' | 'evaluatorKindsVersion'>;
 
 type KindOf = (name: string) => EvaluatorKind;
 
@@ -155,8 +155,9 @@ interface Scoped {
 }
 
 interface CompiledSet {
-  /** The agent whose registry classed the evaluators. */
+  /** The agent whose registry classed the evaluators, and what it knew of the server's then. */
   agent: GuardedBy;
+  kindsVersion: number;
   controls: PostControl[];
   /** What is in scope, by type and name (a step is noted and answered: each asks), up to MAX_MEMO_NAMES. */
   memo: Map<string, Scoped>;
@@ -173,7 +174,7 @@ function postControlsOf(agent: GuardedBy, step: StepInput): Scoped {
   const kindOf: KindOf = (name) => agent.evaluatorKind(name);
   let set = compiled.get(records);
   // One set of records given to two agents (setControls) is classed by the registry of each.
-  if (set === undefined || set.agent !== agent) {
+  if (set === undefined || set.agent !== agent || set.kindsVersion !== agent.evaluatorKindsVersion) {
     const controls = records.flatMap((r) => {
       // A shadow control never changes a decision: keeping steps for it would withhold messages it would let pass.
       if (!r.enabled || r.data === null || !r.data.enabled || modeOf(r.data) === 'shadow') return [];
@@ -184,7 +185,7 @@ function postControlsOf(agent: GuardedBy, step: StepInput): Scoped {
         readsOutput: leaves.some((l) => readsOutput(l) && !isCounter(l, kindOf)),
       }];
     });
-    set = { agent, controls, memo: new Map() };
+    set = { agent, kindsVersion: agent.evaluatorKindsVersion, controls, memo: new Map() };
     compiled.set(records, set);
   }
   const name = `${step.type}\u0000${step.name}`;

@@ -56,6 +56,7 @@ export class GuardAgent {
   /** What the server said of its evaluators (learnServerEvaluators); null until it did. */
   #serverKinds: ReadonlyMap<string, EvaluatorKind> | null = null;
   #learning: Promise<void> | null = null;
+  #kindsVersion = 0;
 
   /**
    * Builds an agent from options and, optionally, records already in hand (tests and
@@ -133,9 +134,7 @@ export class GuardAgent {
    */
   learnServerEvaluators(): Promise<void> {
     this.#learning ??= this.client.listEvaluators().then(
-      (list) => {
-        this.#serverKinds = new Map(list.flatMap((e) => (e.counts === undefined ? [] : [[e.name, e.counts ? 'counting' : 'stateless'] as const])));
-      },
+      (list) => this.#learnKinds(list),
       (error: unknown) => {
         const failed = this.#learning;
         const retry = setTimeout(() => {
@@ -146,6 +145,31 @@ export class GuardAgent {
       },
     );
     return this.#learning;
+  }
+
+  /** Bumped whenever what evaluatorKind answers of the server's plugins changes: what was derived from it is stale. */
+  get evaluatorKindsVersion(): number {
+    return this.#kindsVersion;
+  }
+
+  #learnKinds(list: ReadonlyArray<{ name: string; counts?: boolean | undefined }>): void {
+    const kinds = new Map(list.flatMap((e) => (e.counts === undefined ? [] : [[e.name, e.counts ? 'counting' : 'stateless'] as const])));
+    const before = this.#serverKinds;
+    if (before !== null && before.size === kinds.size && [...kinds].every(([name, kind]) => before.get(name) === kind)) return;
+    this.#serverKinds = kinds;
+    this.#kindsVersion++;
+  }
+
+  /**
+   * Reads the server's evaluators again (after each refresh, once they were learned): a guard
+   * server restarted with other plugins may count where it did not. A failure keeps what was known.
+   */
+  async #relearn(): Promise<void> {
+    try {
+      this.#learnKinds(await this.client.listEvaluators());
+    } catch {
+      // The next refresh asks again.
+    }
   }
 
   /** The error of the last failed refresh, null after a successful one. */
@@ -168,6 +192,7 @@ export class GuardAgent {
       const { controls, set_revision } = await this.client.getAgentControls(this.agentName);
       this.setControls(controls, set_revision ?? null);
       this.#lastRefreshError = null;
+      if (this.#serverKinds !== null) void this.#relearn();
       return controls;
     } catch (error) {
       this.#lastRefreshError = error;

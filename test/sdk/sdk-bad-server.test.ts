@@ -117,6 +117,26 @@ describe('timeouts', () => {
     expect(server.seen.filter((r) => r.url === '/api/v1/evaluators')).toHaveLength(2);
   });
 
+  it("reads the server's evaluators again after each refresh: a guard server restarted with a plugin that now counts is taken at its word", async () => {
+    let counts = false;
+    server = await startFakeServer((req, res) => {
+      if (req.url === '/api/v1/evaluators') sendJson(res, 200, { evaluators: [{ name: 'tally', description: 'd', config_schema: {}, counts }] });
+      else sendJson(res, 200, { agent_name: 'bot', controls: [], set_revision: 1 });
+    });
+    const agent = agentFor(server.url);
+    await agent.learnServerEvaluators();
+    expect(agent.evaluatorKind('tally')).toBe('stateless');
+    const version = agent.evaluatorKindsVersion;
+    await agent.refresh();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Nothing changed: what was derived from the kinds stays.
+    expect(agent.evaluatorKindsVersion).toBe(version);
+    counts = true;
+    await agent.refresh();
+    await expect.poll(() => agent.evaluatorKind('tally')).toBe('counting');
+    expect(agent.evaluatorKindsVersion).toBe(version + 1);
+  });
+
   it('init against a silent server rejects instead of hanging', async () => {
     server = await startFakeServer(() => undefined);
     const error = await init({ agentName: 'bot', serverUrl: server.url, timeoutMs: 150, logger: quiet }).catch((e: unknown) => e);
