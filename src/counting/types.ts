@@ -122,6 +122,8 @@ export interface SharedCounterStore {
   counterUsage(now: number): Promise<StoredCounter[]>;
   /** Deletes idle rows; returns how many rows are left per control id (the key cap is per control). */
   pruneCounters(now: number): Promise<ReadonlyMap<number, number>>;
+  /** A key's window and when its counts began (made, or emptied by a window change; null: not known), or null without a row. */
+  counterBegan(counter: string, key: string): Promise<{ window_ms: number; since: number | null } | null>;
 }
 
 
