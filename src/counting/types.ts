@@ -20,6 +20,11 @@ export interface CounterRow {
   val: number[];
   /** When the key goes idle (epoch ms); the row may be deleted after. */
   expires_at: number;
+  /**
+   * When the key's counts began: made, or emptied by a window change (the SQLite file's
+   * rows; a count noted before it is in none of its buckets). Null or absent: not known.
+   */
+  since?: number | null;
 }
 
 /**

@@ -3,9 +3,12 @@
 // approved step takes off only the question's counts the counters still hold. A key whose
 // window changed is emptied; changed back before the approved step is sent, the window is
 // the question's again but the counts in it are not.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { storeKinds } from '../server/both-stores.js';
-import { call, json } from '../server/helpers.js';
+import { call, json, startTestServer } from '../server/helpers.js';
 import { ADMIN, approve, evaluate, KEYS, payment, payScope, REGULAR, seedPayments } from './helpers.js';
 
 const admin = { 'x-api-key': ADMIN };
@@ -46,3 +49,43 @@ for (const kind of storeKinds()) {
     });
   });
 }
+
+describe('an approved step whose control\'s window changed and changed back, then a restart (SQLite file)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'guardctl-counted-15-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('rate 2 an hour: the key emptied twice before the restart holds none of the question\'s count, so the approved payment is the hour\'s second', async () => {
+    const env = { ...KEYS, DATABASE_URL: join(dir, 'guard.db') };
+    const twoAnHour = { ...oneAnHour, evaluator: { name: 'rate', config: { limit: 2, window: '1h' } } };
+    const first = await startTestServer({ env });
+    let asked: { decision: string; approval: { id: string } };
+    try {
+      await seedPayments(first.app, admin);
+      const created = await call(first.app, 'PUT', '/api/v1/controls', { name: 'two-payments-an-hour', data: twoAnHour }, admin);
+      expect(created.statusCode, created.body).toBe(201);
+      const rateId = json(created).control_id as number;
+      expect((await call(first.app, 'POST', `/api/v1/agents/payer/controls/${rateId}`, undefined, admin)).statusCode).toBe(200);
+      asked = await evaluate(first.app, payment(82_000), regular);
+      expect(asked.decision).toBe('ask');
+      // Two hours for one payment (the key emptied), then an hour again and one payment (emptied again): the file keeps that one count.
+      const twoInTwoHours = { ...oneAnHour, evaluator: { name: 'rate', config: { limit: 2, window: '2h' } } };
+      expect((await call(first.app, 'PUT', `/api/v1/controls/${rateId}/data`, { data: twoInTwoHours }, admin)).statusCode).toBe(200);
+      expect((await evaluate(first.app, payment(5), regular)).decision).toBe('allow');
+      expect((await call(first.app, 'PUT', `/api/v1/controls/${rateId}/data`, { data: twoAnHour }, admin)).statusCode).toBe(200);
+      expect((await evaluate(first.app, payment(6), regular)).decision).toBe('allow');
+    } finally {
+      await first.close();
+    }
+    const second = await startTestServer({ env });
+    try {
+      await approve(second.app, asked.approval.id);
+      expect((await evaluate(second.app, payment(82_000), regular)).decision).toBe('allow');
+      // The payment of 6 and the approved one are the hour's two: a third is over.
+      const third = await evaluate(second.app, payment(7), regular);
+      expect(third.decision).toBe('deny');
+      expect(names(third)).toContain('two-payments-an-hour');
+    } finally {
+      await second.close();
+    }
+  });
+});
