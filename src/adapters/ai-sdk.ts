@@ -326,9 +326,14 @@ function answers(message: unknown, calls: ReadonlySet<string> | undefined): bool
   return asked.length === 0 || asked.some((part) => typeof part!.toolCallId === 'string' && calls?.has(part!.toolCallId) === true);
 }
 
+/**
+ * A stream's outputs, each as the AI SDK is handed it: resolved. An async generator that
+ * delegates (`yield*`) passes on an inner iterator's promise as it is, and the outputs are
+ * yielded on from an array, which awaits each: the post check reads what the model gets.
+ */
 async function collect(stream: AsyncIterable<unknown>): Promise<unknown[]> {
   const outputs: unknown[] = [];
-  for await (const output of stream) outputs.push(output);
+  for await (const output of stream) outputs.push(await output);
   return outputs;
 }
 
