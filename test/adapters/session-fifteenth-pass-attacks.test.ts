@@ -1,24 +1,22 @@
 /**
- * Guarded tools of the AI SDK (issue #37, fifteenth pass), a second reading of the
- * fourteenth pass's reading of a tool's stream within its call. A streaming tool's outputs
- * are what the post check reads and what the model is handed: an async generator that
- * delegates to another async iterable (`yield*`) passes that iterable's values on as they
- * are, a promise too, which the post check must see resolved, as the AI SDK does.
+ * Sessions and what guards them (issue #37, fifteenth pass), a second reading of the
+ * fourteenth pass. The AI SDK: a streaming tool's outputs are what the post check reads
+ * and what the model is handed: an async generator that delegates to another async
+ * iterable (`yield*`) passes that iterable's values on as they are, a promise too, which
+ * the post check must see resolved, as the AI SDK does. validate: sessions are per agent,
+ * so a label only controls linked to other agents add is never on the sessions of an
+ * agent whose control requires it.
  */
 import { generateText, stepCountIs, tool } from 'ai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { guardTools } from '../../src/adapters/ai-sdk.js';
+import { createDefaultRegistry } from '../../src/evaluators/registry.js';
+import { controlValidator } from '../../src/gitops/control-validator.js';
+import { loadDocuments } from '../../src/gitops/load.js';
 import { startGuarded, type GuardedSetup } from './guarded-agent.js';
 import { scripted, toolCalls, done } from './mock-models.js';
 
-let setup: GuardedSetup;
-beforeEach(async () => {
-  setup = await startGuarded();
-});
-afterEach(async () => {
-  await setup.close();
-});
 
 /** An async iterable whose values are promises (a library's stream of pending reads). */
 function pendingReads(...values: string[]): AsyncIterable<Promise<string>> {
@@ -31,6 +29,14 @@ function pendingReads(...values: string[]): AsyncIterable<Promise<string>> {
 }
 
 describe('AI SDK: a streaming tool whose stream yields promises (fifteenth pass)', () => {
+  let setup: GuardedSetup;
+  beforeEach(async () => {
+    setup = await startGuarded();
+  });
+  afterEach(async () => {
+    await setup.close();
+  });
+
   it('withholds an output the post check denies when it arrives as a promise: the model never sees the key', async () => {
     const set = {
       run_sql: tool({
@@ -48,5 +54,49 @@ describe('AI SDK: a streaming tool whose stream yields promises (fifteenth pass)
     const handed = JSON.stringify(model.doGenerateCalls.at(-1)!.prompt.findLast((m) => m.role === 'tool')?.content ?? null);
     expect(handed).toContain('its result is withheld');
     expect(handed).not.toContain('AKIA');
+  });
+});
+
+describe('validate: a required label only other agents\' controls add (fifteenth pass)', () => {
+  const marker = `kind: Control
+name: mark-untrusted
+scope: { step_names: [fetch_url], stages: [post] }
+selector: { path: name }
+evaluator: { name: regex, config: { pattern: . } }
+action: { decision: log, session_labels: [untrusted_content] }
+`;
+  const blocker = `kind: Control
+name: block-exfiltration
+scope:
+  step_names: [send_email]
+  session_labels: [untrusted_content]
+selector: { path: name }
+evaluator: { name: regex, config: { pattern: . } }
+action: { decision: deny }
+`;
+  const agents = (mailer: string, researcher: string) => `kind: Agent
+agent_name: mailer
+controls: [${mailer}]
+---
+kind: Agent
+agent_name: researcher
+controls: [${researcher}]
+`;
+  const load = (agentsText: string) =>
+    loadDocuments(
+      [{ path: 'mark.yaml', text: marker }, { path: 'block.yaml', text: blocker }, { path: 'agents.yaml', text: agentsText }],
+      { validateControl: controlValidator(createDefaultRegistry()) },
+    );
+
+  it('warns at the agent\'s link when no control linked to that agent adds the label: the deny never applies to it', () => {
+    const result = load(agents('block-exfiltration', 'mark-untrusted'));
+    expect(result.diagnostics.filter((d) => d.code === 'session_label_never_marked')).toEqual([
+      expect.objectContaining({ severity: 'warning', file: 'agents.yaml', line: 3, message: expect.stringContaining('agent "mailer"') }),
+    ]);
+  });
+
+  it('says nothing when a control linked to the agent adds it', () => {
+    const result = load(agents('mark-untrusted, block-exfiltration', 'mark-untrusted'));
+    expect(result.diagnostics.filter((d) => d.code === 'session_label_never_marked')).toEqual([]);
   });
 });
