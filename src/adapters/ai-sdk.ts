@@ -38,7 +38,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LanguageModelMiddleware, ModelMessage, ToolExecutionOptions, ToolSet } from 'ai';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
 import { CallSessions } from './call-sessions.js';
-import { enforce, parseJsonText, report, sessionOf, type AdapterOptions } from './decisions.js';
+import { decide, enforce, parseJsonText, report, sessionOf, type AdapterOptions } from './decisions.js';
 import {
   approvalOfCall, isPendingAsk, keepVerdict, rememberApproval, takeVerdict, type FrameworkApprovalMode, type GuardApproval,
 } from './framework-approval.js';
@@ -90,10 +90,12 @@ export function guardTools<TOOLS extends ToolSet>(guard: GuardAgent, tools: TOOL
           await enforce(guard, { ...step, output }, 'post', options, session);
           return output;
         };
+    const own = original.toModelOutput as ModelOutputOf | undefined;
+    const shown = typeof own === 'function' ? { toModelOutput: modelOutputCheck(guard, name, own, options) } : {};
     guarded[name] =
       options.approval === 'wait'
-        ? { ...original, execute: checked }
-        : { ...original, execute: checked, needsApproval: approvalCheck(guard, name, original.needsApproval as NeedsApproval, options) };
+        ? { ...original, ...shown, execute: checked }
+        : { ...original, ...shown, execute: checked, needsApproval: approvalCheck(guard, name, original.needsApproval as NeedsApproval, options) };
   }
   return guarded as TOOLS;
 }
@@ -122,6 +124,24 @@ function approvalCheck(guard: GuardAgent, name: string, own: NeedsApproval, opti
     }
     keepVerdict(guard, approvalOptions.toolCallId, step, verdict);
     return false;
+  };
+}
+
+type ModelOutputOf = (options: { toolCallId: string; input: unknown; output: unknown }) => unknown;
+
+/**
+ * The tool's own `toModelOutput`, its answer checked post as the tool's output: it is what
+ * the model is handed, which may say more than the output execute's post check read (a
+ * file's base64 decoded, a record looked up by the id the output holds). Controls read its
+ * value (the text, the JSON, the content parts). A verdict that withholds it (a deny, a
+ * steer, a check that failed) hands the model its message as error text instead.
+ */
+function modelOutputCheck(guard: GuardAgent, name: string, own: ModelOutputOf, options: AdapterOptions): ModelOutputOf {
+  return async (callOutput) => {
+    const shown = (await own(callOutput)) as { type?: unknown; value?: unknown } | null;
+    const output = typeof shown === 'object' && shown !== null && 'value' in shown ? shown.value : shown;
+    const verdict = await decide(guard, { type: 'tool', name, input: callOutput.input, output }, 'post', options, toolCallSessions.sessionOf(callOutput.toolCallId));
+    return verdict.error ? { type: 'error-text', value: verdict.error.message } : shown;
   };
 }
 

@@ -3,7 +3,8 @@
  * fourteenth pass. The AI SDK: a streaming tool's outputs are what the post check reads
  * and what the model is handed: an async generator that delegates to another async
  * iterable (`yield*`) passes that iterable's values on as they are, a promise too, which
- * the post check must see resolved, as the AI SDK does. validate: sessions are per agent,
+ * the post check must see resolved, as the AI SDK does; a tool's toModelOutput hands the
+ * model what it makes of the output, which the post check must read too. validate: sessions are per agent,
  * so a label only controls linked to other agents add is never on the sessions of an
  * agent whose control requires it.
  */
@@ -54,6 +55,32 @@ describe('AI SDK: a streaming tool whose stream yields promises (fifteenth pass)
     const handed = JSON.stringify(model.doGenerateCalls.at(-1)!.prompt.findLast((m) => m.role === 'tool')?.content ?? null);
     expect(handed).toContain('its result is withheld');
     expect(handed).not.toContain('AKIA');
+  });
+});
+
+describe('AI SDK: a tool whose toModelOutput hands the model more than its output says (fifteenth pass)', () => {
+  let setup: GuardedSetup;
+  beforeEach(async () => {
+    setup = await startGuarded();
+  });
+  afterEach(async () => {
+    await setup.close();
+  });
+
+  it('withholds what toModelOutput makes of the output when the post check denies it: the model never sees the key', async () => {
+    const set = {
+      read_file: tool({
+        inputSchema: z.object({ path: z.string() }),
+        // The file as base64, which no output control reads as the key it holds.
+        execute: async () => ({ encoding: 'base64', content: Buffer.from('aws_access_key_id = AKIAQWERTYUIOPASDF7Z').toString('base64') }),
+        toModelOutput: ({ output }) => ({ type: 'text' as const, value: Buffer.from(output.content, 'base64').toString('utf8') }),
+      }),
+    };
+    const model = scripted(toolCalls(['call-1', 'read_file', { path: '.aws/credentials' }]), done);
+    await generateText({ model, tools: guardTools(setup.guard, set), prompt: 'read my credentials', stopWhen: stepCountIs(3) });
+    const handed = JSON.stringify(model.doGenerateCalls.at(-1)!.prompt.findLast((m) => m.role === 'tool')?.content ?? null);
+    expect(handed).not.toContain('AKIA');
+    expect(handed).toContain('withheld');
   });
 });
 
