@@ -400,25 +400,33 @@ export function guardModel(guard: GuardAgent, options: GuardModelOptions = {}): 
   };
 }
 
-/** What a post check sees of a model's answer: its text and the tools it asked for. */
-function outputOf(content: Content): { text: string; tool_calls: Array<{ name: string; input: unknown }> } {
+/**
+ * What a post check sees of a model's answer: its text, the tools it asked for, and its
+ * reasoning when it gave any (an application may show it, and a provider sends it back).
+ */
+function outputOf(content: Content): { text: string; tool_calls: Array<{ name: string; input: unknown }>; reasoning?: string } {
   let text = '';
+  let reasoning: string | undefined;
   const toolCalls: Array<{ name: string; input: unknown }> = [];
   for (const part of content) {
     if (part.type === 'text') text += part.text;
+    else if (part.type === 'reasoning') reasoning = (reasoning ?? '') + part.text;
     else if (part.type === 'tool-call') toolCalls.push({ name: part.toolName, input: parseJsonText(part.input) });
   }
-  return { text, tool_calls: toolCalls };
+  return reasoning === undefined ? { text, tool_calls: toolCalls } : { text, tool_calls: toolCalls, reasoning };
 }
 
 /** The content parts a stream amounts to (text deltas joined, tool calls as they end). */
 function streamedContent(parts: readonly unknown[]): Content {
   const content: Array<Content[number]> = [];
   let text = '';
+  let reasoning: string | undefined;
   for (const part of parts as Array<{ type: string; delta?: string }>) {
     if (part.type === 'text-delta') text += part.delta ?? '';
+    else if (part.type === 'reasoning-delta') reasoning = (reasoning ?? '') + (part.delta ?? '');
     else if (part.type === 'tool-call') content.push(part as Content[number]);
   }
+  if (reasoning !== undefined) content.unshift({ type: 'reasoning', text: reasoning });
   content.unshift({ type: 'text', text });
   return content;
 }

@@ -4,19 +4,23 @@
  * and what the model is handed: an async generator that delegates to another async
  * iterable (`yield*`) passes that iterable's values on as they are, a promise too, which
  * the post check must see resolved, as the AI SDK does; a tool's toModelOutput hands the
- * model what it makes of the output, which the post check must read too. validate: sessions are per agent,
+ * model what it makes of the output, which the post check must read too; a model's
+ * reasoning is its output as much as its text. validate: sessions are per agent,
  * so a label only controls linked to other agents add is never on the sessions of an
  * agent whose control requires it.
  */
 import { generateText, stepCountIs, tool } from 'ai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { guardTools } from '../../src/adapters/ai-sdk.js';
+import { generateText as generate, streamText, wrapLanguageModel } from 'ai';
+import { MockLanguageModelV3 } from 'ai/test';
+import { guardModel, guardTools } from '../../src/adapters/ai-sdk.js';
 import { createDefaultRegistry } from '../../src/evaluators/registry.js';
 import { controlValidator } from '../../src/gitops/control-validator.js';
 import { loadDocuments } from '../../src/gitops/load.js';
-import { startGuarded, type GuardedSetup } from './guarded-agent.js';
-import { scripted, toolCalls, done } from './mock-models.js';
+import { addControl } from '../sdk/real-server.js';
+import { AGENT, startGuarded, type GuardedSetup } from './guarded-agent.js';
+import { done, scripted, toolCalls, usage } from './mock-models.js';
 
 
 /** An async iterable whose values are promises (a library's stream of pending reads). */
@@ -81,6 +85,69 @@ describe('AI SDK: a tool whose toModelOutput hands the model more than its outpu
     const handed = JSON.stringify(model.doGenerateCalls.at(-1)!.prompt.findLast((m) => m.role === 'tool')?.content ?? null);
     expect(handed).not.toContain('AKIA');
     expect(handed).toContain('withheld');
+  });
+});
+
+describe('AI SDK: guardModel and a model that reasons before it answers (fifteenth pass)', () => {
+  let setup: GuardedSetup;
+  beforeEach(async () => {
+    setup = await startGuarded();
+  });
+  afterEach(async () => {
+    await setup.close();
+  });
+
+  it('checks the reasoning post with the text: a key the model wrote in its reasoning is denied, not handed to the application', async () => {
+    await addControl(setup.server.client, AGENT, 'no-keys-in-answers', {
+      scope: { step_types: ['llm'], stages: ['post'] },
+      selector: { path: 'output' },
+      evaluator: { name: 'regex', config: { pattern: 'AKIA[0-9A-Z]{16}' } },
+      action: { decision: 'deny' },
+    });
+    await setup.guard.refresh();
+    const inner = scripted({ ...done, content: [{ type: 'reasoning', text: 'the key is AKIAQWERTYUIOPASDF7Z, which I should not repeat' }, { type: 'text', text: 'done' }] });
+    const model = wrapLanguageModel({ model: inner, middleware: guardModel(setup.guard) });
+    const answered = await generate({ model, prompt: 'what is in the credentials file?' }).then(
+      (result) => JSON.stringify(result.content),
+      (error: unknown) => `refused: ${(error as Error).message}`,
+    );
+    expect(answered).not.toContain('AKIA');
+    expect(answered).toMatch(/^refused: /);
+  });
+
+  it('checks streamed reasoning too: nothing of it reaches the stream', async () => {
+    await addControl(setup.server.client, AGENT, 'no-keys-in-answers', {
+      scope: { step_types: ['llm'], stages: ['post'] },
+      selector: { path: 'output' },
+      evaluator: { name: 'regex', config: { pattern: 'AKIA[0-9A-Z]{16}' } },
+      action: { decision: 'deny' },
+    });
+    await setup.guard.refresh();
+    const inner = new MockLanguageModelV3({
+      doStream: async () => ({
+        stream: new ReadableStream({
+          start(c) {
+            c.enqueue({ type: 'stream-start', warnings: [] });
+            c.enqueue({ type: 'reasoning-start', id: 'r' });
+            c.enqueue({ type: 'reasoning-delta', id: 'r', delta: 'the key is AKIAQWERTYUI' });
+            c.enqueue({ type: 'reasoning-delta', id: 'r', delta: 'OPASDF7Z' });
+            c.enqueue({ type: 'reasoning-end', id: 'r' });
+            c.enqueue({ type: 'text-start', id: 't' });
+            c.enqueue({ type: 'text-delta', id: 't', delta: 'done' });
+            c.enqueue({ type: 'text-end', id: 't' });
+            c.enqueue({ type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage });
+            c.close();
+          },
+        }),
+      }),
+    });
+    const model = wrapLanguageModel({ model: inner, middleware: guardModel(setup.guard) });
+    const result = streamText({ model, prompt: 'what is in the credentials file?', onError: () => undefined });
+    const parts: unknown[] = [];
+    for await (const part of result.fullStream) parts.push(part);
+    // Only the refusal, its match masked: no reasoning part, no key.
+    expect(parts.map((p) => (p as { type: string }).type)).toEqual(['start', 'error']);
+    expect(JSON.stringify(parts)).not.toContain('QWERTYUI');
   });
 });
 
