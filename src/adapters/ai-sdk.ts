@@ -38,7 +38,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LanguageModelMiddleware, ModelMessage, ToolExecutionOptions, ToolSet } from 'ai';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
 import { CallSessions } from './call-sessions.js';
-import { enforce, parseJsonText, report, sessionOf, type AdapterOptions } from './decisions.js';
+import { decide, enforce, parseJsonText, report, sessionOf, type AdapterOptions } from './decisions.js';
 import {
   approvalOfCall, isPendingAsk, keepVerdict, rememberApproval, takeVerdict, type FrameworkApprovalMode, type GuardApproval,
 } from './framework-approval.js';
@@ -90,10 +90,12 @@ export function guardTools<TOOLS extends ToolSet>(guard: GuardAgent, tools: TOOL
           await enforce(guard, { ...step, output }, 'post', options, session);
           return output;
         };
+    const own = original.toModelOutput as ModelOutputOf | undefined;
+    const shown = typeof own === 'function' ? { toModelOutput: modelOutputCheck(guard, name, own, options) } : {};
     guarded[name] =
       options.approval === 'wait'
-        ? { ...original, execute: checked }
-        : { ...original, execute: checked, needsApproval: approvalCheck(guard, name, original.needsApproval as NeedsApproval, options) };
+        ? { ...original, ...shown, execute: checked }
+        : { ...original, ...shown, execute: checked, needsApproval: approvalCheck(guard, name, original.needsApproval as NeedsApproval, options) };
   }
   return guarded as TOOLS;
 }
@@ -122,6 +124,24 @@ function approvalCheck(guard: GuardAgent, name: string, own: NeedsApproval, opti
     }
     keepVerdict(guard, approvalOptions.toolCallId, step, verdict);
     return false;
+  };
+}
+
+type ModelOutputOf = (options: { toolCallId: string; input: unknown; output: unknown }) => unknown;
+
+/**
+ * The tool's own `toModelOutput`, its answer checked post as the tool's output: it is what
+ * the model is handed, which may say more than the output execute's post check read (a
+ * file's base64 decoded, a record looked up by the id the output holds). Controls read its
+ * value (the text, the JSON, the content parts). A verdict that withholds it (a deny, a
+ * steer, a check that failed) hands the model its message as error text instead.
+ */
+function modelOutputCheck(guard: GuardAgent, name: string, own: ModelOutputOf, options: AdapterOptions): ModelOutputOf {
+  return async (callOutput) => {
+    const shown = (await own(callOutput)) as { type?: unknown; value?: unknown } | null;
+    const output = typeof shown === 'object' && shown !== null && 'value' in shown ? shown.value : shown;
+    const verdict = await decide(guard, { type: 'tool', name, input: callOutput.input, output }, 'post', options, toolCallSessions.sessionOf(callOutput.toolCallId));
+    return verdict.error ? { type: 'error-text', value: verdict.error.message } : shown;
   };
 }
 
@@ -326,9 +346,14 @@ function answers(message: unknown, calls: ReadonlySet<string> | undefined): bool
   return asked.length === 0 || asked.some((part) => typeof part!.toolCallId === 'string' && calls?.has(part!.toolCallId) === true);
 }
 
+/**
+ * A stream's outputs, each as the AI SDK is handed it: resolved. An async generator that
+ * delegates (`yield*`) passes on an inner iterator's promise as it is, and the outputs are
+ * yielded on from an array, which awaits each: the post check reads what the model gets.
+ */
 async function collect(stream: AsyncIterable<unknown>): Promise<unknown[]> {
   const outputs: unknown[] = [];
-  for await (const output of stream) outputs.push(output);
+  for await (const output of stream) outputs.push(await output);
   return outputs;
 }
 
@@ -375,25 +400,33 @@ export function guardModel(guard: GuardAgent, options: GuardModelOptions = {}): 
   };
 }
 
-/** What a post check sees of a model's answer: its text and the tools it asked for. */
-function outputOf(content: Content): { text: string; tool_calls: Array<{ name: string; input: unknown }> } {
+/**
+ * What a post check sees of a model's answer: its text, the tools it asked for, and its
+ * reasoning when it gave any (an application may show it, and a provider sends it back).
+ */
+function outputOf(content: Content): { text: string; tool_calls: Array<{ name: string; input: unknown }>; reasoning?: string } {
   let text = '';
+  let reasoning: string | undefined;
   const toolCalls: Array<{ name: string; input: unknown }> = [];
   for (const part of content) {
     if (part.type === 'text') text += part.text;
+    else if (part.type === 'reasoning') reasoning = (reasoning ?? '') + part.text;
     else if (part.type === 'tool-call') toolCalls.push({ name: part.toolName, input: parseJsonText(part.input) });
   }
-  return { text, tool_calls: toolCalls };
+  return reasoning === undefined ? { text, tool_calls: toolCalls } : { text, tool_calls: toolCalls, reasoning };
 }
 
 /** The content parts a stream amounts to (text deltas joined, tool calls as they end). */
 function streamedContent(parts: readonly unknown[]): Content {
   const content: Array<Content[number]> = [];
   let text = '';
+  let reasoning: string | undefined;
   for (const part of parts as Array<{ type: string; delta?: string }>) {
     if (part.type === 'text-delta') text += part.delta ?? '';
+    else if (part.type === 'reasoning-delta') reasoning = (reasoning ?? '') + (part.delta ?? '');
     else if (part.type === 'tool-call') content.push(part as Content[number]);
   }
+  if (reasoning !== undefined) content.unshift({ type: 'reasoning', text: reasoning });
   content.unshift({ type: 'text', text });
   return content;
 }

@@ -33,7 +33,7 @@ export interface CountedStep {
 }
 
 /** Whether the counters still hold a count (server-counters.ts): in its window, neither reset nor lost. */
-export type HoldsCount = (count: HeldCount) => boolean;
+export type HoldsCount = (count: HeldCount) => boolean | Promise<boolean>;
 
 /** Counters that note what each count did, read on the counters' clock `now`. */
 export function noteCounts(counters: Counters, now: () => number): { counters: Counters; counted: CountedStep[] } {
@@ -100,29 +100,35 @@ export function countedAlready(
       count(request) {
         const i = left.findIndex((c) => c.counter === request.counter && c.key === request.key && c.window_ms === request.window_ms);
         const asked = i < 0 ? undefined : (left.splice(i, 1)[0] as CountedStep);
-        const held = asked !== undefined && asked.added > 0 && holds(asked);
-        const amount = held ? Math.max(0, request.amount - asked.added) : request.amount;
-        const isAsking = asking.has(request.control_id);
-        // The person saw the step over this counter, at this amount or more: they let it go over.
-        const seenOver = isAsking && asked !== undefined && asked.over && request.amount <= asked.amount;
-        const counting = { ...request, amount, always: request.always || seenOver };
-        amounts.set(counting, request.amount);
-        const answer = inner.count(counting);
-        // Over by nothing beyond the question's count (others spent since) is the question's own count, within the max it was.
-        const check = (a: { over: boolean }): void => {
-          if (isAsking && a.over && !seenOver && amount > 0) uncovered.add(request.control_id);
-        };
-        if (answer instanceof Promise) {
-          return answer.then((a) => {
-            check(a);
-            return a;
-          });
-        }
-        check(answer);
-        return answer;
+        if (asked === undefined || asked.added <= 0) return countAfter(request, asked, false);
+        const held = holds(asked);
+        return held instanceof Promise ? held.then((h) => countAfter(request, asked, h)) : countAfter(request, asked, held);
       },
     },
   };
+
+  /** Counts `request` less what its question's count `asked` added, where the counters still hold it (`held`). */
+  function countAfter(request: CountRequest, asked: CountedStep | undefined, held: boolean): ReturnType<Counters['count']> {
+    const amount = held && asked !== undefined ? Math.max(0, request.amount - asked.added) : request.amount;
+    const isAsking = asking.has(request.control_id);
+    // The person saw the step over this counter, at this amount or more: they let it go over.
+    const seenOver = isAsking && asked !== undefined && asked.over && request.amount <= asked.amount;
+    const counting = { ...request, amount, always: request.always || seenOver };
+    amounts.set(counting, request.amount);
+    const answer = inner.count(counting);
+    // Over by nothing beyond the question's count (others spent since) is the question's own count, within the max it was.
+    const check = (a: { over: boolean }): void => {
+      if (isAsking && a.over && !seenOver && amount > 0) uncovered.add(request.control_id);
+    };
+    if (answer instanceof Promise) {
+      return answer.then((a) => {
+        check(a);
+        return a;
+      });
+    }
+    check(answer);
+    return answer;
+  }
 }
 
 /** The noted counts as stored with an approval (JSON text), and back; anything else reads as none. */

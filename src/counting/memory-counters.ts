@@ -26,7 +26,7 @@ export interface MemoryCountersOptions {
 }
 
 interface Entry {
-  row: Omit<CounterRow, 'idx' | 'val' | 'expires_at'>;
+  row: Omit<CounterRow, 'idx' | 'val' | 'expires_at' | 'since'>;
   state: WindowState;
   /** When the state began (made, or emptied by a window change): counts from before are not in it. */
   since: number;
@@ -47,10 +47,13 @@ export class MemoryCounters implements Counters {
     this.#persistence = options.persistence;
     this.maxKeys = options.maxKeys ?? DEFAULT_MAX_KEYS;
     if (this.#persistence) {
-      for (const row of this.#persistence.loadCounters(this.#now())) {
-        const { idx, val, expires_at: _expires, ...rest } = row;
-        // A row read back holds every count written through before the restart.
-        this.#add(entryKey(row.counter, row.key), { row: rest, state: { idx, val }, since: -Infinity });
+      const now = this.#now();
+      for (const row of this.#persistence.loadCounters(now)) {
+        const { idx, val, expires_at: _expires, since, ...rest } = row;
+        // A row read back holds the counts written through since it began (a window changed
+        // and changed back before the restart emptied it); a row of an earlier version does
+        // not say, so it holds none that anything could take off.
+        this.#add(entryKey(row.counter, row.key), { row: rest, state: { idx, val }, since: since ?? now });
       }
     }
   }
@@ -79,7 +82,7 @@ export class MemoryCounters implements Counters {
     entry.row.max = request.max;
     const result = take(entry.state, now, request.window_ms, request.amount, request.max, request.always);
     if (this.#persistence && request.window_ms >= PERSIST_MIN_WINDOW_MS) {
-      this.#persistence.saveCounter({ ...entry.row, idx: entry.state.idx, val: entry.state.val, expires_at: idleAfter(entry.state, request.window_ms) });
+      this.#persistence.saveCounter({ ...entry.row, idx: entry.state.idx, val: entry.state.val, expires_at: idleAfter(entry.state, request.window_ms), since: entry.since });
     }
     return result;
   }

@@ -24,8 +24,9 @@ export interface ServerCounters extends Counters {
   /**
    * Whether a count made at `at` (that clock) is still held: in its window, and not lost
    * since (a restart of one server keeps only long windows; a window change empties a key).
+   * Replicas read the key's row for it.
    */
-  holds(count: HeldCount): boolean;
+  holds(count: HeldCount): boolean | Promise<boolean>;
   /** Keys with something in their window, with their use and limit. */
   usage(): Promise<CounterUsage[]>;
   close(): Promise<void>;
@@ -132,12 +133,16 @@ class SharedCounters implements ServerCounters {
   }
 
   /**
-   * The shared table keeps counts across restarts and replicas; a window changed since
-   * (the noted window differs: countedAlready) emptied the key. A count made at `at` is
-   * held while it is in its window.
+   * The shared table keeps counts across restarts and replicas, but a window change
+   * empties the key, and a window changed back is no longer the one the count went into:
+   * a count made at `at` is held while it is in its window and the key's counts began
+   * before it (counter-since.ts). A row made by another replica whose clock was a little
+   * ahead reads as begun after it: the step is then counted in full, never let through.
    */
-  holds(count: HeldCount): boolean {
-    return stillInWindow(count.at, this.#now(), count.window_ms);
+  async holds(count: HeldCount): Promise<boolean> {
+    if (!stillInWindow(count.at, this.#now(), count.window_ms)) return false;
+    const began = await this.shared.counterBegan(count.counter, count.key);
+    return began !== null && began.window_ms === count.window_ms && began.since !== null && began.since <= count.at;
   }
 
   /** The replica's first reading of the database's clock, waited for at most as long as a count. */

@@ -20,6 +20,11 @@ export interface CounterRow {
   val: number[];
   /** When the key goes idle (epoch ms); the row may be deleted after. */
   expires_at: number;
+  /**
+   * When the key's counts began: made, or emptied by a window change (the SQLite file's
+   * rows; a count noted before it is in none of its buckets). Null or absent: not known.
+   */
+  since?: number | null;
 }
 
 /**
@@ -122,6 +127,8 @@ export interface SharedCounterStore {
   counterUsage(now: number): Promise<StoredCounter[]>;
   /** Deletes idle rows; returns how many rows are left per control id (the key cap is per control). */
   pruneCounters(now: number): Promise<ReadonlyMap<number, number>>;
+  /** A key's window and when its counts began (made, or emptied by a window change; null: not known), or null without a row. */
+  counterBegan(counter: string, key: string): Promise<{ window_ms: number; since: number | null } | null>;
 }
 
 

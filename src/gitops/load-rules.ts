@@ -35,7 +35,43 @@ export function checkCrossFile(
   checkDuplicateControls(controls, out);
   checkDuplicateAgents(agents, out);
   checkLinks(controls, agents, out, complete, boundByPolicy);
-  if (complete) checkSessionLabels(controls, out);
+  if (complete) {
+    checkSessionLabels(controls, out);
+    checkAgentsSessionLabels(controls, agents, out, boundByPolicy);
+  }
+}
+
+/**
+ * Sessions are per agent: a label that only controls linked to other agents add is never
+ * on the sessions of an agent whose linked control requires it, so that control never
+ * applies to the agent (docs/sessions.md). A control a policy binds may reach any agent
+ * (the policy's selector is the server's to resolve), so its labels count for every one.
+ */
+function checkAgentsSessionLabels(controls: readonly SeenControl[], agents: readonly SeenAgent[], out: Diagnostic[], boundByPolicy: ReadonlySet<string>): void {
+  const byName = new Map<string, SeenControl>();
+  for (const c of controls) if (!byName.has(c.name)) byName.set(c.name, c);
+  const marks = (c: SeenControl | undefined): readonly string[] => (c !== undefined && c.enabled && c.shadow !== true ? (c.addsLabels ?? []) : []);
+  const markedEverywhere = new Set([...boundByPolicy].flatMap((name) => marks(byName.get(name))));
+  const markedSomewhere = new Set(controls.flatMap((c) => marks(c)));
+  const seenAgents = new Set<string>();
+  for (const { ctx, agent } of agents) {
+    if (seenAgents.has(agent.agent_name)) continue;
+    seenAgents.add(agent.agent_name);
+    const marked = new Set([...markedEverywhere, ...agent.controls.flatMap((name) => marks(byName.get(name)))]);
+    agent.controls.forEach((name, index) => {
+      const c = byName.get(name);
+      if (c === undefined || !c.enabled) return;
+      // A label no enabled control adds anywhere is reported at the control (checkSessionLabels).
+      const missing = (c.requiresLabels ?? []).filter((label) => markedSomewhere.has(label) && !marked.has(label));
+      for (const label of new Set(missing)) {
+        out.push({
+          ...diag(ctx, 'warning', ['controls', index], false, 'session_label_never_marked',
+            `session label "${label}" that control "${name}" requires is added by no control linked to agent "${agent.agent_name}" (sessions are per agent): "${name}" never applies to it`),
+          hint: `link a control that adds "${label}" to agent "${agent.agent_name}", or bind one by a policy that selects it`,
+        });
+      }
+    });
+  }
 }
 
 /**

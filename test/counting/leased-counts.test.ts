@@ -29,6 +29,7 @@ function replica(store: PostgresStore, leaseMs = 60_000, now = Date.now): { coun
     },
     counterUsage: (now) => store.sharedCounters.counterUsage(now),
     pruneCounters: (now) => store.sharedCounters.pruneCounters(now),
+    counterBegan: (counter, key) => store.sharedCounters.counterBegan(counter, key),
   };
   return { counts: new LeasedCounts(shared, now, () => true, 60_000, leaseMs), statements: () => statements };
 }

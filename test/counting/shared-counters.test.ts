@@ -98,6 +98,7 @@ function gated(store: PostgresStore): {
       },
       counterUsage: (now) => store.sharedCounters.counterUsage(now),
       pruneCounters: (now) => store.sharedCounters.pruneCounters(now),
+      counterBegan: (counter, key) => store.sharedCounters.counterBegan(counter, key),
     },
     hold: () => {
       gate = new Promise((resolve) => (open = resolve));

@@ -152,6 +152,11 @@ export class PostgresCounters implements SharedCounterStore {
     }));
   }
 
+  async counterBegan(counter: string, key: string): Promise<{ window_ms: number; since: number | null } | null> {
+    const [row] = await this.database.query<{ window_ms: number; since: number | null }>('SELECT window_ms, since FROM counters WHERE counter = $1 AND key = $2', [counter, key]);
+    return row === undefined ? null : { window_ms: Number(row.window_ms), since: row.since === null ? null : Number(row.since) };
+  }
+
   async pruneCounters(now: number): Promise<ReadonlyMap<number, number>> {
     await this.database.query('DELETE FROM counters WHERE expires_at <= $1', [now]);
     const rows = await this.database.query<{ control_id: string; n: string }>('SELECT control_id, count(*) AS n FROM counters GROUP BY control_id');

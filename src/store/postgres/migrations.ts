@@ -4,6 +4,7 @@
  * so they never touch the table once autovacuum has marked the pages all-visible.
  */
 import type { Migration } from '../migrations.js';
+import { COUNTER_SINCE } from './counter-since.js';
 import { FIRST_MIGRATIONS } from './migrations-first.js';
 import { SESSION_BEGIN_STEP, SESSION_BEGIN_STEPS } from './session-begin-steps.js';
 import { SESSION_CACHERS, SESSION_PING } from './session-ping.js';
@@ -218,5 +219,11 @@ export const postgresMigrations: readonly Migration[] = [
     name: 'what the question of an approval counted',
     // See the SQLite migration 12.
     sql: `ALTER TABLE approvals ADD COLUMN counted TEXT;`,
+  },
+  {
+    version: 23,
+    name: 'when each key\'s counts began',
+    // A key emptied by a window change and changed back holds none of a question's counts (counter-since.ts).
+    sql: COUNTER_SINCE,
   },
 ];

@@ -19,6 +19,7 @@ interface CounterDbRow {
   buckets: string;
   sums: string;
   expires_at: number;
+  since: number | null;
 }
 
 export class SqliteCounters {
@@ -29,11 +30,11 @@ export class SqliteCounters {
   constructor(private readonly database: SqliteDatabase) {
     const db = database.db;
     this.#load = db.prepare('SELECT * FROM counters WHERE expires_at > ?');
-    this.#save = db.prepare(`INSERT INTO counters (counter, key, control_id, kind, window_ms, max, buckets, sums, expires_at)
-      VALUES (@counter, @key, @control_id, @kind, @window_ms, @max, @buckets, @sums, @expires_at)
+    this.#save = db.prepare(`INSERT INTO counters (counter, key, control_id, kind, window_ms, max, buckets, sums, expires_at, since)
+      VALUES (@counter, @key, @control_id, @kind, @window_ms, @max, @buckets, @sums, @expires_at, @since)
       ON CONFLICT (counter, key) DO UPDATE SET control_id = excluded.control_id, kind = excluded.kind,
         window_ms = excluded.window_ms, max = excluded.max, buckets = excluded.buckets, sums = excluded.sums,
-        expires_at = excluded.expires_at`);
+        expires_at = excluded.expires_at, since = excluded.since`);
     this.#expire = db.prepare('DELETE FROM counters WHERE expires_at <= ?');
   }
 
@@ -49,6 +50,7 @@ export class SqliteCounters {
         idx: JSON.parse(r.buckets) as number[],
         val: JSON.parse(r.sums) as number[],
         expires_at: r.expires_at,
+        since: r.since,
       })),
     );
   }
@@ -66,6 +68,7 @@ export class SqliteCounters {
         buckets: JSON.stringify(row.idx),
         sums: JSON.stringify(row.val),
         expires_at: row.expires_at,
+        since: row.since ?? null,
       }),
     );
   }

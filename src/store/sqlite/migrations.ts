@@ -350,4 +350,11 @@ export const sqliteMigrations: readonly Migration[] = [
     // counts (counting/counted-already.ts); older questions have none (NULL).
     sql: `ALTER TABLE approvals ADD COLUMN counted TEXT;`,
   },
+  {
+    version: 13,
+    name: 'when each kept key\'s counts began',
+    // A key emptied by a window change and changed back before a restart holds none of a
+    // question's counts (counting/memory-counters.ts); rows of before hold NULL: not known.
+    sql: `ALTER TABLE counters ADD COLUMN since REAL;`,
+  },
 ];
