@@ -33,15 +33,16 @@ function pendingReads(...values: string[]): AsyncIterable<Promise<string>> {
   };
 }
 
-describe('AI SDK: a streaming tool whose stream yields promises (fifteenth pass)', () => {
-  let setup: GuardedSetup;
-  beforeEach(async () => {
-    setup = await startGuarded();
-  });
-  afterEach(async () => {
-    await setup.close();
-  });
+// Each test a guard server and an agent of its own (guarded-agent.ts).
+let setup: GuardedSetup;
+beforeEach(async () => {
+  setup = await startGuarded();
+});
+afterEach(async () => {
+  await setup.close();
+});
 
+describe('AI SDK: a streaming tool whose stream yields promises (fifteenth pass)', () => {
   it('withholds an output the post check denies when it arrives as a promise: the model never sees the key', async () => {
     const set = {
       run_sql: tool({
@@ -63,14 +64,6 @@ describe('AI SDK: a streaming tool whose stream yields promises (fifteenth pass)
 });
 
 describe('AI SDK: a tool whose toModelOutput hands the model more than its output says (fifteenth pass)', () => {
-  let setup: GuardedSetup;
-  beforeEach(async () => {
-    setup = await startGuarded();
-  });
-  afterEach(async () => {
-    await setup.close();
-  });
-
   it('withholds what toModelOutput makes of the output when the post check denies it: the model never sees the key', async () => {
     const set = {
       read_file: tool({
@@ -89,14 +82,6 @@ describe('AI SDK: a tool whose toModelOutput hands the model more than its outpu
 });
 
 describe('AI SDK: guardModel and a model that reasons before it answers (fifteenth pass)', () => {
-  let setup: GuardedSetup;
-  beforeEach(async () => {
-    setup = await startGuarded();
-  });
-  afterEach(async () => {
-    await setup.close();
-  });
-
   it('checks the reasoning post with the text: a key the model wrote in its reasoning is denied, not handed to the application', async () => {
     await addControl(setup.server.client, AGENT, 'no-keys-in-answers', {
       scope: { step_types: ['llm'], stages: ['post'] },
