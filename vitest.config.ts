@@ -11,10 +11,11 @@ export default defineConfig({
     hookTimeout: 60_000,
     // expect.poll waits for something to happen; its bound is a hang guard too.
     expect: { poll: { timeout: 30_000 } },
-    // Two cores: two workers. A third filled the time tests wait on what they start (a whole
-    // `npm test` 234-246 s against 263 s with two), but PostgreSQL's tests then held more than
-    // the server's 100 connections at once in one run of four.
-    maxWorkers: 2,
+    // Three workers on two cores: the third fills the time tests wait on what they start.
+    // 308 s against 335 s with two (the whole suite, a quiet machine, same code). PostgreSQL's
+    // tests stay within the server's 100 connections by their small pools (test/replicas/pg.ts):
+    // 62 at most, sampled through that run.
+    maxWorkers: 3,
     // Child processes, not threads: tests that run the CLI in-process change the working
     // directory (test/support/cli-in-process.ts), which a worker thread cannot.
     pool: 'forks',
