@@ -38,6 +38,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LanguageModelMiddleware, ModelMessage, ToolExecutionOptions, ToolSet } from 'ai';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
 import { CallSessions } from './call-sessions.js';
+import { withFileTexts } from './model-output-files.js';
 import { decide, enforce, parseJsonText, report, sessionOf, type AdapterOptions } from './decisions.js';
 import {
   approvalOfCall, isPendingAsk, keepVerdict, rememberApproval, takeVerdict, type FrameworkApprovalMode, type GuardApproval,
@@ -133,13 +134,13 @@ type ModelOutputOf = (options: { toolCallId: string; input: unknown; output: unk
  * The tool's own `toModelOutput`, its answer checked post as the tool's output: it is what
  * the model is handed, which may say more than the output execute's post check read (a
  * file's base64 decoded, a record looked up by the id the output holds). Controls read its
- * value (the text, the JSON, the content parts). A verdict that withholds it (a deny, a
+ * value (the text, the JSON, the content parts, a file part's text beside its bytes). A verdict that withholds it (a deny, a
  * steer, a check that failed) hands the model its message as error text instead.
  */
 function modelOutputCheck(guard: GuardAgent, name: string, own: ModelOutputOf, options: AdapterOptions): ModelOutputOf {
   return async (callOutput) => {
     const shown = (await own(callOutput)) as { type?: unknown; value?: unknown } | null;
-    const output = typeof shown === 'object' && shown !== null && 'value' in shown ? shown.value : shown;
+    const output = typeof shown === 'object' && shown !== null && 'value' in shown ? withFileTexts(shown.value) : shown;
     const verdict = await decide(guard, { type: 'tool', name, input: callOutput.input, output }, 'post', options, toolCallSessions.sessionOf(callOutput.toolCallId));
     return verdict.error ? { type: 'error-text', value: verdict.error.message } : shown;
   };
