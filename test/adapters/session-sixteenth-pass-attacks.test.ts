@@ -4,12 +4,14 @@
  * parts, its bytes base64; the provider hands the model the file's text, which the post
  * check must read too.
  */
-import { generateText, stepCountIs, tool } from 'ai';
+import { generateText, generateText as generate, stepCountIs, streamText, tool, wrapLanguageModel } from 'ai';
+import { MockLanguageModelV3 } from 'ai/test';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { guardTools } from '../../src/adapters/ai-sdk.js';
-import { startGuarded, type GuardedSetup } from './guarded-agent.js';
-import { done, scripted, toolCalls } from './mock-models.js';
+import { guardModel, guardTools } from '../../src/adapters/ai-sdk.js';
+import { addControl } from '../sdk/real-server.js';
+import { AGENT, startGuarded, type GuardedSetup } from './guarded-agent.js';
+import { done, scripted, toolCalls, type GenerateResult, usage } from './mock-models.js';
 
 // Each test a guard server and an agent of its own (guarded-agent.ts).
 let setup: GuardedSetup;
@@ -19,6 +21,8 @@ beforeEach(async () => {
 afterEach(async () => {
   await setup.close();
 });
+
+type StreamPart = Awaited<ReturnType<MockLanguageModelV3['doStream']>>['stream'] extends ReadableStream<infer P> ? P : never;
 
 const CREDENTIALS = 'aws_access_key_id = AKIAQWERTYUIOPASDF7Z';
 
@@ -56,5 +60,76 @@ describe('AI SDK: a toModelOutput that hands the model a file as content parts (
     }));
     expect(handed).not.toContain('AKIA');
     expect(handed).toContain('withheld');
+  });
+});
+
+describe('AI SDK: guardModel and an answer that carries more than text (sixteenth pass)', () => {
+  async function denyKeysInAnswers(): Promise<void> {
+    await addControl(setup.server.client, AGENT, 'no-keys-in-answers', {
+      scope: { step_types: ['llm'], stages: ['post'] },
+      selector: { path: 'output' },
+      evaluator: { name: 'regex', config: { pattern: 'AKIA[0-9A-Z]{16}' } },
+      action: { decision: 'deny' },
+    });
+    await setup.guard.refresh();
+  }
+
+  async function answered(content: GenerateResult['content']): Promise<string> {
+    const model = wrapLanguageModel({ model: scripted({ ...done, content }), middleware: guardModel(setup.guard) });
+    return generate({ model, prompt: 'what is in the credentials file?' }).then(
+      // A text file as the application reads it: its text.
+      (result) => JSON.stringify([...result.content, ...result.files.map((file) => Buffer.from(file.base64, 'base64').toString('utf8'))]),
+      (error: unknown) => `refused: ${(error as Error).message}`,
+    );
+  }
+
+  it('checks a file the model wrote: a key in a generated text file is denied, not handed to the application', async () => {
+    await denyKeysInAnswers();
+    const result = await answered([{ type: 'text', text: 'here it is' }, { type: 'file', mediaType: 'text/plain', data: Buffer.from(CREDENTIALS).toString('base64') }]);
+    expect(result).not.toContain('AKIA');
+    expect(result).toMatch(/^refused: /);
+  });
+
+  it('checks what a provider-executed tool answered: a key in its result is denied', async () => {
+    await denyKeysInAnswers();
+    const result = await answered([
+      { type: 'tool-call', toolCallId: 'srv-1', toolName: 'code_execution', input: '{"code":"print(open(\'creds\').read())"}', providerExecuted: true },
+      { type: 'tool-result', toolCallId: 'srv-1', toolName: 'code_execution', result: { stdout: CREDENTIALS } },
+      { type: 'text', text: 'ran it' },
+    ]);
+    expect(result).not.toContain('AKIA');
+    expect(result).toMatch(/^refused: /);
+  });
+
+  it('checks a streamed file and a streamed provider tool result: nothing of them reaches the stream', async () => {
+    await denyKeysInAnswers();
+    const parts: StreamPart[] = [
+      { type: 'stream-start', warnings: [] },
+      { type: 'file', mediaType: 'text/plain', data: Buffer.from(CREDENTIALS).toString('base64') },
+      { type: 'tool-call', toolCallId: 'srv-1', toolName: 'code_execution', input: '{}', providerExecuted: true },
+      { type: 'tool-result', toolCallId: 'srv-1', toolName: 'code_execution', result: { stdout: CREDENTIALS } },
+      { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage },
+    ];
+    for (const shown of [parts.filter((p) => p.type !== 'tool-call' && p.type !== 'tool-result'), parts.filter((p) => p.type !== 'file')]) {
+      const inner = new MockLanguageModelV3({
+        doStream: async () => ({
+          stream: new ReadableStream({
+            start(controller) {
+              for (const part of shown) controller.enqueue(part);
+              controller.close();
+            },
+          }),
+        }),
+      });
+      const model = wrapLanguageModel({ model: inner, middleware: guardModel(setup.guard) });
+      const seen: string[] = [];
+      const result = streamText({ model, prompt: 'what is in the credentials file?', onError: ({ error }) => void seen.push(`refused: ${(error as Error).message}`) });
+      for await (const part of result.fullStream) {
+        seen.push(JSON.stringify(part, (key, value: unknown) => (key === 'base64Data' && typeof value === 'string' ? Buffer.from(value, 'base64').toString('utf8') : value)));
+      }
+      // The refusal's match is masked (AKIA…DF7Z): the key's middle is nowhere.
+      expect(seen.join('\n')).not.toContain('QWERTYUI');
+      expect(seen.join('\n')).toContain('refused: ');
+    }
   });
 });
