@@ -172,12 +172,14 @@ export function guardApprovalOf(guard: GuardAgent, part: { toolCall: { toolCallI
 /**
  * A streaming tool (an `execute` that yields preliminary outputs) is held back until its
  * last output, the tool's result, has passed the post check: what a deny withholds must
- * not have been shown as a preliminary result.
+ * not have been shown as a preliminary result. Only that output is passed on: the post
+ * check read no other, and an earlier one may hold what a control withholds (a preview of
+ * the file the result only sums up); held back, they would all arrive at once anyway.
  */
 async function* checkedStream(guard: GuardAgent, step: StepInput, stream: AsyncIterable<unknown>, options: AdapterOptions, session: string | undefined): AsyncGenerator<unknown> {
   const outputs = await withinCall(guard, options, session, () => collect(stream));
   await enforce(guard, { ...step, output: outputs.at(-1) }, 'post', options, session);
-  yield* outputs;
+  if (outputs.length > 0) yield outputs.at(-1);
 }
 
 /**

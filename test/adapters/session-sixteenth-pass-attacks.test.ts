@@ -133,3 +133,36 @@ describe('AI SDK: guardModel and an answer that carries more than text (sixteent
     }
   });
 });
+
+describe('AI SDK: a streaming tool whose earlier outputs say more than its result (sixteenth pass)', () => {
+  it('passes on only the checked result: a key in a preliminary output never reaches the application', async () => {
+    const set = {
+      read_file: tool({
+        inputSchema: z.object({ path: z.string() }),
+        // A preview of the file first, then a summary that holds no key.
+        async *execute() {
+          yield { preview: CREDENTIALS };
+          yield { lines: 1 };
+        },
+      }),
+    };
+    let turn = 0;
+    const model = new MockLanguageModelV3({
+      doStream: async () => {
+        const parts: StreamPart[] =
+          turn++ === 0
+            ? [{ type: 'stream-start', warnings: [] }, { type: 'tool-call', toolCallId: 'call-1', toolName: 'read_file', input: '{"path":".aws/credentials"}' },
+              { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage }]
+            : [{ type: 'stream-start', warnings: [] }, { type: 'text-start', id: 't' }, { type: 'text-delta', id: 't', delta: 'done' }, { type: 'text-end', id: 't' },
+              { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage }];
+        return { stream: new ReadableStream({ start(c) { for (const part of parts) c.enqueue(part); c.close(); } }) };
+      },
+    });
+    const result = streamText({ model, tools: guardTools(setup.guard, set), prompt: 'how long is my credentials file?', stopWhen: stepCountIs(3) });
+    const results: unknown[] = [];
+    for await (const part of result.fullStream) if (part.type === 'tool-result') results.push(part.output);
+    expect(JSON.stringify(results)).not.toContain('AKIA');
+    // The checked result still arrives, as the preliminary result and the final one.
+    expect(results).toEqual([{ lines: 1 }, { lines: 1 }]);
+  });
+});
