@@ -38,6 +38,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LanguageModelMiddleware, ModelMessage, ToolExecutionOptions, ToolSet } from 'ai';
 import type { GuardAgent, StepInput } from '../sdk/agent.js';
 import { CallSessions } from './call-sessions.js';
+import { withFileTexts } from './model-output-files.js';
 import { decide, enforce, parseJsonText, report, sessionOf, type AdapterOptions } from './decisions.js';
 import {
   approvalOfCall, isPendingAsk, keepVerdict, rememberApproval, takeVerdict, type FrameworkApprovalMode, type GuardApproval,
@@ -133,13 +134,13 @@ type ModelOutputOf = (options: { toolCallId: string; input: unknown; output: unk
  * The tool's own `toModelOutput`, its answer checked post as the tool's output: it is what
  * the model is handed, which may say more than the output execute's post check read (a
  * file's base64 decoded, a record looked up by the id the output holds). Controls read its
- * value (the text, the JSON, the content parts). A verdict that withholds it (a deny, a
+ * value (the text, the JSON, the content parts, a file part's text beside its bytes). A verdict that withholds it (a deny, a
  * steer, a check that failed) hands the model its message as error text instead.
  */
 function modelOutputCheck(guard: GuardAgent, name: string, own: ModelOutputOf, options: AdapterOptions): ModelOutputOf {
   return async (callOutput) => {
     const shown = (await own(callOutput)) as { type?: unknown; value?: unknown } | null;
-    const output = typeof shown === 'object' && shown !== null && 'value' in shown ? shown.value : shown;
+    const output = typeof shown === 'object' && shown !== null && 'value' in shown ? withFileTexts(shown.value) : shown;
     const verdict = await decide(guard, { type: 'tool', name, input: callOutput.input, output }, 'post', options, toolCallSessions.sessionOf(callOutput.toolCallId));
     return verdict.error ? { type: 'error-text', value: verdict.error.message } : shown;
   };
@@ -171,12 +172,14 @@ export function guardApprovalOf(guard: GuardAgent, part: { toolCall: { toolCallI
 /**
  * A streaming tool (an `execute` that yields preliminary outputs) is held back until its
  * last output, the tool's result, has passed the post check: what a deny withholds must
- * not have been shown as a preliminary result.
+ * not have been shown as a preliminary result. Only that output is passed on: the post
+ * check read no other, and an earlier one may hold what a control withholds (a preview of
+ * the file the result only sums up); held back, they would all arrive at once anyway.
  */
 async function* checkedStream(guard: GuardAgent, step: StepInput, stream: AsyncIterable<unknown>, options: AdapterOptions, session: string | undefined): AsyncGenerator<unknown> {
   const outputs = await withinCall(guard, options, session, () => collect(stream));
   await enforce(guard, { ...step, output: outputs.at(-1) }, 'post', options, session);
-  yield* outputs;
+  if (outputs.length > 0) yield outputs.at(-1);
 }
 
 /**
@@ -372,7 +375,8 @@ type Content = GenerateResult['content'];
 
 /**
  * A language-model middleware that checks each model call: `pre` with the prompt as the
- * input (the AI SDK's message list), `post` with `{text, tool_calls}` as the output. A
+ * input (the AI SDK's message list), `post` with `{text, tool_calls}` as the output
+ * (and reasoning, files, provider tools' results: outputOf). A
  * streamed answer is buffered until the post check passes, so a denied answer is never
  * partly shown.
  */
@@ -400,23 +404,40 @@ export function guardModel(guard: GuardAgent, options: GuardModelOptions = {}): 
   };
 }
 
-/**
- * What a post check sees of a model's answer: its text, the tools it asked for, and its
- * reasoning when it gave any (an application may show it, and a provider sends it back).
- */
-function outputOf(content: Content): { text: string; tool_calls: Array<{ name: string; input: unknown }>; reasoning?: string } {
-  let text = '';
-  let reasoning: string | undefined;
-  const toolCalls: Array<{ name: string; input: unknown }> = [];
-  for (const part of content) {
-    if (part.type === 'text') text += part.text;
-    else if (part.type === 'reasoning') reasoning = (reasoning ?? '') + part.text;
-    else if (part.type === 'tool-call') toolCalls.push({ name: part.toolName, input: parseJsonText(part.input) });
-  }
-  return reasoning === undefined ? { text, tool_calls: toolCalls } : { text, tool_calls: toolCalls, reasoning };
+/** What a post check sees of a model's answer. */
+interface ModelAnswer {
+  text: string;
+  tool_calls: Array<{ name: string; input: unknown }>;
+  reasoning?: string;
+  files?: Array<{ media_type: string; text?: string }>;
+  tool_results?: Array<{ name: string; output: unknown }>;
 }
 
-/** The content parts a stream amounts to (text deltas joined, tool calls as they end). */
+/**
+ * What a post check sees of a model's answer: its text, the tools it asked for, and, when
+ * it gave any, its reasoning (an application may show it, and a provider sends it back),
+ * the files it wrote (a text file's text) and what the tools the provider ran answered
+ * (a code execution's output, a page fetched): the application is handed all of them.
+ */
+function outputOf(content: Content): ModelAnswer {
+  const answer: ModelAnswer = { text: '', tool_calls: [] };
+  for (const part of content) {
+    if (part.type === 'text') answer.text += part.text;
+    else if (part.type === 'reasoning') answer.reasoning = (answer.reasoning ?? '') + part.text;
+    else if (part.type === 'tool-call') answer.tool_calls.push({ name: part.toolName, input: parseJsonText(part.input) });
+    else if (part.type === 'file') (answer.files ??= []).push(fileOf(part.mediaType, part.data));
+    else if (part.type === 'tool-result') (answer.tool_results ??= []).push({ name: part.toolName, output: part.result });
+  }
+  return answer;
+}
+
+/** A file the model wrote, as a check reads it: its media type, and its text when its bytes are text. */
+function fileOf(mediaType: string, data: string | Uint8Array): { media_type: string; text?: string } {
+  const [read] = withFileTexts([{ data, mediaType }]) as Array<{ text?: string }>;
+  return read?.text === undefined ? { media_type: mediaType } : { media_type: mediaType, text: read.text };
+}
+
+/** The content parts a stream amounts to (text deltas joined; tool calls, files and provider tools' results as they come). */
 function streamedContent(parts: readonly unknown[]): Content {
   const content: Array<Content[number]> = [];
   let text = '';
@@ -424,7 +445,7 @@ function streamedContent(parts: readonly unknown[]): Content {
   for (const part of parts as Array<{ type: string; delta?: string }>) {
     if (part.type === 'text-delta') text += part.delta ?? '';
     else if (part.type === 'reasoning-delta') reasoning = (reasoning ?? '') + (part.delta ?? '');
-    else if (part.type === 'tool-call') content.push(part as Content[number]);
+    else if (part.type === 'tool-call' || part.type === 'file' || part.type === 'tool-result') content.push(part as Content[number]);
   }
   if (reasoning !== undefined) content.unshift({ type: 'reasoning', text: reasoning });
   content.unshift({ type: 'text', text });
