@@ -9,7 +9,7 @@
  * the server's message unchanged.
  */
 
-import { textOfBytes } from './mcp-bytes-text.js';
+import { textOfBytes } from './bytes-text.js';
 
 /** Deeper than this, a value is checked as it is: the nesting the guard server reads a step to (server/json-body.ts MAX_JSON_DEPTH). */
 const MAX_DEPTH = 128;

@@ -4,6 +4,7 @@
  * read with the file's text beside them. A provider hands the model a text file's text (a
  * document), so a control must read that text, not the base64 it travels as.
  */
+import { textOfBytes } from './bytes-text.js';
 
 /** The output's value, each file part that decodes as text given a `text` of it. */
 export function withFileTexts(value: unknown): unknown {
@@ -16,19 +17,10 @@ export function withFileTexts(value: unknown): unknown {
   });
 }
 
-/**
- * The file's text: its bytes as UTF-8 when they are valid UTF-8 (whatever the media type
- * says: a model may be handed a text file labelled as bytes), else as Latin-1 for a text/
- * media type; undefined for other bytes (an image).
- */
+/** The file's texts (bytes-text.ts: by the charset its media type names and by what the bytes look like); undefined for bytes that are no text (an image). */
 function textOfFile(data: unknown, mediaType: string): string | undefined {
   const bytes = bytesOf(data);
-  if (bytes === undefined) return undefined;
-  try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch {
-    return mediaType.toLowerCase().startsWith('text/') ? new TextDecoder('latin1').decode(bytes) : undefined;
-  }
+  return bytes === undefined ? undefined : (textOfBytes(bytes, mediaType) ?? undefined);
 }
 
 function bytesOf(data: unknown): Uint8Array | undefined {

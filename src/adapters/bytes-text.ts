@@ -1,7 +1,8 @@
 /**
- * The text a client may read in bytes a server sent base64-encoded (mcp-blob-text.ts): a
- * client decodes a blob by the charset its mime type names, a person's editor by what the
- * bytes look like. A text file is UTF-8 only by habit: Excel on Windows saves a CSV in
+ * The text a reader may take from bytes sent base64-encoded: an MCP server's blob
+ * (mcp-blob-text.ts), a file a tool hands the model (model-output-files.ts). A client
+ * decodes them by the charset the mime type names, a person's editor or a model provider by
+ * what the bytes look like. A text file is UTF-8 only by habit: Excel on Windows saves a CSV in
  * Windows-1252 (one accented name makes it no UTF-8), .NET's Encoding.Unicode writes UTF-16
  * without a byte-order mark, a Japanese system Shift_JIS. Each text found is checked.
  */
