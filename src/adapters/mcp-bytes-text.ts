@@ -7,6 +7,7 @@
  */
 
 import { TextDecoder } from 'node:util';
+import { orderOfUtf32, wideDecoder } from './mcp-wide-text.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** Total on any bytes, and ASCII as ASCII: every secret and card number written in ASCII is seen as it is. */
@@ -19,19 +20,37 @@ const utf16 = { le: new TextDecoder('utf-16le'), be: new TextDecoder('utf-16be')
  */
 export function textOfBytes(bytes: Uint8Array, mimeType: unknown): string | null {
   const texts = new Set<string>(textsByShape(bytes));
-  // Not fatal: a client reading by the charset shows what it can of bytes that break it, ASCII included.
-  const declared = declaredDecoder(mimeType);
-  if (declared !== null) texts.add(declared.decode(bytes));
+  for (const decode of declaredDecoders(mimeType)) texts.add(decode(bytes));
   return texts.size === 0 ? null : [...texts].join('\n');
 }
 
-/** The decoder of the charset a mime type names (`text/csv; charset="ISO-8859-1"`); null when it names none a decoder knows. */
-function declaredDecoder(mimeType: unknown): TextDecoder | null {
-  if (typeof mimeType !== 'string') return null;
-  const label = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(mimeType)?.[1];
-  if (label === undefined) return null;
+/** At most this many charsets a mime type names are read, the first and the last: what parsers take (each decode of a 30 MB blob costs up to 0.2 s). */
+const MAX_DECLARED = 2;
+
+/**
+ * The decoders of the charsets a mime type names (`text/csv; charset="ISO-8859-1"`), each
+ * one when it names several (one parser takes the first, another the last); none for names
+ * no decoder here knows.
+ */
+function declaredDecoders(mimeType: unknown): Array<(bytes: Uint8Array) => string> {
+  if (typeof mimeType !== 'string') return [];
+  const labels = [...mimeType.matchAll(/;\s*charset\s*=\s*["']?([^"';\s]+)/gi)].map((match) => match[1]!);
+  const chosen = labels.length > MAX_DECLARED ? [...labels.slice(0, MAX_DECLARED / 2), ...labels.slice(-MAX_DECLARED / 2)] : labels;
+  const decoders = new Map<string, (bytes: Uint8Array) => string>();
+  for (const label of chosen) {
+    const decode = decoderOf(label);
+    if (decode !== null) decoders.set(label.toLowerCase(), decode);
+  }
+  return [...decoders.values()];
+}
+
+function decoderOf(label: string): ((bytes: Uint8Array) => string) | null {
+  const wide = wideDecoder(label);
+  if (wide !== null) return wide;
   try {
-    return new TextDecoder(label);
+    // Not fatal: a client reading by the charset shows what it can of bytes that break it, ASCII included.
+    const decoder = new TextDecoder(label);
+    return (bytes) => decoder.decode(bytes);
   } catch {
     return null;
   }
@@ -50,6 +69,8 @@ function textsByShape(bytes: Uint8Array): string[] {
   const texts: string[] = [];
   const order = bytes[0] === 0xff && bytes[1] === 0xfe ? 'le' : bytes[0] === 0xfe && bytes[1] === 0xff ? 'be' : utf16Order(bytes);
   if (order !== null) texts.push(utf16[order].decode(bytes));
+  const wide = orderOfUtf32(bytes);
+  if (wide !== null) texts.push(wideDecoder(`utf-32${wide}`)!(bytes));
   try {
     texts.push(utf8.decode(bytes));
   } catch {

@@ -2,8 +2,74 @@
  * The eighth attack pass on the MCP gateway (issue #39), second reader of the seventh: the
  * relay between a raw JSON-RPC client and a scripted server, as in the seventh.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { toolPermitted } from '../../src/model/mcp-server.js';
+import { CARD, denyCardOutput, sdkControl } from './guarded-agent.js';
+import { scriptedRelay } from './scripted-relay.js';
+
+const closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+const records = [sdkControl(1, 'deny-card-numbers', denyCardOutput)];
+
+/** A relay whose server answers each tool named in `answers` with its result. */
+async function answering(answers: Record<string, Record<string, unknown>>) {
+  const relay = await scriptedRelay('eighth-pass', (request, reply) => {
+    const name = (request.params as { name?: string }).name ?? '';
+    reply({ jsonrpc: '2.0', id: request.id, result: answers[name] ?? {} });
+  }, records, { tools: Object.keys(answers).map((name) => ({ name, inputSchema: { type: 'object' } })) });
+  closers.push(relay.close);
+  return relay;
+}
+
+const resource = (blob: string, mimeType?: string) => ({ content: [{ type: 'resource', resource: { uri: 'file:///customers.csv', ...(mimeType !== undefined && { mimeType }), blob } }] });
+
+/** `text` in UTF-32 (no byte-order mark), as Python's `str.encode('utf-32-le')` writes it. */
+function utf32(text: string, order: 'le' | 'be'): Buffer {
+  const out = Buffer.alloc([...text].length * 4);
+  [...text].forEach((char, i) => (order === 'le' ? out.writeUInt32LE(char.codePointAt(0)!, i * 4) : out.writeUInt32BE(char.codePointAt(0)!, i * 4)));
+  return out;
+}
+
+describe('text in an encoding the platform decoder does not know', () => {
+  const LIST = `name,card\nAnn,${CARD}\n`;
+
+  it('UTF-32 text, declared or not, is checked as its text', async () => {
+    const le = utf32(LIST, 'le').toString('base64');
+    const be = utf32(LIST, 'be').toString('base64');
+    const { call } = await answering({
+      declared: resource(le, 'text/csv; charset=utf-32'),
+      declaredBe: resource(be, 'text/csv; charset=UTF-32BE'),
+      untyped: resource(le),
+      untypedBe: resource(be, 'application/octet-stream'),
+    });
+    expect(await call(1, 'declared')).not.toContain(le);
+    expect(await call(2, 'declaredBe')).not.toContain(be);
+    expect(await call(3, 'untyped')).not.toContain(le);
+    expect(await call(4, 'untypedBe')).not.toContain(be);
+  });
+
+  it('UTF-7 text with its digits base64-shifted is checked as the text a UTF-7 reader shows', async () => {
+    // Python: 'card 4111111111111111'.encode('utf-7') keeps digits direct; a server shifts them itself.
+    const shifted = `card +${Buffer.from(CARD, 'utf16le').swap16().toString('base64').replace(/=+$/, '')}-\n`;
+    const blob = Buffer.from(shifted).toString('base64');
+    const { call } = await answering({ utf7: resource(blob, 'text/plain; charset=utf-7') });
+    expect(await call(1, 'utf7')).not.toContain(blob);
+  });
+
+  it('a charset named twice is read by each name: one parser takes the first, another the last', async () => {
+    // UTF-16 with an odd byte at its end, so no shape makes it UTF-16: only the second name reads it as such.
+    const blob = Buffer.concat([Buffer.from(`\u00e9${LIST}`, 'utf16le'), Buffer.from([0x41])]).toString('base64');
+    const { call } = await answering({
+      last: resource(blob, 'text/csv; charset=iso-8859-1; charset=utf-16le'),
+      first: resource(blob, "text/csv; charset='utf-16le'; charset=iso-8859-1"),
+    });
+    expect(await call(1, 'last')).not.toContain(blob);
+    expect(await call(2, 'first')).not.toContain(blob);
+  });
+});
 
 describe('deny_tools loose names', () => {
   it('a denied tool renamed with an invisible combining mark or variation selector is hidden', () => {
