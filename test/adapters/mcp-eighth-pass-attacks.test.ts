@@ -2,9 +2,11 @@
  * The eighth attack pass on the MCP gateway (issue #39), second reader of the seventh: the
  * relay between a raw JSON-RPC client and a scripted server, as in the seventh.
  */
+import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { toolPermitted } from '../../src/model/mcp-server.js';
 import { CARD, denyCardOutput, sdkControl } from './guarded-agent.js';
+import { startTestGateway } from './mcp-http-gateway.js';
 import { scriptedRelay } from './scripted-relay.js';
 
 const closers: Array<() => Promise<void>> = [];
@@ -78,5 +80,50 @@ describe('deny_tools loose names', () => {
       expect(toolPermitted(server, renamed), JSON.stringify(renamed)).toBe(false);
     }
     expect(toolPermitted(server, 'read_file')).toBe(true);
+  });
+});
+
+describe('the send timeout (HTTP face)', () => {
+  const VERSION = '2025-11-25';
+  const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+
+  async function openSession(url: string): Promise<string> {
+    const init = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: 'slow', version: '1' } } }) });
+    const sid = init.headers.get('mcp-session-id')!;
+    await init.text();
+    await (await fetch(url, { method: 'POST', headers: { ...headers, 'mcp-session-id': sid, 'mcp-protocol-version': VERSION }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
+    return sid;
+  }
+
+  /** Reads `big`'s 10 MB answer at `perTick` bytes a tick of 20 ms; the bytes read when the connection ended. */
+  async function readSlowly(url: string, sid: string, accept: string, perTick: number): Promise<number> {
+    const { hostname, port } = new URL(url);
+    const socket = connect(Number(port), hostname);
+    socket.on('error', () => {});
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.pause();
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'big', arguments: {} } });
+    socket.write(`POST /mcp HTTP/1.1\r\nHost: ${hostname}:${port}\r\ncontent-type: application/json\r\naccept: ${accept}\r\nmcp-session-id: ${sid}\r\nmcp-protocol-version: ${VERSION}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+    let read = 0;
+    const tick = setInterval(() => {
+      let chunk: Buffer | null;
+      let taken = 0;
+      while (taken < perTick && (chunk = socket.read() as Buffer | null) !== null) taken += chunk.length;
+      read += taken;
+    }, 20);
+    await new Promise((resolve) => socket.once('close', resolve));
+    clearInterval(tick);
+    return read;
+  }
+
+  it('a client that reads its answer slowly but steadily is not cut: JSON and SSE', { timeout: 60_000 }, async () => {
+    const { gw, reports } = await startTestGateway(closers, { agentName: 'eighth-pass', sendTimeoutMs: 1000 });
+    const sid = await openSession(gw.url);
+    // 64 KB each 20 ms: 3.2 MB/s, 10 MB in about 3 s, three times the send timeout.
+    for (const accept of ['application/json, text/event-stream', 'text/event-stream, application/json']) {
+      const read = await readSlowly(gw.url, sid, accept, 64 * 1024);
+      expect(read, accept).toBeGreaterThan(10_000_000);
+    }
+    expect(reports.filter((l) => l.includes('read nothing of its response'))).toEqual([]);
   });
 });
