@@ -58,8 +58,8 @@ function decoderOf(label: string): ((bytes: Uint8Array) => string) | null {
 
 /**
  * Bytes as an editor sniffs them, each way that fits: UTF-16 after its byte-order mark, or
- * without one when every NUL byte sits on one side of the pairs (as the high byte of ASCII
- * does: odd offsets in little-endian); UTF-8; Windows-1252 (no control byte but white
+ * without one when the NUL bytes sit on one side of the pairs, as the high byte of ASCII
+ * does (odd offsets in little-endian), bar 1 in 8; UTF-32 by its shape; UTF-8; Windows-1252 (no control byte but white
  * space). Bytes of one can be another's too (`A\0` and ASCII are UTF-8; a byte-order mark
  * before ASCII is Windows-1252, and a lenient UTF-8 reader shows the ASCII), and a client
  * may read them as either. None for the rest (an image, a PDF, compressed data: control bytes
@@ -79,7 +79,11 @@ function textsByShape(bytes: Uint8Array): string[] {
   return texts;
 }
 
-/** `le` or `be` when the bytes are pairs with every NUL on the same side and some there; null otherwise. */
+/**
+ * `le` or `be` when the bytes are pairs with their NULs on one side, some there: at most one
+ * in 8 on the other (a character whose low byte is NUL, 一 U+4E00 among them, or U+0000
+ * itself, puts one there in text that is UTF-16 all the same); null otherwise.
+ */
 function utf16Order(bytes: Uint8Array): 'le' | 'be' | null {
   if (bytes.length < 2 || bytes.length % 2 !== 0) return null;
   let even = 0;
@@ -88,8 +92,8 @@ function utf16Order(bytes: Uint8Array): 'le' | 'be' | null {
     if (bytes[i] === 0) even++;
     if (bytes[i + 1] === 0) odd++;
   }
-  if (odd > 0 && even === 0) return 'le';
-  if (even > 0 && odd === 0) return 'be';
+  if (odd > 0 && even * 8 <= odd) return 'le';
+  if (even > 0 && odd * 8 <= even) return 'be';
   return null;
 }
 

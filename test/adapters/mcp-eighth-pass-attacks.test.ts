@@ -73,6 +73,17 @@ describe('text in an encoding the platform decoder does not know', () => {
   });
 });
 
+describe('UTF-16 with a NUL byte on the other side of a pair', () => {
+  it('UTF-16 text holding a character whose low byte is NUL (一, U+4E00) or U+0000 is still checked as UTF-16', async () => {
+    // .NET's Encoding.Unicode: no byte-order mark; 一 is 00 4E in little-endian, a NUL on the even side beside the ASCII's odd ones.
+    const cjk = Buffer.from(`第一,${CARD}\n`, 'utf16le').toString('base64');
+    const nul = Buffer.from(`name,card\nAnn,${CARD}\n\u0000`, 'utf16le').toString('base64');
+    const { call } = await answering({ cjk: resource(cjk, 'application/octet-stream'), nul: resource(nul) });
+    expect(await call(1, 'cjk')).not.toContain(cjk);
+    expect(await call(2, 'nul')).not.toContain(nul);
+  });
+});
+
 describe('deny_tools loose names', () => {
   it('a denied tool renamed with an invisible combining mark or variation selector is hidden', () => {
     const server = { deny_tools: ['write_file'] };
