@@ -80,15 +80,16 @@ function textsByShape(bytes: Uint8Array): string[] {
 }
 
 /**
- * `le` or `be` when the bytes are pairs with their NULs on one side, some there: at most one
+ * `le` or `be` when the bytes are pairs (but for a last one) with their NULs on one side, some there: at most one
  * in 8 on the other (a character whose low byte is NUL, 一 U+4E00 among them, or U+0000
  * itself, puts one there in text that is UTF-16 all the same); null otherwise.
  */
 function utf16Order(bytes: Uint8Array): 'le' | 'be' | null {
-  if (bytes.length < 2 || bytes.length % 2 !== 0) return null;
+  if (bytes.length < 2) return null;
   let even = 0;
   let odd = 0;
-  for (let i = 0; i < bytes.length; i += 2) {
+  // A stray last byte is left out, as a lenient UTF-16 reader shows all before it (and U+FFFD for it).
+  for (let i = 0; i + 1 < bytes.length; i += 2) {
     if (bytes[i] === 0) even++;
     if (bytes[i + 1] === 0) odd++;
   }

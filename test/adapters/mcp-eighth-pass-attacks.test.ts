@@ -62,11 +62,11 @@ describe('text in an encoding the platform decoder does not know', () => {
   });
 
   it('a charset named twice is read by each name: one parser takes the first, another the last', async () => {
-    // UTF-16 with an odd byte at its end, so no shape makes it UTF-16: only the second name reads it as such.
-    const blob = Buffer.concat([Buffer.from(`\u00e9${LIST}`, 'utf16le'), Buffer.from([0x41])]).toString('base64');
+    // UTF-7 is read only when named: the card number shows under the name taken, whichever it is.
+    const blob = Buffer.from(`card +${Buffer.from(CARD, 'utf16le').swap16().toString('base64').replace(/=+$/, '')}-\n`).toString('base64');
     const { call } = await answering({
-      last: resource(blob, 'text/csv; charset=iso-8859-1; charset=utf-16le'),
-      first: resource(blob, "text/csv; charset='utf-16le'; charset=iso-8859-1"),
+      last: resource(blob, 'text/plain; charset=iso-8859-1; charset=utf-7'),
+      first: resource(blob, "text/plain; charset='utf-7'; charset=iso-8859-1"),
     });
     expect(await call(1, 'last')).not.toContain(blob);
     expect(await call(2, 'first')).not.toContain(blob);
@@ -81,6 +81,12 @@ describe('UTF-16 with a NUL byte on the other side of a pair', () => {
     const { call } = await answering({ cjk: resource(cjk, 'application/octet-stream'), nul: resource(nul) });
     expect(await call(1, 'cjk')).not.toContain(cjk);
     expect(await call(2, 'nul')).not.toContain(nul);
+  });
+
+  it('UTF-16 text with one stray byte at its end is checked as the UTF-16 a lenient reader shows', async () => {
+    const odd = Buffer.concat([Buffer.from(`name,card\nAnn,${CARD}\n`, 'utf16le'), Buffer.from([0x0a])]).toString('base64');
+    const { call } = await answering({ odd: resource(odd, 'application/octet-stream') });
+    expect(await call(1, 'odd')).not.toContain(odd);
   });
 });
 
