@@ -1,6 +1,13 @@
 /**
  * The eighth attack pass on the MCP gateway (issue #39), second reader of the seventh: the
  * relay between a raw JSON-RPC client and a scripted server, as in the seventh.
+ *
+ * What held (no change): a charset TextDecoder does not know or maps to its replacement
+ * encoding (`iso-2022-kr`): no declared text, the sniffed ones still checked; a 30 MB
+ * binary blob naming five charsets (two decodes, 0.28 s); a send-timeout timer per
+ * response (1,000 calls on one session: one live timer before and two after); a connection
+ * cut by the send timeout is destroyed, so no second request reuses it; a deny entry that
+ * folds to '' hides only tools whose names fold to '' too.
  */
 import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
