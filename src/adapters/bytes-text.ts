@@ -8,6 +8,7 @@
  */
 
 import { TextDecoder } from 'node:util';
+import { orderOfUtf32, wideDecoder } from './mcp-wide-text.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** Total on any bytes, and ASCII as ASCII: every secret and card number written in ASCII is seen as it is. */
@@ -20,19 +21,37 @@ const utf16 = { le: new TextDecoder('utf-16le'), be: new TextDecoder('utf-16be')
  */
 export function textOfBytes(bytes: Uint8Array, mimeType: unknown): string | null {
   const texts = new Set<string>(textsByShape(bytes));
-  // Not fatal: a client reading by the charset shows what it can of bytes that break it, ASCII included.
-  const declared = declaredDecoder(mimeType);
-  if (declared !== null) texts.add(declared.decode(bytes));
+  for (const decode of declaredDecoders(mimeType)) texts.add(decode(bytes));
   return texts.size === 0 ? null : [...texts].join('\n');
 }
 
-/** The decoder of the charset a mime type names (`text/csv; charset="ISO-8859-1"`); null when it names none a decoder knows. */
-function declaredDecoder(mimeType: unknown): TextDecoder | null {
-  if (typeof mimeType !== 'string') return null;
-  const label = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(mimeType)?.[1];
-  if (label === undefined) return null;
+/** At most this many charsets a mime type names are read, the first and the last: what parsers take (each decode of a 30 MB blob costs up to 0.2 s). */
+const MAX_DECLARED = 2;
+
+/**
+ * The decoders of the charsets a mime type names (`text/csv; charset="ISO-8859-1"`), each
+ * one when it names several (one parser takes the first, another the last); none for names
+ * no decoder here knows.
+ */
+function declaredDecoders(mimeType: unknown): Array<(bytes: Uint8Array) => string> {
+  if (typeof mimeType !== 'string') return [];
+  const labels = [...mimeType.matchAll(/;\s*charset\s*=\s*["']?([^"';\s]+)/gi)].map((match) => match[1]!);
+  const chosen = labels.length > MAX_DECLARED ? [...labels.slice(0, MAX_DECLARED / 2), ...labels.slice(-MAX_DECLARED / 2)] : labels;
+  const decoders = new Map<string, (bytes: Uint8Array) => string>();
+  for (const label of chosen) {
+    const decode = decoderOf(label);
+    if (decode !== null) decoders.set(label.toLowerCase(), decode);
+  }
+  return [...decoders.values()];
+}
+
+function decoderOf(label: string): ((bytes: Uint8Array) => string) | null {
+  const wide = wideDecoder(label);
+  if (wide !== null) return wide;
   try {
-    return new TextDecoder(label);
+    // Not fatal: a client reading by the charset shows what it can of bytes that break it, ASCII included.
+    const decoder = new TextDecoder(label);
+    return (bytes) => decoder.decode(bytes);
   } catch {
     return null;
   }
@@ -40,8 +59,8 @@ function declaredDecoder(mimeType: unknown): TextDecoder | null {
 
 /**
  * Bytes as an editor sniffs them, each way that fits: UTF-16 after its byte-order mark, or
- * without one when every NUL byte sits on one side of the pairs (as the high byte of ASCII
- * does: odd offsets in little-endian); UTF-8; Windows-1252 (no control byte but white
+ * without one when the NUL bytes sit on one side of the pairs, as the high byte of ASCII
+ * does (odd offsets in little-endian), bar 1 in 8; UTF-32 by its shape; UTF-8; Windows-1252 (no control byte but white
  * space). Bytes of one can be another's too (`A\0` and ASCII are UTF-8; a byte-order mark
  * before ASCII is Windows-1252, and a lenient UTF-8 reader shows the ASCII), and a client
  * may read them as either. None for the rest (an image, a PDF, compressed data: control bytes
@@ -51,6 +70,8 @@ function textsByShape(bytes: Uint8Array): string[] {
   const texts: string[] = [];
   const order = bytes[0] === 0xff && bytes[1] === 0xfe ? 'le' : bytes[0] === 0xfe && bytes[1] === 0xff ? 'be' : utf16Order(bytes);
   if (order !== null) texts.push(utf16[order].decode(bytes));
+  const wide = orderOfUtf32(bytes);
+  if (wide !== null) texts.push(wideDecoder(`utf-32${wide}`)!(bytes));
   try {
     texts.push(utf8.decode(bytes));
   } catch {
@@ -59,17 +80,22 @@ function textsByShape(bytes: Uint8Array): string[] {
   return texts;
 }
 
-/** `le` or `be` when the bytes are pairs with every NUL on the same side and some there; null otherwise. */
+/**
+ * `le` or `be` when the bytes are pairs (but for a last one) with their NULs on one side, some there: at most one
+ * in 8 on the other (a character whose low byte is NUL, 一 U+4E00 among them, or U+0000
+ * itself, puts one there in text that is UTF-16 all the same); null otherwise.
+ */
 function utf16Order(bytes: Uint8Array): 'le' | 'be' | null {
-  if (bytes.length < 2 || bytes.length % 2 !== 0) return null;
+  if (bytes.length < 2) return null;
   let even = 0;
   let odd = 0;
-  for (let i = 0; i < bytes.length; i += 2) {
+  // A stray last byte is left out, as a lenient UTF-16 reader shows all before it (and U+FFFD for it).
+  for (let i = 0; i + 1 < bytes.length; i += 2) {
     if (bytes[i] === 0) even++;
     if (bytes[i + 1] === 0) odd++;
   }
-  if (odd > 0 && even === 0) return 'le';
-  if (even > 0 && odd === 0) return 'be';
+  if (odd > 0 && even * 8 <= odd) return 'le';
+  if (even > 0 && odd * 8 <= even) return 'be';
   return null;
 }
 

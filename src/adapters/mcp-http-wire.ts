@@ -4,6 +4,7 @@
  * accept and send, how its body is read, and how refusals and SSE events are written.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { parseMessage } from './mcp-message.js';
 
@@ -169,11 +170,23 @@ export function keepAlive(res: ServerResponse): void {
 }
 
 /**
+ * The bytes of the socket's write under way that libuv has not handed to the system yet
+ * (the handle's writeQueueSize: it falls as the client reads, where writableLength keeps a
+ * write's whole length until it completes); 0 on a socket whose handle does not say.
+ */
+function unsentOfWriteUnderWay(socket: Socket): number {
+  const queued = (socket as Socket & { _handle?: { writeQueueSize?: unknown } | null })._handle?.writeQueueSize;
+  return typeof queued === 'number' ? queued : 0;
+}
+
+/**
  * Calls `cut` once the client of `res` has taken none of the bytes waiting for it for
  * `timeoutMs` (nginx's send_timeout): bytes wait in Node until the socket's writes
  * complete, which is what the client reads. Node's own socket timeout is no measure of it:
  * any byte the client sends restarts it, so a client that read nothing of a 10 MB answer
  * and sent a line break every few seconds held it in the gateway for as long as it liked.
+ * A write completes only whole, so the part of it the system still holds counts too: a
+ * client reading a 10 MB answer written at once at 3 MB/s takes bytes all along.
  * Checked four times a timeout; the timer never holds the process and stops with `res`.
  */
 export function cutWhenStalled(res: ServerResponse, timeoutMs: number, cut: () => void): void {
@@ -183,8 +196,9 @@ export function cutWhenStalled(res: ServerResponse, timeoutMs: number, cut: () =
   const check = (): void => {
     const socket = res.socket;
     if (res.destroyed || socket === null || socket.destroyed) return;
-    // Bytes handed to the socket less those it has not written yet: what the client took (bytesWritten counts the waiting too).
-    const now = socket.bytesWritten - socket.writableLength;
+    // Bytes handed to the socket less those it has not written yet (bytesWritten counts the waiting too; a write under way
+    // counts whole until it completes, so its unsent rest is taken off too): only whether this moves matters.
+    const now = socket.bytesWritten - socket.writableLength - unsentOfWriteUnderWay(socket);
     if (now !== taken || socket.writableLength === 0) {
       taken = now;
       stalledSince = Date.now();

@@ -103,9 +103,11 @@ export function toolPermitted(server: Pick<McpServerBody, 'allow_tools' | 'deny_
 
 /**
  * A tool name as a reader takes it: compatibility forms folded (NFKC: full-width letters,
- * ligatures), letter case ignored, invisible format characters and white space dropped.
- * Letters of other scripts that look alike (Cyrillic а for Latin a) stay apart.
+ * ligatures), letter case ignored, white space and every character a reader does not see
+ * dropped: format characters and the rest Unicode calls default-ignorable (the combining
+ * grapheme joiner, variation selectors, Hangul fillers). Letters of other scripts that look
+ * alike (Cyrillic а for Latin a) stay apart.
  */
 export function looseName(name: string): string {
-  return name.normalize('NFKC').toLowerCase().replace(/[\p{Cf}\p{White_Space}]/gu, '');
+  return name.normalize('NFKC').toLowerCase().replace(/[\p{Cf}\p{Default_Ignorable_Code_Point}\p{White_Space}]/gu, '');
 }
