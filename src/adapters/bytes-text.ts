@@ -8,7 +8,7 @@
  */
 
 import { TextDecoder } from 'node:util';
-import { orderOfUtf32, wideDecoder } from './mcp-wide-text.js';
+import { orderOfUtf32, wideDecoder } from './wide-text.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** Total on any bytes, and ASCII as ASCII: every secret and card number written in ASCII is seen as it is. */

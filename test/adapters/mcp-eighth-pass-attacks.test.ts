@@ -14,7 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { toolPermitted } from '../../src/model/mcp-server.js';
 import { CARD, denyCardOutput, sdkControl } from './guarded-agent.js';
 import { startTestGateway } from './mcp-http-gateway.js';
-import { scriptedRelay } from './scripted-relay.js';
+import { answeringRelay, blobResource } from './scripted-relay.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -23,17 +23,8 @@ afterEach(async () => {
 
 const records = [sdkControl(1, 'deny-card-numbers', denyCardOutput)];
 
-/** A relay whose server answers each tool named in `answers` with its result. */
-async function answering(answers: Record<string, Record<string, unknown>>) {
-  const relay = await scriptedRelay('eighth-pass', (request, reply) => {
-    const name = (request.params as { name?: string }).name ?? '';
-    reply({ jsonrpc: '2.0', id: request.id, result: answers[name] ?? {} });
-  }, records, { tools: Object.keys(answers).map((name) => ({ name, inputSchema: { type: 'object' } })) });
-  closers.push(relay.close);
-  return relay;
-}
-
-const resource = (blob: string, mimeType?: string) => ({ content: [{ type: 'resource', resource: { uri: 'file:///customers.csv', ...(mimeType !== undefined && { mimeType }), blob } }] });
+const answering = (answers: Record<string, Record<string, unknown>>) => answeringRelay('eighth-pass', answers, records, closers);
+const resource = blobResource;
 
 /** `text` in UTF-32 (no byte-order mark), as Python's `str.encode('utf-32-le')` writes it. */
 function utf32(text: string, order: 'le' | 'be'): Buffer {

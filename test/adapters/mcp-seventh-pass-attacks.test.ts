@@ -13,7 +13,7 @@ import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CARD, denyCardOutput, sdkControl } from './guarded-agent.js';
 import { startTestGateway } from './mcp-http-gateway.js';
-import { scriptedRelay } from './scripted-relay.js';
+import { answeringRelay, blobResource } from './scripted-relay.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -22,17 +22,8 @@ afterEach(async () => {
 
 const records = [sdkControl(1, 'deny-card-numbers', denyCardOutput)];
 
-/** A relay whose server answers each tool named in `answers` with its result. */
-async function answering(answers: Record<string, Record<string, unknown>>) {
-  const relay = await scriptedRelay('seventh-pass', (request, reply) => {
-    const name = (request.params as { name?: string }).name ?? '';
-    reply({ jsonrpc: '2.0', id: request.id, result: answers[name] ?? {} });
-  }, records, { tools: Object.keys(answers).map((name) => ({ name, inputSchema: { type: 'object' } })) });
-  closers.push(relay.close);
-  return relay;
-}
-
-const resource = (blob: string, mimeType?: string) => ({ content: [{ type: 'resource', resource: { uri: 'file:///customers.csv', ...(mimeType !== undefined && { mimeType }), blob } }] });
+const answering = (answers: Record<string, Record<string, unknown>>) => answeringRelay('seventh-pass', answers, records, closers);
+const resource = blobResource;
 
 describe('text a server sends base64-encoded in another encoding than UTF-8', () => {
   /** A customer list as Excel on Windows saves it (Windows-1252): one accented name makes it no UTF-8. */

@@ -83,3 +83,16 @@ export async function scriptedRelay(agentName: string, script: Script, records: 
   };
   return { send, answerTo, call, settle, received, seenByServer, reports, close };
 }
+
+/** A relay whose server answers each tool named in `answers` with its result (the output-check attack passes); closed by `closers`. */
+export async function answeringRelay(agent: string, answers: Record<string, Record<string, unknown>>, records: ControlRecord[], closers: Array<() => Promise<void>>) {
+  const relay = await scriptedRelay(agent, (request, reply) => {
+    const name = (request.params as { name?: string }).name ?? '';
+    reply({ jsonrpc: '2.0', id: request.id, result: answers[name] ?? {} });
+  }, records, { tools: Object.keys(answers).map((name) => ({ name, inputSchema: { type: 'object' } })) });
+  closers.push(relay.close);
+  return relay;
+}
+
+/** A resource read's result holding `blob` (base64), with its mime type when given. */
+export const blobResource = (blob: string, mimeType?: string) => ({ content: [{ type: 'resource', resource: { uri: 'file:///customers.csv', ...(mimeType !== undefined && { mimeType }), blob } }] });
