@@ -101,13 +101,20 @@ async function labelsOf(sessions: SharedSessions, agent: string, id: string): Pr
   return [...step!.labels].sort();
 }
 
-/** Until a backend of the schema waits on a lock running `statement` (the race is then set). */
+/**
+ * Until a backend of the schema waits on a lock running `statement` (the race is then set).
+ * `sql` is inside the transaction that holds the lock, and a transaction reads
+ * pg_stat_activity from one snapshot: each poll clears it, or a statement that started
+ * after the first poll (a loaded machine) was never seen.
+ */
 async function blockedOnLock(sql: pg.Client, statement: string): Promise<void> {
   await expect
     .poll(
-      async () =>
-        (await sql.query('SELECT 1 FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid)) AND query LIKE $1', [`%${statement}%`]))
-          .rowCount,
+      async () => {
+        await sql.query('SELECT pg_stat_clear_snapshot()');
+        return (await sql.query('SELECT 1 FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid)) AND query LIKE $1', [`%${statement}%`]))
+          .rowCount;
+      },
       { interval: 20, timeout: 10_000 },
     )
     .toBe(1);
