@@ -15,7 +15,7 @@
  * count over the max (a larger amount, a key the question was not over on) is a question
  * the person was never asked (`uncovered`).
  */
-import type { Counters, CountRequest, HeldCount } from './types.js';
+import type { ClockedCounters, Counters, CountRequest } from './types.js';
 
 /** What one count of a step did, as its question's approval keeps it. */
 export interface CountedStep {
@@ -32,23 +32,21 @@ export interface CountedStep {
   readonly over: boolean;
 }
 
-/** Whether the counters still hold a count (server-counters.ts): in its window, neither reset nor lost. */
-export type HoldsCount = (count: HeldCount) => boolean | Promise<boolean>;
 
 /** Counters that note what each count did, read on the counters' clock `now`. */
-export function noteCounts(counters: Counters, now: () => number): { counters: Counters; counted: CountedStep[] } {
+export function noteCounts(counters: ClockedCounters): { counters: Counters; counted: CountedStep[] } {
   const counted: CountedStep[] = [];
-  return { counted, counters: noting(counters, now, counted, (request) => request.amount) };
+  return { counted, counters: noting(counters, counted, (request) => request.amount) };
 }
 
 /**
  * `counters` noting each count into `counted`, the step's amount being `amountOf(request)`.
  * The time is read once the count is answered: a key the count created began before it.
  */
-function noting(counters: Counters, now: () => number, counted: CountedStep[], amountOf: (request: CountRequest) => number): Counters {
+function noting(counters: ClockedCounters, counted: CountedStep[], amountOf: (request: CountRequest) => number): Counters {
   const note = (request: CountRequest, over: boolean): void => {
     const added = request.always || !over ? request.amount : 0;
-    counted.push({ counter: request.counter, key: request.key, window_ms: request.window_ms, at: now(), amount: amountOf(request), added, over });
+    counted.push({ counter: request.counter, key: request.key, window_ms: request.window_ms, at: counters.now(), amount: amountOf(request), added, over });
   };
   return {
     count(request) {
@@ -81,18 +79,12 @@ export interface ApprovedCounting {
  * `asking` controls (ids) are added even over their max where the question was over them
  * by at least this amount; anywhere else such a count over its max is `uncovered`.
  */
-export function countedAlready(
-  counters: Counters,
-  question: readonly CountedStep[],
-  asking: ReadonlySet<number>,
-  holds: HoldsCount,
-  now: () => number,
-): ApprovedCounting {
+export function countedAlready(counters: ClockedCounters, question: readonly CountedStep[], asking: ReadonlySet<number>): ApprovedCounting {
   const left = [...question];
   const counted: CountedStep[] = [];
   const uncovered = new Set<number>();
   const amounts = new WeakMap<CountRequest, number>();
-  const inner = noting(counters, now, counted, (request) => amounts.get(request) ?? request.amount);
+  const inner = noting(counters, counted, (request) => amounts.get(request) ?? request.amount);
   return {
     counted,
     uncovered,
@@ -101,7 +93,7 @@ export function countedAlready(
         const i = left.findIndex((c) => c.counter === request.counter && c.key === request.key && c.window_ms === request.window_ms);
         const asked = i < 0 ? undefined : (left.splice(i, 1)[0] as CountedStep);
         if (asked === undefined || asked.added <= 0) return countAfter(request, asked, false);
-        const held = holds(asked);
+        const held = counters.holds(asked);
         return held instanceof Promise ? held.then((h) => countAfter(request, asked, h)) : countAfter(request, asked, held);
       },
     },

@@ -13,6 +13,7 @@ export type {
   CounterRow,
   CounterRowStore,
   CounterUsage,
+  ClockedCounters,
   HeldCount,
   CountRequest,
   Counters,
@@ -26,5 +27,5 @@ export { BUCKETS, COUNT_TIME_MARGIN_MS, MAX_WINDOW_MS, parseWindow, stillInWindo
 export { DEFAULT_MAX_KEYS, keyCapMessage, MemoryCounters, PERSIST_MIN_WINDOW_MS, type CounterPersistence, type MemoryCountersOptions } from './memory-counters.js';
 export { LEASE_MS, LEASE_STEPS, LeasedCounts } from './leased-counts.js';
 export { ApproximateCounts, FLUSH_INTERVAL_MS } from './approximate-counts.js';
-export { countedAlready, countedOf, countedText, noteCounts, type CountedStep, type HoldsCount } from './counted-already.js';
+export { countedAlready, countedOf, countedText, noteCounts, type CountedStep } from './counted-already.js';
 export { createServerCounters, type CounterLimits, type CounterStores, type ServerCounters, type ServerCountersOptions } from './server-counters.js';

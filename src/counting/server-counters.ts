@@ -15,18 +15,11 @@ import { DatabaseClock, monotonicNow } from '../clock.js';
 import { ApproximateCounts } from './approximate-counts.js';
 import { LeasedCounts } from './leased-counts.js';
 import { keyCapMessage, MemoryCounters } from './memory-counters.js';
-import type { CountAnswer, CounterRowStore, CounterUsage, CountRequest, Counters, HeldCount, SharedCounterStore } from './types.js';
+import type { ClockedCounters, CountAnswer, CounterRowStore, CounterUsage, CountRequest, HeldCount, SharedCounterStore } from './types.js';
 import { stillInWindow, usedAt } from './window.js';
 
-export interface ServerCounters extends Counters {
-  /** The clock the counters count by (ms since the epoch). */
-  now(): number;
-  /**
-   * Whether a count made at `at` (that clock) is still held: in its window, and not lost
-   * since (a restart of one server keeps only long windows; a window change empties a key).
-   * Replicas read the key's row for it.
-   */
-  holds(count: HeldCount): boolean | Promise<boolean>;
+/** Replicas read a key's row to tell whether it holds a count (`holds`). */
+export interface ServerCounters extends ClockedCounters {
   /** Keys with something in their window, with their use and limit. */
   usage(): Promise<CounterUsage[]>;
   close(): Promise<void>;

@@ -72,6 +72,17 @@ export interface HeldCount {
   readonly at: number;
 }
 
+/** Counters that tell their clock and whether a count made earlier is still held (ServerCounters). */
+export interface ClockedCounters extends Counters {
+  /** The clock the counters count by (ms since the epoch). */
+  now(): number;
+  /**
+   * Whether a count made at `at` (that clock) is still held: in its window, and not lost
+   * since (a restart of one server keeps only long windows; a window change empties a key).
+   */
+  holds(count: HeldCount): boolean | Promise<boolean>;
+}
+
 /** One key's counter as a store keeps it. */
 export type StoredCounter = CounterRow;
 

@@ -91,12 +91,12 @@ export const evaluationRoutes: FastifyPluginAsync<ServerContext> = async (app, c
       if (set.counting && set.askingIds !== null) {
         const taken = await ctx.approvals.gate.takeApproved(body, ctx.actorOf(request));
         if (taken === null) {
-          const noting = noteCounts(counters, () => counters.now());
+          const noting = noteCounts(counters);
           stepCounters = noting.counters;
           noted = noting.counted;
         } else {
           approved = taken.approval;
-          const counting = countedAlready(counters, taken.counted, set.askingIds, (count) => counters.holds(count), () => counters.now());
+          const counting = countedAlready(counters, taken.counted, set.askingIds);
           stepCounters = counting.counters;
           noted = counting.counted;
           uncovered = counting.uncovered;
