@@ -18,6 +18,11 @@ import { jsonSchemaCheck, type JsonSchemaCheck } from './json-schema.js';
 import { evaluatorPluginSpecs, loadEvaluatorPlugins } from './load-plugins.js';
 import { ConfigError, type CompiledCheck, type EvaluatorDefinition, type PartCaches } from './types.js';
 
+/** Whether an evaluator's verdict depends on the steps checked before it (it declares `stateful` or `perSession`). */
+export function countsSteps(def: Pick<EvaluatorDefinition, 'stateful' | 'perSession'>): boolean {
+  return def.stateful !== undefined || def.perSession === true;
+}
+
 export interface EvaluatorInfo {
   name: string;
   description: string;
@@ -67,7 +72,7 @@ export class EvaluatorRegistry {
       name: d.name,
       description: d.description,
       config_schema: d.configSchema,
-      counts: d.stateful !== undefined || d.perSession === true,
+      counts: countsSteps(d),
     }));
   }
 

@@ -6,7 +6,7 @@
 import { ConnectionError, GuardClient, ResponseShapeError } from '../client/index.js';
 import { evaluateStep } from '../engine/index.js';
 import { ApiError } from '../errors.js';
-import { createDefaultRegistry, type EvaluatorRegistry } from '../evaluators/registry.js';
+import { countsSteps, createDefaultRegistry, type EvaluatorRegistry } from '../evaluators/registry.js';
 import { STEP_TYPES, type ControlRecord, type EvaluationResult, type Stage } from '../model/index.js';
 import { buildControlSet, type AgentControlSet } from './control-set.js';
 import { ApprovalError, ControlSteerError, ControlViolationError, GuardUnavailableError, stepRefusalOf } from './errors.js';
@@ -122,7 +122,7 @@ export class GuardAgent {
   evaluatorKind(name: string): EvaluatorKind {
     const def = this.#registry.get(name);
     if (def === undefined) return this.#serverKinds?.get(name) ?? 'unknown';
-    return def.stateful !== undefined || def.perSession === true ? 'counting' : 'stateless';
+    return countsSteps(def) ? 'counting' : 'stateless';
   }
 
   /**
